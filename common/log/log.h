@@ -1,0 +1,74 @@
+// A small logging shim shaped like absl/log (which Abseil 20220623 lacks):
+// LOG(INFO) << "key=value ...";  VLOG(2) << ...;  CHECK(cond) << ...;
+// Lines go to stderr as "<level><mmdd hh:mm:ss.uuuuuu> <tid> file:line] message".
+// LOG(FATAL) and a failed CHECK abort after writing the line.
+#pragma once
+
+#include <atomic>
+#include <sstream>
+#include "absl/strings/string_view.h"
+
+namespace weft::log {
+
+enum class Severity { kInfo = 0, kWarning = 1, kError = 2, kFatal = 3 };
+
+// Lines below this severity are dropped. Default kInfo.
+void SetMinSeverity(Severity severity);
+// VLOG(n) lines are written when n <= the verbosity. Default 0.
+void SetVerbosity(int level);
+int Verbosity();
+// Prefix for every line, such as "osd.3". Call once at startup.
+void SetProgramTag(absl::string_view tag);
+bool IsEnabled(Severity severity);
+
+class LogMessage {
+ public:
+  LogMessage(const char* file, int line, Severity severity);
+  ~LogMessage();
+  LogMessage(const LogMessage&) = delete;
+  LogMessage& operator=(const LogMessage&) = delete;
+  std::ostream& stream() { return stream_; }
+
+ private:
+  const char* file_;
+  int line_;
+  Severity severity_;
+  std::ostringstream stream_;
+};
+
+// Swallows the stream expression when a line is disabled.
+struct Voidify {
+  void operator&(std::ostream&) {}
+};
+
+}  // namespace weft::log
+
+#define WEFT_LOG_SEVERITY_INFO ::weft::log::Severity::kInfo
+#define WEFT_LOG_SEVERITY_WARNING ::weft::log::Severity::kWarning
+#define WEFT_LOG_SEVERITY_ERROR ::weft::log::Severity::kError
+#define WEFT_LOG_SEVERITY_FATAL ::weft::log::Severity::kFatal
+
+#define LOG(severity)                                                    \
+  !::weft::log::IsEnabled(WEFT_LOG_SEVERITY_##severity)                  \
+      ? (void)0                                                          \
+      : ::weft::log::Voidify() &                                         \
+            ::weft::log::LogMessage(__FILE__, __LINE__, WEFT_LOG_SEVERITY_##severity).stream()
+
+#define VLOG(level)                                                                 \
+  ((level) > ::weft::log::Verbosity())                                              \
+      ? (void)0                                                                     \
+      : ::weft::log::Voidify() &                                                    \
+            ::weft::log::LogMessage(__FILE__, __LINE__, ::weft::log::Severity::kInfo).stream()
+
+#define CHECK(cond)                                                                   \
+  (cond) ? (void)0                                                                    \
+         : ::weft::log::Voidify() &                                                   \
+               ::weft::log::LogMessage(__FILE__, __LINE__, ::weft::log::Severity::kFatal) \
+                       .stream()                                                      \
+                   << "Check failed: " #cond " "
+
+#define CHECK_OK(expr)                                                                \
+  do {                                                                                \
+    auto weft_check_status_ = (expr);                                                 \
+    CHECK(weft_check_status_.ok()) << weft_check_status_;                             \
+  } while (0)

@@ -1,0 +1,48 @@
+// Errors inside Weft are absl::Status / absl::StatusOr. Foreign errors (errno,
+// LevelDB, gRPC) are converted where they enter. A status may carry the errno
+// that POSIX needs at the FUSE edge as a payload: ENOTEMPTY and EXDEV are both
+// "failed precondition", so the code alone is not enough.
+#pragma once
+
+#include <string>
+#include "absl/strings/string_view.h"
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+
+namespace weft {
+
+// The macros use Abseil's future names so that a later Abseil can replace them.
+#define WEFT_STATUS_CONCAT_INNER_(a, b) a##b
+#define WEFT_STATUS_CONCAT_(a, b) WEFT_STATUS_CONCAT_INNER_(a, b)
+
+#define RETURN_IF_ERROR(expr)                       \
+  do {                                              \
+    ::absl::Status weft_status_ = (expr);           \
+    if (!weft_status_.ok()) return weft_status_;    \
+  } while (0)
+
+#define ASSIGN_OR_RETURN(lhs, expr) \
+  ASSIGN_OR_RETURN_IMPL_(WEFT_STATUS_CONCAT_(weft_statusor_, __LINE__), lhs, expr)
+
+#define ASSIGN_OR_RETURN_IMPL_(tmp, lhs, expr) \
+  auto tmp = (expr);                           \
+  if (!tmp.ok()) return tmp.status();          \
+  lhs = std::move(tmp).value()
+
+// A status with `code`, `message` and an errno payload.
+absl::Status ErrnoError(absl::StatusCode code, int err, absl::string_view message);
+
+// Converts a failed system call's errno to a status, choosing the canonical code
+// (ENOENT -> NotFound, ENOSPC -> ResourceExhausted, EIO -> DataLoss, ...), and
+// keeps the errno as payload. `what` says what was being done ("open /x").
+absl::Status ErrnoToStatus(int err, absl::string_view what);
+
+// The errno a status carries, or the best errno for its code. Only the FUSE
+// adapter and the wire encoder call this.
+int StatusToErrno(const absl::Status& status);
+
+// Prefixes the message of a failed status with context; OK stays OK.
+absl::Status Annotate(const absl::Status& status, absl::string_view context);
+
+}  // namespace weft
