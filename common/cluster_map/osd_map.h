@@ -1,0 +1,115 @@
+// The OSD map: which OSDs exist, where they are, whether they are up and in, and
+// which pools exist. Published by the map manager to etcd (/weft/<fsid>/osdmap)
+// with a new epoch on every change; every daemon and client holds a copy and
+// computes placement from it (common/placement). These are plain values: no
+// locking, no I/O.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "common/cluster_map/types.h"
+
+namespace weft {
+
+// What two replicas (or two EC shards) of one PG must not share.
+enum class FailureDomain { kOsd, kHost, kRack };
+// "osd", "host", "rack".
+absl::string_view FailureDomainName(FailureDomain domain);
+absl::StatusOr<FailureDomain> ParseFailureDomain(absl::string_view name);
+
+enum class PoolType { kReplicated, kErasure };
+// "replicated", "erasure".
+absl::string_view PoolTypeName(PoolType type);
+absl::StatusOr<PoolType> ParsePoolType(absl::string_view name);
+
+struct OsdInfo {
+  OsdId id;
+  std::string addr;  // "127.0.0.1:6801"
+  std::string host;  // Failure domain labels; empty means "its own host/rack"
+  std::string rack;  // (see placement.h).
+  // Relative capacity. 0 (or out) means the OSD receives no PGs.
+  double weight = 1.0;
+  // up: the daemon is alive (its etcd liveness key exists). in: it is part of
+  // placement. A down OSD stays in for a grace period so that a restart moves
+  // no data.
+  bool up = false;
+  bool in = true;
+  Epoch up_from = 0;          // epoch of the last down -> up transition
+  Epoch down_at = 0;          // epoch of the last up -> down transition
+  int64_t down_since_ms = 0;  // wall time of that transition (for the out grace)
+
+  friend bool operator==(const OsdInfo&, const OsdInfo&) = default;
+};
+
+struct PoolInfo {
+  PoolId id;
+  std::string name;
+  PoolType type = PoolType::kReplicated;
+  // Replicated: number of copies. Erasure: ec_k + ec_m shards.
+  uint32_t size = 3;
+  // Writes are refused while fewer than min_size members are acting.
+  uint32_t min_size = 2;
+  uint32_t pg_num = 0;
+  FailureDomain failure_domain = FailureDomain::kHost;
+  uint32_t ec_k = 0, ec_m = 0, ec_chunk_bytes = 0;  // erasure pools only
+  int64_t created_ms = 0;
+
+  friend bool operator==(const PoolInfo&, const PoolInfo&) = default;
+};
+
+// A client whose writes OSDs must refuse (its session was evicted) until
+// `expires_ms`, so that it cannot overwrite data after its caps were revoked.
+struct BlocklistEntry {
+  std::string client;
+  Epoch added = 0;
+  int64_t expires_ms = 0;
+
+  friend bool operator==(const BlocklistEntry&, const BlocklistEntry&) = default;
+};
+
+struct OsdMap {
+  std::string fsid;
+  Epoch epoch = 0;
+  int64_t modified_ms = 0;
+  std::vector<OsdInfo> osds;    // sorted by id, ids unique (FindOsd relies on it)
+  std::vector<PoolInfo> pools;  // sorted by id, ids and names unique
+  std::vector<BlocklistEntry> blocklist;
+  double full_ratio = 0.95, nearfull_ratio = 0.85;
+  uint32_t flags = 0;
+  FailureDomain default_failure_domain = FailureDomain::kHost;
+  int32_t next_osd_id = 0;     // greater than every id in `osds`
+  uint32_t next_pool_id = 1;   // greater than every id in `pools`
+
+  // nullptr when absent. Binary search: `osds` must be sorted.
+  const OsdInfo* FindOsd(OsdId id) const;
+  OsdInfo* FindOsd(OsdId id);
+  // nullptr when absent. Binary search: `pools` must be sorted.
+  const PoolInfo* FindPool(PoolId id) const;
+  const PoolInfo* FindPoolByName(absl::string_view name) const;
+  // False for an OSD that is not in the map.
+  bool IsUp(OsdId id) const;
+  bool IsIn(OsdId id) const;
+
+  // OK if the map keeps the invariants above and every pool is usable: sizes and
+  // ratios in range, EC size == k + m, known enums, finite weights >= 0.
+  // InvalidArgument naming the first violation otherwise. The map manager calls
+  // it before publishing; Decode calls it on everything it accepts.
+  absl::Status Validate() const;
+
+  // Protobuf bytes of weft.pb.OsdMap with an integrity trailer (format in
+  // proto/cluster_map.proto). Deterministic for a given map and binary.
+  std::string Encode() const;
+  // The inverse of Encode. DataLoss for bytes that are truncated, corrupted or
+  // not an encoded map; InvalidArgument for a well-formed map that fails
+  // Validate(). Never crashes, whatever the input.
+  static absl::StatusOr<OsdMap> Decode(absl::string_view bytes);
+
+  friend bool operator==(const OsdMap&, const OsdMap&) = default;
+};
+
+}  // namespace weft

@@ -1,0 +1,66 @@
+// weft: the admin CLI.
+//
+//   weft [-c FILE] cluster init [--failure-domain host|osd|rack]
+//   weft [-c FILE] osd create|ls|tree|out|in ...
+//   weft [-c FILE] pool create|ls|rm ...
+//   weft [-c FILE] status
+//   weft [-c FILE] obj put|get|stat|rm|ls POOL [NAME] [FILE]
+//   weft [-c FILE] bench POOL write|seq|rand|cleanup [--seconds S] [--threads T] [--block-size B]
+//
+// The config comes from -c FILE, else $WEFT_CONF, else /etc/weft/weft.conf.
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "common/config/config.h"
+#include "fuse-client/cli/commands.h"
+
+namespace {
+
+constexpr char kUsage[] =
+    "usage: weft [-c FILE] COMMAND ...\n"
+    "  cluster init [--failure-domain host|osd|rack] [--fsid ID]\n"
+    "  osd create [--host H] [--rack R] [--weight W] [--id N]\n"
+    "  osd ls | osd tree | osd out N | osd in N\n"
+    "  pool create NAME --size N [--min-size M] [--pg-num P] [--failure-domain host|osd|rack]\n"
+    "  pool ls | pool rm NAME --yes-i-really-mean-it\n"
+    "  status\n"
+    "  obj put POOL NAME [FILE|-] | obj get POOL NAME [FILE|-] | obj stat POOL NAME\n"
+    "  obj rm POOL NAME | obj ls POOL\n"
+    "  bench POOL write|seq|rand|cleanup [--seconds S] [--threads T] [--block-size B]\n";
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::vector<std::string> rest;
+  std::string conf_path;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    if ((a == "-c" || a == "--conf") && i + 1 < argc) {
+      conf_path = argv[++i];
+    } else if (a == "-h" || a == "--help") {
+      std::fputs(kUsage, stdout);
+      return 0;
+    } else {
+      rest.push_back(a);
+    }
+  }
+  if (rest.empty()) {
+    std::fputs(kUsage, stderr);
+    return 2;
+  }
+  auto args = weft::cli::ParseArgs(rest, {"yes-i-really-mean-it", "no-verify", "detail"});
+  if (!args.ok()) return weft::cli::Fail(args.status());
+  auto config = weft::Config::Load(weft::Config::DefaultPath(conf_path));
+  if (!config.ok()) return weft::cli::Fail(config.status());
+  const std::string cmd = args->positional[0];
+  args->positional.erase(args->positional.begin());
+  if (cmd == "cluster") return weft::cli::CmdCluster(*config, *args);
+  if (cmd == "osd") return weft::cli::CmdOsd(*config, *args);
+  if (cmd == "pool") return weft::cli::CmdPool(*config, *args);
+  if (cmd == "status") return weft::cli::CmdStatus(*config, *args);
+  if (cmd == "obj") return weft::cli::CmdObj(*config, *args);
+  if (cmd == "bench") return weft::cli::CmdBench(*config, *args);
+  std::fprintf(stderr, "weft: unknown command '%s'\n%s", cmd.c_str(), kUsage);
+  return 2;
+}

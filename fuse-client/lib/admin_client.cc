@@ -1,0 +1,120 @@
+#include "fuse-client/lib/admin_client.h"
+
+#include "absl/strings/str_cat.h"
+#include "common/status/status.h"
+
+namespace weft::client {
+
+absl::Status AdminClient::Call(
+    const std::function<absl::Status(pb::Cluster::Stub*, std::string* leader)>& fn) {
+  std::vector<std::string> todo = mds_addrs_;
+  absl::Status last = absl::UnavailableError("no MDS address configured");
+  for (size_t i = 0; i < todo.size() && i < 8; ++i) {
+    auto stub = pb::Cluster::NewStub(channels_.Get(todo[i]));
+    std::string leader;
+    absl::Status status = fn(stub.get(), &leader);
+    bool not_leader = absl::IsFailedPrecondition(status) &&
+                      status.message().find("not the map manager") != absl::string_view::npos;
+    if (not_leader && !leader.empty()) {
+      todo.push_back(leader);
+      last = status;
+      continue;
+    }
+    if (absl::IsUnavailable(status) || absl::IsDeadlineExceeded(status)) {
+      last = status;
+      continue;
+    }
+    return status;
+  }
+  return last;
+}
+
+absl::StatusOr<int32_t> AdminClient::OsdCreate(const std::string& host, const std::string& rack,
+                                               double weight, int32_t id) {
+  int32_t out = -1;
+  RETURN_IF_ERROR(Call([&](pb::Cluster::Stub* stub, std::string*) {
+    grpc::ClientContext ctx;
+    ctx.set_deadline(rpc::DeadlineIn(timeout_ms_));
+    pb::OsdCreateRequest req;
+    req.set_host(host);
+    req.set_rack(rack);
+    req.set_weight(weight);
+    req.set_id(id);
+    pb::OsdCreateReply reply;
+    RETURN_IF_ERROR(rpc::FromGrpc(stub->OsdCreate(&ctx, req, &reply), "mds"));
+    out = reply.id();
+    return rpc::FromProto(reply.status());
+  }));
+  return out;
+}
+
+namespace {
+
+absl::Status FinishAdmin(const grpc::Status& transport, const pb::AdminReply& reply,
+                         std::string* leader) {
+  RETURN_IF_ERROR(rpc::FromGrpc(transport, "mds"));
+  *leader = reply.message();
+  return rpc::FromProto(reply.status());
+}
+
+}  // namespace
+
+absl::Status AdminClient::OsdSetIn(int32_t id, bool in) {
+  return Call([&](pb::Cluster::Stub* stub, std::string* leader) {
+    grpc::ClientContext ctx;
+    ctx.set_deadline(rpc::DeadlineIn(timeout_ms_));
+    pb::OsdSetRequest req;
+    req.set_id(id);
+    req.set_in(in);
+    pb::AdminReply reply;
+    return FinishAdmin(stub->OsdSetIn(&ctx, req, &reply), reply, leader);
+  });
+}
+
+absl::Status AdminClient::PoolCreate(const pb::PoolCreateRequest& req) {
+  return Call([&](pb::Cluster::Stub* stub, std::string* leader) {
+    grpc::ClientContext ctx;
+    ctx.set_deadline(rpc::DeadlineIn(timeout_ms_));
+    pb::AdminReply reply;
+    return FinishAdmin(stub->PoolCreate(&ctx, req, &reply), reply, leader);
+  });
+}
+
+absl::Status AdminClient::PoolRemove(const std::string& name, const std::string& confirm) {
+  return Call([&](pb::Cluster::Stub* stub, std::string* leader) {
+    grpc::ClientContext ctx;
+    ctx.set_deadline(rpc::DeadlineIn(timeout_ms_));
+    pb::PoolRemoveRequest req;
+    req.set_name(name);
+    req.set_confirm(confirm);
+    pb::AdminReply reply;
+    return FinishAdmin(stub->PoolRemove(&ctx, req, &reply), reply, leader);
+  });
+}
+
+absl::StatusOr<pb::StatusReply> AdminClient::Status() {
+  pb::StatusReply out;
+  RETURN_IF_ERROR(Call([&](pb::Cluster::Stub* stub, std::string*) {
+    grpc::ClientContext ctx;
+    ctx.set_deadline(rpc::DeadlineIn(timeout_ms_));
+    out.Clear();
+    RETURN_IF_ERROR(rpc::FromGrpc(stub->Status(&ctx, pb::StatusRequest(), &out), "mds"));
+    return rpc::FromProto(out.status());
+  }));
+  return out;
+}
+
+absl::StatusOr<std::string> AdminClient::GetMapBytes() {
+  std::string out;
+  RETURN_IF_ERROR(Call([&](pb::Cluster::Stub* stub, std::string*) {
+    grpc::ClientContext ctx;
+    ctx.set_deadline(rpc::DeadlineIn(timeout_ms_));
+    pb::MapReply reply;
+    RETURN_IF_ERROR(rpc::FromGrpc(stub->GetMap(&ctx, pb::MapRequest(), &reply), "mds"));
+    out = reply.osdmap();
+    return rpc::FromProto(reply.status());
+  }));
+  return out;
+}
+
+}  // namespace weft::client

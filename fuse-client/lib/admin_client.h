@@ -1,0 +1,38 @@
+// Admin calls to the map manager (the elected weft-mds): OSD and pool
+// management and cluster status. Tries each configured MDS; a non-leader
+// names the leader and the call is sent there.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "common/rpc/rpc.h"
+#include "proto/mds.grpc.pb.h"
+
+namespace weft::client {
+
+class AdminClient {
+ public:
+  explicit AdminClient(std::vector<std::string> mds_addrs, int64_t timeout_ms = 15000)
+      : mds_addrs_(std::move(mds_addrs)), timeout_ms_(timeout_ms) {}
+
+  absl::StatusOr<int32_t> OsdCreate(const std::string& host, const std::string& rack,
+                                    double weight, int32_t id);
+  absl::Status OsdSetIn(int32_t id, bool in);
+  absl::Status PoolCreate(const pb::PoolCreateRequest& req);
+  absl::Status PoolRemove(const std::string& name, const std::string& confirm);
+  absl::StatusOr<pb::StatusReply> Status();
+  absl::StatusOr<std::string> GetMapBytes();
+
+ private:
+  // Calls `fn(stub)` on each MDS until one that is not "not the leader"
+  // answers; `fn` returns the transport status and the reply's status.
+  absl::Status Call(const std::function<absl::Status(pb::Cluster::Stub*, std::string* leader)>& fn);
+
+  std::vector<std::string> mds_addrs_;
+  int64_t timeout_ms_;
+  rpc::ChannelCache channels_;
+};
+
+}  // namespace weft::client

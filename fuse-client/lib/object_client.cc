@@ -1,0 +1,398 @@
+#include "fuse-client/lib/object_client.h"
+
+#include <unistd.h>
+
+#include <random>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "common/log/log.h"
+#include "common/placement/placement.h"
+#include "common/status/status.h"
+#include "proto/mds.grpc.pb.h"
+#include "proto/osd.grpc.pb.h"
+
+namespace weft::client {
+
+// --- ObjectOperation -------------------------------------------------------------
+
+pb::ObjectOp& ObjectOperation::Add(pb::OpType type) {
+  ops_.emplace_back();
+  ops_.back().set_type(type);
+  return ops_.back();
+}
+
+ObjectOperation& ObjectOperation::Create(bool exclusive) {
+  Add(pb::CREATE).set_exclusive(exclusive);
+  return *this;
+}
+ObjectOperation& ObjectOperation::Write(uint64_t offset, std::string data) {
+  auto& op = Add(pb::WRITE);
+  op.set_offset(offset);
+  op.set_data(std::move(data));
+  return *this;
+}
+ObjectOperation& ObjectOperation::WriteFull(std::string data) {
+  Add(pb::WRITE_FULL).set_data(std::move(data));
+  return *this;
+}
+ObjectOperation& ObjectOperation::Append(std::string data) {
+  Add(pb::APPEND).set_data(std::move(data));
+  return *this;
+}
+ObjectOperation& ObjectOperation::Truncate(uint64_t size) {
+  Add(pb::TRUNCATE).set_offset(size);
+  return *this;
+}
+ObjectOperation& ObjectOperation::Remove() {
+  Add(pb::REMOVE);
+  return *this;
+}
+ObjectOperation& ObjectOperation::SetXattr(std::string name, std::string value) {
+  auto& op = Add(pb::SETXATTR);
+  op.set_name(std::move(name));
+  op.set_data(std::move(value));
+  return *this;
+}
+ObjectOperation& ObjectOperation::RmXattr(std::string name) {
+  Add(pb::RMXATTR).set_name(std::move(name));
+  return *this;
+}
+ObjectOperation& ObjectOperation::OmapSet(std::vector<std::pair<std::string, std::string>> kvs) {
+  auto& op = Add(pb::OMAP_SET);
+  for (auto& [k, v] : kvs) {
+    auto* kv = op.add_kvs();
+    kv->set_key(std::move(k));
+    kv->set_value(std::move(v));
+  }
+  return *this;
+}
+ObjectOperation& ObjectOperation::OmapRm(std::vector<std::string> keys) {
+  auto& op = Add(pb::OMAP_RM);
+  for (auto& k : keys) op.add_keys(std::move(k));
+  return *this;
+}
+ObjectOperation& ObjectOperation::OmapClear() {
+  Add(pb::OMAP_CLEAR);
+  return *this;
+}
+ObjectOperation& ObjectOperation::Read(uint64_t offset, uint64_t length) {
+  auto& op = Add(pb::READ);
+  op.set_offset(offset);
+  op.set_length(length);
+  return *this;
+}
+ObjectOperation& ObjectOperation::Stat() {
+  Add(pb::STAT);
+  return *this;
+}
+ObjectOperation& ObjectOperation::GetXattr(std::string name) {
+  Add(pb::GETXATTR).set_name(std::move(name));
+  return *this;
+}
+ObjectOperation& ObjectOperation::GetXattrs() {
+  Add(pb::GETXATTRS);
+  return *this;
+}
+ObjectOperation& ObjectOperation::OmapGet(std::vector<std::string> keys) {
+  auto& op = Add(pb::OMAP_GET);
+  for (auto& k : keys) op.add_keys(std::move(k));
+  return *this;
+}
+ObjectOperation& ObjectOperation::OmapList(std::string start_after, std::string prefix,
+                                           uint32_t max_entries) {
+  auto& op = Add(pb::OMAP_LIST);
+  op.set_start_after(std::move(start_after));
+  op.set_prefix(std::move(prefix));
+  op.set_max_entries(max_entries);
+  return *this;
+}
+
+// --- Map ---------------------------------------------------------------------------
+
+ObjectClient::ObjectClient(ClientOptions options) : options_(std::move(options)) {}
+
+absl::StatusOr<std::unique_ptr<ObjectClient>> ObjectClient::Connect(ClientOptions options) {
+  if (options.mds_addrs.empty()) return absl::InvalidArgumentError("no MDS address given");
+  if (options.name.empty()) {
+    std::random_device rd;
+    options.name = absl::StrCat("client.", getpid(), ".", rd() % 1000000);
+  }
+  std::unique_ptr<ObjectClient> client(new ObjectClient(std::move(options)));
+  RETURN_IF_ERROR(client->FetchMap());
+  client->watcher_ = std::thread([c = client.get()] { c->WatchLoop(); });
+  return client;
+}
+
+ObjectClient::~ObjectClient() {
+  {
+    absl::MutexLock lock(&mu_);
+    stopping_ = true;
+    if (watch_ctx_ != nullptr) watch_ctx_->TryCancel();
+  }
+  if (watcher_.joinable()) watcher_.join();
+}
+
+absl::Status ObjectClient::FetchMap() {
+  absl::Status last = absl::UnavailableError("no MDS address");
+  for (const std::string& addr : options_.mds_addrs) {
+    auto stub = pb::Cluster::NewStub(channels_.Get(addr));
+    grpc::ClientContext ctx;
+    ctx.set_deadline(rpc::DeadlineIn(5000));
+    pb::MapRequest req;
+    pb::MapReply reply;
+    absl::Status status = rpc::FromGrpc(stub->GetMap(&ctx, req, &reply), addr);
+    if (status.ok() && reply.osdmap().empty()) {
+      status = absl::UnavailableError(absl::StrCat(addr, ": MDS has no map yet"));
+    }
+    if (status.ok()) {
+      Install(reply.osdmap());
+      return absl::OkStatus();
+    }
+    last = status;
+  }
+  return absl::UnavailableError(
+      absl::StrCat("cannot reach any MDS for the cluster map: ", last.message()));
+}
+
+void ObjectClient::Install(const std::string& bytes) {
+  auto map = OsdMap::Decode(bytes);
+  if (!map.ok()) {
+    LOG(WARNING) << "event=bad_map status=\"" << map.status() << "\"";
+    return;
+  }
+  absl::MutexLock lock(&mu_);
+  if (map_ && map_->epoch >= map->epoch) return;
+  map_ = std::make_shared<const OsdMap>(std::move(*map));
+}
+
+std::shared_ptr<const OsdMap> ObjectClient::map() {
+  absl::MutexLock lock(&mu_);
+  return map_;
+}
+
+std::shared_ptr<const OsdMap> ObjectClient::WaitNewer(Epoch epoch, absl::Duration timeout) {
+  absl::MutexLock lock(&mu_);
+  auto ready = [this, epoch]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return stopping_ || (map_ && map_->epoch > epoch);
+  };
+  mu_.AwaitWithTimeout(absl::Condition(&ready), timeout);
+  return map_;
+}
+
+void ObjectClient::WatchLoop() {
+  size_t next = 0;
+  for (;;) {
+    const std::string& addr = options_.mds_addrs[next++ % options_.mds_addrs.size()];
+    grpc::ClientContext ctx;
+    {
+      absl::MutexLock lock(&mu_);
+      if (stopping_) return;
+      watch_ctx_ = &ctx;
+    }
+    auto stub = pb::Cluster::NewStub(channels_.Get(addr));
+    pb::MapRequest req;
+    req.set_have_epoch(map()->epoch);
+    auto reader = stub->WatchMap(&ctx, req);
+    pb::MapReply reply;
+    while (reader->Read(&reply)) Install(reply.osdmap());
+    grpc::Status status = reader->Finish();
+    {
+      absl::MutexLock lock(&mu_);
+      watch_ctx_ = nullptr;
+      if (stopping_) return;
+      auto stop = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return stopping_; };
+      mu_.AwaitWithTimeout(absl::Condition(&stop), absl::Milliseconds(200));
+    }
+    VLOG(1) << "event=map_stream_ended mds=" << addr << " status=" << status.error_message();
+  }
+}
+
+absl::StatusOr<PoolId> ObjectClient::LookupPool(const std::string& name) {
+  auto m = map();
+  const PoolInfo* pool = m->FindPoolByName(name);
+  if (pool == nullptr) return absl::NotFoundError(absl::StrCat("pool '", name, "' does not exist"));
+  return pool->id;
+}
+
+// --- Operations ----------------------------------------------------------------------
+
+absl::StatusOr<OpResult> ObjectClient::Execute(PoolId pool_id, const std::string& oid,
+                                               const ObjectOperation& op, OsdId from_osd) {
+  const absl::Time deadline = absl::Now() + absl::Milliseconds(options_.op_timeout_ms);
+  const uint64_t tid = next_tid_++;
+  absl::Status last = absl::DeadlineExceededError("no attempt made");
+  for (int attempt = 0; absl::Now() < deadline; ++attempt) {
+    auto m = map();
+    const PoolInfo* pool = m->FindPool(pool_id);
+    if (pool == nullptr) {
+      return absl::NotFoundError(absl::StrCat("pool ", pool_id.value(), " does not exist"));
+    }
+    uint32_t seed = placement::ObjectToPgSeed(oid, pool->pg_num);
+    OsdId target = from_osd;
+    if (target == kNoOsd) target = placement::MapPg(*m, *pool, seed).primary;
+    const OsdInfo* osd = target == kNoOsd ? nullptr : m->FindOsd(target);
+    if (osd == nullptr || !osd->up) {
+      last = absl::UnavailableError(absl::StrCat("pg ", pool_id.value(), ".", seed,
+                                                 " has no primary up at epoch ", m->epoch));
+      WaitNewer(m->epoch, absl::Seconds(1));
+      continue;
+    }
+    pb::OpRequest req;
+    req.set_map_epoch(m->epoch);
+    req.set_pool(pool_id.value());
+    req.set_pg_seed(seed);
+    req.set_oid(oid);
+    for (const auto& o : op.ops()) *req.add_ops() = o;
+    req.mutable_reqid()->set_client(options_.name);
+    req.mutable_reqid()->set_tid(tid);
+    if (from_osd != kNoOsd) req.set_flags(pb::OPF_LOCAL);
+    grpc::ClientContext ctx;
+    ctx.set_deadline(rpc::DeadlineIn(std::min<int64_t>(
+        options_.rpc_timeout_ms, absl::ToInt64Milliseconds(deadline - absl::Now()) + 1)));
+    pb::OpReply reply;
+    absl::Status transport =
+        rpc::FromGrpc(pb::Osd::NewStub(channels_.Get(osd->addr))->Op(&ctx, req, &reply),
+                      absl::StrCat("osd.", target.value(), " ", osd->addr));
+    if (!transport.ok()) {
+      // The OSD is unreachable: it is probably dying, and the map will say so.
+      last = transport;
+      WaitNewer(m->epoch, absl::Milliseconds(std::min(100 * (attempt + 1), 1000)));
+      continue;
+    }
+    if (!reply.osdmap().empty()) Install(reply.osdmap());
+    switch (reply.status().code()) {
+      case pb::STALE_MAP:
+      case pb::NOT_PRIMARY:
+      case pb::NEWER_MAP:
+      case pb::PG_NOT_ACTIVE:
+        last = absl::UnavailableError(reply.status().message());
+        if (reply.status().code() != pb::STALE_MAP || reply.osdmap().empty()) {
+          WaitNewer(m->epoch, absl::Milliseconds(std::min(50 * (attempt + 1), 500)));
+        }
+        continue;
+      default:
+        break;
+    }
+    RETURN_IF_ERROR(rpc::FromProto(reply.status()));
+    OpResult result;
+    result.version_epoch = reply.version().epoch();
+    result.version_seq = reply.version().seq();
+    for (const auto& r : reply.results()) {
+      OpResult::Item item;
+      item.data = r.data();
+      item.size = r.size();
+      item.mtime_ns = r.mtime_ns();
+      item.version_epoch = r.version().epoch();
+      item.version_seq = r.version().seq();
+      for (const auto& kv : r.kvs()) item.kvs.emplace_back(kv.key(), kv.value());
+      item.more = r.more();
+      result.items.push_back(std::move(item));
+    }
+    return result;
+  }
+  return absl::DeadlineExceededError(absl::StrCat("operation on '", oid.substr(0, 64),
+                                                  "' timed out; last error: ", last.message()));
+}
+
+absl::Status ObjectClient::Put(PoolId pool, const std::string& oid, const std::string& data) {
+  uint64_t offset = 0;
+  do {
+    uint64_t len = std::min<uint64_t>(kMaxPieceBytes, data.size() - offset);
+    ObjectOperation op;
+    if (offset == 0) {
+      op.WriteFull(data.substr(0, len));
+    } else {
+      op.Write(offset, data.substr(offset, len));
+    }
+    RETURN_IF_ERROR(Execute(pool, oid, op).status());
+    offset += len;
+  } while (offset < data.size());
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::string> ObjectClient::Get(PoolId pool, const std::string& oid,
+                                              OsdId from_osd) {
+  std::string out;
+  for (;;) {
+    ObjectOperation op;
+    op.Read(out.size(), kMaxPieceBytes);
+    ASSIGN_OR_RETURN(OpResult r, Execute(pool, oid, op, from_osd));
+    const auto& item = r.items.at(0);
+    out += item.data;
+    if (out.size() >= item.size || item.data.empty()) return out;
+  }
+}
+
+absl::StatusOr<ObjectStat> ObjectClient::Stat(PoolId pool, const std::string& oid) {
+  ObjectOperation op;
+  op.Stat();
+  ASSIGN_OR_RETURN(OpResult r, Execute(pool, oid, op));
+  ObjectStat st;
+  st.size = r.items.at(0).size;
+  st.mtime_ns = r.items.at(0).mtime_ns;
+  st.version_epoch = r.items.at(0).version_epoch;
+  st.version_seq = r.items.at(0).version_seq;
+  return st;
+}
+
+absl::Status ObjectClient::Remove(PoolId pool, const std::string& oid) {
+  ObjectOperation op;
+  op.Remove();
+  return Execute(pool, oid, op).status();
+}
+
+absl::StatusOr<std::vector<std::string>> ObjectClient::ListPg(PoolId pool_id, uint32_t seed) {
+  std::vector<std::string> out;
+  std::string after;
+  const absl::Time deadline = absl::Now() + absl::Milliseconds(options_.op_timeout_ms);
+  absl::Status last;
+  while (absl::Now() < deadline) {
+    auto m = map();
+    const PoolInfo* pool = m->FindPool(pool_id);
+    if (pool == nullptr) return absl::NotFoundError("pool does not exist");
+    OsdId primary = placement::MapPg(*m, *pool, seed).primary;
+    const OsdInfo* osd = primary == kNoOsd ? nullptr : m->FindOsd(primary);
+    if (osd == nullptr || !osd->up) {
+      WaitNewer(m->epoch, absl::Seconds(1));
+      continue;
+    }
+    pb::PgListRequest req;
+    req.set_map_epoch(m->epoch);
+    req.set_pool(pool_id.value());
+    req.set_pg_seed(seed);
+    req.set_start_after(after);
+    req.set_max_entries(1000);
+    grpc::ClientContext ctx;
+    ctx.set_deadline(rpc::DeadlineIn(options_.rpc_timeout_ms));
+    pb::PgListReply reply;
+    last = rpc::FromGrpc(pb::Osd::NewStub(channels_.Get(osd->addr))->PgList(&ctx, req, &reply),
+                         osd->addr);
+    if (!reply.osdmap().empty()) Install(reply.osdmap());
+    if (last.ok() && reply.status().code() < 0) {
+      last = absl::UnavailableError(reply.status().message());
+    } else if (last.ok()) {
+      RETURN_IF_ERROR(rpc::FromProto(reply.status()));
+      for (const auto& o : reply.objects()) out.push_back(o.oid());
+      if (!reply.more()) return out;
+      if (reply.objects_size() > 0) after = reply.objects().rbegin()->oid();
+      continue;
+    }
+    WaitNewer(m->epoch, absl::Milliseconds(200));
+  }
+  return absl::DeadlineExceededError(absl::StrCat("listing pg timed out: ", last.message()));
+}
+
+absl::StatusOr<std::vector<std::string>> ObjectClient::List(PoolId pool_id) {
+  auto m = map();
+  const PoolInfo* pool = m->FindPool(pool_id);
+  if (pool == nullptr) return absl::NotFoundError("pool does not exist");
+  std::vector<std::string> out;
+  for (uint32_t seed = 0; seed < pool->pg_num; ++seed) {
+    ASSIGN_OR_RETURN(auto names, ListPg(pool_id, seed));
+    out.insert(out.end(), names.begin(), names.end());
+  }
+  return out;
+}
+
+}  // namespace weft::client

@@ -1,0 +1,127 @@
+// The object layer as clients see it: the cluster map (from an MDS session,
+// kept current by a stream the MDS pushes epochs on — no polling), placement,
+// and operations on objects sent to each PG's primary with retries across map
+// changes. Every frontend (the FUSE mount, the `weft` CLI, gateways) uses it.
+//
+// Thread-safe. Operations block until done, failed for good, or timed out.
+#pragma once
+
+#include <atomic>
+#include <memory>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "common/cluster_map/osd_map.h"
+#include "common/rpc/rpc.h"
+#include "proto/osd.pb.h"
+
+namespace weft::client {
+
+struct ClientOptions {
+  std::vector<std::string> mds_addrs;  // any MDS serves maps
+  std::string name;                    // client id in request ids; default client.<pid>.<rand>
+  int64_t op_timeout_ms = 120000;      // one operation, all retries included
+  int64_t rpc_timeout_ms = 30000;      // one attempt
+};
+
+// Operations on one object, applied in order and atomically. A request holds
+// either reads or mutations, not both.
+class ObjectOperation {
+ public:
+  ObjectOperation& Create(bool exclusive);
+  ObjectOperation& Write(uint64_t offset, std::string data);
+  ObjectOperation& WriteFull(std::string data);
+  ObjectOperation& Append(std::string data);
+  ObjectOperation& Truncate(uint64_t size);
+  ObjectOperation& Remove();
+  ObjectOperation& SetXattr(std::string name, std::string value);
+  ObjectOperation& RmXattr(std::string name);
+  ObjectOperation& OmapSet(std::vector<std::pair<std::string, std::string>> kvs);
+  ObjectOperation& OmapRm(std::vector<std::string> keys);
+  ObjectOperation& OmapClear();
+
+  ObjectOperation& Read(uint64_t offset, uint64_t length);  // length 0 = to the end
+  ObjectOperation& Stat();
+  ObjectOperation& GetXattr(std::string name);
+  ObjectOperation& GetXattrs();
+  ObjectOperation& OmapGet(std::vector<std::string> keys);
+  ObjectOperation& OmapList(std::string start_after, std::string prefix, uint32_t max_entries);
+
+  const std::vector<pb::ObjectOp>& ops() const { return ops_; }
+
+ private:
+  pb::ObjectOp& Add(pb::OpType type);
+  std::vector<pb::ObjectOp> ops_;
+};
+
+struct OpResult {
+  struct Item {
+    std::string data;
+    uint64_t size = 0;
+    int64_t mtime_ns = 0;
+    uint64_t version_epoch = 0, version_seq = 0;
+    std::vector<std::pair<std::string, std::string>> kvs;
+    bool more = false;
+  };
+  std::vector<Item> items;  // one per operation, in order
+  uint64_t version_epoch = 0, version_seq = 0;  // of a mutation
+};
+
+struct ObjectStat {
+  uint64_t size = 0;
+  int64_t mtime_ns = 0;
+  uint64_t version_epoch = 0, version_seq = 0;
+};
+
+class ObjectClient {
+ public:
+  // Fetches the map from the first MDS that answers and starts following it.
+  static absl::StatusOr<std::unique_ptr<ObjectClient>> Connect(ClientOptions options);
+  ~ObjectClient();
+
+  std::shared_ptr<const OsdMap> map();
+  // Waits up to `timeout` for a map newer than `epoch`; returns the current map.
+  std::shared_ptr<const OsdMap> WaitNewer(Epoch epoch, absl::Duration timeout);
+  absl::StatusOr<PoolId> LookupPool(const std::string& name);
+
+  // Runs `op` on the object's primary. With `from_osd`, reads that OSD's own
+  // copy instead (replica checks, tools).
+  absl::StatusOr<OpResult> Execute(PoolId pool, const std::string& oid, const ObjectOperation& op,
+                                   OsdId from_osd = kNoOsd);
+
+  // Whole-object conveniences. Put is atomic up to kMaxPieceBytes; larger
+  // objects are written in pieces (the first replaces the object).
+  absl::Status Put(PoolId pool, const std::string& oid, const std::string& data);
+  absl::StatusOr<std::string> Get(PoolId pool, const std::string& oid, OsdId from_osd = kNoOsd);
+  absl::StatusOr<ObjectStat> Stat(PoolId pool, const std::string& oid);
+  absl::Status Remove(PoolId pool, const std::string& oid);
+  // Every object name in the pool, sorted per PG.
+  absl::StatusOr<std::vector<std::string>> List(PoolId pool);
+
+  const std::string& name() const { return options_.name; }
+  static constexpr uint64_t kMaxPieceBytes = 16ull << 20;
+
+ private:
+  explicit ObjectClient(ClientOptions options);
+  absl::Status FetchMap();
+  void WatchLoop();
+  void Install(const std::string& bytes);
+  absl::StatusOr<std::vector<std::string>> ListPg(PoolId pool, uint32_t seed);
+
+  const ClientOptions options_;
+  rpc::ChannelCache channels_;
+  std::atomic<uint64_t> next_tid_{1};
+
+  absl::Mutex mu_;
+  std::shared_ptr<const OsdMap> map_ ABSL_GUARDED_BY(mu_);
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  grpc::ClientContext* watch_ctx_ ABSL_GUARDED_BY(mu_) = nullptr;
+  std::thread watcher_;
+};
+
+}  // namespace weft::client

@@ -1,0 +1,103 @@
+// weft-mds: the metadata server. At this stage it runs the map manager: it
+// follows the cluster map and serves it to clients, and the instance elected
+// through etcd manages it (OSD up/down/out, pools, admin commands).
+//
+//   weft-mds --name a [-c weft.conf] [--addr 127.0.0.1:6789]
+#include <signal.h>
+
+#include <cstdio>
+#include <thread>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/flags/usage.h"
+#include "absl/strings/str_cat.h"
+#include "common/config/config.h"
+#include "common/etcd/etcd_client.h"
+#include "common/log/log.h"
+#include "common/rpc/rpc.h"
+#include "mds/manager/map_manager.h"
+#include "mds/mds_service.h"
+
+ABSL_FLAG(std::string, name, "a", "this MDS's name");
+ABSL_FLAG(std::string, conf, "", "config file (default $WEFT_CONF or /etc/weft/weft.conf)");
+ABSL_FLAG(std::string, addr, "", "listen address host:port (default: the config's mds entry)");
+ABSL_FLAG(int64_t, lease_ttl_s, 10, "leader lease TTL in seconds");
+ABSL_FLAG(int64_t, down_out_interval_s, 0,
+          "mark a down OSD out after this many seconds (config mon_osd_down_out_interval, "
+          "default 600)");
+ABSL_FLAG(int, v, 0, "verbose log level");
+
+namespace {
+
+int Fail(const std::string& what) {
+  std::fprintf(stderr, "weft-mds: %s\n", what.c_str());
+  return 1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  absl::SetProgramUsageMessage("weft-mds --name NAME [-c weft.conf] [--addr HOST:PORT]");
+  std::vector<char*> args(argv, argv + argc);
+  static std::string conf_flag = "--conf";
+  for (auto& a : args) {
+    if (std::string(a) == "-c") a = conf_flag.data();
+  }
+  absl::ParseCommandLine(static_cast<int>(args.size()), args.data());
+  weft::log::SetVerbosity(absl::GetFlag(FLAGS_v));
+
+  auto config = weft::Config::Load(weft::Config::DefaultPath(absl::GetFlag(FLAGS_conf)));
+  if (!config.ok()) return Fail(std::string(config.status().message()));
+  auto fsid = config->Fsid();
+  if (!fsid.ok()) return Fail(std::string(fsid.status().message()));
+  auto endpoints = config->EtcdEndpoints();
+  if (!endpoints.ok()) return Fail(std::string(endpoints.status().message()));
+  std::string addr = absl::GetFlag(FLAGS_addr);
+  if (addr.empty()) {
+    auto mds = config->MdsAddresses();
+    if (!mds.ok()) return Fail("no --addr and " + std::string(mds.status().message()));
+    addr = (*mds)[0];
+  }
+  weft::mds::ManagerOptions options;
+  options.name = absl::GetFlag(FLAGS_name);
+  options.addr = addr;
+  options.fsid = *fsid;
+  options.lease_ttl_s = absl::GetFlag(FLAGS_lease_ttl_s);
+  auto grace = config->GetInt("mon_osd_down_out_interval", 600);
+  if (!grace.ok()) return Fail(std::string(grace.status().message()));
+  options.down_out_interval_s =
+      absl::GetFlag(FLAGS_down_out_interval_s) > 0 ? absl::GetFlag(FLAGS_down_out_interval_s)
+                                                    : *grace;
+  if (auto status = options.Validate(); !status.ok()) return Fail(std::string(status.message()));
+
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGTERM);
+  sigaddset(&signals, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  signal(SIGPIPE, SIG_IGN);
+  weft::log::SetProgramTag("mds." + options.name);
+
+  auto etcd = weft::etcd::Client::Connect(*endpoints, absl::Seconds(5));
+  if (!etcd.ok()) return Fail(std::string(etcd.status().message()));
+  weft::mds::MapManager manager(options, etcd->get());
+  if (auto status = manager.Start(); !status.ok()) return Fail(std::string(status.message()));
+
+  weft::mds::ClusterService service(&manager);
+  grpc::ServerBuilder builder;
+  weft::rpc::ConfigureServer(&builder);
+  int port = 0;
+  builder.AddListeningPort(addr, grpc::InsecureServerCredentials(), &port);
+  builder.RegisterService(&service);
+  auto server = builder.BuildAndStart();
+  if (server == nullptr || port == 0) return Fail("cannot listen on " + addr);
+  LOG(INFO) << "event=started name=" << options.name << " addr=" << addr;
+
+  int sig = 0;
+  sigwait(&signals, &sig);
+  LOG(INFO) << "event=signal sig=" << sig;
+  server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(1));
+  manager.Stop();
+  return 0;
+}

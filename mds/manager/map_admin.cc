@@ -1,0 +1,282 @@
+// Admin commands and `weft status` of the map manager.
+#include <algorithm>
+#include <map>
+#include <set>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/time/clock.h"
+#include "common/log/log.h"
+#include "common/placement/placement.h"
+#include "common/status/status.h"
+#include "mds/manager/map_manager.h"
+
+namespace weft::mds {
+namespace {
+
+constexpr uint32_t kDefaultPgNum = 128;
+constexpr uint32_t kMaxPgNum = 65536;
+constexpr uint32_t kMaxPoolSize = 10;
+
+bool ValidPoolName(const std::string& name) {
+  if (name.empty() || name.size() > 128) return false;
+  for (char c : name) {
+    if (!absl::ascii_isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '_' && c != '.') {
+      return false;
+    }
+  }
+  return true;
+}
+
+// Failure domains that can hold data: distinct names among in OSDs of weight > 0.
+size_t CountDomains(const OsdMap& map, FailureDomain domain) {
+  std::set<std::string> names;
+  for (const OsdInfo& osd : map.osds) {
+    if (!osd.in || osd.weight <= 0) continue;
+    std::string own = absl::StrCat("osd.", osd.id.value());
+    switch (domain) {
+      case FailureDomain::kOsd: names.insert(own); break;
+      case FailureDomain::kHost: names.insert(osd.host.empty() ? own : osd.host); break;
+      case FailureDomain::kRack: names.insert(osd.rack.empty() ? own : osd.rack); break;
+    }
+  }
+  return names.size();
+}
+
+}  // namespace
+
+absl::StatusOr<int32_t> MapManager::OsdCreate(const std::string& host, const std::string& rack,
+                                              double weight, int32_t id) {
+  if (!(weight > 0 && weight <= 1000)) {
+    return absl::InvalidArgumentError(absl::StrCat("weight ", weight, " is outside (0, 1000]"));
+  }
+  if (id < -1) return absl::InvalidArgumentError(absl::StrCat("bad osd id ", id));
+  int32_t created = -1;
+  RETURN_IF_ERROR(Mutate([&](OsdMap* m) -> absl::Status {
+    int32_t new_id = id >= 0 ? id : m->next_osd_id;
+    if (m->FindOsd(OsdId(new_id)) != nullptr) {
+      return absl::AlreadyExistsError(absl::StrCat("osd.", new_id, " already exists"));
+    }
+    OsdInfo osd;
+    osd.id = OsdId(new_id);
+    osd.host = host;
+    osd.rack = rack;
+    osd.weight = weight;
+    osd.up = false;
+    osd.in = true;
+    auto pos = std::lower_bound(m->osds.begin(), m->osds.end(), osd.id,
+                                [](const OsdInfo& a, OsdId b) { return a.id < b; });
+    m->osds.insert(pos, osd);
+    m->next_osd_id = std::max(m->next_osd_id, new_id + 1);
+    created = new_id;
+    return absl::OkStatus();
+  }));
+  return created;
+}
+
+absl::Status MapManager::OsdSetIn(int32_t id, bool in) {
+  absl::Status status = Mutate([&](OsdMap* m) -> absl::Status {
+    OsdInfo* osd = m->FindOsd(OsdId(id));
+    if (osd == nullptr) return absl::NotFoundError(absl::StrCat("osd.", id, " does not exist"));
+    if (osd->in == in) return absl::AlreadyExistsError("unchanged");
+    osd->in = in;
+    return absl::OkStatus();
+  });
+  return absl::IsAlreadyExists(status) ? absl::OkStatus() : status;
+}
+
+absl::Status MapManager::PoolCreate(const PoolSpec& spec) {
+  if (!ValidPoolName(spec.name)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "pool name '", spec.name, "' must be 1..128 characters of letters, digits, - _ ."));
+  }
+  if (spec.ec_k != 0 || spec.ec_m != 0) {
+    return absl::UnimplementedError("erasure-coded pools are not supported by this version");
+  }
+  if (spec.size < 1 || spec.size > kMaxPoolSize) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--size ", spec.size, " is outside [1, ", kMaxPoolSize, "]"));
+  }
+  uint32_t min_size = spec.min_size != 0 ? spec.min_size : spec.size - spec.size / 2;
+  if (min_size < 1 || min_size > spec.size) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--min-size ", min_size, " must be within [1, size=", spec.size, "]"));
+  }
+  uint32_t pg_num = spec.pg_num != 0 ? spec.pg_num : kDefaultPgNum;
+  if (pg_num > kMaxPgNum) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--pg-num ", pg_num, " is outside [1, ", kMaxPgNum, "]"));
+  }
+  return Mutate([&](OsdMap* m) -> absl::Status {
+    if (m->FindPoolByName(spec.name) != nullptr) {
+      return absl::AlreadyExistsError(absl::StrCat("pool '", spec.name, "' already exists"));
+    }
+    FailureDomain domain = m->default_failure_domain;
+    if (!spec.failure_domain.empty()) {
+      ASSIGN_OR_RETURN(domain, ParseFailureDomain(spec.failure_domain));
+    }
+    size_t domains = CountDomains(*m, domain);
+    if (domains < spec.size) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "pool size ", spec.size, " needs ", spec.size, " failure domains of type ",
+          FailureDomainName(domain), ", the cluster has ", domains,
+          domain == FailureDomain::kOsd ? "" : " (on a single host use --failure-domain osd)"));
+    }
+    PoolInfo pool;
+    pool.id = PoolId(m->next_pool_id++);
+    pool.name = spec.name;
+    pool.type = PoolType::kReplicated;
+    pool.size = spec.size;
+    pool.min_size = min_size;
+    pool.pg_num = pg_num;
+    pool.failure_domain = domain;
+    pool.created_ms = absl::ToUnixMillis(absl::Now());
+    m->pools.push_back(pool);
+    return absl::OkStatus();
+  });
+}
+
+absl::Status MapManager::PoolRemove(const std::string& name, const std::string& confirm) {
+  if (confirm != name) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "removing pool '", name, "' destroys its data: confirm with --yes-i-really-mean-it"));
+  }
+  return Mutate([&](OsdMap* m) -> absl::Status {
+    auto it = std::find_if(m->pools.begin(), m->pools.end(),
+                           [&](const PoolInfo& p) { return p.name == name; });
+    if (it == m->pools.end()) return absl::NotFoundError(absl::StrCat("no pool '", name, "'"));
+    m->pools.erase(it);
+    return absl::OkStatus();
+  });
+}
+
+// --- Status --------------------------------------------------------------------
+
+namespace {
+
+void AddCheck(pb::StatusReply* reply, const std::string& severity, const std::string& code,
+              const std::string& message) {
+  auto* check = reply->add_checks();
+  check->set_severity(severity);
+  check->set_code(code);
+  check->set_message(message);
+}
+
+bool IsActive(const std::string& state) { return state.rfind("active", 0) == 0; }
+
+}  // namespace
+
+absl::Status MapManager::Status(pb::StatusReply* reply) {
+  std::shared_ptr<const OsdMap> map = this->map();
+  if (!map) return absl::UnavailableError("no map yet");
+  ASSIGN_OR_RETURN(etcd::RangeResult alive_kvs, etcd_->GetPrefix(prefix_ + "alive/"));
+  std::map<int32_t, pb::OsdAlive> alive;
+  for (const auto& kv : alive_kvs.kvs) {
+    pb::OsdAlive a;
+    if (a.ParseFromString(kv.value)) alive[a.id()] = std::move(a);
+  }
+  reply->set_fsid(map->fsid);
+  reply->set_osdmap_epoch(map->epoch);
+  reply->set_leader(LeaderAddr());
+  reply->set_osds(map->osds.size());
+  std::vector<std::string> down;
+  const int64_t now = absl::ToUnixMillis(absl::Now());
+  for (const OsdInfo& osd : map->osds) {
+    if (osd.up) reply->set_osds_up(reply->osds_up() + 1);
+    if (osd.in) reply->set_osds_in(reply->osds_in() + 1);
+    if (!osd.up && osd.in) {
+      down.push_back(osd.down_since_ms > 0
+                         ? absl::StrCat("osd.", osd.id.value(), " (down ",
+                                        (now - osd.down_since_ms) / 1000, " s)")
+                         : absl::StrCat("osd.", osd.id.value(), " (never started)"));
+    }
+  }
+  // PG states: as reported by each PG's primary; "unknown" when it has not.
+  std::map<std::string, std::string> reported;
+  for (const auto& [id, a] : alive) {
+    for (const auto& pg : a.pgs()) reported[pg.pgid()] = pg.state();
+  }
+  uint32_t inactive = 0, degraded = 0, below_min = 0;
+  for (const PoolInfo& pool : map->pools) {
+    for (uint32_t seed = 0; seed < pool.pg_num; ++seed) {
+      placement::PgMapping mapping = placement::MapPg(*map, pool, seed);
+      std::string state;
+      size_t acting = 0;
+      for (OsdId osd : mapping.acting) acting += osd != kNoOsd;
+      if (mapping.primary == kNoOsd) {
+        state = "down";
+      } else {
+        auto it = reported.find(PgId{pool.id, seed}.ToString());
+        state = it != reported.end() ? it->second : "unknown";
+      }
+      if (acting < pool.min_size) ++below_min;
+      if (!IsActive(state)) ++inactive;
+      if (state.find("degraded") != std::string::npos) ++degraded;
+      (*reply->mutable_pg_states())[state]++;
+      reply->set_pgs(reply->pgs() + 1);
+    }
+  }
+  reply->set_pools(map->pools.size());
+  uint64_t used = 0, avail = 0, total = 0, objects = 0;
+  double worst_fill = 0;
+  std::string worst;
+  for (const auto& [id, a] : alive) {
+    used += a.bytes_used();
+    avail += a.fs_avail_bytes();
+    total += a.fs_total_bytes();
+    objects += a.objects();
+    if (a.fs_total_bytes() > 0) {
+      double fill = 1.0 - static_cast<double>(a.fs_avail_bytes()) / a.fs_total_bytes();
+      if (fill > worst_fill) {
+        worst_fill = fill;
+        worst = absl::StrCat("osd.", id);
+      }
+    }
+  }
+  reply->set_bytes_used(used);
+  reply->set_bytes_avail(avail);
+  reply->set_bytes_total(total);
+  reply->set_objects(objects);
+
+  if (map->osds.empty()) AddCheck(reply, "WARN", "NO_OSDS", "no OSDs exist (weft osd create)");
+  if (!down.empty()) {
+    AddCheck(reply, "WARN", "OSD_DOWN",
+             absl::StrCat(down.size(), " osds down: ", absl::StrJoin(down, ", ")));
+  }
+  if (below_min > 0) {
+    AddCheck(reply, "ERR", "PG_UNAVAILABLE",
+             absl::StrCat(below_min, " pgs have fewer members than min_size: I/O blocked"));
+  } else if (inactive > 0) {
+    AddCheck(reply, "WARN", "PG_AVAILABILITY",
+             absl::StrCat(inactive, " pgs not active yet (peering or not reported)"));
+  }
+  if (degraded > 0) {
+    AddCheck(reply, "WARN", "PG_DEGRADED", absl::StrCat(degraded, " pgs degraded"));
+  }
+  if (worst_fill >= map->full_ratio) {
+    AddCheck(reply, "ERR", "OSD_FULL",
+             absl::StrCat(worst, " is ", static_cast<int>(worst_fill * 100), "% full"));
+  } else if (worst_fill >= map->nearfull_ratio) {
+    AddCheck(reply, "WARN", "OSD_NEARFULL",
+             absl::StrCat(worst, " is ", static_cast<int>(worst_fill * 100), "% full"));
+  }
+  for (const PoolInfo& pool : map->pools) {
+    size_t domains = CountDomains(*map, pool.failure_domain);
+    if (domains < pool.size) {
+      AddCheck(reply, "WARN", "POOL_UNDERSIZED",
+               absl::StrCat("pool '", pool.name, "' wants ", pool.size, " copies, only ",
+                            domains, " failure domains are in"));
+    }
+  }
+  std::string health = "HEALTH_OK";
+  for (const auto& check : reply->checks()) {
+    if (check.severity() == "ERR") health = "HEALTH_ERR";
+    if (check.severity() == "WARN" && health == "HEALTH_OK") health = "HEALTH_WARN";
+  }
+  reply->set_health(health);
+  return absl::OkStatus();
+}
+
+}  // namespace weft::mds

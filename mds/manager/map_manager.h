@@ -1,0 +1,108 @@
+// The map manager: runs in every weft-mds. Every instance follows the osdmap
+// (an etcd watch) and serves it to clients; the one elected through etcd (the
+// leader key, bound to its lease) also changes it:
+//   - watches the OSD liveness keys (/alive/osd.N, bound to the OSDs' leases)
+//     and publishes a new epoch marking an OSD up (with its address) or down;
+//   - marks OSDs out once they have been down for `down_out_interval_s`;
+//   - applies admin commands (osd create/in/out, pool create/rm).
+// Every published map is written with a transaction that checks the map's
+// mod revision and that the leader key still holds our lease, so a deposed
+// leader can never overwrite a newer map.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/synchronization/notification.h"
+#include "common/cluster_map/osd_map.h"
+#include "common/etcd/etcd_client.h"
+#include "proto/mds.pb.h"
+
+namespace weft::mds {
+
+struct ManagerOptions {
+  std::string name;             // this MDS's name
+  std::string addr;             // its advertised address
+  std::string fsid;
+  int64_t lease_ttl_s = 10;     // leadership lease
+  int64_t down_out_interval_s = 600;
+
+  absl::Status Validate() const;
+};
+
+struct PoolSpec {
+  std::string name;
+  uint32_t size = 3;
+  uint32_t min_size = 0;      // 0 = default
+  uint32_t pg_num = 0;        // 0 = default
+  std::string failure_domain; // "" = the cluster's default
+  uint32_t ec_k = 0, ec_m = 0, ec_chunk_bytes = 0;
+};
+
+class MapManager {
+ public:
+  MapManager(ManagerOptions options, etcd::Client* etcd);
+  ~MapManager();
+
+  // Reads the current map (the cluster must be initialized) and starts the
+  // follower watch and the election.
+  absl::Status Start();
+  void Stop();
+
+  std::shared_ptr<const OsdMap> map();
+  // The first map newer than `have`, or nullptr after `timeout` or Stop().
+  std::shared_ptr<const OsdMap> WaitNewer(Epoch have, absl::Duration timeout);
+
+  bool IsLeader();
+  std::string LeaderAddr();
+
+  // Admin commands; FailedPrecondition naming the leader when not the leader.
+  absl::StatusOr<int32_t> OsdCreate(const std::string& host, const std::string& rack,
+                                    double weight, int32_t id);
+  absl::Status OsdSetIn(int32_t id, bool in);
+  absl::Status PoolCreate(const PoolSpec& spec);
+  absl::Status PoolRemove(const std::string& name, const std::string& confirm);
+
+  // `weft status`, computed from the map and the OSDs' published statistics.
+  absl::Status Status(pb::StatusReply* reply);
+
+ private:
+  struct Alive {
+    std::string addr, host, rack;
+    pb::OsdAlive stats;
+  };
+
+  void OnMapBytes(const std::string& bytes, int64_t mod_revision);
+  void ElectionLoop();
+  absl::Status LeadOnce(int64_t lease);
+  void OnAliveEvents(const std::vector<etcd::WatchEvent>& events);
+  void Reconcile();
+  void CheckDownOut();
+  absl::Status NotLeader();
+  // Applies `change` to a copy of the current map and publishes epoch + 1.
+  absl::Status Mutate(const std::function<absl::Status(OsdMap*)>& change);
+
+  const ManagerOptions options_;
+  etcd::Client* const etcd_;
+  const std::string prefix_;
+
+  absl::Mutex mu_;
+  std::shared_ptr<const OsdMap> map_ ABSL_GUARDED_BY(mu_);
+  int64_t map_revision_ ABSL_GUARDED_BY(mu_) = 0;
+  bool leader_ ABSL_GUARDED_BY(mu_) = false;
+  int64_t leader_lease_ ABSL_GUARDED_BY(mu_) = 0;
+  std::string leader_addr_ ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_map<int32_t, Alive> alive_ ABSL_GUARDED_BY(mu_);
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  bool leader_key_changed_ ABSL_GUARDED_BY(mu_) = false;
+
+  absl::Mutex mutate_mu_;  // one map change at a time; taken before mu_
+  std::unique_ptr<etcd::Watch> map_watch_;
+  std::unique_ptr<etcd::Watch> leader_watch_;
+  std::thread election_;
+};
+
+}  // namespace weft::mds

@@ -1,0 +1,428 @@
+#include "osd/osd_daemon.h"
+
+#include <unistd.h>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "absl/time/clock.h"
+#include "common/config/config.h"
+#include "common/log/log.h"
+#include "common/placement/placement.h"
+#include "common/status/status.h"
+#include "osd/osd_service.h"
+#include "osd/pg/osd_error.h"
+#include "proto/mds.pb.h"
+
+namespace weft::osd {
+namespace {
+
+StoreOptions StoreOptionsFor(const OsdOptions& options) {
+  StoreOptions so;
+  so.dir = options.data_dir;
+  so.max_object_bytes = options.max_object_bytes;
+  so.sync = options.sync;
+  return so;
+}
+
+}  // namespace
+
+OsdDaemon::OsdDaemon(OsdOptions options) : options_(std::move(options)) {}
+
+OsdDaemon::~OsdDaemon() { Shutdown(); }
+
+absl::Status OsdDaemon::Mkfs(const OsdOptions& options) {
+  return ObjectStore::Mkfs(StoreOptionsFor(options), options.fsid, options.id);
+}
+
+absl::Status OsdDaemon::Start() {
+  started_ms_ = absl::ToUnixMillis(absl::Now());
+  ASSIGN_OR_RETURN(store_, ObjectStore::Open(StoreOptionsFor(options_)));
+  const Superblock& sb = store_->superblock();
+  if (sb.fsid != options_.fsid) {
+    return absl::FailedPreconditionError(absl::StrCat("data dir ", options_.data_dir,
+                                                      " belongs to cluster ", sb.fsid,
+                                                      ", not ", options_.fsid));
+  }
+  if (sb.osd_id != options_.id) {
+    return absl::FailedPreconditionError(absl::StrCat("data dir ", options_.data_dir,
+                                                      " holds osd.", sb.osd_id, ", not osd.",
+                                                      options_.id));
+  }
+  ASSIGN_OR_RETURN(etcd_, etcd::Client::Connect(options_.etcd_endpoints, absl::Seconds(5)));
+  RETURN_IF_ERROR(LoadInitialMap());
+
+  peers_ = std::make_unique<PeerClient>(&channels_, options_.peer_timeout_ms);
+  background_ = std::make_unique<ThreadPool>("osd-bg", 8, 1 << 20);
+
+  // Serve before registering: the manager marks us up as soon as it sees the
+  // liveness key, and clients come right after.
+  service_ = std::make_unique<OsdService>(this);
+  grpc::ServerBuilder builder;
+  rpc::ConfigureServer(&builder);
+  int port = 0;
+  builder.AddListeningPort(options_.bind_addr, grpc::InsecureServerCredentials(), &port);
+  builder.RegisterService(service_.get());
+  server_ = builder.BuildAndStart();
+  if (server_ == nullptr || port == 0) {
+    return absl::UnavailableError(absl::StrCat("cannot listen on ", options_.bind_addr));
+  }
+  std::string host = options_.bind_addr.substr(0, options_.bind_addr.rfind(':'));
+  if (host.empty() || host == "0.0.0.0" || host == "[::]") host = "127.0.0.1";
+  address_ = absl::StrCat(host, ":", port);
+
+  // PGs already on disk, then the current map's.
+  ASSIGN_OR_RETURN(auto colls, store_->ListCollections());
+  for (const auto& coll : colls) {
+    auto id = PgId::Parse(coll);
+    if (id.ok()) LoadPg(*id);
+  }
+  ApplyMap(CurrentMap());
+  RETURN_IF_ERROR(Register());
+  stats_thread_ = std::thread([this] { StatsLoop(); });
+  LOG(INFO) << "event=started osd=" << options_.id << " addr=" << address_
+            << " data=" << options_.data_dir << " epoch=" << CurrentMap()->epoch;
+  return absl::OkStatus();
+}
+
+absl::Status OsdDaemon::LoadInitialMap() {
+  const std::string key = ClusterPrefix(options_.fsid) + "osdmap";
+  ASSIGN_OR_RETURN(etcd::RangeResult got, etcd_->Get(key));
+  if (got.kvs.empty()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("cluster ", options_.fsid, " is not initialized (run weft cluster init)"));
+  }
+  ASSIGN_OR_RETURN(OsdMap map, OsdMap::Decode(got.kvs[0].value));
+  if (map.FindOsd(OsdId(options_.id)) == nullptr) {
+    return absl::NotFoundError(
+        absl::StrCat("osd.", options_.id, " does not exist in the map (run weft osd create)"));
+  }
+  {
+    absl::MutexLock lock(&map_mu_);
+    map_ = std::make_shared<const OsdMap>(std::move(map));
+  }
+  WatchMap(got.revision + 1);
+  return absl::OkStatus();
+}
+
+void OsdDaemon::WatchMap(int64_t from_revision) {
+  const std::string key = ClusterPrefix(options_.fsid) + "osdmap";
+  map_watch_ = etcd_->WatchRange(
+      key, "", from_revision,
+      [this](const std::vector<etcd::WatchEvent>& events) {
+        for (const auto& ev : events) {
+          if (ev.type == etcd::WatchEvent::kPut) OnMapEvent(ev.kv.value);
+        }
+      },
+      [this, key](const absl::Status& status) {
+        // History compacted: re-read the key; the watch itself resumes.
+        LOG(WARNING) << "event=map_watch_error status=\"" << status.message() << "\"";
+        auto got = etcd_->Get(key);
+        if (got.ok() && !got->kvs.empty()) OnMapEvent(got->kvs[0].value);
+      });
+}
+
+void OsdDaemon::OnMapEvent(const std::string& bytes) {
+  auto map = OsdMap::Decode(bytes);
+  if (!map.ok()) {
+    LOG(ERROR) << "event=bad_map status=\"" << map.status().message() << "\"";
+    return;
+  }
+  auto shared = std::make_shared<const OsdMap>(std::move(*map));
+  {
+    absl::MutexLock lock(&map_mu_);
+    if (map_ && map_->epoch >= shared->epoch) return;
+    map_ = shared;
+  }
+  ApplyMap(shared);
+  // If the map says we are down while we run, our lease was lost: register again.
+  const OsdInfo* me = shared->FindOsd(OsdId(options_.id));
+  if (me != nullptr && !me->up && keeper_ != nullptr && !shutdown_.HasBeenNotified()) {
+    background_->Submit([this] {
+      auto status = Register();
+      if (!status.ok()) LOG(ERROR) << "event=reregister_failed status=\"" << status << "\"";
+    });
+  }
+}
+
+std::shared_ptr<const OsdMap> OsdDaemon::CurrentMap() {
+  absl::MutexLock lock(&map_mu_);
+  return map_;
+}
+
+bool OsdDaemon::WaitForEpoch(Epoch epoch, absl::Duration timeout) {
+  absl::MutexLock lock(&map_mu_);
+  auto ready = [this, epoch]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(map_mu_) {
+    return map_ && map_->epoch >= epoch;
+  };
+  return map_mu_.AwaitWithTimeout(absl::Condition(&ready), timeout);
+}
+
+std::shared_ptr<Pg> OsdDaemon::LoadPg(const PgId& id) {
+  const std::string name = CollectionName(id);
+  {
+    absl::MutexLock lock(&pgs_mu_);
+    auto it = pgs_.find(name);
+    if (it != pgs_.end()) return it->second;
+  }
+  auto log = PgLog::Load(store_.get(), name, options_.pg_log_max_entries);
+  if (!log.ok()) {
+    LOG(ERROR) << "pg=" << name << " event=log_load_failed status=\"" << log.status() << "\"";
+    return nullptr;
+  }
+  PgContext ctx;
+  ctx.store = store_.get();
+  ctx.whoami = OsdId(options_.id);
+  ctx.peers = peers_.get();
+  ctx.background = background_.get();
+  ctx.options = &options_;
+  ctx.counters = &counters_;
+  auto pg = std::make_shared<Pg>(id, ctx, std::move(*log));
+  absl::MutexLock lock(&pgs_mu_);
+  auto [it, inserted] = pgs_.emplace(name, pg);
+  return it->second;
+}
+
+void OsdDaemon::ApplyMap(std::shared_ptr<const OsdMap> map) {
+  const OsdId me(options_.id);
+  for (const PoolInfo& pool : map->pools) {
+    for (uint32_t seed = 0; seed < pool.pg_num; ++seed) {
+      PgId id{pool.id, seed};
+      placement::PgMapping mapping = placement::MapPg(*map, pool, seed);
+      bool mine = std::find(mapping.up.begin(), mapping.up.end(), me) != mapping.up.end() ||
+                  std::find(mapping.acting.begin(), mapping.acting.end(), me) !=
+                      mapping.acting.end();
+      std::shared_ptr<Pg> pg;
+      if (mine) {
+        pg = LoadPg(id);
+      } else {
+        absl::MutexLock lock(&pgs_mu_);
+        auto it = pgs_.find(CollectionName(id));
+        if (it != pgs_.end()) pg = it->second;
+      }
+      if (pg) pg->OnMap(map, pool, mapping);
+    }
+  }
+  // PGs of deleted pools: drop them and their data.
+  std::vector<std::shared_ptr<Pg>> dropped;
+  {
+    absl::MutexLock lock(&pgs_mu_);
+    for (auto it = pgs_.begin(); it != pgs_.end();) {
+      if (map->FindPool(it->second->id().pool) == nullptr) {
+        dropped.push_back(it->second);
+        pgs_.erase(it++);
+      } else {
+        ++it;
+      }
+    }
+  }
+  for (const auto& pg : dropped) {
+    auto status = store_->RemoveCollection(pg->coll());
+    LOG(INFO) << "pg=" << pg->coll() << " event=removed_with_pool status=" << status.ok();
+  }
+}
+
+absl::Status OsdDaemon::Register() {
+  absl::MutexLock lock(&reg_mu_);
+  keeper_.reset();
+  if (lease_ != 0) (void)etcd_->LeaseRevoke(lease_);
+  ASSIGN_OR_RETURN(lease_, etcd_->LeaseGrant(options_.lease_ttl_s));
+  RETURN_IF_ERROR(etcd_->Put(AliveKey(), AliveValue(), lease_).status());
+  keeper_ = etcd_->KeepAlive(lease_, options_.lease_ttl_s, [this] {
+    LOG(WARNING) << "event=lease_lost osd=" << options_.id;
+    if (shutdown_.HasBeenNotified()) return;
+    background_->Submit([this] {
+      for (int attempt = 0; !shutdown_.HasBeenNotified(); ++attempt) {
+        auto status = Register();
+        if (status.ok()) return;
+        LOG(ERROR) << "event=reregister_failed status=\"" << status << "\"";
+        shutdown_.WaitForNotificationWithTimeout(absl::Seconds(1));
+      }
+    });
+  });
+  return absl::OkStatus();
+}
+
+std::string OsdDaemon::AliveKey() const {
+  return absl::StrCat(ClusterPrefix(options_.fsid), "alive/osd.", options_.id);
+}
+
+std::string OsdDaemon::AliveValue() {
+  pb::OsdAlive alive;
+  alive.set_id(options_.id);
+  alive.set_addr(address_);
+  alive.set_host(options_.host);
+  alive.set_rack(options_.rack);
+  alive.set_pid(getpid());
+  alive.set_started_ms(started_ms_);
+  if (auto map = CurrentMap()) alive.set_epoch(map->epoch);
+  ObjectStore::Stats stats = store_->GetStats();
+  alive.set_bytes_used(stats.bytes_used);
+  alive.set_objects(stats.objects);
+  alive.set_fs_total_bytes(stats.fs_total_bytes);
+  alive.set_fs_avail_bytes(stats.fs_avail_bytes);
+  alive.set_read_bytes(counters_.read_bytes);
+  alive.set_write_bytes(counters_.write_bytes);
+  alive.set_recovery_bytes(counters_.recovery_bytes);
+  std::vector<std::shared_ptr<Pg>> pgs;
+  {
+    absl::MutexLock lock(&pgs_mu_);
+    for (auto& [name, pg] : pgs_) pgs.push_back(pg);
+  }
+  for (auto& pg : pgs) {
+    if (!pg->IsPrimary()) continue;
+    auto* stat = alive.add_pgs();
+    stat->set_pgid(pg->coll());
+    stat->set_state(pg->StateName());
+  }
+  return alive.SerializeAsString();
+}
+
+void OsdDaemon::StatsLoop() {
+  while (!shutdown_.WaitForNotificationWithTimeout(
+      absl::Milliseconds(options_.stats_interval_ms))) {
+    int64_t lease = 0;
+    {
+      absl::MutexLock lock(&reg_mu_);
+      lease = lease_;
+    }
+    auto status = etcd_->Put(AliveKey(), AliveValue(), lease).status();
+    if (!status.ok()) VLOG(1) << "event=stats_put_failed status=\"" << status << "\"";
+  }
+}
+
+void OsdDaemon::Wait() { shutdown_.WaitForNotification(); }
+
+void OsdDaemon::Shutdown() {
+  if (!shutdown_.HasBeenNotified()) shutdown_.Notify();
+  if (stats_thread_.joinable()) stats_thread_.join();
+  if (server_) server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
+  map_watch_.reset();
+  {
+    absl::MutexLock lock(&reg_mu_);
+    keeper_.reset();
+    // Leaving cleanly: revoke the lease so that the manager marks us down now
+    // rather than after the lease times out.
+    if (lease_ != 0 && etcd_) (void)etcd_->LeaseRevoke(lease_);
+    lease_ = 0;
+  }
+  background_.reset();
+  server_.reset();
+}
+
+// --- Request entry points -----------------------------------------------------
+
+absl::StatusOr<std::shared_ptr<Pg>> OsdDaemon::FindPg(Epoch epoch, uint32_t pool_id,
+                                                      uint32_t seed, bool client,
+                                                      std::shared_ptr<const OsdMap>* map_out) {
+  std::shared_ptr<const OsdMap> map = CurrentMap();
+  if (epoch > map->epoch) {
+    WaitForEpoch(epoch, absl::Seconds(3));
+    map = CurrentMap();
+    if (epoch > map->epoch) {
+      return OsdError(pb::NEWER_MAP, absl::StrCat("osd.", options_.id, " has epoch ", map->epoch,
+                                                  ", request has ", epoch));
+    }
+  }
+  *map_out = map;
+  if (client && epoch < map->epoch) {
+    return OsdError(pb::STALE_MAP, absl::StrCat("map epoch ", epoch, " is older than ",
+                                                map->epoch));
+  }
+  const PoolInfo* pool = map->FindPool(PoolId(pool_id));
+  if (pool == nullptr) return absl::NotFoundError(absl::StrCat("pool ", pool_id, " does not exist"));
+  if (seed >= pool->pg_num) {
+    return absl::InvalidArgumentError(absl::StrCat("pg seed ", seed, " is beyond pg_num ",
+                                                   pool->pg_num, " of pool ", pool->name));
+  }
+  PgId id{pool->id, seed};
+  absl::MutexLock lock(&pgs_mu_);
+  auto it = pgs_.find(CollectionName(id));
+  if (it == pgs_.end()) {
+    return OsdError(pb::NOT_PRIMARY, absl::StrCat("osd.", options_.id, " does not hold pg ",
+                                                  CollectionName(id)));
+  }
+  return it->second;
+}
+
+void OsdDaemon::Op(const pb::OpRequest& req, pb::OpReply* reply) {
+  std::shared_ptr<const OsdMap> map;
+  bool local = req.flags() & pb::OPF_LOCAL;
+  auto pg = FindPg(req.map_epoch(), req.pool(), req.pg_seed(), !local, &map);
+  if (pg.ok()) {
+    const PoolInfo* pool = map->FindPool(PoolId(req.pool()));
+    if (placement::ObjectToPgSeed(req.oid(), pool->pg_num) != req.pg_seed()) {
+      pg = absl::InvalidArgumentError(absl::StrCat("object maps to another pg than ",
+                                                   req.pool(), ".", req.pg_seed()));
+    }
+  }
+  if (!pg.ok()) {
+    FillStatus(pg.status(), reply->mutable_status());
+    if (map) {
+      reply->set_map_epoch(map->epoch);
+      if (req.map_epoch() < map->epoch) reply->set_osdmap(map->Encode());
+    }
+    return;
+  }
+  (*pg)->HandleOp(req, reply);
+  reply->set_map_epoch(map->epoch);
+}
+
+void OsdDaemon::PgList(const pb::PgListRequest& req, pb::PgListReply* reply) {
+  std::shared_ptr<const OsdMap> map;
+  bool local = req.flags() & pb::OPF_LOCAL;
+  auto pg = FindPg(req.map_epoch(), req.pool(), req.pg_seed(), !local, &map);
+  if (!pg.ok()) {
+    if (local && OsdErrorCodeOf(pg.status()) == pb::NOT_PRIMARY) {
+      FillStatus(absl::OkStatus(), reply->mutable_status());  // nothing here
+      return;
+    }
+    FillStatus(pg.status(), reply->mutable_status());
+    if (map && req.map_epoch() < map->epoch) reply->set_osdmap(map->Encode());
+    return;
+  }
+  (*pg)->HandleList(req, reply);
+  reply->set_map_epoch(map->epoch);
+}
+
+void OsdDaemon::GetMap(const pb::GetMapRequest& req, pb::GetMapReply* reply) {
+  auto map = CurrentMap();
+  if (map && map->epoch > req.have_epoch()) reply->set_osdmap(map->Encode());
+}
+
+void OsdDaemon::RepOp(const pb::RepOpRequest& req, pb::RepOpReply* reply) {
+  std::shared_ptr<const OsdMap> map;
+  auto pg = FindPg(req.map_epoch(), req.pool(), req.pg_seed(), false, &map);
+  if (!pg.ok()) return FillStatus(pg.status(), reply->mutable_status());
+  (*pg)->HandleRepOp(req, reply);
+}
+
+void OsdDaemon::PgQuery(const pb::PgQueryRequest& req, pb::PgQueryReply* reply) {
+  std::shared_ptr<const OsdMap> map;
+  auto pg = FindPg(req.map_epoch(), req.pool(), req.pg_seed(), false, &map);
+  if (!pg.ok()) {
+    // Not holding the PG is an empty history, not an error.
+    if (OsdErrorCodeOf(pg.status()) == pb::NOT_PRIMARY) {
+      FillStatus(absl::OkStatus(), reply->mutable_status());
+      return;
+    }
+    return FillStatus(pg.status(), reply->mutable_status());
+  }
+  (*pg)->HandleQuery(req, reply);
+}
+
+void OsdDaemon::Push(const pb::PushRequest& req, pb::PushReply* reply) {
+  std::shared_ptr<const OsdMap> map;
+  auto pg = FindPg(req.map_epoch(), req.pool(), req.pg_seed(), false, &map);
+  if (!pg.ok()) return FillStatus(pg.status(), reply->mutable_status());
+  (*pg)->HandlePush(req, reply);
+}
+
+void OsdDaemon::Activate(const pb::ActivateRequest& req, pb::ActivateReply* reply) {
+  std::shared_ptr<const OsdMap> map;
+  auto pg = FindPg(req.map_epoch(), req.pool(), req.pg_seed(), false, &map);
+  if (!pg.ok()) return FillStatus(pg.status(), reply->mutable_status());
+  (*pg)->HandleActivate(req, reply);
+}
+
+}  // namespace weft::osd

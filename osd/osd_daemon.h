@@ -1,0 +1,101 @@
+// The weft-osd daemon: one object store (one disk), its placement groups, its
+// registration in etcd and its view of the cluster map.
+//
+// Startup order: open the store (fails on a missing or corrupt data dir),
+// connect to etcd, read the map (the OSD must exist in it and the store's fsid
+// must match), serve gRPC, then publish the liveness key bound to a lease; the
+// map manager marks the OSD up when it sees that key. The map is followed
+// through an etcd watch, never by polling.
+//
+// Lock order: map_mu_ before pgs_mu_ before any Pg lock; none held across I/O.
+#pragma once
+
+#include <grpcpp/grpcpp.h>
+
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/synchronization/notification.h"
+#include "common/cluster_map/osd_map.h"
+#include "common/etcd/etcd_client.h"
+#include "common/executor/thread_pool.h"
+#include "common/rpc/rpc.h"
+#include "osd/osd_options.h"
+#include "osd/peer_client.h"
+#include "osd/pg/pg.h"
+#include "osd/store/object_store.h"
+#include "proto/osd.grpc.pb.h"
+
+namespace weft::osd {
+
+class OsdDaemon {
+ public:
+  explicit OsdDaemon(OsdOptions options);
+  ~OsdDaemon();
+
+  // Formats `options.data_dir` for this OSD of this cluster.
+  static absl::Status Mkfs(const OsdOptions& options);
+
+  absl::Status Start();
+  // Blocks until Shutdown() (from a signal handler thread, say).
+  void Wait();
+  void Shutdown();
+  const std::string& address() const { return address_; }
+
+  // Service entry points (the gRPC adapter calls these).
+  void Op(const pb::OpRequest& req, pb::OpReply* reply);
+  void PgList(const pb::PgListRequest& req, pb::PgListReply* reply);
+  void GetMap(const pb::GetMapRequest& req, pb::GetMapReply* reply);
+  void RepOp(const pb::RepOpRequest& req, pb::RepOpReply* reply);
+  void PgQuery(const pb::PgQueryRequest& req, pb::PgQueryReply* reply);
+  void Push(const pb::PushRequest& req, pb::PushReply* reply);
+  void Activate(const pb::ActivateRequest& req, pb::ActivateReply* reply);
+
+ private:
+  absl::Status LoadInitialMap();
+  absl::Status Register();
+  void WatchMap(int64_t from_revision);
+  void OnMapEvent(const std::string& bytes);
+  void ApplyMap(std::shared_ptr<const OsdMap> map);
+  void StatsLoop();
+  std::string AliveKey() const;
+  std::string AliveValue();
+
+  std::shared_ptr<const OsdMap> CurrentMap();
+  // Waits up to `timeout` for a map of at least `epoch`.
+  bool WaitForEpoch(Epoch epoch, absl::Duration timeout);
+  // For a request at `epoch` on `pool`/`seed`: the PG, or an error status.
+  absl::StatusOr<std::shared_ptr<Pg>> FindPg(Epoch epoch, uint32_t pool, uint32_t seed,
+                                             bool client, std::shared_ptr<const OsdMap>* map);
+  std::shared_ptr<Pg> LoadPg(const PgId& id);
+
+  const OsdOptions options_;
+  std::string address_;
+  std::unique_ptr<ObjectStore> store_;
+  std::unique_ptr<etcd::Client> etcd_;
+  std::unique_ptr<etcd::LeaseKeeper> keeper_;
+  std::unique_ptr<etcd::Watch> map_watch_;
+  rpc::ChannelCache channels_;
+  std::unique_ptr<PeerClient> peers_;
+  std::unique_ptr<ThreadPool> background_;
+  OsdCounters counters_;
+  std::unique_ptr<grpc::Service> service_;
+  std::unique_ptr<grpc::Server> server_;
+  int64_t lease_ = 0;
+  int64_t started_ms_ = 0;
+
+  absl::Mutex map_mu_;
+  std::shared_ptr<const OsdMap> map_ ABSL_GUARDED_BY(map_mu_);
+
+  absl::Mutex pgs_mu_;
+  absl::flat_hash_map<std::string, std::shared_ptr<Pg>> pgs_ ABSL_GUARDED_BY(pgs_mu_);
+
+  absl::Mutex reg_mu_;  // serializes re-registration after a lost lease
+  absl::Notification shutdown_;
+  std::thread stats_thread_;
+};
+
+}  // namespace weft::osd

@@ -1,0 +1,26 @@
+#include "osd/osd_options.h"
+
+#include "absl/strings/str_cat.h"
+
+namespace weft::osd {
+
+absl::Status OsdOptions::Validate() const {
+  if (id < 0) return absl::InvalidArgumentError("--id must be a non-negative OSD id");
+  if (data_dir.empty()) return absl::InvalidArgumentError("--data must name the OSD's data dir");
+  if (fsid.empty()) return absl::InvalidArgumentError("no fsid in the config");
+  if (etcd_endpoints.empty()) return absl::InvalidArgumentError("no etcd endpoints in the config");
+  if (lease_ttl_s < 2 || lease_ttl_s > 300) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--lease_ttl_s=", lease_ttl_s, " is outside [2, 300]"));
+  }
+  if (max_object_bytes < (1 << 20) || max_object_bytes > (1ull << 34)) {
+    return absl::InvalidArgumentError("osd_max_object_size must be within [1 MiB, 16 GiB]");
+  }
+  if (pg_log_max_entries < 10) return absl::InvalidArgumentError("pg log needs >= 10 entries");
+  if (push_piece_bytes < 4096 || push_piece_bytes > (16ull << 20)) {
+    return absl::InvalidArgumentError("push piece must be within [4 KiB, 16 MiB]");
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace weft::osd

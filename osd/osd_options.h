@@ -1,0 +1,33 @@
+// Options of one weft-osd process, filled from flags in main.cc and checked by
+// Validate() before anything starts.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+
+namespace weft::osd {
+
+struct OsdOptions {
+  int32_t id = -1;
+  std::string data_dir;
+  std::string conf_path;
+  std::string fsid;
+  std::vector<std::string> etcd_endpoints;
+  std::string bind_addr = "127.0.0.1:0";  // port 0 = any free port
+  std::string host;                        // failure domain; default: hostname
+  std::string rack;
+  int64_t lease_ttl_s = 10;                // liveness: down after this long silent
+  uint64_t max_object_bytes = 128ull << 20;
+  size_t pg_log_max_entries = 3000;
+  int64_t stats_interval_ms = 5000;
+  int64_t peer_timeout_ms = 10000;         // one RPC to another OSD
+  uint64_t push_piece_bytes = 8ull << 20;  // recovery moves objects in pieces of this size
+  bool sync = true;                        // fsync; off only for tests on tmpfs
+
+  absl::Status Validate() const;
+};
+
+}  // namespace weft::osd

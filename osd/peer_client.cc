@@ -1,0 +1,90 @@
+#include "osd/peer_client.h"
+
+#include "absl/synchronization/blocking_counter.h"
+
+namespace weft::osd {
+
+std::unique_ptr<pb::Osd::Stub> PeerClient::Stub(const std::string& addr) {
+  return pb::Osd::NewStub(channels_->Get(addr));
+}
+
+std::vector<absl::Status> PeerClient::RepOpAll(const std::vector<RepOpTarget>& targets,
+                                               const pb::RepOpRequest& req,
+                                               const std::function<absl::Status()>& local) {
+  struct Call {
+    grpc::ClientContext ctx;
+    pb::RepOpReply reply;
+    grpc::Status status;
+    std::unique_ptr<pb::Osd::Stub> stub;
+  };
+  std::vector<Call> calls(targets.size());
+  absl::BlockingCounter done(static_cast<int>(targets.size()));
+  for (size_t i = 0; i < targets.size(); ++i) {
+    Call& call = calls[i];
+    call.ctx.set_deadline(rpc::DeadlineIn(timeout_ms_));
+    call.stub = Stub(targets[i].addr);
+    call.stub->async()->RepOp(&call.ctx, &req, &call.reply, [&call, &done](grpc::Status s) {
+      call.status = std::move(s);
+      done.DecrementCount();
+    });
+  }
+  absl::Status local_status = local();
+  done.Wait();
+  std::vector<absl::Status> out;
+  out.reserve(targets.size() + 1);
+  out.push_back(std::move(local_status));
+  for (size_t i = 0; i < targets.size(); ++i) {
+    absl::Status s = rpc::FromGrpc(calls[i].status, targets[i].addr);
+    if (s.ok()) s = rpc::FromProto(calls[i].reply.status());
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
+namespace {
+
+template <typename Reply>
+absl::Status Finish(const grpc::Status& status, const Reply& reply, const std::string& addr) {
+  absl::Status s = rpc::FromGrpc(status, addr);
+  if (!s.ok()) return s;
+  return rpc::FromProto(reply.status());
+}
+
+}  // namespace
+
+absl::Status PeerClient::Query(const std::string& addr, const pb::PgQueryRequest& req,
+                               pb::PgQueryReply* reply) {
+  grpc::ClientContext ctx;
+  ctx.set_deadline(rpc::DeadlineIn(timeout_ms_));
+  return Finish(Stub(addr)->PgQuery(&ctx, req, reply), *reply, addr);
+}
+
+absl::Status PeerClient::List(const std::string& addr, const pb::PgListRequest& req,
+                              pb::PgListReply* reply) {
+  grpc::ClientContext ctx;
+  ctx.set_deadline(rpc::DeadlineIn(timeout_ms_));
+  return Finish(Stub(addr)->PgList(&ctx, req, reply), *reply, addr);
+}
+
+absl::Status PeerClient::Op(const std::string& addr, const pb::OpRequest& req,
+                            pb::OpReply* reply) {
+  grpc::ClientContext ctx;
+  ctx.set_deadline(rpc::DeadlineIn(timeout_ms_));
+  return Finish(Stub(addr)->Op(&ctx, req, reply), *reply, addr);
+}
+
+absl::Status PeerClient::Push(const std::string& addr, const pb::PushRequest& req) {
+  grpc::ClientContext ctx;
+  ctx.set_deadline(rpc::DeadlineIn(timeout_ms_));
+  pb::PushReply reply;
+  return Finish(Stub(addr)->Push(&ctx, req, &reply), reply, addr);
+}
+
+absl::Status PeerClient::Activate(const std::string& addr, const pb::ActivateRequest& req) {
+  grpc::ClientContext ctx;
+  ctx.set_deadline(rpc::DeadlineIn(timeout_ms_));
+  pb::ActivateReply reply;
+  return Finish(Stub(addr)->Activate(&ctx, req, &reply), reply, addr);
+}
+
+}  // namespace weft::osd

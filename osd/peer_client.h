@@ -1,0 +1,49 @@
+// RPCs from this OSD to other OSDs: replication, peering and recovery. The
+// address of each OSD comes from the caller's map. Every call has a deadline.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "common/cluster_map/osd_map.h"
+#include "common/rpc/rpc.h"
+#include "proto/osd.grpc.pb.h"
+
+namespace weft::osd {
+
+class PeerClient {
+ public:
+  PeerClient(rpc::ChannelCache* channels, int64_t timeout_ms)
+      : channels_(channels), timeout_ms_(timeout_ms) {}
+
+  struct RepOpTarget {
+    OsdId osd;
+    std::string addr;
+  };
+  // Sends `req` to every target in parallel and runs `local` (the primary's
+  // own apply) while they are in flight; returns `local`'s status followed by
+  // one status per target. A transport failure or a non-OK reply is an error
+  // for that target.
+  std::vector<absl::Status> RepOpAll(const std::vector<RepOpTarget>& targets,
+                                     const pb::RepOpRequest& req,
+                                     const std::function<absl::Status()>& local);
+
+  absl::Status Query(const std::string& addr, const pb::PgQueryRequest& req,
+                     pb::PgQueryReply* reply);
+  absl::Status List(const std::string& addr, const pb::PgListRequest& req,
+                    pb::PgListReply* reply);
+  absl::Status Op(const std::string& addr, const pb::OpRequest& req, pb::OpReply* reply);
+  absl::Status Push(const std::string& addr, const pb::PushRequest& req);
+  absl::Status Activate(const std::string& addr, const pb::ActivateRequest& req);
+
+ private:
+  std::unique_ptr<pb::Osd::Stub> Stub(const std::string& addr);
+
+  rpc::ChannelCache* channels_;
+  int64_t timeout_ms_;
+};
+
+}  // namespace weft::osd

@@ -1,0 +1,394 @@
+#include "osd/pg/pg.h"
+
+#include <algorithm>
+#include <chrono>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "common/log/log.h"
+#include "common/status/status.h"
+#include "osd/pg/object_ops.h"
+#include "osd/pg/osd_error.h"
+#include "osd/pg/pg_codec.h"
+
+namespace weft::osd {
+
+std::string CollectionName(const PgId& id) { return id.ToString(); }
+
+void OrderedSection::Enter() {
+  absl::MutexLock lock(&mu_);
+  const uint64_t ticket = next_ticket_++;
+  auto my_turn = [this, ticket]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return serving_ == ticket; };
+  mu_.Await(absl::Condition(&my_turn));
+}
+
+void OrderedSection::Leave() {
+  absl::MutexLock lock(&mu_);
+  ++serving_;
+}
+
+namespace {
+
+class SectionGuard {
+ public:
+  explicit SectionGuard(OrderedSection* section) : section_(section) { section_->Enter(); }
+  ~SectionGuard() { section_->Leave(); }
+
+ private:
+  OrderedSection* section_;
+};
+
+bool Contains(const std::vector<OsdId>& set, OsdId osd) {
+  return std::find(set.begin(), set.end(), osd) != set.end();
+}
+
+}  // namespace
+
+Pg::Pg(PgId id, PgContext ctx, PgLog log)
+    : id_(id), coll_(CollectionName(id)), ctx_(ctx), log_(std::move(log)) {}
+
+void Pg::OnMap(std::shared_ptr<const OsdMap> map, const PoolInfo& pool,
+               const placement::PgMapping& mapping) {
+  uint64_t peer_interval = 0;
+  {
+    absl::MutexLock lock(&mu_);
+    map_ = map;
+    std::vector<OsdId> acting;
+    for (OsdId osd : mapping.acting) {
+      if (osd != kNoOsd) acting.push_back(osd);
+    }
+    bool changed = interval_.id == 0 || acting != interval_.acting ||
+                   mapping.primary != interval_.primary || pool.size != interval_.size ||
+                   pool.min_size != interval_.min_size;
+    interval_.up = mapping.up;
+    if (!changed) return;
+    interval_.id++;
+    interval_.start_epoch = map->epoch;
+    interval_.acting = std::move(acting);
+    interval_.primary = mapping.primary;
+    interval_.size = pool.size;
+    interval_.min_size = pool.min_size;
+    peer_missing_.clear();
+    activated_interval_ = 0;
+    repeer_scheduled_ = false;
+    if (interval_.primary == ctx_.whoami) {
+      state_ = State::kPeering;
+      peer_interval = interval_.id;
+    } else if (Contains(interval_.acting, ctx_.whoami)) {
+      state_ = State::kReplica;
+    } else {
+      state_ = State::kStray;
+    }
+    VLOG(1) << "pg=" << coll_ << " new_interval=" << interval_.id << " epoch=" << map->epoch
+            << " primary=" << interval_.primary << " acting=" << interval_.acting.size();
+  }
+  if (peer_interval != 0) SchedulePeering(peer_interval, 0);
+}
+
+bool Pg::IsPrimary() {
+  absl::MutexLock lock(&mu_);
+  return interval_.primary == ctx_.whoami;
+}
+
+bool Pg::StillInterval(uint64_t interval_id) {
+  absl::MutexLock lock(&mu_);
+  return interval_.id == interval_id;
+}
+
+std::string Pg::AddrOf(OsdId osd) {
+  absl::MutexLock lock(&mu_);
+  const OsdInfo* info = map_ ? map_->FindOsd(osd) : nullptr;
+  return info ? info->addr : std::string();
+}
+
+std::string Pg::StateName() {
+  absl::MutexLock lock(&mu_);
+  switch (state_) {
+    case State::kStray: return "stray";
+    case State::kPeering: return "peering";
+    case State::kIncomplete: return "undersized+peered";
+    case State::kReplica: return "replica+waiting";
+    case State::kReplicaActive: return "replica";
+    case State::kActive: break;
+  }
+  std::string name = "active";
+  bool recovering = false;
+  for (const auto& [osd, missing] : peer_missing_) recovering |= !missing.empty();
+  bool undersized = interval_.acting.size() < interval_.size;
+  if (recovering) name += "+recovering";
+  if (undersized) name += "+undersized";
+  if (recovering || undersized) name += "+degraded";
+  if (!recovering && !undersized) name += "+clean";
+  return name;
+}
+
+absl::Status Pg::CheckPrimary(const pb::OpRequest& req, uint64_t* interval_id) {
+  absl::MutexLock lock(&mu_);
+  if (interval_.primary != ctx_.whoami) {
+    return OsdError(pb::NOT_PRIMARY, absl::StrCat("osd.", ctx_.whoami.value(),
+                                                  " is not the primary of pg ", coll_));
+  }
+  if (state_ != State::kActive) {
+    return OsdError(pb::PG_NOT_ACTIVE, absl::StrCat("pg ", coll_, " is not active (",
+                                                    state_ == State::kPeering ? "peering"
+                                                                              : "undersized",
+                                                    ")"));
+  }
+  *interval_id = interval_.id;
+  return absl::OkStatus();
+}
+
+void Pg::HandleOp(const pb::OpRequest& req, pb::OpReply* reply) {
+  ObjectLimits limits{ctx_.options->max_object_bytes};
+  bool mutating = false;
+  absl::Status status = ValidateOps(req.oid(), req.ops(), limits, &mutating);
+  if (status.ok() && (req.flags() & pb::OPF_LOCAL)) {
+    if (mutating) {
+      status = absl::InvalidArgumentError("a local-copy request may only read");
+    } else {
+      absl::MutexLock lock(&mu_);
+      if (log_.IsMissing(req.oid())) {
+        status = absl::UnavailableError(absl::StrCat("object is being recovered on osd.",
+                                                     ctx_.whoami.value()));
+      }
+    }
+    if (status.ok()) {
+      uint64_t bytes = 0;
+      status = ExecuteReads(ctx_.store, coll_, req.oid(), req.ops(), reply, &bytes);
+      ctx_.counters->read_bytes += bytes;
+    }
+  } else if (status.ok() && mutating) {
+    status = DoWrite(req, reply);
+  } else if (status.ok()) {
+    uint64_t interval_id = 0;
+    status = CheckPrimary(req, &interval_id);
+    if (status.ok()) {
+      uint64_t bytes = 0;
+      status = ExecuteReads(ctx_.store, coll_, req.oid(), req.ops(), reply, &bytes);
+      ctx_.counters->read_bytes += bytes;
+    }
+  }
+  if (!status.ok()) reply->clear_results();
+  ctx_.counters->ops++;
+  FillStatus(status, reply->mutable_status());
+}
+
+absl::Status Pg::RecoverBeforeWrite(const std::string& oid, uint64_t interval_id) {
+  std::vector<OsdId> targets;
+  {
+    absl::MutexLock lock(&mu_);
+    for (const auto& [osd, missing] : peer_missing_) {
+      if (missing.count(oid)) targets.push_back(osd);
+    }
+  }
+  for (OsdId osd : targets) {
+    RETURN_IF_ERROR(PushObject(osd, AddrOf(osd), oid, interval_id));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Pg::DoWrite(const pb::OpRequest& req, pb::OpReply* reply) {
+  SectionGuard ordered(&order_);
+  uint64_t interval_id = 0;
+  RETURN_IF_ERROR(CheckPrimary(req, &interval_id));
+  const std::string& oid = req.oid();
+  {
+    absl::MutexLock lock(&mu_);
+    if (auto done = log_.FindRequest(req.reqid().client(), req.reqid().tid())) {
+      ToProto(*done, reply->mutable_version());  // a retry of an applied request
+      return absl::OkStatus();
+    }
+  }
+  std::optional<ObjectMeta> existing;
+  auto stat = ctx_.store->Stat(coll_, oid);
+  if (stat.ok()) {
+    existing = *stat;
+  } else if (!absl::IsNotFound(stat.status())) {
+    return stat.status();
+  }
+  ASSIGN_OR_RETURN(ResolvedWrite resolved,
+                   ResolveWrite(existing, req.ops(), {ctx_.options->max_object_bytes}));
+  RETURN_IF_ERROR(RecoverBeforeWrite(oid, interval_id));
+
+  // Steps under mu_: version, log entry, targets. The log entry enters the
+  // in-memory log now; if the write fails anywhere the PG re-peers, which
+  // reloads the log from disk.
+  const int64_t mtime_ns = absl::GetCurrentTimeNanos();
+  pb::RepOpRequest rep;
+  Transaction txn;
+  std::vector<PeerClient::RepOpTarget> targets;
+  LogEntry entry;
+  {
+    absl::MutexLock lock(&mu_);
+    if (interval_.id != interval_id) return OsdError(pb::PG_NOT_ACTIVE, "pg interval changed");
+    entry.version = log_.NextVersion(map_->epoch);
+    entry.oid = oid;
+    entry.op = resolved.deletes ? LogEntry::kDelete : LogEntry::kModify;
+    entry.client = req.reqid().client();
+    entry.tid = req.reqid().tid();
+    AddToTransaction(oid, resolved.ops, &txn);
+    if (!resolved.deletes) txn.SetVersion(oid, entry.version, mtime_ns);
+    log_.Append(entry, &txn);
+    for (OsdId osd : interval_.acting) {
+      if (osd == ctx_.whoami) continue;
+      const OsdInfo* info = map_->FindOsd(osd);
+      targets.push_back({osd, info ? info->addr : std::string()});
+    }
+    rep.set_map_epoch(map_->epoch);
+  }
+  rep.set_pool(id_.pool.value());
+  rep.set_pg_seed(id_.seed);
+  rep.set_oid(oid);
+  for (auto& op : resolved.ops) *rep.add_ops() = std::move(op);
+  ToProto(entry, rep.mutable_entry());
+  rep.set_mtime_ns(mtime_ns);
+
+  std::vector<absl::Status> results = ctx_.peers->RepOpAll(
+      targets, rep, [&] { return ctx_.store->Apply(coll_, std::move(txn)); });
+  for (size_t i = 0; i < results.size(); ++i) {
+    if (results[i].ok()) continue;
+    std::string who = i == 0 ? "local store" : absl::StrCat("osd.", targets[i - 1].osd.value());
+    absl::Status why = Annotate(results[i], who);
+    RequestRepeer(interval_id, why);
+    return OsdError(pb::PG_NOT_ACTIVE, absl::StrCat("write not acknowledged: ", why.message()));
+  }
+  uint64_t bytes = 0;
+  for (const auto& op : rep.ops()) bytes += op.data().size();
+  ctx_.counters->write_bytes += bytes;
+  ToProto(entry.version, reply->mutable_version());
+  return absl::OkStatus();
+}
+
+void Pg::RequestRepeer(uint64_t interval_id, const absl::Status& why) {
+  {
+    absl::MutexLock lock(&mu_);
+    if (interval_.id != interval_id || interval_.primary != ctx_.whoami) return;
+    state_ = State::kPeering;
+    if (repeer_scheduled_) return;
+    repeer_scheduled_ = true;
+  }
+  LOG(WARNING) << "pg=" << coll_ << " event=repeer reason=\"" << why.message() << "\"";
+  SchedulePeering(interval_id, 500);
+}
+
+void Pg::HandleList(const pb::PgListRequest& req, pb::PgListReply* reply) {
+  absl::Status status;
+  if (!(req.flags() & pb::OPF_LOCAL)) {
+    pb::OpRequest probe;
+    uint64_t interval_id = 0;
+    status = CheckPrimary(probe, &interval_id);
+  }
+  if (status.ok()) {
+    uint32_t max = req.max_entries() == 0 ? 1000 : std::min<uint32_t>(req.max_entries(), 10000);
+    bool more = false;
+    auto objects = ctx_.store->ListObjects(coll_, req.start_after(), max, &more);
+    if (objects.ok()) {
+      for (const auto& [oid, meta] : *objects) {
+        auto* o = reply->add_objects();
+        o->set_oid(oid);
+        o->set_size(meta.size);
+        ToProto(meta.version, o->mutable_version());
+      }
+      reply->set_more(more);
+    } else if (!absl::IsNotFound(objects.status())) {
+      status = objects.status();
+    }
+  }
+  FillStatus(status, reply->mutable_status());
+}
+
+// --- Replica side -----------------------------------------------------------
+
+absl::Status Pg::ReplicaCheck(Epoch sender_epoch, bool need_active) {
+  if (sender_epoch < interval_.start_epoch) {
+    return OsdError(pb::STALE_MAP, absl::StrCat("pg ", coll_, " started a new interval at epoch ",
+                                                interval_.start_epoch));
+  }
+  if (!Contains(interval_.acting, ctx_.whoami) || interval_.primary == ctx_.whoami) {
+    return OsdError(pb::NOT_PRIMARY, absl::StrCat("osd.", ctx_.whoami.value(),
+                                                  " is not a replica of pg ", coll_));
+  }
+  if (need_active && activated_interval_ != interval_.id) {
+    return OsdError(pb::PG_NOT_ACTIVE, absl::StrCat("pg ", coll_, " replica not activated"));
+  }
+  return absl::OkStatus();
+}
+
+void Pg::HandleRepOp(const pb::RepOpRequest& req, pb::RepOpReply* reply) {
+  SectionGuard ordered(&order_);
+  Transaction txn;
+  absl::Status status;
+  {
+    absl::MutexLock lock(&mu_);
+    status = ReplicaCheck(req.map_epoch(), /*need_active=*/true);
+    if (status.ok() && log_.IsMissing(req.oid())) {
+      status = absl::FailedPreconditionError("object not yet recovered on this replica");
+    }
+    if (status.ok()) {
+      LogEntry entry = FromProto(req.entry());
+      std::vector<pb::ObjectOp> ops(req.ops().begin(), req.ops().end());
+      AddToTransaction(req.oid(), ops, &txn);
+      if (entry.op != LogEntry::kDelete) txn.SetVersion(req.oid(), entry.version, req.mtime_ns());
+      log_.Append(entry, &txn);
+    }
+  }
+  if (status.ok()) {
+    status = ctx_.store->Apply(coll_, std::move(txn));
+    if (!status.ok()) {
+      // The in-memory log is ahead of the disk: forget activation so that the
+      // primary re-peers, and reload the log then.
+      absl::MutexLock lock(&mu_);
+      activated_interval_ = 0;
+      auto reloaded = PgLog::Load(ctx_.store, coll_, ctx_.options->pg_log_max_entries);
+      if (reloaded.ok()) log_ = std::move(*reloaded);
+    }
+  }
+  FillStatus(status, reply->mutable_status());
+}
+
+void Pg::HandleQuery(const pb::PgQueryRequest& req, pb::PgQueryReply* reply) {
+  absl::MutexLock lock(&mu_);
+  ToProto(log_.info(), reply->mutable_info());
+  for (const LogEntry& e : log_.entries()) ToProto(e, reply->add_log());
+  for (const std::string& oid : log_.missing()) reply->add_missing(oid);
+  FillStatus(absl::OkStatus(), reply->mutable_status());
+}
+
+void Pg::HandleActivate(const pb::ActivateRequest& req, pb::ActivateReply* reply) {
+  SectionGuard ordered(&order_);
+  Transaction txn;
+  absl::Status status;
+  uint64_t interval_id = 0;
+  {
+    absl::MutexLock lock(&mu_);
+    status = ReplicaCheck(req.map_epoch(), /*need_active=*/false);
+    if (status.ok()) {
+      std::vector<LogEntry> entries;
+      entries.reserve(req.log_size());
+      for (const auto& e : req.log()) entries.push_back(FromProto(e));
+      log_.Adopt(FromProto(req.info()), std::move(entries), &txn);
+      std::set<std::string> wanted(req.missing().begin(), req.missing().end());
+      std::vector<std::string> stale;
+      for (const std::string& oid : log_.missing()) {
+        if (!wanted.count(oid)) stale.push_back(oid);
+      }
+      for (const std::string& oid : stale) log_.RemoveMissing(oid, &txn);
+      for (const std::string& oid : wanted) log_.AddMissing(oid, &txn);
+      interval_id = interval_.id;
+    }
+  }
+  if (status.ok()) status = ctx_.store->Apply(coll_, std::move(txn));
+  {
+    absl::MutexLock lock(&mu_);
+    if (status.ok() && interval_.id == interval_id) {
+      activated_interval_ = interval_id;
+      state_ = State::kReplicaActive;
+    } else if (!status.ok()) {
+      auto reloaded = PgLog::Load(ctx_.store, coll_, ctx_.options->pg_log_max_entries);
+      if (reloaded.ok()) log_ = std::move(*reloaded);
+    }
+  }
+  FillStatus(status, reply->mutable_status());
+}
+
+}  // namespace weft::osd

@@ -1,0 +1,143 @@
+// One placement group on this OSD: its role in the current interval, its log,
+// and the replicated write path, peering and recovery.
+//
+// Concurrency. Two locks, always taken in this order:
+//   1. order_ — a FIFO ticket section that orders the PG's mutations: client
+//      writes, recovery pushes and peering steps run one at a time, in arrival
+//      order, so replicas apply them in the primary's order. It is held across
+//      I/O on purpose: it is the PG's sequencer, not a data lock.
+//   2. mu_ — guards the fields below; never held across I/O or RPCs.
+// Reads take neither across I/O: the store applies transactions atomically.
+#pragma once
+
+#include <atomic>
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "absl/synchronization/mutex.h"
+#include "common/cluster_map/osd_map.h"
+#include "common/placement/placement.h"
+#include "osd/osd_options.h"
+#include "osd/peer_client.h"
+#include "osd/pg/pg_log.h"
+#include "osd/store/object_store.h"
+#include "proto/osd.pb.h"
+
+namespace weft {
+class ThreadPool;
+}
+
+namespace weft::osd {
+
+// Counters shared by all PGs of the daemon, for metrics and `weft status`.
+struct OsdCounters {
+  std::atomic<uint64_t> read_bytes{0};
+  std::atomic<uint64_t> write_bytes{0};
+  std::atomic<uint64_t> recovery_bytes{0};
+  std::atomic<uint64_t> ops{0};
+};
+
+// What a PG needs from its daemon.
+struct PgContext {
+  ObjectStore* store = nullptr;
+  OsdId whoami{-1};
+  PeerClient* peers = nullptr;
+  ThreadPool* background = nullptr;  // peering and recovery run here
+  const OsdOptions* options = nullptr;
+  OsdCounters* counters = nullptr;
+};
+
+// A FIFO ticket lock: waiters enter in the order they arrived.
+class OrderedSection {
+ public:
+  void Enter();
+  void Leave();
+
+ private:
+  absl::Mutex mu_;
+  uint64_t next_ticket_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t serving_ ABSL_GUARDED_BY(mu_) = 0;
+};
+
+class Pg : public std::enable_shared_from_this<Pg> {
+ public:
+  enum class State { kStray, kPeering, kIncomplete, kActive, kReplica, kReplicaActive };
+
+  Pg(PgId id, PgContext ctx, PgLog log);
+
+  const PgId& id() const { return id_; }
+  const std::string& coll() const { return coll_; }
+
+  // A new map epoch: recomputes this OSD's role; when the acting set or the
+  // primary changed, a new interval starts (the primary peers again).
+  void OnMap(std::shared_ptr<const OsdMap> map, const PoolInfo& pool,
+             const placement::PgMapping& mapping);
+
+  // Client operations (this OSD must be the active primary, or the request
+  // asks for the local copy). Blocking; fills `reply->status`.
+  void HandleOp(const pb::OpRequest& req, pb::OpReply* reply);
+  void HandleList(const pb::PgListRequest& req, pb::PgListReply* reply);
+
+  // From the primary.
+  void HandleRepOp(const pb::RepOpRequest& req, pb::RepOpReply* reply);
+  void HandleQuery(const pb::PgQueryRequest& req, pb::PgQueryReply* reply);
+  void HandlePush(const pb::PushRequest& req, pb::PushReply* reply);
+  void HandleActivate(const pb::ActivateRequest& req, pb::ActivateReply* reply);
+
+  // "active+clean", "peering", ... and the number of local objects.
+  std::string StateName();
+  bool IsPrimary();
+
+ private:
+  struct Interval {
+    uint64_t id = 0;           // bumps with every change of acting set or primary
+    Epoch start_epoch = 0;
+    std::vector<OsdId> acting;
+    std::vector<OsdId> up;
+    OsdId primary{-1};
+    uint32_t size = 0;
+    uint32_t min_size = 0;
+  };
+
+  // Write path (pg.cc).
+  absl::Status DoWrite(const pb::OpRequest& req, pb::OpReply* reply);
+  absl::Status CheckPrimary(const pb::OpRequest& req, uint64_t* interval_id);
+  absl::Status RecoverBeforeWrite(const std::string& oid, uint64_t interval_id);
+  absl::Status ReplicaCheck(Epoch sender_epoch, bool need_active);
+  void RequestRepeer(uint64_t interval_id, const absl::Status& why);
+
+  // Peering and recovery (pg_peering.cc).
+  void SchedulePeering(uint64_t interval_id, int64_t delay_ms);
+  absl::Status Peer(uint64_t interval_id);
+  absl::Status PullObject(const std::string& oid, const std::vector<std::string>& sources,
+                          uint64_t interval_id);
+  absl::Status PushObject(OsdId target, const std::string& addr, const std::string& oid,
+                          uint64_t interval_id);
+  void RecoverAll(uint64_t interval_id);
+  absl::StatusOr<std::map<std::string, Version>> ListAll(const std::string& addr, bool local);
+  std::string AddrOf(OsdId osd);
+  bool StillInterval(uint64_t interval_id);
+
+  const PgId id_;
+  const std::string coll_;
+  const PgContext ctx_;
+  OrderedSection order_;
+
+  absl::Mutex mu_;
+  std::shared_ptr<const OsdMap> map_ ABSL_GUARDED_BY(mu_);
+  Interval interval_ ABSL_GUARDED_BY(mu_);
+  State state_ ABSL_GUARDED_BY(mu_) = State::kStray;
+  PgLog log_ ABSL_GUARDED_BY(mu_);
+  // Replica -> objects it lacks, known by the primary after peering.
+  std::map<OsdId, std::set<std::string>> peer_missing_ ABSL_GUARDED_BY(mu_);
+  uint64_t activated_interval_ ABSL_GUARDED_BY(mu_) = 0;  // replica: activated by primary
+  bool repeer_scheduled_ ABSL_GUARDED_BY(mu_) = false;
+};
+
+// "1.2a" collection name for a PG.
+std::string CollectionName(const PgId& id);
+
+}  // namespace weft::osd

@@ -1,0 +1,309 @@
+// Peering and recovery of a replicated PG.
+//
+// When the acting set or the primary changes, the primary (holding the PG's
+// order section, so no write runs meanwhile):
+//   1. reloads its own log from disk and queries every acting member for its
+//      info, log and missing set; an unreachable member fails the attempt, and
+//      it is retried until the map drops that member;
+//   2. picks the authoritative log: the highest last_update (every
+//      acknowledged write is on every member of the interval that took it, so
+//      the newest member has them all; unacknowledged writes it holds are
+//      rolled forward, which a client retrying with the same request id sees
+//      as done);
+//   3. pulls what it lacks itself from the members that have it, then adopts
+//      the authoritative log;
+//   4. computes each replica's missing set — entries it does not have,
+//      entries it has that the authoritative log does not (divergent), what it
+//      had still missing — or, if its log ends before the authoritative log
+//      begins, compares full listings (backfill);
+//   5. activates the replicas with the log and their missing sets (persisted
+//      there), goes active and pushes missing objects in the background, one
+//      object per order-section turn, so client writes interleave. A write to
+//      a missing object pushes that object first.
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "common/executor/thread_pool.h"
+#include "common/log/log.h"
+#include "common/status/status.h"
+#include "osd/pg/osd_error.h"
+#include "osd/pg/pg.h"
+#include "osd/pg/pg_codec.h"
+
+namespace weft::osd {
+namespace {
+
+bool Less(const Version& a, const Version& b) {
+  return a.epoch != b.epoch ? a.epoch < b.epoch : a.seq < b.seq;
+}
+bool Same(const Version& a, const Version& b) { return a.epoch == b.epoch && a.seq == b.seq; }
+
+struct Member {
+  OsdId osd{-1};
+  std::string addr;
+  PgInfo info;
+  std::vector<LogEntry> log;
+  std::set<std::string> missing;
+};
+
+class SectionGuard {
+ public:
+  explicit SectionGuard(OrderedSection* s) : s_(s) { s_->Enter(); }
+  ~SectionGuard() { s_->Leave(); }
+
+ private:
+  OrderedSection* s_;
+};
+
+std::set<std::pair<uint64_t, uint64_t>> VersionSet(const std::vector<LogEntry>& log) {
+  std::set<std::pair<uint64_t, uint64_t>> out;
+  for (const auto& e : log) out.insert({e.version.epoch, e.version.seq});
+  return out;
+}
+
+// Objects `m` lacks or holds stale relative to `auth`, from the logs alone.
+std::set<std::string> LogMissing(const Member& m, const Member& auth) {
+  std::set<std::string> out = m.missing;
+  auto mine = VersionSet(m.log);
+  auto theirs = VersionSet(auth.log);
+  for (const LogEntry& e : auth.log) {
+    if (Less(m.info.log_tail, e.version) && !mine.count({e.version.epoch, e.version.seq})) {
+      out.insert(e.oid);
+    }
+  }
+  for (const LogEntry& e : m.log) {
+    if (!theirs.count({e.version.epoch, e.version.seq}) && Less(auth.info.log_tail, e.version)) {
+      out.insert(e.oid);  // divergent: written here, never acknowledged
+    }
+  }
+  return out;
+}
+
+bool NeedsBackfill(const Member& m, const Member& auth) {
+  return Less(m.info.last_update, auth.info.log_tail);
+}
+
+std::set<std::string> ListingDiff(const std::map<std::string, Version>& auth,
+                                  const std::map<std::string, Version>& other) {
+  std::set<std::string> out;
+  for (const auto& [oid, v] : auth) {
+    auto it = other.find(oid);
+    if (it == other.end() || !Same(it->second, v)) out.insert(oid);
+  }
+  for (const auto& [oid, v] : other) {
+    if (!auth.count(oid)) out.insert(oid);
+  }
+  return out;
+}
+
+}  // namespace
+
+void Pg::SchedulePeering(uint64_t interval_id, int64_t delay_ms) {
+  auto self = shared_from_this();
+  ctx_.background->Submit([self, interval_id, delay_ms] {
+    if (delay_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(delay_ms));
+    if (!self->StillInterval(interval_id)) return;
+    absl::Status status = self->Peer(interval_id);
+    if (status.ok()) return;
+    LOG(INFO) << "pg=" << self->coll_ << " event=peering_retry reason=\"" << status.message()
+              << "\"";
+    {
+      absl::MutexLock lock(&self->mu_);
+      if (self->interval_.id != interval_id) return;
+      self->state_ = State::kPeering;
+    }
+    self->SchedulePeering(interval_id, 1000);
+  });
+}
+
+absl::StatusOr<std::map<std::string, Version>> Pg::ListAll(const std::string& addr, bool local) {
+  std::map<std::string, Version> out;
+  std::string after;
+  for (;;) {
+    bool more = false;
+    if (local) {
+      auto page = ctx_.store->ListObjects(coll_, after, 1000, &more);
+      if (absl::IsNotFound(page.status())) return out;
+      RETURN_IF_ERROR(page.status());
+      for (const auto& [oid, meta] : *page) out[oid] = meta.version;
+      if (!page->empty()) after = page->back().first;
+    } else {
+      pb::PgListRequest req;
+      req.set_pool(id_.pool.value());
+      req.set_pg_seed(id_.seed);
+      req.set_start_after(after);
+      req.set_max_entries(1000);
+      req.set_flags(pb::OPF_LOCAL);
+      pb::PgListReply reply;
+      RETURN_IF_ERROR(ctx_.peers->List(addr, req, &reply));
+      for (const auto& o : reply.objects()) out[o.oid()] = FromProto(o.version());
+      more = reply.more();
+      if (reply.objects_size() > 0) after = reply.objects().rbegin()->oid();
+    }
+    if (!more) return out;
+  }
+}
+
+absl::Status Pg::Peer(uint64_t interval_id) {
+  SectionGuard ordered(&order_);
+  std::vector<OsdId> acting;
+  Epoch epoch = 0;
+  {
+    absl::MutexLock lock(&mu_);
+    if (interval_.id != interval_id) return absl::OkStatus();
+    repeer_scheduled_ = false;
+    if (interval_.acting.size() < interval_.min_size) {
+      state_ = State::kIncomplete;
+      return absl::OkStatus();  // waits for the map to bring members back
+    }
+    acting = interval_.acting;
+    epoch = map_->epoch;
+  }
+  // 1. Our own state as on disk, then every other member's.
+  ASSIGN_OR_RETURN(PgLog mine, PgLog::Load(ctx_.store, coll_, ctx_.options->pg_log_max_entries));
+  std::vector<Member> members;
+  Member self;
+  self.osd = ctx_.whoami;
+  self.info = mine.info();
+  self.log.assign(mine.entries().begin(), mine.entries().end());
+  self.missing = mine.missing();
+  {
+    absl::MutexLock lock(&mu_);
+    log_ = std::move(mine);
+  }
+  members.push_back(std::move(self));
+  for (OsdId osd : acting) {
+    if (osd == ctx_.whoami) continue;
+    Member m;
+    m.osd = osd;
+    m.addr = AddrOf(osd);
+    pb::PgQueryRequest req;
+    req.set_map_epoch(epoch);
+    req.set_pool(id_.pool.value());
+    req.set_pg_seed(id_.seed);
+    pb::PgQueryReply reply;
+    RETURN_IF_ERROR(Annotate(ctx_.peers->Query(m.addr, req, &reply),
+                             absl::StrCat("query osd.", osd.value())));
+    m.info = FromProto(reply.info());
+    for (const auto& e : reply.log()) m.log.push_back(FromProto(e));
+    m.missing.insert(reply.missing().begin(), reply.missing().end());
+    members.push_back(std::move(m));
+  }
+  // 2. The authoritative member: newest last_update, ourselves on a tie.
+  size_t auth = 0;
+  for (size_t i = 1; i < members.size(); ++i) {
+    if (Less(members[auth].info.last_update, members[i].info.last_update)) auth = i;
+  }
+  // 3. Bring ourselves up to the authoritative state.
+  if (auth != 0) {
+    std::set<std::string> need;
+    if (NeedsBackfill(members[0], members[auth])) {
+      ASSIGN_OR_RETURN(auto theirs, ListAll(members[auth].addr, false));
+      ASSIGN_OR_RETURN(auto ours, ListAll("", true));
+      need = ListingDiff(theirs, ours);
+    } else {
+      need = LogMissing(members[0], members[auth]);
+    }
+    std::vector<std::string> sources;
+    sources.push_back(members[auth].addr);
+    for (size_t i = 1; i < members.size(); ++i) {
+      if (i != auth) sources.push_back(members[i].addr);
+    }
+    for (const std::string& oid : need) {
+      if (!StillInterval(interval_id)) return absl::OkStatus();
+      RETURN_IF_ERROR(PullObject(oid, sources, interval_id));
+    }
+    Transaction txn;
+    {
+      absl::MutexLock lock(&mu_);
+      log_.Adopt(members[auth].info, members[auth].log, &txn);
+      std::vector<std::string> stale(log_.missing().begin(), log_.missing().end());
+      for (const auto& oid : stale) log_.RemoveMissing(oid, &txn);
+    }
+    RETURN_IF_ERROR(ctx_.store->Apply(coll_, std::move(txn)));
+    members[0].info = members[auth].info;
+    members[0].log = members[auth].log;
+    members[0].missing.clear();
+  } else if (!members[0].missing.empty()) {
+    // We are newest but still lack objects from an earlier recovery.
+    std::vector<std::string> sources;
+    for (size_t i = 1; i < members.size(); ++i) sources.push_back(members[i].addr);
+    for (const std::string& oid : members[0].missing) {
+      RETURN_IF_ERROR(PullObject(oid, sources, interval_id));
+    }
+    members[0].missing.clear();
+  }
+  // 4-5. Each replica's missing set, activation, then active.
+  std::map<OsdId, std::set<std::string>> peer_missing;
+  std::map<std::string, Version> our_listing;
+  bool listed = false;
+  for (size_t i = 1; i < members.size(); ++i) {
+    Member& m = members[i];
+    std::set<std::string> missing;
+    if (NeedsBackfill(m, members[0])) {
+      if (!listed) {
+        ASSIGN_OR_RETURN(our_listing, ListAll("", true));
+        listed = true;
+      }
+      ASSIGN_OR_RETURN(auto theirs, ListAll(m.addr, false));
+      missing = ListingDiff(our_listing, theirs);
+      missing.insert(m.missing.begin(), m.missing.end());
+    } else {
+      missing = LogMissing(m, members[0]);
+    }
+    pb::ActivateRequest req;
+    req.set_map_epoch(epoch);
+    req.set_pool(id_.pool.value());
+    req.set_pg_seed(id_.seed);
+    ToProto(members[0].info, req.mutable_info());
+    for (const auto& e : members[0].log) ToProto(e, req.add_log());
+    for (const auto& oid : missing) req.add_missing(oid);
+    RETURN_IF_ERROR(Annotate(ctx_.peers->Activate(m.addr, req),
+                             absl::StrCat("activate osd.", m.osd.value())));
+    if (!missing.empty()) peer_missing[m.osd] = std::move(missing);
+  }
+  Transaction txn;
+  bool recover = !peer_missing.empty();
+  {
+    absl::MutexLock lock(&mu_);
+    if (interval_.id != interval_id) return absl::OkStatus();
+    peer_missing_ = std::move(peer_missing);
+    log_.SetLastEpochStarted(epoch, &txn);
+    state_ = State::kActive;
+  }
+  RETURN_IF_ERROR(ctx_.store->Apply(coll_, std::move(txn)));
+  LOG(INFO) << "pg=" << coll_ << " event=active epoch=" << epoch << " members=" << members.size()
+            << " auth=osd." << members[auth].osd.value() << " recovering=" << recover;
+  if (recover) {
+    auto self_ptr = shared_from_this();
+    ctx_.background->Submit([self_ptr, interval_id] { self_ptr->RecoverAll(interval_id); });
+  }
+  return absl::OkStatus();
+}
+
+void Pg::RecoverAll(uint64_t interval_id) {
+  for (;;) {
+    SectionGuard ordered(&order_);
+    OsdId target{-1};
+    std::string oid;
+    {
+      absl::MutexLock lock(&mu_);
+      if (interval_.id != interval_id || state_ != State::kActive) return;
+      for (auto& [osd, missing] : peer_missing_) {
+        if (!missing.empty()) {
+          target = osd;
+          oid = *missing.begin();
+          break;
+        }
+      }
+    }
+    if (target == kNoOsd) return;
+    absl::Status status = PushObject(target, AddrOf(target), oid, interval_id);
+    if (!status.ok()) {
+      RequestRepeer(interval_id, Annotate(status, "recovery push"));
+      return;
+    }
+  }
+}
+
+}  // namespace weft::osd

@@ -1,0 +1,565 @@
+// The write path of the object store: Apply, its commit protocol, and Flush.
+// Open/Mkfs/recovery are in object_store_open.cc, reads in
+// object_store_read.cc, the on-disk format in store_format.cc.
+//
+// Commit protocol of one Apply (every step before 4 changes nothing that a
+// reader or a crash can see):
+//  1. Validate the whole transaction; take the collection lock (shared) and
+//     the locks of its objects (exclusive, ascending key order).
+//  2. Plan: replay the ops on an in-memory ObjectDraft per object and queue
+//     xattr / omap / metadata updates in one KV batch.
+//  3. Prepare the data of each object, choosing one of three paths:
+//     - new file: the object is created, replaced (WriteFull, or a write from
+//       offset 0 covering the old size), or its overwrites exceed
+//       deferred_max_bytes. The whole new content goes to a file with a fresh
+//       id, which is fsynced; the data directory is fsynced once for all files
+//       created meanwhile (group sync).
+//     - in place: the bytes past the committed size are written in place and
+//       the file is fsynced (old bytes are untouched: the committed size hides
+//       the new ones until commit). Overwrites of committed bytes become
+//       deferred records in the batch.
+//     - removal.
+//     Checksums of every block whose content changes are computed from the
+//     draft (a partial block re-reads and verifies the old block) and queued
+//     in the same batch, with the onode.
+//  4. Commit: one KV batch write (synced). This is the commit point.
+//  5. After commit: write deferred records into their files (no fsync: the
+//     records stay in the KV until Flush syncs the file, and Open replays
+//     them, which is idempotent), shrink truncated files, unlink replaced
+//     files (a lost unlink leaves an orphan that Open removes).
+// A failed fsync, a failed batch write or a failed step 5 makes the store
+// read-only with a sticky error.
+//
+// Deferred records and in-place writes: a record must never be replayed over
+// bytes written later by another path. Every later write to the same file is
+// either another deferred record (replayed after it, in seq order), a new file
+// (the record is deleted in that batch), or an in-place extension, which first
+// fsyncs the file and deletes the file's records in its own batch
+// (WriteExtension). A record past the size set by a later truncate only
+// writes bytes past the end of the object, which nothing reads.
+#include "osd/store/object_store.h"
+
+#include <algorithm>
+#include <set>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "common/checksum/checksum.h"
+#include "common/log/log.h"
+#include "common/status/status.h"
+#include "osd/store/object_draft.h"
+#include "osd/store/store_format.h"
+#include "osd/store/txn_plan.h"
+
+namespace weft::osd {
+
+using format::Printable;
+
+namespace {
+
+constexpr uint64_t kCopyChunkBytes = 1 << 20;  // a multiple of every block size
+
+bool IsZero(absl::string_view data) {
+  return std::all_of(data.begin(), data.end(), [](char c) { return c == '\0'; });
+}
+
+std::vector<common::BlockSpan> MergeSpans(std::vector<common::BlockSpan> spans) {
+  std::sort(spans.begin(), spans.end(),
+            [](const auto& a, const auto& b) { return a.first < b.first; });
+  std::vector<common::BlockSpan> merged;
+  for (const common::BlockSpan& span : spans) {
+    if (span.count == 0) continue;
+    if (!merged.empty() && span.first <= merged.back().first + merged.back().count) {
+      const uint64_t end = std::max(merged.back().first + merged.back().count,
+                                    span.first + span.count);
+      merged.back().count = end - merged.back().first;
+    } else {
+      merged.push_back(span);
+    }
+  }
+  return merged;
+}
+
+}  // namespace
+
+ObjectStore::ObjectStore(const StoreOptions& options, FileIo* io,
+                         std::unique_ptr<common::KvStore> owned_kv, common::KvStore* kv,
+                         Superblock superblock)
+    : options_(options),
+      io_(io),
+      owned_kv_(std::move(owned_kv)),
+      kv_(kv),
+      superblock_(std::move(superblock)),
+      data_dir_(options.dir + "/data") {}
+
+ObjectStore::~ObjectStore() {
+  if (!sticky_error().ok()) return;
+  absl::Status status = Flush();
+  if (!status.ok()) LOG(WARNING) << "store=" << options_.dir << " close_flush_failed=" << status;
+}
+
+std::string ObjectStore::DataPath(uint64_t fid) const {
+  return absl::StrCat(data_dir_, "/", format::DataFileName(fid));
+}
+
+absl::Status ObjectStore::sticky_error() const {
+  absl::MutexLock lock(&mu_);
+  return sticky_error_;
+}
+
+absl::Status ObjectStore::CheckWritable() {
+  absl::MutexLock lock(&mu_);
+  if (sticky_error_.ok()) return absl::OkStatus();
+  return Annotate(sticky_error_, "object store is read-only after an earlier error");
+}
+
+absl::Status ObjectStore::SetSticky(const absl::Status& status) {
+  absl::MutexLock lock(&mu_);
+  if (sticky_error_.ok()) {
+    sticky_error_ = status;
+    LOG(ERROR) << "store=" << options_.dir << " read_only=true error=" << status;
+  }
+  return status;
+}
+
+absl::Status ObjectStore::Apply(const std::string& coll, Transaction txn) {
+  RETURN_IF_ERROR(ValidateTransaction(coll, txn, options_));
+  RETURN_IF_ERROR(CheckWritable());
+  absl::Status status = ApplyLocked(coll, txn);
+  MaybeFlush();
+  return status;
+}
+
+absl::Status ObjectStore::ApplyLocked(const std::string& coll, Transaction& txn) {
+  std::vector<std::string> object_keys;
+  for (const Transaction::Op& op : txn.ops()) {
+    if (!op.oid.empty()) object_keys.push_back(format::OnodeKey(coll, op.oid));
+  }
+  LockTable::Guard coll_guard = coll_locks_.Lock({coll}, LockTable::Mode::kShared);
+  LockTable::Guard object_guard =
+      object_locks_.Lock(std::move(object_keys), LockTable::Mode::kExclusive);
+  TxnPlan plan;
+  plan.batch.Put(format::CollectionKey(coll), "");
+  for (Transaction::Op& op : txn.ops_) RETURN_IF_ERROR(PlanOp(coll, op, &plan));
+  absl::Status status = PrepareData(coll, &plan);
+  if (!status.ok()) {
+    DiscardNewFiles(plan);
+    return status;
+  }
+  RETURN_IF_ERROR(Commit(&plan));
+  return FinishAfterCommit(&plan);
+}
+
+absl::StatusOr<ObjectWork*> ObjectStore::LoadWork(const std::string& coll, const std::string& oid,
+                                                  TxnPlan* plan) {
+  auto it = plan->objects.find(oid);
+  if (it != plan->objects.end()) return &it->second;
+  bool exists = false;
+  ASSIGN_OR_RETURN(format::Onode onode, LoadOnode(coll, oid, &exists));
+  return &plan->objects.try_emplace(oid, oid, exists, onode).first->second;
+}
+
+absl::Status ObjectStore::PlanOp(const std::string& coll, Transaction::Op& op, TxnPlan* plan) {
+  using Type = Transaction::OpType;
+  common::KvWriteBatch& batch = plan->batch;
+  if (op.type == Type::kPutMeta) {
+    batch.Put(format::MetaKey(coll, op.name), op.data);
+    return absl::OkStatus();
+  }
+  if (op.type == Type::kDeleteMeta) {
+    batch.Delete(format::MetaKey(coll, op.name));
+    return absl::OkStatus();
+  }
+  ASSIGN_OR_RETURN(ObjectWork * work, LoadWork(coll, op.oid, plan));
+  ObjectDraft& draft = work->draft;
+  switch (op.type) {
+    case Type::kTouch: draft.Touch(); break;
+    case Type::kWrite: draft.Write(op.offset, std::move(op.data)); break;
+    case Type::kWriteFull: draft.WriteFull(std::move(op.data)); break;
+    case Type::kTruncate: draft.Truncate(op.offset); break;
+    case Type::kSetVersion: draft.SetVersion(op.version, op.mtime_ns); break;
+    case Type::kRemove:
+      if (!draft.exists()) break;
+      RETURN_IF_ERROR(DeleteAttrs(coll, work, /*xattrs=*/true, plan));
+      RETURN_IF_ERROR(DeleteAttrs(coll, work, /*xattrs=*/false, plan));
+      draft.Remove();
+      break;
+    case Type::kSetXattr:
+      draft.Touch();
+      batch.Put(format::XattrKey(coll, op.oid, op.name), op.data);
+      work->xattrs_put.insert(op.name);
+      break;
+    case Type::kRmXattr:
+      if (draft.exists()) batch.Delete(format::XattrKey(coll, op.oid, op.name));
+      break;
+    case Type::kOmapSet:
+      draft.Touch();
+      for (const auto& [key, value] : op.kvs) {
+        batch.Put(format::OmapKey(coll, op.oid, key), value);
+        work->omap_put.insert(key);
+      }
+      break;
+    case Type::kOmapRm:
+      if (!draft.exists()) break;
+      for (const std::string& key : op.keys) batch.Delete(format::OmapKey(coll, op.oid, key));
+      break;
+    case Type::kOmapClear:
+      if (draft.exists()) RETURN_IF_ERROR(DeleteAttrs(coll, work, /*xattrs=*/false, plan));
+      break;
+    case Type::kPutMeta:
+    case Type::kDeleteMeta: break;  // handled above
+  }
+  return absl::OkStatus();
+}
+
+// Queues deletes of every xattr (or omap key) of the object: the committed
+// ones and the ones this transaction put so far.
+absl::Status ObjectStore::DeleteAttrs(const std::string& coll, ObjectWork* work, bool xattrs,
+                                      TxnPlan* plan) {
+  const std::string prefix =
+      xattrs ? format::XattrPrefix(coll, work->oid) : format::OmapPrefix(coll, work->oid);
+  if (work->committed_exists) {
+    std::unique_ptr<common::KvIterator> it = kv_->NewIterator();
+    for (it->Seek(prefix); it->Valid() && it->key().substr(0, prefix.size()) == prefix;
+         it->Next()) {
+      plan->batch.Delete(it->key());
+    }
+    RETURN_IF_ERROR(it->status());
+  }
+  std::set<std::string>& put = xattrs ? work->xattrs_put : work->omap_put;
+  for (const std::string& name : put) plan->batch.Delete(absl::StrCat(prefix, name));
+  put.clear();
+  return absl::OkStatus();
+}
+
+absl::Status ObjectStore::PrepareData(const std::string& coll, TxnPlan* plan) {
+  for (auto& [oid, work] : plan->objects) RETURN_IF_ERROR(PrepareObject(coll, &work, plan));
+  if (!plan->new_fids.empty() && options_.sync) {
+    absl::Status status = SyncDataDir();
+    if (!status.ok()) return SetSticky(status);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ObjectStore::PrepareObject(const std::string& coll, ObjectWork* work,
+                                        TxnPlan* plan) {
+  const format::Onode& old = work->committed;
+  const uint64_t old_size = work->committed_exists ? old.size : 0;
+  const ObjectDraft& draft = work->draft;
+  if (!draft.exists() && !work->committed_exists) return absl::OkStatus();
+  if (!draft.exists()) {
+    plan->batch.Delete(format::OnodeKey(coll, work->oid));
+    if (old.fid != 0) {
+      work->unlink_fid = old.fid;
+      DropDeferredFor(old.fid, plan);
+    }
+  } else {
+    const bool new_file = !work->committed_exists || old.fid == 0 || draft.reset() ||
+                          draft.ChangedBytes(old.size) > options_.deferred_max_bytes;
+    RETURN_IF_ERROR(new_file ? WriteNewFile(coll, work, plan) : PrepareInPlace(coll, work, plan));
+    format::Onode onode;
+    onode.size = draft.size();
+    onode.fid = work->fid;
+    onode.version = draft.version();
+    onode.mtime_ns = draft.mtime_ns();
+    plan->batch.Put(format::OnodeKey(coll, work->oid), format::EncodeOnode(onode));
+  }
+  // Checksum keys past the new end.
+  const uint64_t block_bytes = options_.csum_block_bytes;
+  const uint64_t old_blocks = common::BlockCount(old_size, block_bytes);
+  for (uint64_t b = common::BlockCount(draft.size(), block_bytes); b < old_blocks; ++b) {
+    plan->batch.Delete(format::ChecksumKey(coll, work->oid, b));
+  }
+  plan->objects_delta += (draft.exists() ? 1 : 0) - (work->committed_exists ? 1 : 0);
+  plan->bytes_delta += static_cast<int64_t>(draft.size()) - static_cast<int64_t>(old_size);
+  return absl::OkStatus();
+}
+
+uint64_t ObjectStore::AllocateFid(TxnPlan* plan) {
+  absl::MutexLock lock(&mu_);
+  const uint64_t fid = next_fid_++;
+  // A hint only: batches may commit out of allocation order, so Open also
+  // takes the largest id it finds.
+  plan->batch.Put(format::NextFidKey(), format::EncodeFixed64(next_fid_));
+  return fid;
+}
+
+absl::Status ObjectStore::WriteNewFile(const std::string& coll, ObjectWork* work, TxnPlan* plan) {
+  const format::Onode& old = work->committed;
+  const ObjectDraft& draft = work->draft;
+  if (work->committed_exists && old.fid != 0) {
+    work->unlink_fid = old.fid;
+    DropDeferredFor(old.fid, plan);
+  }
+  if (draft.size() == 0) return absl::OkStatus();  // no file
+  work->fid = AllocateFid(plan);
+  ASSIGN_OR_RETURN(std::unique_ptr<RandomFile> file,
+                   io_->OpenFile(DataPath(work->fid), OpenMode::kCreate));
+  plan->new_fids.push_back(work->fid);
+  {
+    absl::MutexLock lock(&mu_);
+    ++files_created_;
+  }
+  const uint32_t block_bytes = options_.csum_block_bytes;
+  for (uint64_t pos = 0; pos < draft.size(); pos += kCopyChunkBytes) {
+    const uint64_t length = std::min(kCopyChunkBytes, draft.size() - pos);
+    std::string buf;
+    if (draft.NeedsBase(pos, length)) {
+      ASSIGN_OR_RETURN(buf, ReadVerified(coll, work->oid, old.fid, old.size, pos,
+                                         std::min(pos + length, draft.base_limit()) - pos));
+    }
+    buf.resize(length, '\0');
+    draft.Overlay(pos, &buf);
+    // Zero chunks stay holes; the final truncate sets the size.
+    if (!IsZero(buf)) RETURN_IF_ERROR(file->Write(pos, buf));
+    const std::vector<uint64_t> sums = common::BlockChecksums(buf, block_bytes);
+    for (size_t i = 0; i < sums.size(); ++i) {
+      plan->batch.Put(format::ChecksumKey(coll, work->oid, pos / block_bytes + i),
+                      format::EncodeChecksum(sums[i]));
+    }
+  }
+  RETURN_IF_ERROR(file->Truncate(draft.size()));
+  if (options_.sync) {
+    absl::Status status = file->Sync();
+    if (!status.ok()) return SetSticky(status);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ObjectStore::PrepareInPlace(const std::string& coll, ObjectWork* work,
+                                         TxnPlan* plan) {
+  const format::Onode& old = work->committed;
+  const ObjectDraft& draft = work->draft;
+  const uint32_t block_bytes = options_.csum_block_bytes;
+  work->fid = old.fid;
+  auto file = io_->OpenFile(DataPath(old.fid), OpenMode::kReadWrite);
+  if (absl::IsNotFound(file.status())) {
+    return absl::DataLossError(absl::StrCat("object ", coll, "/", Printable(work->oid),
+                                            ": data file is missing: ", file.status().message()));
+  }
+  RETURN_IF_ERROR(file.status());
+  work->file = std::move(file).value();
+
+  // 1. Checksums of every block whose content changes (reads only).
+  std::vector<common::BlockSpan> spans;
+  const auto changed = draft.ChangedRanges(old.size);
+  for (const auto& [offset, data] : changed) {
+    spans.push_back(common::BlocksCovering(offset, data.size(), block_bytes));
+  }
+  if (draft.size() > old.size) {
+    spans.push_back(common::BlocksCovering(old.size, draft.size() - old.size, block_bytes));
+  } else if (draft.size() < old.size && draft.size() % block_bytes != 0) {
+    spans.push_back(common::BlockSpan{draft.size() / block_bytes, 1});  // the new short tail
+  }
+  for (const common::BlockSpan& span : MergeSpans(std::move(spans))) {
+    for (uint64_t b = span.first; b < span.first + span.count; ++b) {
+      ASSIGN_OR_RETURN(std::string block, DraftBlock(coll, *work, b));
+      plan->batch.Put(format::ChecksumKey(coll, work->oid, b),
+                      format::EncodeChecksum(common::Checksum64(block)));
+    }
+  }
+  // 2. Overwrites of committed bytes: deferred records in the batch.
+  for (const auto& [offset, data] : changed) {
+    format::DeferredRecord record{old.fid, offset, data};
+    uint64_t seq;
+    {
+      absl::MutexLock lock(&mu_);
+      seq = next_deferred_seq_++;
+    }
+    plan->batch.Put(format::DeferredKey(seq), format::EncodeDeferred(record));
+    work->deferred.emplace_back(seq, std::move(record));
+  }
+  // 3. Bytes past the committed end: in place, synced before commit.
+  if (draft.size() > old.size) RETURN_IF_ERROR(WriteExtension(work, work->file.get(), plan));
+  work->shrink = draft.size() < old.size;
+  return absl::OkStatus();
+}
+
+absl::Status ObjectStore::WriteExtension(ObjectWork* work, RandomFile* file, TxnPlan* plan) {
+  const uint64_t old_size = work->committed.size;
+  const ObjectDraft& draft = work->draft;
+  // The file's deferred records must not be replayed over the bytes written
+  // here: they are all applied (this object is locked and records are applied
+  // before its lock is released), so sync them into the file and delete them
+  // in this batch.
+  if (HasDeferred(work->fid)) {
+    if (options_.sync) {
+      absl::Status status = file->Sync();
+      if (!status.ok()) return SetSticky(status);
+    }
+    DropDeferredFor(work->fid, plan);
+  }
+  // Bytes past the committed end are garbage (a truncate, an interrupted
+  // write): cut them so that holes read as zeros.
+  RETURN_IF_ERROR(file->Truncate(old_size));
+  for (const auto& [offset, data] : draft.ExtentsFrom(old_size)) {
+    RETURN_IF_ERROR(file->Write(offset, data));
+  }
+  RETURN_IF_ERROR(file->Truncate(draft.size()));
+  if (options_.sync) {
+    absl::Status status = file->Sync();
+    if (!status.ok()) return SetSticky(status);
+  }
+  return absl::OkStatus();
+}
+
+// The drafted content of block `block`: verified committed bytes where the
+// draft keeps them, overlaid with the new ones.
+absl::StatusOr<std::string> ObjectStore::DraftBlock(const std::string& coll,
+                                                    const ObjectWork& work, uint64_t block) {
+  const ObjectDraft& draft = work.draft;
+  const uint64_t start = block * options_.csum_block_bytes;
+  const uint64_t length = std::min<uint64_t>(options_.csum_block_bytes, draft.size() - start);
+  std::string buf;
+  if (draft.NeedsBase(start, length)) {
+    const uint64_t base_end = std::min(start + length, draft.base_limit());
+    ASSIGN_OR_RETURN(buf, ReadVerified(coll, work.oid, work.committed.fid, work.committed.size,
+                                       start, base_end - start));
+  }
+  buf.resize(length, '\0');
+  draft.Overlay(start, &buf);
+  return buf;
+}
+
+bool ObjectStore::HasDeferred(uint64_t fid) {
+  absl::MutexLock lock(&mu_);
+  for (const auto& [seq, pending] : deferred_) {
+    if (pending.fid == fid) return true;
+  }
+  return false;
+}
+
+void ObjectStore::DropDeferredFor(uint64_t fid, TxnPlan* plan) {
+  absl::MutexLock lock(&mu_);
+  for (const auto& [seq, pending] : deferred_) {
+    if (pending.fid != fid) continue;
+    plan->batch.Delete(format::DeferredKey(seq));
+    plan->dropped_deferred.push_back(seq);
+  }
+}
+
+// Group sync of the data directory: a SyncDir that starts after a file was
+// created makes its entry durable, so callers whose files an in-flight sync
+// may have missed wait for it and then start one sync for all of them.
+absl::Status ObjectStore::SyncDataDir() {
+  uint64_t target;
+  {
+    absl::MutexLock lock(&mu_);
+    const uint64_t mine = files_created_;
+    while (files_dir_synced_ < mine && dir_sync_running_) dir_sync_done_.Wait(&mu_);
+    if (files_dir_synced_ >= mine) return absl::OkStatus();
+    dir_sync_running_ = true;
+    target = files_created_;
+  }
+  absl::Status status = io_->SyncDir(data_dir_);
+  absl::MutexLock lock(&mu_);
+  dir_sync_running_ = false;
+  if (status.ok()) files_dir_synced_ = std::max(files_dir_synced_, target);
+  dir_sync_done_.SignalAll();
+  return status;
+}
+
+absl::Status ObjectStore::Commit(TxnPlan* plan) {
+  RETURN_IF_ERROR(CheckWritable());
+  absl::Status status = kv_->Write(plan->batch, options_.sync);
+  if (!status.ok()) return SetSticky(Annotate(status, "commit transaction"));
+  absl::MutexLock lock(&mu_);
+  for (uint64_t seq : plan->dropped_deferred) {
+    auto it = deferred_.find(seq);
+    if (it == deferred_.end()) continue;
+    deferred_bytes_ -= it->second.bytes;
+    deferred_.erase(it);
+  }
+  for (const auto& [oid, work] : plan->objects) {
+    for (const auto& [seq, record] : work.deferred) {
+      deferred_[seq] = PendingDeferred{record.fid, record.data.size(), false};
+      deferred_bytes_ += record.data.size();
+    }
+  }
+  objects_ += plan->objects_delta;
+  bytes_used_ += plan->bytes_delta;
+  return absl::OkStatus();
+}
+
+absl::Status ObjectStore::FinishAfterCommit(TxnPlan* plan) {
+  for (auto& [oid, work] : plan->objects) {
+    for (const auto& [seq, record] : work.deferred) {
+      absl::Status status = work.file->Write(record.offset, record.data);
+      if (!status.ok()) return SetSticky(Annotate(status, "apply deferred write"));
+      absl::MutexLock lock(&mu_);
+      deferred_[seq].applied = true;
+    }
+    if (work.shrink) {
+      absl::Status status = work.file->Truncate(work.draft.size());
+      if (!status.ok()) LOG(WARNING) << "store=" << options_.dir << " shrink_failed=" << status;
+    }
+    if (work.unlink_fid != 0) {
+      absl::Status status = io_->RemoveFile(DataPath(work.unlink_fid));
+      if (!status.ok()) LOG(WARNING) << "store=" << options_.dir << " unlink_failed=" << status;
+    }
+  }
+  return absl::OkStatus();
+}
+
+void ObjectStore::DiscardNewFiles(const TxnPlan& plan) {
+  for (uint64_t fid : plan.new_fids) {
+    absl::Status status = io_->RemoveFile(DataPath(fid));
+    if (!status.ok()) VLOG(1) << "store=" << options_.dir << " discard_failed=" << status;
+  }
+}
+
+void ObjectStore::MaybeFlush() {
+  {
+    absl::MutexLock lock(&mu_);
+    if (flush_running_ || !sticky_error_.ok()) return;
+    if (deferred_.size() <= kDeferredTrimRecords && deferred_bytes_ <= kDeferredTrimBytes) return;
+  }
+  absl::Status status = Flush();
+  if (!status.ok()) LOG(WARNING) << "store=" << options_.dir << " flush_failed=" << status;
+}
+
+// Syncs the files of applied deferred records, then deletes the records.
+// Without object locks: records only ever become applied, a file that vanished
+// was replaced or removed by a batch that already deleted its records, and
+// deleting a record twice is harmless.
+absl::Status ObjectStore::Flush() {
+  std::map<uint64_t, std::vector<uint64_t>> seqs_by_fid;
+  {
+    absl::MutexLock lock(&mu_);
+    mu_.Await(absl::Condition(
+        +[](bool* running) { return !*running; }, &flush_running_));
+    if (!sticky_error_.ok()) return sticky_error_;
+    for (const auto& [seq, pending] : deferred_) {
+      if (pending.applied) seqs_by_fid[pending.fid].push_back(seq);
+    }
+    if (seqs_by_fid.empty()) return absl::OkStatus();
+    flush_running_ = true;
+  }
+  absl::Status status;
+  common::KvWriteBatch batch;
+  for (const auto& [fid, seqs] : seqs_by_fid) {
+    auto file = io_->OpenFile(DataPath(fid), OpenMode::kReadWrite);
+    if (file.ok() && options_.sync) status = (*file)->Sync();
+    if (!file.ok() && !absl::IsNotFound(file.status())) status = file.status();
+    if (!status.ok()) break;
+    for (uint64_t seq : seqs) batch.Delete(format::DeferredKey(seq));
+  }
+  // Synced: a later synced batch need not carry this one (LevelDB does not
+  // sync a log it switches away from).
+  if (status.ok()) status = kv_->Write(batch, options_.sync);
+  if (!status.ok()) status = SetSticky(Annotate(status, "flush deferred writes"));
+  absl::MutexLock lock(&mu_);
+  flush_running_ = false;
+  if (!status.ok()) return status;
+  for (const auto& [fid, seqs] : seqs_by_fid) {
+    for (uint64_t seq : seqs) {
+      auto it = deferred_.find(seq);
+      if (it == deferred_.end()) continue;
+      deferred_bytes_ -= it->second.bytes;
+      deferred_.erase(it);
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace weft::osd

@@ -1,0 +1,310 @@
+// The read side of the object store: object data (checksum-verified),
+// attributes, listings, collection metadata, stats and fsck.
+//
+// Per-object reads take the collection lock and the object's lock shared, so
+// they never see a transaction half-applied (its data file replaced but not
+// yet its checksums, or a deferred write committed but not yet in the file).
+#include <algorithm>
+#include <set>
+
+#include "absl/strings/str_cat.h"
+#include "common/checksum/checksum.h"
+#include "common/log/log.h"
+#include "common/status/status.h"
+#include "osd/store/object_store.h"
+#include "osd/store/store_format.h"
+
+namespace weft::osd {
+
+using format::Printable;
+
+namespace {
+
+bool HasPrefix(absl::string_view s, absl::string_view prefix) {
+  return s.substr(0, prefix.size()) == prefix;
+}
+
+absl::Status CheckReadName(absl::string_view what, const std::string& name, size_t max_bytes) {
+  if (!name.empty() && name.size() <= max_bytes) return absl::OkStatus();
+  return absl::InvalidArgumentError(
+      absl::StrCat(what, " must be 1 to ", max_bytes, " bytes, not ", name.size()));
+}
+
+absl::Status CheckObjectName(const std::string& coll, const std::string& oid) {
+  RETURN_IF_ERROR(CheckReadName("collection name", coll, kMaxCollectionNameBytes));
+  return CheckReadName("object name", oid, kMaxOidBytes);
+}
+
+ObjectMeta ToMeta(const format::Onode& onode) {
+  return ObjectMeta{onode.size, onode.version, onode.mtime_ns};
+}
+
+}  // namespace
+
+LockTable::Guard ObjectStore::LockObjectShared(const std::string& coll, const std::string& oid,
+                                               LockTable::Guard* coll_guard) {
+  *coll_guard = coll_locks_.Lock({coll}, LockTable::Mode::kShared);
+  return object_locks_.Lock({format::OnodeKey(coll, oid)}, LockTable::Mode::kShared);
+}
+
+absl::StatusOr<format::Onode> ObjectStore::LoadOnode(const std::string& coll,
+                                                     const std::string& oid, bool* exists) {
+  *exists = false;
+  auto value = kv_->Get(format::OnodeKey(coll, oid));
+  if (absl::IsNotFound(value.status())) return format::Onode();
+  RETURN_IF_ERROR(value.status());
+  auto onode = format::DecodeOnode(*value);
+  if (!onode.ok()) {
+    return Annotate(onode.status(), absl::StrCat("object ", coll, "/", Printable(oid)));
+  }
+  *exists = true;
+  return onode;
+}
+
+absl::StatusOr<format::Onode> ObjectStore::LoadExisting(const std::string& coll,
+                                                        const std::string& oid) {
+  bool exists = false;
+  ASSIGN_OR_RETURN(format::Onode onode, LoadOnode(coll, oid, &exists));
+  if (!exists) {
+    return absl::NotFoundError(absl::StrCat("object ", coll, "/", Printable(oid), " not found"));
+  }
+  return onode;
+}
+
+absl::Status ObjectStore::CheckReadable(uint64_t fid) {
+  absl::MutexLock lock(&mu_);
+  if (sticky_error_.ok()) return absl::OkStatus();
+  for (const auto& [seq, pending] : deferred_) {
+    if (pending.fid == fid && !pending.applied) {
+      return Annotate(sticky_error_, "object has a committed write the failed store could not "
+                                     "apply; reopen the store to replay it");
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<uint64_t>> ObjectStore::LoadChecksums(const std::string& coll,
+                                                                 const std::string& oid,
+                                                                 uint64_t first, uint64_t count) {
+  const std::string prefix = format::ChecksumPrefix(coll, oid);
+  ASSIGN_OR_RETURN(std::vector<common::KvPair> entries,
+                   kv_->Scan(format::ChecksumKey(coll, oid, first),
+                             format::ChecksumKey(coll, oid, first + count), count));
+  std::vector<uint64_t> sums;
+  sums.reserve(count);
+  for (const auto& [key, value] : entries) {
+    uint64_t block = 0;
+    if (!format::ParseChecksumBlock(key, prefix, &block) || block != first + sums.size()) break;
+    ASSIGN_OR_RETURN(uint64_t sum, format::DecodeChecksum(value));
+    sums.push_back(sum);
+  }
+  if (sums.size() != count) {
+    return absl::DataLossError(absl::StrCat("object ", coll, "/", Printable(oid),
+                                            ": checksum of block ", first + sums.size(),
+                                            " is missing"));
+  }
+  return sums;
+}
+
+absl::StatusOr<std::string> ObjectStore::ReadVerified(const std::string& coll,
+                                                      const std::string& oid, uint64_t fid,
+                                                      uint64_t size, uint64_t offset,
+                                                      uint64_t length) {
+  if (offset >= size || length == 0) return std::string();
+  const uint64_t end = offset + std::min(length, size - offset);
+  const uint32_t block_bytes = options_.csum_block_bytes;
+  const common::BlockSpan span = common::BlocksCovering(offset, end - offset, block_bytes);
+  const uint64_t aligned_start = span.first * block_bytes;
+  const uint64_t aligned_end = std::min(size, (span.first + span.count) * block_bytes);
+  ASSIGN_OR_RETURN(std::vector<uint64_t> sums, LoadChecksums(coll, oid, span.first, span.count));
+  auto file = io_->OpenFile(DataPath(fid), OpenMode::kRead);
+  if (absl::IsNotFound(file.status())) {
+    return absl::DataLossError(absl::StrCat("object ", coll, "/", Printable(oid),
+                                            ": data file ", DataPath(fid), " is missing"));
+  }
+  RETURN_IF_ERROR(file.status());
+  std::string data;
+  RETURN_IF_ERROR((*file)->Read(aligned_start, aligned_end - aligned_start, &data));
+  // A file shorter than the object reads as zeros there; the checksums decide.
+  data.resize(aligned_end - aligned_start, '\0');
+  for (uint64_t i = 0; i < span.count; ++i) {
+    const uint64_t pos = i * block_bytes;
+    const absl::string_view block =
+        absl::string_view(data).substr(pos, std::min<uint64_t>(block_bytes, data.size() - pos));
+    if (common::Checksum64(block) != sums[i]) {
+      const uint64_t b = span.first + i;
+      LOG(ERROR) << "store=" << options_.dir << " checksum_mismatch coll=" << coll
+                 << " oid=" << Printable(oid) << " block=" << b;
+      return absl::DataLossError(absl::StrCat(
+          "checksum mismatch in object ", coll, "/", Printable(oid), " block ", b, " (bytes ",
+          b * block_bytes, "..", b * block_bytes + block.size(), ")"));
+    }
+  }
+  return data.substr(offset - aligned_start, end - offset);
+}
+
+absl::StatusOr<std::string> ObjectStore::Read(const std::string& coll, const std::string& oid,
+                                              uint64_t offset, uint64_t length) {
+  RETURN_IF_ERROR(CheckObjectName(coll, oid));
+  LockTable::Guard coll_guard;
+  LockTable::Guard guard = LockObjectShared(coll, oid, &coll_guard);
+  ASSIGN_OR_RETURN(format::Onode onode, LoadExisting(coll, oid));
+  RETURN_IF_ERROR(CheckReadable(onode.fid));
+  return ReadVerified(coll, oid, onode.fid, onode.size, offset, length);
+}
+
+absl::StatusOr<ObjectMeta> ObjectStore::Stat(const std::string& coll, const std::string& oid) {
+  RETURN_IF_ERROR(CheckObjectName(coll, oid));
+  ASSIGN_OR_RETURN(format::Onode onode, LoadExisting(coll, oid));
+  return ToMeta(onode);
+}
+
+absl::StatusOr<std::string> ObjectStore::GetXattr(const std::string& coll, const std::string& oid,
+                                                  const std::string& name) {
+  RETURN_IF_ERROR(CheckObjectName(coll, oid));
+  LockTable::Guard coll_guard;
+  LockTable::Guard guard = LockObjectShared(coll, oid, &coll_guard);
+  RETURN_IF_ERROR(LoadExisting(coll, oid).status());
+  auto value = kv_->Get(format::XattrKey(coll, oid, name));
+  if (absl::IsNotFound(value.status())) {
+    return absl::NotFoundError(absl::StrCat("object ", coll, "/", Printable(oid), " has no xattr ",
+                                            Printable(name)));
+  }
+  return value;
+}
+
+absl::StatusOr<std::map<std::string, std::string>> ObjectStore::GetXattrs(const std::string& coll,
+                                                                          const std::string& oid) {
+  RETURN_IF_ERROR(CheckObjectName(coll, oid));
+  LockTable::Guard coll_guard;
+  LockTable::Guard guard = LockObjectShared(coll, oid, &coll_guard);
+  RETURN_IF_ERROR(LoadExisting(coll, oid).status());
+  const std::string prefix = format::XattrPrefix(coll, oid);
+  ASSIGN_OR_RETURN(std::vector<common::KvPair> entries, kv_->ScanPrefix(prefix, SIZE_MAX));
+  std::map<std::string, std::string> xattrs;
+  for (auto& [key, value] : entries) xattrs[key.substr(prefix.size())] = std::move(value);
+  return xattrs;
+}
+
+absl::StatusOr<std::map<std::string, std::string>> ObjectStore::OmapGet(
+    const std::string& coll, const std::string& oid, const std::vector<std::string>& keys) {
+  RETURN_IF_ERROR(CheckObjectName(coll, oid));
+  LockTable::Guard coll_guard;
+  LockTable::Guard guard = LockObjectShared(coll, oid, &coll_guard);
+  RETURN_IF_ERROR(LoadExisting(coll, oid).status());
+  std::map<std::string, std::string> values;
+  for (const std::string& key : keys) {
+    auto value = kv_->Get(format::OmapKey(coll, oid, key));
+    if (absl::IsNotFound(value.status())) continue;
+    RETURN_IF_ERROR(value.status());
+    values[key] = std::move(value).value();
+  }
+  return values;
+}
+
+absl::StatusOr<std::vector<std::pair<std::string, std::string>>> ObjectStore::OmapList(
+    const std::string& coll, const std::string& oid, const std::string& start_after,
+    const std::string& prefix, uint32_t max_entries, bool* more) {
+  if (more != nullptr) *more = false;
+  RETURN_IF_ERROR(CheckObjectName(coll, oid));
+  LockTable::Guard coll_guard;
+  LockTable::Guard guard = LockObjectShared(coll, oid, &coll_guard);
+  RETURN_IF_ERROR(LoadExisting(coll, oid).status());
+  const std::string base = format::OmapPrefix(coll, oid);
+  const std::string scan_prefix = base + prefix;
+  const std::string after_key = base + start_after;
+  std::vector<std::pair<std::string, std::string>> out;
+  std::unique_ptr<common::KvIterator> it = kv_->NewIterator();
+  for (it->Seek(std::max(scan_prefix, after_key)); it->Valid() && HasPrefix(it->key(), scan_prefix);
+       it->Next()) {
+    if (!start_after.empty() && it->key() == after_key) continue;
+    if (out.size() >= max_entries) {
+      if (more != nullptr) *more = true;
+      break;
+    }
+    out.emplace_back(std::string(it->key().substr(base.size())), std::string(it->value()));
+  }
+  RETURN_IF_ERROR(it->status());
+  return out;
+}
+
+absl::StatusOr<std::vector<std::pair<std::string, ObjectMeta>>> ObjectStore::ListObjects(
+    const std::string& coll, const std::string& start_after, uint32_t max_entries, bool* more) {
+  if (more != nullptr) *more = false;
+  RETURN_IF_ERROR(CheckReadName("collection name", coll, kMaxCollectionNameBytes));
+  LockTable::Guard coll_guard = coll_locks_.Lock({coll}, LockTable::Mode::kShared);
+  const std::string prefix = format::OnodePrefix(coll);
+  // Escaped names sort like the names, so keys after start_after's key are
+  // the objects named after it.
+  const std::string after_key = start_after.empty() ? prefix : format::OnodeKey(coll, start_after);
+  std::vector<std::pair<std::string, ObjectMeta>> out;
+  std::unique_ptr<common::KvIterator> it = kv_->NewIterator();
+  for (it->Seek(after_key); it->Valid() && HasPrefix(it->key(), prefix); it->Next()) {
+    if (!start_after.empty() && it->key() == after_key) continue;
+    if (out.size() >= max_entries) {
+      if (more != nullptr) *more = true;
+      break;
+    }
+    std::string key_coll, oid;
+    if (!format::ParseOnodeKey(it->key(), &key_coll, &oid)) {
+      return absl::DataLossError(absl::StrCat("bad onode key in collection ", coll));
+    }
+    auto onode = format::DecodeOnode(it->value());
+    if (!onode.ok()) return Annotate(onode.status(), absl::StrCat(coll, "/", Printable(oid)));
+    out.emplace_back(std::move(oid), ToMeta(*onode));
+  }
+  RETURN_IF_ERROR(it->status());
+  return out;
+}
+
+absl::StatusOr<std::vector<std::string>> ObjectStore::ListCollections() {
+  ASSIGN_OR_RETURN(std::vector<common::KvPair> entries,
+                   kv_->ScanPrefix(format::CollectionKeyPrefix(), SIZE_MAX));
+  std::vector<std::string> colls;
+  for (const auto& [key, value] : entries) {
+    std::string coll;
+    if (!format::ParseCollectionKey(key, &coll)) return absl::DataLossError("bad collection key");
+    colls.push_back(std::move(coll));
+  }
+  return colls;
+}
+
+absl::StatusOr<std::string> ObjectStore::GetMeta(const std::string& coll, const std::string& key) {
+  RETURN_IF_ERROR(CheckReadName("collection name", coll, kMaxCollectionNameBytes));
+  auto value = kv_->Get(format::MetaKey(coll, key));
+  if (absl::IsNotFound(value.status())) {
+    return absl::NotFoundError(
+        absl::StrCat("collection ", coll, " has no metadata key ", Printable(key)));
+  }
+  return value;
+}
+
+absl::StatusOr<std::vector<std::pair<std::string, std::string>>> ObjectStore::ListMeta(
+    const std::string& coll, const std::string& prefix) {
+  RETURN_IF_ERROR(CheckReadName("collection name", coll, kMaxCollectionNameBytes));
+  LockTable::Guard coll_guard = coll_locks_.Lock({coll}, LockTable::Mode::kShared);
+  const std::string base = format::MetaKey(coll, "");
+  ASSIGN_OR_RETURN(std::vector<common::KvPair> entries,
+                   kv_->ScanPrefix(base + prefix, SIZE_MAX));
+  for (auto& entry : entries) entry.first.erase(0, base.size());
+  return entries;
+}
+
+ObjectStore::Stats ObjectStore::GetStats() {
+  Stats stats;
+  {
+    absl::MutexLock lock(&mu_);
+    stats.bytes_used = bytes_used_;
+    stats.objects = objects_;
+  }
+  auto space = io_->StatFs(options_.dir);
+  if (space.ok()) {
+    stats.fs_total_bytes = space->total_bytes;
+    stats.fs_avail_bytes = space->avail_bytes;
+  } else {
+    LOG(WARNING) << "store=" << options_.dir << " statfs_failed=" << space.status();
+  }
+  return stats;
+}
+
+}  // namespace weft::osd

@@ -1,0 +1,594 @@
+// ObjectStore on the real file system and LevelDB, in a temporary directory.
+#include "osd/store/object_store.h"
+
+#include <catch2/catch.hpp>
+#include <stdlib.h>
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <random>
+#include <string>
+#include <thread>
+
+#include "common/kv/leveldb_store.h"
+#include "osd/store/store_format.h"
+
+namespace weft::osd {
+namespace {
+
+struct TempDir {
+  TempDir() {
+    char tmpl[] = "/tmp/weft_store_test.XXXXXX";
+    path = mkdtemp(tmpl);
+  }
+  ~TempDir() { std::filesystem::remove_all(path); }
+  std::string path;
+};
+
+std::string Pattern(size_t n, uint32_t seed) {
+  std::string s(n, '\0');
+  std::mt19937 rng(seed);
+  for (char& c : s) c = static_cast<char>(rng());
+  return s;
+}
+
+class StoreFixture {
+ public:
+  StoreFixture() {
+    options_.dir = dir_.path + "/osd";
+    options_.sync = false;  // fsync is exercised by the concurrency test
+    options_.csum_block_bytes = 4096;
+  }
+  StoreOptions& options() { return options_; }
+
+  ObjectStore& Open() {
+    if (!made_) {
+      REQUIRE(ObjectStore::Mkfs(options_, "fsid-1", 3).ok());
+      made_ = true;
+    }
+    store_.reset();
+    auto store = ObjectStore::Open(options_);
+    REQUIRE(store.ok());
+    store_ = std::move(store).value();
+    return *store_;
+  }
+  void Close() { store_.reset(); }
+  ObjectStore& store() { return *store_; }
+
+  void Apply(Transaction txn, const std::string& coll = "1.0") {
+    absl::Status status = store_->Apply(coll, std::move(txn));
+    INFO(status.ToString());
+    REQUIRE(status.ok());
+  }
+  std::string ReadAll(const std::string& oid, const std::string& coll = "1.0") {
+    auto data = store_->Read(coll, oid, 0, UINT64_MAX);
+    INFO(data.status().ToString());
+    REQUIRE(data.ok());
+    return *data;
+  }
+  // The only data file in the store.
+  std::string OnlyDataFile() {
+    std::vector<std::string> files;
+    for (const auto& entry : std::filesystem::directory_iterator(options_.dir + "/data")) {
+      files.push_back(entry.path());
+    }
+    REQUIRE(files.size() == 1);
+    return files[0];
+  }
+
+ private:
+  TempDir dir_;
+  StoreOptions options_;
+  bool made_ = false;
+  std::unique_ptr<ObjectStore> store_;
+};
+
+Transaction WriteTxn(const std::string& oid, uint64_t offset, std::string data) {
+  Transaction txn;
+  txn.Write(oid, offset, std::move(data));
+  return txn;
+}
+
+TEST_CASE("Mkfs and Open report clear errors", "[store]") {
+  TempDir dir;
+  StoreOptions options;
+  options.dir = dir.path + "/osd";
+  options.sync = false;
+
+  auto missing = ObjectStore::Open(options);
+  CHECK(absl::IsNotFound(missing.status()));
+  CHECK(missing.status().message().find("does not exist") != absl::string_view::npos);
+
+  std::filesystem::create_directory(options.dir);
+  auto not_store = ObjectStore::Open(options);
+  CHECK(absl::IsFailedPrecondition(not_store.status()));
+  CHECK(not_store.status().message().find("not a weft OSD store") != absl::string_view::npos);
+
+  REQUIRE(ObjectStore::Mkfs(options, "fsid-x", 7).ok());
+  CHECK(absl::IsAlreadyExists(ObjectStore::Mkfs(options, "fsid-x", 7)));
+  {
+    auto store = ObjectStore::Open(options);
+    REQUIRE(store.ok());
+    CHECK((*store)->superblock().fsid == "fsid-x");
+    CHECK((*store)->superblock().osd_id == 7);
+    CHECK((*store)->superblock().csum_block_bytes == 16 * 1024);
+    CHECK((*store)->superblock().created_ms > 0);
+  }
+  // Corrupt the superblock value with LevelDB directly.
+  {
+    auto kv = common::LevelDbStore::Open(options.dir + "/meta", common::LevelDbStore::Options());
+    REQUIRE(kv.ok());
+    std::string value = *(*kv)->Get(format::SuperblockKey());
+    value[value.size() / 2] ^= 0x20;
+    common::KvWriteBatch batch;
+    batch.Put(format::SuperblockKey(), value);
+    REQUIRE((*kv)->Write(batch, true).ok());
+  }
+  auto corrupt = ObjectStore::Open(options);
+  CHECK(absl::IsDataLoss(corrupt.status()));
+  CHECK(corrupt.status().message().find("corrupt superblock") != absl::string_view::npos);
+
+  StoreOptions bad = options;
+  bad.csum_block_bytes = 1000;
+  CHECK(absl::IsInvalidArgument(ObjectStore::Open(bad).status()));
+}
+
+TEST_CASE("Objects of many sizes read back exactly", "[store]") {
+  StoreFixture f;
+  f.Open();
+  const std::vector<size_t> sizes = {0, 1, 4095, 4096, 4097, (4u << 20) + 1};
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    Transaction txn;
+    txn.WriteFull("obj" + std::to_string(i), Pattern(sizes[i], i));
+    f.Apply(std::move(txn));
+  }
+  for (int pass = 0; pass < 2; ++pass) {
+    for (size_t i = 0; i < sizes.size(); ++i) {
+      const std::string oid = "obj" + std::to_string(i);
+      const std::string expect = Pattern(sizes[i], i);
+      CHECK(f.ReadAll(oid) == expect);
+      CHECK(f.store().Stat("1.0", oid)->size == sizes[i]);
+      if (sizes[i] > 10) {
+        auto part = f.store().Read("1.0", oid, 3, 7);
+        REQUIRE(part.ok());
+        CHECK(*part == expect.substr(3, 7));
+      }
+      auto past_end = f.store().Read("1.0", oid, sizes[i], 10);
+      REQUIRE(past_end.ok());
+      CHECK(past_end->empty());
+      auto short_read = f.store().Read("1.0", oid, sizes[i] / 2, sizes[i]);
+      REQUIRE(short_read.ok());
+      CHECK(*short_read == expect.substr(sizes[i] / 2));
+    }
+    f.Open();  // the second pass runs after a reopen
+  }
+  CHECK(absl::IsNotFound(f.store().Read("1.0", "nope", 0, 1).status()));
+  CHECK(absl::IsNotFound(f.store().Stat("1.0", "nope").status()));
+  CHECK(f.store().Fsck(/*deep=*/true).ok());
+}
+
+TEST_CASE("Overwrites, extensions, holes and truncates", "[store]") {
+  StoreFixture f;
+  f.Open();
+  std::string expect = Pattern(20000, 1);
+  f.Apply(WriteTxn("o", 0, expect));
+
+  SECTION("small overwrite in the middle (deferred)") {
+    f.Apply(WriteTxn("o", 5000, "hello"));
+    expect.replace(5000, 5, "hello");
+    CHECK(f.ReadAll("o") == expect);
+  }
+  SECTION("overwrite crossing the end extends") {
+    const std::string tail = Pattern(9000, 2);
+    f.Apply(WriteTxn("o", 15000, tail));
+    expect = expect.substr(0, 15000) + tail;
+    CHECK(f.ReadAll("o") == expect);
+  }
+  SECTION("write past the end leaves a zero hole") {
+    f.Apply(WriteTxn("o", 50000, "end"));
+    expect += std::string(30000, '\0') + "end";
+    CHECK(f.ReadAll("o") == expect);
+  }
+  SECTION("truncate down then up reads zeros, not old bytes") {
+    Transaction txn;
+    txn.Truncate("o", 100);
+    f.Apply(std::move(txn));
+    CHECK(f.ReadAll("o") == expect.substr(0, 100));
+    Transaction grow;
+    grow.Truncate("o", 30000);
+    f.Apply(std::move(grow));
+    expect = expect.substr(0, 100) + std::string(29900, '\0');
+    CHECK(f.ReadAll("o") == expect);
+    f.Apply(WriteTxn("o", 10000, "x"));
+    expect[10000] = 'x';
+    CHECK(f.ReadAll("o") == expect);
+  }
+  SECTION("truncate and rewrite in one transaction") {
+    Transaction txn;
+    txn.Truncate("o", 10);
+    txn.Write("o", 5000, "abc");
+    f.Apply(std::move(txn));
+    expect = expect.substr(0, 10) + std::string(4990, '\0') + "abc";
+    CHECK(f.ReadAll("o") == expect);
+  }
+  SECTION("overwrite bigger than deferred_max_bytes rewrites the object") {
+    f.Close();
+    f.options().deferred_max_bytes = 4096;
+    f.Open();
+    const std::string big = Pattern(10000, 3);
+    f.Apply(WriteTxn("o", 3000, big));
+    expect.replace(3000, big.size(), big);
+    CHECK(f.ReadAll("o") == expect);
+  }
+  SECTION("write from zero covering the object replaces it") {
+    const std::string whole = Pattern(25000, 4);
+    f.Apply(WriteTxn("o", 0, whole));
+    expect = whole;
+    CHECK(f.ReadAll("o") == expect);
+  }
+  CHECK(f.store().Fsck(true).ok());
+  f.Open();
+  CHECK(f.ReadAll("o") == expect);
+  CHECK(f.store().Fsck(true).ok());
+}
+
+TEST_CASE("Remove deletes data, xattrs and omap and is idempotent", "[store]") {
+  StoreFixture f;
+  f.Open();
+  Transaction txn;
+  txn.WriteFull("o", "data");
+  txn.SetXattr("o", "a", "1");
+  txn.OmapSet("o", {{"k", "v"}});
+  f.Apply(std::move(txn));
+  Transaction rm;
+  rm.Remove("o");
+  rm.Remove("never-existed");
+  f.Apply(std::move(rm));
+  CHECK(absl::IsNotFound(f.store().Stat("1.0", "o").status()));
+  CHECK(absl::IsNotFound(f.store().GetXattr("1.0", "o", "a").status()));
+  Transaction again;
+  again.Remove("o");
+  f.Apply(std::move(again));
+  // Recreated: no old attributes come back.
+  Transaction touch;
+  touch.Touch("o");
+  f.Apply(std::move(touch));
+  CHECK(f.store().GetXattrs("1.0", "o")->empty());
+  CHECK(f.store().OmapList("1.0", "o", "", "", 10, nullptr)->empty());
+  CHECK(f.ReadAll("o").empty());
+  CHECK(f.store().Fsck(true).ok());
+}
+
+TEST_CASE("Xattrs", "[store]") {
+  StoreFixture f;
+  f.Open();
+  Transaction txn;
+  txn.SetXattr("o", "user.a", "1");
+  txn.SetXattr("o", "user.b", std::string("\0\1", 2));
+  f.Apply(std::move(txn));
+  CHECK(*f.store().GetXattr("1.0", "o", "user.a") == "1");
+  CHECK(f.store().Stat("1.0", "o")->size == 0);  // SetXattr creates the object
+  Transaction full;
+  full.WriteFull("o", "new data");
+  full.RmXattr("o", "user.a");
+  full.RmXattr("o", "absent");
+  f.Apply(std::move(full));
+  auto all = f.store().GetXattrs("1.0", "o");
+  REQUIRE(all.ok());
+  CHECK(*all == std::map<std::string, std::string>{{"user.b", std::string("\0\1", 2)}});
+  CHECK(absl::IsNotFound(f.store().GetXattr("1.0", "o", "user.a").status()));
+  CHECK(absl::IsNotFound(f.store().GetXattr("1.0", "nope", "user.b").status()));
+}
+
+TEST_CASE("Omap set, get, list with prefix and pagination, rm, clear", "[store]") {
+  StoreFixture f;
+  f.Open();
+  std::vector<std::pair<std::string, std::string>> kvs;
+  for (int i = 0; i < 25; ++i) kvs.emplace_back("a" + std::to_string(100 + i), "v" + std::to_string(i));
+  kvs.emplace_back("b1", "x");
+  kvs.emplace_back("b2", "y");
+  Transaction txn;
+  txn.OmapSet("o", kvs);
+  f.Apply(std::move(txn));
+
+  auto got = f.store().OmapGet("1.0", "o", {"a100", "b2", "zz"});
+  REQUIRE(got.ok());
+  CHECK(*got == std::map<std::string, std::string>{{"a100", "v0"}, {"b2", "y"}});
+
+  std::vector<std::string> seen;
+  std::string after;
+  bool more = true;
+  while (more) {
+    auto page = f.store().OmapList("1.0", "o", after, "a", 10, &more);
+    REQUIRE(page.ok());
+    for (const auto& [k, v] : *page) seen.push_back(k);
+    if (!page->empty()) after = page->back().first;
+  }
+  REQUIRE(seen.size() == 25);
+  CHECK(seen.front() == "a100");
+  CHECK(seen.back() == "a124");
+  CHECK(std::is_sorted(seen.begin(), seen.end()));
+
+  auto b = f.store().OmapList("1.0", "o", "b1", "b", 10, &more);
+  REQUIRE(b.ok());
+  REQUIRE(b->size() == 1);
+  CHECK((*b)[0].first == "b2");
+  CHECK_FALSE(more);
+
+  Transaction rm;
+  rm.OmapRm("o", {"a100", "b1"});
+  f.Apply(std::move(rm));
+  CHECK(f.store().OmapList("1.0", "o", "", "", 100, &more)->size() == 25);
+  Transaction clear;
+  clear.OmapClear("o");
+  clear.OmapSet("o", {{"after-clear", "1"}});
+  f.Apply(std::move(clear));
+  auto rest = f.store().OmapList("1.0", "o", "", "", 100, &more);
+  REQUIRE(rest.ok());
+  REQUIRE(rest->size() == 1);
+  CHECK((*rest)[0].first == "after-clear");
+  CHECK(f.store().Fsck(false).ok());
+}
+
+TEST_CASE("ListObjects pages through names in byte order", "[store]") {
+  StoreFixture f;
+  f.Open();
+  std::vector<std::string> names = {"a", "a/b", "a/b/c", std::string("a\0b", 3), "b", "z/../x"};
+  for (int i = 0; i < 20; ++i) names.push_back("obj" + std::to_string(1000 + i));
+  for (const std::string& name : names) {
+    Transaction txn;
+    txn.WriteFull(name, name);
+    f.Apply(std::move(txn));
+  }
+  Transaction other;
+  other.Touch("in-other-collection");
+  f.Apply(std::move(other), "1.1");
+  std::sort(names.begin(), names.end());
+
+  std::vector<std::string> seen;
+  std::string after;
+  bool more = true;
+  while (more) {
+    auto page = f.store().ListObjects("1.0", after, 7, &more);
+    REQUIRE(page.ok());
+    for (const auto& [name, meta] : *page) {
+      seen.push_back(name);
+      CHECK(meta.size == name.size());
+    }
+    if (!page->empty()) after = page->back().first;
+  }
+  CHECK(seen == names);
+  for (const std::string& name : names) CHECK(f.ReadAll(name) == name);
+  CHECK(f.store().ListObjects("9.9", "", 10, &more)->empty());
+}
+
+TEST_CASE("Collections, metadata keys and RemoveCollection", "[store]") {
+  StoreFixture f;
+  f.Open();
+  for (const std::string coll : {"1.2a", "1.2", "2.0"}) {
+    Transaction txn;
+    txn.WriteFull("o", Pattern(5000, 1));
+    txn.SetXattr("o", "x", "1");
+    txn.PutMeta("info", "pg " + coll);
+    txn.PutMeta("log.0001", "e1");
+    txn.PutMeta("log.0002", "e2");
+    f.Apply(std::move(txn), coll);
+  }
+  CHECK(*f.store().ListCollections() == std::vector<std::string>{"1.2", "1.2a", "2.0"});
+  CHECK(*f.store().GetMeta("1.2", "info") == "pg 1.2");
+  CHECK(absl::IsNotFound(f.store().GetMeta("1.2", "nope").status()));
+  auto log = f.store().ListMeta("1.2a", "log.");
+  REQUIRE(log.ok());
+  REQUIRE(log->size() == 2);
+  CHECK((*log)[0] == std::make_pair(std::string("log.0001"), std::string("e1")));
+  Transaction del;
+  del.DeleteMeta("log.0001");
+  f.Apply(std::move(del), "1.2a");
+  CHECK(f.store().ListMeta("1.2a", "log.")->size() == 1);
+  CHECK(f.store().ListMeta("1.2a", "")->size() == 2);
+
+  REQUIRE(f.store().RemoveCollection("1.2").ok());
+  REQUIRE(f.store().RemoveCollection("1.2").ok());  // idempotent
+  CHECK(*f.store().ListCollections() == std::vector<std::string>{"1.2a", "2.0"});
+  CHECK(absl::IsNotFound(f.store().Stat("1.2", "o").status()));
+  CHECK(f.store().ListMeta("1.2", "")->empty());
+  CHECK(f.ReadAll("o", "1.2a") == Pattern(5000, 1));  // "1.2" is a prefix of "1.2a"
+  CHECK(f.store().GetStats().objects == 2);
+  CHECK(f.store().Fsck(true).ok());
+  f.Open();
+  CHECK(f.store().GetStats().objects == 2);
+  CHECK(f.store().GetStats().bytes_used == 10000);
+  CHECK(f.store().GetStats().fs_total_bytes > 0);
+}
+
+TEST_CASE("Limits are rejected and change nothing", "[store]") {
+  StoreFixture f;
+  f.options().max_object_bytes = 1 << 20;
+  f.Open();
+  f.Apply(WriteTxn("o", 0, "original"));
+  auto expect_rejected = [&](Transaction txn, absl::StatusCode code) {
+    txn.Touch("created-by-rejected-txn");
+    absl::Status status = f.store().Apply("1.0", std::move(txn));
+    INFO(status.ToString());
+    CHECK(status.code() == code);
+    CHECK(f.ReadAll("o") == "original");
+    CHECK(absl::IsNotFound(f.store().Stat("1.0", "created-by-rejected-txn").status()));
+  };
+  // The valid ops come first: they must not be applied either.
+  auto with_valid_prefix = [](auto add_bad) {
+    Transaction txn;
+    txn.WriteFull("o", "changed");
+    txn.SetXattr("o", "ok", "1");
+    add_bad(txn);
+    return txn;
+  };
+  expect_rejected(with_valid_prefix([](Transaction& t) { t.Write("o", (1 << 20) - 1, "ab"); }),
+                  absl::StatusCode::kOutOfRange);
+  expect_rejected(with_valid_prefix([](Transaction& t) { t.Write("o", UINT64_MAX, "ab"); }),
+                  absl::StatusCode::kOutOfRange);
+  expect_rejected(with_valid_prefix([](Transaction& t) { t.Truncate("o", (1 << 20) + 1); }),
+                  absl::StatusCode::kOutOfRange);
+  expect_rejected(with_valid_prefix([](Transaction& t) { t.Touch(std::string(4097, 'o')); }),
+                  absl::StatusCode::kInvalidArgument);
+  expect_rejected(with_valid_prefix([](Transaction& t) { t.Touch(""); }),
+                  absl::StatusCode::kInvalidArgument);
+  expect_rejected(
+      with_valid_prefix([](Transaction& t) { t.SetXattr("o", std::string(256, 'n'), "v"); }),
+      absl::StatusCode::kInvalidArgument);
+  expect_rejected(
+      with_valid_prefix([](Transaction& t) { t.SetXattr("o", "n", std::string(65537, 'v')); }),
+      absl::StatusCode::kInvalidArgument);
+  expect_rejected(
+      with_valid_prefix([](Transaction& t) { t.OmapSet("o", {{std::string(4097, 'k'), "v"}}); }),
+      absl::StatusCode::kInvalidArgument);
+  expect_rejected(with_valid_prefix([](Transaction& t) {
+                    t.OmapSet("o", {{"k", std::string((1 << 20) + 1, 'v')}});
+                  }),
+                  absl::StatusCode::kInvalidArgument);
+  CHECK(absl::IsInvalidArgument(f.store().Apply(std::string(300, 'c'), Transaction())));
+  // At the limit is fine.
+  Transaction max;
+  max.Write("o", (1 << 20) - 2, "ab");
+  max.SetXattr("o", std::string(255, 'n'), std::string(65536, 'v'));
+  f.Apply(std::move(max));
+  CHECK(f.store().Stat("1.0", "o")->size == 1 << 20);
+}
+
+TEST_CASE("A flipped byte on disk is DataLoss, never bad data", "[store]") {
+  StoreFixture f;
+  f.Open();
+  const std::string data = Pattern(3 * 4096 + 100, 9);
+  f.Apply(WriteTxn("dir/obj", 0, data));
+  f.Close();
+  {
+    std::fstream file(f.OnlyDataFile(), std::ios::in | std::ios::out | std::ios::binary);
+    file.seekg(4096 + 17);
+    char c;
+    file.get(c);
+    file.seekp(4096 + 17);
+    file.put(static_cast<char>(c ^ 0x01));
+  }
+  f.Open();
+  for (auto [offset, length] : {std::pair<uint64_t, uint64_t>{0, UINT64_MAX}, {4096 + 17, 1},
+                                {4000, 200}, {8000, 1000}}) {
+    auto read = f.store().Read("1.0", "dir/obj", offset, length);
+    INFO(offset << " " << length);
+    REQUIRE(absl::IsDataLoss(read.status()));
+    const std::string message(read.status().message());
+    CHECK(message.find("1.0/dir/obj") != std::string::npos);
+    CHECK(message.find("block 1") != std::string::npos);
+  }
+  // Other blocks still read.
+  CHECK(*f.store().Read("1.0", "dir/obj", 0, 4096) == data.substr(0, 4096));
+  CHECK(*f.store().Read("1.0", "dir/obj", 8192, 5000) == data.substr(8192));
+  CHECK(absl::IsDataLoss(f.store().Fsck(/*deep=*/true)));
+  // A small overwrite of the damaged block must not launder it.
+  absl::Status status = f.store().Apply("1.0", WriteTxn("dir/obj", 4096, "x"));
+  CHECK(absl::IsDataLoss(status));
+  // Replacing the object whole repairs it.
+  f.Apply(WriteTxn("dir/obj", 0, data));
+  CHECK(f.ReadAll("dir/obj") == data);
+}
+
+// Random transactions against a simple model, with reopen and fsck.
+TEST_CASE("Random transactions match a model", "[store]") {
+  struct Model {
+    std::string data;
+    std::map<std::string, std::string> xattrs;
+  };
+  StoreFixture f;
+  f.options().deferred_max_bytes = 3000;
+  f.Open();
+  std::map<std::string, Model> model;
+  std::mt19937 rng(1234);
+  auto rand = [&rng](uint64_t n) { return std::uniform_int_distribution<uint64_t>(0, n - 1)(rng); };
+  for (int round = 0; round < 300; ++round) {
+    Transaction txn;
+    std::map<std::string, Model> next = model;
+    for (int op = 0, ops = 1 + rand(3); op < ops; ++op) {
+      const std::string oid = "o" + std::to_string(rand(4));
+      const bool exists = next.count(oid) > 0;
+      Model& m = next[oid];
+      const uint64_t offset = rand(14000);
+      const std::string data = Pattern(rand(3) == 0 ? rand(9000) : rand(300), rng());
+      switch (rand(6)) {
+        case 0: txn.WriteFull(oid, data); m.data = data; break;
+        case 1:
+          txn.Truncate(oid, offset);
+          m.data.resize(offset, '\0');
+          break;
+        case 2:
+          txn.Remove(oid);
+          next.erase(oid);
+          break;
+        case 3: {
+          const std::string name = "x" + std::to_string(rand(3));
+          if (exists && rand(2) == 0) {
+            txn.RmXattr(oid, name);
+            m.xattrs.erase(name);
+          } else {
+            txn.SetXattr(oid, name, data.substr(0, 10));
+            m.xattrs[name] = data.substr(0, 10);
+          }
+          break;
+        }
+        default:
+          txn.Write(oid, offset, data);
+          if (!data.empty()) {
+            if (m.data.size() < offset + data.size()) m.data.resize(offset + data.size(), '\0');
+            m.data.replace(offset, data.size(), data);
+          }
+          break;
+      }
+    }
+    f.Apply(std::move(txn));
+    model = std::move(next);
+    if (round % 50 == 49) f.Open();
+    for (const auto& [oid, m] : model) {
+      INFO("round " << round << " oid " << oid);
+      REQUIRE(f.ReadAll(oid) == m.data);
+      REQUIRE(*f.store().GetXattrs("1.0", oid) == m.xattrs);
+    }
+    bool more = false;
+    REQUIRE(f.store().ListObjects("1.0", "", 100, &more)->size() == model.size());
+  }
+  CHECK(f.store().Fsck(true).ok());
+}
+
+TEST_CASE("Concurrent transactions with fsync", "[store]") {
+  StoreFixture f;
+  f.options().sync = true;
+  f.Open();
+  constexpr int kThreads = 4;
+  constexpr int kWrites = 15;
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&f, t] {
+      for (int i = 0; i < kWrites; ++i) {
+        Transaction txn;
+        // Each thread its own object (new files, group dir sync) ...
+        txn.WriteFull("own" + std::to_string(t) + "." + std::to_string(i), Pattern(5000, t * 100 + i));
+        // ... and its own slot of a shared object (same-object serialization).
+        txn.Write("shared", (t * kWrites + i) * 10, std::string(10, static_cast<char>('a' + t)));
+        CHECK(f.store().Apply("1.0", std::move(txn)).ok());
+        auto read = f.store().Read("1.0", "shared", 0, UINT64_MAX);
+        CHECK(read.ok());
+      }
+    });
+  }
+  for (auto& thread : threads) thread.join();
+  std::string expect;
+  for (int t = 0; t < kThreads; ++t) expect += std::string(10 * kWrites, static_cast<char>('a' + t));
+  CHECK(f.ReadAll("shared") == expect);
+  for (int t = 0; t < kThreads; ++t) {
+    for (int i = 0; i < kWrites; ++i) {
+      CHECK(f.ReadAll("own" + std::to_string(t) + "." + std::to_string(i)) ==
+            Pattern(5000, t * 100 + i));
+    }
+  }
+  CHECK(f.store().Fsck(true).ok());
+}
+
+}  // namespace
+}  // namespace weft::osd
