@@ -81,6 +81,9 @@ int main(int argc, char** argv) {
   auto max_obj = config->GetInt("osd_max_object_size", static_cast<int64_t>(options.max_object_bytes));
   if (!max_obj.ok()) return Fail(std::string(max_obj.status().message()));
   options.max_object_bytes = static_cast<uint64_t>(*max_obj);
+  auto stats_ms = config->GetInt("osd_stats_interval_ms", options.stats_interval_ms);
+  if (!stats_ms.ok()) return Fail(std::string(stats_ms.status().message()));
+  options.stats_interval_ms = *stats_ms;
   options.sync = !absl::GetFlag(FLAGS_nosync);
   if (auto status = options.Validate(); !status.ok()) {
     return Fail(std::string(status.message()));

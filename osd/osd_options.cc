@@ -16,6 +16,9 @@ absl::Status OsdOptions::Validate() const {
   if (max_object_bytes < (1 << 20) || max_object_bytes > (1ull << 34)) {
     return absl::InvalidArgumentError("osd_max_object_size must be within [1 MiB, 16 GiB]");
   }
+  if (stats_interval_ms < 100 || stats_interval_ms > 600000) {
+    return absl::InvalidArgumentError("osd_stats_interval_ms must be within [100, 600000]");
+  }
   if (pg_log_max_entries < 10) return absl::InvalidArgumentError("pg log needs >= 10 entries");
   if (push_piece_bytes < 4096 || push_piece_bytes > (16ull << 20)) {
     return absl::InvalidArgumentError("push piece must be within [4 KiB, 16 MiB]");

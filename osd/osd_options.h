@@ -22,7 +22,7 @@ struct OsdOptions {
   int64_t lease_ttl_s = 10;                // liveness: down after this long silent
   uint64_t max_object_bytes = 128ull << 20;
   size_t pg_log_max_entries = 3000;
-  int64_t stats_interval_ms = 5000;
+  int64_t stats_interval_ms = 2000;         // liveness key refresh with statistics
   int64_t peer_timeout_ms = 10000;         // one RPC to another OSD
   uint64_t push_piece_bytes = 8ull << 20;  // recovery moves objects in pieces of this size
   bool sync = true;                        // fsync; off only for tests on tmpfs

@@ -273,11 +273,14 @@ absl::Status OsdMap::Validate() const {
     }
   }
   for (const BlocklistEntry& b : blocklist) {
-    if (b.client.empty()) return absl::InvalidArgumentError("osdmap: blocklist entry without client");
+    if (b.client.empty()) {
+      return absl::InvalidArgumentError("osdmap: blocklist entry without client");
+    }
   }
   if (!(nearfull_ratio > 0 && nearfull_ratio <= full_ratio && full_ratio <= 1)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "osdmap: ratios nearfull=", nearfull_ratio, " full=", full_ratio, " (want 0 < n <= f <= 1)"));
+    return absl::InvalidArgumentError(absl::StrCat("osdmap: ratios nearfull=", nearfull_ratio,
+                                                   " full=", full_ratio,
+                                                   " (want 0 < nearfull <= full <= 1)"));
   }
   return absl::OkStatus();
 }

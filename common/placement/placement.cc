@@ -18,13 +18,14 @@ namespace {
 
 // Erasure pools: rounds of per-position draws before the collision fallback.
 constexpr uint32_t kIndepRounds = 16;
-// Balance correction: fixed-point iterations and their stopping error. The
-// iteration converges linearly; typical maps need 5-15 rounds.
+// Balance correction: fixed-point iterations and their stopping error (relative
+// error of the worst inclusion probability). Typical maps need 5-15 rounds.
 constexpr int kAdjustIterationsMax = 60;
 constexpr double kAdjustTolerance = 1e-10;
 // Above this many domains the exact inclusion probabilities (O(n k) per
-// quadrature node, 384 nodes, per iteration) get slow; the closed-form start is then used alone, which is
-// accurate when every share is small, as it is with that many domains.
+// quadrature node, 384 nodes, per iteration) get slow; the closed-form start
+// is then used alone, which is accurate when every share is small, as it is
+// with that many domains.
 constexpr size_t kExactDomainsMax = 4096;
 
 void Put32(uint32_t v, unsigned char* out) {
@@ -108,10 +109,10 @@ const Quadrature& InclusionQuadrature() {
   return q;
 }
 
-// Inclusion probability of each item when `k` are chosen from items with the
-// closed-form weights v_i = -ln(1 - target_i), normalised. This is Rosen's
-// approximation of sampling without replacement, inverted: exact as shares go
-// to 0, within ~2% for 3 of 10.
+// Starting point of the adjusted weights: v_i = -ln(1 - target_i). This
+// inverts Rosen's approximation of sampling without replacement,
+// pi_i ~ 1 - e^{-v_i tau}; it is exact as shares go to 0 and leaves ~2% errors
+// for 3 of 10, which the fixed point then removes.
 std::vector<double> ClosedFormWeights(absl::Span<const double> target) {
   std::vector<double> v(target.size());
   for (size_t i = 0; i < target.size(); ++i) v[i] = -std::log1p(-target[i]);
@@ -183,69 +184,81 @@ std::vector<double> InclusionProbabilities(absl::Span<const double> v, uint32_t 
   return pi;
 }
 
-std::vector<double> AdjustWeights(absl::Span<const double> weights, uint32_t k,
-                                  std::vector<bool>* capped) {
-  const size_t n = weights.size();
-  capped->assign(n, false);
-  std::vector<double> v(n, 1.0);
-  if (n == 0) return v;
-  if (k >= n) {
-    capped->assign(n, true);
-    return v;
-  }
-  // 1. Water-fill: an item whose share k * w / W reaches 1 is in every choice;
-  //    take it out and share the remaining picks among the rest.
+namespace {
+
+// Water-filling: an item whose share k * w / W reaches 1 is in every choice;
+// flag it and share the remaining picks among the rest, until no share of the
+// rest reaches 1. Returns the picks left for the rest.
+uint32_t WaterFill(absl::Span<const double> weights, uint32_t k, std::vector<bool>* capped) {
   double rest_weight = std::accumulate(weights.begin(), weights.end(), 0.0);
   uint32_t rest_k = k;
   for (bool changed = true; changed && rest_k > 0;) {
     changed = false;
+    // Capping several at once is safe: if w_i and w_j both reach W / k, w_j
+    // still reaches (W - w_i) / (k - 1) after w_i is taken out.
     const double bar = rest_weight / rest_k;
-    double removed = 0;
-    uint32_t removed_count = 0;
-    for (size_t i = 0; i < n; ++i) {
+    for (size_t i = 0; i < weights.size() && rest_k > 0; ++i) {
       if (!(*capped)[i] && weights[i] >= bar) {
         (*capped)[i] = true;
-        removed += weights[i];
-        ++removed_count;
+        rest_weight -= weights[i];
+        --rest_k;
         changed = true;
       }
     }
-    rest_weight -= removed;
-    rest_k -= removed_count;
   }
-  std::vector<size_t> rest;
-  std::vector<double> target;
-  for (size_t i = 0; i < n; ++i) {
-    if (!(*capped)[i]) {
-      rest.push_back(i);
-      target.push_back(rest_k * weights[i] / rest_weight);
-    }
-  }
-  if (rest.empty()) return v;
+  return rest_k;
+}
 
-  // 2. Adjusted weights of the rest. One pick, or equal weights, need none.
-  std::vector<double> rv(rest.size());
-  for (size_t j = 0; j < rest.size(); ++j) rv[j] = weights[rest[j]];
+bool AllPositiveFinite(const std::vector<double>& v) {
+  return std::all_of(v.begin(), v.end(), [](double x) { return std::isfinite(x) && x > 0; });
+}
+
+}  // namespace
+
+std::vector<double> AdjustWeights(absl::Span<const double> weights, uint32_t k,
+                                  std::vector<bool>* capped) {
+  const size_t n = weights.size();
+  capped->assign(n, k >= n);
+  std::vector<double> v(n, 1.0);
+  if (k >= n) return v;
+  // 1. Items holding more than 1/k of the weight.
+  const uint32_t rest_k = WaterFill(weights, k, capped);
+  std::vector<size_t> rest;
+  std::vector<double> rv, target;
+  double rest_weight = 0;
+  for (size_t i = 0; i < n; ++i) {
+    if ((*capped)[i]) continue;
+    rest.push_back(i);
+    rv.push_back(weights[i]);
+    rest_weight += weights[i];
+  }
+  for (double w : rv) target.push_back(rest_k * w / rest_weight);
+  // 2. One pick, or equal weights, need no adjustment: rendezvous is exact.
   const bool all_equal = std::all_of(rv.begin(), rv.end(), [&](double w) { return w == rv[0]; });
   if (rest_k > 1 && !all_equal) {
     rv = ClosedFormWeights(target);
-    Normalize(&rv);
     // 3. Fixed point: scale each weight by how far its inclusion is from target.
-    for (int iter = 0; iter < kAdjustIterationsMax && rest.size() <= kExactDomainsMax; ++iter) {
+    for (int iter = 0; iter < kAdjustIterationsMax && rv.size() <= kExactDomainsMax; ++iter) {
+      Normalize(&rv);
       const std::vector<double> pi = InclusionProbabilities(rv, rest_k);
+      std::vector<double> next = rv;
       double err = 0;
       for (size_t j = 0; j < rv.size(); ++j) {
         err = std::max(err, std::abs(pi[j] / target[j] - 1));
         // -ln(1 - pi) is nearly proportional to the weight (the closed form
         // above), so scaling by its ratio converges in a few rounds even for
-        // shares near 1, where scaling by pi itself crawls.
-        rv[j] *= std::log1p(-target[j]) / std::log1p(-pi[j]);
+        // shares near 1, where scaling by pi itself crawls. The clamp keeps a
+        // quadrature result of 1.0 from producing ln(0).
+        const double got = std::clamp(pi[j], 1e-300, 1 - 0x1.0p-52);
+        next[j] *= std::log1p(-target[j]) / std::log1p(-got);
       }
-      Normalize(&rv);
+      if (!AllPositiveFinite(next)) break;  // keep the last good weights
+
+      rv = std::move(next);
       if (err < kAdjustTolerance) break;
     }
   }
-  Normalize(&rv);
+  if (!rv.empty()) Normalize(&rv);
   for (size_t j = 0; j < rest.size(); ++j) v[rest[j]] = rv[j];
   // Capped items keep 1.0, the sum of the others: erasure pools (which have no
   // "always" rule) then take them for a position about half the time per draw.
@@ -312,8 +325,9 @@ std::vector<int> PoolPlacement::RankReplicated(uint32_t pg_seed) const {
   for (size_t i = 0; i < domains_.size(); ++i) {
     const Domain& d = domains_[i];
     const double ln_u = std::log(Unit(pool_id_, pg_seed, d.key, 0));
-    ranked.push_back(Ranked{d.always ? std::numeric_limits<double>::infinity() : ln_u / d.draw_weight,
-                            ln_u / d.weight, d.key, static_cast<int>(i)});
+    const double select =
+        d.always ? std::numeric_limits<double>::infinity() : ln_u / d.draw_weight;
+    ranked.push_back(Ranked{select, ln_u / d.weight, d.key, static_cast<int>(i)});
   }
   const size_t k = std::min<size_t>(size_, ranked.size());
   // Ties (equal 53-bit u) are broken by key so the result never depends on sort
@@ -384,6 +398,7 @@ const PoolPlacement::Member& PoolPlacement::PickMember(const Domain& domain,
                                                        uint32_t pg_seed) const {
   // One pick per domain: plain rendezvous is exact for a single pick.
   const Member* best = &domain.members[0];
+  if (domain.members.size() == 1) return *best;
   double best_draw = -std::numeric_limits<double>::infinity();
   for (const Member& m : domain.members) {
     const double draw = std::log(Unit(pool_id_, pg_seed, m.key, 0)) / m.weight;

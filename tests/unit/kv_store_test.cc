@@ -134,7 +134,7 @@ TEST_CASE("KvStore iterator seeks and walks", "[kv]") {
     CHECK(it->value() == "25");
     it->Next();
     CHECK(it->key() == "k126");
-    it->Seek("k1495");
+    it->Seek("k1485");
     REQUIRE(it->Valid());
     CHECK(it->key() == "k149");
     it->Next();

@@ -491,6 +491,25 @@ TEST_CASE("A flipped byte on disk is DataLoss, never bad data", "[store]") {
   CHECK(f.ReadAll("dir/obj") == data);
 }
 
+TEST_CASE("Many small overwrites trigger deferred flushes", "[store]") {
+  StoreFixture f;
+  f.Open();
+  std::string expect = Pattern(64 << 10, 5);
+  f.Apply(WriteTxn("o", 0, expect));
+  // More records than kDeferredTrimRecords: Apply flushes them on the way.
+  for (size_t i = 0; i < ObjectStore::kDeferredTrimRecords + 50; ++i) {
+    const uint64_t offset = (i * 7919) % (expect.size() - 8);
+    const std::string data = "w" + std::to_string(i % 10) + "abcdef";
+    f.Apply(WriteTxn("o", offset, data));
+    expect.replace(offset, data.size(), data);
+  }
+  CHECK(f.ReadAll("o") == expect);
+  REQUIRE(f.store().Flush().ok());
+  f.Open();
+  CHECK(f.ReadAll("o") == expect);
+  CHECK(f.store().Fsck(true).ok());
+}
+
 // Random transactions against a simple model, with reopen and fsck.
 TEST_CASE("Random transactions match a model", "[store]") {
   struct Model {

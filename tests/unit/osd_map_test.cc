@@ -238,7 +238,8 @@ TEST_CASE("PgId ToString and Parse") {
   REQUIRE(upper.ok());
   CHECK(*upper == PgId{PoolId(3), 0x1f});
   for (const char* bad : {"", "3", "3.", ".1f", "3.1g", "-3.1", "3.-1", "+3.1", " 3.1", "3.1 ",
-                          "3.0x1f", "0x3.1", "4294967296.0", "3.100000000", "3.1.2", "3,1", "a.1"}) {
+                          "3.0x1f", "0x3.1", "4294967296.0", "3.100000000", "3.1.2", "3,1",
+                          "a.1"}) {
     INFO(bad);
     CHECK(!PgId::Parse(bad).ok());
   }

@@ -1,6 +1,7 @@
 #include "common/placement/placement.h"
 
 #include <algorithm>
+#include <chrono>
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <cstdio>
@@ -172,6 +173,10 @@ TEST_CASE("growing pg_num only splits PGs") {
 
 // ---- balance ----
 
+// The bound 1.15 at ~100 PG replicas per OSD is close to the sampling noise of
+// any hash-based placement: over 1000 pool ids (test "[stats]") these three
+// layouts exceed it 37%, 41% and 32% of the time, the same rates as the same
+// selection driven by std::mt19937_64.
 TEST_CASE("balance: 10 OSDs on 10 hosts") {
   const OsdMap map = HostsMap(10, 10);
   const PoolInfo pool = Replicated(3, 333);  // 999 replicas, ~100 per OSD
@@ -196,7 +201,9 @@ TEST_CASE("balance: mixed weights are proportional to weight") {
 TEST_CASE("balance: mixed weights inside hosts") {
   // Four hosts of three OSDs; host h0 has weight-2 OSDs (host weights 6,3,3,3).
   std::vector<OsdSpec> specs;
-  for (int i = 0; i < 12; ++i) specs.push_back(Osd(absl::StrCat("h", i % 4), i % 4 == 0 ? 2.0 : 1.0));
+  for (int i = 0; i < 12; ++i) {
+    specs.push_back(Osd(absl::StrCat("h", i % 4), i % 4 == 0 ? 2.0 : 1.0));
+  }
   const OsdMap map = MakeMap(specs);
   // h0 holds 6/15 > 1/3 of the weight: it is in every PG and cannot get its
   // share; the other hosts split the other two replicas by weight.
@@ -295,6 +302,28 @@ TEST_CASE("balance statistics over pool ids", "[.][stats]") {
   }
 }
 
+// Not run by default: the cost of building a PoolPlacement for a large map.
+TEST_CASE("placement setup cost", "[.][perf]") {
+  for (int hosts : {100, 1000}) {
+    std::vector<OsdSpec> specs;
+    for (int i = 0; i < hosts * 4; ++i) {
+      specs.push_back(Osd(absl::StrCat("h", i % hosts), 1.0 + (i % 7) * 0.25));
+    }
+    const OsdMap map = MakeMap(specs);
+    for (const PoolInfo& pool : {Replicated(3, 4096), Erasure(8, 4, 4096)}) {
+      const auto start = std::chrono::steady_clock::now();
+      PoolPlacement placement(map, pool);
+      const auto built = std::chrono::steady_clock::now();
+      for (uint32_t seed = 0; seed < pool.pg_num; ++seed) placement.Map(seed);
+      const auto mapped = std::chrono::steady_clock::now();
+      auto ms = [](auto d) { return std::chrono::duration<double, std::milli>(d).count(); };
+      std::printf("[placement] %d hosts, %d osds, size %u: setup %.1f ms, %u PGs %.1f ms\n",
+                  hosts, hosts * 4, pool.size, ms(built - start), pool.pg_num,
+                  ms(mapped - built));
+    }
+  }
+}
+
 // ---- movement ----
 
 TEST_CASE("movement: adding an 11th OSD moves only its share, all to it") {
@@ -335,8 +364,8 @@ TEST_CASE("movement: marking one OSD out moves only its replicas") {
   const size_t moved = MovedReplicas(before, after);
   const double share = 1.0 / 10;
   const double fraction = double(moved) / (3.0 * pool.pg_num);
-  std::printf("[placement] mark osd out: moved %.4f of replicas, its share %.4f (x%.3f), held %zu\n",
-              fraction, share, fraction / share, held);
+  std::printf("[placement] mark osd out: moved %.4f of replicas, its share %.4f (x%.3f)\n",
+              fraction, share, fraction / share);
   REQUIRE(fraction <= 1.2 * share);
   REQUIRE(moved == held);  // exactly the victim's replicas, nothing else
   for (size_t pg = 0; pg < before.size(); ++pg) {
@@ -362,25 +391,45 @@ TEST_CASE("movement: adding an OSD to an existing host (measured)") {
   REQUIRE(fraction <= 2.5 * ideal);
 }
 
-TEST_CASE("movement: erasure shards keep their positions when an OSD is added") {
-  OsdMap map = HostsMap(10, 10);
-  const PoolInfo pool = Erasure(4, 2, 333);
-  const std::vector<PgMapping> before = MapAll(map, pool);
-  OsdInfo added = map.osds.back();
-  added.id = OsdId(map.next_osd_id++);
-  added.host = "h10";
-  map.osds.push_back(added);
-  const std::vector<PgMapping> after = MapAll(map, pool);
-  size_t moved = 0;  // shards whose position now names another OSD
+// Shards whose position names another OSD after the change, over all shards.
+double MovedShards(const std::vector<PgMapping>& before, const std::vector<PgMapping>& after) {
+  size_t moved = 0, total = 0;
   for (size_t pg = 0; pg < before.size(); ++pg) {
-    REQUIRE(after[pg].up.size() == 6);
-    for (size_t r = 0; r < 6; ++r) moved += before[pg].up[r] != after[pg].up[r];
+    for (size_t r = 0; r < before[pg].up.size(); ++r) {
+      moved += r >= after[pg].up.size() || before[pg].up[r] != after[pg].up[r];
+      ++total;
+    }
   }
-  const double fraction = double(moved) / (6.0 * pool.pg_num);
-  const double ideal = 1.0 / 11;
-  std::printf("[placement] ec 4+2 add 11th osd: moved %.4f of shards, ideal %.4f (x%.3f)\n",
-              fraction, ideal, fraction / ideal);
-  REQUIRE(fraction <= 1.2 * ideal);
+  return double(moved) / total;
+}
+
+TEST_CASE("movement: erasure shards keep their positions when an OSD is added") {
+  // Ideal: the new OSD takes its share of the shards and nothing else moves.
+  // Per-position draws ("indep") add the moves that collisions between
+  // positions cause, more when positions are a larger fraction of the domains
+  // (measured x1.44 for 6 of 11, x1.24 for 6 of 21; bounds leave a margin).
+  // Ranking the set in one order instead (as replicated pools do) would shift
+  // every position after the newcomer: the second number, ~x3.7.
+  for (uint32_t hosts : {10u, 20u}) {
+    OsdMap map = HostsMap(hosts, hosts);
+    const PoolInfo pool = Erasure(4, 2, 2000);
+    PoolInfo ranked = Replicated(6, 2000);
+    const std::vector<PgMapping> before = MapAll(map, pool);
+    const std::vector<PgMapping> ranked_before = MapAll(map, ranked);
+    OsdInfo added = map.osds.back();
+    added.id = OsdId(map.next_osd_id++);
+    added.host = "new";
+    map.osds.push_back(added);
+    const std::vector<PgMapping> after = MapAll(map, pool);
+    for (const PgMapping& m : after) REQUIRE(m.up.size() == 6);
+    const double fraction = MovedShards(before, after);
+    const double ranked_fraction = MovedShards(ranked_before, MapAll(map, ranked));
+    const double ideal = 1.0 / (hosts + 1);
+    std::printf("[placement] ec 4+2, %u -> %u hosts: moved %.4f of shards, ideal %.4f (x%.3f); "
+                "one ranking for all positions would move x%.3f\n",
+                hosts, hosts + 1, fraction, ideal, fraction / ideal, ranked_fraction / ideal);
+    REQUIRE(fraction <= (hosts == 10 ? 1.6 : 1.4) * ideal);
+  }
 }
 
 TEST_CASE("a down OSD keeps its PGs in up: nothing moves") {
@@ -535,17 +584,24 @@ TEST_CASE("placement depends only on the placement-relevant parts of the map") {
 }
 
 TEST_CASE("placement golden values") {
-  // Placement is an on-disk contract: a change here moves data in every
-  // existing cluster. Update only with a migration plan.
-  const OsdMap map = HostsMap(6, 3);
-  const PoolInfo pool = Replicated(2, 8);
-  std::string got;
-  for (uint32_t seed = 0; seed < 8; ++seed) {
-    for (OsdId id : MapPg(map, pool, seed).up) absl::StrAppend(&got, id.value(), ",");
-    got += ";";
-  }
-  std::printf("[placement] golden %s\n", got.c_str());
-  REQUIRE(got == "");
+  // Placement is an on-disk contract: a change to hashing, draws, weight
+  // adjustment or ordering moves data in every existing cluster, and daemons of
+  // two versions would disagree. Update these only with a migration plan.
+  std::vector<OsdSpec> specs;
+  for (int i = 0; i < 8; ++i) specs.push_back(Osd(absl::StrCat("h", i % 4), 1.0 + (i % 3) * 0.5));
+  const OsdMap map = MakeMap(specs);
+  auto render = [&map](const PoolInfo& pool) {
+    std::string out;
+    for (uint32_t seed = 0; seed < 6; ++seed) {
+      for (OsdId id : MapPg(map, pool, seed).up) absl::StrAppend(&out, id.value(), " ");
+      out += "| ";
+    }
+    return out;
+  };
+  CHECK(render(Replicated(3, 64)) == "3 2 5 | 7 1 2 | 1 0 3 | 3 1 0 | 4 5 6 | 3 5 4 | ");
+  CHECK(render(Erasure(2, 1, 64)) == "2 0 5 | 2 3 5 | 6 3 5 | 5 2 7 | 4 2 1 | 6 4 7 | ");
+  CHECK(ObjectToPgSeed("inode.1234.0", 64) == 22);
+  CHECK(HashObjectName("weft") == 0x15d05235f1304082ull);
 }
 
 // ---- the multi-pick correction ----

@@ -1,0 +1,122 @@
+#!/usr/bin/env bash
+# A local Weft cluster on 127.0.0.1: etcd, weft-mds (the map manager) and
+# $WEFT_OSDS OSDs (default 6), all under ./.weft (or $WEFT_DIR).
+#
+#   scripts/quickstart.sh          install, build, start (or re-start) and print `weft status`
+#   scripts/quickstart.sh down     stop everything it started (data is kept)
+#   scripts/quickstart.sh purge    stop and delete ./.weft
+#
+# Being one host, the cluster's failure domain is `osd`, so plain
+# `weft pool create NAME --size 3` works.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+dir=${WEFT_DIR:-$root/.weft}
+osds=${WEFT_OSDS:-6}
+build=${WEFT_BUILD_DIR:-$root/build}
+bin=$build/bin
+
+log() { echo "quickstart: $*"; }
+
+alive() { [[ -f "$1" ]] && kill -0 "$(cat "$1")" 2>/dev/null; }
+
+stop_pid() {
+  local pidfile=$1
+  alive "$pidfile" || { rm -f "$pidfile"; return 0; }
+  local pid; pid=$(cat "$pidfile")
+  kill -TERM "$pid" 2>/dev/null || true
+  for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+  kill -KILL "$pid" 2>/dev/null || true
+  rm -f "$pidfile"
+}
+
+down() {
+  [[ -d "$dir/run" ]] || { log "nothing running"; return 0; }
+  for f in "$dir"/run/osd.*.pid; do [[ -e "$f" ]] && stop_pid "$f"; done
+  stop_pid "$dir/run/mds.pid"
+  stop_pid "$dir/run/etcd.pid"
+  log "stopped"
+}
+
+free_port() {
+  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
+}
+
+start() {  # start NAME LOGFILE CMD...
+  local name=$1 logfile=$2; shift 2
+  setsid "$@" >>"$logfile" 2>&1 < /dev/null &
+  echo $! > "$dir/run/$name.pid"
+}
+
+case "${1:-up}" in
+  down) down; exit 0 ;;
+  purge) down; rm -rf "$dir"; log "removed $dir"; exit 0 ;;
+  up) ;;
+  *) echo "usage: $0 [up|down|purge]" >&2; exit 2 ;;
+esac
+
+"$root/scripts/install-deps.sh"
+"$root/scripts/build.sh"
+mkdir -p "$dir/run" "$dir/log"
+conf=$dir/weft.conf
+export WEFT_CONF=$conf
+
+if [[ ! -f "$conf" ]]; then
+  fsid=$(cat /proc/sys/kernel/random/uuid)
+  cat > "$conf" <<CONF
+# Written by scripts/quickstart.sh
+fsid = $fsid
+etcd = 127.0.0.1:$(free_port)
+mds = 127.0.0.1:$(free_port)
+CONF
+fi
+etcd_addr=$(sed -n 's/^etcd *= *//p' "$conf")
+etcd_port=${etcd_addr##*:}
+
+if ! alive "$dir/run/etcd.pid"; then
+  peer_port=$(free_port)
+  start etcd "$dir/log/etcd.log" etcd --name weft --data-dir "$dir/etcd" \
+    --listen-client-urls "http://$etcd_addr" --advertise-client-urls "http://$etcd_addr" \
+    --listen-peer-urls "http://127.0.0.1:$peer_port" \
+    --initial-advertise-peer-urls "http://127.0.0.1:$peer_port" \
+    --initial-cluster "weft=http://127.0.0.1:$peer_port"
+  for _ in $(seq 100); do
+    ETCDCTL_API=3 etcdctl --endpoints="$etcd_addr" endpoint health >/dev/null 2>&1 && break
+    sleep 0.2
+  done
+fi
+"$bin/weft" cluster init --failure-domain osd 2>&1 | grep -v "already initialized" || true
+
+if ! alive "$dir/run/mds.pid"; then
+  start mds "$dir/log/mds.a.log" "$bin/weft-mds" --name a
+fi
+for _ in $(seq 100); do "$bin/weft" osd ls >/dev/null 2>&1 && break; sleep 0.2; done
+
+for i in $(seq 0 $((osds - 1))); do
+  data=$dir/osd.$i
+  if [[ ! -f "$data/.weft_osd_id" ]]; then
+    id=$("$bin/weft" osd create --host "$(hostname)")
+    rm -rf "$data"
+    "$bin/weft-osd" --mkfs --id "$id" --data "$data" >/dev/null
+    echo "$id" > "$data/.weft_osd_id"
+  fi
+  id=$(cat "$data/.weft_osd_id")
+  if ! alive "$dir/run/osd.$id.pid"; then
+    start "osd.$id" "$dir/log/osd.$id.log" "$bin/weft-osd" --id "$id" --data "$data"
+  fi
+done
+
+for _ in $(seq 150); do
+  up=$("$bin/weft" osd ls 2>/dev/null | awk '$2=="up"' | wc -l)
+  [[ "$up" -ge "$osds" ]] && break
+  sleep 0.2
+done
+
+"$bin/weft" status
+cat <<MSG
+
+Weft is running in $dir. To use it:
+  export WEFT_CONF=$conf PATH=$bin:\$PATH
+  weft pool create data --size 3
+  weft obj put data hello /etc/hostname && weft obj get data hello
+Stop it with: scripts/quickstart.sh down
+MSG

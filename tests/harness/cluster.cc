@@ -1,0 +1,253 @@
+#include "tests/harness/cluster.h"
+
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "common/status/status.h"
+
+namespace weft::testing {
+
+std::string BinPath(const std::string& name) { return absl::StrCat(WEFT_BIN_DIR, "/", name); }
+
+int FreePort() {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
+  socklen_t len = sizeof(addr);
+  getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+  close(fd);
+  return ntohs(addr.sin_port);
+}
+
+// --- Process -------------------------------------------------------------------
+
+absl::StatusOr<std::unique_ptr<Process>> Process::Spawn(const std::vector<std::string>& argv,
+                                                        const std::string& log_path) {
+  int log_fd = open(log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  if (log_fd < 0) return ErrnoToStatus(errno, absl::StrCat("open ", log_path));
+  pid_t parent = getpid();
+  pid_t pid = fork();
+  if (pid < 0) {
+    close(log_fd);
+    return ErrnoToStatus(errno, "fork");
+  }
+  if (pid == 0) {
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() != parent) _exit(127);
+    setpgid(0, 0);
+    dup2(log_fd, STDOUT_FILENO);
+    dup2(log_fd, STDERR_FILENO);
+    int devnull = open("/dev/null", O_RDONLY);
+    dup2(devnull, STDIN_FILENO);
+    std::vector<char*> args;
+    for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+    args.push_back(nullptr);
+    execv(args[0], args.data());
+    _exit(127);
+  }
+  close(log_fd);
+  auto p = std::make_unique<Process>();
+  p->pid_ = pid;
+  return p;
+}
+
+Process::~Process() {
+  if (!reaped_ && pid_ > 0) {
+    kill(pid_, SIGKILL);
+    Wait();
+  }
+}
+
+bool Process::Running() {
+  if (reaped_) return false;
+  pid_t r = waitpid(pid_, &status_, WNOHANG);
+  if (r == pid_) reaped_ = true;
+  return !reaped_;
+}
+
+void Process::Kill(int sig) {
+  if (!reaped_) kill(pid_, sig);
+}
+
+int Process::Wait() {
+  if (!reaped_) {
+    while (waitpid(pid_, &status_, 0) < 0 && errno == EINTR) {
+    }
+    reaped_ = true;
+  }
+  if (WIFEXITED(status_)) return WEXITSTATUS(status_);
+  if (WIFSIGNALED(status_)) return 128 + WTERMSIG(status_);
+  return -1;
+}
+
+CommandResult RunCommand(const std::vector<std::string>& argv) {
+  char path[] = "/tmp/weft-cmd-XXXXXX";
+  int fd = mkstemp(path);
+  close(fd);
+  CommandResult result;
+  auto p = Process::Spawn(argv, path);
+  if (p.ok()) result.code = (*p)->Wait();
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  result.output = ss.str();
+  unlink(path);
+  return result;
+}
+
+// --- Cluster -------------------------------------------------------------------
+
+absl::StatusOr<std::unique_ptr<Cluster>> Cluster::Start(ClusterOptions options) {
+  std::unique_ptr<Cluster> c(new Cluster(std::move(options)));
+  RETURN_IF_ERROR(c->Boot());
+  return c;
+}
+
+absl::Status Cluster::Boot() {
+  char tmpl[] = "/tmp/weft-test-XXXXXX";
+  if (mkdtemp(tmpl) == nullptr) return ErrnoToStatus(errno, "mkdtemp");
+  dir_ = tmpl;
+  ASSIGN_OR_RETURN(etcd_, EtcdProcess::Start(dir_));
+  mds_addr_ = absl::StrCat("127.0.0.1:", FreePort());
+  conf_path_ = dir_ + "/weft.conf";
+  {
+    std::ofstream conf(conf_path_);
+    conf << "fsid = test-" << getpid() << "-" << absl::ToUnixMicros(absl::Now()) << "\n"
+         << "etcd = " << etcd_->Endpoint() << "\n"
+         << "mds = " << mds_addr_ << "\n"
+         << "osd_lease_ttl_s = " << options_.osd_lease_ttl_s << "\n"
+         << "osd_stats_interval_ms = 500\n"
+         << "mon_osd_down_out_interval = " << options_.down_out_interval_s << "\n";
+  }
+  CommandResult init = Weft({"cluster", "init", "--failure-domain", options_.failure_domain});
+  if (init.code != 0) return absl::InternalError("weft cluster init: " + init.output);
+  ASSIGN_OR_RETURN(mds_, Process::Spawn({BinPath("weft-mds"), "--name", "a", "-c", conf_path_,
+                                         "--lease_ttl_s", "3"},
+                                        dir_ + "/mds.a.log"));
+  // The MDS answers once it has read the map.
+  CommandResult ls;
+  for (int i = 0; i < 100; ++i) {
+    ls = Weft({"osd", "ls"});
+    if (ls.code == 0) break;
+    absl::SleepFor(absl::Milliseconds(100));
+  }
+  if (ls.code != 0) return absl::InternalError("weft-mds did not come up: " + ls.output);
+  for (int i = 0; i < options_.osds; ++i) {
+    CommandResult created = Weft({"osd", "create", "--host", absl::StrCat("host", i)});
+    int id = -1;
+    if (created.code != 0 || !absl::SimpleAtoi(absl::StripAsciiWhitespace(created.output), &id)) {
+      return absl::InternalError("weft osd create: " + created.output);
+    }
+    osd_ids_.push_back(id);
+    CommandResult mkfs = RunCommand({BinPath("weft-osd"), "--mkfs", "--id", std::to_string(id),
+                                     "--data", OsdDataDir(i), "-c", conf_path_});
+    if (mkfs.code != 0) return absl::InternalError("weft-osd --mkfs: " + mkfs.output);
+    osds_.emplace_back();
+    RETURN_IF_ERROR(StartOsd(i));
+  }
+  return WaitOsdsUp(options_.osds, absl::Seconds(30));
+}
+
+Cluster::~Cluster() {
+  for (auto& osd : osds_) osd.reset();
+  mds_.reset();
+  etcd_.reset();
+  const char* keep = std::getenv("WEFT_KEEP_TEST_DIR");
+  if (!dir_.empty() && (keep == nullptr || *keep == '\0')) {
+    std::error_code ec;
+    std::filesystem::remove_all(dir_, ec);
+  }
+}
+
+std::string Cluster::OsdDataDir(int i) const { return absl::StrCat(dir_, "/osd.", i); }
+
+CommandResult Cluster::Weft(const std::vector<std::string>& args) const {
+  std::vector<std::string> argv = {BinPath("weft"), "-c", conf_path_};
+  argv.insert(argv.end(), args.begin(), args.end());
+  return RunCommand(argv);
+}
+
+absl::Status Cluster::StartOsd(int i) {
+  if (osds_.at(i) && osds_[i]->Running()) return absl::OkStatus();
+  int id = osd_ids_.at(i);
+  ASSIGN_OR_RETURN(osds_[i], Process::Spawn({BinPath("weft-osd"), "--id", std::to_string(id),
+                                             "--data", OsdDataDir(i), "-c", conf_path_,
+                                             "--host", absl::StrCat("host", i)},
+                                            absl::StrCat(dir_, "/osd.", id, ".log")));
+  return absl::OkStatus();
+}
+
+void Cluster::KillOsd(int i) {
+  if (!osds_.at(i)) return;
+  osds_[i]->Kill(SIGKILL);
+  osds_[i]->Wait();
+}
+
+void Cluster::StopOsd(int i) {
+  if (!osds_.at(i)) return;
+  osds_[i]->Kill(SIGTERM);
+  osds_[i]->Wait();
+}
+
+bool Cluster::OsdRunning(int i) { return osds_.at(i) && osds_[i]->Running(); }
+
+absl::Status Cluster::WaitOsdsUp(int n, absl::Duration timeout) {
+  auto admin = Admin();
+  absl::Time deadline = absl::Now() + timeout;
+  std::string last;
+  while (absl::Now() < deadline) {
+    auto st = admin->Status();
+    if (st.ok() && static_cast<int>(st->osds_up()) >= n) return absl::OkStatus();
+    last = st.ok() ? absl::StrCat(st->osds_up(), " up") : std::string(st.status().message());
+    absl::SleepFor(absl::Milliseconds(100));
+  }
+  return absl::DeadlineExceededError(absl::StrCat("OSDs not up in time: ", last));
+}
+
+absl::Status Cluster::WaitClean(absl::Duration timeout) {
+  auto admin = Admin();
+  absl::Time deadline = absl::Now() + timeout;
+  std::string last;
+  while (absl::Now() < deadline) {
+    auto st = admin->Status();
+    if (st.ok()) {
+      auto it = st->pg_states().find("active+clean");
+      uint32_t clean = it == st->pg_states().end() ? 0 : it->second;
+      if (clean == st->pgs()) return absl::OkStatus();
+      last.clear();
+      for (const auto& [state, count] : st->pg_states()) absl::StrAppend(&last, count, " ", state, " ");
+    }
+    absl::SleepFor(absl::Milliseconds(200));
+  }
+  return absl::DeadlineExceededError(absl::StrCat("PGs not clean in time: ", last));
+}
+
+std::unique_ptr<client::ObjectClient> Cluster::Client() {
+  client::ClientOptions options;
+  options.mds_addrs = mds_addrs();
+  options.op_timeout_ms = 60000;
+  auto c = client::ObjectClient::Connect(options);
+  return c.ok() ? std::move(*c) : nullptr;
+}
+
+std::unique_ptr<client::AdminClient> Cluster::Admin() {
+  return std::make_unique<client::AdminClient>(mds_addrs());
+}
+
+}  // namespace weft::testing
