@@ -9,9 +9,14 @@
 #include <limits>
 #include <map>
 #include <numeric>
+#include <set>
 #include <string>
+#include <utility>
+#include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
 
 namespace weft::placement {
 namespace {
@@ -55,14 +60,46 @@ std::string OsdKey(OsdId id) { return absl::StrCat("osd.", id.value()); }
 std::string HostKey(const OsdInfo& o) {
   return o.host.empty() ? OsdKey(o.id) : absl::StrCat("host:", o.host);
 }
-std::string DomainKey(const OsdInfo& o, FailureDomain level) {
-  switch (level) {
-    case FailureDomain::kOsd: return OsdKey(o.id);
-    case FailureDomain::kHost: return HostKey(o);
-    case FailureDomain::kRack: return o.rack.empty() ? HostKey(o) : absl::StrCat("rack:", o.rack);
+// AdjustWeights remembered by input, because MapPg (one PG at a time, as the
+// client calls it per I/O) rebuilds the pool's placement on every call and the
+// solve costs ~1 ms where the rest costs ~10 us. A memo of a pure function:
+// it cannot go stale. Cleared whole when full; maps change rarely.
+class AdjustCache {
+ public:
+  struct Entry {
+    std::vector<double> v;
+    std::vector<bool> capped;
+  };
+
+  Entry Get(const std::vector<double>& weights, uint32_t k) {
+    auto key = std::make_pair(k, weights);
+    {
+      absl::MutexLock lock(&mu_);
+      auto it = entries_.find(key);
+      if (it != entries_.end()) return it->second;
+    }
+    Entry e;  // solved outside the lock; a racing duplicate solve is harmless
+    e.v = internal::AdjustWeights(weights, k, &e.capped);
+    absl::MutexLock lock(&mu_);
+    if (entries_.size() >= kEntriesMax) entries_.clear();
+    entries_.emplace(std::move(key), e);
+    return e;
   }
-  return OsdKey(o.id);
+
+ private:
+  static constexpr size_t kEntriesMax = 64;
+  absl::Mutex mu_;
+  absl::flat_hash_map<std::pair<uint32_t, std::vector<double>>, Entry> entries_
+      ABSL_GUARDED_BY(mu_);
+};
+
+AdjustCache& GlobalAdjustCache() {
+  static AdjustCache* cache = new AdjustCache();  // never destroyed: no exit-order races
+  return *cache;
 }
+
+// Out, zero-weight (and, defensively, non-finite weight) OSDs get no PGs.
+bool Placeable(const OsdInfo& o) { return o.in && o.weight > 0 && std::isfinite(o.weight); }
 
 // Quadrature on (0, 1) for the inclusion integral below: 16-point Gauss-
 // Legendre on [0, 1/2], [1/2, 3/4], [3/4, 7/8], ... (kQuadratureLevels pieces,
@@ -267,6 +304,26 @@ std::vector<double> AdjustWeights(absl::Span<const double> weights, uint32_t k,
 
 }  // namespace internal
 
+std::string FailureDomainKey(const OsdInfo& osd, FailureDomain level) {
+  switch (level) {
+    case FailureDomain::kOsd: return OsdKey(osd.id);
+    case FailureDomain::kHost: return HostKey(osd);
+    case FailureDomain::kRack:
+      // A rackless OSD is its host's own rack, never a rack of its own: two of
+      // them on one host must not hold two copies under a rack rule.
+      return osd.rack.empty() ? HostKey(osd) : absl::StrCat("rack:", osd.rack);
+  }
+  return OsdKey(osd.id);
+}
+
+size_t CountFailureDomains(const OsdMap& map, FailureDomain level) {
+  std::set<std::string> keys;
+  for (const OsdInfo& o : map.osds) {
+    if (Placeable(o)) keys.insert(FailureDomainKey(o, level));
+  }
+  return keys.size();
+}
+
 uint64_t HashObjectName(absl::string_view name) { return XXH3_64bits(name.data(), name.size()); }
 
 uint32_t StableMod(uint64_t hash, uint32_t pg_num) {
@@ -293,8 +350,8 @@ PoolPlacement::PoolPlacement(const OsdMap& map, const PoolInfo& pool)
   //    key so that the result does not depend on the order of map.osds.
   std::map<std::string, std::vector<Member>> by_key;
   for (const OsdInfo& o : map.osds) {
-    if (!o.in || !(o.weight > 0) || !std::isfinite(o.weight)) continue;
-    by_key[DomainKey(o, pool.failure_domain)].push_back(
+    if (!Placeable(o)) continue;
+    by_key[FailureDomainKey(o, pool.failure_domain)].push_back(
         Member{o.id, o.weight, o.up, KeyHash(OsdKey(o.id))});
   }
   std::vector<double> weights;
@@ -305,11 +362,10 @@ PoolPlacement::PoolPlacement(const OsdMap& map, const PoolInfo& pool)
     weights.push_back(weight);
   }
   // 2. Adjusted weights for the domain draws.
-  std::vector<bool> capped;
-  const std::vector<double> v = internal::AdjustWeights(weights, size_, &capped);
+  const AdjustCache::Entry adjusted = GlobalAdjustCache().Get(weights, size_);
   for (size_t i = 0; i < domains_.size(); ++i) {
-    domains_[i].draw_weight = v[i];
-    domains_[i].always = capped[i];
+    domains_[i].draw_weight = adjusted.v[i];
+    domains_[i].always = adjusted.capped[i];
   }
 }
 

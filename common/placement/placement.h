@@ -11,7 +11,8 @@
 // draws win. Domains (hosts, racks, or single OSDs for FailureDomain::kOsd) are
 // ranked first, with the sum of their in-OSD weights as weight; then one OSD is
 // drawn inside each chosen domain. Because a candidate's draw depends only on
-// itself, adding or removing a candidate only moves PGs to or from it.
+// itself, adding or removing a candidate only moves PGs to or from it (with
+// unequal domain weights the correction below also nudges the others a little).
 //
 // Failure-domain keys: an OSD's host is `host`, or the OSD itself when `host` is
 // empty; its rack is `rack`, or its host key when `rack` is empty.
@@ -28,11 +29,14 @@
 // Replicated pools: `up` is ordered by the draws on the raw domain weights
 // (the first is the primary when it is up). Erasure pools: each shard position
 // r draws its own domain (attempt r), retrying on collision like Ceph's
-// "indep" mode, so a change of one domain moves only the shards on that domain
-// instead of shifting every later position.
+// "indep" mode, so a new domain takes over single positions instead of
+// shifting every later one (measured: x1.2-1.4 of the ideal movement, against
+// ~x3.7 for one ranking of all positions; collisions cause the excess).
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "absl/strings/string_view.h"
@@ -52,6 +56,13 @@ uint64_t HashObjectName(absl::string_view name);
 uint32_t StableMod(uint64_t hash, uint32_t pg_num);
 uint32_t ObjectToPgSeed(absl::string_view name, uint32_t pg_num);
 PgId ObjectToPg(const PoolInfo& pool, absl::string_view name);
+
+// The failure domain of `osd` at `level`, as placement groups OSDs: "osd.<id>",
+// "host:<host>" or "rack:<rack>", with the fallbacks described at the top.
+std::string FailureDomainKey(const OsdInfo& osd, FailureDomain level);
+// Distinct failure domains at `level` among the OSDs that can hold PGs (in,
+// weight > 0): the longest `up` set a pool with that failure domain can get.
+size_t CountFailureDomains(const OsdMap& map, FailureDomain level);
 
 struct PgMapping {
   // Chosen among IN OSDs with weight > 0, distinct failure domains, at most

@@ -30,21 +30,6 @@ bool ValidPoolName(const std::string& name) {
   return true;
 }
 
-// Failure domains that can hold data: distinct names among in OSDs of weight > 0.
-size_t CountDomains(const OsdMap& map, FailureDomain domain) {
-  std::set<std::string> names;
-  for (const OsdInfo& osd : map.osds) {
-    if (!osd.in || osd.weight <= 0) continue;
-    std::string own = absl::StrCat("osd.", osd.id.value());
-    switch (domain) {
-      case FailureDomain::kOsd: names.insert(own); break;
-      case FailureDomain::kHost: names.insert(osd.host.empty() ? own : osd.host); break;
-      case FailureDomain::kRack: names.insert(osd.rack.empty() ? own : osd.rack); break;
-    }
-  }
-  return names.size();
-}
-
 }  // namespace
 
 absl::StatusOr<int32_t> MapManager::OsdCreate(const std::string& host, const std::string& rack,
@@ -117,7 +102,7 @@ absl::Status MapManager::PoolCreate(const PoolSpec& spec) {
     if (!spec.failure_domain.empty()) {
       ASSIGN_OR_RETURN(domain, ParseFailureDomain(spec.failure_domain));
     }
-    size_t domains = CountDomains(*m, domain);
+    size_t domains = placement::CountFailureDomains(*m, domain);
     if (domains < spec.size) {
       return absl::FailedPreconditionError(absl::StrCat(
           "pool size ", spec.size, " needs ", spec.size, " failure domains of type ",
@@ -263,7 +248,7 @@ absl::Status MapManager::Status(pb::StatusReply* reply) {
              absl::StrCat(worst, " is ", static_cast<int>(worst_fill * 100), "% full"));
   }
   for (const PoolInfo& pool : map->pools) {
-    size_t domains = CountDomains(*map, pool.failure_domain);
+    size_t domains = placement::CountFailureDomains(*map, pool.failure_domain);
     if (domains < pool.size) {
       AddCheck(reply, "WARN", "POOL_UNDERSIZED",
                absl::StrCat("pool '", pool.name, "' wants ", pool.size, " copies, only ",

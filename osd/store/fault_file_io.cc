@@ -60,7 +60,9 @@ class FaultFile final : public RandomFile {
     RETURN_IF_ERROR(fs_->CheckReadableLocked());
     const std::string& data = inode_->data;
     out->clear();
-    if (offset < data.size()) out->assign(data, offset, std::min<uint64_t>(n, data.size() - offset));
+    if (offset < data.size()) {
+      out->assign(data, offset, std::min<uint64_t>(n, data.size() - offset));
+    }
     return absl::OkStatus();
   }
 
@@ -117,7 +119,9 @@ FaultInjectionFileIo::~FaultInjectionFileIo() = default;
 
 absl::Status FaultInjectionFileIo::CountOpLocked(absl::string_view what, bool* crash_now) {
   if (crash_now != nullptr) *crash_now = false;
-  if (crashed_) return absl::UnavailableError(absl::StrCat("injected crash: machine is down (", what, ")"));
+  if (crashed_) {
+    return absl::UnavailableError(absl::StrCat("injected crash: machine is down (", what, ")"));
+  }
   const int64_t op = ops_++;
   op_log_.push_back(std::string(what));
   if (crash_at_ >= 0 && op >= crash_at_) {

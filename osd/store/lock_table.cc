@@ -75,19 +75,4 @@ LockTable::Guard LockTable::Lock(std::vector<std::string> keys, Mode mode) {
   return guard;
 }
 
-bool LockTable::TryLock(const std::string& key, Mode mode, Guard* guard) {
-  absl::Mutex* mu = Pin(key);
-  const bool locked = mode == Mode::kShared ? mu->ReaderTryLock() : mu->TryLock();
-  if (!locked) {
-    Unpin(key);
-    return false;
-  }
-  Guard held;
-  held.table_ = this;
-  held.mode_ = mode;
-  held.keys_.push_back(key);
-  *guard = std::move(held);
-  return true;
-}
-
 }  // namespace weft::osd

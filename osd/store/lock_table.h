@@ -41,8 +41,6 @@ class LockTable {
   // Locks every key in `keys` in `mode`. Keys are deduplicated and taken in
   // ascending order, so callers that lock several keys cannot deadlock.
   Guard Lock(std::vector<std::string> keys, Mode mode);
-  // Like Lock for one key, but returns an empty guard instead of waiting.
-  bool TryLock(const std::string& key, Mode mode, Guard* guard);
 
  private:
   struct Entry {

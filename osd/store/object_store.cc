@@ -234,7 +234,7 @@ absl::Status ObjectStore::DeleteAttrs(const std::string& coll, ObjectWork* work,
 
 absl::Status ObjectStore::PrepareData(const std::string& coll, TxnPlan* plan) {
   for (auto& [oid, work] : plan->objects) RETURN_IF_ERROR(PrepareObject(coll, &work, plan));
-  if (false) {
+  if (!plan->new_fids.empty() && options_.sync) {
     absl::Status status = SyncDataDir();
     if (!status.ok()) return SetSticky(status);
   }

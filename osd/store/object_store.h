@@ -44,6 +44,8 @@
 namespace weft::osd {
 
 // Limits; a transaction that breaks one fails whole and changes nothing.
+// Collection names, object names, xattr names, omap keys and metadata keys
+// must also be non-empty.
 inline constexpr size_t kMaxCollectionNameBytes = 256;
 inline constexpr size_t kMaxOidBytes = 4096;
 inline constexpr size_t kMaxXattrNameBytes = 255;
@@ -182,7 +184,7 @@ class ObjectStore {
   // (left by a crash or a lost unlink).
   static absl::StatusOr<std::unique_ptr<ObjectStore>> Open(const StoreOptions& options);
 
-  // Applies pending deferred writes to their files (best effort).
+  // Flushes deferred writes (best effort). No other call may be in flight.
   ~ObjectStore();
   ObjectStore(const ObjectStore&) = delete;
   ObjectStore& operator=(const ObjectStore&) = delete;
@@ -251,7 +253,9 @@ class ObjectStore {
   // Checks the store's invariants: every onode's data file exists, no data
   // file is unreferenced, checksum keys match object sizes, no xattr / omap /
   // checksum key lacks its onode; with `deep` it also reads every object.
-  // DataLoss naming the first problem found.
+  // DataLoss naming the first problem found. Meant for a quiescent store
+  // (tests, offline checks): concurrent Applies may make it report false
+  // problems.
   absl::Status Fsck(bool deep);
 
   // The first error that made the store read-only, or OK.

@@ -114,7 +114,9 @@ absl::Status ObjectStore::Fsck(bool deep) {
     ASSIGN_OR_RETURN(auto entries, kv_->ScanPrefix(format::OnodeTagPrefix(), SIZE_MAX));
     for (const auto& [key, value] : entries) {
       std::string coll, oid;
-      if (!format::ParseOnodeKey(key, &coll, &oid)) return absl::DataLossError("fsck: bad onode key");
+      if (!format::ParseOnodeKey(key, &coll, &oid)) {
+        return absl::DataLossError("fsck: bad onode key");
+      }
       ASSIGN_OR_RETURN(format::Onode onode, format::DecodeOnode(value));
       if (onode.fid != 0 && !live.insert(onode.fid).second) {
         return absl::DataLossError(absl::StrCat("fsck: data file ", onode.fid, " is shared"));

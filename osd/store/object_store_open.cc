@@ -154,7 +154,9 @@ absl::Status ObjectStore::Recover() {
     std::string coll, oid;
     if (!format::ParseOnodeKey(it->key(), &coll, &oid)) return absl::DataLossError("bad onode key");
     auto onode = format::DecodeOnode(it->value());
-    if (!onode.ok()) return Annotate(onode.status(), absl::StrCat(coll, "/", format::Printable(oid)));
+    if (!onode.ok()) {
+      return Annotate(onode.status(), absl::StrCat(coll, "/", format::Printable(oid)));
+    }
     ++objects;
     bytes += onode->size;
     if (onode->fid != 0) live.push_back(onode->fid);

@@ -283,7 +283,9 @@ absl::StatusOr<Superblock> DecodeSuperblock(absl::string_view value) {
   uint64_t stored_sum = 0;
   GetLe(&trailer, 8, &stored_sum);
   absl::string_view body = value.substr(0, value.size() - kTrailer);
-  if (common::Checksum64(body) != stored_sum) return absl::DataLossError("superblock checksum mismatch");
+  if (common::Checksum64(body) != stored_sum) {
+    return absl::DataLossError("superblock checksum mismatch");
+  }
   body.remove_prefix(sizeof(kSuperblockMagic));
   uint64_t format = 0, fsid_len = 0, osd_id = 0, created = 0, block = 0;
   if (!GetLe(&body, 4, &format) || format != kSuperblockFormat) {

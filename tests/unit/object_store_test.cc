@@ -285,7 +285,9 @@ TEST_CASE("Omap set, get, list with prefix and pagination, rm, clear", "[store]"
   StoreFixture f;
   f.Open();
   std::vector<std::pair<std::string, std::string>> kvs;
-  for (int i = 0; i < 25; ++i) kvs.emplace_back("a" + std::to_string(100 + i), "v" + std::to_string(i));
+  for (int i = 0; i < 25; ++i) {
+    kvs.emplace_back("a" + std::to_string(100 + i), "v" + std::to_string(i));
+  }
   kvs.emplace_back("b1", "x");
   kvs.emplace_back("b2", "y");
   Transaction txn;
@@ -587,7 +589,8 @@ TEST_CASE("Concurrent transactions with fsync", "[store]") {
       for (int i = 0; i < kWrites; ++i) {
         Transaction txn;
         // Each thread its own object (new files, group dir sync) ...
-        txn.WriteFull("own" + std::to_string(t) + "." + std::to_string(i), Pattern(5000, t * 100 + i));
+        txn.WriteFull("own" + std::to_string(t) + "." + std::to_string(i),
+                      Pattern(5000, t * 100 + i));
         // ... and its own slot of a shared object (same-object serialization).
         txn.Write("shared", (t * kWrites + i) * 10, std::string(10, static_cast<char>('a' + t)));
         CHECK(f.store().Apply("1.0", std::move(txn)).ok());
@@ -598,7 +601,9 @@ TEST_CASE("Concurrent transactions with fsync", "[store]") {
   }
   for (auto& thread : threads) thread.join();
   std::string expect;
-  for (int t = 0; t < kThreads; ++t) expect += std::string(10 * kWrites, static_cast<char>('a' + t));
+  for (int t = 0; t < kThreads; ++t) {
+    expect += std::string(10 * kWrites, static_cast<char>('a' + t));
+  }
   CHECK(f.ReadAll("shared") == expect);
   for (int t = 0; t < kThreads; ++t) {
     for (int i = 0; i < kWrites; ++i) {

@@ -208,6 +208,14 @@ absl::Status ApplyTo(ObjectStore& store, Transaction txn) {
   return store.Apply("1.0", std::move(txn));
 }
 
+// A victim that writes `data` at `offset` of `oid` in collection 1.0.
+std::function<absl::Status(ObjectStore&)> VictimWrite(const std::string& oid, uint64_t offset,
+                                                      std::string data) {
+  return [oid, offset, data](ObjectStore& store) {
+    return ApplyTo(store, Write(oid, offset, data));
+  };
+}
+
 void CheckData(ObjectStore& store, const std::string& oid, const std::string& expect) {
   auto data = store.Read("1.0", oid, 0, UINT64_MAX);
   REQUIRE(data.ok());
@@ -245,13 +253,13 @@ TEST_CASE("Crash while replacing an object", "[crash]") {
   }
   SECTION("a write from 0 covering the object") {
     RunScenario({"covering write", SetupOne,
-                 [](ObjectStore& store) { return ApplyTo(store, Write("o", 0, Pattern(12000, 5))); },
+                 VictimWrite("o", 0, Pattern(12000, 5)),
                  {"create", "write", "sync", "syncdir", "kv-batch-sync", "unlink"},
                  [](ObjectStore& store) { CheckData(store, "o", Pattern(12000, 5)); }});
   }
   SECTION("an overwrite too big to defer") {
     RunScenario({"big overwrite", SetupOne,
-                 [](ObjectStore& store) { return ApplyTo(store, Write("o", 500, Pattern(9000, 6))); },
+                 VictimWrite("o", 500, Pattern(9000, 6)),
                  {"create", "write", "sync", "syncdir", "kv-batch-sync", "unlink"},
                  [](ObjectStore& store) {
                    std::string expect = kOld;
@@ -264,7 +272,7 @@ TEST_CASE("Crash while replacing an object", "[crash]") {
 TEST_CASE("Crash while appending", "[crash]") {
   SECTION("append") {
     RunScenario({"append", SetupOne,
-                 [](ObjectStore& store) { return ApplyTo(store, Write("o", 10000, Pattern(5000, 7))); },
+                 VictimWrite("o", 10000, Pattern(5000, 7)),
                  {"truncate /osd/data/", "write /osd/data/", "sync /osd/data/", "kv-batch-sync"},
                  [](ObjectStore& store) { CheckData(store, "o", kOld + Pattern(5000, 7)); }});
   }
@@ -328,7 +336,7 @@ TEST_CASE("Crash during a small overwrite", "[crash]") {
   }
   SECTION("across blocks and the end") {
     RunScenario({"overwrite crossing the end", SetupOne,
-                 [](ObjectStore& store) { return ApplyTo(store, Write("o", 4000, Pattern(7000, 8))); },
+                 VictimWrite("o", 4000, Pattern(7000, 8)),
                  {"truncate", "write", "sync /osd/data/", "kv-batch-sync", "write /osd/data/"},
                  [](ObjectStore& store) {
                    CheckData(store, "o", kOld.substr(0, 4000) + Pattern(7000, 8));
@@ -359,7 +367,9 @@ TEST_CASE("Crash during remove and multi-object transactions", "[crash]") {
   SECTION("every path in one transaction") {
     auto setup = [](ObjectStore& store) {
       SetupOne(store);
-      for (const char* oid : {"a", "b", "c"}) MustApply(store, Write(oid, 0, Pattern(9000, oid[0])));
+      for (const char* oid : {"a", "b", "c"}) {
+        MustApply(store, Write(oid, 0, Pattern(9000, oid[0])));
+      }
     };
     RunScenario({"multi", setup,
                  [](ObjectStore& store) {

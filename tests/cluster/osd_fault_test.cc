@@ -1,0 +1,192 @@
+// Faults against real processes: an OSD killed with SIGKILL during writes, a
+// corrupted byte on disk, and how fast clients learn that an OSD is down.
+#include <catch2/catch.hpp>
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <mutex>
+#include <random>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "common/placement/placement.h"
+#include "tests/harness/cluster.h"
+
+namespace weft::testing {
+namespace {
+
+std::string RandomBytes(size_t n, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::string s(n, '\0');
+  for (size_t i = 0; i < n; i += 8) {
+    uint64_t v = rng();
+    std::memcpy(s.data() + i, &v, std::min<size_t>(8, n - i));
+  }
+  return s;
+}
+
+PoolId MakePool(Cluster& c, client::ObjectClient& client) {
+  auto r = c.Weft({"pool", "create", "data", "--size", "3", "--pg-num", "16"});
+  INFO(r.output);
+  REQUIRE(r.code == 0);
+  client.WaitNewer(client.map()->epoch, absl::Seconds(5));
+  auto pool = client.LookupPool("data");
+  REQUIRE(pool.ok());
+  REQUIRE(c.WaitClean(absl::Seconds(30)).ok());
+  return *pool;
+}
+
+}  // namespace
+
+TEST_CASE("kill -9 an OSD during 4 writers: every acknowledged object is intact everywhere",
+          "[cluster][fault]") {
+  auto started = Cluster::Start();
+  REQUIRE(started.ok());
+  Cluster& c = **started;
+  auto client = c.Client();
+  PoolId pool = MakePool(c, *client);
+
+  std::mutex mu;
+  std::map<std::string, std::string> acked;  // name -> content the cluster acknowledged
+  std::atomic<bool> stop{false};
+  std::atomic<int> failures{0};
+  std::vector<std::thread> writers;
+  for (int w = 0; w < 4; ++w) {
+    writers.emplace_back([&, w] {
+      for (int n = 0; !stop; ++n) {
+        std::string name = absl::StrCat("w", w, "-", n);
+        // Overwrite some earlier objects too: recovery must bring the new content.
+        if (n % 5 == 4) name = absl::StrCat("w", w, "-", n - 4);
+        std::string data = RandomBytes(1000 + (n * 7919) % 300000, w * 100000 + n);
+        absl::Status s = client->Put(pool, name, data);
+        if (s.ok()) {
+          std::lock_guard<std::mutex> lock(mu);
+          acked[name] = data;
+        } else {
+          failures++;
+        }
+      }
+    });
+  }
+  absl::SleepFor(absl::Seconds(2));
+  c.KillOsd(1);
+  absl::SleepFor(absl::Seconds(6));  // past the lease: writes go on degraded
+  REQUIRE(c.StartOsd(1).ok());
+  absl::SleepFor(absl::Seconds(3));
+  stop = true;
+  for (auto& t : writers) t.join();
+  INFO("acknowledged " << acked.size() << " objects, " << failures << " puts failed");
+  REQUIRE(acked.size() > 20);
+  REQUIRE(c.WaitClean(absl::Seconds(60)).ok());
+
+  auto map = client->map();
+  const PoolInfo* info = map->FindPool(pool);
+  for (const auto& [name, data] : acked) {
+    auto mapping = placement::MapPg(*map, *info, placement::ObjectToPgSeed(name, info->pg_num));
+    REQUIRE(mapping.acting.size() == 3);
+    for (OsdId osd : mapping.acting) {
+      auto got = client->Get(pool, name, osd);
+      INFO(name << " on osd." << osd.value() << ": " << got.status());
+      REQUIRE(got.ok());
+      REQUIRE(*got == data);
+    }
+  }
+}
+
+TEST_CASE("a flipped byte on disk is a checksum error, never bad data", "[cluster][fault]") {
+  auto started = Cluster::Start();
+  REQUIRE(started.ok());
+  Cluster& c = **started;
+  auto client = c.Client();
+  PoolId pool = MakePool(c, *client);
+  const std::string marker = "WEFT-CHECKSUM-MARKER-0123456789";
+  std::string data = marker + RandomBytes(200000, 5);
+  REQUIRE(client->Put(pool, "victim", data).ok());
+
+  // Find the file holding the object on its primary and flip one byte.
+  auto map = client->map();
+  const PoolInfo* info = map->FindPool(pool);
+  auto mapping = placement::MapPg(*map, *info, placement::ObjectToPgSeed("victim", info->pg_num));
+  int index = -1;
+  for (int i = 0; i < 3; ++i) {
+    if (OsdId(c.osd_id(i)) == mapping.primary) index = i;
+  }
+  REQUIRE(index >= 0);
+  std::string victim_file;
+  for (const auto& entry :
+       std::filesystem::recursive_directory_iterator(c.OsdDataDir(index))) {
+    if (!entry.is_regular_file() || entry.file_size() != data.size()) continue;
+    std::ifstream in(entry.path(), std::ios::binary);
+    std::string head(marker.size(), '\0');
+    in.read(head.data(), head.size());
+    if (head == marker) victim_file = entry.path();
+  }
+  REQUIRE(!victim_file.empty());
+  {
+    int fd = open(victim_file.c_str(), O_RDWR);
+    REQUIRE(fd >= 0);
+    char b = 0;
+    REQUIRE(pread(fd, &b, 1, 100000) == 1);
+    b ^= 0x40;
+    REQUIRE(pwrite(fd, &b, 1, 100000) == 1);
+    fsync(fd);
+    close(fd);
+  }
+  // The page cache holds the flipped byte too, so the OSD reads it back.
+  auto got = client->Get(pool, "victim");
+  INFO(got.status());
+  REQUIRE(!got.ok());
+  REQUIRE(absl::IsDataLoss(got.status()));
+  // A read of an untouched range still works; the other replicas are intact.
+  client::ObjectOperation head;
+  head.Read(0, marker.size());
+  auto first = client->Execute(pool, "victim", head);
+  REQUIRE(first.ok());
+  REQUIRE(first->items[0].data == marker);
+  for (OsdId osd : mapping.acting) {
+    if (osd == mapping.primary) continue;
+    auto copy = client->Get(pool, "victim", osd);
+    REQUIRE(copy.ok());
+    REQUIRE(*copy == data);
+  }
+  // The OSD keeps serving.
+  REQUIRE(client->Put(pool, "after", "still serving").ok());
+}
+
+TEST_CASE("clients notice an OSD marked down within the lease time", "[cluster][fault]") {
+  ClusterOptions options;
+  options.osd_lease_ttl_s = 3;
+  auto started = Cluster::Start(options);
+  REQUIRE(started.ok());
+  Cluster& c = **started;
+  auto client = c.Client();
+  OsdId victim(c.osd_id(2));
+  REQUIRE(client->map()->IsUp(victim));
+  absl::Time killed = absl::Now();
+  c.KillOsd(2);
+  absl::Duration noticed = absl::InfiniteDuration();
+  while (absl::Now() - killed < absl::Seconds(20)) {
+    auto map = client->WaitNewer(client->map()->epoch, absl::Milliseconds(200));
+    if (!map->IsUp(victim)) {
+      noticed = absl::Now() - killed;
+      break;
+    }
+  }
+  INFO("noticed after " << absl::FormatDuration(noticed));
+  // The etcd lease expires after its TTL; the map follows and reaches the
+  // client through the MDS stream, with a second of slack for etcd's expiry.
+  REQUIRE(noticed <= absl::Seconds(options.osd_lease_ttl_s + 1));
+  auto status = c.Weft({"status"});
+  REQUIRE(status.output.rfind("HEALTH_WARN", 0) == 0);
+  REQUIRE(status.output.find("OSD_DOWN") != std::string::npos);
+}
+
+}  // namespace weft::testing
