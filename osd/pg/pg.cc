@@ -29,15 +29,6 @@ void OrderedSection::Leave() {
 
 namespace {
 
-class SectionGuard {
- public:
-  explicit SectionGuard(OrderedSection* section) : section_(section) { section_->Enter(); }
-  ~SectionGuard() { section_->Leave(); }
-
- private:
-  OrderedSection* section_;
-};
-
 bool Contains(const std::vector<OsdId>& set, OsdId osd) {
   return std::find(set.begin(), set.end(), osd) != set.end();
 }

@@ -62,6 +62,18 @@ class OrderedSection {
   uint64_t serving_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
+// Holds an OrderedSection for a scope.
+class SectionGuard {
+ public:
+  explicit SectionGuard(OrderedSection* section) : section_(section) { section_->Enter(); }
+  ~SectionGuard() { section_->Leave(); }
+  SectionGuard(const SectionGuard&) = delete;
+  SectionGuard& operator=(const SectionGuard&) = delete;
+
+ private:
+  OrderedSection* section_;
+};
+
 class Pg : public std::enable_shared_from_this<Pg> {
  public:
   enum class State { kStray, kPeering, kIncomplete, kActive, kReplica, kReplicaActive };

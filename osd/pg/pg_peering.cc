@@ -46,15 +46,6 @@ struct Member {
   std::set<std::string> missing;
 };
 
-class SectionGuard {
- public:
-  explicit SectionGuard(OrderedSection* s) : s_(s) { s_->Enter(); }
-  ~SectionGuard() { s_->Leave(); }
-
- private:
-  OrderedSection* s_;
-};
-
 std::set<std::pair<uint64_t, uint64_t>> VersionSet(const std::vector<LogEntry>& log) {
   std::set<std::pair<uint64_t, uint64_t>> out;
   for (const auto& e : log) out.insert({e.version.epoch, e.version.seq});

@@ -12,15 +12,6 @@
 namespace weft::osd {
 namespace {
 
-class SectionGuard {
- public:
-  explicit SectionGuard(OrderedSection* s) : s_(s) { s_->Enter(); }
-  ~SectionGuard() { s_->Leave(); }
-
- private:
-  OrderedSection* s_;
-};
-
 // Adds the piece `req` to `txn` (the receiver's side of a push, or of a pull).
 void AddPiece(const pb::PushRequest& req, Transaction* txn) {
   const std::string& oid = req.oid();
