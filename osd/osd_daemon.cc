@@ -134,15 +134,9 @@ void OsdDaemon::OnMapEvent(const std::string& bytes) {
     if (map_ && map_->epoch >= shared->epoch) return;
     map_ = shared;
   }
+  // A map marking us down follows the loss of our lease, which the keeper
+  // reports itself (on_lost re-registers); nothing to do here.
   ApplyMap(shared);
-  // If the map says we are down while we run, our lease was lost: register again.
-  const OsdInfo* me = shared->FindOsd(OsdId(options_.id));
-  if (me != nullptr && !me->up && keeper_ != nullptr && !shutdown_.HasBeenNotified()) {
-    background_->Submit([this] {
-      auto status = Register();
-      if (!status.ok()) LOG(ERROR) << "event=reregister_failed status=\"" << status << "\"";
-    });
-  }
 }
 
 std::shared_ptr<const OsdMap> OsdDaemon::CurrentMap() {
@@ -186,9 +180,10 @@ std::shared_ptr<Pg> OsdDaemon::LoadPg(const PgId& id) {
 void OsdDaemon::ApplyMap(std::shared_ptr<const OsdMap> map) {
   const OsdId me(options_.id);
   for (const PoolInfo& pool : map->pools) {
+    const placement::PoolPlacement placement(*map, pool);
     for (uint32_t seed = 0; seed < pool.pg_num; ++seed) {
       PgId id{pool.id, seed};
-      placement::PgMapping mapping = placement::MapPg(*map, pool, seed);
+      placement::PgMapping mapping = placement.Map(seed);
       bool mine = std::find(mapping.up.begin(), mapping.up.end(), me) != mapping.up.end() ||
                   std::find(mapping.acting.begin(), mapping.acting.end(), me) !=
                       mapping.acting.end();

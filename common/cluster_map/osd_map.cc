@@ -105,6 +105,12 @@ void PoolToProto(const PoolInfo& pool, pb::PoolInfo* p) {
   p->set_ec_m(pool.ec_m);
   p->set_ec_chunk_bytes(pool.ec_chunk_bytes);
   p->set_created_ms(pool.created_ms);
+  for (const UpmapItem& item : pool.upmap_items) {
+    pb::UpmapItem* i = p->add_upmap_items();
+    i->set_pg_seed(item.pg_seed);
+    i->set_from(item.from.value());
+    i->set_to(item.to.value());
+  }
 }
 
 absl::StatusOr<PoolInfo> PoolFromProto(const pb::PoolInfo& p) {
@@ -120,6 +126,10 @@ absl::StatusOr<PoolInfo> PoolFromProto(const pb::PoolInfo& p) {
   pool.ec_m = p.ec_m();
   pool.ec_chunk_bytes = p.ec_chunk_bytes();
   pool.created_ms = p.created_ms();
+  pool.upmap_items.reserve(p.upmap_items_size());
+  for (const pb::UpmapItem& i : p.upmap_items()) {
+    pool.upmap_items.push_back(UpmapItem{i.pg_seed(), OsdId(i.from()), OsdId(i.to())});
+  }
   return pool;
 }
 
@@ -140,6 +150,36 @@ absl::Status ValidatePool(const PoolInfo& p) {
     }
     // Striping divides by the chunk size.
     if (p.ec_chunk_bytes == 0) return bad("ec_chunk_bytes 0");
+  }
+  return absl::OkStatus();
+}
+
+// PoolInfo::upmap_items: sorted; per PG distinct `from`s, distinct `to`s, from
+// != to, at most `size` items (each replaces one member); targets exist.
+absl::Status ValidateUpmapItems(const OsdMap& map, const PoolInfo& p) {
+  auto bad = [&p](const UpmapItem& item, absl::string_view what) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("osdmap: pool ", p.id.value(), " (", p.name, "): upmap item pg ",
+                     absl::Hex(item.pg_seed), " ", item.from.value(), "->", item.to.value(),
+                     ": ", what));
+  };
+  size_t first_of_pg = 0;  // index of the first item of the current PG
+  for (size_t i = 0; i < p.upmap_items.size(); ++i) {
+    const UpmapItem& item = p.upmap_items[i];
+    if (i > 0 && !(p.upmap_items[i - 1] < item)) return bad(item, "not sorted or duplicated");
+    if (i == 0 || p.upmap_items[i - 1].pg_seed != item.pg_seed) first_of_pg = i;
+    if (item.pg_seed >= p.pg_num) return bad(item, absl::StrCat("seed >= pg_num ", p.pg_num));
+    if (item.from.value() < 0 || item.from.value() >= map.next_osd_id) {
+      return bad(item, "source is not an osd id");
+    }
+    if (item.from == item.to) return bad(item, "source is the target");
+    if (map.FindOsd(item.to) == nullptr) return bad(item, "target osd does not exist");
+    if (i - first_of_pg >= p.size) return bad(item, "more items than pool size in one pg");
+    for (size_t j = first_of_pg; j < i; ++j) {  // at most size - 1 earlier items
+      if (p.upmap_items[j].from == item.from || p.upmap_items[j].to == item.to) {
+        return bad(item, "source or target repeated in one pg");
+      }
+    }
   }
   return absl::OkStatus();
 }
@@ -268,6 +308,7 @@ absl::Status OsdMap::Validate() const {
           absl::StrCat("osdmap: pools not sorted or duplicated at id ", p.id.value()));
     }
     RETURN_IF_ERROR(ValidatePool(p));
+    RETURN_IF_ERROR(ValidateUpmapItems(*this, p));
     if (!names.insert(p.name).second) {
       return absl::InvalidArgumentError(absl::StrCat("osdmap: duplicate pool name ", p.name));
     }

@@ -46,6 +46,23 @@ struct OsdInfo {
   friend bool operator==(const OsdInfo&, const OsdInfo&) = default;
 };
 
+// A per-PG exception to placement (Ceph's pg_upmap_items): in PG `pg_seed` of
+// the pool, the member `from` of the computed `up` set is replaced by `to`, at
+// the same position. Written by the balancer (common/placement/balancer.h).
+// Placement applies an item only while it still makes sense (`from` in the
+// set; `to` in, weight > 0, not in the set, in a failure domain no other member
+// uses) and ignores it otherwise, so a stale item never breaks placement.
+struct UpmapItem {
+  uint32_t pg_seed = 0;
+  OsdId from;
+  OsdId to;
+
+  friend bool operator==(const UpmapItem&, const UpmapItem&) = default;
+  // The order of PoolInfo::upmap_items, and the order in which placement
+  // applies one PG's items: by seed, then `from`, then `to`.
+  friend auto operator<=>(const UpmapItem&, const UpmapItem&) = default;
+};
+
 struct PoolInfo {
   PoolId id;
   std::string name;
@@ -58,6 +75,10 @@ struct PoolInfo {
   FailureDomain failure_domain = FailureDomain::kHost;
   uint32_t ec_k = 0, ec_m = 0, ec_chunk_bytes = 0;  // erasure pools only
   int64_t created_ms = 0;
+  // Placement exceptions, sorted (UpmapItem's order). Within one PG: `from`
+  // values distinct, `to` values distinct, from != to, at most `size` items;
+  // every `to` exists in the map; pg_seed < pg_num. Validate checks all of it.
+  std::vector<UpmapItem> upmap_items;
 
   friend bool operator==(const PoolInfo&, const PoolInfo&) = default;
 };
@@ -96,7 +117,8 @@ struct OsdMap {
   bool IsIn(OsdId id) const;
 
   // OK if the map keeps the invariants above and every pool is usable: sizes and
-  // ratios in range, EC size == k + m, known enums, finite weights >= 0.
+  // ratios in range, EC size == k + m, known enums, finite weights >= 0, upmap
+  // items as PoolInfo::upmap_items describes.
   // InvalidArgument naming the first violation otherwise. The map manager calls
   // it before publishing; Decode calls it on everything it accepts.
   absl::Status Validate() const;

@@ -302,6 +302,27 @@ std::vector<double> AdjustWeights(absl::Span<const double> weights, uint32_t k,
   return v;
 }
 
+void ApplyUpmapItems(absl::Span<const UpmapItem> items,
+                     absl::FunctionRef<int(OsdId)> domain_of, std::vector<OsdId>* up,
+                     std::vector<bool>* applied) {
+  if (applied != nullptr) applied->assign(items.size(), false);
+  for (size_t i = 0; i < items.size(); ++i) {
+    const UpmapItem& item = items[i];
+    const auto from = std::find(up->begin(), up->end(), item.from);
+    if (from == up->end()) continue;
+    const int to_domain = domain_of(item.to);
+    if (to_domain < 0) continue;  // absent, out or weight 0
+    bool clash = false;
+    for (auto it = up->begin(); it != up->end() && !clash; ++it) {
+      // The member being replaced may share the target's domain; nobody else.
+      clash = *it == item.to || (it != from && domain_of(*it) == to_domain);
+    }
+    if (clash) continue;
+    *from = item.to;
+    if (applied != nullptr) (*applied)[i] = true;
+  }
+}
+
 }  // namespace internal
 
 std::string FailureDomainKey(const OsdInfo& osd, FailureDomain level) {
@@ -367,6 +388,23 @@ PoolPlacement::PoolPlacement(const OsdMap& map, const PoolInfo& pool)
     domains_[i].draw_weight = adjusted.v[i];
     domains_[i].always = adjusted.capped[i];
   }
+  // 3. Upmap items, and the OSDs they may name (only when there are items:
+  //    MapPg builds all this on every call).
+  if (pool.upmap_items.empty()) return;
+  upmap_items_ = pool.upmap_items;
+  for (size_t i = 0; i < domains_.size(); ++i) {
+    for (const Member& m : domains_[i].members) {
+      slots_.push_back(Slot{m.id, static_cast<int>(i), m.up});
+    }
+  }
+  std::sort(slots_.begin(), slots_.end(),
+            [](const Slot& a, const Slot& b) { return a.id < b.id; });
+}
+
+const PoolPlacement::Slot* PoolPlacement::FindSlot(OsdId id) const {
+  auto it = std::lower_bound(slots_.begin(), slots_.end(), id,
+                             [](const Slot& s, OsdId want) { return s.id < want; });
+  return it != slots_.end() && it->id == id ? &*it : nullptr;
 }
 
 std::vector<int> PoolPlacement::RankReplicated(uint32_t pg_seed) const {
@@ -471,12 +509,33 @@ PgMapping PoolPlacement::Map(uint32_t pg_seed) const {
       type_ == PoolType::kErasure ? RankErasure(pg_seed) : RankReplicated(pg_seed);
   PgMapping out;
   out.up.reserve(ranked.size());
-  out.acting.reserve(ranked.size());
+  std::vector<bool> member_up;
+  member_up.reserve(ranked.size());
   for (int index : ranked) {
     const Member& m = PickMember(domains_[index], pg_seed);
     out.up.push_back(m.id);
-    if (m.up) {
-      out.acting.push_back(m.id);
+    member_up.push_back(m.up);
+  }
+  // Upmap items of this PG (the list is sorted by seed first).
+  const auto items = std::equal_range(
+      upmap_items_.begin(), upmap_items_.end(), UpmapItem{pg_seed, kNoOsd, kNoOsd},
+      [](const UpmapItem& a, const UpmapItem& b) { return a.pg_seed < b.pg_seed; });
+  if (items.first != items.second) {
+    const std::vector<OsdId> raw = out.up;
+    internal::ApplyUpmapItems(absl::MakeConstSpan(&*items.first, items.second - items.first),
+                              [this](OsdId id) {
+                                const Slot* s = FindSlot(id);
+                                return s == nullptr ? -1 : s->domain;
+                              },
+                              &out.up);
+    for (size_t r = 0; r < out.up.size(); ++r) {
+      if (out.up[r] != raw[r]) member_up[r] = FindSlot(out.up[r])->up;
+    }
+  }
+  out.acting.reserve(out.up.size());
+  for (size_t r = 0; r < out.up.size(); ++r) {
+    if (member_up[r]) {
+      out.acting.push_back(out.up[r]);
     } else if (type_ == PoolType::kErasure) {
       out.acting.push_back(kNoOsd);  // shard index = position: keep the hole
     }

@@ -32,6 +32,15 @@
 // "indep" mode, so a new domain takes over single positions instead of
 // shifting every later one (measured: x1.2-1.4 of the ideal movement, against
 // ~x3.7 for one ranking of all positions; collisions cause the excess).
+//
+// Upmap items (PoolInfo::upmap_items, written by the balancer in balancer.h)
+// are applied last, to `up`, in their sorted order: each replaces its `from`
+// by its `to` at the same position, if `from` is in the set and `to` exists, is
+// in with weight > 0, is not in the set, and is in a failure domain (at the
+// pool's level) that no other member uses. Otherwise the item is ignored, so
+// an item made stale by a map change never breaks placement; the balancer
+// drops it on its next run. `acting` and the primary derive from the final
+// `up`. Erasure pools are the same: the shard position is kept.
 #pragma once
 
 #include <cstddef>
@@ -39,6 +48,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/functional/function_ref.h"
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
 #include "common/cluster_map/osd_map.h"
@@ -84,8 +94,9 @@ struct PgMapping {
 // epoch when mapping many PGs. Construction is O(OSDs) with equal domain
 // weights; with unequal ones it solves the balance correction, about
 // 10 iterations of O(384 * domains * size) (measured: see placement_test
-// "[perf]"). Map() costs O(OSDs) for replicated pools, O(domains * size) more
-// for erasure pools.
+// "[perf]"); a pool with upmap items adds O(OSDs log OSDs + items). Map() costs
+// O(OSDs) for replicated pools, O(domains * size) more for erasure pools, plus
+// O(log items + size^2) for the pool's upmap items.
 class PoolPlacement {
  public:
   PoolPlacement(const OsdMap& map, const PoolInfo& pool);
@@ -107,21 +118,41 @@ class PoolPlacement {
     std::vector<Member> members;
   };
 
+  // An OSD that can hold PGs, for the upmap checks.
+  struct Slot {
+    OsdId id;
+    int domain;  // index into domains_
+    bool up;
+  };
+
   std::vector<int> RankReplicated(uint32_t pg_seed) const;
   std::vector<int> RankErasure(uint32_t pg_seed) const;
   const Member& PickMember(const Domain& domain, uint32_t pg_seed) const;
+  const Slot* FindSlot(OsdId id) const;
 
   uint32_t pool_id_;
   PoolType type_;
   uint32_t size_;
   std::vector<Domain> domains_;  // sorted by key string, so independent of OSD order
+  std::vector<UpmapItem> upmap_items_;  // the pool's, sorted
+  std::vector<Slot> slots_;  // sorted by id; empty when the pool has no items
 };
 
 // Equivalent to PoolPlacement(map, pool).Map(pg_seed).
 PgMapping MapPg(const OsdMap& map, const PoolInfo& pool, uint32_t pg_seed);
 
-// Exposed for tests.
+// Exposed for tests and the balancer.
 namespace internal {
+
+// Applies one PG's upmap items, in the given order, to its `up` set, with the
+// rule at the top of this file. `domain_of` returns an OSD's failure domain at
+// the pool's level as any number equal for equal domains, or a negative number
+// for an OSD that cannot hold PGs (absent, out, weight 0). Items for other PGs
+// are not looked at: pass only this PG's. When `applied` is not null it gets
+// one flag per item.
+void ApplyUpmapItems(absl::Span<const UpmapItem> items,
+                     absl::FunctionRef<int(OsdId)> domain_of, std::vector<OsdId>* up,
+                     std::vector<bool>* applied = nullptr);
 
 // Weights v such that choosing `k` of the items by rendezvous on v includes
 // item i with probability min(1, k * w_i / sum(w)) (water-filled). Items whose

@@ -41,13 +41,30 @@ std::string ObjectName(const std::string& prefix, uint64_t n) {
 }
 
 // Object contents: a header naming the object, then a fixed pattern, so that
-// reads can verify they got the right object.
-std::string Payload(const std::string& name, uint64_t size) {
-  std::string data(size, '\0');
-  for (uint64_t i = 0; i < size; ++i) data[i] = static_cast<char>((i * 131 + 7) & 0xff);
-  std::memcpy(data.data(), name.data(), std::min<uint64_t>(name.size(), size));
-  return data;
-}
+// reads can verify they got the right object. The pattern is made once: the
+// benchmark must measure the cluster, not a byte loop in the client.
+class Payloads {
+ public:
+  explicit Payloads(uint64_t size) : pattern_(size, '\0') {
+    for (uint64_t i = 0; i < size; ++i) pattern_[i] = static_cast<char>((i * 131 + 7) & 0xff);
+  }
+  std::string Make(const std::string& name) const {
+    std::string data = pattern_;
+    std::memcpy(data.data(), name.data(), HeaderBytes(name));
+    return data;
+  }
+  bool Matches(const std::string& name, const std::string& data) const {
+    size_t h = HeaderBytes(name);
+    return data.size() == pattern_.size() && std::memcmp(data.data(), name.data(), h) == 0 &&
+           std::memcmp(data.data() + h, pattern_.data() + h, data.size() - h) == 0;
+  }
+
+ private:
+  size_t HeaderBytes(const std::string& name) const {
+    return std::min<size_t>(name.size(), pattern_.size());
+  }
+  std::string pattern_;
+};
 
 void Report(const char* what, Totals& t, double seconds, uint64_t block) {
   std::sort(t.latencies_s.begin(), t.latencies_s.end());
@@ -118,12 +135,13 @@ int CmdBench(const Config& config, const Args& args) {
     char host[64] = {0};
     gethostname(host, sizeof(host) - 1);
     const std::string prefix = absl::StrCat("benchmark_data_", host, "_", getpid());
+    const Payloads payloads(*block);
     for (int i = 0; i < *threads; ++i) {
       workers.emplace_back([&] {
         while (absl::Now() < end) {
           uint64_t n = next++;
           std::string name = ObjectName(prefix, n);
-          std::string data = Payload(name, *block);
+          std::string data = payloads.Make(name);
           absl::Time t0 = absl::Now();
           client::ObjectOperation op;
           op.WriteFull(std::move(data));
@@ -164,6 +182,7 @@ int CmdBench(const Config& config, const Args& args) {
   if (mode != "seq" && mode != "rand") return Fail(absl::InvalidArgumentError("unknown mode"));
   if (count == 0) return Fail(absl::FailedPreconditionError("no objects were written"));
   const bool verify = !args.Has("no-verify");
+  const Payloads payloads(size);
   for (int i = 0; i < *threads; ++i) {
     workers.emplace_back([&, i] {
       std::mt19937_64 rng(getpid() * 1000003ull + i);
@@ -181,7 +200,7 @@ int CmdBench(const Config& config, const Args& args) {
         op.Read(0, size);
         auto r = c->Execute(*pool, name, op);
         absl::Status s = r.status();
-        if (s.ok() && verify && r->items[0].data != Payload(name, size)) {
+        if (s.ok() && verify && !payloads.Matches(name, r->items[0].data)) {
           s = absl::DataLossError(absl::StrCat(name, " read back different bytes"));
         }
         Record(totals, absl::Now() - t0, size, s);

@@ -220,7 +220,15 @@ absl::StatusOr<PoolId> ObjectClient::LookupPool(const std::string& name) {
 absl::StatusOr<OpResult> ObjectClient::Execute(PoolId pool_id, const std::string& oid,
                                                const ObjectOperation& op, OsdId from_osd) {
   const absl::Time deadline = absl::Now() + absl::Milliseconds(options_.op_timeout_ms);
-  const uint64_t tid = next_tid_++;
+  // Built once: the ops (and their data) are copied into the request a single
+  // time; each attempt only restamps the epoch and the PG.
+  pb::OpRequest req;
+  req.set_pool(pool_id.value());
+  req.set_oid(oid);
+  for (const auto& o : op.ops()) *req.add_ops() = o;
+  req.mutable_reqid()->set_client(options_.name);
+  req.mutable_reqid()->set_tid(next_tid_++);
+  if (from_osd != kNoOsd) req.set_flags(pb::OPF_LOCAL);
   absl::Status last = absl::DeadlineExceededError("no attempt made");
   for (int attempt = 0; absl::Now() < deadline; ++attempt) {
     auto m = map();
@@ -238,15 +246,8 @@ absl::StatusOr<OpResult> ObjectClient::Execute(PoolId pool_id, const std::string
       WaitNewer(m->epoch, absl::Seconds(1));
       continue;
     }
-    pb::OpRequest req;
     req.set_map_epoch(m->epoch);
-    req.set_pool(pool_id.value());
     req.set_pg_seed(seed);
-    req.set_oid(oid);
-    for (const auto& o : op.ops()) *req.add_ops() = o;
-    req.mutable_reqid()->set_client(options_.name);
-    req.mutable_reqid()->set_tid(tid);
-    if (from_osd != kNoOsd) req.set_flags(pb::OPF_LOCAL);
     grpc::ClientContext ctx;
     ctx.set_deadline(rpc::DeadlineIn(std::min<int64_t>(
         options_.rpc_timeout_ms, absl::ToInt64Milliseconds(deadline - absl::Now()) + 1)));

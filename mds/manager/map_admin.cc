@@ -185,8 +185,9 @@ absl::Status MapManager::Status(pb::StatusReply* reply) {
   }
   uint32_t inactive = 0, degraded = 0, below_min = 0;
   for (const PoolInfo& pool : map->pools) {
+    const placement::PoolPlacement placement(*map, pool);
     for (uint32_t seed = 0; seed < pool.pg_num; ++seed) {
-      placement::PgMapping mapping = placement::MapPg(*map, pool, seed);
+      placement::PgMapping mapping = placement.Map(seed);
       std::string state;
       size_t acting = 0;
       for (OsdId osd : mapping.acting) acting += osd != kNoOsd;

@@ -196,8 +196,11 @@ absl::Status MapManager::LeadOnce(int64_t lease) {
       [this](const absl::Status& status) {
         LOG(WARNING) << "event=alive_watch_error status=\"" << status << "\"";
       });
+  // Wakes when the leader key changes (watch, or our lease lost) and once a
+  // second to mark long-down OSDs out: a timer, not a map poll.
   absl::Status result = absl::OkStatus();
   for (;;) {
+    bool key_changed = false;
     {
       absl::MutexLock lock(&mu_);
       auto wake = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
@@ -205,15 +208,15 @@ absl::Status MapManager::LeadOnce(int64_t lease) {
       };
       mu_.AwaitWithTimeout(absl::Condition(&wake), absl::Seconds(1));
       if (stopping_ || !leader_) break;
-      if (leader_key_changed_) {
-        leader_key_changed_ = false;
-        // The leader key changed: make sure it is still ours.
-      }
+      key_changed = leader_key_changed_;
+      leader_key_changed_ = false;
     }
-    auto key = etcd_->Get(prefix_ + "leader");
-    if (key.ok() && (key->kvs.empty() || key->kvs[0].lease != lease)) {
-      result = absl::AbortedError("leader key lost");
-      break;
+    if (key_changed) {
+      auto key = etcd_->Get(prefix_ + "leader");
+      if (key.ok() && (key->kvs.empty() || key->kvs[0].lease != lease)) {
+        result = absl::AbortedError("leader key lost");
+        break;
+      }
     }
     CheckDownOut();
   }

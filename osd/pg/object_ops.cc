@@ -150,13 +150,14 @@ absl::StatusOr<ResolvedWrite> ResolveWrite(
       default:
         return absl::InvalidArgumentError(absl::StrCat("not a mutation: ", op.type()));
     }
-    out.ops.push_back(std::move(resolved));
+    *out.ops.Add() = std::move(resolved);
   }
   out.deletes = !exists;
   return out;
 }
 
-void AddToTransaction(const std::string& oid, const std::vector<pb::ObjectOp>& ops,
+void AddToTransaction(const std::string& oid,
+                      const google::protobuf::RepeatedPtrField<pb::ObjectOp>& ops,
                       Transaction* txn) {
   for (const pb::ObjectOp& op : ops) {
     switch (op.type()) {

@@ -29,7 +29,7 @@ absl::Status ValidateOps(const std::string& oid,
                          const ObjectLimits& limits, bool* mutating);
 
 struct ResolvedWrite {
-  std::vector<pb::ObjectOp> ops;  // no APPEND; CREATE only as a plain touch
+  google::protobuf::RepeatedPtrField<pb::ObjectOp> ops;  // no APPEND; CREATE only as a touch
   bool deletes = false;           // the object does not exist afterwards
 };
 
@@ -41,7 +41,8 @@ absl::StatusOr<ResolvedWrite> ResolveWrite(
     const google::protobuf::RepeatedPtrField<pb::ObjectOp>& ops, const ObjectLimits& limits);
 
 // Adds resolved ops on `oid` to `txn` (primary and replicas call this alike).
-void AddToTransaction(const std::string& oid, const std::vector<pb::ObjectOp>& ops,
+void AddToTransaction(const std::string& oid,
+                      const google::protobuf::RepeatedPtrField<pb::ObjectOp>& ops,
                       Transaction* txn);
 
 // Executes read ops against the local copy, filling one result per op.

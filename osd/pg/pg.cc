@@ -113,7 +113,7 @@ std::string Pg::StateName() {
   return name;
 }
 
-absl::Status Pg::CheckPrimary(const pb::OpRequest& req, uint64_t* interval_id) {
+absl::Status Pg::CheckPrimary(uint64_t* interval_id) {
   absl::MutexLock lock(&mu_);
   if (interval_.primary != ctx_.whoami) {
     return OsdError(pb::NOT_PRIMARY, absl::StrCat("osd.", ctx_.whoami.value(),
@@ -152,7 +152,7 @@ void Pg::HandleOp(const pb::OpRequest& req, pb::OpReply* reply) {
     status = DoWrite(req, reply);
   } else if (status.ok()) {
     uint64_t interval_id = 0;
-    status = CheckPrimary(req, &interval_id);
+    status = CheckPrimary(&interval_id);
     if (status.ok()) {
       uint64_t bytes = 0;
       status = ExecuteReads(ctx_.store, coll_, req.oid(), req.ops(), reply, &bytes);
@@ -181,7 +181,7 @@ absl::Status Pg::RecoverBeforeWrite(const std::string& oid, uint64_t interval_id
 absl::Status Pg::DoWrite(const pb::OpRequest& req, pb::OpReply* reply) {
   SectionGuard ordered(&order_);
   uint64_t interval_id = 0;
-  RETURN_IF_ERROR(CheckPrimary(req, &interval_id));
+  RETURN_IF_ERROR(CheckPrimary(&interval_id));
   const std::string& oid = req.oid();
   {
     absl::MutexLock lock(&mu_);
@@ -217,7 +217,10 @@ absl::Status Pg::DoWrite(const pb::OpRequest& req, pb::OpReply* reply) {
     entry.op = resolved.deletes ? LogEntry::kDelete : LogEntry::kModify;
     entry.client = req.reqid().client();
     entry.tid = req.reqid().tid();
-    AddToTransaction(oid, resolved.ops, &txn);
+    // The replicas' request owns the resolved ops; the local transaction copies
+    // their data once (the request must stay intact while replicas receive it).
+    rep.mutable_ops()->Swap(&resolved.ops);
+    AddToTransaction(oid, rep.ops(), &txn);
     if (!resolved.deletes) txn.SetVersion(oid, entry.version, mtime_ns);
     log_.Append(entry, &txn);
     for (OsdId osd : interval_.acting) {
@@ -230,7 +233,6 @@ absl::Status Pg::DoWrite(const pb::OpRequest& req, pb::OpReply* reply) {
   rep.set_pool(id_.pool.value());
   rep.set_pg_seed(id_.seed);
   rep.set_oid(oid);
-  for (auto& op : resolved.ops) *rep.add_ops() = std::move(op);
   ToProto(entry, rep.mutable_entry());
   rep.set_mtime_ns(mtime_ns);
 
@@ -265,9 +267,8 @@ void Pg::RequestRepeer(uint64_t interval_id, const absl::Status& why) {
 void Pg::HandleList(const pb::PgListRequest& req, pb::PgListReply* reply) {
   absl::Status status;
   if (!(req.flags() & pb::OPF_LOCAL)) {
-    pb::OpRequest probe;
     uint64_t interval_id = 0;
-    status = CheckPrimary(probe, &interval_id);
+    status = CheckPrimary(&interval_id);
   }
   if (status.ok()) {
     uint32_t max = req.max_entries() == 0 ? 1000 : std::min<uint32_t>(req.max_entries(), 10000);
@@ -317,8 +318,7 @@ void Pg::HandleRepOp(const pb::RepOpRequest& req, pb::RepOpReply* reply) {
     }
     if (status.ok()) {
       LogEntry entry = FromProto(req.entry());
-      std::vector<pb::ObjectOp> ops(req.ops().begin(), req.ops().end());
-      AddToTransaction(req.oid(), ops, &txn);
+      AddToTransaction(req.oid(), req.ops(), &txn);
       if (entry.op != LogEntry::kDelete) txn.SetVersion(req.oid(), entry.version, req.mtime_ns());
       log_.Append(entry, &txn);
     }

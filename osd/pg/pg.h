@@ -116,7 +116,7 @@ class Pg : public std::enable_shared_from_this<Pg> {
 
   // Write path (pg.cc).
   absl::Status DoWrite(const pb::OpRequest& req, pb::OpReply* reply);
-  absl::Status CheckPrimary(const pb::OpRequest& req, uint64_t* interval_id);
+  absl::Status CheckPrimary(uint64_t* interval_id);
   absl::Status RecoverBeforeWrite(const std::string& oid, uint64_t interval_id);
   absl::Status ReplicaCheck(Epoch sender_epoch, bool need_active);
   void RequestRepeer(uint64_t interval_id, const absl::Status& why);

@@ -19,9 +19,9 @@ namespace {
 std::unique_ptr<Cluster> Boot() {
   auto c = Cluster::Start();
   REQUIRE(c.ok());
-  auto r = (*c)->Weft({"pool", "create", "data", "--size", "3", "--pg-num", "8"});
-  REQUIRE(r.code == 0);
-  REQUIRE((*c)->WaitClean(absl::Seconds(30)).ok());
+  auto client = (*c)->Client();
+  REQUIRE(client != nullptr);
+  REQUIRE((*c)->CreatePool(*client, "data", 3, 8).ok());
   return std::move(*c);
 }
 

@@ -14,16 +14,6 @@
 namespace weft::testing {
 namespace {
 
-std::string RandomBytes(size_t n, uint64_t seed) {
-  std::mt19937_64 rng(seed);
-  std::string s(n, '\0');
-  for (size_t i = 0; i < n; i += 8) {
-    uint64_t v = rng();
-    std::memcpy(s.data() + i, &v, std::min<size_t>(8, n - i));
-  }
-  return s;
-}
-
 std::unique_ptr<Cluster> StartCluster(ClusterOptions options = {}) {
   auto cluster = Cluster::Start(options);
   REQUIRE(cluster.ok());
@@ -31,11 +21,8 @@ std::unique_ptr<Cluster> StartCluster(ClusterOptions options = {}) {
 }
 
 PoolId CreatePool(Cluster& c, client::ObjectClient& client, const std::string& name) {
-  auto r = c.Weft({"pool", "create", name, "--size", "3", "--pg-num", "16"});
-  INFO(r.output);
-  REQUIRE(r.code == 0);
-  client.WaitNewer(client.map()->epoch, absl::Seconds(5));
-  auto pool = client.LookupPool(name);
+  auto pool = c.CreatePool(client, name, 3, 16);
+  INFO(pool.status());
   REQUIRE(pool.ok());
   return *pool;
 }
@@ -64,7 +51,6 @@ TEST_CASE("put and get are bit-exact for every size, on every replica", "[cluste
   auto client = c->Client();
   REQUIRE(client != nullptr);
   PoolId pool = CreatePool(*c, *client, "data");
-  REQUIRE(c->WaitClean(absl::Seconds(30)).ok());
   const std::vector<size_t> sizes = {0, 1, 4095, (4u << 20) + 1, 64u << 20};
   for (size_t size : sizes) {
     std::string name = absl::StrCat("obj-", size);

@@ -23,24 +23,10 @@
 namespace weft::testing {
 namespace {
 
-std::string RandomBytes(size_t n, uint64_t seed) {
-  std::mt19937_64 rng(seed);
-  std::string s(n, '\0');
-  for (size_t i = 0; i < n; i += 8) {
-    uint64_t v = rng();
-    std::memcpy(s.data() + i, &v, std::min<size_t>(8, n - i));
-  }
-  return s;
-}
-
 PoolId MakePool(Cluster& c, client::ObjectClient& client) {
-  auto r = c.Weft({"pool", "create", "data", "--size", "3", "--pg-num", "16"});
-  INFO(r.output);
-  REQUIRE(r.code == 0);
-  client.WaitNewer(client.map()->epoch, absl::Seconds(5));
-  auto pool = client.LookupPool("data");
+  auto pool = c.CreatePool(client, "data", 3, 16);
+  INFO(pool.status());
   REQUIRE(pool.ok());
-  REQUIRE(c.WaitClean(absl::Seconds(30)).ok());
   return *pool;
 }
 

@@ -9,6 +9,8 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <cstring>
+#include <random>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -236,6 +238,32 @@ absl::Status Cluster::WaitClean(absl::Duration timeout) {
     absl::SleepFor(absl::Milliseconds(200));
   }
   return absl::DeadlineExceededError(absl::StrCat("PGs not clean in time: ", last));
+}
+
+absl::StatusOr<PoolId> Cluster::CreatePool(client::ObjectClient& client, const std::string& name,
+                                           int size, int pg_num) {
+  CommandResult r = Weft({"pool", "create", name, "--size", std::to_string(size), "--pg-num",
+                          std::to_string(pg_num)});
+  if (r.code != 0) return absl::InternalError("weft pool create: " + r.output);
+  absl::Time deadline = absl::Now() + absl::Seconds(10);
+  absl::StatusOr<PoolId> pool = client.LookupPool(name);
+  while (!pool.ok() && absl::Now() < deadline) {
+    client.WaitNewer(client.map()->epoch, absl::Milliseconds(500));
+    pool = client.LookupPool(name);
+  }
+  RETURN_IF_ERROR(pool.status());
+  RETURN_IF_ERROR(WaitClean(absl::Seconds(30)));
+  return pool;
+}
+
+std::string RandomBytes(size_t n, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::string s(n, '\0');
+  for (size_t i = 0; i < n; i += 8) {
+    uint64_t v = rng();
+    std::memcpy(s.data() + i, &v, std::min<size_t>(8, n - i));
+  }
+  return s;
 }
 
 std::unique_ptr<client::ObjectClient> Cluster::Client() {

@@ -79,6 +79,11 @@ class Cluster {
   // Waits until every PG reports active+clean.
   absl::Status WaitClean(absl::Duration timeout);
 
+  // Creates a replicated pool with the CLI, as a user would, then waits until
+  // `client` sees it and every PG is active+clean.
+  absl::StatusOr<PoolId> CreatePool(client::ObjectClient& client, const std::string& name,
+                                    int size, int pg_num);
+
   std::unique_ptr<client::ObjectClient> Client();
   std::unique_ptr<client::AdminClient> Admin();
 
@@ -97,6 +102,8 @@ class Cluster {
 };
 
 std::string BinPath(const std::string& name);
+// `n` reproducible pseudo-random bytes.
+std::string RandomBytes(size_t n, uint64_t seed);
 int FreePort();
 
 }  // namespace weft::testing

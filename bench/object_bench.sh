@@ -1,0 +1,417 @@
+#!/usr/bin/env bash
+# bench/object_bench.sh: Weft's object layer against `rados bench` on the Ceph
+# anchor (../shared/anchors/ceph/), on this machine, one after the other.
+#
+# Both clusters: 6 OSDs on this host, a pool `benchrep3` with size 3,
+# min_size 2, OBJ_PG_NUM PGs, failure domain osd. Each is driven for
+# SECONDS_PER_RUN seconds with THREADS operations in flight and BLOCK-sized
+# objects: `write` (objects kept), then `seq` (one pass reading them back).
+# Ceph runs first and is stopped before Weft starts (an idle cluster still
+# uses CPU). Prints the commands, the machine, a table ceph | weft | weft/ceph
+# and the verdict on each target of the issue:
+#   write MiB/s >= 1.5x ceph, seq MiB/s >= 1.5x ceph, p99 latency <= ceph's,
+#   peak RSS per OSD <= 512 MiB.
+#
+#   bench/object_bench.sh [--skip-ceph] [--skip-weft]
+#
+# Environment: SECONDS_PER_RUN (30), THREADS (16), BLOCK (4M), OBJ_PG_NUM (128),
+#   RUNS (1; with RUNS > 1 every metric is the median over the runs, each run
+#   starting from an empty pool), DROP_CACHES (1: sync and drop the page cache
+#   before every run and between write and seq), OUT (directory for the raw
+#   outputs; default a new /tmp/weft-objbench.XXXXXX, kept).
+# Needs root (apt-get, the Ceph anchor, drop_caches). See bench/README.md.
+set -euo pipefail
+
+root=$(cd "$(dirname "$0")/.." && pwd)
+anchor=$(cd "$root/../shared/anchors/ceph" && pwd)
+bin=$root/build/bin
+
+SECONDS_PER_RUN=${SECONDS_PER_RUN:-30}
+THREADS=${THREADS:-16}
+BLOCK=${BLOCK:-4M}
+OBJ_PG_NUM=${OBJ_PG_NUM:-128}
+RUNS=${RUNS:-1}
+DROP_CACHES=${DROP_CACHES:-1}
+POOL=benchrep3
+RSS_TARGET_MIB=512
+export CDIR=${CDIR:-/tmp/cephanchor}   # up.sh/down.sh read it too
+
+do_ceph=1 do_weft=1
+for a in "$@"; do
+  case "$a" in
+    --skip-ceph) do_ceph=0 ;;
+    --skip-weft) do_weft=0 ;;
+    -h|--help) sed -n '2,24p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) echo "usage: $0 [--skip-ceph] [--skip-weft]" >&2; exit 2 ;;
+  esac
+done
+for v in SECONDS_PER_RUN THREADS OBJ_PG_NUM RUNS; do
+  [[ ${!v} =~ ^[1-9][0-9]*$ ]] || { echo "$v must be a positive integer" >&2; exit 2; }
+done
+block_bytes=$(numfmt --from=iec "${BLOCK%B}") || { echo "BLOCK: bad size '$BLOCK'" >&2; exit 2; }
+
+OUT=${OUT:-$(mktemp -d /tmp/weft-objbench.XXXXXX)}
+mkdir -p "$OUT"
+ceph_conf=$CDIR/ceph.conf
+C=(ceph -c "$ceph_conf")
+R=(rados -c "$ceph_conf")
+W=("$bin/weft")
+
+log() { echo "[$(date +%T)] $*" >&2; }
+die() { log "ERROR: $*"; exit 1; }
+
+# ---------------------------------------------------------------- cleanup --
+ceph_started=0 weft_dir="" sampler_pid="" failures=()
+cleanup() {
+  local rc=$?
+  trap - EXIT INT TERM
+  if [[ -n "$sampler_pid" ]]; then kill "$sampler_pid" 2>/dev/null || true; wait "$sampler_pid" 2>/dev/null || true; fi
+  if [[ $ceph_started == 1 ]]; then
+    log "stopping the Ceph anchor"; "$anchor/down.sh" >>"$OUT/ceph.down.log" 2>&1 || true
+  fi
+  if [[ -n "$weft_dir" ]]; then
+    log "purging the Weft cluster in $weft_dir"
+    WEFT_DIR=$weft_dir "$root/scripts/quickstart.sh" purge >>"$OUT/weft.down.log" 2>&1 || true
+  fi
+  exit "$rc"
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+# ---------------------------------------------------------------- helpers --
+# value FILE LABEL: the text after LABEL on the first line starting with it.
+value() {
+  awk -v k="$2" 'index($0, k) == 1 { v = substr($0, length(k) + 1); gsub(/^[ \t]+|[ \t]+$/, "", v); print v; exit }' "$1"
+}
+median() { sort -g | awk '{ a[NR] = $1 } END { if (NR == 0) exit; print (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2 }'; }
+calc() { awk "BEGIN { printf \"%.6g\", $* }"; }
+
+drop_caches() {
+  sync
+  if [[ $DROP_CACHES == 1 ]]; then
+    echo 3 >/proc/sys/vm/drop_caches 2>/dev/null || log "warning: cannot drop caches (not root?)"
+  fi
+}
+
+# Sample VmRSS of the processes in the given pid files every second, as
+# "name rss_kib" lines into $1, until killed.
+start_sampler() {
+  local out=$1; shift
+  (
+    while :; do
+      for f in "$@"; do
+        [[ -f $f ]] || continue
+        local p n r
+        p=$(cat "$f" 2>/dev/null) || continue
+        n=$(basename "$f" .pid)
+        r=$(awk '/^VmRSS:/ { print $2 }' "/proc/$p/status" 2>/dev/null) || continue
+        [[ -n $r ]] && echo "$n $r"
+      done
+      sleep 1
+    done
+  ) >"$out" &
+  sampler_pid=$!
+}
+stop_sampler() {
+  [[ -n "$sampler_pid" ]] || return 0
+  kill "$sampler_pid" 2>/dev/null || true
+  wait "$sampler_pid" 2>/dev/null || true
+  sampler_pid=""
+}
+
+# peak_rss PREFIX PIDFILES...: writes "name VmHWM_KiB" lines to PREFIX.hwm and
+# prints the largest VmHWM in MiB. VmHWM is the process's peak resident set.
+peak_rss() {
+  local prefix=$1; shift
+  : >"$prefix.hwm"
+  for f in "$@"; do
+    local p; p=$(cat "$f")
+    local comm; comm=$(cat "/proc/$p/comm" 2>/dev/null || echo gone)
+    local hwm; hwm=$(awk '/^VmHWM:/ { print $2 }' "/proc/$p/status" 2>/dev/null || true)
+    echo "$(basename "$f" .pid) pid=$p comm=$comm VmHWM_KiB=${hwm:-?}" >>"$prefix.hwm"
+  done
+  awk -F'VmHWM_KiB=' '$2 ~ /^[0-9]+$/ && $2 > m { m = $2 } END { printf "%.0f", m / 1024 }' "$prefix.hwm"
+}
+
+# run_tool NAME OUTFILE CMD...: runs a benchmark command, keeps its output.
+run_tool() {
+  local name=$1 out=$2; shift 2
+  echo "\$ $*" >"$out"
+  log "$name: $*"
+  local rc=0
+  "$@" >>"$out" 2>&1 || rc=$?
+  if [[ $rc != 0 ]]; then
+    failures+=("$name exited $rc (see $out)")
+    log "warning: $name exited $rc; tail of $out:"; tail -5 "$out" >&2
+  fi
+}
+
+# ----------------------------------------------------------------- header --
+wait_for_build() {  # a ninja working in our build dir (the lead rebuilding)
+  local waited=0
+  while :; do
+    local busy=0
+    for p in $(pgrep -x ninja || true); do
+      [[ $(readlink "/proc/$p/cwd" 2>/dev/null) == "$root/build"* ]] && busy=1
+      tr '\0' ' ' <"/proc/$p/cmdline" 2>/dev/null | grep -q -- "$root/build" && busy=1
+    done
+    [[ $busy == 0 ]] && return 0
+    [[ $waited == 0 ]] && log "a build is running in $root/build; waiting for it"
+    waited=1; sleep 5
+  done
+}
+
+started_at=$(date +%s)
+install_ceph() {
+  if ! command -v ceph >/dev/null || ! command -v rados >/dev/null || ! command -v ceph-mds >/dev/null \
+     || ! command -v ceph-fuse >/dev/null; then
+    log "installing ceph ceph-mds ceph-fuse"
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get install -y -q ceph ceph-mds ceph-fuse >"$OUT/apt.log" 2>&1 || {
+      apt-get update -q >>"$OUT/apt.log" 2>&1
+      apt-get install -y -q ceph ceph-mds ceph-fuse >>"$OUT/apt.log" 2>&1
+    } || die "apt-get install ceph failed (see $OUT/apt.log)"
+  fi
+}
+if [[ $do_ceph == 1 ]]; then install_ceph; fi
+{
+  echo "# Weft object layer vs rados bench (Ceph anchor), $(date -u '+%Y-%m-%d %H:%M:%S UTC')"
+  echo "host: $(nproc) CPUs ($(awk -F': ' '/model name/ { print $2; exit }' /proc/cpuinfo)),"\
+       "memory $(free -m | awk '/^Mem:/ { print $2 " MiB total, " $7 " MiB available" }'),"\
+       "load average $(cut -d' ' -f1-3 /proc/loadavg)"
+  echo "disk: $(df -h /tmp | awk 'NR == 2 { print $1 " mounted at " $6 }') (both clusters store under /tmp)"
+  echo "weft: $(git -C "$root" --no-optional-locks describe --always --dirty 2>/dev/null || echo '?')"
+  echo "ceph: $(ceph --version 2>/dev/null | awk '{ print $3, $5 }' || echo 'not installed yet')"
+  echo "workload: pool $POOL size 3 min_size 2 pg_num $OBJ_PG_NUM, $THREADS threads,"\
+       "$BLOCK ($block_bytes B) objects, ${SECONDS_PER_RUN}s write then seq, runs: $RUNS,"\
+       "drop caches: $([[ $DROP_CACHES == 1 ]] && echo yes || echo no)"
+  echo "raw outputs: $OUT"
+} | tee "$OUT/header.txt"
+commands=()
+foreign=$( { pgrep -x ceph-osd || true; pgrep -x weft-osd || true; } | wc -l )
+[[ $foreign == 0 ]] || echo "note: $foreign OSD processes of other clusters were running at the start" | tee -a "$OUT/header.txt"
+
+# Idle clusters cost CPU: the default quickstart cluster must not run beside
+# either measurement.
+"$root/scripts/quickstart.sh" down >/dev/null 2>&1 || true
+
+# ------------------------------------------------------------------- ceph --
+ceph_part() {
+  if [[ -e $CDIR ]]; then
+    log "$CDIR exists: running the anchor's down.sh first"
+    "$anchor/down.sh" >"$OUT/ceph.predown.log" 2>&1 || true
+  fi
+  log "starting the Ceph anchor (about 70 s)"
+  ceph_started=1
+  local t0; t0=$(date +%s)
+  "$anchor/up.sh" >"$OUT/ceph.up.log" 2>&1 || { tail -20 "$OUT/ceph.up.log" >&2; die "ceph up.sh failed"; }
+  log "Ceph anchor up in $(( $(date +%s) - t0 )) s"
+
+  "${C[@]}" osd pool create "$POOL" "$OBJ_PG_NUM" "$OBJ_PG_NUM" replicated >/dev/null
+  "${C[@]}" osd pool set "$POOL" size 3 >/dev/null
+  "${C[@]}" osd pool set "$POOL" min_size 2 >/dev/null
+  "${C[@]}" osd pool application enable "$POOL" rados >/dev/null
+  commands+=("ceph -c $ceph_conf osd pool create $POOL $OBJ_PG_NUM $OBJ_PG_NUM replicated; ... set size 3; ... set min_size 2; ... application enable $POOL rados")
+  log "waiting for the Ceph PGs to be active+clean"
+  local ok=0
+  for _ in $(seq 300); do
+    if "${C[@]}" pg stat -f json 2>/dev/null | python3 -c '
+import json, sys
+d = json.load(sys.stdin); d = d.get("pg_summary", d)
+states = {s["name"]: s["num"] for s in d["num_pg_by_state"]}
+sys.exit(0 if states and list(states) == ["active+clean"] else 1)'; then ok=1; break; fi
+    sleep 1
+  done
+  [[ $ok == 1 ]] || die "Ceph PGs not active+clean after 300 s: $("${C[@]}" pg stat 2>&1)"
+  "${C[@]}" -s >"$OUT/ceph.status.txt" 2>&1 || true
+  "${C[@]}" osd pool ls detail >>"$OUT/ceph.status.txt" 2>&1 || true
+
+  local pidfiles=("$CDIR"/run/osd.*.pid)
+  start_sampler "$OUT/ceph.rss.samples" "${pidfiles[@]}"
+  for r in $(seq "$RUNS"); do
+    drop_caches
+    run_tool "ceph write (run $r)" "$OUT/ceph.write.$r.txt" \
+      "${R[@]}" -p "$POOL" bench "$SECONDS_PER_RUN" write -t "$THREADS" -b "$block_bytes" --no-cleanup
+    drop_caches
+    run_tool "ceph seq (run $r)" "$OUT/ceph.seq.$r.txt" \
+      "${R[@]}" -p "$POOL" bench "$SECONDS_PER_RUN" seq -t "$THREADS"
+    if [[ $r -lt $RUNS ]]; then
+      "${R[@]}" -p "$POOL" cleanup >"$OUT/ceph.cleanup.$r.txt" 2>&1 || true
+    fi
+  done
+  stop_sampler
+  commands+=("rados -c $ceph_conf -p $POOL bench $SECONDS_PER_RUN write -t $THREADS -b $block_bytes --no-cleanup")
+  commands+=("rados -c $ceph_conf -p $POOL bench $SECONDS_PER_RUN seq -t $THREADS")
+  ceph_rss=$(peak_rss "$OUT/ceph.rss" "${pidfiles[@]}")
+  log "stopping the Ceph anchor"
+  "$anchor/down.sh" >"$OUT/ceph.down.log" 2>&1 || true
+  ceph_started=0
+}
+
+# ------------------------------------------------------------------- weft --
+weft_part() {
+  wait_for_build
+  if [[ ! -x $bin/weft || ! -x $bin/weft-osd || ! -x $bin/weft-mds ]]; then
+    log "building Weft"; "$root/scripts/build.sh" >"$OUT/weft.build.log" 2>&1 || die "build failed"
+  fi
+  weft_dir=$(mktemp -d /tmp/weft-objbench-cluster.XXXXXX)
+  export WEFT_CONF=$weft_dir/weft.conf
+  log "starting Weft (6 OSDs) in $weft_dir"
+  local t0; t0=$(date +%s)
+  # quickstart.sh also runs install-deps.sh and build.sh (a no-op when the
+  # build is up to date).
+  WEFT_DIR=$weft_dir WEFT_OSDS=6 "$root/scripts/quickstart.sh" >"$OUT/weft.up.log" 2>&1 \
+    || { tail -20 "$OUT/weft.up.log" >&2; die "quickstart.sh failed"; }
+  log "Weft up in $(( $(date +%s) - t0 )) s"
+  "${W[@]}" pool create "$POOL" --size 3 --min-size 2 --pg-num "$OBJ_PG_NUM" >/dev/null
+  commands+=("WEFT_DIR=\$(mktemp -d) WEFT_OSDS=6 scripts/quickstart.sh; weft pool create $POOL --size 3 --min-size 2 --pg-num $OBJ_PG_NUM")
+  log "waiting for the Weft PGs to be active+clean"
+  local ok=0 st=""
+  for _ in $(seq 300); do
+    st=$("${W[@]}" status 2>&1 || true)
+    local total pgs
+    total=$(sed -n 's/^ *pools: *[0-9]* pools, \([0-9]*\) pgs.*/\1/p' <<<"$st")
+    pgs=$(sed -n 's/^ *pgs: *//p' <<<"$st")
+    if [[ -n $total && $total -ge $OBJ_PG_NUM && $pgs == "$total active+clean" ]]; then ok=1; break; fi
+    sleep 1
+  done
+  echo "$st" >"$OUT/weft.status.txt"
+  [[ $ok == 1 ]] || die "Weft PGs not active+clean after 300 s: $(grep -E 'pgs:|HEALTH' <<<"$st" | tr '\n' ' ')"
+
+  local pidfiles=("$weft_dir"/run/osd.*.pid)
+  [[ ${#pidfiles[@]} == 6 ]] || die "expected 6 weft-osd pid files, found ${#pidfiles[@]}"
+  start_sampler "$OUT/weft.rss.samples" "${pidfiles[@]}"
+  for r in $(seq "$RUNS"); do
+    drop_caches
+    run_tool "weft write (run $r)" "$OUT/weft.write.$r.txt" \
+      "${W[@]}" bench "$POOL" write --seconds "$SECONDS_PER_RUN" --threads "$THREADS" --block-size "$block_bytes"
+    drop_caches
+    run_tool "weft seq (run $r)" "$OUT/weft.seq.$r.txt" \
+      "${W[@]}" bench "$POOL" seq --seconds "$SECONDS_PER_RUN" --threads "$THREADS"
+    if [[ $r -lt $RUNS ]]; then
+      "${W[@]}" bench "$POOL" cleanup >"$OUT/weft.cleanup.$r.txt" 2>&1 || true
+    fi
+  done
+  stop_sampler
+  commands+=("weft bench $POOL write --seconds $SECONDS_PER_RUN --threads $THREADS --block-size $block_bytes")
+  commands+=("weft bench $POOL seq --seconds $SECONDS_PER_RUN --threads $THREADS")
+  weft_rss=$(peak_rss "$OUT/weft.rss" "${pidfiles[@]}")
+  "${W[@]}" status >>"$OUT/weft.status.txt" 2>&1 || true
+  log "purging the Weft cluster"
+  WEFT_DIR=$weft_dir "$root/scripts/quickstart.sh" purge >"$OUT/weft.down.log" 2>&1 || true
+  weft_dir=""
+}
+
+ceph_rss="" weft_rss=""
+# (plain `if`s: errexit is off inside a function called from an && list)
+if [[ $do_ceph == 1 ]]; then ceph_part; fi
+if [[ $do_weft == 1 ]]; then weft_part; fi
+
+# ----------------------------------------------------------------- report --
+# metric SYS MODE LABEL: median over the runs of LABEL's value, "" if absent.
+# Bandwidth is reported in MiB/s: rados bench's "MB/sec" is bytes/2^20 per
+# second, weft bench's is bytes/10^6 per second, so weft's is converted.
+metric() {
+  local sys=$1 mode=$2 label=$3 scale=1
+  [[ $sys == weft && $label == "Bandwidth (MB/sec):" ]] && scale=$(calc "1000000 / 1048576")
+  local f vals=()
+  for f in "$OUT/$sys.$mode".*.txt; do
+    [[ -f $f ]] || continue
+    local v; v=$(value "$f" "$label")
+    [[ $v =~ ^[0-9.eE+-]+$ ]] && vals+=("$(calc "$v * $scale")")
+  done
+  [[ ${#vals[@]} -gt 0 ]] || return 0
+  printf '%s\n' "${vals[@]}" | median
+}
+fmt() { [[ -n $1 ]] && printf "%.${2:-3}f" "$1" || printf -- '-'; }
+ratio() { [[ -n $1 && -n $2 ]] && awk -v a="$2" -v b="$1" 'BEGIN { if (b > 0) printf "%.2fx", a / b; else print "-" }' || printf -- '-'; }
+
+declare -A M
+for sys in ceph weft; do
+  for mode in write seq; do
+    M[$sys.$mode.bw]=$(metric $sys $mode "Bandwidth (MB/sec):")
+    M[$sys.$mode.avg]=$(metric $sys $mode "Average Latency(s):")
+    M[$sys.$mode.p99]=$(metric $sys $mode "p99 Latency(s):")
+    M[$sys.$mode.max]=$(metric $sys $mode "Max latency(s):")
+    iops=$(metric $sys $mode "Average IOPS:")
+    [[ -z $iops ]] && iops=$(metric $sys $mode "Average IOPS")  # rados seq prints no colon
+    M[$sys.$mode.iops]=$iops
+  done
+done
+
+verdicts=()
+row() { printf '%-34s %11s %11s %10s  %s\n' "$@"; }
+bw_row() {  # mode label
+  local c=${M[ceph.$1.bw]} w=${M[weft.$1.bw]} v="-"
+  if [[ -n $c && -n $w ]]; then
+    v=$(awk -v c="$c" -v w="$w" 'BEGIN { print (w >= 1.5 * c) ? "PASS" : "MISS" }')
+    verdicts+=("$v  $1 bandwidth >= 1.5x ceph ($(ratio "$c" "$w"))")
+  fi
+  row "$2" "$(fmt "$c" 1)" "$(fmt "$w" 1)" "$(ratio "$c" "$w")" "target >= 1.50x: $v"
+}
+# rados bench prints no percentiles (avg/stddev/max/min only). Ceph's p99 is
+# bounded, without inventing it: p99 <= max, and since at most 1% of the
+# operations are slower than p99 and none slower than max,
+# avg <= 0.99 p99 + 0.01 max, i.e. p99 >= (avg - 0.01 max) / 0.99.
+p99_rows() {  # mode
+  local mode=$1 cp=${M[ceph.$1.p99]} ca=${M[ceph.$1.avg]} cm=${M[ceph.$1.max]} wp=${M[weft.$1.p99]}
+  local lb="" v="-" how=""
+  [[ -n $ca && -n $cm ]] && lb=$(calc "($ca - 0.01 * $cm) / 0.99")
+  if [[ -n $cp && -n $wp ]]; then
+    v=$(awk -v c="$cp" -v w="$wp" 'BEGIN { print (w <= c) ? "PASS" : "MISS" }'); how="vs ceph p99"
+  elif [[ -n $lb && -n $wp ]]; then
+    v=$(awk -v lb="$lb" -v mx="$cm" -v w="$wp" 'BEGIN { print (w <= lb) ? "PASS" : (w > mx) ? "MISS" : "UNDECIDED" }')
+    how="ceph p99 n/a: PASS if <= its lower bound, MISS if > its max"
+  fi
+  row "$mode p99 latency (s)" "$([[ -n $cp ]] && fmt "$cp" 4 || echo n/a)" "$(fmt "$wp" 4)" "$(ratio "$cp" "$wp")" \
+    "target <= ceph: $v${how:+ ($how)}"
+  [[ -n $cp ]] || row "  ceph p99 lower bound (derived)" "$(fmt "$lb" 4)" "" "$(ratio "$lb" "$wp")" "(avg - 0.01 max) / 0.99"
+  [[ $v == - ]] || verdicts+=("$v  $mode p99 latency <= ceph's (weft $(fmt "$wp" 4) s; ceph $([[ -n $cp ]] && echo "p99 $(fmt "$cp" 4)" || echo "p99 not printed by rados bench, >= $(fmt "$lb" 4), avg $(fmt "$ca" 4), max $(fmt "$cm" 4)") s)")
+}
+
+{
+  echo
+  echo "commands (each cluster started fresh; ceph first, stopped before weft starts):"
+  echo "  $anchor/up.sh   # CDIR=$CDIR, 6 BlueStore-on-file OSDs + the anchor's CephFS pools, MDS and ceph-fuse"
+  for c in "${commands[@]}"; do echo "  $c"; done
+  [[ $DROP_CACHES != 1 ]] || echo "  (sync; echo 3 > /proc/sys/vm/drop_caches before every write and every seq)"
+  echo
+  row "metric (median of $RUNS run(s))" ceph weft weft/ceph ""
+  row "----------------------------------" "-----------" "-----------" "----------" ""
+  bw_row write "write bandwidth (MiB/s)"
+  bw_row seq "seq read bandwidth (MiB/s)"
+  for mode in write seq; do
+    row "$mode IOPS" "$(fmt "${M[ceph.$mode.iops]}" 1)" "$(fmt "${M[weft.$mode.iops]}" 1)" "$(ratio "${M[ceph.$mode.iops]}" "${M[weft.$mode.iops]}")" ""
+  done
+  for mode in write seq; do
+    row "$mode avg latency (s)" "$(fmt "${M[ceph.$mode.avg]}" 4)" "$(fmt "${M[weft.$mode.avg]}" 4)" "$(ratio "${M[ceph.$mode.avg]}" "${M[weft.$mode.avg]}")" ""
+    p99_rows "$mode"
+    row "$mode max latency (s)" "$(fmt "${M[ceph.$mode.max]}" 4)" "$(fmt "${M[weft.$mode.max]}" 4)" "$(ratio "${M[ceph.$mode.max]}" "${M[weft.$mode.max]}")" ""
+  done
+  rv="-"
+  if [[ -n $weft_rss ]]; then
+    rv=$( [[ $weft_rss -le $RSS_TARGET_MIB ]] && echo PASS || echo MISS )
+    verdicts+=("$rv  peak RSS per OSD <= $RSS_TARGET_MIB MiB (weft max $weft_rss MiB${ceph_rss:+, ceph max $ceph_rss MiB})")
+  fi
+  row "peak RSS per OSD, max (MiB)" "${ceph_rss:--}" "${weft_rss:--}" "$(ratio "$ceph_rss" "$weft_rss")" "target weft <= $RSS_TARGET_MIB MiB: $rv"
+  echo
+  echo "MiB/s = 2^20 bytes/s (rados bench's \"MB/sec\" is MiB/s; weft bench's MB/s is converted). Latency ratios"
+  echo "below 1.00x are better for weft. rados bench prints no latency percentiles (avg, stddev, max, min"
+  echo "only), so ceph's p99 is not measured: it lies between the derived lower bound and its max."
+  echo "Peak RSS is VmHWM of each OSD process at the end of its cluster's runs (startup included)."
+  for s in ceph weft; do
+    [[ -f $OUT/$s.rss.hwm ]] || continue
+    echo "$s per-OSD VmHWM (MiB): $(awk -F'VmHWM_KiB=' '{ split($1, a, " "); printf "%s %.0f  ", a[1], $2 / 1024 }' "$OUT/$s.rss.hwm")"
+    [[ ! -s $OUT/$s.rss.samples ]] || echo "$s max sampled VmRSS during the runs (MiB): $(awk '$2 > m { m = $2 } END { printf "%.0f", m / 1024 }' "$OUT/$s.rss.samples")"
+  done
+  echo
+  echo "verdicts:"
+  [[ ${#verdicts[@]} -gt 0 ]] || echo "  (none: a side was skipped)"
+  for v in "${verdicts[@]}"; do echo "  $v"; done
+  for f in "${failures[@]}"; do echo "  FAILED RUN: $f"; done
+  echo
+  echo "wall time: $(( $(date +%s) - started_at )) s; raw outputs in $OUT"
+} | tee "$OUT/report.txt"
+
+[[ ${#failures[@]} == 0 ]]
