@@ -26,9 +26,6 @@ struct Move {
   std::vector<OsdId> up;         // the PG's up set after the move
 };
 
-// An OSD that can hold PGs: in, weight > 0 (as placement.cc decides).
-bool Placeable(const OsdInfo& o) { return o.in && o.weight > 0 && std::isfinite(o.weight); }
-
 // OsdMap::Validate's rule for one PG's items: sources distinct, targets
 // distinct, no item onto its own source.
 bool DistinctEnds(const std::vector<UpmapItem>& items) {
@@ -57,13 +54,13 @@ class Balancer {
   // Moves one replica off the worst OSD. False when the worst OSD is at most
   // `goal` or cannot give anything away.
   bool Step(double goal, size_t max_items);
-  size_t item_count() const { return item_count_; }
   std::vector<UpmapItem> Items() const;
 
  private:
   struct Osd {
     OsdId id;
     double weight = 0;
+    bool up = false;  // down OSDs give replicas away but never receive them
     int domain = 0;
     double share = 0;  // fair share of the pool's replicas (see balancer.h)
     int count = 0;     // replicas held now
@@ -94,12 +91,17 @@ Balancer::Balancer(const OsdMap& map, const PoolInfo& pool)
     : pg_num_(pool.pg_num), size_(pool.size) {
   std::map<std::string, int> domains;  // key -> index
   for (const OsdInfo& o : map.osds) {
-    if (!Placeable(o)) continue;
+    if (!HoldsPgs(o)) continue;
     const auto [it, added] = domains.emplace(FailureDomainKey(o, pool.failure_domain),
                                              static_cast<int>(domain_weight_.size()));
     if (added) domain_weight_.push_back(0);
     domain_weight_[it->second] += o.weight;
-    osds_.push_back(Osd{o.id, o.weight, it->second});
+    Osd osd;
+    osd.id = o.id;
+    osd.weight = o.weight;
+    osd.up = o.up;
+    osd.domain = it->second;
+    osds_.push_back(std::move(osd));
   }
   std::sort(osds_.begin(), osds_.end(), [](const Osd& a, const Osd& b) { return a.id < b.id; });
 
@@ -249,7 +251,9 @@ std::optional<Move> Balancer::BestMove(size_t from, size_t max_items) const {
   const double from_ratio = Ratio(from);
   std::vector<std::pair<double, size_t>> targets;  // (ratio after, index); ids break ties
   for (size_t t = 0; t < osds_.size(); ++t) {
-    if (t != from && Ratio(t, 1) < from_ratio) targets.emplace_back(Ratio(t, 1), t);
+    if (t != from && osds_[t].up && Ratio(t, 1) < from_ratio) {
+      targets.emplace_back(Ratio(t, 1), t);
+    }
   }
   std::sort(targets.begin(), targets.end());
   std::optional<Move> best;
@@ -258,7 +262,7 @@ std::optional<Move> Balancer::BestMove(size_t from, size_t max_items) const {
     for (const UpmapItem& item : items_[seed]) {
       if (item.to != osds_[from].id) continue;
       const int t = IndexOf(item.from);
-      if (t < 0 || !(Ratio(t, 1) < from_ratio)) continue;
+      if (t < 0 || !osds_[t].up || !(Ratio(t, 1) < from_ratio)) continue;
       std::optional<Move> m = TryMove(seed, from, t, max_items);
       if (m && (!best || Ratio(m->to, 1) < Ratio(best->to, 1))) best = std::move(m);
     }
@@ -269,6 +273,7 @@ std::optional<Move> Balancer::BestMove(size_t from, size_t max_items) const {
     for (uint32_t seed : osds_[from].pgs) {
       std::optional<Move> m = TryMove(seed, from, t, max_items);
       if (m && (!best || m->cost < best->cost)) best = std::move(m);
+      if (best && best->cost == MoveCost::kRetarget) break;  // cancels were step 1
     }
     if (best) return best;
   }
@@ -290,7 +295,9 @@ bool Balancer::Step(double goal, size_t max_items) {
 std::vector<UpmapItem> Balancer::Items() const {
   std::vector<UpmapItem> out;
   out.reserve(item_count_);
-  for (const std::vector<UpmapItem>& items : items_) out.insert(out.end(), items.begin(), items.end());
+  for (const std::vector<UpmapItem>& items : items_) {
+    out.insert(out.end(), items.begin(), items.end());
+  }
   return out;
 }
 

@@ -9,12 +9,18 @@
 //
 // How: greedy, like Ceph's calc_pg_upmaps. Repeatedly take the OSD furthest
 // above its share and move one of its PG replicas to the OSD furthest below
-// its share that can take it (not in the PG already, failure domains of the PG
-// still distinct), preferring moves that cancel an existing item, then moves
-// that retarget one, then new items. A move is made only if the receiving OSD
-// ends below the giving OSD's ratio, so every move strictly lowers the sorted
-// vector of ratios and the loop ends. Deterministic: no hash-map order, no
-// clock, no randomness; the same map and pool give the same items.
+// its share that can take it: up (a down one would leave the PG degraded), not
+// in the PG already, failure domains of the PG still distinct. Moves that
+// cancel an existing item come first, then moves that retarget one, then new
+// items. A move is made only if the receiving OSD ends below the giving OSD's
+// ratio, so every move strictly lowers the sorted vector of ratios and the
+// loop ends. Deterministic: no hash-map order, no clock, no randomness; the
+// same map and pool give the same items.
+//
+// Measured (balancer_test "[stats]", 200 pool ids each, goal 1.10): the three
+// layouts of placement_test's balance tests (10 OSDs / 10 hosts, 12 / 4, mixed
+// weights; ~100 replicas per OSD) go from 1.17-1.20 to <= 1.10 every time
+// with a median of 4-5 items and at most 42.
 //
 // Both functions are pure; the map manager calls Balance inside a map mutation
 // after pool creation and OSD create/in/out and stores the result in the pool.

@@ -98,9 +98,6 @@ AdjustCache& GlobalAdjustCache() {
   return *cache;
 }
 
-// Out, zero-weight (and, defensively, non-finite weight) OSDs get no PGs.
-bool Placeable(const OsdInfo& o) { return o.in && o.weight > 0 && std::isfinite(o.weight); }
-
 // Quadrature on (0, 1) for the inclusion integral below: 16-point Gauss-
 // Legendre on [0, 1/2], [1/2, 3/4], [3/4, 7/8], ... (kQuadratureLevels pieces,
 // the last one reaching 1). The pieces shrink towards 1 because a heavy item's
@@ -325,6 +322,9 @@ void ApplyUpmapItems(absl::Span<const UpmapItem> items,
 
 }  // namespace internal
 
+// Out, zero-weight (and, defensively, non-finite weight) OSDs get no PGs.
+bool HoldsPgs(const OsdInfo& o) { return o.in && o.weight > 0 && std::isfinite(o.weight); }
+
 std::string FailureDomainKey(const OsdInfo& osd, FailureDomain level) {
   switch (level) {
     case FailureDomain::kOsd: return OsdKey(osd.id);
@@ -340,7 +340,7 @@ std::string FailureDomainKey(const OsdInfo& osd, FailureDomain level) {
 size_t CountFailureDomains(const OsdMap& map, FailureDomain level) {
   std::set<std::string> keys;
   for (const OsdInfo& o : map.osds) {
-    if (Placeable(o)) keys.insert(FailureDomainKey(o, level));
+    if (HoldsPgs(o)) keys.insert(FailureDomainKey(o, level));
   }
   return keys.size();
 }
@@ -371,7 +371,7 @@ PoolPlacement::PoolPlacement(const OsdMap& map, const PoolInfo& pool)
   //    key so that the result does not depend on the order of map.osds.
   std::map<std::string, std::vector<Member>> by_key;
   for (const OsdInfo& o : map.osds) {
-    if (!Placeable(o)) continue;
+    if (!HoldsPgs(o)) continue;
     by_key[FailureDomainKey(o, pool.failure_domain)].push_back(
         Member{o.id, o.weight, o.up, KeyHash(OsdKey(o.id))});
   }
@@ -392,6 +392,9 @@ PoolPlacement::PoolPlacement(const OsdMap& map, const PoolInfo& pool)
   //    MapPg builds all this on every call).
   if (pool.upmap_items.empty()) return;
   upmap_items_ = pool.upmap_items;
+  // Validate keeps them sorted; a map that skipped it must still not mislead
+  // the binary search in Map().
+  std::sort(upmap_items_.begin(), upmap_items_.end());
   for (size_t i = 0; i < domains_.size(); ++i) {
     for (const Member& m : domains_[i].members) {
       slots_.push_back(Slot{m.id, static_cast<int>(i), m.up});

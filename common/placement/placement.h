@@ -67,6 +67,9 @@ uint32_t StableMod(uint64_t hash, uint32_t pg_num);
 uint32_t ObjectToPgSeed(absl::string_view name, uint32_t pg_num);
 PgId ObjectToPg(const PoolInfo& pool, absl::string_view name);
 
+// True for an OSD placement may choose: in, with a finite weight > 0.
+bool HoldsPgs(const OsdInfo& osd);
+
 // The failure domain of `osd` at `level`, as placement groups OSDs: "osd.<id>",
 // "host:<host>" or "rack:<rack>", with the fallbacks described at the top.
 std::string FailureDomainKey(const OsdInfo& osd, FailureDomain level);

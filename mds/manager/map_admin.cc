@@ -55,6 +55,7 @@ absl::StatusOr<int32_t> MapManager::OsdCreate(const std::string& host, const std
                                 [](const OsdInfo& a, OsdId b) { return a.id < b; });
     m->osds.insert(pos, osd);
     m->next_osd_id = std::max(m->next_osd_id, new_id + 1);
+    Rebalance(m);
     created = new_id;
     return absl::OkStatus();
   }));
@@ -67,6 +68,7 @@ absl::Status MapManager::OsdSetIn(int32_t id, bool in) {
     if (osd == nullptr) return absl::NotFoundError(absl::StrCat("osd.", id, " does not exist"));
     if (osd->in == in) return absl::AlreadyExistsError("unchanged");
     osd->in = in;
+    Rebalance(m);
     return absl::OkStatus();
   });
   return absl::IsAlreadyExists(status) ? absl::OkStatus() : status;
@@ -119,6 +121,7 @@ absl::Status MapManager::PoolCreate(const PoolSpec& spec) {
     pool.failure_domain = domain;
     pool.created_ms = absl::ToUnixMillis(absl::Now());
     m->pools.push_back(pool);
+    Rebalance(m);
     return absl::OkStatus();
   });
 }

@@ -8,6 +8,7 @@
 #include "absl/time/clock.h"
 #include "common/config/config.h"
 #include "common/log/log.h"
+#include "common/placement/balancer.h"
 #include "common/status/status.h"
 
 namespace weft::mds {
@@ -262,6 +263,7 @@ void MapManager::Reconcile() {
   }
   auto status = Mutate([&](OsdMap* m) -> absl::Status {
     bool changed = false;
+    bool came_up = false;
     const int64_t now = NowMs();
     for (OsdInfo& osd : m->osds) {
       auto it = alive.find(osd.id.value());
@@ -269,7 +271,10 @@ void MapManager::Reconcile() {
         const Alive& a = it->second;
         bool moved = (!a.host.empty() && a.host != osd.host) || a.rack != osd.rack;
         if (!osd.up || osd.addr != a.addr || moved) {
-          if (!osd.up) osd.up_from = m->epoch + 1;
+          if (!osd.up) {
+            osd.up_from = m->epoch + 1;
+            came_up = true;
+          }
           osd.up = true;
           osd.addr = a.addr;
           if (!a.host.empty()) osd.host = a.host;
@@ -286,6 +291,7 @@ void MapManager::Reconcile() {
         LOG(INFO) << "event=osd_down osd=" << osd.id.value();
       }
     }
+    if (came_up) Rebalance(m);
     return changed ? absl::OkStatus() : absl::AlreadyExistsError("unchanged");
   });
   if (!status.ok() && !absl::IsAlreadyExists(status)) {
@@ -306,10 +312,21 @@ void MapManager::CheckDownOut() {
                   << now - osd.down_since_ms;
       }
     }
+    if (changed) Rebalance(m);
     return changed ? absl::OkStatus() : absl::AlreadyExistsError("unchanged");
   });
   if (!status.ok() && !absl::IsAlreadyExists(status)) {
     LOG(WARNING) << "event=down_out_failed status=\"" << status << "\"";
+  }
+}
+
+void MapManager::Rebalance(OsdMap* map) {
+  // Within 10% of each OSD's weight share; the item count bounds the map's
+  // growth (one item per moved PG replica).
+  constexpr double kMaxOverShare = 1.10;
+  constexpr int kMaxItemsPerPool = 256;
+  for (PoolInfo& pool : map->pools) {
+    pool.upmap_items = placement::Balance(*map, pool, kMaxOverShare, kMaxItemsPerPool);
   }
 }
 

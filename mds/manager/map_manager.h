@@ -81,6 +81,11 @@ class MapManager {
   void OnAliveEvents(const std::vector<etcd::WatchEvent>& events);
   void Reconcile();
   void CheckDownOut();
+  // Recomputes every pool's upmap items (per-PG exceptions that even out the
+  // PGs per OSD). Called when the set of OSDs that hold data changes: pool
+  // created, OSD created, marked in or out, or back up. Never on "down", so
+  // that a short outage moves nothing.
+  static void Rebalance(OsdMap* map);
   absl::Status NotLeader();
   // Applies `change` to a copy of the current map and publishes epoch + 1.
   absl::Status Mutate(const std::function<absl::Status(OsdMap*)>& change);

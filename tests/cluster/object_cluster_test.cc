@@ -5,6 +5,7 @@
 
 #include <cstring>
 #include <fstream>
+#include <map>
 #include <random>
 
 #include "absl/strings/str_cat.h"
@@ -123,6 +124,39 @@ TEST_CASE("partial writes, appends, truncates, xattrs and omap apply atomically"
   REQUIRE(got->items[1].kvs.size() == 2);
   REQUIRE(got->items[2].kvs.size() == 1);
   REQUIRE(got->items[2].kvs[0].second == "v2");
+}
+
+}  // namespace weft::testing
+
+namespace weft::testing {
+
+TEST_CASE("the map manager balances PGs over the OSDs with upmap items", "[cluster]") {
+  ClusterOptions options;
+  options.osds = 6;
+  auto c = StartCluster(options);
+  auto client = c->Client();
+  // 140 PGs x 3 copies over these 6 OSDs: plain rendezvous hashing puts 81
+  // replicas on the fullest OSD (max/mean 1.157), above the 1.15 bound, so
+  // only the manager's upmap items can pass this.
+  auto pool = c->CreatePool(*client, "balanced", 3, 140);
+  REQUIRE(pool.ok());
+  auto map = client->map();
+  const PoolInfo* info = map->FindPool(*pool);
+  REQUIRE(info != nullptr);
+  std::map<int32_t, int> per_osd;
+  for (uint32_t seed = 0; seed < info->pg_num; ++seed) {
+    for (OsdId osd : placement::MapPg(*map, *info, seed).up) per_osd[osd.value()]++;
+  }
+  REQUIRE(per_osd.size() == 6);
+  int max = 0;
+  for (const auto& [osd, n] : per_osd) max = std::max(max, n);
+  double mean = 140.0 * 3 / 6;
+  INFO("max " << max << " mean " << mean << " items " << info->upmap_items.size());
+  REQUIRE(max / mean <= 1.15);
+  REQUIRE(!info->upmap_items.empty());
+  // The OSDs follow the same map: every PG goes active+clean.
+  REQUIRE(c->WaitClean(absl::Seconds(30)).ok());
+  REQUIRE(client->Put(*pool, "x", "y").ok());
 }
 
 }  // namespace weft::testing

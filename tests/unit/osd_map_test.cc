@@ -8,6 +8,7 @@
 
 #include "absl/container/flat_hash_set.h"
 #include "absl/hash/hash.h"
+#include "absl/strings/escaping.h"
 #include "common/cluster_map/types.h"
 
 namespace weft {
@@ -63,6 +64,10 @@ OsdMap FullMap() {
   ec.ec_m = 2;
   ec.ec_chunk_bytes = 65536;
   ec.created_ms = 1;
+  // Sorted; sources need only be OSD ids, targets must exist (0 and 7).
+  rep.upmap_items = {UpmapItem{5, OsdId(3), OsdId(7)}, UpmapItem{5, OsdId(4), OsdId(0)},
+                     UpmapItem{63, OsdId(0), OsdId(7)}};
+  ec.upmap_items = {UpmapItem{999, OsdId(2), OsdId(0)}};
   m.pools = {rep, ec};
   m.blocklist = {BlocklistEntry{"client.4711@10.0.0.9", 4100, 1700000999000},
                  BlocklistEntry{"client.12", 1, 0}};
@@ -163,6 +168,62 @@ TEST_CASE("OsdMap::Decode refuses a well-formed map that breaks invariants") {
   m = FullMap();
   m.pools[1].id = PoolId(4);  // not below next_pool_id
   CHECK(decode_code(m) == absl::StatusCode::kInvalidArgument);
+}
+
+TEST_CASE("OsdMap::Validate checks upmap items") {
+  auto with_items = [](std::vector<UpmapItem> items) {
+    OsdMap m = FullMap();
+    m.pools[0].upmap_items = std::move(items);  // pool "meta": size 3, pg_num 64
+    return m;
+  };
+  auto item = [](uint32_t seed, int from, int to) {
+    return UpmapItem{seed, OsdId(from), OsdId(to)};
+  };
+  CHECK(with_items({}).Validate().ok());
+  CHECK(with_items({item(0, 1, 0), item(0, 2, 7), item(0, 3, 0)}).Validate().code() ==
+        absl::StatusCode::kInvalidArgument);  // target 0 twice in one PG
+  CHECK(with_items({item(0, 1, 0), item(0, 2, 7), item(1, 2, 7)}).Validate().ok());
+  const std::vector<std::pair<const char*, std::vector<UpmapItem>>> bad = {
+      {"unsorted", {item(5, 1, 0), item(2, 1, 0)}},
+      {"unsorted within a pg", {item(5, 2, 0), item(5, 1, 7)}},
+      {"duplicate", {item(5, 1, 0), item(5, 1, 0)}},
+      {"source twice in a pg", {item(5, 1, 0), item(5, 1, 7)}},
+      {"seed >= pg_num", {item(64, 1, 0)}},
+      {"target absent", {item(5, 1, 3)}},
+      {"target no osd", {item(5, 1, -1)}},
+      {"source negative", {item(5, -1, 0)}},
+      {"source beyond next_osd_id", {item(5, 8, 0)}},
+      {"source is target", {item(5, 7, 7)}},
+      {"more than size in a pg", {item(5, 1, 0), item(5, 2, 7), item(5, 3, 0), item(5, 4, 7)}},
+  };
+  for (const auto& [what, items] : bad) {
+    INFO(what);
+    const OsdMap m = with_items(items);
+    CHECK(m.Validate().code() == absl::StatusCode::kInvalidArgument);
+    CHECK(OsdMap::Decode(m.Encode()).status().code() == absl::StatusCode::kInvalidArgument);
+  }
+}
+
+// FullMap() without upmap items, encoded by the encoder as it was before the
+// field existed (commit d12f2a1), in hex.
+constexpr char kMapBeforeUpmap[] =
+    "0a0d33663261396331652d6673696410922118fbd095ffbc312238120e3132372e302e302e313a363830311a"
+    "066e6f64652d6122067261636b2d31290000000000000440300138014011480c5098c895ffbc312229080712"
+    "0d31302e312e322e333a363830371a066e6f64652d62400348a01f50fbffffffffffffffff012a1908011204"
+    "6d65746118012003280230403801588088e6de97312a2008031207646174612d656318022006280530e80738"
+    "034004480250808004580132200a14636c69656e742e343731314031302e302e302e3910842018d8ccd2ffbc"
+    "31320d0a09636c69656e742e31321001390ad7a3703d0aef3f41cdccccccccccec3f48858080800850035808"
+    "600479b910156cbcaa68b3";
+
+TEST_CASE("OsdMap without upmap items encodes as before them") {
+  // Maps already in etcd must decode, and equal maps must keep encoding to
+  // equal bytes (compare-and-swap compares bytes).
+  OsdMap m = FullMap();
+  for (PoolInfo& p : m.pools) p.upmap_items.clear();
+  absl::StatusOr<OsdMap> old = OsdMap::Decode(absl::HexStringToBytes(kMapBeforeUpmap));
+  REQUIRE(old.ok());
+  CHECK(*old == m);
+  CHECK(absl::BytesToHexString(m.Encode()) == kMapBeforeUpmap);
 }
 
 TEST_CASE("OsdMap lookups") {
