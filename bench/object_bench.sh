@@ -163,16 +163,19 @@ wait_for_build() {  # a ninja working in our build dir (the lead rebuilding)
 }
 
 started_at=$(date +%s)
-install_ceph() {
-  if ! command -v ceph >/dev/null || ! command -v rados >/dev/null || ! command -v ceph-mds >/dev/null \
-     || ! command -v ceph-fuse >/dev/null; then
-    log "installing ceph ceph-mds ceph-fuse"
-    export DEBIAN_FRONTEND=noninteractive
-    apt-get install -y -q ceph ceph-mds ceph-fuse >"$OUT/apt.log" 2>&1 || {
-      apt-get update -q >>"$OUT/apt.log" 2>&1
-      apt-get install -y -q ceph ceph-mds ceph-fuse >>"$OUT/apt.log" 2>&1
-    } || die "apt-get install ceph failed (see $OUT/apt.log)"
-  fi
+install_ceph() {  # up.sh also needs setfattr (package attr) for its CephFS layouts
+  local c missing=0
+  for c in ceph rados ceph-mon ceph-osd ceph-mgr ceph-mds ceph-fuse setfattr; do
+    command -v "$c" >/dev/null || missing=1
+  done
+  [[ $missing == 1 ]] || return 0
+  local pkgs=(ceph ceph-mds ceph-fuse attr)
+  log "installing ${pkgs[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get install -y -q "${pkgs[@]}" >"$OUT/apt.log" 2>&1 || {
+    apt-get update -q >>"$OUT/apt.log" 2>&1
+    apt-get install -y -q "${pkgs[@]}" >>"$OUT/apt.log" 2>&1
+  } || die "apt-get install ${pkgs[*]} failed (see $OUT/apt.log)"
 }
 if [[ $do_ceph == 1 ]]; then install_ceph; fi
 {
@@ -208,10 +211,12 @@ ceph_part() {
   "$anchor/up.sh" >"$OUT/ceph.up.log" 2>&1 || { tail -20 "$OUT/ceph.up.log" >&2; die "ceph up.sh failed"; }
   log "Ceph anchor up in $(( $(date +%s) - t0 )) s"
 
-  "${C[@]}" osd pool create "$POOL" "$OBJ_PG_NUM" "$OBJ_PG_NUM" replicated >/dev/null
-  "${C[@]}" osd pool set "$POOL" size 3 >/dev/null
-  "${C[@]}" osd pool set "$POOL" min_size 2 >/dev/null
-  "${C[@]}" osd pool application enable "$POOL" rados >/dev/null
+  {
+    "${C[@]}" osd pool create "$POOL" "$OBJ_PG_NUM" "$OBJ_PG_NUM" replicated &&
+    "${C[@]}" osd pool set "$POOL" size 3 &&
+    "${C[@]}" osd pool set "$POOL" min_size 2 &&
+    "${C[@]}" osd pool application enable "$POOL" rados
+  } >"$OUT/ceph.pool.log" 2>&1 || { cat "$OUT/ceph.pool.log" >&2; die "creating the Ceph pool failed"; }
   commands+=("ceph -c $ceph_conf osd pool create $POOL $OBJ_PG_NUM $OBJ_PG_NUM replicated; ... set size 3; ... set min_size 2; ... application enable $POOL rados")
   log "waiting for the Ceph PGs to be active+clean"
   local ok=0
@@ -264,7 +269,8 @@ weft_part() {
   WEFT_DIR=$weft_dir WEFT_OSDS=6 "$root/scripts/quickstart.sh" >"$OUT/weft.up.log" 2>&1 \
     || { tail -20 "$OUT/weft.up.log" >&2; die "quickstart.sh failed"; }
   log "Weft up in $(( $(date +%s) - t0 )) s"
-  "${W[@]}" pool create "$POOL" --size 3 --min-size 2 --pg-num "$OBJ_PG_NUM" >/dev/null
+  "${W[@]}" pool create "$POOL" --size 3 --min-size 2 --pg-num "$OBJ_PG_NUM" >"$OUT/weft.pool.log" 2>&1 \
+    || { cat "$OUT/weft.pool.log" >&2; die "creating the Weft pool failed"; }
   commands+=("WEFT_DIR=\$(mktemp -d) WEFT_OSDS=6 scripts/quickstart.sh; weft pool create $POOL --size 3 --min-size 2 --pg-num $OBJ_PG_NUM")
   log "waiting for the Weft PGs to be active+clean"
   local ok=0 st=""
