@@ -8,6 +8,8 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <malloc.h>
+
 #include <cstdio>
 #include <thread>
 
@@ -49,6 +51,12 @@ std::vector<char*> RewriteShortConf(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // Object data moves in buffers of a few MiB. Above glibc's default
+  // threshold each would be a fresh mmap: page faults and zeroing on every
+  // request (a tenth of the OSD's CPU when measured). Keep them in the heap
+  // and let freed memory be reused rather than returned at once.
+  mallopt(M_MMAP_THRESHOLD, 64 << 20);
+  mallopt(M_TRIM_THRESHOLD, 256 << 20);
   absl::SetProgramUsageMessage("weft-osd --id N --data DIR [-c weft.conf]");
   std::vector<char*> args = RewriteShortConf(argc, argv);
   absl::ParseCommandLine(static_cast<int>(args.size()), args.data());
@@ -114,7 +122,7 @@ int main(int argc, char** argv) {
     int sig = 0;
     sigwait(&signals, &sig);
     LOG(INFO) << "event=signal sig=" << sig;
-    daemon.Shutdown();
+    daemon.RequestShutdown();  // main() shuts down; two threads must not
   });
   waiter.detach();
   daemon.Wait();

@@ -288,11 +288,17 @@ void OsdDaemon::StatsLoop() {
 
 void OsdDaemon::Wait() { shutdown_.WaitForNotification(); }
 
-void OsdDaemon::Shutdown() {
+void OsdDaemon::RequestShutdown() {
   if (!shutdown_.HasBeenNotified()) shutdown_.Notify();
+}
+
+void OsdDaemon::Shutdown() {
+  RequestShutdown();
   if (stats_thread_.joinable()) stats_thread_.join();
-  if (server_) server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
+  // No new maps, so no new peering; queued peering and recovery are dropped.
   map_watch_.reset();
+  if (background_) background_->Cancel();
+  if (server_) server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
   {
     absl::MutexLock lock(&reg_mu_);
     keeper_.reset();

@@ -40,8 +40,12 @@ class OsdDaemon {
   static absl::Status Mkfs(const OsdOptions& options);
 
   absl::Status Start();
-  // Blocks until Shutdown() (from a signal handler thread, say).
+  // Blocks until RequestShutdown() (from a signal-waiting thread, say).
   void Wait();
+  // Only wakes Wait(); safe from any thread.
+  void RequestShutdown();
+  // Stops serving and releases everything; idempotent. Called by the thread
+  // that owns the daemon (main, the destructor), never concurrently.
   void Shutdown();
   const std::string& address() const { return address_; }
 

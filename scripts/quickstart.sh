@@ -31,6 +31,10 @@ stop_pid() {
 
 down() {
   [[ -d "$dir/run" ]] || { log "nothing running"; return 0; }
+  # All OSDs at once: each takes a second or two to leave cleanly.
+  for f in "$dir"/run/osd.*.pid; do
+    [[ -e "$f" ]] && alive "$f" && kill -TERM "$(cat "$f")" 2>/dev/null
+  done
   for f in "$dir"/run/osd.*.pid; do [[ -e "$f" ]] && stop_pid "$f"; done
   stop_pid "$dir/run/mds.pid"
   stop_pid "$dir/run/etcd.pid"

@@ -22,7 +22,14 @@ void ThreadPool::Submit(std::function<void()> fn) {
     return queue_.size() < max_queued_ || stopping_;
   };
   mu_.Await(absl::Condition(&has_room));
+  if (cancelled_) return;
   queue_.push_back(std::move(fn));
+}
+
+void ThreadPool::Cancel() {
+  absl::MutexLock lock(&mu_);
+  cancelled_ = true;
+  queue_.clear();
 }
 
 size_t ThreadPool::queued() {

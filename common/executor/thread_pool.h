@@ -22,6 +22,9 @@ class ThreadPool {
   ThreadPool& operator=(const ThreadPool&) = delete;
 
   void Submit(std::function<void()> fn);
+  // Drops every queued closure that has not started, and any submitted later.
+  // For shutdown: queued peering or recovery is pointless once the daemon stops.
+  void Cancel();
   size_t queued();
 
  private:
@@ -32,6 +35,7 @@ class ThreadPool {
   absl::Mutex mu_;
   std::deque<std::function<void()>> queue_ ABSL_GUARDED_BY(mu_);
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  bool cancelled_ ABSL_GUARDED_BY(mu_) = false;
   std::vector<std::thread> threads_;
 };
 
