@@ -279,9 +279,9 @@ absl::StatusOr<OpResult> ObjectClient::Execute(PoolId pool_id, const std::string
     OpResult result;
     result.version_epoch = reply.version().epoch();
     result.version_seq = reply.version().seq();
-    for (const auto& r : reply.results()) {
+    for (auto& r : *reply.mutable_results()) {
       OpResult::Item item;
-      item.data = r.data();
+      item.data = std::move(*r.mutable_data());  // the reply is ours: no copy
       item.size = r.size();
       item.mtime_ns = r.mtime_ns();
       item.version_epoch = r.version().epoch();
