@@ -73,6 +73,7 @@ class PosixFile final : public RandomFile {
 
  private:
   static constexpr size_t kDirectAlign = 4096;
+  static size_t RoundUp(size_t n) { return (n + kDirectAlign - 1) / kDirectAlign * kDirectAlign; }
 
   absl::Status WriteAll(uint64_t offset, const char* data, size_t n) {
     size_t done = 0;
@@ -92,9 +93,9 @@ class PosixFile final : public RandomFile {
   // truncates the file to the object's size afterwards). The copy costs far
   // less than the page-cache copy it replaces, which dominated the OSD's CPU.
   absl::Status WriteDirect(uint64_t offset, absl::string_view data) {
-    thread_local AlignedBuffer buffer;
+    AlignedBuffer buffer;  // per call: per-thread buffers multiplied by gRPC's threads
     constexpr size_t kMaxPiece = 4 << 20;
-    if (!buffer.Reserve(kMaxPiece)) {
+    if (!buffer.Reserve(std::min(kMaxPiece, RoundUp(data.size())))) {
       return absl::ResourceExhaustedError("cannot allocate an aligned write buffer");
     }
     for (size_t done = 0; done < data.size();) {
@@ -160,9 +161,9 @@ class PosixFile final : public RandomFile {
         return absl::UnimplementedError("no O_DIRECT");
       }
     }
-    thread_local AlignedBuffer buffer;
+    AlignedBuffer buffer;  // per call, as in WriteDirect
     constexpr size_t kPiece = 4 << 20;
-    if (!buffer.Reserve(kPiece + 2 * kDirectAlign)) {
+    if (!buffer.Reserve(std::min(kPiece, RoundUp(n)) + 2 * kDirectAlign)) {
       return absl::ResourceExhaustedError("cannot allocate an aligned read buffer");
     }
     out->resize(n);
