@@ -5,6 +5,7 @@
 //   weft-mds --name a [-c weft.conf] [--addr 127.0.0.1:6789]
 #include <signal.h>
 
+#include <atomic>
 #include <cstdio>
 #include <thread>
 
@@ -17,6 +18,9 @@
 #include "common/log/log.h"
 #include "common/rpc/rpc.h"
 #include "mds/manager/map_manager.h"
+#include "mds/fs_service.h"
+#include "mds/manager/fs_map.h"
+#include "mds/mds_daemon.h"
 #include "mds/mds_service.h"
 
 ABSL_FLAG(std::string, name, "a", "this MDS's name");
@@ -84,20 +88,48 @@ int main(int argc, char** argv) {
   weft::mds::MapManager manager(options, etcd->get());
   if (auto status = manager.Start(); !status.ok()) return Fail(std::string(status.message()));
 
+  auto daemon_options = weft::mds::DaemonOptions::FromConfig(*config);
+  if (!daemon_options.ok()) return Fail(std::string(daemon_options.status().message()));
+  daemon_options->name = options.name;
+  daemon_options->addr = addr;
+  weft::mds::FsMapStore fsmap(&manager, etcd->get(), *fsid);
+  if (auto status = fsmap.Start(); !status.ok()) return Fail(std::string(status.message()));
+
   weft::mds::ClusterService service(&manager);
   grpc::ServerBuilder builder;
   weft::rpc::ConfigureServer(&builder);
   int port = 0;
   builder.AddListeningPort(addr, grpc::InsecureServerCredentials(), &port);
   builder.RegisterService(&service);
+  // The namespace services are registered now and served once the object
+  // client (which gets its maps from this very server) is connected.
+  std::unique_ptr<weft::mds::MdsDaemon> daemon;
+  std::atomic<weft::mds::MdsDaemon*> daemon_ptr{nullptr};
+  weft::mds::MdsService mds_service(&daemon_ptr);
+  weft::mds::FilesystemsService fs_service(&daemon_ptr, &fsmap);
+  builder.RegisterService(&mds_service);
+  builder.RegisterService(&fs_service);
   auto server = builder.BuildAndStart();
   if (server == nullptr || port == 0) return Fail("cannot listen on " + addr);
+
+  weft::client::ClientOptions client_options;
+  client_options.mds_addrs = {addr};
+  client_options.name = "mds." + options.name;
+  auto objects = weft::client::ObjectClient::Connect(client_options);
+  if (!objects.ok()) return Fail("object client: " + std::string(objects.status().message()));
+  daemon = std::make_unique<weft::mds::MdsDaemon>(*daemon_options, &manager, &fsmap,
+                                                  objects->get());
+  daemon->Start();
+  daemon_ptr.store(daemon.get());
   LOG(INFO) << "event=started name=" << options.name << " addr=" << addr;
 
   int sig = 0;
   sigwait(&signals, &sig);
   LOG(INFO) << "event=signal sig=" << sig;
+  daemon_ptr.store(nullptr);
   server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(1));
+  daemon->Stop();
+  fsmap.Stop();
   manager.Stop();
   return 0;
 }

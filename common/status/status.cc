@@ -15,14 +15,16 @@ constexpr absl::string_view kErrnoPayload = "weft/errno";
 absl::StatusCode CodeForErrno(int err) {
   switch (err) {
     case 0: return absl::StatusCode::kOk;
-    case ENOENT: case ESRCH: return absl::StatusCode::kNotFound;
+    case ENOENT: case ESRCH: case ESTALE: case ENODATA: return absl::StatusCode::kNotFound;
     case EEXIST: return absl::StatusCode::kAlreadyExists;
     case EACCES: case EPERM: case EROFS: return absl::StatusCode::kPermissionDenied;
     case ENOSPC: case EDQUOT: case ENOMEM: case EMFILE: case ENFILE:
       return absl::StatusCode::kResourceExhausted;
-    case EINVAL: case ENAMETOOLONG: case EISDIR: case ENOTDIR: case EBADF:
+    case EINVAL: case ENAMETOOLONG: case EISDIR: case ENOTDIR: case EBADF: case ELOOP:
       return absl::StatusCode::kInvalidArgument;
-    case EFBIG: case ERANGE: case EOVERFLOW: return absl::StatusCode::kOutOfRange;
+    case EFBIG: case ERANGE: case EOVERFLOW: case E2BIG: return absl::StatusCode::kOutOfRange;
+    case EMLINK: return absl::StatusCode::kResourceExhausted;
+    case ENOTCONN: return absl::StatusCode::kFailedPrecondition;
     case ENOTEMPTY: case EXDEV: case EBUSY: return absl::StatusCode::kFailedPrecondition;
     case EAGAIN: case ECONNREFUSED: case ECONNRESET: case EHOSTUNREACH:
       return absl::StatusCode::kUnavailable;

@@ -17,5 +17,6 @@ int CmdPool(const Config& config, const Args& args);
 int CmdStatus(const Config& config, const Args& args);
 int CmdObj(const Config& config, const Args& args);
 int CmdBench(const Config& config, const Args& args);
+int CmdFs(const Config& config, const Args& args);
 
 }  // namespace weft::cli

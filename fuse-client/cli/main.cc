@@ -5,6 +5,7 @@
 //   weft [-c FILE] pool create|ls|rm ...
 //   weft [-c FILE] status
 //   weft [-c FILE] obj put|get|stat|rm|ls POOL [NAME] [FILE]
+//   weft [-c FILE] fs new|ls|status|add-data-pool|journal inspect ...
 //   weft [-c FILE] bench POOL write|seq|rand|cleanup [--seconds S] [--threads T] [--block-size B]
 //
 // The config comes from -c FILE, else $WEFT_CONF, else /etc/weft/weft.conf.
@@ -29,7 +30,9 @@ constexpr char kUsage[] =
     "  status\n"
     "  obj put POOL NAME [FILE|-] | obj get POOL NAME [FILE|-] | obj stat POOL NAME\n"
     "  obj rm POOL NAME | obj ls POOL\n"
-    "  bench POOL write|seq|rand|cleanup [--seconds S] [--threads T] [--block-size B]\n";
+    "  bench POOL write|seq|rand|cleanup [--seconds S] [--threads T] [--block-size B]\n"
+    "  fs new NAME --metadata-pool P --data-pool D | fs ls | fs status [NAME]\n"
+    "  fs add-data-pool NAME POOL | fs journal inspect NAME [--events]\n";
 
 }  // namespace
 
@@ -59,7 +62,7 @@ int main(int argc, char** argv) {
     std::fputs(kUsage, stderr);
     return 2;
   }
-  auto args = weft::cli::ParseArgs(rest, {"yes-i-really-mean-it", "no-verify", "detail"});
+  auto args = weft::cli::ParseArgs(rest, {"yes-i-really-mean-it", "no-verify", "detail", "events"});
   if (!args.ok()) return weft::cli::Fail(args.status());
   auto config = weft::Config::Load(weft::Config::DefaultPath(conf_path));
   if (!config.ok()) return weft::cli::Fail(config.status());
@@ -71,6 +74,7 @@ int main(int argc, char** argv) {
   if (cmd == "status") return weft::cli::CmdStatus(*config, *args);
   if (cmd == "obj") return weft::cli::CmdObj(*config, *args);
   if (cmd == "bench") return weft::cli::CmdBench(*config, *args);
+  if (cmd == "fs") return weft::cli::CmdFs(*config, *args);
   std::fprintf(stderr, "weft: unknown command '%s'\n%s", cmd.c_str(), kUsage);
   return 2;
 }

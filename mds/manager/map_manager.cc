@@ -110,6 +110,11 @@ bool MapManager::IsLeader() {
   return leader_;
 }
 
+int64_t MapManager::LeaderLease() {
+  absl::MutexLock lock(&mu_);
+  return leader_ ? leader_lease_ : 0;
+}
+
 std::string MapManager::LeaderAddr() {
   absl::MutexLock lock(&mu_);
   return leader_addr_;

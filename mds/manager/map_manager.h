@@ -58,6 +58,9 @@ class MapManager {
 
   bool IsLeader();
   std::string LeaderAddr();
+  // The etcd lease behind our leadership (0 when not the leader): writes of
+  // other maps (the fsmap) are guarded by it too.
+  int64_t LeaderLease();
 
   // Admin commands; FailedPrecondition naming the leader when not the leader.
   absl::StatusOr<int32_t> OsdCreate(const std::string& host, const std::string& rack,

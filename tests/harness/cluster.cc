@@ -136,20 +136,11 @@ absl::Status Cluster::Boot() {
          << "osd_lease_ttl_s = " << options_.osd_lease_ttl_s << "\n"
          << "osd_stats_interval_ms = 500\n"
          << "mon_osd_down_out_interval = " << options_.down_out_interval_s << "\n";
+    for (const std::string& line : options_.extra_conf) conf << line << "\n";
   }
   CommandResult init = Weft({"cluster", "init", "--failure-domain", options_.failure_domain});
   if (init.code != 0) return absl::InternalError("weft cluster init: " + init.output);
-  ASSIGN_OR_RETURN(mds_, Process::Spawn({BinPath("weft-mds"), "--name", "a", "-c", conf_path_,
-                                         "--lease_ttl_s", "3"},
-                                        dir_ + "/mds.a.log"));
-  // The MDS answers once it has read the map.
-  CommandResult ls;
-  for (int i = 0; i < 100; ++i) {
-    ls = Weft({"osd", "ls"});
-    if (ls.code == 0) break;
-    absl::SleepFor(absl::Milliseconds(100));
-  }
-  if (ls.code != 0) return absl::InternalError("weft-mds did not come up: " + ls.output);
+  RETURN_IF_ERROR(StartMds());
   for (int i = 0; i < options_.osds; ++i) {
     CommandResult created = Weft({"osd", "create", "--host", absl::StrCat("host", i)});
     int id = -1;
@@ -175,6 +166,53 @@ Cluster::~Cluster() {
     std::error_code ec;
     std::filesystem::remove_all(dir_, ec);
   }
+}
+
+absl::Status Cluster::StartMds() {
+  mds_.reset();
+  ASSIGN_OR_RETURN(mds_, Process::Spawn({BinPath("weft-mds"), "--name", "a", "-c", conf_path_,
+                                         "--lease_ttl_s", "3"},
+                                        dir_ + "/mds.a.log"));
+  // The MDS answers once it has read the map.
+  CommandResult ls;
+  for (int i = 0; i < 100; ++i) {
+    ls = Weft({"osd", "ls"});
+    if (ls.code == 0) return absl::OkStatus();
+    absl::SleepFor(absl::Milliseconds(100));
+  }
+  return absl::InternalError("weft-mds did not come up: " + ls.output);
+}
+
+void Cluster::KillMds() {
+  if (mds_) {
+    mds_->Kill(SIGKILL);
+    mds_->Wait();
+  }
+}
+
+bool Cluster::MdsRunning() { return mds_ && mds_->Running(); }
+
+absl::Status Cluster::CreateFs(const std::string& name, const std::string& data_pool) {
+  std::string data = data_pool;
+  for (const std::string& pool : {name + "_meta", name + "_data"}) {
+    if (pool == name + "_data" && !data_pool.empty()) continue;
+    CommandResult r = Weft({"pool", "create", pool, "--size", "3", "--pg-num", "16"});
+    if (r.code != 0) return absl::InternalError("weft pool create: " + r.output);
+  }
+  if (data.empty()) data = name + "_data";
+  RETURN_IF_ERROR(WaitClean(absl::Seconds(30)));
+  CommandResult r = Weft({"fs", "new", name, "--metadata-pool", name + "_meta", "--data-pool", data});
+  if (r.code != 0) return absl::InternalError("weft fs new: " + r.output);
+  return absl::OkStatus();
+}
+
+std::unique_ptr<client::MetaClient> Cluster::Meta(const std::string& fs) {
+  client::MetaClientOptions options;
+  options.mds_addrs = mds_addrs();
+  options.fs = fs;
+  options.op_timeout_ms = 60000;
+  auto c = client::MetaClient::Connect(options);
+  return c.ok() ? std::move(*c) : nullptr;
 }
 
 std::string Cluster::OsdDataDir(int i) const { return absl::StrCat(dir_, "/osd.", i); }

@@ -15,6 +15,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "fuse-client/lib/admin_client.h"
+#include "fuse-client/lib/meta_client.h"
 #include "fuse-client/lib/object_client.h"
 #include "tests/harness/etcd_process.h"
 
@@ -25,6 +26,7 @@ struct ClusterOptions {
   int64_t osd_lease_ttl_s = 3;
   int64_t down_out_interval_s = 600;
   std::string failure_domain = "osd";
+  std::vector<std::string> extra_conf;  // "key = value" lines for weft.conf
 };
 
 // A child process started by the harness.
@@ -67,6 +69,17 @@ class Cluster {
 
   // `weft -c <conf> args...`
   CommandResult Weft(const std::vector<std::string>& args) const;
+
+  // The MDS: restart after a kill, as an operator would.
+  absl::Status StartMds();
+  void KillMds();  // SIGKILL
+  bool MdsRunning();
+
+  // Creates pools NAME_meta (3x) and NAME_data (3x, or `data_pool` if given)
+  // and the filesystem NAME with the CLI, then waits until rank 0 serves it.
+  absl::Status CreateFs(const std::string& name, const std::string& data_pool = "");
+  // A session with the filesystem (waits up to 60 s for rank 0).
+  std::unique_ptr<client::MetaClient> Meta(const std::string& fs);
 
   absl::Status StartOsd(int i);
   void KillOsd(int i);       // SIGKILL

@@ -1,0 +1,175 @@
+// fs commands: new, ls, status, add-data-pool, journal inspect.
+#include <cstdio>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/time/time.h"
+#include "fuse-client/cli/commands.h"
+#include "fuse-client/lib/meta_client.h"
+#include "fuse-client/lib/object_client.h"
+#include "mds/fs/names.h"
+#include "mds/store/meta_store.h"
+
+namespace weft::cli {
+namespace {
+
+constexpr char kFsUsage[] =
+    "fs new NAME --metadata-pool P --data-pool D | fs ls | fs status [NAME]\n"
+    "       | fs add-data-pool NAME POOL | fs journal inspect NAME [--events]";
+
+int FsUsage() {
+  std::fprintf(stderr, "usage: weft %s\n", kFsUsage);
+  return 2;
+}
+
+std::string PoolName(const OsdMap* map, uint32_t id) {
+  if (map != nullptr) {
+    if (const PoolInfo* p = map->FindPool(PoolId(id))) return p->name;
+  }
+  return absl::StrCat("pool#", id);
+}
+
+absl::StatusOr<pb::FsInfo> FindFs(client::FsAdmin& admin, const std::string& name) {
+  auto map = admin.FsList();
+  if (!map.ok()) return map.status();
+  for (const pb::FsInfo& fs : map->filesystems()) {
+    if (fs.name() == name) return fs;
+  }
+  return absl::NotFoundError(absl::StrCat("no filesystem named ", name));
+}
+
+int FsList(client::FsAdmin& admin, const std::vector<std::string>& mds) {
+  auto map = admin.FsList();
+  if (!map.ok()) return Fail(map.status(), "fs ls");
+  client::ClientOptions options;
+  options.mds_addrs = mds;
+  auto objects = client::ObjectClient::Connect(options);
+  std::shared_ptr<const OsdMap> osdmap = objects.ok() ? (*objects)->map() : nullptr;
+  if (map->filesystems().empty()) std::printf("no filesystems\n");
+  for (const pb::FsInfo& fs : map->filesystems()) {
+    std::string data;
+    for (uint32_t p : fs.data_pools()) absl::StrAppend(&data, data.empty() ? "" : ",", PoolName(osdmap.get(), p));
+    std::printf("name: %s, id: %u, metadata pool: %s, data pools: [%s], rank 0: %s (%s)\n",
+                fs.name().c_str(), fs.id(), PoolName(osdmap.get(), fs.metadata_pool()).c_str(),
+                data.c_str(), fs.rank0().name().c_str(), fs.rank0().addr().c_str());
+  }
+  return 0;
+}
+
+int FsStatus(client::FsAdmin& admin, const std::string& name) {
+  auto map = admin.FsList();
+  if (!map.ok()) return Fail(map.status(), "fs status");
+  int shown = 0;
+  for (const pb::FsInfo& fs : map->filesystems()) {
+    if (!name.empty() && fs.name() != name) continue;
+    ++shown;
+    rpc::ChannelCache channels;
+    auto stub = pb::Mds::NewStub(channels.Get(fs.rank0().addr()));
+    grpc::ClientContext ctx;
+    ctx.set_deadline(rpc::DeadlineIn(10000));
+    pb::FsStatusRequest req;
+    req.set_fs(fs.name());
+    pb::FsStatusReply reply;
+    absl::Status status = rpc::FromGrpc(stub->FsStatus(&ctx, req, &reply), "mds");
+    if (status.ok()) status = rpc::FromProto(reply.status());
+    std::printf("%s: rank 0 on %s (%s)\n", fs.name().c_str(), fs.rank0().name().c_str(),
+                fs.rank0().addr().c_str());
+    if (!status.ok()) {
+      std::printf("  state: unavailable (%s)\n", std::string(status.message()).c_str());
+      continue;
+    }
+    std::printf("  state: %s, sessions: %lu, replay: %ld ms\n", reply.state().c_str(),
+                reply.sessions(), reply.replay_ms());
+    std::printf("  cache: %lu inodes, %lu dentries, %lu dirty inodes, MDS RSS %.1f MiB\n",
+                reply.cached_inodes(), reply.cached_dentries(), reply.dirty_inodes(),
+                reply.rss_bytes() / 1048576.0);
+    std::printf("  journal: events %lu..%lu, %lu segments, %.1f KiB\n", reply.journal_first_seq(),
+                reply.journal_last_seq(), reply.journal_segments(), reply.journal_bytes() / 1024.0);
+    std::printf("  strays: %lu, purge queue: %lu\n", reply.strays(), reply.purge_queue());
+  }
+  if (shown == 0 && !name.empty()) return Fail(absl::NotFoundError(absl::StrCat("no filesystem named ", name)), "fs status");
+  return 0;
+}
+
+// Reads the journal straight from the metadata pool (works with the MDS down).
+int JournalInspect(client::FsAdmin& admin, const std::vector<std::string>& mds,
+                   const std::string& name, bool events) {
+  auto fs = FindFs(admin, name);
+  if (!fs.ok()) return Fail(fs.status(), "fs journal inspect");
+  client::ClientOptions options;
+  options.mds_addrs = mds;
+  auto objects = client::ObjectClient::Connect(options);
+  if (!objects.ok()) return Fail(objects.status(), "fs journal inspect");
+  mds::MetaStore store(objects->get(), PoolId(fs->metadata_pool()), fs->id());
+  auto head = store.ReadHead();
+  if (!head.ok()) return Fail(head.status(), "read journal head");
+  if (!head->has_value()) return Fail(absl::NotFoundError("no journal head"), "fs journal inspect");
+  std::printf("journal of %s: trimmed to seq %lu, first segment %lu, segment size %u\n",
+              name.c_str(), (*head)->trimmed_seq(), (*head)->first_segment(), (*head)->segment_bytes());
+  uint64_t count = 0, bytes = 0, first = 0, last = 0, segments = 0;
+  for (uint64_t seg = (*head)->first_segment();; ++seg) {
+    auto data = store.ReadSegment(seg);
+    if (absl::IsNotFound(data.status())) break;
+    if (!data.ok()) return Fail(data.status(), absl::StrCat("read segment ", seg));
+    ++segments;
+    bytes += data->size();
+    size_t valid = 0;
+    for (const std::string& frame : mds::ParseFrames(*data, &valid)) {
+      pb::JournalEvent ev;
+      if (!ev.ParseFromString(frame)) {
+        std::printf("segment %lu: undecodable event\n", seg);
+        continue;
+      }
+      if (ev.seq() <= (*head)->trimmed_seq()) continue;
+      ++count;
+      if (first == 0) first = ev.seq();
+      last = ev.seq();
+      if (events) {
+        std::printf("  seq %lu %s: %d inodes, %d removed, %d dentries, %d unlinked%s\n", ev.seq(),
+                    ev.op().c_str(), ev.inodes_size(), ev.removed_inodes_size(),
+                    ev.dentries_size(), ev.removed_dentries_size(),
+                    ev.tid() != 0 ? absl::StrFormat(", request %x/%lu", ev.session(), ev.tid()).c_str() : "");
+      }
+    }
+    if (valid != data->size()) std::printf("segment %lu: torn tail after %zu bytes\n", seg, valid);
+  }
+  std::printf("live: %lu events (seq %lu..%lu) in %lu segments, %lu bytes\n", count, first, last,
+              segments, bytes);
+  return 0;
+}
+
+}  // namespace
+
+int CmdFs(const Config& config, const Args& args) {
+  if (args.positional.empty()) return FsUsage();
+  auto mds = config.MdsAddresses();
+  if (!mds.ok()) return Fail(mds.status());
+  client::FsAdmin admin(*mds);
+  const std::string& sub = args.positional[0];
+  if (sub == "new") {
+    if (args.positional.size() != 2 || args.Get("metadata-pool").empty() ||
+        args.Get("data-pool").empty()) {
+      return FsUsage();
+    }
+    absl::Status status = admin.FsNew(args.positional[1], args.Get("metadata-pool"), args.Get("data-pool"));
+    if (!status.ok()) return Fail(status, "fs new");
+    std::printf("created filesystem %s\n", args.positional[1].c_str());
+    return 0;
+  }
+  if (sub == "ls" && args.positional.size() == 1) return FsList(admin, *mds);
+  if (sub == "status" && args.positional.size() <= 2) {
+    return FsStatus(admin, args.positional.size() == 2 ? args.positional[1] : "");
+  }
+  if (sub == "add-data-pool" && args.positional.size() == 3) {
+    absl::Status status = admin.FsAddDataPool(args.positional[1], args.positional[2]);
+    if (!status.ok()) return Fail(status, "fs add-data-pool");
+    std::printf("filesystem %s: data pool %s added\n", args.positional[1].c_str(), args.positional[2].c_str());
+    return 0;
+  }
+  if (sub == "journal" && args.positional.size() == 3 && args.positional[1] == "inspect") {
+    return JournalInspect(admin, *mds, args.positional[2], args.Has("events"));
+  }
+  return FsUsage();
+}
+
+}  // namespace weft::cli

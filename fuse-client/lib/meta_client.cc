@@ -1,0 +1,252 @@
+#include "fuse-client/lib/meta_client.h"
+
+#include <unistd.h>
+
+#include <cerrno>
+#include <random>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "common/status/status.h"
+
+namespace weft::client {
+namespace {
+
+// "not the map manager; leader=ADDR" -> ADDR.
+std::string LeaderFrom(const absl::Status& status) {
+  absl::string_view msg = status.message();
+  auto pos = msg.find("leader=");
+  if (pos == absl::string_view::npos) return "";
+  std::string addr(msg.substr(pos + 7));
+  return addr == "none" ? "" : addr;
+}
+
+bool Retryable(const absl::Status& status) {
+  return absl::IsUnavailable(status) || absl::IsDeadlineExceeded(status) ||
+         absl::IsAborted(status);
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<MetaClient>> MetaClient::Connect(MetaClientOptions options) {
+  if (options.mds_addrs.empty()) return absl::InvalidArgumentError("no MDS address configured");
+  if (options.client_name.empty()) {
+    char host[256] = {0};
+    gethostname(host, sizeof(host) - 1);
+    options.client_name = absl::StrCat("client.", host, ".", getpid(), ".", std::random_device{}() % 100000);
+  }
+  std::unique_ptr<MetaClient> client(new MetaClient(std::move(options)));
+  const absl::Time deadline = absl::Now() + absl::Milliseconds(client->options_.op_timeout_ms);
+  absl::Status status;
+  for (;;) {
+    status = client->Resolve();
+    if (status.ok()) status = client->OpenSession(0);
+    if (status.ok() || !Retryable(status) || absl::Now() > deadline) break;
+    absl::SleepFor(absl::Milliseconds(200));
+  }
+  RETURN_IF_ERROR(status);
+  client->renewer_ = std::thread([c = client.get()] { c->RenewLoop(); });
+  return client;
+}
+
+MetaClient::~MetaClient() {
+  (void)Close();
+  if (renewer_.joinable()) renewer_.join();
+}
+
+absl::Status MetaClient::Resolve() {
+  FsAdmin admin(options_.mds_addrs, options_.rpc_timeout_ms);
+  ASSIGN_OR_RETURN(pb::FsMap map, admin.FsList());
+  for (const pb::FsInfo& fs : map.filesystems()) {
+    if (fs.name() != options_.fs) continue;
+    if (fs.rank0().addr().empty()) return absl::UnavailableError("rank 0 has no MDS yet");
+    absl::MutexLock lock(&mu_);
+    addr_ = fs.rank0().addr();
+    return absl::OkStatus();
+  }
+  return ErrnoError(absl::StatusCode::kNotFound, ENOENT,
+                    absl::StrCat("no filesystem named ", options_.fs));
+}
+
+std::shared_ptr<grpc::Channel> MetaClient::Channel() {
+  absl::MutexLock lock(&mu_);
+  return channels_.Get(addr_);
+}
+
+absl::Status MetaClient::OpenSession(uint64_t reclaim) {
+  auto stub = pb::Mds::NewStub(Channel());
+  grpc::ClientContext ctx;
+  ctx.set_deadline(rpc::DeadlineIn(options_.rpc_timeout_ms));
+  pb::SessionOpenRequest req;
+  req.set_fs(options_.fs);
+  req.set_client(options_.client_name);
+  req.set_reclaim(reclaim);
+  pb::SessionReply reply;
+  RETURN_IF_ERROR(rpc::FromGrpc(stub->SessionOpen(&ctx, req, &reply), "mds"));
+  RETURN_IF_ERROR(rpc::FromProto(reply.status()));
+  session_ = reply.session();
+  root_ = reply.root();
+  absl::MutexLock lock(&mu_);
+  timeout_ms_ = reply.timeout_ms();
+  return absl::OkStatus();
+}
+
+void MetaClient::RenewLoop() {
+  for (;;) {
+    int64_t period = 0;
+    {
+      absl::MutexLock lock(&mu_);
+      period = std::max<int64_t>(500, timeout_ms_ / 4);
+      if (mu_.AwaitWithTimeout(absl::Condition(&closed_), absl::Milliseconds(period))) return;
+    }
+    auto stub = pb::Mds::NewStub(Channel());
+    grpc::ClientContext ctx;
+    ctx.set_deadline(rpc::DeadlineIn(std::min<int64_t>(period, options_.rpc_timeout_ms)));
+    pb::SessionRequest req;
+    req.set_fs(options_.fs);
+    req.set_session(session_);
+    pb::SessionReply reply;
+    absl::Status status = rpc::FromGrpc(stub->SessionRenew(&ctx, req, &reply), "mds");
+    if (status.ok()) status = rpc::FromProto(reply.status());
+    if (absl::IsUnavailable(status)) (void)Resolve();  // rank 0 may have moved
+  }
+}
+
+absl::StatusOr<pb::MetaReply> MetaClient::Call(pb::MetaRequest request) {
+  return CallWithTid(std::move(request), NextTid());
+}
+
+absl::StatusOr<pb::MetaReply> MetaClient::CallWithTid(pb::MetaRequest request, uint64_t tid) {
+  request.set_session(session_);
+  request.set_tid(tid);
+  {
+    absl::MutexLock lock(&mu_);
+    inflight_.insert(tid);
+    request.set_oldest_tid(*inflight_.begin());
+  }
+  const absl::Time deadline = absl::Now() + absl::Milliseconds(options_.op_timeout_ms);
+  absl::StatusOr<pb::MetaReply> result;
+  for (int attempt = 0;; ++attempt) {
+    auto stub = pb::Mds::NewStub(Channel());
+    grpc::ClientContext ctx;
+    ctx.set_deadline(rpc::DeadlineIn(options_.rpc_timeout_ms));
+    pb::MetaReply reply;
+    absl::Status status = rpc::FromGrpc(stub->Call(&ctx, request, &reply), "mds");
+    if (status.ok()) status = rpc::FromProto(reply.status());
+    if (status.ok()) {
+      result = std::move(reply);
+      break;
+    }
+    if (StatusToErrno(status) == ENOTCONN && attempt < 3) {
+      // The MDS lost our session (timed out): continue it if it can, else a
+      // new one.
+      absl::Status reopened = OpenSession(session_);
+      if (!reopened.ok()) reopened = OpenSession(0);
+      request.set_session(session_);
+      if (reopened.ok()) continue;
+    }
+    if (!Retryable(status) || absl::Now() > deadline) {
+      result = status;
+      break;
+    }
+    absl::SleepFor(absl::Milliseconds(std::min(1000, 50 << std::min(attempt, 4))));
+    (void)Resolve();
+  }
+  absl::MutexLock lock(&mu_);
+  inflight_.erase(tid);
+  return result;
+}
+
+absl::StatusOr<pb::FsStatusReply> MetaClient::FsStatus() {
+  auto stub = pb::Mds::NewStub(Channel());
+  grpc::ClientContext ctx;
+  ctx.set_deadline(rpc::DeadlineIn(options_.rpc_timeout_ms));
+  pb::FsStatusRequest req;
+  req.set_fs(options_.fs);
+  pb::FsStatusReply reply;
+  RETURN_IF_ERROR(rpc::FromGrpc(stub->FsStatus(&ctx, req, &reply), "mds"));
+  RETURN_IF_ERROR(rpc::FromProto(reply.status()));
+  return reply;
+}
+
+absl::Status MetaClient::Close() {
+  {
+    absl::MutexLock lock(&mu_);
+    if (closed_) return absl::OkStatus();
+    closed_ = true;
+  }
+  auto stub = pb::Mds::NewStub(Channel());
+  grpc::ClientContext ctx;
+  ctx.set_deadline(rpc::DeadlineIn(5000));
+  pb::SessionRequest req;
+  req.set_fs(options_.fs);
+  req.set_session(session_);
+  pb::SessionReply reply;
+  RETURN_IF_ERROR(rpc::FromGrpc(stub->SessionClose(&ctx, req, &reply), "mds"));
+  return rpc::FromProto(reply.status());
+}
+
+absl::Status FsAdmin::Call(const std::function<absl::Status(pb::Filesystems::Stub*)>& fn) {
+  std::vector<std::string> todo = mds_addrs_;
+  absl::Status last = absl::UnavailableError("no MDS address configured");
+  for (size_t i = 0; i < todo.size() && i < 8; ++i) {
+    auto stub = pb::Filesystems::NewStub(channels_.Get(todo[i]));
+    absl::Status status = fn(stub.get());
+    std::string leader = LeaderFrom(status);
+    if (absl::IsFailedPrecondition(status) && !leader.empty()) {
+      todo.push_back(leader);
+      last = status;
+      continue;
+    }
+    if (absl::IsUnavailable(status) || absl::IsDeadlineExceeded(status)) {
+      last = status;
+      continue;
+    }
+    return status;
+  }
+  return last;
+}
+
+absl::Status FsAdmin::FsNew(const std::string& name, const std::string& metadata_pool,
+                            const std::string& data_pool) {
+  return Call([&](pb::Filesystems::Stub* stub) {
+    grpc::ClientContext ctx;
+    ctx.set_deadline(rpc::DeadlineIn(timeout_ms_));
+    pb::FsNewRequest req;
+    req.set_name(name);
+    req.set_metadata_pool(metadata_pool);
+    req.set_data_pool(data_pool);
+    pb::AdminReply reply;
+    RETURN_IF_ERROR(rpc::FromGrpc(stub->FsNew(&ctx, req, &reply), "mds"));
+    return rpc::FromProto(reply.status());
+  });
+}
+
+absl::Status FsAdmin::FsAddDataPool(const std::string& name, const std::string& data_pool) {
+  return Call([&](pb::Filesystems::Stub* stub) {
+    grpc::ClientContext ctx;
+    ctx.set_deadline(rpc::DeadlineIn(timeout_ms_));
+    pb::FsAddDataPoolRequest req;
+    req.set_name(name);
+    req.set_data_pool(data_pool);
+    pb::AdminReply reply;
+    RETURN_IF_ERROR(rpc::FromGrpc(stub->FsAddDataPool(&ctx, req, &reply), "mds"));
+    return rpc::FromProto(reply.status());
+  });
+}
+
+absl::StatusOr<pb::FsMap> FsAdmin::FsList() {
+  pb::FsMap out;
+  RETURN_IF_ERROR(Call([&](pb::Filesystems::Stub* stub) {
+    grpc::ClientContext ctx;
+    ctx.set_deadline(rpc::DeadlineIn(timeout_ms_));
+    pb::FsListReply reply;
+    RETURN_IF_ERROR(rpc::FromGrpc(stub->FsList(&ctx, pb::FsListRequest(), &reply), "mds"));
+    RETURN_IF_ERROR(rpc::FromProto(reply.status()));
+    out = reply.fsmap();
+    return absl::OkStatus();
+  }));
+  return out;
+}
+
+}  // namespace weft::client

@@ -1,0 +1,93 @@
+// A session with the MDS serving a filesystem's rank 0, and namespace
+// requests over it. Every frontend (the FUSE mount, tests, tools) uses it.
+//
+// Requests carry (session, tid). Call() retries the same tid when a reply is
+// lost, the MDS restarts or rank 0 moves, so a retried create or rename is
+// answered from the MDS's completed-request table rather than applied twice.
+// A background thread renews the session well within its timeout.
+//
+// Thread-safe. Errors from the MDS come back as absl::Status carrying the
+// errno a POSIX caller needs (common/status).
+#pragma once
+
+#include <atomic>
+#include <memory>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "common/rpc/rpc.h"
+#include "proto/mds.grpc.pb.h"
+
+namespace weft::client {
+
+struct MetaClientOptions {
+  std::vector<std::string> mds_addrs;
+  std::string fs;
+  std::string client_name;          // default client.<host>.<pid>
+  int64_t rpc_timeout_ms = 30000;   // one attempt
+  int64_t op_timeout_ms = 120000;   // all retries of one request
+};
+
+class MetaClient {
+ public:
+  static absl::StatusOr<std::unique_ptr<MetaClient>> Connect(MetaClientOptions options);
+  ~MetaClient();  // closes the session
+
+  uint64_t session() const { return session_; }
+  uint64_t root() const { return root_; }
+
+  // Sends `request` with this session and the next tid.
+  absl::StatusOr<pb::MetaReply> Call(pb::MetaRequest request);
+  // Same with a given tid (a retry after a lost reply).
+  absl::StatusOr<pb::MetaReply> CallWithTid(pb::MetaRequest request, uint64_t tid);
+  uint64_t NextTid() { return next_tid_.fetch_add(1); }
+
+  absl::StatusOr<pb::FsStatusReply> FsStatus();
+  // Ends the session now (its open files are released).
+  absl::Status Close();
+
+ private:
+  explicit MetaClient(MetaClientOptions options) : options_(std::move(options)) {}
+  absl::Status Resolve();
+  absl::Status OpenSession(uint64_t reclaim);
+  std::shared_ptr<grpc::Channel> Channel();
+  void RenewLoop();
+
+  const MetaClientOptions options_;
+  rpc::ChannelCache channels_;
+  std::atomic<uint64_t> next_tid_{1};
+  uint64_t session_ = 0;
+  uint64_t root_ = 1;
+
+  absl::Mutex mu_;
+  std::string addr_ ABSL_GUARDED_BY(mu_);
+  std::set<uint64_t> inflight_ ABSL_GUARDED_BY(mu_);
+  int64_t timeout_ms_ ABSL_GUARDED_BY(mu_) = 60000;
+  bool closed_ ABSL_GUARDED_BY(mu_) = false;
+  std::thread renewer_;
+};
+
+// Filesystem administration (weft fs ...): sent to the elected MDS.
+class FsAdmin {
+ public:
+  explicit FsAdmin(std::vector<std::string> mds_addrs, int64_t timeout_ms = 30000)
+      : mds_addrs_(std::move(mds_addrs)), timeout_ms_(timeout_ms) {}
+
+  absl::Status FsNew(const std::string& name, const std::string& metadata_pool,
+                     const std::string& data_pool);
+  absl::Status FsAddDataPool(const std::string& name, const std::string& data_pool);
+  absl::StatusOr<pb::FsMap> FsList();
+
+ private:
+  absl::Status Call(const std::function<absl::Status(pb::Filesystems::Stub*)>& fn);
+
+  std::vector<std::string> mds_addrs_;
+  int64_t timeout_ms_;
+  rpc::ChannelCache channels_;
+};
+
+}  // namespace weft::client

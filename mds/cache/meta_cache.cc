@@ -1,0 +1,383 @@
+#include "mds/cache/meta_cache.h"
+
+#include <algorithm>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "common/log/log.h"
+
+namespace weft::mds {
+namespace {
+
+std::string SessionKey(uint64_t id) { return absl::StrFormat("%016x", id); }
+
+}  // namespace
+
+CInode* MetaCache::Inode(uint64_t ino) {
+  auto it = inodes_.find(ino);
+  if (it == inodes_.end()) return nullptr;
+  it->second->last_used = Tick();
+  return it->second.get();
+}
+
+CDir* MetaCache::Dir(uint64_t ino) {
+  auto& d = dirs_[ino];
+  if (!d) d = std::make_unique<CDir>();
+  d->last_used = Tick();
+  return d.get();
+}
+
+std::vector<uint64_t> MetaCache::DirtyDirsWithoutInode() {
+  std::vector<uint64_t> out;
+  for (uint64_t dir : dirty_dirs_) {
+    if (!inodes_.contains(dir) && !removed_inodes_.contains(dir)) out.push_back(dir);
+  }
+  return out;
+}
+
+bool MetaCache::FragLoaded(uint64_t dir, Frag frag) {
+  auto it = dirs_.find(dir);
+  return it != dirs_.end() && it->second->loaded.contains(frag);
+}
+
+size_t MetaCache::FragCount(uint64_t dir, Frag frag) {
+  auto it = dirs_.find(dir);
+  if (it == dirs_.end()) return 0;
+  const auto& by_hash = it->second->by_hash;
+  auto first = by_hash.lower_bound(FragStart(frag));
+  auto last = by_hash.lower_bound(FragEnd(frag));
+  return static_cast<size_t>(std::distance(first, last));
+}
+
+const CDentry* MetaCache::Lookup(uint64_t dir, const std::string& name, bool* known) {
+  *known = false;
+  auto it = dirs_.find(dir);
+  if (it != dirs_.end()) {
+    CDir* d = it->second.get();
+    d->last_used = Tick();
+    auto e = d->entries.find(name);
+    if (e != d->entries.end()) {
+      *known = true;
+      return &e->second;
+    }
+    if (d->removed.contains(name)) {
+      *known = true;
+      return nullptr;
+    }
+  }
+  CInode* di = Inode(dir);
+  if (di == nullptr) return nullptr;
+  std::vector<Frag> frags(di->rec.frags().begin(), di->rec.frags().end());
+  *known = FragLoaded(dir, FragFor(frags, NameHash(name)));
+  return nullptr;
+}
+
+void MetaCache::MergeInode(const pb::InodeRec& rec) {
+  if (inodes_.contains(rec.ino()) || removed_inodes_.contains(rec.ino())) return;
+  auto inode = std::make_unique<CInode>();
+  inode->rec = rec;
+  inode->last_used = Tick();
+  inodes_[rec.ino()] = std::move(inode);
+}
+
+void MetaCache::MergeFrag(uint64_t dir, Frag frag, const std::vector<pb::DentryRec>& entries) {
+  CDir* d = Dir(dir);
+  if (d->loaded.contains(frag)) return;
+  for (const pb::DentryRec& e : entries) {
+    if (d->entries.contains(e.name()) || d->removed.contains(e.name())) continue;
+    d->entries[e.name()] = CDentry{e.ino(), e.type()};
+    d->by_hash[NameHash(e.name())] = e.name();
+    ++dentries_;
+  }
+  for (auto it = d->removed.begin(); it != d->removed.end();) {
+    auto cur = it++;
+    if (FragContains(frag, NameHash(*cur))) d->removed.erase(cur);
+  }
+  d->loaded.insert(frag);
+}
+
+void MetaCache::SetDentry(const pb::DentryRec& rec) {
+  CDir* d = Dir(rec.dir());
+  auto [it, inserted] = d->entries.try_emplace(rec.name());
+  it->second = CDentry{rec.ino(), rec.type()};
+  if (inserted) {
+    d->by_hash[NameHash(rec.name())] = rec.name();
+    ++dentries_;
+  }
+  d->removed.erase(rec.name());
+  d->dirty.insert(rec.name());
+  dirty_dirs_.insert(rec.dir());
+}
+
+void MetaCache::RemoveDentry(uint64_t dir, const std::string& name) {
+  CDir* d = Dir(dir);
+  if (d->entries.erase(name) > 0) {
+    d->by_hash.erase(NameHash(name));
+    --dentries_;
+  }
+  d->removed.insert(name);
+  d->dirty.insert(name);
+  dirty_dirs_.insert(dir);
+}
+
+void MetaCache::Apply(const pb::JournalEvent& ev) {
+  for (const pb::FragSplit& split : ev.splits()) {
+    CDir* d = Dir(split.dir());
+    auto [a, b] = SplitFrag(split.frag());
+    d->dead.insert(split.frag());
+    d->rewrite.erase(split.frag());
+    d->loaded.erase(split.frag());
+    for (Frag half : {a, b}) {
+      d->rewrite.insert(half);
+      d->loaded.insert(half);
+    }
+    dirty_dirs_.insert(split.dir());
+  }
+  for (const pb::InodeRec& rec : ev.inodes()) {
+    auto& slot = inodes_[rec.ino()];
+    if (!slot) slot = std::make_unique<CInode>();
+    slot->rec = rec;
+    slot->last_used = Tick();
+    slot->dirty = true;
+    dirty_inodes_.insert(rec.ino());
+    removed_inodes_.erase(rec.ino());
+    absent_.erase(rec.ino());
+  }
+  for (uint64_t ino : ev.removed_inodes()) {
+    auto it = inodes_.find(ino);
+    std::vector<Frag> frags = {kRootFrag};
+    if (it != inodes_.end()) {
+      frags = SortedFrags({it->second->rec.frags().begin(), it->second->rec.frags().end()});
+      if ((it->second->rec.mode() & 0170000) != 0040000) frags.clear();
+      inodes_.erase(it);
+    }
+    if (!frags.empty()) {
+      CDir* d = Dir(ino);
+      for (Frag f : frags) d->dead.insert(f);
+      d->rewrite.clear();
+      dirty_dirs_.insert(ino);
+    }
+    dirty_inodes_.erase(ino);
+    removed_inodes_.insert(ino);
+  }
+  for (const pb::DentryRec& rec : ev.removed_dentries()) RemoveDentry(rec.dir(), rec.name());
+  for (const pb::DentryRec& rec : ev.dentries()) SetDentry(rec);
+  if (ev.next_ino() > next_ino_) {
+    next_ino_ = ev.next_ino();
+    next_ino_dirty_ = true;
+  }
+  for (const pb::SessionRec& rec : ev.sessions()) {
+    if (rec.closed()) {
+      sessions_.erase(rec.id());
+      closed_sessions_.insert(rec.id());
+      continue;
+    }
+    SessionState& s = sessions_[rec.id()];
+    auto completed = std::move(*s.rec.mutable_completed());
+    s.rec = rec;
+    *s.rec.mutable_completed() = std::move(completed);
+    s.dirty = true;
+    closed_sessions_.erase(rec.id());
+  }
+  if (ev.tid() != 0) {
+    auto it = sessions_.find(ev.session());
+    if (it != sessions_.end()) {
+      SessionState& s = it->second;
+      (*s.rec.mutable_completed())[ev.tid()] = ev.reply();
+      s.completed_seq[ev.tid()] = ev.seq();
+      auto& completed = *s.rec.mutable_completed();
+      for (auto c = completed.begin(); c != completed.end();) {
+        if (c->first < ev.oldest_tid()) {
+          s.completed_seq.erase(c->first);
+          c = completed.erase(c);
+        } else {
+          ++c;
+        }
+      }
+      s.dirty = true;
+    }
+  }
+  for (uint64_t ino : ev.stray_add()) {
+    auto h = ev.stray_holders().find(ino);
+    strays_[ino] = h == ev.stray_holders().end() ? 0 : h->second;
+    strays_dirty_ = true;
+  }
+  for (uint64_t ino : ev.stray_remove()) {
+    strays_.erase(ino);
+    strays_dirty_ = true;
+  }
+  for (const pb::PurgeRec& rec : ev.purge_add()) {
+    purge_[rec.ino()] = rec;
+    purge_dirty_ = true;
+  }
+  for (uint64_t ino : ev.purge_done()) {
+    purge_.erase(ino);
+    purge_dirty_ = true;
+  }
+}
+
+SessionState* MetaCache::Session(uint64_t id) {
+  auto it = sessions_.find(id);
+  return it == sessions_.end() ? nullptr : &it->second;
+}
+
+void MetaCache::AddInodeUpdates(FlushBatch* batch) {
+  for (uint64_t ino : dirty_inodes_) {
+    auto it = inodes_.find(ino);
+    if (it == inodes_.end()) continue;
+    it->second->dirty = false;
+    batch->updates[InodeTableObject(fs_, ino)].set.emplace_back(
+        InodeKey(ino), it->second->rec.SerializeAsString());
+    ++batch->inodes;
+  }
+  dirty_inodes_.clear();
+  for (uint64_t ino : removed_inodes_) {
+    batch->updates[InodeTableObject(fs_, ino)].rm.push_back(InodeKey(ino));
+  }
+  removed_inodes_.clear();
+}
+
+void MetaCache::AddDirUpdates(FlushBatch* batch) {
+  std::vector<uint64_t> kept;
+  for (uint64_t dir : dirty_dirs_) {
+    CDir* d = Dir(dir);
+    auto ii = inodes_.find(dir);
+    std::vector<Frag> frags = {kRootFrag};
+    if (ii != inodes_.end()) {
+      frags = SortedFrags({ii->second->rec.frags().begin(), ii->second->rec.frags().end()});
+    } else if (!d->dirty.empty() || !d->rewrite.empty()) {
+      bool gone = d->entries.empty() && !d->dead.empty();
+      if (!gone) {
+        kept.push_back(dir);  // the flusher loads the inode and comes back
+        continue;
+      }
+      d->dirty.clear();
+      d->rewrite.clear();
+    }
+    for (Frag f : d->dead) batch->updates[DirFragObject(fs_, dir, f)].remove = true;
+    for (Frag f : d->rewrite) {
+      ObjectUpdate& u = batch->updates[DirFragObject(fs_, dir, f)];
+      u.clear = true;
+      for (auto it = d->by_hash.lower_bound(FragStart(f));
+           it != d->by_hash.end() && it->first < FragEnd(f); ++it) {
+        const CDentry& e = d->entries.at(it->second);
+        pb::DentryRec rec;
+        rec.set_ino(e.ino);
+        rec.set_type(e.type);
+        u.set.emplace_back(it->second, rec.SerializeAsString());
+        ++batch->dentries;
+      }
+    }
+    for (const std::string& name : d->dirty) {
+      Frag f = FragFor(frags, NameHash(name));
+      if (d->rewrite.contains(f)) continue;
+      ObjectUpdate& u = batch->updates[DirFragObject(fs_, dir, f)];
+      auto e = d->entries.find(name);
+      if (e == d->entries.end()) {
+        u.rm.push_back(name);
+      } else {
+        pb::DentryRec rec;
+        rec.set_ino(e->second.ino);
+        rec.set_type(e->second.type);
+        u.set.emplace_back(name, rec.SerializeAsString());
+      }
+      ++batch->dentries;
+    }
+    d->dirty.clear();
+    d->rewrite.clear();
+    d->dead.clear();
+  }
+  dirty_dirs_.clear();
+  dirty_dirs_.insert(kept.begin(), kept.end());
+}
+
+void MetaCache::AddTableUpdates(FlushBatch* batch) {
+  ObjectUpdate& sessions = batch->updates[TableObject(fs_, "sessions")];
+  for (auto& [id, s] : sessions_) {
+    if (!s.dirty) continue;
+    s.dirty = false;
+    sessions.set.emplace_back(SessionKey(id), s.rec.SerializeAsString());
+  }
+  for (uint64_t id : closed_sessions_) sessions.rm.push_back(SessionKey(id));
+  closed_sessions_.clear();
+  if (sessions.set.empty() && sessions.rm.empty()) batch->updates.erase(TableObject(fs_, "sessions"));
+  if (strays_dirty_) {
+    ObjectUpdate& u = batch->updates[TableObject(fs_, "strays")];
+    u.clear = true;
+    for (auto& [ino, holder] : strays_) u.set.emplace_back(InodeKey(ino), absl::StrCat(holder));
+    strays_dirty_ = false;
+  }
+  if (purge_dirty_) {
+    ObjectUpdate& u = batch->updates[TableObject(fs_, "purge")];
+    u.clear = true;
+    for (auto& [ino, rec] : purge_) u.set.emplace_back(InodeKey(ino), rec.SerializeAsString());
+    purge_dirty_ = false;
+  }
+  if (next_ino_dirty_) {
+    batch->updates[TableObject(fs_, "inotable")].set.emplace_back("next_ino",
+                                                                  absl::StrCat(next_ino_));
+    next_ino_dirty_ = false;
+  }
+}
+
+FlushBatch MetaCache::TakeDirty(uint64_t seq) {
+  FlushBatch batch;
+  batch.seq = seq;
+  AddInodeUpdates(&batch);
+  AddDirUpdates(&batch);
+  AddTableUpdates(&batch);
+  return batch;
+}
+
+void MetaCache::LoadTables(const std::map<std::string, std::string>& sessions,
+                           const std::map<std::string, std::string>& strays,
+                           const std::map<std::string, std::string>& purge,
+                           const std::map<std::string, std::string>& inotable) {
+  for (const auto& [key, value] : sessions) {
+    pb::SessionRec rec;
+    if (!rec.ParseFromString(value)) {
+      LOG(WARNING) << "event=bad_session_record key=" << key;
+      continue;
+    }
+    SessionState& s = sessions_[rec.id()];
+    s.rec = rec;
+  }
+  for (const auto& [key, value] : strays) {
+    uint64_t ino = 0, holder = 0;
+    if (absl::SimpleHexAtoi(key, &ino) && absl::SimpleAtoi(value, &holder)) strays_[ino] = holder;
+  }
+  for (const auto& [key, value] : purge) {
+    pb::PurgeRec rec;
+    if (rec.ParseFromString(value)) purge_[rec.ino()] = rec;
+  }
+  auto it = inotable.find("next_ino");
+  uint64_t next = 0;
+  if (it != inotable.end() && absl::SimpleAtoi(it->second, &next) && next > next_ino_) {
+    next_ino_ = next;
+  }
+}
+
+void MetaCache::Trim(size_t max_inodes, const absl::flat_hash_set<uint64_t>& pinned) {
+  if (inodes_.size() <= max_inodes) return;
+  std::vector<std::pair<uint64_t, uint64_t>> candidates;  // last_used, ino
+  for (auto& [ino, inode] : inodes_) {
+    if (inode->dirty || ino == kRootIno || pinned.contains(ino)) continue;
+    auto d = dirs_.find(ino);
+    if (d != dirs_.end() && (d->second->Dirty() || dirty_dirs_.contains(ino))) continue;
+    candidates.emplace_back(inode->last_used, ino);
+  }
+  std::sort(candidates.begin(), candidates.end());
+  size_t target = max_inodes - max_inodes / 10;
+  for (const auto& [used, ino] : candidates) {
+    if (inodes_.size() <= target) break;
+    auto d = dirs_.find(ino);
+    if (d != dirs_.end()) {
+      dentries_ -= d->second->entries.size();
+      dirs_.erase(d);
+    }
+    inodes_.erase(ino);
+  }
+}
+
+}  // namespace weft::mds

@@ -1,0 +1,149 @@
+// The rank's in-memory metadata: inodes, directory entries, sessions, strays
+// and the purge queue, with what is dirty since the last flush.
+//
+// Not thread-safe: the rank's mutex guards it (MdsRank::mu_). No I/O here:
+// what is missing is loaded by the rank (without its lock) and merged in.
+//
+// Directories keep their entries as an overlay over the fragment objects:
+// `entries` and `removed` say what is known; a fragment is "loaded" once its
+// object has been read and merged, and only loaded fragments may be listed or
+// trusted for a negative lookup. Journal replay needs no reads: it applies
+// events to the overlay.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "absl/container/btree_map.h"
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
+#include "mds/fs/names.h"
+#include "mds/store/meta_store.h"
+#include "proto/mds.pb.h"
+
+namespace weft::mds {
+
+struct CDentry {
+  uint64_t ino = 0;
+  uint32_t type = 0;
+};
+
+struct CDir {
+  absl::btree_map<std::string, CDentry> entries;
+  absl::btree_map<uint64_t, std::string> by_hash;   // readdir order
+  absl::flat_hash_set<std::string> removed;         // known absent, fragment not loaded
+  std::set<Frag> loaded;
+  absl::flat_hash_set<std::string> dirty;            // changed names since the last flush
+  std::set<Frag> rewrite;                            // write whole (after a split)
+  std::set<Frag> dead;                               // fragment objects to delete
+  uint64_t last_used = 0;
+  bool Dirty() const { return !dirty.empty() || !rewrite.empty() || !dead.empty(); }
+};
+
+struct CInode {
+  pb::InodeRec rec;
+  bool dirty = false;
+  uint64_t last_used = 0;
+};
+
+struct SessionState {
+  pb::SessionRec rec;          // completed requests included
+  bool dirty = false;
+  int64_t last_renew_ms = 0;
+  absl::flat_hash_map<uint64_t, uint64_t> completed_seq;  // tid -> journal seq
+  absl::flat_hash_map<uint64_t, int> opens;               // ino -> open count
+  absl::flat_hash_map<uint64_t, int> opens_write;         // ino -> open for writing
+};
+
+// What a flush writes: object name -> update, and the sequence it covers.
+struct FlushBatch {
+  uint64_t seq = 0;
+  std::map<std::string, ObjectUpdate> updates;
+  size_t inodes = 0, dentries = 0;
+};
+
+class MetaCache {
+ public:
+  explicit MetaCache(uint32_t fs) : fs_(fs) {}
+
+  uint32_t fs() const { return fs_; }
+
+  // Lookups; nullptr when not cached (the caller loads, or answers ESTALE).
+  CInode* Inode(uint64_t ino);
+  bool InodeRemoved(uint64_t ino) const {
+    return removed_inodes_.contains(ino) || absent_.contains(ino);
+  }
+  // A load found no such inode: lookups of it answer ESTALE until it exists.
+  void MarkAbsent(uint64_t ino) { absent_.insert(ino); }
+  CDir* Dir(uint64_t ino);         // creates the overlay if needed
+  // Directories with unflushed entries whose inode is not cached (the
+  // flusher loads them: it needs their fragments).
+  std::vector<uint64_t> DirtyDirsWithoutInode();
+
+  // Entry lookup: the dentry, or nullptr with *known = whether absence is certain.
+  const CDentry* Lookup(uint64_t dir, const std::string& name, bool* known);
+  bool FragLoaded(uint64_t dir, Frag frag);
+  size_t FragCount(uint64_t dir, Frag frag);
+
+  // Merges what a load returned (never overrides newer cached state).
+  void MergeInode(const pb::InodeRec& rec);
+  void MergeFrag(uint64_t dir, Frag frag, const std::vector<pb::DentryRec>& entries);
+
+  // Applies a journal event (live or replayed).
+  void Apply(const pb::JournalEvent& event);
+
+  // Sessions.
+  absl::flat_hash_map<uint64_t, SessionState>& sessions() { return sessions_; }
+  SessionState* Session(uint64_t id);
+
+  uint64_t next_ino() const { return next_ino_; }
+  const std::map<uint64_t, uint64_t>& strays() const { return strays_; }
+  const std::map<uint64_t, pb::PurgeRec>& purge_queue() const { return purge_; }
+
+  // Takes everything dirty into a batch (and marks it clean).
+  FlushBatch TakeDirty(uint64_t seq);
+  // Restores tables from their objects at start (before replay).
+  void LoadTables(const std::map<std::string, std::string>& sessions,
+                  const std::map<std::string, std::string>& strays,
+                  const std::map<std::string, std::string>& purge,
+                  const std::map<std::string, std::string>& inotable);
+
+  // Drops clean, unused inodes and directory overlays beyond `max_inodes`.
+  void Trim(size_t max_inodes, const absl::flat_hash_set<uint64_t>& pinned);
+
+  size_t inode_count() const { return inodes_.size(); }
+  size_t dentry_count() const { return dentries_; }
+  size_t dirty_inode_count() const { return dirty_inodes_.size(); }
+  uint64_t Tick() { return ++clock_; }
+
+ private:
+  void SetDentry(const pb::DentryRec& d);
+  void RemoveDentry(uint64_t dir, const std::string& name);
+  void AddInodeUpdates(FlushBatch* batch);
+  void AddDirUpdates(FlushBatch* batch);
+  void AddTableUpdates(FlushBatch* batch);
+
+  const uint32_t fs_;
+  uint64_t clock_ = 0;
+  absl::flat_hash_map<uint64_t, std::unique_ptr<CInode>> inodes_;
+  absl::flat_hash_set<uint64_t> dirty_inodes_;
+  absl::flat_hash_set<uint64_t> removed_inodes_;     // to delete from the table
+  absl::flat_hash_set<uint64_t> absent_;             // loaded and not found
+  absl::flat_hash_map<uint64_t, std::unique_ptr<CDir>> dirs_;
+  absl::flat_hash_set<uint64_t> dirty_dirs_;
+  size_t dentries_ = 0;
+  uint64_t next_ino_ = kFirstFreeIno;
+  bool next_ino_dirty_ = false;
+  absl::flat_hash_map<uint64_t, SessionState> sessions_;
+  std::set<uint64_t> closed_sessions_;               // to delete from the table
+  std::map<uint64_t, uint64_t> strays_;              // ino -> a holder session
+  std::map<uint64_t, pb::PurgeRec> purge_;
+  bool strays_dirty_ = false, purge_dirty_ = false;
+  std::set<uint64_t> strays_gone_, purge_gone_;
+};
+
+}  // namespace weft::mds

@@ -1,0 +1,115 @@
+#include "mds/fs_service.h"
+
+#include <cerrno>
+
+#include "common/rpc/rpc.h"
+#include "common/status/status.h"
+
+namespace weft::mds {
+namespace {
+
+absl::Status NotReady() { return absl::UnavailableError("the MDS is starting"); }
+
+}  // namespace
+
+#define WEFT_DAEMON_OR_REPLY(reply)                                  \
+  MdsDaemon* d = daemon_->load();                                    \
+  if (d == nullptr) {                                                \
+    rpc::ToProto(NotReady(), (reply)->mutable_status());             \
+    return grpc::Status::OK;                                         \
+  }
+
+grpc::Status MdsService::SessionOpen(grpc::ServerContext*, const pb::SessionOpenRequest* req,
+                                     pb::SessionReply* reply) {
+  WEFT_DAEMON_OR_REPLY(reply);
+  auto rank = d->RankByName(req->fs());
+  if (!rank.ok()) {
+    rpc::ToProto(rank.status(), reply->mutable_status());
+    return grpc::Status::OK;
+  }
+  if (req->client().empty() || req->client().size() > 256) {
+    rpc::ToProto(ErrnoError(absl::StatusCode::kInvalidArgument, EINVAL,
+                            "client names are 1 to 256 bytes"),
+                 reply->mutable_status());
+    return grpc::Status::OK;
+  }
+  auto result = (*rank)->SessionOpen(req->client(), req->reclaim());
+  if (result.ok()) *reply = *result;
+  rpc::ToProto(result.status(), reply->mutable_status());
+  return grpc::Status::OK;
+}
+
+grpc::Status MdsService::SessionRenew(grpc::ServerContext*, const pb::SessionRequest* req,
+                                      pb::SessionReply* reply) {
+  WEFT_DAEMON_OR_REPLY(reply);
+  auto rank = d->RankById(SessionFs(req->session()));
+  absl::StatusOr<pb::SessionReply> result =
+      rank.ok() ? (*rank)->SessionRenew(req->session()) : rank.status();
+  if (result.ok()) *reply = *result;
+  rpc::ToProto(result.status(), reply->mutable_status());
+  return grpc::Status::OK;
+}
+
+grpc::Status MdsService::SessionClose(grpc::ServerContext*, const pb::SessionRequest* req,
+                                      pb::SessionReply* reply) {
+  WEFT_DAEMON_OR_REPLY(reply);
+  auto rank = d->RankById(SessionFs(req->session()));
+  absl::Status status = rank.ok() ? (*rank)->SessionClose(req->session()) : rank.status();
+  rpc::ToProto(status, reply->mutable_status());
+  return grpc::Status::OK;
+}
+
+grpc::Status MdsService::Call(grpc::ServerContext*, const pb::MetaRequest* req,
+                              pb::MetaReply* reply) {
+  WEFT_DAEMON_OR_REPLY(reply);
+  auto rank = d->RankById(SessionFs(req->session()));
+  if (!rank.ok()) {
+    absl::Status status = rank.status();
+    if (absl::IsNotFound(status)) status = ErrnoError(absl::StatusCode::kFailedPrecondition, ENOTCONN, "no such session");
+    rpc::ToProto(status, reply->mutable_status());
+    return grpc::Status::OK;
+  }
+  *reply = (*rank)->Handle(*req);
+  return grpc::Status::OK;
+}
+
+grpc::Status MdsService::FsStatus(grpc::ServerContext*, const pb::FsStatusRequest* req,
+                                  pb::FsStatusReply* reply) {
+  WEFT_DAEMON_OR_REPLY(reply);
+  auto rank = d->RankByName(req->fs());
+  if (!rank.ok()) {
+    rpc::ToProto(rank.status(), reply->mutable_status());
+    return grpc::Status::OK;
+  }
+  *reply = (*rank)->Status();
+  return grpc::Status::OK;
+}
+
+grpc::Status FilesystemsService::FsNew(grpc::ServerContext*, const pb::FsNewRequest* req,
+                                       pb::AdminReply* reply) {
+  WEFT_DAEMON_OR_REPLY(reply);
+  absl::Status status = d->FsNew(req->name(), req->metadata_pool(), req->data_pool());
+  rpc::ToProto(status, reply->mutable_status());
+  reply->set_epoch(fsmap_->map().epoch());
+  return grpc::Status::OK;
+}
+
+grpc::Status FilesystemsService::FsAddDataPool(grpc::ServerContext*,
+                                               const pb::FsAddDataPoolRequest* req,
+                                               pb::AdminReply* reply) {
+  WEFT_DAEMON_OR_REPLY(reply);
+  absl::Status status = d->FsAddDataPool(req->name(), req->data_pool());
+  if (absl::IsAlreadyExists(status)) status = absl::OkStatus();
+  rpc::ToProto(status, reply->mutable_status());
+  reply->set_epoch(fsmap_->map().epoch());
+  return grpc::Status::OK;
+}
+
+grpc::Status FilesystemsService::FsList(grpc::ServerContext*, const pb::FsListRequest*,
+                                        pb::FsListReply* reply) {
+  WEFT_DAEMON_OR_REPLY(reply);
+  *reply->mutable_fsmap() = fsmap_->map();
+  return grpc::Status::OK;
+}
+
+}  // namespace weft::mds

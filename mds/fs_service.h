@@ -1,0 +1,50 @@
+// The gRPC adapters of weft-mds's filesystem services: the namespace (Mds)
+// and filesystem administration (Filesystems). Thin: every call forwards to
+// the MdsDaemon or the rank serving the filesystem.
+#pragma once
+
+#include <atomic>
+
+#include "mds/mds_daemon.h"
+#include "proto/mds.grpc.pb.h"
+
+namespace weft::mds {
+
+class MdsService final : public pb::Mds::Service {
+ public:
+  // `daemon` is null until the daemon is up (calls answer UNAVAILABLE).
+  explicit MdsService(std::atomic<MdsDaemon*>* daemon) : daemon_(daemon) {}
+
+  grpc::Status SessionOpen(grpc::ServerContext*, const pb::SessionOpenRequest*,
+                           pb::SessionReply*) override;
+  grpc::Status SessionRenew(grpc::ServerContext*, const pb::SessionRequest*,
+                            pb::SessionReply*) override;
+  grpc::Status SessionClose(grpc::ServerContext*, const pb::SessionRequest*,
+                            pb::SessionReply*) override;
+  grpc::Status Call(grpc::ServerContext*, const pb::MetaRequest*, pb::MetaReply*) override;
+  grpc::Status FsStatus(grpc::ServerContext*, const pb::FsStatusRequest*,
+                        pb::FsStatusReply*) override;
+
+ private:
+  std::atomic<MdsDaemon*>* const daemon_;
+};
+
+class FilesystemsService final : public pb::Filesystems::Service {
+ public:
+  FilesystemsService(std::atomic<MdsDaemon*>* daemon, FsMapStore* fsmap)
+      : daemon_(daemon), fsmap_(fsmap) {}
+
+  grpc::Status FsNew(grpc::ServerContext*, const pb::FsNewRequest*, pb::AdminReply*) override;
+  grpc::Status FsAddDataPool(grpc::ServerContext*, const pb::FsAddDataPoolRequest*,
+                             pb::AdminReply*) override;
+  grpc::Status FsList(grpc::ServerContext*, const pb::FsListRequest*, pb::FsListReply*) override;
+
+ private:
+  std::atomic<MdsDaemon*>* const daemon_;
+  FsMapStore* const fsmap_;
+};
+
+// The filesystem a session id belongs to (ids are (fs id << 40) | n).
+inline uint32_t SessionFs(uint64_t session) { return static_cast<uint32_t>(session >> 40); }
+
+}  // namespace weft::mds

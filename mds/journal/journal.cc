@@ -1,0 +1,181 @@
+#include "mds/journal/journal.h"
+
+#include "absl/strings/str_cat.h"
+#include "common/log/log.h"
+#include "common/status/status.h"
+
+namespace weft::mds {
+
+Journal::Journal(MetaStore* store, JournalOptions options) : store_(store), options_(options) {}
+
+Journal::~Journal() { Stop(); }
+
+absl::Status Journal::Create() {
+  pb::JournalHead head;
+  head.set_trimmed_seq(0);
+  head.set_first_segment(0);
+  head.set_segment_bytes(options_.segment_bytes);
+  RETURN_IF_ERROR(store_->WriteHead(head));
+  absl::MutexLock lock(&mu_);
+  segments_.clear();
+  segments_.push_back(Segment{0, 0, 0});
+  return absl::OkStatus();
+}
+
+absl::StatusOr<uint64_t> Journal::Replay(
+    const std::function<absl::Status(pb::JournalEvent&)>& apply) {
+  ASSIGN_OR_RETURN(auto head, store_->ReadHead());
+  if (!head.has_value()) return absl::DataLossError("the journal head object is missing");
+  uint64_t last_seq = head->trimmed_seq();
+  uint64_t segment = head->first_segment();
+  std::deque<Segment> live;
+  for (;; ++segment) {
+    auto bytes = store_->ReadSegment(segment);
+    if (absl::IsNotFound(bytes.status())) break;
+    if (!bytes.ok()) return Annotate(bytes.status(), absl::StrCat("journal segment ", segment));
+    size_t valid = 0;
+    std::vector<std::string> frames = ParseFrames(*bytes, &valid);
+    if (valid != bytes->size()) {
+      LOG(WARNING) << "event=journal_torn_tail segment=" << segment << " valid=" << valid
+                   << " size=" << bytes->size();
+    }
+    Segment seg{segment, last_seq, bytes->size()};
+    for (std::string& frame : frames) {
+      pb::JournalEvent event;
+      if (!event.ParseFromString(frame)) {
+        return absl::DataLossError(absl::StrCat("journal segment ", segment, ": bad event"));
+      }
+      if (event.seq() <= head->trimmed_seq()) continue;
+      if (event.seq() != last_seq + 1) {
+        return absl::DataLossError(absl::StrCat("journal gap: seq ", event.seq(), " after ",
+                                                last_seq, " in segment ", segment));
+      }
+      RETURN_IF_ERROR(apply(event));
+      last_seq = event.seq();
+      seg.last_seq = last_seq;
+    }
+    live.push_back(seg);
+  }
+  absl::MutexLock lock(&mu_);
+  durable_seq_ = last_seq;
+  trimmed_seq_ = head->trimmed_seq();
+  segments_ = std::move(live);
+  // Appends go to a fresh segment: a replayed one may end in a torn frame.
+  segments_.push_back(Segment{segment, last_seq, 0});
+  return last_seq;
+}
+
+void Journal::Start() { writer_ = std::thread([this] { WriterLoop(); }); }
+
+void Journal::Stop() {
+  {
+    absl::MutexLock lock(&mu_);
+    stopping_ = true;
+  }
+  if (writer_.joinable()) writer_.join();
+}
+
+void Journal::Enqueue(uint64_t seq, std::string event_bytes) {
+  absl::MutexLock lock(&mu_);
+  queue_.emplace_back(seq, std::move(event_bytes));
+}
+
+absl::Status Journal::WaitDurable(uint64_t seq) {
+  absl::MutexLock lock(&mu_);
+  auto done = [this, seq]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return durable_seq_ >= seq || !error_.ok() || stopping_;
+  };
+  mu_.Await(absl::Condition(&done));
+  if (durable_seq_ >= seq) return absl::OkStatus();
+  if (!error_.ok()) return error_;
+  return absl::UnavailableError("the MDS is stopping");
+}
+
+uint64_t Journal::durable_seq() {
+  absl::MutexLock lock(&mu_);
+  return durable_seq_;
+}
+
+void Journal::WriterLoop() {
+  for (;;) {
+    std::string batch;
+    uint64_t last = 0;
+    uint64_t segment = 0;
+    {
+      absl::MutexLock lock(&mu_);
+      auto ready = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+        return !queue_.empty() || stopping_;
+      };
+      mu_.Await(absl::Condition(&ready));
+      if (queue_.empty() || !error_.ok()) {
+        if (stopping_) return;
+        queue_.clear();
+        continue;
+      }
+      while (!queue_.empty() && batch.size() < options_.max_batch_bytes) {
+        AppendFrame(queue_.front().second, &batch);
+        last = queue_.front().first;
+        queue_.pop_front();
+      }
+      Segment& current = segments_.back();
+      if (current.bytes > 0 && current.bytes + batch.size() > options_.segment_bytes) {
+        segments_.push_back(Segment{current.number + 1, current.last_seq, 0});
+      }
+      segment = segments_.back().number;
+    }
+    absl::Status status = store_->AppendSegment(segment, batch);
+    absl::MutexLock lock(&mu_);
+    if (!status.ok()) {
+      LOG(ERROR) << "event=journal_append_failed status=\"" << status << "\"";
+      error_ = status;
+      continue;
+    }
+    for (Segment& s : segments_) {
+      if (s.number == segment) {
+        s.bytes += batch.size();
+        s.last_seq = last;
+      }
+    }
+    durable_seq_ = last;
+  }
+}
+
+absl::Status Journal::Trim(uint64_t seq) {
+  absl::MutexLock trim(&trim_mu_);
+  pb::JournalHead head;
+  std::vector<uint64_t> doomed;
+  {
+    absl::MutexLock lock(&mu_);
+    if (seq <= trimmed_seq_) return absl::OkStatus();
+    // Segments entirely <= seq go, but never the one being appended to.
+    while (segments_.size() > 1 && segments_.front().last_seq <= seq) {
+      doomed.push_back(segments_.front().number);
+      segments_.pop_front();
+    }
+    head.set_trimmed_seq(seq);
+    head.set_first_segment(segments_.front().number);
+    head.set_segment_bytes(options_.segment_bytes);
+  }
+  RETURN_IF_ERROR(store_->WriteHead(head));
+  {
+    absl::MutexLock lock(&mu_);
+    trimmed_seq_ = seq;
+  }
+  for (uint64_t s : doomed) {
+    auto st = store_->RemoveSegment(s);
+    if (!st.ok()) LOG(WARNING) << "event=journal_segment_remove_failed segment=" << s;
+  }
+  return absl::OkStatus();
+}
+
+Journal::Stats Journal::stats() {
+  absl::MutexLock lock(&mu_);
+  Stats s;
+  s.first_seq = trimmed_seq_ + 1;
+  s.last_seq = durable_seq_;
+  s.segments = segments_.size();
+  for (const Segment& seg : segments_) s.bytes += seg.bytes;
+  return s;
+}
+
+}  // namespace weft::mds

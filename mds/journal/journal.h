@@ -1,0 +1,82 @@
+// The rank's journal: events appended to a sequence of segment objects in the
+// metadata pool, group-committed by one writer thread.
+//
+// The caller assigns sequence numbers (under its own lock, in the order it
+// applied the events to its cache) and Enqueue()s the encoded event; the
+// writer appends every queued event in one request to the current segment and
+// then declares them durable. WaitDurable(seq) returns once seq is durable.
+// After a failed append the journal is broken for good (sticky error, like
+// LevelDB after a failed fsync): the rank must stop and be replayed.
+//
+// Trim(seq) records in the head object that every event <= seq is in the
+// backing objects and deletes the segments that hold only such events.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/synchronization/mutex.h"
+#include "mds/store/meta_store.h"
+
+namespace weft::mds {
+
+struct JournalOptions {
+  uint32_t segment_bytes = 4 << 20;
+  uint32_t max_batch_bytes = 8 << 20;
+};
+
+class Journal {
+ public:
+  Journal(MetaStore* store, JournalOptions options);
+  ~Journal();
+
+  // Reads the head and every live segment; calls `apply` for each event after
+  // the trim point, in order. Leaves the journal ready to append after them
+  // (in a new segment). Returns the last sequence number seen.
+  absl::StatusOr<uint64_t> Replay(const std::function<absl::Status(pb::JournalEvent&)>& apply);
+  // Creates an empty journal (new filesystem).
+  absl::Status Create();
+
+  void Start();
+  void Stop();
+
+  void Enqueue(uint64_t seq, std::string event_bytes);
+  absl::Status WaitDurable(uint64_t seq);
+  uint64_t durable_seq();
+
+  // Every event <= seq is flushed to the backing objects.
+  absl::Status Trim(uint64_t seq);
+
+  struct Stats {
+    uint64_t first_seq = 0, last_seq = 0, bytes = 0, segments = 0;
+  };
+  Stats stats();
+
+ private:
+  struct Segment {
+    uint64_t number = 0;
+    uint64_t last_seq = 0;
+    uint64_t bytes = 0;
+  };
+  void WriterLoop();
+
+  MetaStore* const store_;
+  const JournalOptions options_;
+
+  absl::Mutex mu_;
+  std::deque<std::pair<uint64_t, std::string>> queue_ ABSL_GUARDED_BY(mu_);
+  uint64_t durable_seq_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t trimmed_seq_ ABSL_GUARDED_BY(mu_) = 0;
+  std::deque<Segment> segments_ ABSL_GUARDED_BY(mu_);  // live ones, oldest first
+  absl::Status error_ ABSL_GUARDED_BY(mu_);
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+
+  absl::Mutex trim_mu_;  // one Trim at a time
+  std::thread writer_;
+};
+
+}  // namespace weft::mds

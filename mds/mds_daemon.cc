@@ -1,0 +1,226 @@
+#include "mds/mds_daemon.h"
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "common/log/log.h"
+#include "common/status/status.h"
+
+namespace weft::mds {
+
+absl::StatusOr<DaemonOptions> DaemonOptions::FromConfig(const Config& config) {
+  DaemonOptions o;
+  ASSIGN_OR_RETURN(int64_t cache, config.GetInt("mds_cache_memory_limit", 1ll << 30));
+  ASSIGN_OR_RETURN(int64_t timeout, config.GetInt("mds_session_timeout", 60));
+  ASSIGN_OR_RETURN(int64_t split, config.GetInt("mds_bal_split_size", 10000));
+  ASSIGN_OR_RETURN(int64_t object, config.GetInt("fs_default_object_size", 4 << 20));
+  ASSIGN_OR_RETURN(int64_t unit, config.GetInt("fs_default_stripe_unit", 4 << 20));
+  ASSIGN_OR_RETURN(int64_t count, config.GetInt("fs_default_stripe_count", 1));
+  if (cache < (16 << 20)) return absl::InvalidArgumentError("mds_cache_memory_limit under 16 MiB");
+  if (timeout < 5 || timeout > 3600) return absl::InvalidArgumentError("mds_session_timeout must be within [5, 3600] s");
+  if (split < 100) return absl::InvalidArgumentError("mds_bal_split_size under 100");
+  if (unit < 4096 || object < unit || object % unit != 0 || count < 1 || count > 256) {
+    return absl::InvalidArgumentError(
+        "fs_default_stripe_unit must be >= 4096 and divide fs_default_object_size; "
+        "fs_default_stripe_count within [1, 256]");
+  }
+  o.cache_memory_limit_bytes = cache;
+  o.session_timeout_s = timeout;
+  o.frag_split_entries = split;
+  o.default_object_bytes = object;
+  o.default_stripe_unit_bytes = unit;
+  o.default_stripe_count = count;
+  return o;
+}
+
+MdsDaemon::MdsDaemon(DaemonOptions options, MapManager* manager, FsMapStore* fsmap,
+                     client::ObjectClient* objects)
+    : options_(std::move(options)), manager_(manager), fsmap_(fsmap), objects_(objects) {}
+
+MdsDaemon::~MdsDaemon() { Stop(); }
+
+void MdsDaemon::Start() { supervisor_ = std::thread([this] { SuperviseLoop(); }); }
+
+void MdsDaemon::Stop() {
+  std::map<uint32_t, std::shared_ptr<MdsRank>> ranks;
+  {
+    absl::MutexLock lock(&mu_);
+    stopping_ = true;
+    ranks.swap(ranks_);
+  }
+  if (supervisor_.joinable()) supervisor_.join();
+  for (auto& [id, rank] : ranks) rank->Stop();
+}
+
+RankOptions MdsDaemon::RankOptionsFor(const pb::FsInfo& fs) {
+  RankOptions o;
+  o.fs_id = fs.id();
+  o.fs_name = fs.name();
+  o.metadata_pool = PoolId(fs.metadata_pool());
+  o.data_pool = PoolId(fs.data_pools_size() > 0 ? fs.data_pools(0) : 0);
+  // About 2 KiB per cached inode with its dentry and overheads.
+  o.cache_max_inodes = std::max<uint64_t>(1024, options_.cache_memory_limit_bytes / 2048);
+  o.session_timeout_ms = options_.session_timeout_s * 1000;
+  o.frag_split_entries = options_.frag_split_entries;
+  o.default_layout.set_object_size(options_.default_object_bytes);
+  o.default_layout.set_stripe_unit(options_.default_stripe_unit_bytes);
+  o.default_layout.set_stripe_count(options_.default_stripe_count);
+  o.default_layout.set_pool(o.data_pool.value());
+  return o;
+}
+
+Capacity MdsDaemon::CachedCapacity() {
+  const int64_t now = absl::ToUnixMillis(absl::Now());
+  {
+    absl::MutexLock lock(&mu_);
+    if (now - capacity_ms_ < 2000) return capacity_;
+  }
+  pb::StatusReply status;
+  Capacity cap;
+  if (manager_->Status(&status).ok()) {
+    cap.bytes_total = status.bytes_total();
+    cap.bytes_avail = status.bytes_avail();
+    cap.bytes_used = status.bytes_used();
+  }
+  absl::MutexLock lock(&mu_);
+  capacity_ = cap;
+  capacity_ms_ = now;
+  return cap;
+}
+
+void MdsDaemon::SuperviseLoop() {
+  uint64_t seen = 0;
+  for (;;) {
+    {
+      absl::MutexLock lock(&mu_);
+      if (stopping_) return;
+    }
+    SuperviseOnce();
+    seen = fsmap_->WaitNewer(seen, absl::Seconds(1)).epoch();
+  }
+}
+
+void MdsDaemon::SuperviseOnce() {
+  if (!manager_->IsLeader()) {
+    std::map<uint32_t, std::shared_ptr<MdsRank>> ranks;
+    {
+      absl::MutexLock lock(&mu_);
+      ranks.swap(ranks_);
+    }
+    for (auto& [id, rank] : ranks) {
+      LOG(INFO) << "event=rank_stopped fs=" << rank->fs_name() << " reason=not_leader";
+      rank->Stop();
+    }
+    return;
+  }
+  pb::FsMap map = fsmap_->map();
+  for (const pb::FsInfo& fs : map.filesystems()) {
+    if (fs.rank0().name() != options_.name || fs.rank0().addr() != options_.addr) {
+      auto status = fsmap_->Mutate([&](pb::FsMap* m) -> absl::Status {
+        for (pb::FsInfo& f : *m->mutable_filesystems()) {
+          if (f.id() != fs.id()) continue;
+          f.mutable_rank0()->set_name(options_.name);
+          f.mutable_rank0()->set_addr(options_.addr);
+          f.mutable_rank0()->set_incarnation(f.rank0().incarnation() + 1);
+        }
+        return absl::OkStatus();
+      });
+      if (!status.ok()) LOG(WARNING) << "event=rank_claim_failed fs=" << fs.name() << " status=\"" << status << "\"";
+    }
+    {
+      absl::MutexLock lock(&mu_);
+      if (ranks_.contains(fs.id()) || stopping_) continue;
+    }
+    auto rank = std::make_shared<MdsRank>(RankOptionsFor(fs), objects_,
+                                          [this] { return CachedCapacity(); });
+    absl::Status status = rank->Start();
+    if (!status.ok()) {
+      LOG(ERROR) << "event=rank_start_failed fs=" << fs.name() << " status=\"" << status << "\"";
+      continue;
+    }
+    absl::MutexLock lock(&mu_);
+    ranks_[fs.id()] = std::move(rank);
+  }
+}
+
+absl::Status MdsDaemon::FsNew(const std::string& name, const std::string& metadata_pool,
+                              const std::string& data_pool) {
+  absl::MutexLock serial(&new_mu_);
+  if (!manager_->IsLeader()) {
+    return absl::FailedPreconditionError(absl::StrCat("not the map manager; leader=", manager_->LeaderAddr()));
+  }
+  pb::FsMap current = fsmap_->map();
+  std::shared_ptr<const OsdMap> osdmap = manager_->map();
+  RETURN_IF_ERROR(FsMapStore::ValidateNew(current, *osdmap, name, metadata_pool, data_pool));
+  pb::FsInfo info;
+  info.set_id(std::max<uint32_t>(1, current.next_fs_id()));
+  info.set_name(name);
+  info.set_metadata_pool(osdmap->FindPoolByName(metadata_pool)->id.value());
+  info.add_data_pools(osdmap->FindPoolByName(data_pool)->id.value());
+  info.set_created_ms(absl::ToUnixMillis(absl::Now()));
+  info.mutable_rank0()->set_name(options_.name);
+  info.mutable_rank0()->set_addr(options_.addr);
+  info.mutable_rank0()->set_incarnation(1);
+  MdsRank creator(RankOptionsFor(info), objects_, [] { return Capacity{}; });
+  RETURN_IF_ERROR(creator.Create());
+  return fsmap_->Mutate([&](pb::FsMap* m) -> absl::Status {
+    RETURN_IF_ERROR(FsMapStore::ValidateNew(*m, *osdmap, name, metadata_pool, data_pool));
+    if (std::max<uint32_t>(1, m->next_fs_id()) != info.id()) {
+      return absl::AbortedError("another filesystem was created meanwhile; try again");
+    }
+    m->set_next_fs_id(info.id() + 1);
+    *m->add_filesystems() = info;
+    return absl::OkStatus();
+  });
+}
+
+absl::Status MdsDaemon::FsAddDataPool(const std::string& name, const std::string& data_pool) {
+  std::shared_ptr<const OsdMap> osdmap = manager_->map();
+  const PoolInfo* pool = osdmap->FindPoolByName(data_pool);
+  if (pool == nullptr) return absl::NotFoundError(absl::StrCat("no pool ", data_pool));
+  return fsmap_->Mutate([&](pb::FsMap* m) -> absl::Status {
+    for (pb::FsInfo& fs : *m->mutable_filesystems()) {
+      if (fs.name() != name) continue;
+      if (fs.metadata_pool() == pool->id.value()) {
+        return absl::InvalidArgumentError("the metadata pool cannot hold file data");
+      }
+      for (uint32_t p : fs.data_pools()) {
+        if (p == pool->id.value()) return absl::AlreadyExistsError("unchanged");
+      }
+      fs.add_data_pools(pool->id.value());
+      return absl::OkStatus();
+    }
+    return absl::NotFoundError(absl::StrCat("no filesystem ", name));
+  });
+}
+
+absl::Status MdsDaemon::NotHere(const std::string& fs) {
+  pb::FsMap map = fsmap_->map();
+  for (const pb::FsInfo& info : map.filesystems()) {
+    if (info.name() == fs || absl::StrCat(info.id()) == fs) {
+      return absl::UnavailableError(absl::StrCat("rank 0 of ", info.name(), " is served by ",
+                                                 info.rank0().addr(), " (", info.rank0().name(), ")"));
+    }
+  }
+  return ErrnoError(absl::StatusCode::kNotFound, ENOENT, absl::StrCat("no filesystem ", fs));
+}
+
+absl::StatusOr<std::shared_ptr<MdsRank>> MdsDaemon::RankByName(const std::string& fs) {
+  {
+    absl::MutexLock lock(&mu_);
+    for (auto& [id, rank] : ranks_) {
+      if (rank->fs_name() == fs) return rank;
+    }
+  }
+  return NotHere(fs);
+}
+
+absl::StatusOr<std::shared_ptr<MdsRank>> MdsDaemon::RankById(uint32_t fs_id) {
+  {
+    absl::MutexLock lock(&mu_);
+    auto it = ranks_.find(fs_id);
+    if (it != ranks_.end()) return it->second;
+  }
+  return NotHere(absl::StrCat(fs_id));
+}
+
+}  // namespace weft::mds

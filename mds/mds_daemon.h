@@ -1,0 +1,75 @@
+// The filesystem side of weft-mds: the ranks this daemon holds and the
+// supervisor that starts and stops them. At this stage one MDS is active per
+// cluster: the elected map manager holds rank 0 of every filesystem; the
+// other MDS daemons are standbys that take the ranks over when they win the
+// election (after replaying the journals).
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "absl/synchronization/mutex.h"
+#include "common/config/config.h"
+#include "fuse-client/lib/object_client.h"
+#include "mds/manager/fs_map.h"
+#include "mds/manager/map_manager.h"
+#include "mds/rank.h"
+
+namespace weft::mds {
+
+struct DaemonOptions {
+  std::string name;
+  std::string addr;
+  uint64_t cache_memory_limit_bytes = 1ull << 30;
+  int64_t session_timeout_s = 60;
+  size_t frag_split_entries = 10000;
+  uint64_t default_object_bytes = 4 << 20;
+  uint32_t default_stripe_unit_bytes = 4 << 20;
+  uint32_t default_stripe_count = 1;
+
+  // Reads the mds_* and fs_default_* keys of the config.
+  static absl::StatusOr<DaemonOptions> FromConfig(const Config& config);
+};
+
+class MdsDaemon {
+ public:
+  MdsDaemon(DaemonOptions options, MapManager* manager, FsMapStore* fsmap,
+            client::ObjectClient* objects);
+  ~MdsDaemon();
+
+  void Start();
+  void Stop();
+
+  absl::Status FsNew(const std::string& name, const std::string& metadata_pool,
+                     const std::string& data_pool);
+  absl::Status FsAddDataPool(const std::string& name, const std::string& data_pool);
+
+  // The rank serving a filesystem (by name or id) here, or an error that says
+  // where it is served.
+  absl::StatusOr<std::shared_ptr<MdsRank>> RankByName(const std::string& fs);
+  absl::StatusOr<std::shared_ptr<MdsRank>> RankById(uint32_t fs_id);
+
+ private:
+  void SuperviseLoop();
+  void SuperviseOnce();
+  RankOptions RankOptionsFor(const pb::FsInfo& fs);
+  Capacity CachedCapacity();
+  absl::Status NotHere(const std::string& fs);
+
+  const DaemonOptions options_;
+  MapManager* const manager_;
+  FsMapStore* const fsmap_;
+  client::ObjectClient* const objects_;
+
+  absl::Mutex mu_;
+  std::map<uint32_t, std::shared_ptr<MdsRank>> ranks_ ABSL_GUARDED_BY(mu_);
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  Capacity capacity_ ABSL_GUARDED_BY(mu_);
+  int64_t capacity_ms_ ABSL_GUARDED_BY(mu_) = 0;
+  absl::Mutex new_mu_;  // one FsNew at a time
+  std::thread supervisor_;
+};
+
+}  // namespace weft::mds

@@ -1,0 +1,144 @@
+// create (with O_EXCL and open), mknod, mkdir and symlink: a new inode and
+// its first link.
+#include <fcntl.h>
+#include <sys/stat.h>
+
+#include <cerrno>
+
+#include "absl/strings/str_cat.h"
+#include "common/status/status.h"
+#include "mds/ops/ops.h"
+
+namespace weft::mds {
+namespace {
+
+// The layout a new file gets: its directory's, else the filesystem default.
+pb::FileLayout LayoutFor(OpContext& ctx, const pb::InodeRec& dir) {
+  if (dir.has_dir_layout() && dir.dir_layout().pool() != 0) return dir.dir_layout();
+  pb::FileLayout layout = ctx.options().default_layout;
+  if (layout.pool() == 0) layout.set_pool(ctx.options().data_pool.value());
+  return layout;
+}
+
+// Checks the name and the parent, then makes the inode with inherited owner,
+// mode and ACLs, and links it.
+absl::StatusOr<pb::InodeRec*> MakeInode(OpContext& ctx, uint64_t parent, const std::string& name,
+                                        uint32_t mode) {
+  ASSIGN_OR_RETURN(const pb::InodeRec* dir, ParentFor(ctx, parent, true));
+  ASSIGN_OR_RETURN(auto existing, ctx.Dentry(parent, name));
+  if (existing) return Err(EEXIST, absl::StrCat("create ", name));
+  ASSIGN_OR_RETURN(NewInodeAttrs attrs,
+                   InheritForCreate(AccessOf(*dir), DefaultAcl(*dir), ctx.cred(), mode, ctx.umask()));
+  const pb::InodeRec dir_copy = *dir;
+  pb::InodeRec* inode = ctx.NewInode(attrs.mode, attrs.uid, attrs.gid);
+  inode->set_parent(parent);
+  if (!attrs.acl_access.empty()) (*inode->mutable_xattrs())["system.posix_acl_access"] = attrs.acl_access;
+  if (!attrs.acl_default.empty()) (*inode->mutable_xattrs())["system.posix_acl_default"] = attrs.acl_default;
+  if (IsDir(*inode)) {
+    if (dir_copy.has_dir_layout()) *inode->mutable_dir_layout() = dir_copy.dir_layout();
+  } else if (IsReg(*inode)) {
+    *inode->mutable_layout() = LayoutFor(ctx, dir_copy);
+  }
+  pb::InodeRec* parent_edit = ctx.Edit(dir_copy);
+  parent_edit->set_mtime_ns(ctx.now_ns());
+  parent_edit->set_ctime_ns(ctx.now_ns());
+  if (IsDir(*inode)) parent_edit->set_nlink(parent_edit->nlink() + 1);
+  ctx.LinkDentry(parent, name, *inode);
+  ctx.MaybeSplit(parent);
+  ctx.RStat(parent, 0, IsDir(*inode) ? 0 : 1, IsDir(*inode) ? 1 : 0);
+  return inode;
+}
+
+int OpenMask(uint32_t flags) {
+  int mask = 0;
+  switch (flags & O_ACCMODE) {
+    case O_RDONLY: mask = kMayRead; break;
+    case O_WRONLY: mask = kMayWrite; break;
+    default: mask = kMayRead | kMayWrite; break;
+  }
+  if (flags & O_TRUNC) mask |= kMayWrite;
+  return mask;
+}
+
+}  // namespace
+
+absl::Status DoCreate(OpContext& ctx, const pb::CreateOp& op, pb::MetaReply* reply) {
+  RETURN_IF_ERROR(ValidateName(op.name()));
+  uint32_t type = op.mode() & S_IFMT;
+  if (type == 0) type = S_IFREG;
+  if (type != S_IFREG && type != S_IFIFO && type != S_IFSOCK && type != S_IFCHR &&
+      type != S_IFBLK) {
+    return Err(EINVAL, "create: not a file, fifo, socket or device");
+  }
+  if (op.open()) {
+    // open(O_CREAT) of an existing name opens it unless O_EXCL.
+    ASSIGN_OR_RETURN(const pb::InodeRec* dir, ParentFor(ctx, op.parent(), false));
+    (void)dir;
+    ASSIGN_OR_RETURN(auto existing, ctx.Dentry(op.parent(), op.name()));
+    if (existing) {
+      if (op.exclusive()) return Err(EEXIST, absl::StrCat("create ", op.name()));
+      pb::OpenOp open;
+      open.set_ino(existing->ino);
+      open.set_flags(op.open_flags() & ~O_CREAT);
+      return DoOpen(ctx, open, reply);
+    }
+  }
+  ASSIGN_OR_RETURN(pb::InodeRec* inode, MakeInode(ctx, op.parent(), op.name(), type | (op.mode() & 07777)));
+  if (type == S_IFCHR || type == S_IFBLK) inode->set_rdev(op.rdev());
+  if (op.open()) ctx.OpenRef(inode->ino(), (OpenMask(op.open_flags()) & kMayWrite) != 0);
+  FillAttr(*inode, reply->mutable_attr());
+  return absl::OkStatus();
+}
+
+absl::Status DoMkdir(OpContext& ctx, const pb::MkdirOp& op, pb::MetaReply* reply) {
+  RETURN_IF_ERROR(ValidateName(op.name()));
+  ASSIGN_OR_RETURN(pb::InodeRec* inode,
+                   MakeInode(ctx, op.parent(), op.name(), S_IFDIR | (op.mode() & 07777)));
+  FillAttr(*inode, reply->mutable_attr());
+  return absl::OkStatus();
+}
+
+absl::Status DoSymlink(OpContext& ctx, const pb::SymlinkOp& op, pb::MetaReply* reply) {
+  RETURN_IF_ERROR(ValidateName(op.name()));
+  if (op.target().empty()) return Err(ENOENT, "empty symlink target");
+  if (op.target().size() > kSymlinkMax) return Err(ENAMETOOLONG, "symlink target over 4095 bytes");
+  if (op.target().find('\0') != std::string::npos) return Err(EINVAL, "NUL in symlink target");
+  ASSIGN_OR_RETURN(pb::InodeRec* inode, MakeInode(ctx, op.parent(), op.name(), S_IFLNK | 0777));
+  inode->set_mode(S_IFLNK | 0777);
+  inode->clear_xattrs();
+  inode->set_symlink(op.target());
+  inode->set_size(op.target().size());
+  FillAttr(*inode, reply->mutable_attr());
+  return absl::OkStatus();
+}
+
+absl::Status DoOpen(OpContext& ctx, const pb::OpenOp& op, pb::MetaReply* reply) {
+  ASSIGN_OR_RETURN(const pb::InodeRec* inode, ctx.Inode(op.ino()));
+  int mask = OpenMask(op.flags());
+  if (IsDir(*inode) && (mask & kMayWrite)) return Err(EISDIR, "open a directory for writing");
+  if (IsSymlink(*inode)) return Err(ELOOP, "open a symbolic link");
+  RETURN_IF_ERROR(CheckAccess(AccessOf(*inode), ctx.cred(), mask));
+  ctx.OpenRef(inode->ino(), (mask & kMayWrite) != 0);
+  FillAttr(*inode, reply->mutable_attr());
+  return absl::OkStatus();
+}
+
+absl::Status DoWritten(OpContext& ctx, const pb::WrittenOp& op, pb::MetaReply* reply) {
+  ASSIGN_OR_RETURN(const pb::InodeRec* inode, ctx.Inode(op.ino()));
+  if (!ctx.HasOpen(op.ino(), true)) return Err(EBADF, "file not open for writing by this session");
+  if (op.end() > (uint64_t{1} << 60)) return Err(EFBIG, "write past the maximum file size");
+  const pb::InodeRec before = *inode;
+  pb::InodeRec* edit = ctx.Edit(before);
+  if (op.end() > before.size()) {
+    edit->set_size(op.end());
+    ctx.RStat(before.parent(), static_cast<int64_t>(op.end() - before.size()), 0, 0);
+  }
+  int64_t mtime = op.mtime_ns() != 0 ? op.mtime_ns() : ctx.now_ns();
+  edit->set_mtime_ns(mtime);
+  edit->set_ctime_ns(mtime);
+  edit->set_mode(ModeAfterWrite(AccessOf(*edit), ctx.cred()));
+  FillAttr(*edit, reply->mutable_attr());
+  return absl::OkStatus();
+}
+
+}  // namespace weft::mds

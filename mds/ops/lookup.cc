@@ -1,0 +1,72 @@
+#include <cerrno>
+
+#include "absl/strings/str_cat.h"
+#include "common/status/status.h"
+#include "mds/ops/ops.h"
+
+namespace weft::mds {
+
+absl::StatusOr<const pb::InodeRec*> ParentFor(OpContext& ctx, uint64_t parent, bool modify) {
+  ASSIGN_OR_RETURN(const pb::InodeRec* dir, ctx.Dir(parent));
+  if (dir->nlink() == 0) return Err(ENOENT, "directory was removed");
+  RETURN_IF_ERROR(CheckAccess(AccessOf(*dir), ctx.cred(), modify ? kMayWrite | kMayExec : kMayExec));
+  return dir;
+}
+
+void TouchDir(OpContext& ctx, const pb::InodeRec& dir) {
+  pb::InodeRec* edit = ctx.Edit(dir);
+  edit->set_mtime_ns(ctx.now_ns());
+  edit->set_ctime_ns(ctx.now_ns());
+}
+
+absl::Status DoLookup(OpContext& ctx, const pb::LookupOp& op, pb::MetaReply* reply) {
+  const std::string& name = op.name();
+  if (name.size() > kNameMax) return Err(ENAMETOOLONG, "name over 255 bytes");
+  ASSIGN_OR_RETURN(const pb::InodeRec* dir, ParentFor(ctx, op.parent(), false));
+  if (name == ".") {
+    FillAttr(*dir, reply->mutable_attr());
+    return absl::OkStatus();
+  }
+  if (name == "..") {
+    uint64_t up = dir->ino() == kRootIno ? kRootIno : dir->parent();
+    ASSIGN_OR_RETURN(const pb::InodeRec* parent, ctx.Inode(up));
+    FillAttr(*parent, reply->mutable_attr());
+    return absl::OkStatus();
+  }
+  RETURN_IF_ERROR(ValidateName(name));
+  ASSIGN_OR_RETURN(auto dentry, ctx.Dentry(op.parent(), name));
+  if (!dentry) return Err(ENOENT, absl::StrCat("lookup ", name));
+  ASSIGN_OR_RETURN(const pb::InodeRec* inode, ctx.Inode(dentry->ino));
+  FillAttr(*inode, reply->mutable_attr());
+  return absl::OkStatus();
+}
+
+absl::Status DoGetattr(OpContext& ctx, const pb::GetattrOp& op, pb::MetaReply* reply) {
+  ASSIGN_OR_RETURN(const pb::InodeRec* inode, ctx.Inode(op.ino()));
+  FillAttr(*inode, reply->mutable_attr());
+  return absl::OkStatus();
+}
+
+absl::Status DoReadlink(OpContext& ctx, const pb::ReadlinkOp& op, pb::MetaReply* reply) {
+  ASSIGN_OR_RETURN(const pb::InodeRec* inode, ctx.Inode(op.ino()));
+  if (!IsSymlink(*inode)) return Err(EINVAL, "not a symbolic link");
+  reply->set_value(inode->symlink());
+  FillAttr(*inode, reply->mutable_attr());
+  return absl::OkStatus();
+}
+
+absl::Status DoStatfs(OpContext& ctx, const pb::StatfsOp&, pb::MetaReply* reply) {
+  Capacity cap = ctx.capacity();
+  ASSIGN_OR_RETURN(const pb::InodeRec* root, ctx.Inode(kRootIno));
+  pb::StatfsReply* s = reply->mutable_statfs();
+  s->set_bytes_total(cap.bytes_total);
+  s->set_bytes_avail(cap.bytes_avail);
+  s->set_bytes_used(cap.bytes_used);
+  uint64_t files = root->rstat().rfiles() + root->rstat().rsubdirs() + 1;
+  s->set_files(files);
+  s->set_files_free(uint64_t{1} << 40);
+  s->set_name_max(kNameMax);
+  return absl::OkStatus();
+}
+
+}  // namespace weft::mds

@@ -1,0 +1,275 @@
+#include "mds/ops/op_context.h"
+
+#include <cerrno>
+
+#include "absl/strings/cord.h"
+#include "absl/strings/str_cat.h"
+#include "common/status/status.h"
+
+namespace weft::mds {
+namespace {
+constexpr absl::string_view kNeedLoadPayload = "weft/need-load";
+}  // namespace
+
+absl::Status NeedLoad() {
+  absl::Status status(absl::StatusCode::kUnavailable, "metadata not cached");
+  status.SetPayload(kNeedLoadPayload, absl::Cord("1"));
+  return status;
+}
+
+bool IsNeedLoad(const absl::Status& status) {
+  return status.GetPayload(kNeedLoadPayload).has_value();
+}
+
+absl::Status Err(int err, absl::string_view message) {
+  return ::weft::ErrnoToStatus(err, message);
+}
+
+OpContext::OpContext(MdsRank* rank, MetaCache* cache, const pb::MetaRequest& request,
+                     int64_t now_ns)
+    : rank_(rank), cache_(cache), session_(request.session()), now_ns_(now_ns) {
+  cred_.uid = request.creds().uid();
+  cred_.gid = request.creds().gid();
+  cred_.groups.assign(request.creds().groups().begin(), request.creds().groups().end());
+  umask_ = request.creds().umask() & 0777;
+}
+
+const RankOptions& OpContext::options() const { return rank_->options(); }
+Capacity OpContext::capacity() { return rank_->capacity(); }
+
+absl::StatusOr<const pb::InodeRec*> OpContext::Inode(uint64_t ino) {
+  auto e = edits_.find(ino);
+  if (e != edits_.end()) return &e->second;
+  if (std::find(removed_.begin(), removed_.end(), ino) != removed_.end() ||
+      cache_->InodeRemoved(ino) || ino == 0) {
+    return Err(ESTALE, absl::StrCat("inode ", ino));
+  }
+  if (CInode* inode = cache_->Inode(ino)) return &inode->rec;
+  load_inodes_.push_back(ino);
+  return NeedLoad();
+}
+
+absl::StatusOr<const pb::InodeRec*> OpContext::Dir(uint64_t ino) {
+  ASSIGN_OR_RETURN(const pb::InodeRec* rec, Inode(ino));
+  if (!IsDir(*rec)) return Err(ENOTDIR, absl::StrCat("inode ", ino));
+  return rec;
+}
+
+absl::StatusOr<std::optional<CDentry>> OpContext::Dentry(uint64_t dir, const std::string& name) {
+  for (const auto& d : linked_) {
+    if (d.dir() == dir && d.name() == name) return std::optional<CDentry>(CDentry{d.ino(), d.type()});
+  }
+  for (const auto& d : unlinked_) {
+    if (d.dir() == dir && d.name() == name) return std::optional<CDentry>();
+  }
+  bool known = false;
+  const CDentry* found = cache_->Lookup(dir, name, &known);
+  if (found != nullptr) return std::optional<CDentry>(*found);
+  if (known) return std::optional<CDentry>();
+  ASSIGN_OR_RETURN(const pb::InodeRec* rec, Dir(dir));
+  std::vector<Frag> frags(rec->frags().begin(), rec->frags().end());
+  load_frags_.emplace_back(dir, FragFor(frags, NameHash(name)));
+  return NeedLoad();
+}
+
+absl::Status OpContext::LoadAllFrags(uint64_t dir) {
+  ASSIGN_OR_RETURN(const pb::InodeRec* rec, Dir(dir));
+  bool missing = false;
+  for (Frag f : SortedFrags({rec->frags().begin(), rec->frags().end()})) {
+    if (!cache_->FragLoaded(dir, f)) {
+      load_frags_.emplace_back(dir, f);
+      missing = true;
+    }
+  }
+  return missing ? NeedLoad() : absl::OkStatus();
+}
+
+absl::Status OpContext::CheckEmpty(uint64_t dir) {
+  RETURN_IF_ERROR(LoadAllFrags(dir));
+  CDir* d = cache_->Dir(dir);
+  size_t count = d->entries.size();
+  for (const auto& l : linked_) count += l.dir() == dir;
+  for (const auto& u : unlinked_) count -= u.dir() == dir;
+  if (count > 0) return Err(ENOTEMPTY, absl::StrCat("directory ", dir));
+  return absl::OkStatus();
+}
+
+pb::InodeRec* OpContext::Edit(const pb::InodeRec& current) {
+  auto [it, inserted] = edits_.try_emplace(current.ino(), current);
+  if (inserted) it->second.set_version(current.version() + 1);
+  return &it->second;
+}
+
+pb::InodeRec* OpContext::NewInode(uint32_t mode, uint32_t uid, uint32_t gid) {
+  if (next_ino_ == 0) next_ino_ = cache_->next_ino();
+  pb::InodeRec rec;
+  rec.set_ino(next_ino_++);
+  rec.set_mode(mode);
+  rec.set_uid(uid);
+  rec.set_gid(gid);
+  rec.set_nlink(IsDir(rec) ? 2 : 1);
+  rec.set_atime_ns(now_ns_);
+  rec.set_mtime_ns(now_ns_);
+  rec.set_ctime_ns(now_ns_);
+  rec.set_btime_ns(now_ns_);
+  rec.set_version(1);
+  rec.set_generation(1);
+  if (IsDir(rec)) new_dirs_.push_back(rec.ino());
+  auto [it, inserted] = edits_.emplace(rec.ino(), std::move(rec));
+  return &it->second;
+}
+
+void OpContext::RemoveInode(uint64_t ino) {
+  edits_.erase(ino);
+  removed_.push_back(ino);
+}
+
+void OpContext::LinkDentry(uint64_t dir, const std::string& name, const pb::InodeRec& target) {
+  std::erase_if(unlinked_, [&](const pb::DentryRec& d) { return d.dir() == dir && d.name() == name; });
+  pb::DentryRec rec;
+  rec.set_dir(dir);
+  rec.set_name(name);
+  rec.set_ino(target.ino());
+  rec.set_type(DirentType(target.mode()));
+  linked_.push_back(std::move(rec));
+}
+
+void OpContext::UnlinkDentry(uint64_t dir, const std::string& name) {
+  std::erase_if(linked_, [&](const pb::DentryRec& d) { return d.dir() == dir && d.name() == name; });
+  pb::DentryRec rec;
+  rec.set_dir(dir);
+  rec.set_name(name);
+  unlinked_.push_back(std::move(rec));
+}
+
+bool OpContext::HasOpen(uint64_t ino, bool write) {
+  SessionState* s = cache_->Session(session_);
+  if (s == nullptr) return false;
+  const auto& table = write ? s->opens_write : s->opens;
+  auto it = table.find(ino);
+  return it != table.end() && it->second > 0;
+}
+
+void OpContext::DropLink(pb::InodeRec* inode) {
+  inode->set_nlink(inode->nlink() > 0 ? inode->nlink() - 1 : 0);
+  inode->set_ctime_ns(now_ns_);
+  if (IsDir(*inode) ? inode->nlink() > 1 : inode->nlink() > 0) return;
+  if (!IsDir(*inode)) {
+    for (auto& [id, s] : cache_->sessions()) {
+      auto it = s.opens.find(inode->ino());
+      if (it != s.opens.end() && it->second > 0) {
+        inode->set_nlink(0);
+        stray_add_.push_back(inode->ino());
+        stray_holders_[inode->ino()] = id;
+        return;
+      }
+    }
+  }
+  if (IsReg(*inode)) {
+    pb::PurgeRec purge;
+    purge.set_ino(inode->ino());
+    purge.set_size(inode->size());
+    *purge.mutable_layout() = inode->layout();
+    purge_add_.push_back(std::move(purge));
+  }
+  RemoveInode(inode->ino());
+}
+
+void OpContext::MaybeSplit(uint64_t dir) {
+  auto rec_or = Inode(dir);
+  if (!rec_or.ok()) return;
+  std::vector<Frag> frags((*rec_or)->frags().begin(), (*rec_or)->frags().end());
+  for (const auto& l : linked_) {
+    if (l.dir() != dir) continue;
+    Frag f = FragFor(frags, NameHash(l.name()));
+    if (!cache_->FragLoaded(dir, f) || FragBits(f) >= 24) continue;
+    if (cache_->FragCount(dir, f) + 1 <= options().frag_split_entries) continue;
+    pb::InodeRec* edit = Edit(**rec_or);
+    std::vector<Frag> next = SortedFrags(frags);
+    std::erase(next, f);
+    auto [a, b] = SplitFrag(f);
+    next.push_back(a);
+    next.push_back(b);
+    edit->clear_frags();
+    for (Frag n : SortedFrags(next)) edit->add_frags(n);
+    pb::FragSplit split;
+    split.set_dir(dir);
+    split.set_frag(f);
+    splits_.push_back(split);
+    CDir* d = cache_->Dir(dir);
+    for (auto it = d->by_hash.lower_bound(FragStart(f));
+         it != d->by_hash.end() && it->first < FragEnd(f); ++it) {
+      bool gone = false;
+      for (const auto& u : unlinked_) gone |= (u.dir() == dir && u.name() == it->second);
+      if (gone) continue;
+      const CDentry& e = d->entries.at(it->second);
+      pb::DentryRec rec;
+      rec.set_dir(dir);
+      rec.set_name(it->second);
+      rec.set_ino(e.ino);
+      rec.set_type(e.type);
+      split_entries_.push_back(std::move(rec));
+    }
+    return;
+  }
+}
+
+void OpContext::RStat(uint64_t dir, int64_t bytes, int64_t files, int64_t subdirs) {
+  MdsRank::RStatDelta delta;
+  delta.rbytes = bytes;
+  delta.rfiles = files;
+  delta.rsubdirs = subdirs;
+  delta.rctime_ns = now_ns_;
+  rstat_deltas_.emplace_back(dir, delta);
+}
+
+bool OpContext::Finish(pb::JournalEvent* event) {
+  event->set_op(op_);
+  for (auto& [ino, rec] : edits_) *event->add_inodes() = rec;
+  for (uint64_t ino : removed_) event->add_removed_inodes(ino);
+  for (auto& s : splits_) *event->add_splits() = s;
+  for (auto& d : unlinked_) *event->add_removed_dentries() = d;
+  for (auto& d : split_entries_) *event->add_dentries() = d;
+  for (auto& d : linked_) *event->add_dentries() = d;
+  if (next_ino_ != 0) event->set_next_ino(next_ino_);
+  for (uint64_t ino : stray_add_) event->add_stray_add(ino);
+  for (auto& [ino, holder] : stray_holders_) (*event->mutable_stray_holders())[ino] = holder;
+  for (uint64_t ino : stray_remove_) event->add_stray_remove(ino);
+  for (auto& p : purge_add_) *event->add_purge_add() = p;
+  return !edits_.empty() || !removed_.empty() || !linked_.empty() || !unlinked_.empty() ||
+         !stray_add_.empty() || !purge_add_.empty();
+}
+
+AccessAttrs AccessOf(const pb::InodeRec& rec) {
+  AccessAttrs a;
+  a.mode = rec.mode();
+  a.uid = rec.uid();
+  a.gid = rec.gid();
+  auto it = rec.xattrs().find("system.posix_acl_access");
+  if (it != rec.xattrs().end()) a.acl_access = it->second;
+  return a;
+}
+
+std::string DefaultAcl(const pb::InodeRec& rec) {
+  auto it = rec.xattrs().find("system.posix_acl_default");
+  return it == rec.xattrs().end() ? std::string() : it->second;
+}
+
+void FillAttr(const pb::InodeRec& rec, pb::Attr* attr) {
+  attr->set_ino(rec.ino());
+  attr->set_mode(rec.mode());
+  attr->set_uid(rec.uid());
+  attr->set_gid(rec.gid());
+  attr->set_size(rec.size());
+  attr->set_nlink(rec.nlink());
+  attr->set_rdev(rec.rdev());
+  attr->set_atime_ns(rec.atime_ns());
+  attr->set_mtime_ns(rec.mtime_ns());
+  attr->set_ctime_ns(rec.ctime_ns());
+  attr->set_btime_ns(rec.btime_ns());
+  attr->set_version(rec.version());
+  attr->set_generation(rec.generation());
+  if (rec.has_layout()) *attr->mutable_layout() = rec.layout();
+}
+
+}  // namespace weft::mds

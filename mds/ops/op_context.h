@@ -1,0 +1,115 @@
+// What an operation sees: the cache (under the rank's lock), the caller's
+// credentials, and the event it is building. Operations run whole: they read
+// through the context, which reports anything not cached as a load to do
+// (the operation then returns kNeedLoad and is run again once it is loaded),
+// and they only describe their changes in the event, which the rank applies
+// at once after the operation returned OK.
+#pragma once
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "mds/cache/meta_cache.h"
+#include "mds/fs/permission.h"
+#include "mds/rank.h"
+#include "proto/mds.pb.h"
+
+namespace weft::mds {
+
+// The status an operation returns when the context asked for loads.
+absl::Status NeedLoad();
+bool IsNeedLoad(const absl::Status& status);
+
+// errno-carrying errors, shorthand for operations.
+absl::Status Err(int err, absl::string_view message);
+
+class OpContext {
+ public:
+  OpContext(MdsRank* rank, MetaCache* cache, const pb::MetaRequest& request, int64_t now_ns);
+
+  const Credentials& cred() const { return cred_; }
+  uint32_t umask() const { return umask_; }
+  int64_t now_ns() const { return now_ns_; }
+  uint64_t session() const { return session_; }
+  MetaCache* cache() { return cache_; }
+  const RankOptions& options() const;
+  Capacity capacity();
+
+  // The inode (its pending new value if this operation changed it), or
+  // NeedLoad, or ESTALE when it does not exist.
+  absl::StatusOr<const pb::InodeRec*> Inode(uint64_t ino);
+  // Same, ENOTDIR unless a directory.
+  absl::StatusOr<const pb::InodeRec*> Dir(uint64_t ino);
+  // The entry, nullopt when certainly absent, or NeedLoad.
+  absl::StatusOr<std::optional<CDentry>> Dentry(uint64_t dir, const std::string& name);
+  // OK when the directory has no entries (loads every fragment), ENOTEMPTY.
+  absl::Status CheckEmpty(uint64_t dir);
+  // Every fragment of `dir` loaded, or NeedLoad.
+  absl::Status LoadAllFrags(uint64_t dir);
+  bool loads_pending() const { return !load_inodes_.empty() || !load_frags_.empty(); }
+  const std::vector<uint64_t>& load_inodes() const { return load_inodes_; }
+  const std::vector<std::pair<uint64_t, Frag>>& load_frags() const { return load_frags_; }
+
+  // Changes. Edit returns the pending copy of an inode (version bumped once).
+  pb::InodeRec* Edit(const pb::InodeRec& current);
+  pb::InodeRec* NewInode(uint32_t mode, uint32_t uid, uint32_t gid);
+  void RemoveInode(uint64_t ino);
+  void LinkDentry(uint64_t dir, const std::string& name, const pb::InodeRec& target);
+  void UnlinkDentry(uint64_t dir, const std::string& name);
+  // Drops one link of `inode` (already edited): a stray if open, else purged.
+  void DropLink(pb::InodeRec* inode);
+  // Splits the fragment holding `name` if it has grown past the limit.
+  void MaybeSplit(uint64_t dir);
+  void RStat(uint64_t dir, int64_t bytes, int64_t files, int64_t subdirs);
+  void OpenRef(uint64_t ino, bool write) { open_ref_ = ino; open_write_ = write; }
+  bool HasOpen(uint64_t ino, bool write);
+
+  // Moves the pending changes into the event; false when nothing changed.
+  bool Finish(pb::JournalEvent* event);
+  std::optional<uint64_t> open_ref() const { return open_ref_; }
+  bool open_write() const { return open_write_; }
+  const std::vector<uint64_t>& new_dirs() const { return new_dirs_; }
+  const std::vector<std::pair<uint64_t, MdsRank::RStatDelta>>& rstat_deltas() const {
+    return rstat_deltas_;
+  }
+  void SetOp(const std::string& op) { op_ = op; }
+
+ private:
+  MdsRank* const rank_;
+  MetaCache* const cache_;
+  Credentials cred_;
+  uint32_t umask_ = 022;
+  uint64_t session_ = 0;
+  const int64_t now_ns_;
+  std::string op_;
+  std::vector<uint64_t> load_inodes_;
+  std::vector<std::pair<uint64_t, Frag>> load_frags_;
+  std::map<uint64_t, pb::InodeRec> edits_;
+  std::vector<uint64_t> removed_;
+  std::vector<pb::DentryRec> linked_;
+  std::vector<pb::DentryRec> unlinked_;
+  std::vector<pb::FragSplit> splits_;
+  std::vector<pb::DentryRec> split_entries_;
+  std::vector<uint64_t> stray_add_, stray_remove_;
+  std::map<uint64_t, uint64_t> stray_holders_;
+  std::vector<pb::PurgeRec> purge_add_;
+  std::vector<uint64_t> new_dirs_;
+  std::vector<std::pair<uint64_t, MdsRank::RStatDelta>> rstat_deltas_;
+  uint64_t next_ino_ = 0;
+  std::optional<uint64_t> open_ref_;
+  bool open_write_ = false;
+};
+
+// Shared by operations.
+AccessAttrs AccessOf(const pb::InodeRec& rec);
+std::string DefaultAcl(const pb::InodeRec& rec);
+void FillAttr(const pb::InodeRec& rec, pb::Attr* attr);
+inline bool IsDir(const pb::InodeRec& rec) { return (rec.mode() & 0170000) == 0040000; }
+inline bool IsReg(const pb::InodeRec& rec) { return (rec.mode() & 0170000) == 0100000; }
+inline bool IsSymlink(const pb::InodeRec& rec) { return (rec.mode() & 0170000) == 0120000; }
+inline uint32_t DirentType(uint32_t mode) { return (mode >> 12) & 017; }
+
+}  // namespace weft::mds

@@ -1,0 +1,38 @@
+// The namespace operations, one file each under mds/ops/. Each runs whole
+// under the rank's lock through an OpContext (see op_context.h): it checks,
+// reads what it needs (returning NeedLoad() when something is not cached),
+// describes its changes in the context and fills the reply.
+#pragma once
+
+#include "mds/ops/op_context.h"
+#include "proto/mds.pb.h"
+
+namespace weft::mds {
+
+absl::Status DoLookup(OpContext& ctx, const pb::LookupOp& op, pb::MetaReply* reply);
+absl::Status DoGetattr(OpContext& ctx, const pb::GetattrOp& op, pb::MetaReply* reply);
+absl::Status DoSetattr(OpContext& ctx, const pb::SetattrOp& op, pb::MetaReply* reply);
+absl::Status DoCreate(OpContext& ctx, const pb::CreateOp& op, pb::MetaReply* reply);
+absl::Status DoMkdir(OpContext& ctx, const pb::MkdirOp& op, pb::MetaReply* reply);
+absl::Status DoSymlink(OpContext& ctx, const pb::SymlinkOp& op, pb::MetaReply* reply);
+absl::Status DoLink(OpContext& ctx, const pb::LinkOp& op, pb::MetaReply* reply);
+absl::Status DoUnlink(OpContext& ctx, const pb::UnlinkOp& op, pb::MetaReply* reply);
+absl::Status DoRmdir(OpContext& ctx, const pb::RmdirOp& op, pb::MetaReply* reply);
+absl::Status DoRename(OpContext& ctx, const pb::RenameOp& op, pb::MetaReply* reply);
+absl::Status DoReadlink(OpContext& ctx, const pb::ReadlinkOp& op, pb::MetaReply* reply);
+absl::Status DoReaddir(OpContext& ctx, const pb::ReaddirOp& op, pb::MetaReply* reply);
+absl::Status DoGetxattr(OpContext& ctx, const pb::GetxattrOp& op, pb::MetaReply* reply);
+absl::Status DoSetxattr(OpContext& ctx, const pb::SetxattrOp& op, pb::MetaReply* reply);
+absl::Status DoListxattr(OpContext& ctx, const pb::ListxattrOp& op, pb::MetaReply* reply);
+absl::Status DoRemovexattr(OpContext& ctx, const pb::RemovexattrOp& op, pb::MetaReply* reply);
+absl::Status DoStatfs(OpContext& ctx, const pb::StatfsOp& op, pb::MetaReply* reply);
+absl::Status DoOpen(OpContext& ctx, const pb::OpenOp& op, pb::MetaReply* reply);
+absl::Status DoWritten(OpContext& ctx, const pb::WrittenOp& op, pb::MetaReply* reply);
+
+// Shared checks.
+// The parent directory with search (and, when `modify`, write) permission.
+absl::StatusOr<const pb::InodeRec*> ParentFor(OpContext& ctx, uint64_t parent, bool modify);
+// A directory's mtime and ctime set to now.
+void TouchDir(OpContext& ctx, const pb::InodeRec& dir);
+
+}  // namespace weft::mds

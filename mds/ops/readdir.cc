@@ -1,0 +1,62 @@
+// readdir: entries in name-hash order from a cookie (the hash of the last
+// entry returned), so it continues correctly across fragment splits and
+// concurrent creates and removes.
+#include <cerrno>
+
+#include "common/status/status.h"
+#include "mds/ops/ops.h"
+
+namespace weft::mds {
+namespace {
+constexpr uint32_t kMaxEntries = 4096;
+}  // namespace
+
+absl::Status DoReaddir(OpContext& ctx, const pb::ReaddirOp& op, pb::MetaReply* reply) {
+  ASSIGN_OR_RETURN(const pb::InodeRec* dir, ctx.Dir(op.ino()));
+  RETURN_IF_ERROR(CheckAccess(AccessOf(*dir), ctx.cred(), kMayRead));
+  uint32_t max = op.max_entries() == 0 ? 1024 : std::min(op.max_entries(), kMaxEntries);
+  std::vector<Frag> frags = SortedFrags({dir->frags().begin(), dir->frags().end()});
+  // Load the fragments this page can touch: from the cookie's onwards.
+  const uint64_t after = op.cookie();
+  std::vector<Frag> wanted;
+  for (Frag f : frags) {
+    if (FragEnd(f) > after + 1) wanted.push_back(f);
+  }
+  bool missing = false;
+  for (Frag f : wanted) {
+    if (!ctx.cache()->FragLoaded(op.ino(), f)) {
+      missing = true;
+      break;
+    }
+  }
+  if (missing) {
+    RETURN_IF_ERROR(ctx.LoadAllFrags(op.ino()));
+  }
+  CDir* d = ctx.cache()->Dir(op.ino());
+  reply->set_eof(true);
+  for (auto it = d->by_hash.upper_bound(after); it != d->by_hash.end(); ++it) {
+    if (static_cast<uint32_t>(reply->entries_size()) >= max) {
+      reply->set_eof(false);
+      break;
+    }
+    const CDentry& e = d->entries.at(it->second);
+    pb::DirEntry* out = reply->add_entries();
+    out->set_name(it->second);
+    out->set_ino(e.ino);
+    out->set_type(e.type);
+    out->set_cookie(it->first);
+  }
+  if (!op.with_attrs()) return absl::OkStatus();
+  bool need = false;
+  for (pb::DirEntry& e : *reply->mutable_entries()) {
+    auto inode = ctx.Inode(e.ino());
+    if (inode.ok()) {
+      FillAttr(**inode, e.mutable_attr());
+    } else if (IsNeedLoad(inode.status())) {
+      need = true;
+    }
+  }
+  return need ? NeedLoad() : absl::OkStatus();
+}
+
+}  // namespace weft::mds

@@ -1,0 +1,130 @@
+// rename(2) and renameat2's RENAME_NOREPLACE and RENAME_EXCHANGE.
+#include <cerrno>
+
+#include "absl/strings/str_cat.h"
+#include "common/status/status.h"
+#include "mds/ops/ops.h"
+
+namespace weft::mds {
+namespace {
+
+constexpr uint32_t kNoReplace = 1;
+constexpr uint32_t kExchange = 2;
+
+// EINVAL when `dir` is `ancestor` or below it (a directory moved into its
+// own subtree). Walks the parent pointers up to the root.
+absl::Status CheckNotUnder(OpContext& ctx, uint64_t dir, uint64_t ancestor) {
+  uint64_t cur = dir;
+  for (int depth = 0; depth < 4096; ++depth) {
+    if (cur == ancestor) return Err(EINVAL, "a directory cannot move into its own subtree");
+    if (cur == kRootIno) return absl::OkStatus();
+    ASSIGN_OR_RETURN(const pb::InodeRec* rec, ctx.Inode(cur));
+    cur = rec->parent();
+  }
+  return Err(ELOOP, "directory tree too deep");
+}
+
+// Moves `inode` (already edited) from `from` to `to`: parent pointer, link
+// counts of the directories, recursive statistics.
+void Reparent(OpContext& ctx, pb::InodeRec* inode, uint64_t from, uint64_t to) {
+  inode->set_ctime_ns(ctx.now_ns());
+  if (from == to) return;
+  inode->set_parent(to);
+  int64_t bytes = IsReg(*inode) ? static_cast<int64_t>(inode->size()) : 0;
+  int64_t files = IsDir(*inode) ? 0 : 1;
+  int64_t subdirs = IsDir(*inode) ? 1 : 0;
+  if (IsDir(*inode)) {
+    bytes = static_cast<int64_t>(inode->rstat().rbytes());
+    files = static_cast<int64_t>(inode->rstat().rfiles());
+    subdirs += static_cast<int64_t>(inode->rstat().rsubdirs());
+    auto src = ctx.Inode(from);
+    auto dst = ctx.Inode(to);
+    if (src.ok() && dst.ok()) {
+      ctx.Edit(**src)->set_nlink((*src)->nlink() - 1);
+      ctx.Edit(**dst)->set_nlink((*dst)->nlink() + 1);
+    }
+  }
+  ctx.RStat(from, -bytes, -files, -subdirs);
+  ctx.RStat(to, bytes, files, subdirs);
+}
+
+absl::Status Exchange(OpContext& ctx, const pb::RenameOp& op, const pb::InodeRec& src,
+                      const pb::InodeRec& dst) {
+  pb::InodeRec* a = ctx.Edit(src);
+  pb::InodeRec* b = ctx.Edit(dst);
+  ctx.UnlinkDentry(op.parent(), op.name());
+  ctx.UnlinkDentry(op.new_parent(), op.new_name());
+  ctx.LinkDentry(op.new_parent(), op.new_name(), *a);
+  ctx.LinkDentry(op.parent(), op.name(), *b);
+  Reparent(ctx, a, op.parent(), op.new_parent());
+  Reparent(ctx, b, op.new_parent(), op.parent());
+  return absl::OkStatus();
+}
+
+absl::Status CheckReplace(OpContext& ctx, const pb::InodeRec& src, const pb::InodeRec& dst) {
+  if (IsDir(src) && !IsDir(dst)) return Err(ENOTDIR, "rename a directory over a non-directory");
+  if (!IsDir(src) && IsDir(dst)) return Err(EISDIR, "rename a non-directory over a directory");
+  if (IsDir(dst)) RETURN_IF_ERROR(ctx.CheckEmpty(dst.ino()));
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status DoRename(OpContext& ctx, const pb::RenameOp& op, pb::MetaReply*) {
+  if ((op.flags() & ~(kNoReplace | kExchange)) != 0 ||
+      (op.flags() & (kNoReplace | kExchange)) == (kNoReplace | kExchange)) {
+    return Err(EINVAL, "rename: bad flags");
+  }
+  RETURN_IF_ERROR(ValidateName(op.name()));
+  RETURN_IF_ERROR(ValidateName(op.new_name()));
+  ASSIGN_OR_RETURN(const pb::InodeRec* from_dir, ParentFor(ctx, op.parent(), true));
+  ASSIGN_OR_RETURN(const pb::InodeRec* to_dir, ParentFor(ctx, op.new_parent(), true));
+  const pb::InodeRec from_copy = *from_dir, to_copy = *to_dir;
+  ASSIGN_OR_RETURN(auto src_d, ctx.Dentry(op.parent(), op.name()));
+  if (!src_d) return Err(ENOENT, absl::StrCat("rename ", op.name()));
+  ASSIGN_OR_RETURN(auto dst_d, ctx.Dentry(op.new_parent(), op.new_name()));
+  ASSIGN_OR_RETURN(const pb::InodeRec* src_p, ctx.Inode(src_d->ino));
+  const pb::InodeRec src = *src_p;
+  pb::InodeRec dst;
+  if (dst_d) {
+    ASSIGN_OR_RETURN(const pb::InodeRec* dst_p, ctx.Inode(dst_d->ino));
+    dst = *dst_p;
+  }
+  if (op.parent() == op.new_parent() && op.name() == op.new_name()) return absl::OkStatus();
+  if ((op.flags() & kExchange) && !dst_d) return Err(ENOENT, "exchange with a missing name");
+  if ((op.flags() & kNoReplace) && dst_d) return Err(EEXIST, "rename: target exists");
+  RETURN_IF_ERROR(CheckStickyDelete(AccessOf(from_copy), AccessOf(src), ctx.cred()));
+  if (dst_d) RETURN_IF_ERROR(CheckStickyDelete(AccessOf(to_copy), AccessOf(dst), ctx.cred()));
+  if (IsDir(src) && op.parent() != op.new_parent()) {
+    RETURN_IF_ERROR(CheckNotUnder(ctx, op.new_parent(), src.ino()));
+    RETURN_IF_ERROR(CheckAccess(AccessOf(src), ctx.cred(), kMayWrite));  // its ".." changes
+  }
+  if ((op.flags() & kExchange) && IsDir(dst) && op.parent() != op.new_parent()) {
+    RETURN_IF_ERROR(CheckNotUnder(ctx, op.parent(), dst.ino()));
+    RETURN_IF_ERROR(CheckAccess(AccessOf(dst), ctx.cred(), kMayWrite));
+  }
+  if (dst_d && dst.ino() == src.ino()) return absl::OkStatus();  // two links of one file
+  TouchDir(ctx, from_copy);
+  TouchDir(ctx, to_copy);
+  if (op.flags() & kExchange) return Exchange(ctx, op, src, dst);
+  if (dst_d) {
+    RETURN_IF_ERROR(CheckReplace(ctx, src, dst));
+    pb::InodeRec* victim = ctx.Edit(dst);
+    if (IsDir(dst)) {
+      ctx.Edit(to_copy)->set_nlink(ctx.Edit(to_copy)->nlink() - 1);
+      ctx.RemoveInode(dst.ino());
+      ctx.RStat(op.new_parent(), 0, 0, -1);
+    } else {
+      ctx.DropLink(victim);
+      ctx.RStat(op.new_parent(), -static_cast<int64_t>(IsReg(dst) ? dst.size() : 0), -1, 0);
+    }
+  }
+  pb::InodeRec* moved = ctx.Edit(src);
+  ctx.UnlinkDentry(op.parent(), op.name());
+  ctx.LinkDentry(op.new_parent(), op.new_name(), *moved);
+  Reparent(ctx, moved, op.parent(), op.new_parent());
+  ctx.MaybeSplit(op.new_parent());
+  return absl::OkStatus();
+}
+
+}  // namespace weft::mds

@@ -1,0 +1,60 @@
+// unlink and rmdir.
+#include <cerrno>
+
+#include "absl/strings/str_cat.h"
+#include "common/status/status.h"
+#include "mds/ops/ops.h"
+
+namespace weft::mds {
+namespace {
+
+struct Victim {
+  const pb::InodeRec* dir;
+  const pb::InodeRec* inode;
+};
+
+absl::StatusOr<Victim> FindVictim(OpContext& ctx, uint64_t parent, const std::string& name) {
+  ASSIGN_OR_RETURN(const pb::InodeRec* dir, ParentFor(ctx, parent, true));
+  ASSIGN_OR_RETURN(auto dentry, ctx.Dentry(parent, name));
+  if (!dentry) return Err(ENOENT, absl::StrCat("remove ", name));
+  ASSIGN_OR_RETURN(const pb::InodeRec* inode, ctx.Inode(dentry->ino));
+  RETURN_IF_ERROR(CheckStickyDelete(AccessOf(*dir), AccessOf(*inode), ctx.cred()));
+  return Victim{dir, inode};
+}
+
+}  // namespace
+
+absl::Status DoUnlink(OpContext& ctx, const pb::UnlinkOp& op, pb::MetaReply*) {
+  RETURN_IF_ERROR(ValidateName(op.name()));
+  ASSIGN_OR_RETURN(Victim v, FindVictim(ctx, op.parent(), op.name()));
+  if (IsDir(*v.inode)) return Err(EISDIR, absl::StrCat("unlink ", op.name()));
+  const pb::InodeRec inode = *v.inode;
+  TouchDir(ctx, *v.dir);
+  ctx.UnlinkDentry(op.parent(), op.name());
+  pb::InodeRec* edit = ctx.Edit(inode);
+  ctx.DropLink(edit);
+  ctx.RStat(op.parent(), -static_cast<int64_t>(IsReg(inode) ? inode.size() : 0), -1, 0);
+  return absl::OkStatus();
+}
+
+absl::Status DoRmdir(OpContext& ctx, const pb::RmdirOp& op, pb::MetaReply*) {
+  if (op.name() == ".") return Err(EINVAL, "rmdir .");
+  if (op.name() == "..") return Err(ENOTEMPTY, "rmdir ..");
+  RETURN_IF_ERROR(ValidateName(op.name()));
+  ASSIGN_OR_RETURN(Victim v, FindVictim(ctx, op.parent(), op.name()));
+  if (!IsDir(*v.inode)) return Err(ENOTDIR, absl::StrCat("rmdir ", op.name()));
+  if (v.inode->ino() == kRootIno) return Err(EBUSY, "rmdir of the root");
+  const pb::InodeRec inode = *v.inode;
+  const pb::InodeRec dir = *v.dir;
+  RETURN_IF_ERROR(ctx.CheckEmpty(inode.ino()));
+  pb::InodeRec* parent = ctx.Edit(dir);
+  parent->set_mtime_ns(ctx.now_ns());
+  parent->set_ctime_ns(ctx.now_ns());
+  parent->set_nlink(parent->nlink() - 1);
+  ctx.UnlinkDentry(op.parent(), op.name());
+  ctx.RemoveInode(inode.ino());
+  ctx.RStat(op.parent(), 0, 0, -1);
+  return absl::OkStatus();
+}
+
+}  // namespace weft::mds

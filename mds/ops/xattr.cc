@@ -1,0 +1,183 @@
+// Extended attributes: user., trusted., security., POSIX ACLs, and the
+// virtual weft.* attributes (read only, never listed).
+#include <sys/stat.h>
+
+#include <cerrno>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "common/status/status.h"
+#include "mds/fs/acl.h"
+#include "mds/ops/ops.h"
+
+namespace weft::mds {
+namespace {
+
+constexpr uint32_t kXattrCreate = 1;
+constexpr uint32_t kXattrReplace = 2;
+constexpr char kAclAccess[] = "system.posix_acl_access";
+constexpr char kAclDefault[] = "system.posix_acl_default";
+
+enum class Ns { kUser, kTrusted, kSecurity, kAcl, kWeft, kUnsupported };
+
+Ns NamespaceOf(const std::string& name) {
+  if (absl::StartsWith(name, "user.")) return Ns::kUser;
+  if (absl::StartsWith(name, "trusted.")) return Ns::kTrusted;
+  if (absl::StartsWith(name, "security.")) return Ns::kSecurity;
+  if (name == kAclAccess || name == kAclDefault) return Ns::kAcl;
+  if (absl::StartsWith(name, "weft.")) return Ns::kWeft;
+  return Ns::kUnsupported;
+}
+
+absl::Status CheckName(const std::string& name) {
+  if (name.empty() || name.size() > kXattrNameMax) return Err(ERANGE, "xattr name length");
+  if (name.find('\0') != std::string::npos) return Err(EINVAL, "NUL in xattr name");
+  return absl::OkStatus();
+}
+
+// Linux's xattr_permission(): who may read (kMayRead) or write an attribute.
+absl::Status XattrPermission(OpContext& ctx, const pb::InodeRec& inode, Ns ns, int mask) {
+  const bool write = (mask & kMayWrite) != 0;
+  switch (ns) {
+    case Ns::kUnsupported: return Err(EOPNOTSUPP, "unsupported xattr namespace");
+    case Ns::kAcl: case Ns::kWeft: return absl::OkStatus();
+    case Ns::kSecurity:
+      if (write && ctx.cred().uid != 0) return Err(EPERM, "security.* needs root");
+      return absl::OkStatus();
+    case Ns::kTrusted:
+      if (ctx.cred().uid != 0) return Err(write ? EPERM : ENODATA, "trusted.* needs root");
+      return absl::OkStatus();
+    case Ns::kUser:
+      if (!IsReg(inode) && !IsDir(inode)) {
+        return Err(write ? EPERM : ENODATA, "user.* on a special file");
+      }
+      if (write && IsDir(inode) && (inode.mode() & S_ISVTX) && ctx.cred().uid != 0 &&
+          ctx.cred().uid != inode.uid()) {
+        return Err(EPERM, "user.* on a sticky directory owned by another user");
+      }
+      return CheckAccess(AccessOf(inode), ctx.cred(), mask);
+  }
+  return absl::OkStatus();
+}
+
+std::string LayoutString(const pb::FileLayout& l) {
+  return absl::StrFormat("stripe_unit=%u stripe_count=%u object_size=%u pool=%u", l.stripe_unit(),
+                         l.stripe_count(), l.object_size(), l.pool());
+}
+
+absl::StatusOr<std::string> VirtualXattr(OpContext& ctx, const pb::InodeRec& inode,
+                                         const std::string& name) {
+  const pb::RStat& r = inode.rstat();
+  if (IsDir(inode)) {
+    if (name == "weft.dir.rbytes") return absl::StrCat(r.rbytes());
+    if (name == "weft.dir.rfiles") return absl::StrCat(r.rfiles());
+    if (name == "weft.dir.rsubdirs") return absl::StrCat(r.rsubdirs());
+    if (name == "weft.dir.rentries") return absl::StrCat(r.rfiles() + r.rsubdirs());
+    if (name == "weft.dir.rctime") {
+      int64_t t = std::max(r.rctime_ns(), inode.ctime_ns());
+      return absl::StrFormat("%d.%09d", t / 1000000000, t % 1000000000);
+    }
+    if (name == "weft.dir.layout" && inode.has_dir_layout() && inode.dir_layout().pool() != 0) {
+      return LayoutString(inode.dir_layout());
+    }
+  } else if (IsReg(inode) && name == "weft.file.layout") {
+    return LayoutString(inode.layout());
+  }
+  return Err(ENODATA, absl::StrCat("no attribute ", name));
+}
+
+}  // namespace
+
+absl::Status DoGetxattr(OpContext& ctx, const pb::GetxattrOp& op, pb::MetaReply* reply) {
+  RETURN_IF_ERROR(CheckName(op.name()));
+  ASSIGN_OR_RETURN(const pb::InodeRec* inode, ctx.Inode(op.ino()));
+  Ns ns = NamespaceOf(op.name());
+  RETURN_IF_ERROR(XattrPermission(ctx, *inode, ns, kMayRead));
+  if (ns == Ns::kWeft) {
+    ASSIGN_OR_RETURN(std::string value, VirtualXattr(ctx, *inode, op.name()));
+    reply->set_value(value);
+    return absl::OkStatus();
+  }
+  auto it = inode->xattrs().find(op.name());
+  if (it == inode->xattrs().end()) return Err(ENODATA, absl::StrCat("no attribute ", op.name()));
+  reply->set_value(it->second);
+  return absl::OkStatus();
+}
+
+absl::Status DoSetxattr(OpContext& ctx, const pb::SetxattrOp& op, pb::MetaReply* reply) {
+  RETURN_IF_ERROR(CheckName(op.name()));
+  if ((op.flags() & ~(kXattrCreate | kXattrReplace)) != 0 ||
+      op.flags() == (kXattrCreate | kXattrReplace)) {
+    return Err(EINVAL, "setxattr: bad flags");
+  }
+  if (op.value().size() > kXattrValueMax) return Err(E2BIG, "xattr value over 64 KiB");
+  ASSIGN_OR_RETURN(const pb::InodeRec* inode, ctx.Inode(op.ino()));
+  Ns ns = NamespaceOf(op.name());
+  if (ns == Ns::kWeft) return Err(EOPNOTSUPP, "weft.* attributes are set through layouts");
+  RETURN_IF_ERROR(XattrPermission(ctx, *inode, ns, kMayWrite));
+  const pb::InodeRec before = *inode;
+  bool exists = before.xattrs().contains(op.name());
+  if ((op.flags() & kXattrCreate) && exists) return Err(EEXIST, "xattr exists");
+  if ((op.flags() & kXattrReplace) && !exists) return Err(ENODATA, "no such xattr");
+  pb::InodeRec* edit = ctx.Edit(before);
+  auto& xattrs = *edit->mutable_xattrs();
+  if (op.name() == kAclAccess) {
+    ASSIGN_OR_RETURN(AclSetResult r, SetAccessAcl(AccessOf(before), ctx.cred(), op.value()));
+    edit->set_mode(r.mode);
+    if (r.stored_value.empty()) {
+      xattrs.erase(op.name());
+    } else {
+      xattrs[op.name()] = r.stored_value;
+    }
+  } else if (op.name() == kAclDefault) {
+    ASSIGN_OR_RETURN(std::string stored, SetDefaultAcl(AccessOf(before), ctx.cred(), op.value()));
+    if (stored.empty()) {
+      xattrs.erase(op.name());
+    } else {
+      xattrs[op.name()] = stored;
+    }
+  } else {
+    size_t total = 0;
+    for (const auto& [k, v] : before.xattrs()) total += k.size() + v.size();
+    if (total + op.name().size() + op.value().size() > 1024 * 1024) {
+      return Err(ENOSPC, "over 1 MiB of xattrs on one inode");
+    }
+    xattrs[op.name()] = op.value();
+  }
+  edit->set_ctime_ns(ctx.now_ns());
+  FillAttr(*edit, reply->mutable_attr());
+  return absl::OkStatus();
+}
+
+absl::Status DoListxattr(OpContext& ctx, const pb::ListxattrOp& op, pb::MetaReply* reply) {
+  ASSIGN_OR_RETURN(const pb::InodeRec* inode, ctx.Inode(op.ino()));
+  std::vector<std::string> names;
+  for (const auto& [name, value] : inode->xattrs()) {
+    if (NamespaceOf(name) == Ns::kTrusted && ctx.cred().uid != 0) continue;
+    names.push_back(name);
+  }
+  std::sort(names.begin(), names.end());
+  for (auto& n : names) reply->add_names(n);
+  return absl::OkStatus();
+}
+
+absl::Status DoRemovexattr(OpContext& ctx, const pb::RemovexattrOp& op, pb::MetaReply* reply) {
+  RETURN_IF_ERROR(CheckName(op.name()));
+  ASSIGN_OR_RETURN(const pb::InodeRec* inode, ctx.Inode(op.ino()));
+  Ns ns = NamespaceOf(op.name());
+  if (ns == Ns::kWeft) return Err(EOPNOTSUPP, "weft.* attributes cannot be removed");
+  RETURN_IF_ERROR(XattrPermission(ctx, *inode, ns, kMayWrite));
+  if (ns == Ns::kAcl) {
+    // Removing an ACL needs ownership, like setting one.
+    if (ctx.cred().uid != 0 && ctx.cred().uid != inode->uid()) return Err(EPERM, "not the owner");
+  }
+  if (!inode->xattrs().contains(op.name())) return Err(ENODATA, "no such xattr");
+  pb::InodeRec* edit = ctx.Edit(*inode);
+  edit->mutable_xattrs()->erase(op.name());
+  edit->set_ctime_ns(ctx.now_ns());
+  FillAttr(*edit, reply->mutable_attr());
+  return absl::OkStatus();
+}
+
+}  // namespace weft::mds

@@ -1,0 +1,213 @@
+#include "mds/rank.h"
+
+#include <sys/stat.h>
+
+#include <cerrno>
+#include <chrono>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "common/log/log.h"
+#include "common/rpc/rpc.h"
+#include "common/status/status.h"
+#include "mds/ops/ops.h"
+
+namespace weft::mds {
+namespace {
+
+int64_t NowMs() { return absl::ToUnixMillis(absl::Now()); }
+int64_t NowNs() { return absl::ToUnixNanos(absl::Now()); }
+
+
+
+}  // namespace
+
+MdsRank::MdsRank(RankOptions options, client::ObjectClient* objects,
+                 std::function<Capacity()> capacity)
+    : options_(std::move(options)),
+      objects_(objects),
+      capacity_(std::move(capacity)),
+      store_(objects, options_.metadata_pool, options_.fs_id),
+      journal_(&store_, options_.journal),
+      cache_(options_.fs_id),
+      next_session_((uint64_t{options_.fs_id} << 40) + 1) {}
+
+MdsRank::~MdsRank() { Stop(); }
+
+absl::Status MdsRank::Create() {
+  const int64_t now = NowNs();
+  pb::InodeRec root;
+  root.set_ino(kRootIno);
+  root.set_mode(S_IFDIR | 0755);
+  root.set_nlink(2);
+  root.set_parent(kRootIno);
+  root.set_atime_ns(now);
+  root.set_mtime_ns(now);
+  root.set_ctime_ns(now);
+  root.set_btime_ns(now);
+  root.set_version(1);
+  root.set_generation(1);
+  ObjectUpdate update;
+  update.set.emplace_back(InodeKey(kRootIno), root.SerializeAsString());
+  RETURN_IF_ERROR(store_.Apply(InodeTableObject(options_.fs_id, kRootIno), update));
+  ObjectUpdate inotable;
+  inotable.set.emplace_back("next_ino", absl::StrCat(kFirstFreeIno));
+  RETURN_IF_ERROR(store_.Apply(TableObject(options_.fs_id, "inotable"), inotable));
+  return journal_.Create();
+}
+
+absl::Status MdsRank::Start() {
+  const absl::Time start = absl::Now();
+  ASSIGN_OR_RETURN(auto sessions, store_.LoadTable("sessions"));
+  ASSIGN_OR_RETURN(auto strays, store_.LoadTable("strays"));
+  ASSIGN_OR_RETURN(auto purge, store_.LoadTable("purge"));
+  ASSIGN_OR_RETURN(auto inotable, store_.LoadTable("inotable"));
+  {
+    absl::MutexLock lock(&mu_);
+    cache_.LoadTables(sessions, strays, purge, inotable);
+  }
+  uint64_t events = 0;
+  ASSIGN_OR_RETURN(uint64_t last, journal_.Replay([&](pb::JournalEvent& event) {
+    absl::MutexLock lock(&mu_);
+    cache_.Apply(event);
+    ++events;
+    return absl::OkStatus();
+  }));
+  {
+    absl::MutexLock lock(&mu_);
+    last_seq_ = last;
+    const int64_t now = NowMs();
+    for (auto& [id, s] : cache_.sessions()) {
+      s.last_renew_ms = now;  // every client gets a full timeout to come back
+      next_session_ = std::max(next_session_, id + 1);
+      for (auto& [tid, reply] : s.rec.completed()) s.completed_seq[tid] = 0;
+    }
+  }
+  replay_ms_ = absl::ToInt64Milliseconds(absl::Now() - start);
+  LOG(INFO) << "event=rank_started fs=" << options_.fs_name << " replayed_events=" << events
+            << " last_seq=" << last << " replay_ms=" << replay_ms_;
+  journal_.Start();
+  flusher_ = std::thread([this] { FlusherLoop(); });
+  janitor_ = std::thread([this] { JanitorLoop(); });
+  return absl::OkStatus();
+}
+
+void MdsRank::Stop() {
+  {
+    absl::MutexLock lock(&mu_);
+    if (stopping_) return;
+    stopping_ = true;
+  }
+  if (flusher_.joinable()) flusher_.join();
+  if (janitor_.joinable()) janitor_.join();
+  journal_.Stop();
+}
+
+absl::StatusOr<pb::SessionReply> MdsRank::SessionOpen(const std::string& client,
+                                                      uint64_t reclaim) {
+  pb::SessionReply reply;
+  uint64_t seq = 0;
+  {
+    absl::MutexLock lock(&mu_);
+    if (stopping_) return absl::UnavailableError("the MDS is stopping");
+    if (reclaim != 0) {
+      SessionState* s = cache_.Session(reclaim);
+      if (s == nullptr) return Err(ESTALE, "the session to reclaim is gone");
+      s->last_renew_ms = NowMs();
+      reply.set_session(reclaim);
+    } else {
+      pb::JournalEvent event;
+      event.set_op("session_open");
+      pb::SessionRec* rec = event.add_sessions();
+      rec->set_id(next_session_++);
+      rec->set_client(client);
+      rec->set_opened_ms(NowMs());
+      seq = CommitLocked(&event);
+      cache_.Session(rec->id())->last_renew_ms = NowMs();
+      reply.set_session(rec->id());
+    }
+  }
+  if (seq != 0) RETURN_IF_ERROR(journal_.WaitDurable(seq));
+  reply.set_root(kRootIno);
+  reply.set_timeout_ms(options_.session_timeout_ms);
+  reply.set_fs_id(options_.fs_id);
+  return reply;
+}
+
+absl::StatusOr<pb::SessionReply> MdsRank::SessionRenew(uint64_t session) {
+  absl::MutexLock lock(&mu_);
+  SessionState* s = cache_.Session(session);
+  if (s == nullptr) return Err(ENOTCONN, "no such session");
+  s->last_renew_ms = NowMs();
+  pb::SessionReply reply;
+  reply.set_session(session);
+  reply.set_root(kRootIno);
+  reply.set_timeout_ms(options_.session_timeout_ms);
+  reply.set_fs_id(options_.fs_id);
+  return reply;
+}
+
+absl::Status MdsRank::SessionClose(uint64_t session) {
+  uint64_t seq = 0;
+  {
+    absl::MutexLock lock(&mu_);
+    if (cache_.Session(session) == nullptr) return Err(ENOTCONN, "no such session");
+    pb::JournalEvent event;
+    CloseSessionLocked(session, &event);
+    seq = CommitLocked(&event);
+  }
+  return journal_.WaitDurable(seq);
+}
+
+void MdsRank::CloseSessionLocked(uint64_t session, pb::JournalEvent* event) {
+  event->set_op("session_close");
+  SessionState* s = cache_.Session(session);
+  std::vector<uint64_t> held;
+  if (s != nullptr) {
+    for (auto& [ino, count] : s->opens) held.push_back(ino);
+  }
+  pb::SessionRec* rec = event->add_sessions();
+  rec->set_id(session);
+  rec->set_closed(true);
+  for (uint64_t ino : held) ReleaseStrayLocked(ino, session, event);
+}
+
+// A stray whose last holder went: its inode goes and its data is purged.
+void MdsRank::ReleaseStrayLocked(uint64_t ino, uint64_t releasing, pb::JournalEvent* event) {
+  if (!cache_.strays().contains(ino)) return;
+  for (auto& [id, s] : cache_.sessions()) {
+    if (id == releasing) continue;
+    auto it = s.opens.find(ino);
+    if (it != s.opens.end() && it->second > 0) return;
+  }
+  event->add_stray_remove(ino);
+  event->add_removed_inodes(ino);
+  CInode* inode = cache_.Inode(ino);
+  pb::PurgeRec* purge = event->add_purge_add();
+  purge->set_ino(ino);
+  if (inode != nullptr) {
+    purge->set_size(inode->rec.size());
+    *purge->mutable_layout() = inode->rec.layout();
+  }
+}
+
+uint64_t MdsRank::CommitLocked(pb::JournalEvent* event) {
+  const uint64_t seq = ++last_seq_;
+  event->set_seq(seq);
+  cache_.Apply(*event);
+  journal_.Enqueue(seq, event->SerializeAsString());
+  return seq;
+}
+
+pb::MetaReply MdsRank::Handle(const pb::MetaRequest& request) {
+  pb::MetaReply reply;
+  absl::Status status = RunOp(request, &reply);
+  if (!status.ok()) {
+    reply.Clear();
+    if (IsNeedLoad(status)) status = absl::UnavailableError("metadata kept changing; retry");
+    rpc::ToProto(status, reply.mutable_status());
+  }
+  return reply;
+}
+
+}  // namespace weft::mds

@@ -1,0 +1,143 @@
+// One MDS rank: a filesystem's namespace served from this daemon.
+//
+// Request flow (see docs/ARCHITECTURE.md, "Metadata server"):
+//   Handle() takes mu_, answers a retried request from the session's
+//   completed table, else runs the operation (mds/ops/). An operation reads
+//   the cache through an OpContext; when something is not cached it stops,
+//   Handle() drops mu_, loads it from the metadata pool, and runs the
+//   operation again from the top. An operation that changes something returns
+//   one JournalEvent of redo records; Handle() applies it to the cache,
+//   assigns it the next sequence number and queues it to the journal (all
+//   under mu_, so the journal order is the order of application), drops mu_,
+//   waits until the event is durable, and replies.
+//
+// Background threads: the journal writer; the flusher, which writes dirty
+// metadata to the backing objects once the events that produced it are
+// durable, then trims the journal; the janitor, which times out sessions,
+// propagates recursive statistics and purges deleted files' data.
+//
+// Lock order: mu_, then the journal's internal lock. No I/O under mu_.
+#pragma once
+
+#include <atomic>
+#include <optional>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/synchronization/mutex.h"
+#include "fuse-client/lib/object_client.h"
+#include "mds/cache/meta_cache.h"
+#include "mds/journal/journal.h"
+#include "mds/store/meta_store.h"
+#include "proto/mds.pb.h"
+
+namespace weft::mds {
+
+class OpContext;
+
+struct RankOptions {
+  uint32_t fs_id = 0;
+  std::string fs_name;
+  PoolId metadata_pool;
+  PoolId data_pool;                       // default layout pool
+  uint64_t cache_max_inodes = 1 << 20;    // derived from mds_cache_memory_limit
+  int64_t session_timeout_ms = 60000;
+  int64_t flush_interval_ms = 1000;
+  int64_t rstat_interval_ms = 1000;
+  size_t frag_split_entries = 10000;
+  size_t completed_per_session_max = 4096;
+  JournalOptions journal;
+  pb::FileLayout default_layout;          // pool 0 = data_pool, 4 MiB objects
+};
+
+// Capacity for statfs, from the cluster map manager.
+struct Capacity {
+  uint64_t bytes_total = 0, bytes_avail = 0, bytes_used = 0;
+};
+
+class MdsRank {
+ public:
+  // A pending change of a directory's recursive statistics.
+  struct RStatDelta {
+    int64_t rbytes = 0, rfiles = 0, rsubdirs = 0;
+    int64_t rctime_ns = 0;
+  };
+
+  MdsRank(RankOptions options, client::ObjectClient* objects,
+          std::function<Capacity()> capacity);
+  ~MdsRank();
+
+  // Creates the filesystem's objects (root directory, tables, journal).
+  absl::Status Create();
+  // Loads tables, replays the journal, starts the background threads.
+  absl::Status Start();
+  void Stop();
+
+  uint32_t fs_id() const { return options_.fs_id; }
+  const std::string& fs_name() const { return options_.fs_name; }
+
+  absl::StatusOr<pb::SessionReply> SessionOpen(const std::string& client, uint64_t reclaim);
+  absl::StatusOr<pb::SessionReply> SessionRenew(uint64_t session);
+  absl::Status SessionClose(uint64_t session);
+
+  // Any namespace operation. Errors are in reply.status (with errno).
+  pb::MetaReply Handle(const pb::MetaRequest& request);
+
+  pb::FsStatusReply Status();
+  // Flushes everything dirty and trims the journal (tests, clean shutdown).
+  absl::Status FlushAll();
+
+  // For operations (mds/ops): under mu_.
+  MetaCache* cache() { return &cache_; }
+  const RankOptions& options() const { return options_; }
+  Capacity capacity() { return capacity_(); }
+
+ private:
+  struct Load {
+    std::vector<uint64_t> inodes;
+    std::vector<std::pair<uint64_t, Frag>> frags;
+  };
+  absl::Status LoadMissing(const Load& load);
+  uint64_t CommitLocked(pb::JournalEvent* event) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void CloseSessionLocked(uint64_t session, pb::JournalEvent* event)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void ReleaseStrayLocked(uint64_t ino, uint64_t releasing, pb::JournalEvent* event)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Status Dispatch(OpContext& ctx, const pb::MetaRequest& request, pb::MetaReply* reply)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Status ReleaseLocked(const pb::MetaRequest& request, pb::JournalEvent* event)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void AfterCommitLocked(OpContext& ctx) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Status RunOp(const pb::MetaRequest& request, pb::MetaReply* reply);
+  void FlusherLoop();
+  void JanitorLoop();
+  absl::Status FlushOnce();
+  void ExpireSessions();
+  void PropagateRstats();
+  void PurgeSome();
+  // Adds an inode's statistics change to its directory's pending delta.
+  friend class OpContext;
+
+  const RankOptions options_;
+  client::ObjectClient* const objects_;
+  std::function<Capacity()> capacity_;
+  MetaStore store_;
+  Journal journal_;
+
+  absl::Mutex mu_;
+  MetaCache cache_ ABSL_GUARDED_BY(mu_);
+  uint64_t last_seq_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t next_session_ ABSL_GUARDED_BY(mu_) = 1;
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  int64_t replay_ms_ = 0;
+  absl::flat_hash_map<uint64_t, RStatDelta> rstat_pending_ ABSL_GUARDED_BY(mu_);
+
+  absl::Mutex flush_mu_;  // one flush at a time; taken before mu_
+  std::optional<FlushBatch> failed_batch_ ABSL_GUARDED_BY(flush_mu_);
+  std::thread flusher_;
+  std::thread janitor_;
+};
+
+}  // namespace weft::mds

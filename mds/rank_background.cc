@@ -1,0 +1,246 @@
+// MdsRank: the flusher (write back, trim the journal) and the janitor
+// (session timeouts, recursive statistics, purging, cache trimming).
+#include <fstream>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "common/log/log.h"
+#include "common/status/status.h"
+#include "mds/ops/ops.h"
+#include "mds/rank.h"
+
+namespace weft::mds {
+namespace {
+
+int64_t NowMs() { return absl::ToUnixMillis(absl::Now()); }
+
+uint64_t RssBytes() {
+  std::ifstream statm("/proc/self/statm");
+  uint64_t pages = 0, rss = 0;
+  statm >> pages >> rss;
+  return rss * 4096;
+}
+
+constexpr size_t kPurgeBatch = 16;
+
+}  // namespace
+
+void MdsRank::FlusherLoop() {
+  for (;;) {
+    {
+      absl::MutexLock lock(&mu_);
+      if (mu_.AwaitWithTimeout(absl::Condition(&stopping_),
+                               absl::Milliseconds(options_.flush_interval_ms))) {
+        break;
+      }
+    }
+    absl::Status status = FlushOnce();
+    if (!status.ok()) LOG(WARNING) << "event=flush_failed status=\"" << status << "\"";
+  }
+  absl::Status status = FlushOnce();  // a clean stop leaves a short journal
+  if (!status.ok()) LOG(WARNING) << "event=final_flush_failed status=\"" << status << "\"";
+}
+
+absl::Status MdsRank::FlushAll() {
+  RETURN_IF_ERROR(FlushOnce());
+  return FlushOnce();
+}
+
+absl::Status MdsRank::FlushOnce() {
+  absl::MutexLock serial(&flush_mu_);
+  if (failed_batch_) {
+    RETURN_IF_ERROR(journal_.WaitDurable(failed_batch_->seq));
+    for (const auto& [oid, update] : failed_batch_->updates) {
+      RETURN_IF_ERROR(store_.Apply(oid, update));
+    }
+    failed_batch_.reset();
+  }
+  for (int i = 0; i < 3; ++i) {
+    Load load;
+    {
+      absl::MutexLock lock(&mu_);
+      load.inodes = cache_.DirtyDirsWithoutInode();
+    }
+    if (load.inodes.empty()) break;
+    RETURN_IF_ERROR(LoadMissing(load));
+  }
+  FlushBatch batch;
+  {
+    absl::MutexLock lock(&mu_);
+    batch = cache_.TakeDirty(last_seq_);
+  }
+  if (batch.updates.empty() && batch.seq <= journal_.stats().first_seq - 1) return absl::OkStatus();
+  RETURN_IF_ERROR(journal_.WaitDurable(batch.seq));
+  for (const auto& [oid, update] : batch.updates) {
+    absl::Status status = store_.Apply(oid, update);
+    if (!status.ok()) {
+      failed_batch_ = std::move(batch);
+      return status;
+    }
+  }
+  VLOG(1) << "event=flushed seq=" << batch.seq << " objects=" << batch.updates.size()
+          << " inodes=" << batch.inodes << " dentries=" << batch.dentries;
+  return journal_.Trim(batch.seq);
+}
+
+void MdsRank::JanitorLoop() {
+  int64_t last_rstat_ms = 0;
+  for (;;) {
+    {
+      absl::MutexLock lock(&mu_);
+      if (mu_.AwaitWithTimeout(absl::Condition(&stopping_), absl::Milliseconds(200))) return;
+    }
+    ExpireSessions();
+    if (NowMs() - last_rstat_ms >= options_.rstat_interval_ms) {
+      PropagateRstats();
+      last_rstat_ms = NowMs();
+    }
+    PurgeSome();
+    absl::MutexLock lock(&mu_);
+    absl::flat_hash_set<uint64_t> pinned;
+    for (auto& [id, s] : cache_.sessions()) {
+      for (auto& [ino, count] : s.opens) pinned.insert(ino);
+    }
+    for (auto& [dir, delta] : rstat_pending_) pinned.insert(dir);
+    cache_.Trim(options_.cache_max_inodes, pinned);
+  }
+}
+
+void MdsRank::ExpireSessions() {
+  uint64_t seq = 0;
+  {
+    absl::MutexLock lock(&mu_);
+    const int64_t now = NowMs();
+    std::vector<uint64_t> expired;
+    for (auto& [id, s] : cache_.sessions()) {
+      if (now - s.last_renew_ms > options_.session_timeout_ms) expired.push_back(id);
+    }
+    for (uint64_t id : expired) {
+      LOG(INFO) << "event=session_timeout session=" << id;
+      pb::JournalEvent event;
+      CloseSessionLocked(id, &event);
+      seq = CommitLocked(&event);
+    }
+  }
+  if (seq != 0) {
+    absl::Status status = journal_.WaitDurable(seq);
+    if (!status.ok()) LOG(WARNING) << "event=session_expire_failed status=\"" << status << "\"";
+  }
+}
+
+void MdsRank::PropagateRstats() {
+  for (int attempt = 0; attempt < 8; ++attempt) {
+    Load load;
+    {
+      absl::MutexLock lock(&mu_);
+      if (rstat_pending_.empty() || stopping_) return;
+      std::map<uint64_t, pb::InodeRec> edits;
+      auto work = rstat_pending_;
+      while (!work.empty()) {
+        absl::flat_hash_map<uint64_t, RStatDelta> next;
+        for (const auto& [dir, d] : work) {
+          auto e = edits.find(dir);
+          if (e == edits.end()) {
+            CInode* inode = cache_.Inode(dir);
+            if (inode == nullptr) {
+              if (!cache_.InodeRemoved(dir)) load.inodes.push_back(dir);
+              continue;
+            }
+            e = edits.emplace(dir, inode->rec).first;
+            e->second.set_version(e->second.version() + 1);
+          }
+          pb::RStat* r = e->second.mutable_rstat();
+          auto add = [](uint64_t v, int64_t delta) {
+            int64_t sum = static_cast<int64_t>(v) + delta;
+            return static_cast<uint64_t>(sum < 0 ? 0 : sum);
+          };
+          r->set_rbytes(add(r->rbytes(), d.rbytes));
+          r->set_rfiles(add(r->rfiles(), d.rfiles));
+          r->set_rsubdirs(add(r->rsubdirs(), d.rsubdirs));
+          r->set_rctime_ns(std::max(r->rctime_ns(), d.rctime_ns));
+          if (dir == kRootIno) continue;
+          RStatDelta& up = next[e->second.parent()];
+          up.rbytes += d.rbytes;
+          up.rfiles += d.rfiles;
+          up.rsubdirs += d.rsubdirs;
+          up.rctime_ns = std::max(up.rctime_ns, d.rctime_ns);
+        }
+        work = std::move(next);
+      }
+      if (load.inodes.empty()) {
+        rstat_pending_.clear();
+        pb::JournalEvent event;
+        event.set_op("rstat");
+        for (auto& [ino, rec] : edits) *event.add_inodes() = std::move(rec);
+        if (event.inodes_size() > 0) CommitLocked(&event);
+        return;
+      }
+    }
+    absl::Status status = LoadMissing(load);
+    if (!status.ok()) {
+      LOG(WARNING) << "event=rstat_load_failed status=\"" << status << "\"";
+      return;
+    }
+  }
+}
+
+void MdsRank::PurgeSome() {
+  std::vector<pb::PurgeRec> batch;
+  {
+    absl::MutexLock lock(&mu_);
+    for (const auto& [ino, rec] : cache_.purge_queue()) {
+      if (batch.size() >= kPurgeBatch) break;
+      batch.push_back(rec);
+    }
+  }
+  if (batch.empty()) return;
+  std::vector<uint64_t> done;
+  for (const pb::PurgeRec& rec : batch) {
+    const pb::FileLayout& l = rec.layout();
+    bool ok = true;
+    if (l.pool() != 0 && l.object_size() > 0) {
+      uint64_t stripe = std::max<uint64_t>(1, l.stripe_count());
+      uint64_t set_bytes = l.object_size() * stripe;
+      uint64_t objects = (rec.size() + set_bytes - 1) / set_bytes * stripe;
+      for (uint64_t objno = 0; objno < objects; ++objno) {
+        absl::Status status = objects_->Remove(PoolId(l.pool()), DataObject(rec.ino(), objno));
+        if (!status.ok() && !absl::IsNotFound(status)) {
+          LOG(WARNING) << "event=purge_failed ino=" << rec.ino() << " status=\"" << status << "\"";
+          ok = false;
+          break;
+        }
+      }
+    }
+    if (ok) done.push_back(rec.ino());
+  }
+  if (done.empty()) return;
+  absl::MutexLock lock(&mu_);
+  pb::JournalEvent event;
+  event.set_op("purged");
+  for (uint64_t ino : done) event.add_purge_done(ino);
+  CommitLocked(&event);
+}
+
+pb::FsStatusReply MdsRank::Status() {
+  pb::FsStatusReply reply;
+  Journal::Stats js = journal_.stats();
+  absl::MutexLock lock(&mu_);
+  reply.set_fs(options_.fs_name);
+  reply.set_state(stopping_ ? "stopping" : "active");
+  reply.set_sessions(cache_.sessions().size());
+  reply.set_cached_inodes(cache_.inode_count());
+  reply.set_cached_dentries(cache_.dentry_count());
+  reply.set_dirty_inodes(cache_.dirty_inode_count());
+  reply.set_journal_first_seq(js.first_seq);
+  reply.set_journal_last_seq(js.last_seq);
+  reply.set_journal_bytes(js.bytes);
+  reply.set_journal_segments(js.segments);
+  reply.set_strays(cache_.strays().size());
+  reply.set_purge_queue(cache_.purge_queue().size());
+  reply.set_replay_ms(replay_ms_);
+  reply.set_inodes(cache_.next_ino() - kFirstFreeIno + 1);
+  reply.set_rss_bytes(RssBytes());
+  return reply;
+}
+
+}  // namespace weft::mds

@@ -1,0 +1,151 @@
+// MdsRank: running one request (see the flow in rank.h).
+#include <cerrno>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "common/log/log.h"
+#include "common/status/status.h"
+#include "mds/ops/ops.h"
+#include "mds/rank.h"
+
+namespace weft::mds {
+
+absl::Status MdsRank::Dispatch(OpContext& ctx, const pb::MetaRequest& r, pb::MetaReply* reply) {
+  using R = pb::MetaRequest;
+  switch (r.op_case()) {
+    case R::kLookup: return DoLookup(ctx, r.lookup(), reply);
+    case R::kGetattr: return DoGetattr(ctx, r.getattr(), reply);
+    case R::kSetattr: ctx.SetOp("setattr"); return DoSetattr(ctx, r.setattr(), reply);
+    case R::kCreate: ctx.SetOp("create"); return DoCreate(ctx, r.create(), reply);
+    case R::kMkdir: ctx.SetOp("mkdir"); return DoMkdir(ctx, r.mkdir(), reply);
+    case R::kSymlink: ctx.SetOp("symlink"); return DoSymlink(ctx, r.symlink(), reply);
+    case R::kLink: ctx.SetOp("link"); return DoLink(ctx, r.link(), reply);
+    case R::kUnlink: ctx.SetOp("unlink"); return DoUnlink(ctx, r.unlink(), reply);
+    case R::kRmdir: ctx.SetOp("rmdir"); return DoRmdir(ctx, r.rmdir(), reply);
+    case R::kRename: ctx.SetOp("rename"); return DoRename(ctx, r.rename(), reply);
+    case R::kReadlink: return DoReadlink(ctx, r.readlink(), reply);
+    case R::kReaddir: return DoReaddir(ctx, r.readdir(), reply);
+    case R::kGetxattr: return DoGetxattr(ctx, r.getxattr(), reply);
+    case R::kSetxattr: ctx.SetOp("setxattr"); return DoSetxattr(ctx, r.setxattr(), reply);
+    case R::kListxattr: return DoListxattr(ctx, r.listxattr(), reply);
+    case R::kRemovexattr: ctx.SetOp("removexattr"); return DoRemovexattr(ctx, r.removexattr(), reply);
+    case R::kStatfs: return DoStatfs(ctx, r.statfs(), reply);
+    case R::kOpen: return DoOpen(ctx, r.open(), reply);
+    case R::kWritten: ctx.SetOp("written"); return DoWritten(ctx, r.written(), reply);
+    case R::kRelease: return absl::OkStatus();  // handled by RunOp
+    case R::OP_NOT_SET: break;
+  }
+  return Err(EINVAL, "request without an operation");
+}
+
+absl::Status MdsRank::ReleaseLocked(const pb::MetaRequest& request, pb::JournalEvent* event) {
+  SessionState* s = cache_.Session(request.session());
+  const uint64_t ino = request.release().ino();
+  auto it = s->opens.find(ino);
+  if (it == s->opens.end() || it->second <= 0) return Err(EBADF, "release of a file not open");
+  if (--it->second == 0) s->opens.erase(it);
+  auto w = s->opens_write.find(ino);
+  if (w != s->opens_write.end() && --w->second <= 0) s->opens_write.erase(w);
+  if (s->opens.contains(ino)) return absl::OkStatus();
+  event->set_op("release");
+  ReleaseStrayLocked(ino, request.session(), event);
+  return absl::OkStatus();
+}
+
+void MdsRank::AfterCommitLocked(OpContext& ctx) {
+  for (uint64_t dir : ctx.new_dirs()) cache_.MergeFrag(dir, kRootFrag, {});
+  for (const auto& [dir, delta] : ctx.rstat_deltas()) {
+    RStatDelta& p = rstat_pending_[dir];
+    p.rbytes += delta.rbytes;
+    p.rfiles += delta.rfiles;
+    p.rsubdirs += delta.rsubdirs;
+    p.rctime_ns = std::max(p.rctime_ns, delta.rctime_ns);
+  }
+}
+
+absl::Status MdsRank::RunOp(const pb::MetaRequest& request, pb::MetaReply* reply) {
+  for (int attempt = 0; attempt < 32; ++attempt) {
+    Load load;
+    uint64_t wait_seq = 0;
+    {
+      absl::MutexLock lock(&mu_);
+      if (stopping_) return absl::UnavailableError("the MDS is stopping");
+      SessionState* s = cache_.Session(request.session());
+      if (s == nullptr) return Err(ENOTCONN, "no such session");
+      s->last_renew_ms = absl::ToUnixMillis(absl::Now());
+      if (request.tid() != 0) {
+        auto done = s->rec.completed().find(request.tid());
+        if (done != s->rec.completed().end()) {
+          if (!reply->ParseFromString(done->second)) return absl::InternalError("bad completed reply");
+          reply->set_replayed(true);
+          auto seq = s->completed_seq.find(request.tid());
+          wait_seq = seq == s->completed_seq.end() ? 0 : seq->second;
+        }
+      }
+      if (!reply->replayed()) {
+        pb::JournalEvent event;
+        if (request.op_case() == pb::MetaRequest::kRelease) {
+          RETURN_IF_ERROR(ReleaseLocked(request, &event));
+          if (event.removed_inodes_size() > 0) wait_seq = CommitLocked(&event);
+        } else {
+          OpContext ctx(this, &cache_, request, absl::ToUnixNanos(absl::Now()));
+          absl::Status status = Dispatch(ctx, request, reply);
+          if (IsNeedLoad(status) && ctx.loads_pending()) {
+            load.inodes = ctx.load_inodes();
+            load.frags = ctx.load_frags();
+            reply->Clear();
+          } else if (!status.ok()) {
+            return status;
+          } else {
+            if (ctx.Finish(&event)) {
+              if (request.tid() != 0) {
+                event.set_session(request.session());
+                event.set_tid(request.tid());
+                event.set_oldest_tid(request.oldest_tid());
+                event.set_reply(reply->SerializeAsString());
+              }
+              wait_seq = CommitLocked(&event);
+              AfterCommitLocked(ctx);
+            }
+            if (auto ino = ctx.open_ref()) {
+              ++s->opens[*ino];
+              if (ctx.open_write()) ++s->opens_write[*ino];
+            }
+          }
+        }
+      }
+    }
+    if (!load.inodes.empty() || !load.frags.empty()) {
+      RETURN_IF_ERROR(LoadMissing(load));
+      continue;
+    }
+    if (wait_seq != 0) RETURN_IF_ERROR(journal_.WaitDurable(wait_seq));
+    return absl::OkStatus();
+  }
+  return absl::UnavailableError("metadata kept changing while loading; retry");
+}
+
+absl::Status MdsRank::LoadMissing(const Load& load) {
+  std::vector<pb::InodeRec> inodes;
+  if (!load.inodes.empty()) {
+    ASSIGN_OR_RETURN(inodes, store_.LoadInodes(load.inodes));
+  }
+  std::vector<std::pair<std::pair<uint64_t, Frag>, std::vector<pb::DentryRec>>> frags;
+  for (const auto& [dir, frag] : load.frags) {
+    ASSIGN_OR_RETURN(auto entries, store_.LoadFrag(dir, frag));
+    frags.push_back({{dir, frag}, std::move(entries)});
+  }
+  absl::MutexLock lock(&mu_);
+  absl::flat_hash_set<uint64_t> found;
+  for (const pb::InodeRec& rec : inodes) {
+    found.insert(rec.ino());
+    cache_.MergeInode(rec);
+  }
+  for (uint64_t ino : load.inodes) {
+    if (!found.contains(ino) && cache_.Inode(ino) == nullptr) cache_.MarkAbsent(ino);
+  }
+  for (auto& [key, entries] : frags) cache_.MergeFrag(key.first, key.second, entries);
+  return absl::OkStatus();
+}
+
+}  // namespace weft::mds

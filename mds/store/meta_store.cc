@@ -1,0 +1,179 @@
+#include "mds/store/meta_store.h"
+
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+#include "common/status/status.h"
+#include "xxhash.h"
+
+namespace weft::mds {
+namespace {
+
+constexpr uint32_t kOmapPage = 4096;
+
+uint32_t Checksum32(const std::string& s) {
+  return static_cast<uint32_t>(XXH3_64bits(s.data(), s.size()));
+}
+
+void PutU32(uint32_t v, std::string* out) {
+  char b[4];
+  std::memcpy(b, &v, 4);  // little-endian hosts only (checked in CMake)
+  out->append(b, 4);
+}
+
+uint32_t GetU32(const char* p) {
+  uint32_t v;
+  std::memcpy(&v, p, 4);
+  return v;
+}
+
+}  // namespace
+
+absl::StatusOr<std::map<std::string, std::string>> MetaStore::ListOmap(const std::string& oid) {
+  std::map<std::string, std::string> out;
+  std::string after;
+  for (;;) {
+    client::ObjectOperation op;
+    op.OmapList(after, "", kOmapPage);
+    auto result = objects_->Execute(pool_, oid, op);
+    if (absl::IsNotFound(result.status())) return out;
+    if (!result.ok()) return Annotate(result.status(), absl::StrCat("list ", oid));
+    const auto& item = result->items.at(0);
+    for (const auto& [k, v] : item.kvs) out[k] = v;
+    if (!item.more || item.kvs.empty()) return out;
+    after = item.kvs.back().first;
+  }
+}
+
+absl::StatusOr<pb::InodeRec> MetaStore::LoadInode(uint64_t ino) {
+  const std::string oid = InodeTableObject(fs_, ino);
+  client::ObjectOperation op;
+  op.OmapGet({InodeKey(ino)});
+  auto result = objects_->Execute(pool_, oid, op);
+  if (absl::IsNotFound(result.status())) {
+    return ErrnoError(absl::StatusCode::kNotFound, ESTALE, absl::StrCat("no inode ", ino));
+  }
+  if (!result.ok()) return Annotate(result.status(), absl::StrCat("load inode ", ino));
+  for (const auto& [k, v] : result->items.at(0).kvs) {
+    if (k != InodeKey(ino)) continue;
+    pb::InodeRec rec;
+    if (!rec.ParseFromString(v) || rec.ino() != ino) {
+      return absl::DataLossError(absl::StrCat("inode ", ino, " in ", oid, " does not parse"));
+    }
+    return rec;
+  }
+  return ErrnoError(absl::StatusCode::kNotFound, ESTALE, absl::StrCat("no inode ", ino));
+}
+
+absl::StatusOr<std::vector<pb::InodeRec>> MetaStore::LoadInodes(
+    const std::vector<uint64_t>& inos) {
+  std::map<std::string, std::vector<std::string>> by_object;
+  for (uint64_t ino : inos) by_object[InodeTableObject(fs_, ino)].push_back(InodeKey(ino));
+  std::vector<pb::InodeRec> out;
+  for (auto& [oid, keys] : by_object) {
+    client::ObjectOperation op;
+    op.OmapGet(keys);
+    auto result = objects_->Execute(pool_, oid, op);
+    if (absl::IsNotFound(result.status())) continue;
+    if (!result.ok()) return Annotate(result.status(), absl::StrCat("load inodes from ", oid));
+    for (const auto& [k, v] : result->items.at(0).kvs) {
+      pb::InodeRec rec;
+      if (!rec.ParseFromString(v)) {
+        return absl::DataLossError(absl::StrCat("inode ", k, " in ", oid, " does not parse"));
+      }
+      out.push_back(std::move(rec));
+    }
+  }
+  return out;
+}
+
+absl::StatusOr<std::vector<pb::DentryRec>> MetaStore::LoadFrag(uint64_t dir, Frag frag) {
+  const std::string oid = DirFragObject(fs_, dir, frag);
+  ASSIGN_OR_RETURN(auto kvs, ListOmap(oid));
+  std::vector<pb::DentryRec> out;
+  out.reserve(kvs.size());
+  for (auto& [name, value] : kvs) {
+    pb::DentryRec rec;
+    if (!rec.ParseFromString(value)) {
+      return absl::DataLossError(absl::StrCat("dentry ", name, " in ", oid, " does not parse"));
+    }
+    rec.set_dir(dir);
+    rec.set_name(name);
+    out.push_back(std::move(rec));
+  }
+  return out;
+}
+
+absl::StatusOr<std::map<std::string, std::string>> MetaStore::LoadTable(absl::string_view table) {
+  return ListOmap(TableObject(fs_, table));
+}
+
+absl::Status MetaStore::Apply(const std::string& oid, const ObjectUpdate& update) {
+  client::ObjectOperation op;
+  if (update.remove) {
+    op.Remove();
+    auto st = objects_->Execute(pool_, oid, op).status();
+    return absl::IsNotFound(st) ? absl::OkStatus() : st;
+  }
+  op.Create(false);
+  if (update.clear) op.OmapClear();
+  if (!update.rm.empty()) op.OmapRm(update.rm);
+  if (!update.set.empty()) op.OmapSet(update.set);
+  return Annotate(objects_->Execute(pool_, oid, op).status(), absl::StrCat("update ", oid));
+}
+
+absl::StatusOr<std::optional<pb::JournalHead>> MetaStore::ReadHead() {
+  auto data = objects_->Get(pool_, JournalHeadObject(fs_));
+  if (absl::IsNotFound(data.status())) return std::optional<pb::JournalHead>();
+  if (!data.ok()) return Annotate(data.status(), "read journal head");
+  pb::JournalHead head;
+  if (!head.ParseFromString(*data)) return absl::DataLossError("journal head does not parse");
+  return std::optional<pb::JournalHead>(head);
+}
+
+absl::Status MetaStore::WriteHead(const pb::JournalHead& head) {
+  client::ObjectOperation op;
+  op.WriteFull(head.SerializeAsString());
+  return Annotate(objects_->Execute(pool_, JournalHeadObject(fs_), op).status(),
+                  "write journal head");
+}
+
+absl::Status MetaStore::AppendSegment(uint64_t segment, const std::string& bytes) {
+  client::ObjectOperation op;
+  op.Append(bytes);
+  return Annotate(objects_->Execute(pool_, JournalSegmentObject(fs_, segment), op).status(),
+                  "append journal");
+}
+
+absl::StatusOr<std::string> MetaStore::ReadSegment(uint64_t segment) {
+  return objects_->Get(pool_, JournalSegmentObject(fs_, segment));
+}
+
+absl::Status MetaStore::RemoveSegment(uint64_t segment) {
+  auto st = objects_->Remove(pool_, JournalSegmentObject(fs_, segment));
+  return absl::IsNotFound(st) ? absl::OkStatus() : st;
+}
+
+void AppendFrame(const std::string& payload, std::string* out) {
+  PutU32(static_cast<uint32_t>(payload.size()), out);
+  PutU32(Checksum32(payload), out);
+  out->append(payload);
+}
+
+std::vector<std::string> ParseFrames(const std::string& segment, size_t* valid_bytes) {
+  std::vector<std::string> frames;
+  size_t pos = 0;
+  while (segment.size() - pos >= 8) {
+    uint32_t len = GetU32(segment.data() + pos);
+    uint32_t sum = GetU32(segment.data() + pos + 4);
+    if (segment.size() - pos - 8 < len) break;
+    std::string payload = segment.substr(pos + 8, len);
+    if (Checksum32(payload) != sum) break;
+    frames.push_back(std::move(payload));
+    pos += 8 + len;
+  }
+  *valid_bytes = pos;
+  return frames;
+}
+
+}  // namespace weft::mds

@@ -1,0 +1,299 @@
+// The metadata server through its gRPC API against real processes (etcd,
+// weft-mds, 3 weft-osd): every namespace operation and its errors, driven
+// like the POSIX calls they implement.
+#include <catch2/catch.hpp>
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <dirent.h>
+#include <sys/sysmacros.h>
+
+#include <set>
+
+#include "absl/strings/str_cat.h"
+#include "tests/harness/cluster.h"
+#include "tests/harness/fs_caller.h"
+
+namespace weft::testing {
+namespace {
+
+constexpr uint32_t kNoReplace = 1, kExchange = 2;
+constexpr uint32_t kXattrCreate = 1, kXattrReplace = 2;
+
+struct Fixture {
+  explicit Fixture(ClusterOptions options = {}) {
+    auto c = Cluster::Start(options);
+    INFO(c.status());
+    REQUIRE(c.ok());
+    cluster = std::move(*c);
+    auto fs = cluster->CreateFs("fs1");
+    INFO(fs);
+    REQUIRE(fs.ok());
+    meta = cluster->Meta("fs1");
+    REQUIRE(meta != nullptr);
+    fs_ = std::make_unique<FsCaller>(meta.get());
+  }
+  FsCaller& fs() { return *fs_; }
+  std::unique_ptr<Cluster> cluster;
+  std::unique_ptr<client::MetaClient> meta;
+  std::unique_ptr<FsCaller> fs_;
+};
+
+std::set<std::string> Names(const std::vector<pb::DirEntry>& entries) {
+  std::set<std::string> out;
+  for (const auto& e : entries) out.insert(e.name());
+  return out;
+}
+
+uint64_t Ino(const absl::StatusOr<pb::Attr>& attr) {
+  INFO(attr.status());
+  REQUIRE(attr.ok());
+  return attr->ino();
+}
+
+TEST_CASE("namespace operations: create, lookup, link counts, symlinks, special files",
+          "[mds]") {
+  Fixture f;
+  FsCaller& fs = f.fs();
+  const uint64_t root = fs.root();
+  auto root_attr = fs.Getattr(root);
+  REQUIRE(root_attr.ok());
+  CHECK(S_ISDIR(root_attr->mode()));
+  CHECK(root_attr->nlink() == 2);
+
+  auto file = fs.Create(root, "a.txt", 0640);
+  uint64_t a = Ino(file);
+  CHECK(S_ISREG(file->mode()));
+  CHECK((file->mode() & 07777) == 0640);  // umask 0 from these creds
+  CHECK(file->nlink() == 1);
+  CHECK(file->layout().object_size() == 4u << 20);
+  CHECK(Errno(fs.Create(root, "a.txt")) == EEXIST);           // O_EXCL
+  CHECK(Ino(fs.Create(root, "a.txt", 0644, false)) == a);     // O_CREAT without O_EXCL opens
+  CHECK(Ino(fs.Lookup(root, "a.txt")) == a);
+  CHECK(Errno(fs.Lookup(root, "missing")) == ENOENT);
+  auto after = fs.Getattr(root);
+  CHECK(after->mtime_ns() >= root_attr->mtime_ns());
+  CHECK(after->ctime_ns() >= root_attr->ctime_ns());
+
+  uint64_t d = Ino(fs.Mkdir(root, "d", 0750));
+  CHECK(fs.Getattr(root)->nlink() == 3);
+  CHECK(fs.Getattr(d)->nlink() == 2);
+  CHECK(Ino(fs.Lookup(d, "..")) == root);
+  CHECK(Ino(fs.Lookup(d, ".")) == d);
+  uint64_t sub = Ino(fs.Mkdir(d, "sub"));
+  CHECK(fs.Getattr(d)->nlink() == 3);
+
+  // Hard links.
+  auto linked = fs.Link(a, d, "a-link");
+  REQUIRE(linked.ok());
+  CHECK(linked->nlink() == 2);
+  CHECK(Ino(fs.Lookup(d, "a-link")) == a);
+  CHECK(Errno(fs.Link(d, root, "dir-link")) == EPERM);
+  CHECK(Errno(fs.Link(a, d, "a-link")) == EEXIST);
+  REQUIRE(fs.Unlink(root, "a.txt").ok());
+  CHECK(fs.Getattr(a)->nlink() == 1);
+  CHECK(Errno(fs.Lookup(root, "a.txt")) == ENOENT);
+
+  // Symlinks.
+  auto link = fs.Symlink(d, "s", "../a.txt");
+  REQUIRE(link.ok());
+  CHECK(S_ISLNK(link->mode()));
+  CHECK(link->size() == 8);
+  CHECK(*fs.Readlink(link->ino()) == "../a.txt");
+  CHECK(Errno(fs.Readlink(a)) == EINVAL);
+  CHECK(Errno(fs.Symlink(d, "empty", "")) == ENOENT);
+  CHECK(Errno(fs.Symlink(d, "long", std::string(4096, 'x'))) == ENAMETOOLONG);
+
+  // Special files.
+  auto fifo = fs.Mknod(d, "fifo", S_IFIFO | 0600);
+  REQUIRE(fifo.ok());
+  CHECK(S_ISFIFO(fifo->mode()));
+  auto sock = fs.Mknod(d, "sock", S_IFSOCK | 0600);
+  REQUIRE(sock.ok());
+  CHECK(S_ISSOCK(sock->mode()));
+  auto chr = fs.Mknod(d, "null", S_IFCHR | 0666, makedev(1, 3));
+  REQUIRE(chr.ok());
+  CHECK(S_ISCHR(chr->mode()));
+  CHECK(chr->rdev() == makedev(1, 3));
+  auto blk = fs.Mknod(d, "blk", S_IFBLK | 0600, makedev(8, 1));
+  REQUIRE(blk.ok());
+  CHECK(blk->rdev() == makedev(8, 1));
+  CHECK(Errno(fs.Mknod(d, "fifo", S_IFIFO | 0600)) == EEXIST);
+  CHECK(Errno(fs.Mknod(d, "dir", S_IFDIR | 0755)) == EINVAL);
+
+  // rmdir.
+  CHECK(Errno(fs.Rmdir(root, "d")) == ENOTEMPTY);
+  CHECK(Errno(fs.Rmdir(d, "fifo")) == ENOTDIR);
+  CHECK(Errno(fs.Unlink(d, "sub")) == EISDIR);
+  REQUIRE(fs.Rmdir(d, "sub").ok());
+  CHECK(fs.Getattr(d)->nlink() == 2);
+  CHECK(Errno(fs.Getattr(sub)) == ESTALE);
+  CHECK(Errno(fs.Rmdir(d, "sub")) == ENOENT);
+
+  auto entries = fs.Readdir(d);
+  REQUIRE(entries.ok());
+  CHECK(Names(*entries) == std::set<std::string>{"a-link", "s", "fifo", "sock", "null", "blk"});
+  for (const auto& e : *entries) {
+    if (e.name() == "s") CHECK(e.type() == DT_LNK);
+    if (e.name() == "fifo") CHECK(e.type() == DT_FIFO);
+    if (e.name() == "a-link") CHECK(e.type() == DT_REG);
+  }
+  auto with_attrs = fs.Readdir(d, 2, true);
+  REQUIRE(with_attrs.ok());
+  REQUIRE(with_attrs->size() == 6);
+  for (const auto& e : *with_attrs) CHECK(e.attr().ino() == e.ino());
+}
+
+TEST_CASE("rename: over files and empty directories, across directories, flags, subtrees",
+          "[mds]") {
+  Fixture f;
+  FsCaller& fs = f.fs();
+  const uint64_t root = fs.root();
+  uint64_t a = Ino(fs.Mkdir(root, "a"));
+  uint64_t b = Ino(fs.Mkdir(root, "b"));
+  uint64_t x = Ino(fs.Create(a, "x"));
+  uint64_t y = Ino(fs.Create(b, "y"));
+
+  // Across directories, replacing a file: the old target is gone.
+  REQUIRE(fs.Rename(a, "x", b, "y").ok());
+  CHECK(Ino(fs.Lookup(b, "y")) == x);
+  CHECK(Errno(fs.Lookup(a, "x")) == ENOENT);
+  CHECK(Errno(fs.Getattr(y)) == ESTALE);
+  CHECK(Errno(fs.Rename(a, "x", b, "z")) == ENOENT);
+
+  // Same name: nothing happens.
+  REQUIRE(fs.Rename(b, "y", b, "y").ok());
+  // Two links of one file: POSIX says do nothing.
+  REQUIRE(fs.Link(x, b, "y2").ok());
+  REQUIRE(fs.Rename(b, "y", b, "y2").ok());
+  CHECK(Ino(fs.Lookup(b, "y")) == x);
+  CHECK(fs.Getattr(x)->nlink() == 2);
+
+  // Directories: over an empty one, not over a non-empty one, nor kinds mixed.
+  uint64_t d1 = Ino(fs.Mkdir(a, "d1"));
+  uint64_t d2 = Ino(fs.Mkdir(b, "d2"));
+  REQUIRE(fs.Create(d1, "inside").ok());
+  CHECK(Errno(fs.Rename(b, "y", a, "d1")) == EISDIR);
+  CHECK(Errno(fs.Rename(a, "d1", b, "y")) == ENOTDIR);
+  CHECK(fs.Getattr(a)->nlink() == 3);
+  CHECK(fs.Getattr(b)->nlink() == 3);
+  REQUIRE(fs.Rename(a, "d1", b, "d2").ok());  // d2 is empty: replaced
+  CHECK(Ino(fs.Lookup(b, "d2")) == d1);
+  CHECK(Errno(fs.Getattr(d2)) == ESTALE);
+  CHECK(fs.Getattr(a)->nlink() == 2);
+  CHECK(fs.Getattr(b)->nlink() == 3);
+  CHECK(Ino(fs.Lookup(d1, "..")) == b);
+  uint64_t full = Ino(fs.Mkdir(a, "full"));
+  REQUIRE(fs.Create(full, "f").ok());
+  CHECK(Errno(fs.Rename(b, "d2", a, "full")) == ENOTEMPTY);
+
+  // A directory into its own subtree.
+  uint64_t deep = Ino(fs.Mkdir(d1, "deep"));
+  CHECK(Errno(fs.Rename(b, "d2", deep, "loop")) == EINVAL);
+  CHECK(Errno(fs.Rename(b, "d2", d1, "self")) == EINVAL);
+
+  // RENAME_NOREPLACE and RENAME_EXCHANGE.
+  CHECK(Errno(fs.Rename(b, "y", a, "full", kNoReplace)) == EEXIST);
+  REQUIRE(fs.Rename(b, "y", a, "fresh", kNoReplace).ok());
+  CHECK(Ino(fs.Lookup(a, "fresh")) == x);
+  CHECK(Errno(fs.Rename(a, "fresh", b, "nothing", kExchange)) == ENOENT);
+  CHECK(Errno(fs.Rename(a, "fresh", b, "d2", kExchange | kNoReplace)) == EINVAL);
+  REQUIRE(fs.Rename(a, "fresh", b, "d2", kExchange).ok());
+  CHECK(Ino(fs.Lookup(a, "fresh")) == d1);
+  CHECK(Ino(fs.Lookup(b, "d2")) == x);
+  CHECK(Ino(fs.Lookup(d1, "..")) == a);
+  CHECK(fs.Getattr(a)->nlink() == 4);  // d1 arrived, "full" was there
+  CHECK(fs.Getattr(b)->nlink() == 2);
+  CHECK(Errno(fs.Rename(a, "fresh", deep, "z", kExchange)) == ENOENT);
+}
+
+TEST_CASE("bad input gets the errno a local filesystem gives and changes nothing", "[mds]") {
+  Fixture f;
+  FsCaller& fs = f.fs();
+  const uint64_t root = fs.root();
+  uint64_t file = Ino(fs.Create(root, "file"));
+  for (const std::string& bad : {std::string(""), std::string("."), std::string(".."),
+                                 std::string("a/b"), std::string("a\0b", 3)}) {
+    INFO("name '" << bad << "'");
+    CHECK(Errno(fs.Create(root, bad)) == EINVAL);
+    CHECK(Errno(fs.Mkdir(root, bad)) == EINVAL);
+    CHECK(Errno(fs.Rename(root, "file", root, bad)) == EINVAL);
+    CHECK(Errno(fs.Link(file, root, bad)) == EINVAL);
+    CHECK(Errno(fs.Symlink(root, bad, "t")) == EINVAL);
+  }
+  const std::string long_name(256, 'n');
+  CHECK(Errno(fs.Create(root, long_name)) == ENAMETOOLONG);
+  CHECK(Errno(fs.Lookup(root, long_name)) == ENAMETOOLONG);
+  CHECK(fs.Create(root, std::string(255, 'n')).ok());
+  // Paths through a non-directory.
+  CHECK(Errno(fs.Lookup(file, "x")) == ENOTDIR);
+  CHECK(Errno(fs.Create(file, "x")) == ENOTDIR);
+  CHECK(Errno(fs.Readdir(file)) == ENOTDIR);
+  // Unknown inodes.
+  CHECK(Errno(fs.Getattr(987654321)) == ESTALE);
+  CHECK(Errno(fs.Lookup(987654321, "x")) == ESTALE);
+  CHECK(Errno(fs.Getattr(0)) == ESTALE);
+  // Sizes on directories, special files.
+  CHECK(Errno(fs.Truncate(root, 10)) == EISDIR);
+  // Xattrs.
+  CHECK(Errno(fs.Setxattr(file, "user." + std::string(251, 'x'), "v")) == ERANGE);
+  CHECK(Errno(fs.Setxattr(file, "user.big", std::string(65537, 'v'))) == E2BIG);
+  CHECK(fs.Setxattr(file, "user.max", std::string(65536, 'v')).ok());
+  CHECK(Errno(fs.Setxattr(file, "", "v")) == ERANGE);
+  CHECK(Errno(fs.Setxattr(file, "nonamespace", "v")) == EOPNOTSUPP);
+  CHECK(Errno(fs.Setxattr(file, "user.a", "v", kXattrCreate | kXattrReplace)) == EINVAL);
+  // An operation without a body; a session that does not exist.
+  CHECK(Errno(fs.Call(pb::MetaRequest())) == EINVAL);
+  {
+    pb::MetaRequest r;
+    r.mutable_getattr()->set_ino(root);
+    r.set_session(f.meta->session() + 12345);
+    r.set_tid(1);
+    rpc::ChannelCache channels;
+    auto stub = pb::Mds::NewStub(channels.Get(f.cluster->mds_addrs()[0]));
+    grpc::ClientContext ctx;
+    pb::MetaReply reply;
+    REQUIRE(stub->Call(&ctx, r, &reply).ok());
+    CHECK(reply.status().err() == ENOTCONN);
+  }
+  // Nothing above changed the namespace.
+  auto entries = fs.Readdir(root);
+  REQUIRE(entries.ok());
+  CHECK(Names(*entries) == std::set<std::string>{"file", std::string(255, 'n')});
+  auto xattrs = fs.Listxattr(file);
+  REQUIRE(xattrs.ok());
+  CHECK(*xattrs == std::vector<std::string>{"user.max"});
+}
+
+TEST_CASE("setattr: times with nanoseconds, sizes, and what changes ctime", "[mds]") {
+  Fixture f;
+  FsCaller& fs = f.fs();
+  uint64_t file = Ino(fs.Create(fs.root(), "f"));
+  pb::SetattrOp op;
+  op.set_ino(file);
+  op.set_valid(pb::SA_ATIME | pb::SA_MTIME);
+  op.set_atime_ns(1000000000LL * 1234 + 567);
+  op.set_mtime_ns(1000000000LL * 2345 + 678901234);
+  auto attr = fs.Setattr(op);
+  REQUIRE(attr.ok());
+  CHECK(attr->atime_ns() == 1000000000LL * 1234 + 567);
+  CHECK(attr->mtime_ns() == 1000000000LL * 2345 + 678901234);
+  CHECK(attr->ctime_ns() > attr->mtime_ns());
+  auto again = fs.Getattr(file);
+  CHECK(again->atime_ns() == attr->atime_ns());
+  auto truncated = fs.Truncate(file, 123456789);
+  REQUIRE(truncated.ok());
+  CHECK(truncated->size() == 123456789);
+  CHECK(truncated->mtime_ns() > attr->mtime_ns());
+  CHECK(fs.Truncate(file, 0)->size() == 0);
+  auto chmod = fs.Chmod(file, 0600);
+  CHECK((chmod->mode() & 07777) == 0600);
+  CHECK(S_ISREG(chmod->mode()));
+  auto chown = fs.Chown(file, 1000, 1000);
+  CHECK(chown->uid() == 1000);
+  CHECK(chown->gid() == 1000);
+  CHECK(Errno(fs.Truncate(file, uint64_t{1} << 62)) == EFBIG);
+}
+
+}  // namespace
+}  // namespace weft::testing

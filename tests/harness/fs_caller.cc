@@ -1,0 +1,260 @@
+#include "tests/harness/fs_caller.h"
+
+#include "common/status/status.h"
+
+namespace weft::testing {
+
+int Errno(const absl::Status& status) { return StatusToErrno(status); }
+
+FsCaller& FsCaller::As(uint32_t uid, uint32_t gid, std::vector<uint32_t> groups) {
+  creds_.set_uid(uid);
+  creds_.set_gid(gid);
+  creds_.clear_groups();
+  for (uint32_t g : groups) creds_.add_groups(g);
+  return *this;
+}
+
+FsCaller& FsCaller::Umask(uint32_t umask) {
+  creds_.set_umask(umask);
+  return *this;
+}
+
+absl::StatusOr<pb::MetaReply> FsCaller::Call(pb::MetaRequest request) {
+  *request.mutable_creds() = creds_;
+  return meta_->Call(std::move(request));
+}
+
+namespace {
+absl::StatusOr<pb::Attr> AttrOf(absl::StatusOr<pb::MetaReply> reply) {
+  if (!reply.ok()) return reply.status();
+  return reply->attr();
+}
+}  // namespace
+
+absl::StatusOr<pb::Attr> FsCaller::Lookup(uint64_t parent, const std::string& name) {
+  pb::MetaRequest r;
+  r.mutable_lookup()->set_parent(parent);
+  r.mutable_lookup()->set_name(name);
+  return AttrOf(Call(r));
+}
+
+absl::StatusOr<pb::Attr> FsCaller::Getattr(uint64_t ino) {
+  pb::MetaRequest r;
+  r.mutable_getattr()->set_ino(ino);
+  return AttrOf(Call(r));
+}
+
+absl::StatusOr<pb::Attr> FsCaller::Create(uint64_t parent, const std::string& name, uint32_t mode,
+                                          bool exclusive) {
+  pb::MetaRequest r;
+  auto* op = r.mutable_create();
+  op->set_parent(parent);
+  op->set_name(name);
+  op->set_mode(S_IFREG | mode);
+  op->set_exclusive(exclusive);
+  op->set_open(!exclusive);
+  op->set_open_flags(O_CREAT | O_RDWR);
+  return AttrOf(Call(r));
+}
+
+absl::StatusOr<pb::Attr> FsCaller::Mknod(uint64_t parent, const std::string& name, uint32_t mode,
+                                         uint64_t rdev) {
+  pb::MetaRequest r;
+  auto* op = r.mutable_create();
+  op->set_parent(parent);
+  op->set_name(name);
+  op->set_mode(mode);
+  op->set_rdev(rdev);
+  op->set_exclusive(true);
+  return AttrOf(Call(r));
+}
+
+absl::StatusOr<pb::Attr> FsCaller::Mkdir(uint64_t parent, const std::string& name, uint32_t mode) {
+  pb::MetaRequest r;
+  r.mutable_mkdir()->set_parent(parent);
+  r.mutable_mkdir()->set_name(name);
+  r.mutable_mkdir()->set_mode(mode);
+  return AttrOf(Call(r));
+}
+
+absl::StatusOr<pb::Attr> FsCaller::Symlink(uint64_t parent, const std::string& name,
+                                           const std::string& target) {
+  pb::MetaRequest r;
+  r.mutable_symlink()->set_parent(parent);
+  r.mutable_symlink()->set_name(name);
+  r.mutable_symlink()->set_target(target);
+  return AttrOf(Call(r));
+}
+
+absl::StatusOr<pb::Attr> FsCaller::Link(uint64_t ino, uint64_t parent, const std::string& name) {
+  pb::MetaRequest r;
+  r.mutable_link()->set_ino(ino);
+  r.mutable_link()->set_new_parent(parent);
+  r.mutable_link()->set_new_name(name);
+  return AttrOf(Call(r));
+}
+
+absl::Status FsCaller::Unlink(uint64_t parent, const std::string& name) {
+  pb::MetaRequest r;
+  r.mutable_unlink()->set_parent(parent);
+  r.mutable_unlink()->set_name(name);
+  return Call(r).status();
+}
+
+absl::Status FsCaller::Rmdir(uint64_t parent, const std::string& name) {
+  pb::MetaRequest r;
+  r.mutable_rmdir()->set_parent(parent);
+  r.mutable_rmdir()->set_name(name);
+  return Call(r).status();
+}
+
+absl::Status FsCaller::Rename(uint64_t parent, const std::string& name, uint64_t new_parent,
+                              const std::string& new_name, uint32_t flags) {
+  pb::MetaRequest r;
+  auto* op = r.mutable_rename();
+  op->set_parent(parent);
+  op->set_name(name);
+  op->set_new_parent(new_parent);
+  op->set_new_name(new_name);
+  op->set_flags(flags);
+  return Call(r).status();
+}
+
+absl::StatusOr<std::string> FsCaller::Readlink(uint64_t ino) {
+  pb::MetaRequest r;
+  r.mutable_readlink()->set_ino(ino);
+  auto reply = Call(r);
+  if (!reply.ok()) return reply.status();
+  return reply->value();
+}
+
+absl::StatusOr<pb::Attr> FsCaller::Setattr(const pb::SetattrOp& op) {
+  pb::MetaRequest r;
+  *r.mutable_setattr() = op;
+  return AttrOf(Call(r));
+}
+
+absl::StatusOr<pb::Attr> FsCaller::Chmod(uint64_t ino, uint32_t mode) {
+  pb::SetattrOp op;
+  op.set_ino(ino);
+  op.set_valid(pb::SA_MODE);
+  op.set_mode(mode);
+  return Setattr(op);
+}
+
+absl::StatusOr<pb::Attr> FsCaller::Chown(uint64_t ino, int64_t uid, int64_t gid) {
+  pb::SetattrOp op;
+  op.set_ino(ino);
+  uint32_t valid = 0;
+  if (uid >= 0) {
+    valid |= pb::SA_UID;
+    op.set_uid(static_cast<uint32_t>(uid));
+  }
+  if (gid >= 0) {
+    valid |= pb::SA_GID;
+    op.set_gid(static_cast<uint32_t>(gid));
+  }
+  op.set_valid(valid);
+  return Setattr(op);
+}
+
+absl::StatusOr<pb::Attr> FsCaller::Truncate(uint64_t ino, uint64_t size) {
+  pb::SetattrOp op;
+  op.set_ino(ino);
+  op.set_valid(pb::SA_SIZE);
+  op.set_size(size);
+  return Setattr(op);
+}
+
+absl::StatusOr<pb::MetaReply> FsCaller::ReaddirPage(uint64_t ino, uint64_t cookie, uint32_t max) {
+  pb::MetaRequest r;
+  r.mutable_readdir()->set_ino(ino);
+  r.mutable_readdir()->set_cookie(cookie);
+  r.mutable_readdir()->set_max_entries(max);
+  return Call(r);
+}
+
+absl::StatusOr<std::vector<pb::DirEntry>> FsCaller::Readdir(uint64_t ino, uint32_t page,
+                                                            bool with_attrs) {
+  std::vector<pb::DirEntry> out;
+  uint64_t cookie = 0;
+  for (;;) {
+    pb::MetaRequest r;
+    r.mutable_readdir()->set_ino(ino);
+    r.mutable_readdir()->set_cookie(cookie);
+    r.mutable_readdir()->set_max_entries(page);
+    r.mutable_readdir()->set_with_attrs(with_attrs);
+    auto reply = Call(r);
+    if (!reply.ok()) return reply.status();
+    for (const auto& e : reply->entries()) {
+      out.push_back(e);
+      cookie = e.cookie();
+    }
+    if (reply->eof() || reply->entries().empty()) return out;
+  }
+}
+
+absl::StatusOr<std::string> FsCaller::Getxattr(uint64_t ino, const std::string& name) {
+  pb::MetaRequest r;
+  r.mutable_getxattr()->set_ino(ino);
+  r.mutable_getxattr()->set_name(name);
+  auto reply = Call(r);
+  if (!reply.ok()) return reply.status();
+  return reply->value();
+}
+
+absl::Status FsCaller::Setxattr(uint64_t ino, const std::string& name, const std::string& value,
+                                uint32_t flags) {
+  pb::MetaRequest r;
+  auto* op = r.mutable_setxattr();
+  op->set_ino(ino);
+  op->set_name(name);
+  op->set_value(value);
+  op->set_flags(flags);
+  return Call(r).status();
+}
+
+absl::StatusOr<std::vector<std::string>> FsCaller::Listxattr(uint64_t ino) {
+  pb::MetaRequest r;
+  r.mutable_listxattr()->set_ino(ino);
+  auto reply = Call(r);
+  if (!reply.ok()) return reply.status();
+  return std::vector<std::string>(reply->names().begin(), reply->names().end());
+}
+
+absl::Status FsCaller::Removexattr(uint64_t ino, const std::string& name) {
+  pb::MetaRequest r;
+  r.mutable_removexattr()->set_ino(ino);
+  r.mutable_removexattr()->set_name(name);
+  return Call(r).status();
+}
+
+absl::StatusOr<pb::StatfsReply> FsCaller::Statfs() {
+  pb::MetaRequest r;
+  r.mutable_statfs();
+  auto reply = Call(r);
+  if (!reply.ok()) return reply.status();
+  return reply->statfs();
+}
+
+absl::StatusOr<pb::Attr> FsCaller::Open(uint64_t ino, uint32_t flags) {
+  pb::MetaRequest r;
+  r.mutable_open()->set_ino(ino);
+  r.mutable_open()->set_flags(flags);
+  return AttrOf(Call(r));
+}
+
+absl::Status FsCaller::Release(uint64_t ino) {
+  pb::MetaRequest r;
+  r.mutable_release()->set_ino(ino);
+  return Call(r).status();
+}
+
+absl::StatusOr<pb::Attr> FsCaller::Written(uint64_t ino, uint64_t end) {
+  pb::MetaRequest r;
+  r.mutable_written()->set_ino(ino);
+  r.mutable_written()->set_end(end);
+  return AttrOf(Call(r));
+}
+
+}  // namespace weft::testing
