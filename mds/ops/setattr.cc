@@ -61,8 +61,11 @@ absl::Status DoSetattr(OpContext& ctx, const pb::SetattrOp& op, pb::MetaReply* r
     RETURN_IF_ERROR(SyncAclToMode(edit));
   }
   if (valid & pb::SA_SIZE) RETURN_IF_ERROR(ApplySize(ctx, op, before, edit));
-  bool explicit_times = (valid & (pb::SA_ATIME | pb::SA_MTIME)) != 0;
-  bool now_times = (valid & (pb::SA_ATIME_NOW | pb::SA_MTIME_NOW)) != 0;
+  // Only "both times to now" (utimes(NULL)) is the weaker, write-access
+  // case; anything else that sets a time is explicit (Linux vfs_utimes).
+  const uint32_t time_bits = valid & (pb::SA_ATIME | pb::SA_MTIME | pb::SA_ATIME_NOW | pb::SA_MTIME_NOW);
+  bool now_times = time_bits == (pb::SA_ATIME_NOW | pb::SA_MTIME_NOW);
+  bool explicit_times = time_bits != 0 && !now_times;
   if (explicit_times || now_times) {
     RETURN_IF_ERROR(CheckSetTimes(AccessOf(before), ctx.cred(), explicit_times));
     if (valid & pb::SA_ATIME) edit->set_atime_ns(op.atime_ns());

@@ -118,8 +118,10 @@ absl::Status DoSetxattr(OpContext& ctx, const pb::SetxattrOp& op, pb::MetaReply*
   RETURN_IF_ERROR(XattrPermission(ctx, *inode, ns, kMayWrite));
   const pb::InodeRec before = *inode;
   bool exists = before.xattrs().contains(op.name());
-  if ((op.flags() & kXattrCreate) && exists) return Err(EEXIST, "xattr exists");
-  if ((op.flags() & kXattrReplace) && !exists) return Err(ENODATA, "no such xattr");
+  if (ns != Ns::kAcl) {  // Linux ignores the flags for ACLs
+    if ((op.flags() & kXattrCreate) && exists) return Err(EEXIST, "xattr exists");
+    if ((op.flags() & kXattrReplace) && !exists) return Err(ENODATA, "no such xattr");
+  }
   pb::InodeRec* edit = ctx.Edit(before);
   auto& xattrs = *edit->mutable_xattrs();
   if (op.name() == kAclAccess) {
@@ -169,8 +171,12 @@ absl::Status DoRemovexattr(OpContext& ctx, const pb::RemovexattrOp& op, pb::Meta
   if (ns == Ns::kWeft) return Err(EOPNOTSUPP, "weft.* attributes cannot be removed");
   RETURN_IF_ERROR(XattrPermission(ctx, *inode, ns, kMayWrite));
   if (ns == Ns::kAcl) {
-    // Removing an ACL needs ownership, like setting one.
-    if (ctx.cred().uid != 0 && ctx.cred().uid != inode->uid()) return Err(EPERM, "not the owner");
+    // Removing an ACL is setting an empty one: the owner's right, and no
+    // error when there is none (Linux).
+    pb::SetxattrOp set;
+    set.set_ino(op.ino());
+    set.set_name(op.name());
+    return DoSetxattr(ctx, set, reply);
   }
   if (!inode->xattrs().contains(op.name())) return Err(ENODATA, "no such xattr");
   pb::InodeRec* edit = ctx.Edit(*inode);
