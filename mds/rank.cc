@@ -82,7 +82,21 @@ absl::Status MdsRank::Start() {
       next_session_ = std::max(next_session_, id + 1);
       for (auto& [tid, reply] : s.rec.completed()) s.completed_seq[tid] = 0;
     }
+    // Open handles are not journaled, except where they matter: a stray
+    // (unlinked while open) keeps its holder, whose release purges it.
+    for (const auto& [ino, holder] : cache_.strays()) {
+      if (SessionState* s = cache_.Session(holder)) s->opens[ino] = 1;
+    }
   }
+  // Strays are purged from their inode's layout and size: keep them cached.
+  Load strays_load;
+  {
+    absl::MutexLock lock(&mu_);
+    for (const auto& [ino, holder] : cache_.strays()) {
+      if (cache_.Inode(ino) == nullptr) strays_load.inodes.push_back(ino);
+    }
+  }
+  if (!strays_load.inodes.empty()) RETURN_IF_ERROR(LoadMissing(strays_load));
   replay_ms_ = absl::ToInt64Milliseconds(absl::Now() - start);
   LOG(INFO) << "event=rank_started fs=" << options_.fs_name << " replayed_events=" << events
             << " last_seq=" << last << " replay_ms=" << replay_ms_;

@@ -158,15 +158,21 @@ absl::StatusOr<pb::MetaReply> MetaClient::CallWithTid(pb::MetaRequest request, u
 }
 
 absl::StatusOr<pb::FsStatusReply> MetaClient::FsStatus() {
-  auto stub = pb::Mds::NewStub(Channel());
-  grpc::ClientContext ctx;
-  ctx.set_deadline(rpc::DeadlineIn(options_.rpc_timeout_ms));
-  pb::FsStatusRequest req;
-  req.set_fs(options_.fs);
-  pb::FsStatusReply reply;
-  RETURN_IF_ERROR(rpc::FromGrpc(stub->FsStatus(&ctx, req, &reply), "mds"));
-  RETURN_IF_ERROR(rpc::FromProto(reply.status()));
-  return reply;
+  const absl::Time deadline = absl::Now() + absl::Milliseconds(options_.op_timeout_ms);
+  for (;;) {
+    auto stub = pb::Mds::NewStub(Channel());
+    grpc::ClientContext ctx;
+    ctx.set_deadline(rpc::DeadlineIn(options_.rpc_timeout_ms));
+    pb::FsStatusRequest req;
+    req.set_fs(options_.fs);
+    pb::FsStatusReply reply;
+    absl::Status status = rpc::FromGrpc(stub->FsStatus(&ctx, req, &reply), "mds");
+    if (status.ok()) status = rpc::FromProto(reply.status());
+    if (status.ok()) return reply;
+    if (!Retryable(status) || absl::Now() > deadline) return status;
+    absl::SleepFor(absl::Milliseconds(200));
+    (void)Resolve();
+  }
 }
 
 absl::Status MetaClient::Close() {

@@ -1,6 +1,7 @@
 #include "mds/journal/journal.h"
 
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
 #include "common/log/log.h"
 #include "common/status/status.h"
 
@@ -123,8 +124,21 @@ void Journal::WriterLoop() {
       }
       segment = segments_.back().number;
     }
+    const absl::Time started = absl::Now();
     absl::Status status = store_->AppendSegment(segment, batch);
+    const absl::Time ended = absl::Now();
     absl::MutexLock lock(&mu_);
+    ++stat_appends_;
+    stat_append_us_ += absl::ToInt64Microseconds(ended - started);
+    const int64_t now_ms = absl::ToUnixMillis(ended);
+    if (stat_since_ms_ == 0) stat_since_ms_ = now_ms;
+    if (now_ms - stat_since_ms_ >= 10000) {
+      LOG(INFO) << "event=journal_stats appends=" << stat_appends_ << " events=" << stat_events_
+                << " avg_append_us=" << stat_append_us_ / std::max<uint64_t>(1, stat_appends_);
+      stat_appends_ = stat_events_ = 0;
+      stat_append_us_ = 0;
+      stat_since_ms_ = now_ms;
+    }
     if (!status.ok()) {
       LOG(ERROR) << "event=journal_append_failed status=\"" << status << "\"";
       error_ = status;
@@ -136,6 +150,7 @@ void Journal::WriterLoop() {
         s.last_seq = last;
       }
     }
+    stat_events_ += last - durable_seq_;
     durable_seq_ = last;
   }
 }

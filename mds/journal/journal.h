@@ -75,6 +75,12 @@ class Journal {
   absl::Status error_ ABSL_GUARDED_BY(mu_);
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
 
+  // Write statistics, logged every 10 s while the journal is busy.
+  uint64_t stat_appends_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t stat_events_ ABSL_GUARDED_BY(mu_) = 0;
+  int64_t stat_append_us_ ABSL_GUARDED_BY(mu_) = 0;
+  int64_t stat_since_ms_ ABSL_GUARDED_BY(mu_) = 0;
+
   absl::Mutex trim_mu_;  // one Trim at a time
   std::thread writer_;
 };
