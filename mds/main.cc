@@ -94,6 +94,16 @@ int main(int argc, char** argv) {
   daemon_options->addr = addr;
   weft::mds::FsMapStore fsmap(&manager, etcd->get(), *fsid);
   if (auto status = fsmap.Start(); !status.ok()) return Fail(std::string(status.message()));
+  manager.SetPoolUser([&fsmap](weft::PoolId pool) -> std::string {
+    const weft::pb::FsMap map = fsmap.map();  // not a temporary: the loop keeps references
+    for (const auto& fs : map.filesystems()) {
+      if (fs.metadata_pool() == pool.value()) return fs.name();
+      for (uint32_t p : fs.data_pools()) {
+        if (p == pool.value()) return fs.name();
+      }
+    }
+    return "";
+  });
 
   weft::mds::ClusterService service(&manager);
   grpc::ServerBuilder builder;

@@ -57,8 +57,7 @@ RankOptions MdsDaemon::RankOptionsFor(const pb::FsInfo& fs) {
   o.fs_name = fs.name();
   o.metadata_pool = PoolId(fs.metadata_pool());
   o.data_pool = PoolId(fs.data_pools_size() > 0 ? fs.data_pools(0) : 0);
-  // About 2 KiB per cached inode with its dentry and overheads.
-  o.cache_max_inodes = std::max<uint64_t>(1024, options_.cache_memory_limit_bytes / 2048);
+  o.cache_max_bytes = options_.cache_memory_limit_bytes;
   o.session_timeout_ms = options_.session_timeout_s * 1000;
   o.frag_split_entries = options_.frag_split_entries;
   o.default_layout.set_object_size(options_.default_object_bytes);

@@ -42,7 +42,7 @@ struct RankOptions {
   std::string fs_name;
   PoolId metadata_pool;
   PoolId data_pool;                       // default layout pool
-  uint64_t cache_max_inodes = 1 << 20;    // derived from mds_cache_memory_limit
+  uint64_t cache_max_bytes = 1ull << 30;  // mds_cache_memory_limit
   int64_t session_timeout_ms = 60000;
   int64_t flush_interval_ms = 1000;
   int64_t rstat_interval_ms = 1000;

@@ -358,25 +358,29 @@ void MetaCache::LoadTables(const std::map<std::string, std::string>& sessions,
   }
 }
 
-void MetaCache::Trim(size_t max_inodes, const absl::flat_hash_set<uint64_t>& pinned) {
-  if (inodes_.size() <= max_inodes) return;
-  std::vector<std::pair<uint64_t, uint64_t>> candidates;  // last_used, ino
+void MetaCache::Trim(size_t max_bytes, const absl::flat_hash_set<uint64_t>& pinned) {
+  if (EstimatedBytes() <= max_bytes) return;
+  // (last used, ino, is a directory overlay)
+  std::vector<std::tuple<uint64_t, uint64_t, bool>> candidates;
   for (auto& [ino, inode] : inodes_) {
     if (inode->dirty || ino == kRootIno || pinned.contains(ino)) continue;
-    auto d = dirs_.find(ino);
-    if (d != dirs_.end() && (d->second->Dirty() || dirty_dirs_.contains(ino))) continue;
-    candidates.emplace_back(inode->last_used, ino);
+    candidates.emplace_back(inode->last_used, ino, false);
+  }
+  for (auto& [ino, dir] : dirs_) {
+    if (dir->Dirty() || dirty_dirs_.contains(ino)) continue;
+    candidates.emplace_back(dir->last_used, ino, true);
   }
   std::sort(candidates.begin(), candidates.end());
-  size_t target = max_inodes - max_inodes / 10;
-  for (const auto& [used, ino] : candidates) {
-    if (inodes_.size() <= target) break;
-    auto d = dirs_.find(ino);
-    if (d != dirs_.end()) {
+  const size_t target = max_bytes - max_bytes / 10;
+  for (const auto& [used, ino, is_dir] : candidates) {
+    if (EstimatedBytes() <= target) break;
+    if (is_dir) {
+      auto d = dirs_.find(ino);
       dentries_ -= d->second->entries.size();
       dirs_.erase(d);
+    } else {
+      inodes_.erase(ino);
     }
-    inodes_.erase(ino);
   }
 }
 

@@ -112,8 +112,16 @@ class MetaCache {
                   const std::map<std::string, std::string>& purge,
                   const std::map<std::string, std::string>& inotable);
 
-  // Drops clean, unused inodes and directory overlays beyond `max_inodes`.
-  void Trim(size_t max_inodes, const absl::flat_hash_set<uint64_t>& pinned);
+  // What the cache is estimated to take: a budget per inode and per dentry
+  // (protobuf record, hash tables, names), checked against RSS in
+  // bench/mds_bench.sh.
+  static constexpr size_t kInodeBytes = 1024;
+  static constexpr size_t kDentryBytes = 256;
+  size_t EstimatedBytes() const { return inodes_.size() * kInodeBytes + dentries_ * kDentryBytes; }
+  // Drops the least recently used clean inodes and directory overlays until
+  // the estimate is under 90 % of `max_bytes`. Dirty entries, `pinned` inodes
+  // and the root stay.
+  void Trim(size_t max_bytes, const absl::flat_hash_set<uint64_t>& pinned);
 
   size_t inode_count() const { return inodes_.size(); }
   size_t dentry_count() const { return dentries_; }

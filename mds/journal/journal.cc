@@ -30,15 +30,17 @@ absl::StatusOr<uint64_t> Journal::Replay(
   uint64_t last_seq = head->trimmed_seq();
   uint64_t segment = head->first_segment();
   std::deque<Segment> live;
-  for (;; ++segment) {
+  bool ended = false;  // a hole or torn write: nothing after it was acknowledged
+  for (; !ended; ++segment) {
     auto bytes = store_->ReadSegment(segment);
     if (absl::IsNotFound(bytes.status())) break;
     if (!bytes.ok()) return Annotate(bytes.status(), absl::StrCat("journal segment ", segment));
     size_t valid = 0;
     std::vector<std::string> frames = ParseFrames(*bytes, &valid);
     if (valid != bytes->size()) {
-      LOG(WARNING) << "event=journal_torn_tail segment=" << segment << " valid=" << valid
+      LOG(WARNING) << "event=journal_end_in_segment segment=" << segment << " valid=" << valid
                    << " size=" << bytes->size();
+      ended = true;
     }
     Segment seg{segment, last_seq, bytes->size()};
     for (std::string& frame : frames) {
@@ -46,10 +48,11 @@ absl::StatusOr<uint64_t> Journal::Replay(
       if (!event.ParseFromString(frame)) {
         return absl::DataLossError(absl::StrCat("journal segment ", segment, ": bad event"));
       }
-      if (event.seq() <= head->trimmed_seq()) continue;
+      if (event.seq() <= last_seq) continue;
       if (event.seq() != last_seq + 1) {
-        return absl::DataLossError(absl::StrCat("journal gap: seq ", event.seq(), " after ",
-                                                last_seq, " in segment ", segment));
+        LOG(WARNING) << "event=journal_end_at_gap seq=" << event.seq() << " after=" << last_seq;
+        ended = true;
+        break;
       }
       RETURN_IF_ERROR(apply(event));
       last_seq = event.seq();
@@ -57,23 +60,40 @@ absl::StatusOr<uint64_t> Journal::Replay(
     }
     live.push_back(seg);
   }
+  // Writes continue in a fresh segment; later ones (written after the hole,
+  // never acknowledged) must not be read again.
+  if (ended) RETURN_IF_ERROR(RemoveSegmentsFrom(segment));
   absl::MutexLock lock(&mu_);
   durable_seq_ = last_seq;
   trimmed_seq_ = head->trimmed_seq();
   segments_ = std::move(live);
-  // Appends go to a fresh segment: a replayed one may end in a torn frame.
   segments_.push_back(Segment{segment, last_seq, 0});
   return last_seq;
 }
 
-void Journal::Start() { writer_ = std::thread([this] { WriterLoop(); }); }
+absl::Status Journal::RemoveSegmentsFrom(uint64_t segment) {
+  for (;; ++segment) {
+    auto bytes = store_->ReadSegment(segment);
+    if (absl::IsNotFound(bytes.status())) return absl::OkStatus();
+    RETURN_IF_ERROR(bytes.status());
+    LOG(WARNING) << "event=journal_segment_discarded segment=" << segment;
+    RETURN_IF_ERROR(store_->RemoveSegment(segment));
+  }
+}
+
+void Journal::Start() {
+  for (int i = 0; i < std::max(1, options_.writers); ++i) {
+    writers_.emplace_back([this] { WriterLoop(); });
+  }
+}
 
 void Journal::Stop() {
   {
     absl::MutexLock lock(&mu_);
     stopping_ = true;
   }
-  if (writer_.joinable()) writer_.join();
+  for (auto& t : writers_) t.join();
+  writers_.clear();
 }
 
 void Journal::Enqueue(uint64_t seq, std::string event_bytes) {
@@ -100,8 +120,8 @@ uint64_t Journal::durable_seq() {
 void Journal::WriterLoop() {
   for (;;) {
     std::string batch;
-    uint64_t last = 0;
-    uint64_t segment = 0;
+    uint64_t last = 0, segment = 0, offset = 0;
+    Inflight* mine = nullptr;
     {
       absl::MutexLock lock(&mu_);
       auto ready = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
@@ -118,40 +138,43 @@ void Journal::WriterLoop() {
         last = queue_.front().first;
         queue_.pop_front();
       }
-      Segment& current = segments_.back();
-      if (current.bytes > 0 && current.bytes + batch.size() > options_.segment_bytes) {
-        segments_.push_back(Segment{current.number + 1, current.last_seq, 0});
+      Segment* current = &segments_.back();
+      if (current->bytes > 0 && current->bytes + batch.size() > options_.segment_bytes) {
+        segments_.push_back(Segment{current->number + 1, current->last_seq, 0});
+        current = &segments_.back();
       }
-      segment = segments_.back().number;
+      segment = current->number;
+      offset = current->bytes;
+      current->bytes += batch.size();
+      current->last_seq = last;
+      inflight_.push_back(Inflight{last, false});
+      mine = &inflight_.back();
     }
     const absl::Time started = absl::Now();
-    absl::Status status = store_->AppendSegment(segment, batch);
+    absl::Status status = store_->WriteSegment(segment, offset, batch);
     const absl::Time ended = absl::Now();
     absl::MutexLock lock(&mu_);
+    if (!status.ok()) {
+      LOG(ERROR) << "event=journal_write_failed segment=" << segment << " status=\"" << status << "\"";
+      error_ = status;
+    }
+    mine->done = true;
+    while (!inflight_.empty() && inflight_.front().done && error_.ok()) {
+      stat_events_ += inflight_.front().last_seq - durable_seq_;
+      durable_seq_ = inflight_.front().last_seq;
+      inflight_.pop_front();
+    }
     ++stat_appends_;
     stat_append_us_ += absl::ToInt64Microseconds(ended - started);
     const int64_t now_ms = absl::ToUnixMillis(ended);
     if (stat_since_ms_ == 0) stat_since_ms_ = now_ms;
     if (now_ms - stat_since_ms_ >= 10000) {
-      LOG(INFO) << "event=journal_stats appends=" << stat_appends_ << " events=" << stat_events_
-                << " avg_append_us=" << stat_append_us_ / std::max<uint64_t>(1, stat_appends_);
+      LOG(INFO) << "event=journal_stats writes=" << stat_appends_ << " events=" << stat_events_
+                << " avg_write_us=" << stat_append_us_ / std::max<uint64_t>(1, stat_appends_);
       stat_appends_ = stat_events_ = 0;
       stat_append_us_ = 0;
       stat_since_ms_ = now_ms;
     }
-    if (!status.ok()) {
-      LOG(ERROR) << "event=journal_append_failed status=\"" << status << "\"";
-      error_ = status;
-      continue;
-    }
-    for (Segment& s : segments_) {
-      if (s.number == segment) {
-        s.bytes += batch.size();
-        s.last_seq = last;
-      }
-    }
-    stat_events_ += last - durable_seq_;
-    durable_seq_ = last;
   }
 }
 

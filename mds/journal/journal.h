@@ -2,9 +2,13 @@
 // metadata pool, group-committed by one writer thread.
 //
 // The caller assigns sequence numbers (under its own lock, in the order it
-// applied the events to its cache) and Enqueue()s the encoded event; the
-// writer appends every queued event in one request to the current segment and
-// then declares them durable. WaitDurable(seq) returns once seq is durable.
+// applied the events to its cache) and Enqueue()s the encoded event. A writer
+// thread takes every queued event as one batch, reserves the next bytes of
+// the current segment for it and writes it there; several batches are in
+// flight at once (options.writers), each at its own offset. An event is
+// durable once its batch and every earlier one are written: durability is a
+// prefix, so after a crash everything up to the first hole was durable and
+// nothing after it was acknowledged. WaitDurable(seq) returns once seq is.
 // After a failed append the journal is broken for good (sticky error, like
 // LevelDB after a failed fsync): the rank must stop and be replayed.
 //
@@ -27,6 +31,11 @@ namespace weft::mds {
 struct JournalOptions {
   uint32_t segment_bytes = 4 << 20;
   uint32_t max_batch_bytes = 8 << 20;
+  // Batches written concurrently, each at its own offset. 1 by default: the
+  // OSD applies writes to one object one at a time, so concurrent batches to
+  // one segment only queue there and lose the batching (measured: 221
+  // creates/s with 4 writers against 590-800 with 1, 4 client threads).
+  int writers = 1;
 };
 
 class Journal {
@@ -62,7 +71,12 @@ class Journal {
     uint64_t last_seq = 0;
     uint64_t bytes = 0;
   };
+  struct Inflight {
+    uint64_t last_seq = 0;
+    bool done = false;
+  };
   void WriterLoop();
+  absl::Status RemoveSegmentsFrom(uint64_t segment);
 
   MetaStore* const store_;
   const JournalOptions options_;
@@ -72,6 +86,7 @@ class Journal {
   uint64_t durable_seq_ ABSL_GUARDED_BY(mu_) = 0;
   uint64_t trimmed_seq_ ABSL_GUARDED_BY(mu_) = 0;
   std::deque<Segment> segments_ ABSL_GUARDED_BY(mu_);  // live ones, oldest first
+  std::deque<Inflight> inflight_ ABSL_GUARDED_BY(mu_);  // in dispatch order
   absl::Status error_ ABSL_GUARDED_BY(mu_);
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
 
@@ -82,7 +97,7 @@ class Journal {
   int64_t stat_since_ms_ ABSL_GUARDED_BY(mu_) = 0;
 
   absl::Mutex trim_mu_;  // one Trim at a time
-  std::thread writer_;
+  std::vector<std::thread> writers_;
 };
 
 }  // namespace weft::mds

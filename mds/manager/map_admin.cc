@@ -135,6 +135,13 @@ absl::Status MapManager::PoolRemove(const std::string& name, const std::string& 
     auto it = std::find_if(m->pools.begin(), m->pools.end(),
                            [&](const PoolInfo& p) { return p.name == name; });
     if (it == m->pools.end()) return absl::NotFoundError(absl::StrCat("no pool '", name, "'"));
+    if (pool_user_) {
+      std::string user = pool_user_(it->id);
+      if (!user.empty()) {
+        return absl::FailedPreconditionError(
+            absl::StrCat("pool '", name, "' is used by filesystem ", user));
+      }
+    }
     m->pools.erase(it);
     return absl::OkStatus();
   });

@@ -68,6 +68,9 @@ class MapManager {
   absl::Status OsdSetIn(int32_t id, bool in);
   absl::Status PoolCreate(const PoolSpec& spec);
   absl::Status PoolRemove(const std::string& name, const std::string& confirm);
+  // Names what uses a pool ("" if nothing): pools in use cannot be removed.
+  // Set before the admin service is served.
+  void SetPoolUser(std::function<std::string(PoolId)> user) { pool_user_ = std::move(user); }
 
   // `weft status`, computed from the map and the OSDs' published statistics.
   absl::Status Status(pb::StatusReply* reply);
@@ -107,6 +110,7 @@ class MapManager {
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   bool leader_key_changed_ ABSL_GUARDED_BY(mu_) = false;
 
+  std::function<std::string(PoolId)> pool_user_;  // set before Start()
   absl::Mutex mutate_mu_;  // one map change at a time; taken before mu_
   std::unique_ptr<etcd::Watch> map_watch_;
   std::unique_ptr<etcd::Watch> leader_watch_;

@@ -138,11 +138,11 @@ absl::Status MetaStore::WriteHead(const pb::JournalHead& head) {
                   "write journal head");
 }
 
-absl::Status MetaStore::AppendSegment(uint64_t segment, const std::string& bytes) {
+absl::Status MetaStore::WriteSegment(uint64_t segment, uint64_t offset, const std::string& bytes) {
   client::ObjectOperation op;
-  op.Append(bytes);
+  op.Write(offset, bytes);
   return Annotate(objects_->Execute(pool_, JournalSegmentObject(fs_, segment), op).status(),
-                  "append journal");
+                  "write journal");
 }
 
 absl::StatusOr<std::string> MetaStore::ReadSegment(uint64_t segment) {

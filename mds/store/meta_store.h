@@ -46,7 +46,8 @@ class MetaStore {
   // Journal objects.
   absl::StatusOr<std::optional<pb::JournalHead>> ReadHead();
   absl::Status WriteHead(const pb::JournalHead& head);
-  absl::Status AppendSegment(uint64_t segment, const std::string& bytes);
+  // Writes `bytes` at `offset` of a segment (journal writers reserve ranges).
+  absl::Status WriteSegment(uint64_t segment, uint64_t offset, const std::string& bytes);
   // NotFound when the segment does not exist.
   absl::StatusOr<std::string> ReadSegment(uint64_t segment);
   absl::Status RemoveSegment(uint64_t segment);

@@ -297,3 +297,52 @@ TEST_CASE("setattr: times with nanoseconds, sizes, and what changes ctime", "[md
 
 }  // namespace
 }  // namespace weft::testing
+
+namespace weft::testing {
+namespace {
+
+TEST_CASE("weft fs: new, ls, status, journal inspect, and what they refuse", "[mds]") {
+  Fixture f;
+  Cluster& c = *f.cluster;
+  FsCaller fs(f.meta.get());
+  REQUIRE(fs.Mkdir(fs.root(), "dir").ok());
+  REQUIRE(fs.Create(fs.root(), "file").ok());
+  auto ls = c.Weft({"fs", "ls"});
+  CHECK(ls.code == 0);
+  CHECK(ls.output.find("name: fs1") != std::string::npos);
+  CHECK(ls.output.find("metadata pool: fs1_meta") != std::string::npos);
+  auto status = c.Weft({"fs", "status", "fs1"});
+  CHECK(status.code == 0);
+  CHECK(status.output.find("state: active") != std::string::npos);
+  CHECK(status.output.find("sessions: 1") != std::string::npos);
+  auto journal = c.Weft({"fs", "journal", "inspect", "fs1", "--events"});
+  CHECK(journal.code == 0);
+  INFO(journal.output);
+  CHECK(journal.output.find("mkdir") != std::string::npos);
+  CHECK(journal.output.find("create") != std::string::npos);
+
+  // Refused, with the reason, and nothing changes.
+  auto dup = c.Weft({"fs", "new", "fs1", "--metadata-pool", "fs1_meta", "--data-pool", "fs1_data"});
+  CHECK(dup.code != 0);
+  CHECK(dup.output.find("exists") != std::string::npos);
+  auto nopool = c.Weft({"fs", "new", "fs2", "--metadata-pool", "nosuch", "--data-pool", "fs1_data"});
+  CHECK(nopool.code != 0);
+  CHECK(nopool.output.find("no pool nosuch") != std::string::npos);
+  auto badname = c.Weft({"fs", "new", "bad/name", "--metadata-pool", "fs1_meta", "--data-pool", "fs1_data"});
+  CHECK(badname.code != 0);
+  auto shared = c.Weft({"fs", "new", "fs2", "--metadata-pool", "fs1_meta", "--data-pool", "fs1_data"});
+  CHECK(shared.code != 0);
+  CHECK(shared.output.find("metadata pool of filesystem fs1") != std::string::npos);
+  auto rm = c.Weft({"pool", "rm", "fs1_data", "--yes-i-really-mean-it"});
+  CHECK(rm.code != 0);
+  CHECK(rm.output.find("used by filesystem fs1") != std::string::npos);
+  auto usage = c.Weft({"fs", "new", "fs2"});
+  CHECK(usage.code == 2);
+  CHECK(c.Weft({"fs", "status", "nosuch"}).code != 0);
+  ls = c.Weft({"fs", "ls"});
+  CHECK(ls.output.find("fs2") == std::string::npos);
+  CHECK(fs.Lookup(fs.root(), "file").ok());
+}
+
+}  // namespace
+}  // namespace weft::testing

@@ -1,0 +1,445 @@
+#!/usr/bin/env bash
+# bench/mds_bench.sh: the Weft MDS against CephFS (the anchor in
+# ../shared/anchors/ceph/) on the shared metadata workload, mdbench.c from
+# ../shared/anchors/bench/: THREADS threads x FILES files, create
+# (O_CREAT|O_EXCL + close), stat, readdir, unlink, each thread in a private
+# directory, then all in one shared directory.
+#
+# Weft first: a fresh 6-OSD cluster (scripts/quickstart.sh), pools benchmeta
+# (size 3, 16 PGs) and benchdata (size 3, 32 PGs), filesystem benchfs, then
+# weft-mdbench (bench/mds_bench.cc), which sends the same operations to the MDS
+# through the client library's gRPC API: Weft has no mount yet. Weft is purged
+# before Ceph starts (an idle cluster still uses CPU). Ceph: the anchor's up.sh
+# (ceph-fuse at /mnt/cephanchor), mdbench.c compiled as fsbench.sh does, run in
+# /mnt/cephanchor/rep3, then down.sh. Prints the commands, the machine, a table
+# ceph | weft | weft/ceph and the verdict on each target:
+#   creates/s >= 2x ceph, unlinks/s >= 2x ceph, stats/s >= 1x ceph
+# (private and shared directories alike; readdir and MDS RSS are shown only).
+#
+#   bench/mds_bench.sh [--skip-ceph] [--skip-weft]
+#
+# Environment: FILES (5000, per thread), THREADS (4), RUNS (1; with RUNS > 1
+#   every figure is the median over the runs), OUT (directory for the raw
+#   outputs; default a new /tmp/weft-mdbench.XXXXXX, kept), MILLION (0; 1 adds
+#   the memory test: the MDS restarted with mds_cache_memory_limit = 512 MiB,
+#   MILLION_FILES (1000000) files created in one directory with
+#   `weft-mdbench --create-only` over MILLION_THREADS (16) threads, MDS RSS
+#   against 512 MiB + 25 %), ANCHORS (../shared/anchors).
+# Needs root (apt-get, the Ceph anchor). See bench/README.md.
+set -euo pipefail
+
+root=$(cd "$(dirname "$0")/.." && pwd)
+anchors=$(cd "${ANCHORS:-$root/../shared/anchors}" && pwd)
+anchor=$anchors/ceph
+bin=$root/build/bin
+
+FILES=${FILES:-5000}
+THREADS=${THREADS:-4}
+RUNS=${RUNS:-1}
+MILLION=${MILLION:-0}
+MILLION_FILES=${MILLION_FILES:-1000000}
+MILLION_THREADS=${MILLION_THREADS:-16}
+FS=benchfs
+MDS_CACHE_MIB=512
+MDS_RSS_TARGET_MIB=$(( MDS_CACHE_MIB * 125 / 100 ))  # the cache limit + 25 %
+export CDIR=${CDIR:-/tmp/cephanchor}   # up.sh/down.sh read them too
+export MNT=${MNT:-/mnt/cephanchor}
+
+do_ceph=1 do_weft=1
+for a in "$@"; do
+  case "$a" in
+    --skip-ceph) do_ceph=0 ;;
+    --skip-weft) do_weft=0 ;;
+    -h|--help) sed -n '2,28p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) echo "usage: $0 [--skip-ceph] [--skip-weft]" >&2; exit 2 ;;
+  esac
+done
+for v in FILES THREADS RUNS MILLION_FILES MILLION_THREADS; do
+  [[ ${!v} =~ ^[1-9][0-9]*$ ]] || { echo "$v must be a positive integer" >&2; exit 2; }
+done
+[[ $MILLION == 0 || $MILLION == 1 ]] || { echo "MILLION must be 0 or 1" >&2; exit 2; }
+[[ $THREADS -le 1024 && $MILLION_THREADS -le 1024 ]] || { echo "THREADS must be <= 1024 (mdbench.c's limit)" >&2; exit 2; }
+
+OUT=${OUT:-$(mktemp -d /tmp/weft-mdbench.XXXXXX)}
+mkdir -p "$OUT"
+ceph_conf=$CDIR/ceph.conf
+W=("$bin/weft")
+
+log() { echo "[$(date +%T)] $*" >&2; }
+die() { log "ERROR: $*"; exit 1; }
+
+# ---------------------------------------------------------------- cleanup --
+ceph_started=0 weft_dir="" sampler_pid="" failures=()
+cleanup() {
+  local rc=$?
+  trap - EXIT INT TERM
+  if [[ -n "$sampler_pid" ]]; then kill "$sampler_pid" 2>/dev/null || true; wait "$sampler_pid" 2>/dev/null || true; fi
+  if [[ $ceph_started == 1 ]]; then
+    log "stopping the Ceph anchor"; "$anchor/down.sh" >>"$OUT/ceph.down.log" 2>&1 || true
+    reap_anchor
+  fi
+  if [[ -n "$weft_dir" ]]; then
+    log "purging the Weft cluster in $weft_dir"
+    WEFT_DIR=$weft_dir "$root/scripts/quickstart.sh" purge >>"$OUT/weft.down.log" 2>&1 || true
+  fi
+  exit "$rc"
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+# ---------------------------------------------------------------- helpers --
+median() { sort -g | awk '{ a[NR] = $1 } END { if (NR == 0) exit; print (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2 }'; }
+calc() { awk "BEGIN { printf \"%.6g\", $* }"; }
+
+# Sample VmRSS of the processes in the given pid files every second, as
+# "name rss_kib" lines into $1, until killed.
+start_sampler() {
+  local out=$1; shift
+  (
+    while :; do
+      for f in "$@"; do
+        [[ -f $f ]] || continue
+        local p n r
+        p=$(cat "$f" 2>/dev/null) || continue
+        n=$(basename "$f" .pid)
+        r=$(awk '/^VmRSS:/ { print $2 }' "/proc/$p/status" 2>/dev/null) || continue
+        [[ -n $r ]] && echo "$n $r"
+      done
+      sleep 1
+    done
+  ) >"$out" &
+  sampler_pid=$!
+}
+stop_sampler() {
+  [[ -n "$sampler_pid" ]] || return 0
+  kill "$sampler_pid" 2>/dev/null || true
+  wait "$sampler_pid" 2>/dev/null || true
+  sampler_pid=""
+}
+
+# peak_rss PREFIX PIDFILES...: writes "name VmHWM_KiB" lines to PREFIX.hwm and
+# prints the largest VmHWM in MiB. VmHWM is the process's peak resident set.
+peak_rss() {
+  local prefix=$1; shift
+  : >"$prefix.hwm"
+  for f in "$@"; do
+    local p; p=$(cat "$f")
+    local comm; comm=$(cat "/proc/$p/comm" 2>/dev/null || echo gone)
+    local hwm; hwm=$(awk '/^VmHWM:/ { print $2 }' "/proc/$p/status" 2>/dev/null || true)
+    echo "$(basename "$f" .pid) pid=$p comm=$comm VmHWM_KiB=${hwm:-?}" >>"$prefix.hwm"
+  done
+  awk -F'VmHWM_KiB=' '$2 ~ /^[0-9]+$/ && $2 > m { m = $2 } END { if (m) printf "%.0f", m / 1024 }' "$prefix.hwm"
+}
+
+# run_tool NAME OUTFILE CMD...: runs a benchmark command, keeps its output.
+run_tool() {
+  local name=$1 out=$2; shift 2
+  echo "\$ $*" >"$out"
+  log "$name: $*"
+  local rc=0
+  "$@" >>"$out" 2>&1 || rc=$?
+  if [[ $rc != 0 ]]; then
+    failures+=("$name exited $rc (see $out)")
+    log "warning: $name exited $rc; tail of $out:"; tail -5 "$out" >&2
+  fi
+}
+
+# down.sh stops the anchor's daemons by their pid files, but a ceph-mds that
+# respawns while the cluster goes down (it re-executes itself and forks, under
+# a new pid) outlives it: seen here, spinning on a removed $CDIR. Stop what is
+# left of the anchor this script started, found by its conf path, by pid.
+reap_anchor() {
+  local n p left=()
+  for n in ceph-fuse ceph-mds ceph-osd ceph-mgr ceph-mon; do
+    for p in $(pgrep -x "$n" || true); do
+      grep -qa -- "$CDIR/ceph.conf" "/proc/$p/cmdline" 2>/dev/null && left+=("$p")
+    done
+  done
+  [[ ${#left[@]} -gt 0 ]] || return 0
+  log "stopping anchor processes down.sh left running: ${left[*]}"
+  kill -TERM "${left[@]}" 2>/dev/null || true
+  for _ in $(seq 20); do
+    local alive=0
+    for p in "${left[@]}"; do
+      [[ $(awk '/^State:/ { print $2 }' "/proc/$p/status" 2>/dev/null) =~ ^[RSD]$ ]] && alive=1
+    done
+    [[ $alive == 0 ]] && return 0
+    sleep 0.5
+  done
+  kill -KILL "${left[@]}" 2>/dev/null || true  # ceph-mds ignores TERM without its mon
+}
+
+wait_for_build() {  # a ninja working in our build dir (the lead rebuilding)
+  local waited=0
+  while :; do
+    local busy=0
+    for p in $(pgrep -x ninja || true); do
+      [[ $(readlink "/proc/$p/cwd" 2>/dev/null) == "$root/build"* ]] && busy=1
+      tr '\0' ' ' <"/proc/$p/cmdline" 2>/dev/null | grep -q -- "$root/build" && busy=1
+    done
+    [[ $busy == 0 ]] && return 0
+    [[ $waited == 0 ]] && log "a build is running in $root/build; waiting for it"
+    waited=1; sleep 5
+  done
+}
+
+install_ceph() {  # up.sh also needs setfattr (package attr) for its CephFS layouts
+  local c missing=0
+  for c in ceph ceph-mon ceph-osd ceph-mgr ceph-mds ceph-fuse setfattr gcc; do
+    command -v "$c" >/dev/null || missing=1
+  done
+  [[ $missing == 1 ]] || return 0
+  local pkgs=(ceph ceph-mds ceph-fuse attr gcc)
+  log "installing ${pkgs[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get install -y -q "${pkgs[@]}" >"$OUT/apt.log" 2>&1 || {
+    apt-get update -q >>"$OUT/apt.log" 2>&1
+    apt-get install -y -q "${pkgs[@]}" >>"$OUT/apt.log" 2>&1
+  } || die "apt-get install ${pkgs[*]} failed (see $OUT/apt.log)"
+}
+
+# ----------------------------------------------------------------- header --
+started_at=$(date +%s)
+if [[ $do_ceph == 1 ]]; then install_ceph; fi
+{
+  echo "# Weft MDS vs CephFS MDS, mdbench workload, $(date -u '+%Y-%m-%d %H:%M:%S UTC')"
+  echo "host: $(nproc) CPUs ($(awk -F': ' '/model name/ { print $2; exit }' /proc/cpuinfo)),"\
+       "memory $(free -m | awk '/^Mem:/ { print $2 " MiB total, " $7 " MiB available" }'),"\
+       "load average $(cut -d' ' -f1-3 /proc/loadavg)"
+  echo "disk: $(df -h /tmp | awk 'NR == 2 { print $1 " mounted at " $6 }') (both clusters store under /tmp)"
+  echo "weft: $(git -C "$root" --no-optional-locks describe --always --dirty 2>/dev/null || echo '?')"
+  echo "ceph: $(ceph --version 2>/dev/null | awk '{ print $3, $5 }' || echo 'not installed')"
+  echo "workload: $THREADS threads x $FILES files, private dirs then one shared dir, runs: $RUNS$([[ $MILLION == 1 ]] && echo "; memory test: $MILLION_FILES files in one dir by $MILLION_THREADS threads, mds_cache_memory_limit $MDS_CACHE_MIB MiB")"
+  echo "raw outputs: $OUT"
+} | tee "$OUT/header.txt"
+commands=()
+# Other clusters on the machine take CPU; the script stops only what it started.
+foreign=$( { pgrep -x ceph-osd || true; pgrep -x weft-osd || true; pgrep -x weft-mds || true; pgrep -x ceph-mds || true; } | wc -l )
+[[ $foreign == 0 ]] || echo "note: $foreign OSD/MDS processes of other clusters were running at the start" | tee -a "$OUT/header.txt"
+
+# ------------------------------------------------------------------- weft --
+weft_fs_ready() {  # waits until rank 0 of $FS answers FsStatus as active
+  local st=""
+  for _ in $(seq 120); do
+    st=$("${W[@]}" fs status "$FS" 2>&1 || true)
+    grep -q '^  state: active' <<<"$st" && return 0
+    sleep 1
+  done
+  die "filesystem $FS not active after 120 s: $(tr '\n' ' ' <<<"$st")"
+}
+
+weft_up() {
+  wait_for_build
+  weft_dir=$(mktemp -d /tmp/weft-mdbench-cluster.XXXXXX)
+  export WEFT_CONF=$weft_dir/weft.conf
+  log "starting Weft (6 OSDs) in $weft_dir"
+  local t0; t0=$(date +%s)
+  # quickstart.sh also runs install-deps.sh and build.sh (which builds
+  # weft-mdbench; a no-op when the build is up to date).
+  WEFT_DIR=$weft_dir WEFT_OSDS=6 "$root/scripts/quickstart.sh" >"$OUT/weft.up.log" 2>&1 \
+    || { tail -20 "$OUT/weft.up.log" >&2; die "quickstart.sh failed"; }
+  log "Weft up in $(( $(date +%s) - t0 )) s"
+  [[ -x $bin/weft-mdbench ]] || die "$bin/weft-mdbench missing after the build"
+  {
+    "${W[@]}" pool create benchmeta --size 3 --pg-num 16 &&
+    "${W[@]}" pool create benchdata --size 3 --pg-num 32
+  } >"$OUT/weft.pool.log" 2>&1 || { cat "$OUT/weft.pool.log" >&2; die "creating the Weft pools failed"; }
+  log "waiting for the Weft PGs to be active+clean"
+  local ok=0 st=""
+  for _ in $(seq 300); do
+    st=$("${W[@]}" status 2>&1 || true)
+    local total pgs
+    total=$(sed -n 's/^ *pools: *[0-9]* pools, \([0-9]*\) pgs.*/\1/p' <<<"$st")
+    pgs=$(sed -n 's/^ *pgs: *//p' <<<"$st")
+    if [[ -n $total && $total -ge 48 && $pgs == "$total active+clean" ]]; then ok=1; break; fi
+    sleep 1
+  done
+  echo "$st" >"$OUT/weft.status.txt"
+  [[ $ok == 1 ]] || die "Weft PGs not active+clean after 300 s: $(grep -E 'pgs:|HEALTH' <<<"$st" | tr '\n' ' ')"
+  "${W[@]}" fs new "$FS" --metadata-pool benchmeta --data-pool benchdata >>"$OUT/weft.pool.log" 2>&1 \
+    || { cat "$OUT/weft.pool.log" >&2; die "weft fs new failed"; }
+  weft_fs_ready
+  commands+=("WEFT_DIR=\$(mktemp -d) WEFT_OSDS=6 scripts/quickstart.sh")
+  commands+=("weft pool create benchmeta --size 3 --pg-num 16; weft pool create benchdata --size 3 --pg-num 32")
+  commands+=("weft fs new $FS --metadata-pool benchmeta --data-pool benchdata")
+}
+
+# The memory test: weft-mds restarted with the cache limit in weft.conf, then
+# MILLION_FILES creates in one directory.
+weft_million() {
+  local pidfile=$weft_dir/run/mds.pid pid
+  echo "mds_cache_memory_limit = $(( MDS_CACHE_MIB << 20 ))" >>"$WEFT_CONF"
+  log "restarting weft-mds with mds_cache_memory_limit = $MDS_CACHE_MIB MiB"
+  pid=$(cat "$pidfile")
+  kill -TERM "$pid" 2>/dev/null || true
+  for _ in $(seq 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+  kill -KILL "$pid" 2>/dev/null || true
+  # As quickstart.sh starts it (WEFT_CONF is exported).
+  setsid "$bin/weft-mds" --name a >>"$weft_dir/log/mds.a.log" 2>&1 </dev/null &
+  echo $! >"$pidfile"
+  disown
+  weft_fs_ready
+  "${W[@]}" fs status "$FS" >"$OUT/weft.million.fs_status.txt" 2>&1 || true
+  run_tool "weft create-only $MILLION_FILES" "$OUT/weft.million.txt" \
+    "$bin/weft-mdbench" -c "$WEFT_CONF" --fs "$FS" --threads "$MILLION_THREADS" --create-only "$MILLION_FILES" --dir million
+  commands+=("echo 'mds_cache_memory_limit = $(( MDS_CACHE_MIB << 20 ))' >> weft.conf; restart weft-mds")
+  commands+=("weft-mdbench -c weft.conf --fs $FS --threads $MILLION_THREADS --create-only $MILLION_FILES --dir million")
+  million_hwm=$(peak_rss "$OUT/weft.million.rss" "$pidfile")
+  "${W[@]}" fs status "$FS" >>"$OUT/weft.million.fs_status.txt" 2>&1 || true
+}
+
+weft_part() {
+  weft_up
+  local pidfile=$weft_dir/run/mds.pid
+  start_sampler "$OUT/weft.rss.samples" "$pidfile"
+  for r in $(seq "$RUNS"); do
+    run_tool "weft private (run $r)" "$OUT/weft.private.$r.txt" \
+      "$bin/weft-mdbench" -c "$WEFT_CONF" --fs "$FS" --threads "$THREADS" --files "$FILES" --dir "mdbench.$r"
+    run_tool "weft shared (run $r)" "$OUT/weft.shared.$r.txt" \
+      "$bin/weft-mdbench" -c "$WEFT_CONF" --fs "$FS" --threads "$THREADS" --files "$FILES" --shared --dir "mdbench.$r"
+  done
+  stop_sampler
+  commands+=("weft-mdbench -c weft.conf --fs $FS --threads $THREADS --files $FILES --dir mdbench.R")
+  commands+=("weft-mdbench -c weft.conf --fs $FS --threads $THREADS --files $FILES --shared --dir mdbench.R")
+  weft_rss=$(peak_rss "$OUT/weft.rss" "$pidfile")
+  "${W[@]}" fs status "$FS" >"$OUT/weft.fs_status.txt" 2>&1 || true
+  if [[ $MILLION == 1 ]]; then weft_million; fi
+  log "purging the Weft cluster"
+  WEFT_DIR=$weft_dir "$root/scripts/quickstart.sh" purge >"$OUT/weft.down.log" 2>&1 || true
+  weft_dir=""
+}
+
+# ------------------------------------------------------------------- ceph --
+ceph_part() {
+  if [[ -e $CDIR ]]; then
+    local f
+    for f in "$CDIR"/run/*.pid; do
+      [[ -f $f ]] && kill -0 "$(cat "$f")" 2>/dev/null &&
+        die "the Ceph anchor in $CDIR is running (not started by this script): stop it with $anchor/down.sh first"
+    done
+    log "$CDIR exists, nothing running: running the anchor's down.sh to clear it"
+    "$anchor/down.sh" >"$OUT/ceph.predown.log" 2>&1 || true
+  fi
+  gcc -O2 -pthread "$anchors/bench/mdbench.c" -o "$OUT/mdbench" || die "compiling mdbench.c failed"
+  log "starting the Ceph anchor (about 70 s)"
+  ceph_started=1
+  local t0; t0=$(date +%s)
+  "$anchor/up.sh" >"$OUT/ceph.up.log" 2>&1 || { tail -20 "$OUT/ceph.up.log" >&2; die "ceph up.sh failed"; }
+  log "Ceph anchor up in $(( $(date +%s) - t0 )) s"
+  mountpoint -q "$MNT" || die "$MNT is not mounted after up.sh"
+  ceph -c "$ceph_conf" -s >"$OUT/ceph.status.txt" 2>&1 || true
+  local pidfile=$CDIR/run/mds.a.pid
+  start_sampler "$OUT/ceph.rss.samples" "$pidfile"
+  for r in $(seq "$RUNS"); do
+    local d=$MNT/rep3/mdbench.$$.$r
+    mkdir -p "$d.private" "$d.shared"
+    run_tool "ceph private (run $r)" "$OUT/ceph.private.$r.txt" "$OUT/mdbench" "$d.private" "$THREADS" "$FILES"
+    run_tool "ceph shared (run $r)" "$OUT/ceph.shared.$r.txt" "$OUT/mdbench" "$d.shared" "$THREADS" "$FILES" shared
+    rmdir "$d.private" "$d.shared" 2>/dev/null || true
+  done
+  stop_sampler
+  commands+=("$anchor/up.sh   # CDIR=$CDIR, 6 BlueStore-on-file OSDs, 1 MDS, ceph-fuse at $MNT")
+  commands+=("gcc -O2 -pthread $anchors/bench/mdbench.c -o $OUT/mdbench")
+  commands+=("$OUT/mdbench $MNT/rep3/mdbench.PID.R.private $THREADS $FILES")
+  commands+=("$OUT/mdbench $MNT/rep3/mdbench.PID.R.shared $THREADS $FILES shared")
+  ceph_rss=$(peak_rss "$OUT/ceph.rss" "$pidfile")
+  log "stopping the Ceph anchor"
+  "$anchor/down.sh" >"$OUT/ceph.down.log" 2>&1 || true
+  reap_anchor
+  ceph_started=0
+}
+
+ceph_rss="" weft_rss="" million_hwm=""
+# (plain `if`s: errexit is off inside a function called from an && list)
+if [[ $do_weft == 1 ]]; then weft_part; fi
+if [[ $do_ceph == 1 ]]; then ceph_part; fi
+
+# ----------------------------------------------------------------- report --
+# metric SYS MODE PHASE: median over the runs of PHASE's rate, "" if absent.
+# create/stat/unlink: ops/s as printed. readdir: entries/s, i.e. the printed
+# directories/s times the entries of one directory (FILES private, THREADS x
+# FILES shared); the printed rate, unlike the seconds (%.3f), keeps its
+# precision when a listing takes a millisecond.
+metric() {
+  local sys=$1 mode=$2 phase=$3 f vals=() per_dir=$FILES
+  [[ $mode == shared ]] && per_dir=$(( THREADS * FILES ))
+  for f in "$OUT/$sys.$mode".*.txt; do
+    [[ -f $f ]] || continue
+    local v
+    v=$(awk -v p="$phase" -v n="$per_dir" '
+      $1 == p && NF == 4 { if (p == "readdir") printf "%.1f", n * $4; else print $4; exit }' "$f")
+    [[ $v =~ ^[0-9.eE+-]+$ ]] && vals+=("$v")
+  done
+  [[ ${#vals[@]} -gt 0 ]] || return 0
+  printf '%s\n' "${vals[@]}" | median
+}
+fmt() { [[ -n $1 ]] && printf "%.${2:-1}f" "$1" || printf -- '-'; }
+ratio() { [[ -n $1 && -n $2 ]] && awk -v a="$2" -v b="$1" 'BEGIN { if (b > 0) printf "%.2fx", a / b; else print "-" }' || printf -- '-'; }
+
+verdicts=()
+row() { printf '%-36s %11s %11s %10s  %s\n' "$@"; }
+rate_row() {  # mode phase label target_x (empty: no target)
+  local mode=$1 phase=$2 label=$3 x=$4
+  local c w v="-" note=""
+  c=$(metric ceph "$mode" "$phase"); w=$(metric weft "$mode" "$phase")
+  if [[ -n $x ]]; then
+    if [[ -n $c && -n $w ]]; then
+      v=$(awk -v c="$c" -v w="$w" -v x="$x" 'BEGIN { print (w >= x * c) ? "PASS" : "MISS" }')
+      verdicts+=("$v  $mode $phase/s >= ${x}x ceph (weft $(fmt "$w"), ceph $(fmt "$c"): $(ratio "$c" "$w"))")
+    fi
+    note="target >= $(printf '%.2f' "$x")x: $v"
+  fi
+  row "$label" "$(fmt "$c")" "$(fmt "$w")" "$(ratio "$c" "$w")" "$note"
+}
+
+{
+  echo
+  echo "commands (Weft first, purged before Ceph starts; R = run number):"
+  for c in "${commands[@]}"; do echo "  $c"; done
+  echo
+  echo "Weft is measured through its gRPC MDS API (weft-mdbench: one MDS request per create, stat"
+  echo "and unlink; no mount yet), Ceph through ceph-fuse and the kernel (mdbench.c: open+close,"
+  echo "stat, unlink on $MNT/rep3). This favours Weft: see bench/README.md."
+  echo
+  row "metric (median of $RUNS run(s))" ceph weft weft/ceph ""
+  row "------------------------------------" "-----------" "-----------" "----------" ""
+  for mode in private shared; do
+    rate_row "$mode" create "$mode create (ops/s)" 2
+    rate_row "$mode" stat "$mode stat (ops/s)" 1
+    rate_row "$mode" readdir "$mode readdir (entries/s)" ""
+    rate_row "$mode" unlink "$mode unlink (ops/s)" 2
+  done
+  row "MDS peak RSS (MiB)" "${ceph_rss:--}" "${weft_rss:--}" "$(ratio "$ceph_rss" "$weft_rss")" "VmHWM of ceph-mds / weft-mds"
+  if [[ $MILLION == 1 && -f $OUT/weft.million.txt ]]; then
+    local_scale=""
+    [[ $MILLION_FILES == 1000000 ]] || local_scale=" (reduced: MILLION_FILES=$MILLION_FILES)"
+    mrate=$(awk '$1 == "create" && NF == 4 { print $4; exit }' "$OUT/weft.million.txt")
+    mafter=$(awk '$1 == "mds_rss_mib" { print $2; exit }' "$OUT/weft.million.txt")
+    mv="-"
+    if [[ -n $million_hwm ]]; then
+      mv=$( [[ $million_hwm -le $MDS_RSS_TARGET_MIB ]] && echo PASS || echo MISS )
+      verdicts+=("$mv  MDS peak RSS over $MILLION_FILES creates in one dir <= $MDS_RSS_TARGET_MIB MiB (512 MiB cache limit + 25 %): $million_hwm MiB$local_scale")
+    fi
+    echo
+    echo "memory test: $MILLION_FILES files in one directory by $MILLION_THREADS threads, mds_cache_memory_limit = $MDS_CACHE_MIB MiB$local_scale"
+    row "create (ops/s)" "" "$(fmt "$mrate")" "" ""
+    row "MDS RSS after, FsStatus (MiB)" "" "${mafter:--}" "" ""
+    row "MDS peak RSS, VmHWM (MiB)" "" "${million_hwm:--}" "" "target <= $MDS_RSS_TARGET_MIB MiB: $mv"
+    grep '^mds_' "$OUT/weft.million.txt" | sed 's/^/  weft-mdbench: /'
+  fi
+  echo
+  echo "readdir entries/s = mdbench's directories/s x the entries of a directory ($FILES private, $(( THREADS * FILES )) shared);"
+  echo "private: $THREADS directories listed in parallel, shared: one listing by one thread."
+  echo "MDS peak RSS is the VmHWM of the MDS process at the end of the runs (startup included);"
+  echo "weft-mds also runs the cluster's map manager."
+  echo
+  echo "verdicts:"
+  [[ ${#verdicts[@]} -gt 0 ]] || echo "  (none: a side was skipped)"
+  for v in "${verdicts[@]}"; do echo "  $v"; done
+  for f in "${failures[@]}"; do echo "  FAILED RUN: $f"; done
+  echo
+  echo "wall time: $(( $(date +%s) - started_at )) s; raw outputs in $OUT"
+} | tee "$OUT/report.txt"
+
+[[ ${#failures[@]} == 0 ]]

@@ -1,0 +1,181 @@
+// Unit tests of the MDS's pure parts: names and fragments, journal framing,
+// and the cache's overlay, replay and flush bookkeeping.
+#include <catch2/catch.hpp>
+
+#include <cerrno>
+#include <random>
+#include <set>
+
+#include "common/status/status.h"
+#include "mds/cache/meta_cache.h"
+#include "mds/fs/names.h"
+#include "mds/store/meta_store.h"
+
+namespace weft::mds {
+namespace {
+
+TEST_CASE("mds names: validation errors are the ones Linux gives") {
+  CHECK(ValidateName("ok").ok());
+  CHECK(ValidateName(std::string(255, 'x')).ok());
+  CHECK(StatusToErrno(ValidateName(std::string(256, 'x'))) == ENAMETOOLONG);
+  for (std::string bad : {"", ".", "..", "a/b", "/"}) {
+    INFO(bad);
+    CHECK(StatusToErrno(ValidateName(bad)) == EINVAL);
+  }
+  CHECK(StatusToErrno(ValidateName(std::string("a\0b", 3))) == EINVAL);
+}
+
+TEST_CASE("mds fragments: every hash has exactly one leaf, splits partition their parent") {
+  std::vector<Frag> frags = {kRootFrag};
+  std::mt19937_64 rng(7);
+  for (int i = 0; i < 40; ++i) {
+    Frag victim = frags[rng() % frags.size()];
+    std::erase(frags, victim);
+    auto [a, b] = SplitFrag(victim);
+    CHECK(FragStart(a) == FragStart(victim));
+    CHECK(FragEnd(a) == FragStart(b));
+    CHECK(FragEnd(b) == FragEnd(victim));
+    frags.push_back(a);
+    frags.push_back(b);
+  }
+  std::vector<Frag> sorted = SortedFrags(frags);
+  CHECK(FragStart(sorted.front()) == 0);
+  CHECK(FragEnd(sorted.back()) == (uint64_t{1} << 63));
+  for (size_t i = 1; i < sorted.size(); ++i) CHECK(FragEnd(sorted[i - 1]) == FragStart(sorted[i]));
+  for (int i = 0; i < 10000; ++i) {
+    uint64_t h = NameHash("name" + std::to_string(i));
+    CHECK(h >= 3);
+    CHECK(h < (uint64_t{1} << 63));
+    int holders = 0;
+    for (Frag f : frags) holders += FragContains(f, h);
+    CHECK(holders == 1);
+    CHECK(FragContains(FragFor(frags, h), h));
+  }
+}
+
+TEST_CASE("mds journal frames: a torn or corrupt tail ends the segment") {
+  std::string seg;
+  AppendFrame("first", &seg);
+  AppendFrame("second", &seg);
+  const size_t two = seg.size();
+  AppendFrame("third", &seg);
+  size_t valid = 0;
+  CHECK(ParseFrames(seg, &valid) == std::vector<std::string>{"first", "second", "third"});
+  CHECK(valid == seg.size());
+  std::string torn = seg.substr(0, seg.size() - 2);
+  CHECK(ParseFrames(torn, &valid).size() == 2);
+  CHECK(valid == two);
+  std::string corrupt = seg;
+  corrupt[two + 9] ^= 1;
+  CHECK(ParseFrames(corrupt, &valid).size() == 2);
+  std::string hole = seg.substr(0, two) + std::string(64, '\0') + seg.substr(two);
+  CHECK(ParseFrames(hole, &valid).size() == 2);
+  CHECK(valid == two);
+}
+
+pb::InodeRec Dir(uint64_t ino) {
+  pb::InodeRec rec;
+  rec.set_ino(ino);
+  rec.set_mode(0040755);
+  rec.set_nlink(2);
+  return rec;
+}
+
+pb::DentryRec Dentry(uint64_t dir, const std::string& name, uint64_t ino) {
+  pb::DentryRec d;
+  d.set_dir(dir);
+  d.set_name(name);
+  d.set_ino(ino);
+  d.set_type(8);
+  return d;
+}
+
+TEST_CASE("mds cache: replayed changes overlay fragments loaded later") {
+  MetaCache cache(1);
+  pb::JournalEvent ev;
+  ev.set_seq(1);
+  *ev.add_dentries() = Dentry(kRootIno, "new", 5000);
+  *ev.add_removed_dentries() = Dentry(kRootIno, "gone", 0);
+  cache.Apply(ev);
+  bool known = false;
+  // The directory inode is not cached: absence is not certain yet.
+  CHECK(cache.Lookup(kRootIno, "other", &known) == nullptr);
+  CHECK_FALSE(known);
+  CHECK(cache.Lookup(kRootIno, "gone", &known) == nullptr);
+  CHECK(known);
+  cache.MergeInode(Dir(kRootIno));
+  // The fragment object still has "gone" and an old "new"; the overlay wins.
+  cache.MergeFrag(kRootIno, kRootFrag,
+                  {Dentry(kRootIno, "gone", 4001), Dentry(kRootIno, "new", 4002),
+                   Dentry(kRootIno, "kept", 4003)});
+  const CDentry* d = cache.Lookup(kRootIno, "new", &known);
+  REQUIRE(d != nullptr);
+  CHECK(d->ino == 5000);
+  CHECK(cache.Lookup(kRootIno, "gone", &known) == nullptr);
+  CHECK(known);
+  REQUIRE(cache.Lookup(kRootIno, "kept", &known) != nullptr);
+  CHECK(cache.Lookup(kRootIno, "never", &known) == nullptr);
+  CHECK(known);  // the fragment is loaded now
+
+  FlushBatch batch = cache.TakeDirty(1);
+  const ObjectUpdate& u = batch.updates.at(DirFragObject(1, kRootIno, kRootFrag));
+  CHECK(u.set.size() == 1);
+  CHECK(u.set[0].first == "new");
+  CHECK(u.rm == std::vector<std::string>{"gone"});
+  CHECK(cache.TakeDirty(1).updates.empty());  // clean afterwards
+}
+
+TEST_CASE("mds cache: a split rewrites both halves and deletes the parent fragment") {
+  MetaCache cache(2);
+  pb::InodeRec dir = Dir(100);
+  cache.MergeInode(dir);
+  std::vector<pb::DentryRec> entries;
+  for (int i = 0; i < 50; ++i) entries.push_back(Dentry(100, "n" + std::to_string(i), 4096 + i));
+  cache.MergeFrag(100, kRootFrag, entries);
+  pb::JournalEvent ev;
+  ev.set_seq(1);
+  auto [a, b] = SplitFrag(kRootFrag);
+  dir.add_frags(a);
+  dir.add_frags(b);
+  *ev.add_inodes() = dir;
+  ev.add_splits()->set_dir(100);
+  ev.mutable_splits(0)->set_frag(kRootFrag);
+  for (const auto& e : entries) *ev.add_dentries() = e;
+  cache.Apply(ev);
+  FlushBatch batch = cache.TakeDirty(1);
+  CHECK(batch.updates.at(DirFragObject(2, 100, kRootFrag)).remove);
+  const ObjectUpdate& ua = batch.updates.at(DirFragObject(2, 100, a));
+  const ObjectUpdate& ub = batch.updates.at(DirFragObject(2, 100, b));
+  CHECK(ua.clear);
+  CHECK(ub.clear);
+  CHECK(ua.set.size() + ub.set.size() == 50);
+  for (const auto& [name, value] : ua.set) CHECK(FragContains(a, NameHash(name)));
+  for (const auto& [name, value] : ub.set) CHECK(FragContains(b, NameHash(name)));
+  CHECK(cache.FragLoaded(100, a));
+  CHECK(cache.FragCount(100, a) + cache.FragCount(100, b) == 50);
+}
+
+TEST_CASE("mds cache: completed requests below the client's oldest tid are dropped") {
+  MetaCache cache(3);
+  pb::JournalEvent open;
+  open.set_seq(1);
+  open.add_sessions()->set_id(77);
+  cache.Apply(open);
+  for (uint64_t tid = 1; tid <= 5; ++tid) {
+    pb::JournalEvent ev;
+    ev.set_seq(1 + tid);
+    ev.set_session(77);
+    ev.set_tid(tid);
+    ev.set_oldest_tid(tid >= 4 ? 3 : 1);
+    ev.set_reply("r" + std::to_string(tid));
+    cache.Apply(ev);
+  }
+  const auto& completed = cache.Session(77)->rec.completed();
+  CHECK(completed.size() == 3);
+  CHECK(completed.count(3) == 1);
+  CHECK(completed.count(2) == 0);
+  CHECK(completed.at(5) == "r5");
+}
+
+}  // namespace
+}  // namespace weft::mds
