@@ -197,6 +197,7 @@ void MdsRank::ReleaseStrayLocked(uint64_t ino, uint64_t releasing, pb::JournalEv
   event->add_stray_remove(ino);
   event->add_removed_inodes(ino);
   CInode* inode = cache_.Inode(ino);
+  if (inode != nullptr && inode->rec.size() == 0) return;  // no data to purge
   pb::PurgeRec* purge = event->add_purge_add();
   purge->set_ino(ino);
   if (inode != nullptr) {

@@ -201,19 +201,19 @@ void MetaCache::Apply(const pb::JournalEvent& ev) {
   for (uint64_t ino : ev.stray_add()) {
     auto h = ev.stray_holders().find(ino);
     strays_[ino] = h == ev.stray_holders().end() ? 0 : h->second;
-    strays_dirty_ = true;
+    strays_changed_.insert(ino);
   }
   for (uint64_t ino : ev.stray_remove()) {
     strays_.erase(ino);
-    strays_dirty_ = true;
+    strays_changed_.insert(ino);
   }
   for (const pb::PurgeRec& rec : ev.purge_add()) {
     purge_[rec.ino()] = rec;
-    purge_dirty_ = true;
+    purge_changed_.insert(rec.ino());
   }
   for (uint64_t ino : ev.purge_done()) {
     purge_.erase(ino);
-    purge_dirty_ = true;
+    purge_changed_.insert(ino);
   }
 }
 
@@ -302,17 +302,29 @@ void MetaCache::AddTableUpdates(FlushBatch* batch) {
   for (uint64_t id : closed_sessions_) sessions.rm.push_back(SessionKey(id));
   closed_sessions_.clear();
   if (sessions.set.empty() && sessions.rm.empty()) batch->updates.erase(TableObject(fs_, "sessions"));
-  if (strays_dirty_) {
+  if (!strays_changed_.empty()) {
     ObjectUpdate& u = batch->updates[TableObject(fs_, "strays")];
-    u.clear = true;
-    for (auto& [ino, holder] : strays_) u.set.emplace_back(InodeKey(ino), absl::StrCat(holder));
-    strays_dirty_ = false;
+    for (uint64_t ino : strays_changed_) {
+      auto it = strays_.find(ino);
+      if (it == strays_.end()) {
+        u.rm.push_back(InodeKey(ino));
+      } else {
+        u.set.emplace_back(InodeKey(ino), absl::StrCat(it->second));
+      }
+    }
+    strays_changed_.clear();
   }
-  if (purge_dirty_) {
+  if (!purge_changed_.empty()) {
     ObjectUpdate& u = batch->updates[TableObject(fs_, "purge")];
-    u.clear = true;
-    for (auto& [ino, rec] : purge_) u.set.emplace_back(InodeKey(ino), rec.SerializeAsString());
-    purge_dirty_ = false;
+    for (uint64_t ino : purge_changed_) {
+      auto it = purge_.find(ino);
+      if (it == purge_.end()) {
+        u.rm.push_back(InodeKey(ino));
+      } else {
+        u.set.emplace_back(InodeKey(ino), it->second.SerializeAsString());
+      }
+    }
+    purge_changed_.clear();
   }
   if (next_ino_dirty_) {
     batch->updates[TableObject(fs_, "inotable")].set.emplace_back("next_ino",

@@ -150,8 +150,7 @@ class MetaCache {
   std::set<uint64_t> closed_sessions_;               // to delete from the table
   std::map<uint64_t, uint64_t> strays_;              // ino -> a holder session
   std::map<uint64_t, pb::PurgeRec> purge_;
-  bool strays_dirty_ = false, purge_dirty_ = false;
-  std::set<uint64_t> strays_gone_, purge_gone_;
+  absl::flat_hash_set<uint64_t> strays_changed_, purge_changed_;  // since the last flush
 };
 
 }  // namespace weft::mds

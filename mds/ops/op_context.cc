@@ -165,7 +165,9 @@ void OpContext::DropLink(pb::InodeRec* inode) {
       }
     }
   }
-  if (IsReg(*inode)) {
+  // Data objects exist up to the size the writers reported; a file that
+  // never had data has nothing to purge.
+  if (IsReg(*inode) && inode->size() > 0) {
     pb::PurgeRec purge;
     purge.set_ino(inode->ino());
     purge.set_size(inode->size());
