@@ -4,6 +4,7 @@
 //
 //   weft-mds --name a [-c weft.conf] [--addr 127.0.0.1:6789]
 #include <signal.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <cstdio>
@@ -13,6 +14,7 @@
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
 #include "common/config/config.h"
 #include "common/etcd/etcd_client.h"
 #include "common/log/log.h"
@@ -124,7 +126,11 @@ int main(int argc, char** argv) {
 
   weft::client::ClientOptions client_options;
   client_options.mds_addrs = {addr};
-  client_options.name = "mds." + options.name;
+  // Unique per incarnation: OSDs answer a request id they have completed
+  // from their log without applying it again, so a restarted MDS reusing
+  // "mds.a" with tids from 1 would have its writes silently dropped.
+  client_options.name = absl::StrCat("mds.", options.name, ".", getpid(), ".",
+                                     absl::ToUnixNanos(absl::Now()));
   auto objects = weft::client::ObjectClient::Connect(client_options);
   if (!objects.ok()) return Fail("object client: " + std::string(objects.status().message()));
   daemon = std::make_unique<weft::mds::MdsDaemon>(*daemon_options, &manager, &fsmap,

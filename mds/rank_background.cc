@@ -1,5 +1,7 @@
 // MdsRank: the flusher (write back, trim the journal) and the janitor
 // (session timeouts, recursive statistics, purging, cache trimming).
+#include <cstdio>
+#include <cstdlib>
 #include <fstream>
 
 #include "absl/strings/str_cat.h"
@@ -89,6 +91,16 @@ void MdsRank::JanitorLoop() {
     {
       absl::MutexLock lock(&mu_);
       if (mu_.AwaitWithTimeout(absl::Condition(&stopping_), absl::Milliseconds(200))) return;
+    }
+    if (absl::Status broken = journal_.error(); !broken.ok()) {
+      // Events were applied to the cache but cannot be made durable: the
+      // only consistent state left is the journal's. Stop the daemon so that
+      // it (or a standby) replays it, rather than serve what may vanish.
+      LOG(ERROR) << "event=journal_failed fs=" << options_.fs_name << " status=\"" << broken
+                 << "\" action=exit";
+      std::fprintf(stderr, "weft-mds: journal of %s failed: %s\n", options_.fs_name.c_str(),
+                   std::string(broken.message()).c_str());
+      std::_Exit(1);
     }
     ExpireSessions();
     if (NowMs() - last_rstat_ms >= options_.rstat_interval_ms) {

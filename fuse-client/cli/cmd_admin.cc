@@ -15,6 +15,7 @@
 #include "common/etcd/etcd_client.h"
 #include "fuse-client/cli/commands.h"
 #include "fuse-client/lib/admin_client.h"
+#include "fuse-client/lib/meta_client.h"
 
 namespace weft::cli {
 
@@ -55,6 +56,21 @@ std::string HumanBytes(uint64_t bytes) {
     ++u;
   }
   return u == 0 ? absl::StrCat(bytes, " B") : absl::StrFormat("%.1f %s", v, units[u]);
+}
+
+// "fs:      NAME (rank 0 on DAEMON), ..." when filesystems exist.
+void PrintFilesystems(const Config& config) {
+  auto mds = config.MdsAddresses();
+  if (!mds.ok()) return;
+  client::FsAdmin fs_admin(*mds, 5000);
+  auto fsmap = fs_admin.FsList();
+  if (!fsmap.ok() || fsmap->filesystems().empty()) return;
+  std::string line;
+  for (const pb::FsInfo& fs : fsmap->filesystems()) {
+    absl::StrAppend(&line, line.empty() ? "" : ", ", fs.name(), " (rank 0 on ",
+                    fs.rank0().name().empty() ? "none" : fs.rank0().name(), ")");
+  }
+  std::printf("  fs:      %s\n", line.c_str());
 }
 
 }  // namespace
@@ -227,6 +243,7 @@ int CmdStatus(const Config& config, const Args& args) {
               static_cast<unsigned long>(st->osdmap_epoch()), st->osds(), st->osds_up(),
               st->osds_in());
   std::printf("  pools:   %u pools, %u pgs\n", st->pools(), st->pgs());
+  PrintFilesystems(config);
   std::map<std::string, uint32_t> states(st->pg_states().begin(), st->pg_states().end());
   std::string pgs;
   for (const auto& [state, n] : states) {

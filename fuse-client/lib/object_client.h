@@ -24,7 +24,10 @@ namespace weft::client {
 
 struct ClientOptions {
   std::vector<std::string> mds_addrs;  // any MDS serves maps
-  std::string name;                    // client id in request ids; default client.<pid>.<rand>
+  // Client id in request ids; default client.<pid>.<rand>. Must be unique
+  // per process incarnation: OSDs answer a completed request id from their
+  // log without applying it again.
+  std::string name;
   int64_t op_timeout_ms = 120000;      // one operation, all retries included
   int64_t rpc_timeout_ms = 30000;      // one attempt
 };

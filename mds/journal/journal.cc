@@ -112,6 +112,11 @@ absl::Status Journal::WaitDurable(uint64_t seq) {
   return absl::UnavailableError("the MDS is stopping");
 }
 
+absl::Status Journal::error() {
+  absl::MutexLock lock(&mu_);
+  return error_;
+}
+
 uint64_t Journal::durable_seq() {
   absl::MutexLock lock(&mu_);
   return durable_seq_;

@@ -56,6 +56,8 @@ class Journal {
   void Enqueue(uint64_t seq, std::string event_bytes);
   absl::Status WaitDurable(uint64_t seq);
   uint64_t durable_seq();
+  // The sticky error of a failed write (OK while healthy).
+  absl::Status error();
 
   // Every event <= seq is flushed to the backing objects.
   absl::Status Trim(uint64_t seq);

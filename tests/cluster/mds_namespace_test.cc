@@ -51,7 +51,7 @@ uint64_t Ino(const absl::StatusOr<pb::Attr>& attr) {
   return attr->ino();
 }
 
-TEST_CASE("namespace operations: create, lookup, link counts, symlinks, special files",
+TEST_CASE("namespace operations: create - lookup - link counts - symlinks - special files",
           "[mds]") {
   Fixture f;
   FsCaller& fs = f.fs();
@@ -144,7 +144,7 @@ TEST_CASE("namespace operations: create, lookup, link counts, symlinks, special 
   for (const auto& e : *with_attrs) CHECK(e.attr().ino() == e.ino());
 }
 
-TEST_CASE("rename: over files and empty directories, across directories, flags, subtrees",
+TEST_CASE("rename: over files and empty directories - across directories - flags - subtrees",
           "[mds]") {
   Fixture f;
   FsCaller& fs = f.fs();
@@ -265,7 +265,7 @@ TEST_CASE("bad input gets the errno a local filesystem gives and changes nothing
   CHECK(*xattrs == std::vector<std::string>{"user.max"});
 }
 
-TEST_CASE("setattr: times with nanoseconds, sizes, and what changes ctime", "[mds]") {
+TEST_CASE("setattr: times with nanoseconds - sizes - and what changes ctime", "[mds]") {
   Fixture f;
   FsCaller& fs = f.fs();
   uint64_t file = Ino(fs.Create(fs.root(), "f"));
@@ -301,7 +301,7 @@ TEST_CASE("setattr: times with nanoseconds, sizes, and what changes ctime", "[md
 namespace weft::testing {
 namespace {
 
-TEST_CASE("weft fs: new, ls, status, journal inspect, and what they refuse", "[mds]") {
+TEST_CASE("weft fs: new - ls - status - journal inspect - and what they refuse", "[mds]") {
   Fixture f;
   Cluster& c = *f.cluster;
   FsCaller fs(f.meta.get());

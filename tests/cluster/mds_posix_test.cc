@@ -54,7 +54,7 @@ std::string Acl(std::initializer_list<std::tuple<uint16_t, uint16_t, uint32_t>> 
 constexpr uint16_t kUserObj = 1, kUser = 2, kGroupObj = 4, kGroup = 8, kMask = 0x10, kOther = 0x20;
 constexpr uint32_t kUndef = 0xffffffff;
 
-TEST_CASE("permissions: mode bits, groups, sticky and setgid directories, chown", "[mds]") {
+TEST_CASE("permissions: mode bits - groups - sticky and setgid directories - chown", "[mds]") {
   Fixture f;
   FsCaller root(f.meta.get());
   FsCaller alice(f.meta.get()), bob(f.meta.get());
@@ -161,7 +161,7 @@ TEST_CASE("permissions: mode bits, groups, sticky and setgid directories, chown"
   CHECK(bob.Setattr(times).ok());
 }
 
-TEST_CASE("POSIX ACLs: access checks, chmod and the mask, default ACL inheritance", "[mds]") {
+TEST_CASE("POSIX ACLs: access checks - chmod and the mask - default ACL inheritance", "[mds]") {
   Fixture f;
   FsCaller root(f.meta.get());
   FsCaller alice(f.meta.get()), bob(f.meta.get());
@@ -207,7 +207,7 @@ TEST_CASE("POSIX ACLs: access checks, chmod and the mask, default ACL inheritanc
   CHECK(*alice.Getxattr(subdir->ino(), "system.posix_acl_default") == dacl);
 }
 
-TEST_CASE("xattrs: namespaces, flags, listing, and recursive statistics", "[mds]") {
+TEST_CASE("xattrs: namespaces - flags - listing - and recursive statistics", "[mds]") {
   Fixture f;
   FsCaller root(f.meta.get());
   FsCaller alice(f.meta.get());

@@ -47,7 +47,7 @@ void CheckReplicas(client::ObjectClient& client, PoolId pool, const std::string&
 
 }  // namespace
 
-TEST_CASE("put and get are bit-exact for every size, on every replica", "[cluster]") {
+TEST_CASE("put and get are bit-exact for every size - on every replica", "[cluster]") {
   auto c = StartCluster();
   auto client = c->Client();
   REQUIRE(client != nullptr);
@@ -89,7 +89,7 @@ TEST_CASE("put and get are bit-exact for every size, on every replica", "[cluste
   REQUIRE(absl::IsNotFound(client->Get(pool, "never-written").status()));
 }
 
-TEST_CASE("partial writes, appends, truncates, xattrs and omap apply atomically", "[cluster]") {
+TEST_CASE("partial writes - appends - truncates - xattrs and omap apply atomically", "[cluster]") {
   auto c = StartCluster();
   auto client = c->Client();
   PoolId pool = CreatePool(*c, *client, "meta");

@@ -87,7 +87,7 @@ TEST_CASE("kill -9 an OSD during 4 writers: every acknowledged object is intact 
   }
 }
 
-TEST_CASE("a flipped byte on disk is a checksum error, never bad data", "[cluster][fault]") {
+TEST_CASE("a flipped byte on disk is a checksum error - never bad data", "[cluster][fault]") {
   auto started = Cluster::Start();
   REQUIRE(started.ok());
   Cluster& c = **started;

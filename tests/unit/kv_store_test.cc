@@ -46,7 +46,7 @@ absl::Status Put(KvStore& kv, const std::string& key, const std::string& value, 
   return kv.Write(batch, sync);
 }
 
-TEST_CASE("KvStore get, put, delete", "[kv]") {
+TEST_CASE("KvStore get - put - delete", "[kv]") {
   ForEachStore([](KvStore& kv) {
     CHECK(absl::IsNotFound(kv.Get("a").status()));
     REQUIRE(Put(kv, "a", "1").ok());

@@ -25,7 +25,7 @@ TEST_CASE("mds names: validation errors are the ones Linux gives") {
   CHECK(StatusToErrno(ValidateName(std::string("a\0b", 3))) == EINVAL);
 }
 
-TEST_CASE("mds fragments: every hash has exactly one leaf, splits partition their parent") {
+TEST_CASE("mds fragments: every hash has exactly one leaf - splits partition their parent") {
   std::vector<Frag> frags = {kRootFrag};
   std::mt19937_64 rng(7);
   for (int i = 0; i < 40; ++i) {

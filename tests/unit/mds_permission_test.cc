@@ -270,7 +270,7 @@ TEST_CASE("mds_permission: AclFromMode builds the equivalent three-entry ACL", "
   }
 }
 
-TEST_CASE("mds_permission: AclApplyMode (chmod) sets user_obj, other and the mask, not group_obj",
+TEST_CASE("mds_permission: AclApplyMode (chmod) sets user_obj - other and the mask - not group_obj",
           "[acl]") {
   Acl acl = MakeAcl({e::UserObj(7), e::User(9, 7), e::GroupObj(7), e::Group(8, 6), e::Mask(7),
                      e::Other(5)});
@@ -312,7 +312,7 @@ TEST_CASE("mds_permission: AclMaskForCreate intersects the ACL and the requested
 // ---------------------------------------------------------------------------
 // CheckAccess: mode bits
 
-TEST_CASE("mds_permission: CheckAccess picks owner, then group, then other", "[permission]") {
+TEST_CASE("mds_permission: CheckAccess picks owner - then group - then other", "[permission]") {
   const AccessAttrs f = Inode(kReg | 0640, 1000, 100);
   CHECK(CheckAccess(f, kOwner, kMayRead).ok());
   CHECK(CheckAccess(f, kOwner, kMayWrite).ok());
@@ -387,7 +387,7 @@ AccessAttrs FileWithAcl(const Acl& acl, uint32_t uid = 1000, uint32_t gid = 100)
   return Inode(kReg | AclToModeBits(acl), uid, gid, EncodeAcl(acl));
 }
 
-TEST_CASE("mds_permission: ACL: a named user gets its entry, limited by the mask",
+TEST_CASE("mds_permission: ACL: a named user gets its entry - limited by the mask",
           "[permission][acl]") {
   const Credentials bob = Cred(2000, 200);
   SECTION("entry within the mask") {
@@ -417,7 +417,7 @@ TEST_CASE("mds_permission: ACL: a named user gets its entry, limited by the mask
   }
 }
 
-TEST_CASE("mds_permission: ACL: the owner is judged by the owner bits, never by the ACL",
+TEST_CASE("mds_permission: ACL: the owner is judged by the owner bits - never by the ACL",
           "[permission][acl]") {
   // A USER entry naming the owner does not help the owner.
   const AccessAttrs f = FileWithAcl(
@@ -426,7 +426,7 @@ TEST_CASE("mds_permission: ACL: the owner is judged by the owner bits, never by 
   CHECK(ErrnoOf(CheckAccess(f, kOwner, kMayWrite)) == EACCES);
 }
 
-TEST_CASE("mds_permission: ACL: named groups, any single matching entry grants",
+TEST_CASE("mds_permission: ACL: named groups - any single matching entry grants",
           "[permission][acl]") {
   // kSuppMember is in group 100 (owning group) and 300.
   const Acl acl = MakeAcl({e::UserObj(6), e::GroupObj(4), e::Group(300, 6), e::Group(400, 1),
@@ -506,7 +506,7 @@ TEST_CASE("mds_permission: ACL: root's exec override looks at the mode bits (the
   CHECK(CheckAccess(without_x, kRoot, kMayRead | kMayWrite).ok());
 }
 
-TEST_CASE("mds_permission: ACL: a corrupt stored ACL is EIO, a bare header is no ACL",
+TEST_CASE("mds_permission: ACL: a corrupt stored ACL is EIO - a bare header is no ACL",
           "[permission][acl]") {
   const AccessAttrs corrupt = Inode(kReg | 0644, 1000, 100, "garbage!");
   const absl::Status st = CheckAccess(corrupt, kStranger, kMayRead);
@@ -530,7 +530,7 @@ TEST_CASE("mds_permission: CheckAclPermission evaluates user_obj for the owner",
 // ---------------------------------------------------------------------------
 // Sticky directories
 
-TEST_CASE("mds_permission: CheckStickyDelete: owner of entry, owner of dir, root; EPERM otherwise",
+TEST_CASE("mds_permission: CheckStickyDelete: owner of entry - owner of dir - root - EPERM otherwise",
           "[permission]") {
   const AccessAttrs tmp = Inode(kDir | 01777, 10, 10);
   const AccessAttrs victim = Inode(kReg | 0666, 20, 20);
@@ -547,7 +547,7 @@ TEST_CASE("mds_permission: CheckStickyDelete: owner of entry, owner of dir, root
 // ---------------------------------------------------------------------------
 // chmod
 
-TEST_CASE("mds_permission: ModeForChmod: owner or root, EPERM otherwise", "[permission][setattr]") {
+TEST_CASE("mds_permission: ModeForChmod: owner or root - EPERM otherwise", "[permission][setattr]") {
   const AccessAttrs f = Inode(kReg | 0644, 1000, 100);
   absl::StatusOr<uint32_t> mode = ModeForChmod(f, kOwner, 0755);
   REQUIRE(mode.ok());
@@ -587,7 +587,7 @@ TEST_CASE("mds_permission: ModeForChmod clears S_ISGID for an owner outside the 
   CHECK(*mode == (kReg | 02755));
 }
 
-TEST_CASE("mds_permission: AccessAclForChmod updates the mask, user_obj and other",
+TEST_CASE("mds_permission: AccessAclForChmod updates the mask - user_obj and other",
           "[permission][acl]") {
   const Acl acl = MakeAcl({e::UserObj(6), e::User(2000, 7), e::GroupObj(4), e::Mask(6),
                            e::Other(4)});
@@ -703,7 +703,7 @@ TEST_CASE("mds_permission: CheckSetTimes: explicit times need owner or root",
   CHECK(ErrnoOf(CheckSetTimes(f, kMember, true)) == EPERM);
 }
 
-TEST_CASE("mds_permission: CheckSetTimes: now needs owner, root or write access",
+TEST_CASE("mds_permission: CheckSetTimes: now needs owner - root or write access",
           "[permission][setattr]") {
   const AccessAttrs f = Inode(kReg | 0620, 1000, 100);
   CHECK(CheckSetTimes(f, kOwner, false).ok());
@@ -989,7 +989,7 @@ TEST_CASE("mds_permission: SetDefaultAcl on directories", "[acl][setxattr]") {
   CHECK(ErrnoOf(SetDefaultAcl(d, kOwner, RawAcl({e::UserObj(7)}, 1))) == EOPNOTSUPP);
 }
 
-TEST_CASE("mds_permission: SetDefaultAcl on a non-directory: EACCES, removal succeeds",
+TEST_CASE("mds_permission: SetDefaultAcl on a non-directory: EACCES - removal succeeds",
           "[acl][setxattr]") {
   const AccessAttrs f = Inode(kReg | 0644, 1000, 100);
   const std::string raw = RawAcl({e::UserObj(7), e::GroupObj(5), e::Other(0)});

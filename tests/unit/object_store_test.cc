@@ -168,7 +168,7 @@ TEST_CASE("Objects of many sizes read back exactly", "[store]") {
   CHECK(f.store().Fsck(/*deep=*/true).ok());
 }
 
-TEST_CASE("Overwrites, extensions, holes and truncates", "[store]") {
+TEST_CASE("Overwrites - extensions - holes and truncates", "[store]") {
   StoreFixture f;
   f.Open();
   std::string expect = Pattern(20000, 1);
@@ -233,7 +233,7 @@ TEST_CASE("Overwrites, extensions, holes and truncates", "[store]") {
   CHECK(f.store().Fsck(true).ok());
 }
 
-TEST_CASE("Remove deletes data, xattrs and omap and is idempotent", "[store]") {
+TEST_CASE("Remove deletes data - xattrs and omap and is idempotent", "[store]") {
   StoreFixture f;
   f.Open();
   Transaction txn;
@@ -281,7 +281,7 @@ TEST_CASE("Xattrs", "[store]") {
   CHECK(absl::IsNotFound(f.store().GetXattr("1.0", "nope", "user.b").status()));
 }
 
-TEST_CASE("Omap set, get, list with prefix and pagination, rm, clear", "[store]") {
+TEST_CASE("Omap set - get - list with prefix and pagination - rm - clear", "[store]") {
   StoreFixture f;
   f.Open();
   std::vector<std::pair<std::string, std::string>> kvs;
@@ -365,7 +365,7 @@ TEST_CASE("ListObjects pages through names in byte order", "[store]") {
   CHECK(f.store().ListObjects("9.9", "", 10, &more)->empty());
 }
 
-TEST_CASE("Collections, metadata keys and RemoveCollection", "[store]") {
+TEST_CASE("Collections - metadata keys and RemoveCollection", "[store]") {
   StoreFixture f;
   f.Open();
   for (const std::string coll : {"1.2a", "1.2", "2.0"}) {
@@ -457,7 +457,7 @@ TEST_CASE("Limits are rejected and change nothing", "[store]") {
   CHECK(f.store().Stat("1.0", "o")->size == 1 << 20);
 }
 
-TEST_CASE("A flipped byte on disk is DataLoss, never bad data", "[store]") {
+TEST_CASE("A flipped byte on disk is DataLoss - never bad data", "[store]") {
   StoreFixture f;
   f.Open();
   const std::string data = Pattern(3 * 4096 + 100, 9);

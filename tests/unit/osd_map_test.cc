@@ -268,7 +268,7 @@ static_assert(kNoOsd.value() == -1);
 static_assert(OsdId() == kNoOsd);
 static_assert(PoolId().value() == 0);
 
-TEST_CASE("strong ids compare, hash and print") {
+TEST_CASE("strong ids compare - hash and print") {
   CHECK(OsdId(3) == OsdId(3));
   CHECK(OsdId(3) != OsdId(4));
   CHECK(OsdId(3) < OsdId(4));

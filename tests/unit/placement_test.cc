@@ -376,7 +376,7 @@ TEST_CASE("placement setup cost", "[.][perf]") {
 // Plain placement, without upmap items: the balancer's own movement is
 // measured in balancer_test.
 
-TEST_CASE("movement: adding an 11th OSD moves only its share, all to it") {
+TEST_CASE("movement: adding an 11th OSD moves only its share - all to it") {
   OsdMap map = HostsMap(10, 10);
   const PoolInfo pool = Replicated(3, 333);
   const std::vector<PgMapping> before = MapAll(map, pool);
