@@ -35,8 +35,32 @@ bool Contains(const std::vector<OsdId>& set, OsdId osd) {
 
 }  // namespace
 
-Pg::Pg(PgId id, PgContext ctx, PgLog log)
-    : id_(id), coll_(CollectionName(id)), ctx_(ctx), log_(std::move(log)) {}
+namespace {
+
+std::unique_ptr<ec::ErasureCode> MakeCode(const PoolInfo& pool) {
+  if (pool.type != PoolType::kErasure) return nullptr;
+  auto code = ec::ErasureCode::Create(static_cast<int>(pool.ec_k), static_cast<int>(pool.ec_m));
+  CHECK(code.ok()) << "pool " << pool.name << ": " << code.status();
+  return std::move(*code);
+}
+
+}  // namespace
+
+Pg::Pg(PgId id, PgContext ctx, PgLog log, const PoolInfo& pool)
+    : id_(id),
+      coll_(CollectionName(id)),
+      ctx_(ctx),
+      ec_(MakeCode(pool)),
+      layout_{pool.ec_k, pool.ec_m, pool.ec_chunk_bytes},
+      log_(std::move(log)) {
+  if (ec_) {
+    auto committed = ctx_.store->GetMeta(coll_, kEcCommittedMeta);
+    pb::Version v;
+    if (committed.ok() && v.ParseFromString(*committed)) {
+      ec_committed_ = ec_committed_persisted_ = FromProto(v);
+    }
+  }
+}
 
 void Pg::OnMap(std::shared_ptr<const OsdMap> map, const PoolInfo& pool,
                const placement::PgMapping& mapping) {
@@ -49,6 +73,7 @@ void Pg::OnMap(std::shared_ptr<const OsdMap> map, const PoolInfo& pool,
       if (osd != kNoOsd) acting.push_back(osd);
     }
     bool changed = interval_.id == 0 || acting != interval_.acting ||
+                   (ec_ && mapping.acting != interval_.shards) ||
                    mapping.primary != interval_.primary || pool.size != interval_.size ||
                    pool.min_size != interval_.min_size;
     interval_.up = mapping.up;
@@ -56,6 +81,7 @@ void Pg::OnMap(std::shared_ptr<const OsdMap> map, const PoolInfo& pool,
     interval_.id++;
     interval_.start_epoch = map->epoch;
     interval_.acting = std::move(acting);
+    if (ec_) interval_.shards = mapping.acting;
     interval_.primary = mapping.primary;
     interval_.size = pool.size;
     interval_.min_size = pool.min_size;
@@ -133,7 +159,15 @@ void Pg::HandleOp(const pb::OpRequest& req, pb::OpReply* reply) {
   ObjectLimits limits{ctx_.options->max_object_bytes};
   bool mutating = false;
   absl::Status status = ValidateOps(req.oid(), req.ops(), limits, &mutating);
-  if (status.ok() && (req.flags() & pb::OPF_LOCAL)) {
+  if (status.ok() && ec_ && !mutating) {
+    status = (req.flags() & pb::OPF_SHARD) ? EcShardRead(req, reply) : EcPrimaryRead(req, reply);
+  } else if (status.ok() && ec_) {
+    status = (req.flags() & (pb::OPF_LOCAL | pb::OPF_SHARD))
+                 ? absl::InvalidArgumentError("a shard or local-copy request may only read")
+                 : EcWrite(req, reply);
+  } else if (status.ok() && (req.flags() & pb::OPF_SHARD)) {
+    status = absl::InvalidArgumentError("shard reads are for erasure-coded pools");
+  } else if (status.ok() && (req.flags() & pb::OPF_LOCAL)) {
     if (mutating) {
       status = absl::InvalidArgumentError("a local-copy request may only read");
     } else {
@@ -307,6 +341,7 @@ absl::Status Pg::ReplicaCheck(Epoch sender_epoch, bool need_active) {
 }
 
 void Pg::HandleRepOp(const pb::RepOpRequest& req, pb::RepOpReply* reply) {
+  if (ec_) return EcHandleSubWrite(req, reply);
   SectionGuard ordered(&order_);
   Transaction txn;
   absl::Status status;
@@ -365,6 +400,7 @@ void Pg::HandleActivate(const pb::ActivateRequest& req, pb::ActivateReply* reply
       }
       for (const std::string& oid : stale) log_.RemoveMissing(oid, &txn);
       for (const std::string& oid : wanted) log_.AddMissing(oid, &txn);
+      if (ec_) EcCommitLocked(log_.info().last_update, &txn);
       interval_id = interval_.id;
     }
   }

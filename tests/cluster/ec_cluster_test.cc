@@ -1,0 +1,276 @@
+// Erasure-coded pools against real processes (6 OSDs, failure domain osd):
+// profiles refused with reasons, mixed-size objects read back bit-exact with
+// two shard OSDs killed, overwrites while a shard is down then rebuilt and
+// checked through every combination of k shards, the primary killed in the
+// middle of partial-stripe writes, and the bytes a one-byte read moves.
+#include <catch2/catch.hpp>
+
+#include <bit>
+#include <map>
+#include <random>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "common/placement/placement.h"
+#include "tests/harness/cluster.h"
+
+namespace weft::testing {
+namespace {
+
+constexpr uint64_t kChunk = 64 << 10;  // the default chunk size
+
+PoolId MakeEcPool(Cluster& c, client::ObjectClient& client, const std::string& name,
+                  const std::string& profile, int pg_num) {
+  CommandResult r = c.Weft({"pool", "create", name, "--ec", profile, "--pg-num",
+                            std::to_string(pg_num), "--failure-domain", "osd"});
+  INFO(r.output);
+  REQUIRE(r.code == 0);
+  absl::StatusOr<PoolId> pool = client.LookupPool(name);
+  for (int i = 0; i < 40 && !pool.ok(); ++i) {
+    client.WaitNewer(client.map()->epoch, absl::Milliseconds(250));
+    pool = client.LookupPool(name);
+  }
+  REQUIRE(pool.ok());
+  absl::Status clean = c.WaitClean(absl::Seconds(60));
+  INFO(clean);
+  REQUIRE(clean.ok());
+  return *pool;
+}
+
+// The index (in the cluster) of OSD `id`.
+int IndexOf(Cluster& c, OsdId id, int osds) {
+  for (int i = 0; i < osds; ++i) {
+    if (c.osd_id(i) == id.value()) return i;
+  }
+  FAIL("no such osd");
+  return -1;
+}
+
+placement::PgMapping Mapping(client::ObjectClient& client, PoolId pool_id,
+                             const std::string& oid) {
+  auto m = client.map();
+  const PoolInfo* pool = m->FindPool(pool_id);
+  return placement::MapPg(*m, *pool, placement::ObjectToPgSeed(oid, pool->pg_num));
+}
+
+// Every way to choose k of the k + m shards reads back `want` at `offset`.
+void CheckEveryKShards(client::ObjectClient& client, PoolId pool, const std::string& oid,
+                       uint32_t k, uint32_t m, const std::string& want) {
+  for (uint32_t mask = 0; mask < (1u << (k + m)); ++mask) {
+    if (std::popcount(mask) != static_cast<int>(k)) continue;
+    auto got = client.EcReadUsing(pool, oid, 0, want.size() + 1, mask);
+    INFO("shards " << mask << ": " << got.status());
+    REQUIRE(got.ok());
+    REQUIRE(*got == want);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("erasure pool profiles: bad ones refused with the reason, pool ls shows the profile",
+          "[cluster][ec]") {
+  auto started = Cluster::Start({.osds = 6});
+  REQUIRE(started.ok());
+  Cluster& c = **started;
+  struct Bad {
+    std::vector<std::string> args;
+    std::string reason;
+  };
+  for (const Bad& bad : std::vector<Bad>{
+           {{"--ec", "0+2"}, "k=0"},
+           {{"--ec", "17+2"}, "k=17"},
+           {{"--ec", "4+5"}, "m=5"},
+           {{"--ec", "4+0"}, "m=0"},
+           {{"--ec", "4+3"}, "needs 7 failure domains"},
+           {{"--ec", "4+2", "--chunk-size", "5000"}, "multiple of 4096"},
+           {{"--ec", "4+2", "--chunk-size", "2097152"}, "at most 1 MiB"},
+           {{"--ec", "4+2", "--min-size", "3"}, "--min-size 3"},
+           {{"--ec", "4x2"}, "K+M"},
+       }) {
+    std::vector<std::string> args = {"pool", "create", "bad", "--failure-domain", "osd"};
+    args.insert(args.end(), bad.args.begin(), bad.args.end());
+    CommandResult r = c.Weft(args);
+    INFO(r.output);
+    REQUIRE(r.code != 0);
+    REQUIRE(r.output.find(bad.reason) != std::string::npos);
+  }
+  CommandResult ls = c.Weft({"pool", "ls"});
+  REQUIRE(ls.output.find("bad") == std::string::npos);
+  auto client = c.Client();
+  MakeEcPool(c, *client, "ec42", "4+2", 8);
+  ls = c.Weft({"pool", "ls"});
+  INFO(ls.output);
+  REQUIRE(ls.output.find("ec 4+2/64K") != std::string::npos);
+  REQUIRE(c.Weft({"pool", "create", "ec33", "--ec", "3+3", "--chunk-size", "4096",
+                  "--failure-domain", "osd"}).code == 0);
+  // min_size defaults to k + 1.
+  auto m = client->WaitNewer(client->map()->epoch, absl::Seconds(2));
+  for (int i = 0; i < 20 && m->FindPoolByName("ec33") == nullptr; ++i) {
+    m = client->WaitNewer(m->epoch, absl::Milliseconds(250));
+  }
+  REQUIRE(m->FindPoolByName("ec33") != nullptr);
+  REQUIRE(m->FindPoolByName("ec33")->min_size == 4);
+  REQUIRE(m->FindPoolByName("ec33")->ec_chunk_bytes == 4096);
+}
+
+TEST_CASE("erasure 4+2: 200 mixed objects survive two killed shard OSDs; a 1-byte read moves "
+          "at most one chunk",
+          "[cluster][ec]") {
+  auto started = Cluster::Start({.osds = 6});
+  REQUIRE(started.ok());
+  Cluster& c = **started;
+  auto client = c.Client();
+  PoolId pool = MakeEcPool(c, *client, "ec", "4+2", 16);
+  std::mt19937 rng(42);
+  std::map<std::string, std::string> objects;
+  const std::vector<size_t> edge = {0, 1, 4095, 4096, kChunk - 1, kChunk, kChunk + 1,
+                                    4 * kChunk, 4 * kChunk + 1, 3 * 4 * kChunk - 7};
+  for (int i = 0; i < 200; ++i) {
+    size_t size = i < static_cast<int>(edge.size()) ? edge[i] : rng() % (3 << 20);
+    std::string name = absl::StrCat("obj-", i);
+    objects[name] = RandomBytes(size, i);
+    REQUIRE(client->Put(pool, name, objects[name]).ok());
+  }
+  for (const auto& [name, data] : objects) {
+    auto got = client->Get(pool, name);
+    INFO(name << ": " << got.status());
+    REQUIRE(got.ok());
+    REQUIRE(*got == data);
+  }
+  // Partial reads, including past the end.
+  const std::string& big = objects["obj-9"];
+  auto part = client->Execute(pool, "obj-9", client::ObjectOperation().Read(kChunk - 3, 10));
+  REQUIRE(part.ok());
+  REQUIRE(part->items[0].data == big.substr(kChunk - 3, 10));
+  auto past = client->Execute(pool, "obj-9", client::ObjectOperation().Read(big.size() + 5, 10));
+  REQUIRE(past.ok());
+  REQUIRE(past->items[0].data.empty());
+
+  // One byte of a 64 MiB object: at most one chunk crosses the network.
+  const std::string huge = RandomBytes(64 << 20, 7);
+  REQUIRE(client->Put(pool, "huge", huge).ok());
+  auto before = client->ReceivedBytes();
+  auto one = client->Execute(pool, "huge", client::ObjectOperation().Read(33'333'333, 1));
+  REQUIRE(one.ok());
+  REQUIRE(one->items[0].data == huge.substr(33'333'333, 1));
+  auto after = client->ReceivedBytes();
+  uint64_t moved = 0;
+  int osds_read = 0;
+  for (const auto& [osd, bytes] : after) {
+    uint64_t delta = bytes - (before.count(osd) ? before[osd] : 0);
+    moved += delta;
+    osds_read += delta > 0;
+  }
+  INFO("bytes moved for a 1-byte read: " << moved);
+  REQUIRE(moved <= kChunk);
+  REQUIRE(osds_read == 1);
+  objects["huge"] = huge;
+
+  // kill -9 two OSDs (with 6 OSDs and 4+2, two shards of every object).
+  c.KillOsd(1);
+  c.KillOsd(4);
+  for (const auto& [name, data] : objects) {
+    auto got = client->Get(pool, name);
+    INFO(name << ": " << got.status());
+    REQUIRE(got.ok());
+    REQUIRE(*got == data);
+  }
+}
+
+TEST_CASE("erasure 4+2: overwrites while a shard OSD is down are rebuilt on its return",
+          "[cluster][ec]") {
+  auto started = Cluster::Start({.osds = 6});
+  REQUIRE(started.ok());
+  Cluster& c = **started;
+  auto client = c.Client();
+  PoolId pool = MakeEcPool(c, *client, "ec", "4+2", 8);
+  std::map<std::string, std::string> objects;
+  for (int i = 0; i < 12; ++i) {
+    std::string name = absl::StrCat("o", i);
+    objects[name] = RandomBytes(3 * 4 * kChunk + 12345 * i, 100 + i);
+    REQUIRE(client->Put(pool, name, objects[name]).ok());
+  }
+  c.KillOsd(2);
+  REQUIRE(c.WaitOsdsUp(5, absl::Seconds(30)).ok());
+  std::mt19937 rng(3);
+  for (auto& [name, data] : objects) {
+    // The middle of a stripe, across a stripe boundary, an append, a truncate.
+    uint64_t off = 4 * kChunk + 1000 + rng() % 5000;
+    std::string patch = RandomBytes(kChunk + 777, rng());
+    REQUIRE(client->Execute(pool, name, client::ObjectOperation().Write(off, patch)).ok());
+    data.replace(off, patch.size(), patch);
+    std::string tail = RandomBytes(5000, rng());
+    REQUIRE(client->Execute(pool, name, client::ObjectOperation().Append(tail)).ok());
+    data += tail;
+    if (name == "o3") {
+      REQUIRE(client->Execute(pool, name, client::ObjectOperation().Truncate(70000)).ok());
+      data.resize(70000);
+    }
+    auto got = client->Get(pool, name);
+    REQUIRE(got.ok());
+    REQUIRE(*got == data);
+  }
+  REQUIRE(c.StartOsd(2).ok());
+  REQUIRE(c.WaitOsdsUp(6, absl::Seconds(30)).ok());
+  absl::Status clean = c.WaitClean(absl::Seconds(90));
+  INFO(clean);
+  REQUIRE(clean.ok());
+  for (const auto& [name, data] : objects) {
+    INFO(name);
+    CheckEveryKShards(*client, pool, name, 4, 2, data);
+  }
+}
+
+TEST_CASE("erasure 4+2: the primary killed during partial-stripe writes leaves every stripe "
+          "old or new",
+          "[cluster][ec]") {
+  auto started = Cluster::Start({.osds = 6});
+  REQUIRE(started.ok());
+  Cluster& c = **started;
+  auto client = c.Client();
+  PoolId pool = MakeEcPool(c, *client, "ec", "4+2", 4);
+  const uint64_t w = 4 * kChunk;
+  // The region rewritten each time covers the end of stripe 1 and the start
+  // of stripe 2: every write is a partial-stripe write on two stripes.
+  const uint64_t region_off = w + w / 2, region_len = w - 4096;
+  const std::string name = "victim";
+  std::string base = RandomBytes(4 * w, 9);
+  REQUIRE(client->Put(pool, name, base).ok());
+  for (int round = 0; round < 4; ++round) {
+    const OsdId primary = Mapping(*client, pool, name).primary;
+    const int victim = IndexOf(c, primary, 6);
+    std::atomic<bool> stop{false};
+    std::atomic<int> acked{0};
+    std::thread writer([&] {
+      for (int v = 1; !stop; ++v) {
+        std::string fill(region_len, static_cast<char>(round * 50 + v % 50));
+        auto r = client->Execute(pool, name, client::ObjectOperation().Write(region_off, fill));
+        if (r.ok()) acked++;
+      }
+    });
+    std::this_thread::sleep_for(std::chrono::milliseconds(300 + 97 * round));
+    c.KillOsd(victim);
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    stop = true;
+    writer.join();
+    REQUIRE(c.StartOsd(victim).ok());
+    REQUIRE(c.WaitOsdsUp(6, absl::Seconds(30)).ok());
+    absl::Status clean = c.WaitClean(absl::Seconds(90));
+    INFO(clean);
+    REQUIRE(clean.ok());
+    auto got = client->Get(pool, name);
+    REQUIRE(got.ok());
+    REQUIRE(got->size() == base.size());
+    // Outside the region: untouched. Inside: one write's fill, whole.
+    REQUIRE(got->substr(0, region_off) == base.substr(0, region_off));
+    REQUIRE(got->substr(region_off + region_len) == base.substr(region_off + region_len));
+    const std::string region = got->substr(region_off, region_len);
+    INFO("round " << round << " acked " << acked);
+    REQUIRE(region.find_first_not_of(region[0]) == std::string::npos);
+    base.replace(region_off, region_len, region);
+    CheckEveryKShards(*client, pool, name, 4, 2, base);
+  }
+}
+
+}  // namespace weft::testing
