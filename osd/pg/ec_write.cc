@@ -18,6 +18,9 @@
 // others rebuild the object from k shards), one held by fewer is rolled back
 // from the saved data (see pg_peering.cc). Either way each stripe is entirely
 // old or entirely new.
+#include <unistd.h>
+
+#include <cstdlib>
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
@@ -69,6 +72,17 @@ absl::Status ApplyToEdit(const google::protobuf::RepeatedPtrField<pb::ObjectOp>&
     }
   }
   return absl::OkStatus();
+}
+
+// Test fault point: WEFT_FAULT_EC_PARTIAL_WRITE=N in the primary's environment
+// applies its next non-creating write on the first N shards only (its own
+// first), then exits as kill -9 would. -1 when unset.
+int PartialWriteFault() {
+  static const int n = [] {
+    const char* v = std::getenv("WEFT_FAULT_EC_PARTIAL_WRITE");
+    return v == nullptr ? -1 : std::atoi(v);
+  }();
+  return n;
 }
 
 }  // namespace
@@ -220,6 +234,14 @@ absl::Status Pg::EcWrite(const pb::OpRequest& req, pb::OpReply* reply) {
       targets.push_back({osd, info ? info->addr : std::string()});
       target_reqs.push_back(&sub);
     }
+  }
+  if (const int n = PartialWriteFault(); n >= 0 && old.exists) {
+    if (local != nullptr && n > 0) (void)EcApplySubWrite(*local);
+    for (int i = 0; i + (local ? 1 : 0) < n && i < static_cast<int>(targets.size()); ++i) {
+      (void)ctx_.peers->RepOpEach({targets[i]}, {target_reqs[i]}, [] { return absl::OkStatus(); });
+    }
+    LOG(ERROR) << "pg=" << coll_ << " event=fault_point name=ec_partial_write shards=" << n;
+    _exit(137);
   }
   std::vector<absl::Status> results = ctx_.peers->RepOpEach(
       targets, target_reqs, [&] { return local ? EcApplySubWrite(*local) : absl::OkStatus(); });
