@@ -243,6 +243,12 @@ int CmdStatus(const Config& config, const Args& args) {
   std::printf("  usage:   %s used by %lu objects, %s / %s avail\n",
               HumanBytes(st->bytes_used()).c_str(), static_cast<unsigned long>(st->objects()),
               HumanBytes(st->bytes_avail()).c_str(), HumanBytes(st->bytes_total()).c_str());
+  for (const auto& io : st->osd_io()) {
+    std::printf("  io:      osd.%d read %lu B, written %lu B, recovery %lu B\n", io.id(),
+                static_cast<unsigned long>(io.read_bytes()),
+                static_cast<unsigned long>(io.write_bytes()),
+                static_cast<unsigned long>(io.recovery_bytes()));
+  }
   if (st->checks_size() > 0) {
     std::printf("  warnings:\n");
     for (const auto& c : st->checks()) {

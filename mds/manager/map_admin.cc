@@ -255,6 +255,11 @@ absl::Status MapManager::Status(pb::StatusReply* reply) {
   double worst_fill = 0;
   std::string worst;
   for (const auto& [id, a] : alive) {
+    auto* io = reply->add_osd_io();
+    io->set_id(id);
+    io->set_read_bytes(a.read_bytes());
+    io->set_write_bytes(a.write_bytes());
+    io->set_recovery_bytes(a.recovery_bytes());
     used += a.bytes_used();
     avail += a.fs_avail_bytes();
     total += a.fs_total_bytes();

@@ -6,7 +6,9 @@
 #include <catch2/catch.hpp>
 
 #include <bit>
+#include <cstdio>
 #include <fstream>
+#include <sstream>
 #include <map>
 #include <random>
 #include <thread>
@@ -65,6 +67,19 @@ void CheckEveryKShards(client::ObjectClient& client, PoolId pool, const std::str
     REQUIRE(got.ok());
     REQUIRE(*got == want);
   }
+}
+
+// Per-OSD read byte counters as `weft status` shows them ("io: osd.N read X B").
+std::map<int, uint64_t> StatusReadBytes(Cluster& c) {
+  CommandResult r = c.Weft({"status"});
+  std::map<int, uint64_t> out;
+  std::istringstream in(r.output);
+  for (std::string line; std::getline(in, line);) {
+    int id = 0;
+    unsigned long bytes = 0;
+    if (std::sscanf(line.c_str(), " io: osd.%d read %lu B", &id, &bytes) == 2) out[id] = bytes;
+  }
+  return out;
 }
 
 }  // namespace
@@ -151,6 +166,10 @@ TEST_CASE("erasure 4+2: 200 mixed objects survive two killed shard OSDs; a 1-byt
   // One byte of a 64 MiB object: at most one chunk crosses the network.
   const std::string huge = RandomBytes(64 << 20, 7);
   REQUIRE(client->Put(pool, "huge", huge).ok());
+  // The OSDs publish their counters every 2 s; let two periods pass.
+  std::this_thread::sleep_for(std::chrono::milliseconds(4500));
+  auto osd_before = StatusReadBytes(c);
+  REQUIRE(osd_before.size() == 6);
   auto before = client->ReceivedBytes();
   auto one = client->Execute(pool, "huge", client::ObjectOperation().Read(33'333'333, 1));
   REQUIRE(one.ok());
@@ -166,6 +185,14 @@ TEST_CASE("erasure 4+2: 200 mixed objects survive two killed shard OSDs; a 1-byt
   INFO("bytes moved for a 1-byte read: " << moved);
   REQUIRE(moved <= kChunk);
   REQUIRE(osds_read == 1);
+  // And as the OSDs count what they sent.
+  std::this_thread::sleep_for(std::chrono::milliseconds(4500));
+  auto osd_after = StatusReadBytes(c);
+  uint64_t sent = 0;
+  for (const auto& [osd, bytes] : osd_after) sent += bytes - osd_before[osd];
+  INFO("bytes the OSDs sent for a 1-byte read: " << sent);
+  REQUIRE(sent >= 1);
+  REQUIRE(sent <= kChunk);
   objects["huge"] = huge;
 
   // kill -9 two OSDs (with 6 OSDs and 4+2, two shards of every object).
