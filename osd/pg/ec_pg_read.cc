@@ -34,13 +34,17 @@ bool IsInternalXattr(const std::string& name) { return name.rfind("_ec.", 0) == 
 absl::Status Pg::EcShardRead(const pb::OpRequest& req, pb::OpReply* reply) {
   const std::string& oid = req.oid();
   Version committed;
+  const bool rebuild = req.flags() & pb::OPF_REBUILD_READ;
   {
     absl::MutexLock lock(&mu_);
-    if (req.shard() >= interval_.shards.size() || interval_.shards[req.shard()] != ctx_.whoami) {
+    if (rebuild) {
+      // Checked below against the object's stored shard id only.
+    } else if (req.shard() >= interval_.shards.size() ||
+               interval_.shards[req.shard()] != ctx_.whoami) {
       return absl::FailedPreconditionError(absl::StrCat(
           "osd.", ctx_.whoami.value(), " does not hold shard ", req.shard(), " of pg ", coll_));
     }
-    if (log_.IsMissing(oid)) {
+    if (!rebuild && log_.IsMissing(oid)) {
       return absl::UnavailableError(
           absl::StrCat("object is being rebuilt on osd.", ctx_.whoami.value()));
     }
@@ -58,7 +62,8 @@ absl::Status Pg::EcShardRead(const pb::OpRequest& req, pb::OpReply* reply) {
                                                       " holds shard '", shard_id, "', not ",
                                                       req.shard()));
   }
-  if (!(req.flags() & pb::OPF_PRIMARY_READ) && Less(committed, meta.version)) {
+  if (!(req.flags() & (pb::OPF_PRIMARY_READ | pb::OPF_REBUILD_READ)) &&
+      Less(committed, meta.version)) {
     return absl::UnavailableError("the object's last write is not committed on every shard yet");
   }
   const uint64_t logical_size = ParseU64(logical);
@@ -99,7 +104,8 @@ std::vector<bool> Pg::EcAvailable() {
 }
 
 std::vector<ec::ShardReply> Pg::EcFetch(const std::string& oid,
-                                        const std::vector<ec::ShardRead>& reads, bool stat) {
+                                        const std::vector<ec::ShardRead>& reads, bool stat,
+                                        const std::vector<OsdId>* via) {
   std::vector<OsdId> shards;
   Epoch epoch = 0;
   {
@@ -113,7 +119,8 @@ std::vector<ec::ShardReply> Pg::EcFetch(const std::string& oid,
     req.set_pool(id_.pool.value());
     req.set_pg_seed(id_.seed);
     req.set_oid(oid);
-    req.set_flags(pb::OPF_LOCAL | pb::OPF_SHARD | pb::OPF_PRIMARY_READ);
+    req.set_flags(pb::OPF_LOCAL | pb::OPF_SHARD | pb::OPF_PRIMARY_READ |
+                  (via != nullptr ? pb::OPF_REBUILD_READ : 0));
     req.set_shard(r.shard);
     auto* op = req.add_ops();
     if (stat) {
@@ -132,7 +139,9 @@ std::vector<ec::ShardReply> Pg::EcFetch(const std::string& oid,
   std::vector<pb::OpRequest> remote;
   std::vector<size_t> remote_index;
   for (size_t i = 0; i < reads.size(); ++i) {
-    const OsdId osd = reads[i].shard < shards.size() ? shards[reads[i].shard] : kNoOsd;
+    const OsdId osd = via != nullptr                   ? (*via)[i]
+                      : reads[i].shard < shards.size() ? shards[reads[i].shard]
+                                                       : kNoOsd;
     if (osd == kNoOsd) continue;
     if (osd == ctx_.whoami) {
       statuses[i] = EcShardRead(make(reads[i]), &replies[i]);

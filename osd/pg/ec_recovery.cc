@@ -18,26 +18,55 @@ absl::StatusOr<std::string> Pg::EcRebuildRange(const std::string& oid, uint32_t 
                                                const EcObject& obj, uint64_t offset,
                                                uint64_t length) {
   const uint32_t n = layout_.k + layout_.m;
-  std::vector<bool> usable = EcAvailable();
-  usable[shard] = false;
+  // Where each shard's data may be: first the OSD at that position, then any
+  // member (after a position change, an OSD still holds its old shard's data
+  // until it is rebuilt for its new position).
+  std::vector<std::pair<uint32_t, OsdId>> candidates;
+  {
+    absl::MutexLock lock(&mu_);
+    for (uint32_t s = 0; s < n && s < interval_.shards.size(); ++s) {
+      if (s != shard && interval_.shards[s] != kNoOsd) {
+        candidates.push_back({s, interval_.shards[s]});
+      }
+    }
+    for (uint32_t s = 0; s < n && s < interval_.shards.size(); ++s) {
+      for (OsdId osd : interval_.acting) {
+        if (s != shard && osd != interval_.shards[s]) candidates.push_back({s, osd});
+      }
+    }
+  }
   std::vector<std::string> bufs(n);
   uint32_t present = 0;
+  std::string why;
+  std::vector<bool> tried(candidates.size(), false);
   while (std::popcount(present) < static_cast<int>(layout_.k)) {
     std::vector<ec::ShardRead> reads;
-    for (uint32_t s = 0; s < n && std::popcount(present) + reads.size() < layout_.k; ++s) {
-      if (usable[s] && !(present & (1u << s))) reads.push_back({s, offset, length});
+    std::vector<OsdId> via;
+    uint32_t asked = 0;
+    for (size_t c = 0; c < candidates.size() &&
+                       std::popcount(present) + std::popcount(asked) < static_cast<int>(layout_.k);
+         ++c) {
+      const auto [s, osd] = candidates[c];
+      if (tried[c] || ((present | asked) & (1u << s))) continue;
+      tried[c] = true;
+      reads.push_back({s, offset, length});
+      via.push_back(osd);
+      asked |= 1u << s;
     }
-    if (std::popcount(present) + reads.size() < layout_.k) {
+    if (reads.empty()) {
       return absl::UnavailableError(absl::StrCat("rebuild of shard ", shard, ": fewer than k=",
-                                                 layout_.k, " shards hold the object"));
+                                                 layout_.k, " shards hold the object:", why));
     }
-    auto replies = EcFetch(oid, reads, /*stat=*/false);
+    auto replies = EcFetch(oid, reads, /*stat=*/false, &via);
     for (size_t r = 0; r < reads.size(); ++r) {
       const uint32_t s = reads[r].shard;
-      usable[s] = false;
-      if (!replies[r].status.ok()) continue;
+      if (!replies[r].status.ok()) {
+        absl::StrAppend(&why, " shard ", s, ": ", replies[r].status.message(), ";");
+        continue;
+      }
       if (replies[r].version_epoch != obj.version.epoch ||
           replies[r].version_seq != obj.version.seq) {
+        absl::StrAppend(&why, " shard ", s, ": stale version;");
         continue;  // stale shard: not a source
       }
       bufs[s] = std::move(replies[r].data);

@@ -59,6 +59,8 @@ Pg::Pg(PgId id, PgContext ctx, PgLog log, const PoolInfo& pool)
     if (committed.ok() && v.ParseFromString(*committed)) {
       ec_committed_ = ec_committed_persisted_ = FromProto(v);
     }
+    auto shard = ctx_.store->GetMeta(coll_, kEcShardMeta);
+    if (shard.ok()) ec_stored_shard_ = std::atoi(shard->c_str());
   }
 }
 
@@ -100,6 +102,17 @@ void Pg::OnMap(std::shared_ptr<const OsdMap> map, const PoolInfo& pool,
             << " primary=" << interval_.primary << " acting=" << interval_.acting.size();
   }
   if (peer_interval != 0) SchedulePeering(peer_interval, 0);
+}
+
+void Pg::EcStoreShardLocked(Transaction* txn) {
+  for (size_t i = 0; i < interval_.shards.size(); ++i) {
+    if (interval_.shards[i] != ctx_.whoami) continue;
+    if (ec_stored_shard_ != static_cast<int32_t>(i)) {
+      ec_stored_shard_ = static_cast<int32_t>(i);
+      txn->PutMeta(kEcShardMeta, std::to_string(i));
+    }
+    return;
+  }
 }
 
 bool Pg::IsPrimary() {
@@ -377,6 +390,7 @@ void Pg::HandleQuery(const pb::PgQueryRequest& req, pb::PgQueryReply* reply) {
   ToProto(log_.info(), reply->mutable_info());
   for (const LogEntry& e : log_.entries()) ToProto(e, reply->add_log());
   for (const std::string& oid : log_.missing()) reply->add_missing(oid);
+  reply->set_ec_shard_plus_one(static_cast<uint32_t>(ec_stored_shard_ + 1));
   FillStatus(absl::OkStatus(), reply->mutable_status());
 }
 
@@ -401,6 +415,7 @@ void Pg::HandleActivate(const pb::ActivateRequest& req, pb::ActivateReply* reply
       for (const std::string& oid : stale) log_.RemoveMissing(oid, &txn);
       for (const std::string& oid : wanted) log_.AddMissing(oid, &txn);
       if (ec_) EcCommitLocked(log_.info().last_update, &txn);
+      if (ec_) EcStoreShardLocked(&txn);
       interval_id = interval_.id;
     }
   }

@@ -141,8 +141,11 @@ class Pg : public std::enable_shared_from_this<Pg> {
   };
   absl::Status EcShardRead(const pb::OpRequest& req, pb::OpReply* reply);
   absl::Status EcPrimaryRead(const pb::OpRequest& req, pb::OpReply* reply);
+  // Reads shards (stat: GETXATTRS) through the shard OSDs or ourselves. With
+  // `via`, read i goes to via[i] as a rebuild read (OPF_REBUILD_READ).
   std::vector<ec::ShardReply> EcFetch(const std::string& oid,
-                                      const std::vector<ec::ShardRead>& reads, bool stat);
+                                      const std::vector<ec::ShardRead>& reads, bool stat,
+                                      const std::vector<OsdId>* via = nullptr);
   std::vector<bool> EcAvailable();
   absl::StatusOr<EcObject> EcStat(const std::string& oid);
   absl::StatusOr<ec::RangeRead> EcReadRange(const std::string& oid, uint64_t a, uint64_t b);
@@ -199,12 +202,17 @@ class Pg : public std::enable_shared_from_this<Pg> {
   Version ec_committed_ ABSL_GUARDED_BY(mu_);
   // The commit point on disk: rollback data up to here is deleted.
   Version ec_committed_persisted_ ABSL_GUARDED_BY(mu_);
+  // The shard position this OSD's objects of the PG were written for; -1 none.
+  int32_t ec_stored_shard_ ABSL_GUARDED_BY(mu_) = -1;
+  // Records our current position as the stored one (at activation).
+  void EcStoreShardLocked(Transaction* txn) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 };
 
 // Erasure pools: internal xattrs of every shard object.
 inline constexpr char kEcSizeXattr[] = "_ec.size";    // logical size, decimal
 inline constexpr char kEcShardXattr[] = "_ec.shard";  // shard position, decimal
 inline constexpr char kEcCommittedMeta[] = "ec_committed";
+inline constexpr char kEcShardMeta[] = "ec_shard";
 
 // Adds a recovery piece to `txn` (the receiver's side of a push or pull).
 void AddPushPiece(const pb::PushRequest& req, Transaction* txn);

@@ -38,6 +38,8 @@ struct Pg::PeerMember {
   PgInfo info;
   std::vector<LogEntry> log;
   std::set<std::string> missing;
+  int32_t ec_shard = -1;     // erasure pools: the position its objects were written for
+  int32_t ec_position = -1;  // ... and its position now
 };
 
 namespace {
@@ -165,6 +167,10 @@ absl::Status Pg::Peer(uint64_t interval_id) {
     absl::MutexLock lock(&mu_);
     log_ = std::move(mine);
   }
+  {
+    absl::MutexLock lock(&mu_);
+    self.ec_shard = ec_stored_shard_;
+  }
   members.push_back(std::move(self));
   for (OsdId osd : acting) {
     if (osd == ctx_.whoami) continue;
@@ -181,10 +187,19 @@ absl::Status Pg::Peer(uint64_t interval_id) {
     m.info = FromProto(reply.info());
     for (const auto& e : reply.log()) m.log.push_back(FromProto(e));
     m.missing.insert(reply.missing().begin(), reply.missing().end());
+    m.ec_shard = static_cast<int32_t>(reply.ec_shard_plus_one()) - 1;
     members.push_back(std::move(m));
   }
   // 2. Erasure pools: a newest write on fewer than k shards cannot be rebuilt;
   // undo it where it was applied.
+  if (ec_) {
+    absl::MutexLock lock(&mu_);
+    for (Member& m : members) {
+      for (size_t i = 0; i < interval_.shards.size(); ++i) {
+        if (interval_.shards[i] == m.osd) m.ec_position = static_cast<int32_t>(i);
+      }
+    }
+  }
   if (ec_) RETURN_IF_ERROR(EcRollbackPartial(epoch, &members));
   // The authoritative member: newest last_update, ourselves on a tie.
   size_t auth = 0;
@@ -236,6 +251,20 @@ absl::Status Pg::Peer(uint64_t interval_id) {
     }
     members[0].missing.clear();
   }
+  // Erasure pools: our own copy written for another position is rebuilt whole.
+  if (ec_ && members[0].ec_shard >= 0 && members[0].ec_shard != members[0].ec_position) {
+    const bool remote = auth != 0;
+    ASSIGN_OR_RETURN(auto theirs, ListAll(remote ? members[auth].addr : "", !remote));
+    ASSIGN_OR_RETURN(auto ours, ListAll("", true));
+    for (const auto& [oid, v] : theirs) self_missing.insert(oid);
+    for (const auto& [oid, v] : ours) self_missing.insert(oid);
+    Transaction txn;
+    {
+      absl::MutexLock lock(&mu_);
+      for (const auto& oid : self_missing) log_.AddMissing(oid, &txn);
+    }
+    RETURN_IF_ERROR(ctx_.store->Apply(coll_, std::move(txn)));
+  }
   // 4-5. Each replica's missing set, activation, then active.
   std::map<OsdId, std::set<std::string>> peer_missing;
   std::map<std::string, Version> our_listing;
@@ -243,7 +272,8 @@ absl::Status Pg::Peer(uint64_t interval_id) {
   for (size_t i = 1; i < members.size(); ++i) {
     Member& m = members[i];
     std::set<std::string> missing;
-    if (NeedsBackfill(m, members[0])) {
+    const bool moved = ec_ && m.ec_shard >= 0 && m.ec_shard != m.ec_position;
+    if (NeedsBackfill(m, members[0]) || moved) {
       if (!listed) {
         // Erasure pools: our own shard may still lack objects; the
         // authoritative member's listing is complete.
@@ -253,6 +283,10 @@ absl::Status Pg::Peer(uint64_t interval_id) {
       }
       ASSIGN_OR_RETURN(auto theirs, ListAll(m.addr, false));
       missing = ListingDiff(our_listing, theirs);
+      if (moved) {  // same versions, other shard: everything is rebuilt
+        for (const auto& [oid, v] : our_listing) missing.insert(oid);
+        for (const auto& [oid, v] : theirs) missing.insert(oid);
+      }
       missing.insert(m.missing.begin(), m.missing.end());
     } else {
       missing = LogMissing(m, members[0]);
@@ -278,6 +312,7 @@ absl::Status Pg::Peer(uint64_t interval_id) {
     recover |= !self_missing.empty();
     // Everything in the adopted log is settled (rolled forward or back).
     if (ec_) EcCommitLocked(log_.info().last_update, &txn);
+    if (ec_) EcStoreShardLocked(&txn);
     log_.SetLastEpochStarted(epoch, &txn);
     state_ = State::kActive;
   }

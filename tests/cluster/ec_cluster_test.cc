@@ -16,6 +16,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "common/placement/placement.h"
+#include "proto/osd.grpc.pb.h"
 #include "tests/harness/cluster.h"
 
 namespace weft::testing {
@@ -351,6 +352,92 @@ TEST_CASE("erasure 4+2: a primary dying after a partial-stripe write reached N s
     }
   }
   REQUIRE(rollbacks > 0);
+}
+
+TEST_CASE("erasure 4+2: shard requests for the wrong shard id are refused and change nothing",
+          "[cluster][ec]") {
+  auto started = Cluster::Start({.osds = 6});
+  REQUIRE(started.ok());
+  Cluster& c = **started;
+  auto client = c.Client();
+  PoolId pool = MakeEcPool(c, *client, "ec", "4+2", 4);
+  const std::string data = RandomBytes(300000, 5);
+  REQUIRE(client->Put(pool, "x", data).ok());
+  const placement::PgMapping mapping = Mapping(*client, pool, "x");
+  auto m = client->map();
+  const uint32_t seed = placement::ObjectToPgSeed("x", m->FindPool(pool)->pg_num);
+  rpc::ChannelCache channels;
+  for (uint32_t pos = 0; pos < 6; ++pos) {
+    const OsdInfo* osd = m->FindOsd(mapping.acting[pos]);
+    auto stub = pb::Osd::NewStub(channels.Get(osd->addr));
+    for (uint32_t asked : {(pos + 1) % 6, 17u}) {
+      pb::OpRequest req;
+      req.set_map_epoch(m->epoch);
+      req.set_pool(pool.value());
+      req.set_pg_seed(seed);
+      req.set_oid("x");
+      req.set_flags(pb::OPF_LOCAL | pb::OPF_SHARD);
+      req.set_shard(asked);
+      req.add_ops()->set_type(pb::READ);
+      grpc::ClientContext ctx;
+      pb::OpReply reply;
+      REQUIRE(stub->Op(&ctx, req, &reply).ok());
+      INFO(reply.status().message());
+      REQUIRE(reply.status().code() == static_cast<int>(absl::StatusCode::kFailedPrecondition));
+      REQUIRE(reply.status().message().find("does not hold shard") != std::string::npos);
+    }
+    // A write sent as a shard request is refused too.
+    pb::OpRequest write;
+    write.set_map_epoch(m->epoch);
+    write.set_pool(pool.value());
+    write.set_pg_seed(seed);
+    write.set_oid("x");
+    write.set_flags(pb::OPF_SHARD);
+    write.set_shard(pos);
+    auto* op = write.add_ops();
+    op->set_type(pb::WRITE);
+    op->set_data("garbage");
+    grpc::ClientContext ctx;
+    pb::OpReply reply;
+    REQUIRE(stub->Op(&ctx, write, &reply).ok());
+    REQUIRE(reply.status().code() == static_cast<int>(absl::StatusCode::kInvalidArgument));
+  }
+  CheckEveryKShards(*client, pool, "x", 4, 2, data);
+  // Reads past the end: empty, not an error; the daemons keep serving.
+  auto past = client->Execute(pool, "x", client::ObjectOperation().Read(10'000'000, 5));
+  REQUIRE(past.ok());
+  REQUIRE(past->items[0].data.empty());
+  REQUIRE(*client->Get(pool, "x") == data);
+}
+
+TEST_CASE("erasure 4+2: an OSD marked out has its shards rebuilt on the replacement",
+          "[cluster][ec]") {
+  auto started = Cluster::Start({.osds = 7});
+  REQUIRE(started.ok());
+  Cluster& c = **started;
+  auto client = c.Client();
+  PoolId pool = MakeEcPool(c, *client, "ec", "4+2", 8);
+  std::map<std::string, std::string> objects;
+  for (int i = 0; i < 24; ++i) {
+    std::string name = absl::StrCat("m", i);
+    objects[name] = RandomBytes(100000 + 37000 * i, 300 + i);
+    REQUIRE(client->Put(pool, name, objects[name]).ok());
+  }
+  REQUIRE(c.Weft({"osd", "out", std::to_string(c.osd_id(3))}).code == 0);
+  client->WaitNewer(client->map()->epoch, absl::Seconds(2));
+  absl::Status clean = c.WaitClean(absl::Seconds(120));
+  INFO(clean);
+  REQUIRE(clean.ok());
+  for (const auto& [name, data] : objects) {
+    INFO(name);
+    CheckEveryKShards(*client, pool, name, 4, 2, data);
+  }
+  c.KillOsd(3);  // nothing of the pool may depend on it any more
+  for (const auto& [name, data] : objects) {
+    auto got = client->Get(pool, name);
+    REQUIRE(got.ok());
+    REQUIRE(*got == data);
+  }
 }
 
 }  // namespace weft::testing
