@@ -90,6 +90,14 @@ absl::Status Pg::EcShardRead(const pb::OpRequest& req, pb::OpReply* reply) {
       return absl::InvalidArgumentError("shard requests carry READ, STAT or GETXATTRS only");
     }
   }
+  // Stat, xattrs and data are separate store reads: a sub-write applied in
+  // between would pair the old version with new bytes. Check nothing moved.
+  if (bytes > 0) {
+    ASSIGN_OR_RETURN(ObjectMeta again, ctx_.store->Stat(coll_, oid));
+    if (Less(meta.version, again.version) || Less(again.version, meta.version)) {
+      return absl::UnavailableError("the object changed during the shard read");
+    }
+  }
   ctx_.counters->read_bytes += bytes;
   return absl::OkStatus();
 }
