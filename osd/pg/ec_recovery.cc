@@ -85,6 +85,23 @@ absl::StatusOr<std::string> Pg::EcRebuildRange(const std::string& oid, uint32_t 
   return std::move(bufs[shard]);
 }
 
+absl::Status Pg::EcRebuildXattrs(const std::string& oid, uint32_t shard,
+                                 pb::PushRequest* head) {
+  auto attrs = EcFetch(oid, {{shard == 0 ? 1u : 0u, 0, 0}}, /*stat=*/true);
+  for (uint32_t s = 0; !attrs[0].status.ok() && s < layout_.k + layout_.m; ++s) {
+    if (s != shard) attrs = EcFetch(oid, {{s, 0, 0}}, /*stat=*/true);
+  }
+  RETURN_IF_ERROR(Annotate(attrs[0].status, "rebuild: xattrs"));
+  pb::ObjectOpResult full;
+  if (!full.ParseFromString(attrs[0].data)) return absl::DataLossError("rebuild: bad xattrs");
+  for (const auto& kv : full.kvs()) {
+    auto* x = head->add_xattrs();
+    x->set_key(kv.key());
+    x->set_value(kv.key() == kEcShardXattr ? absl::StrCat(shard) : kv.value());
+  }
+  return absl::OkStatus();
+}
+
 absl::Status Pg::EcPushShard(OsdId target, const std::string& oid, uint64_t interval_id) {
   int shard = -1;
   Epoch epoch = 0;
@@ -114,18 +131,7 @@ absl::Status Pg::EcPushShard(OsdId target, const std::string& oid, uint64_t inte
         RETURN_IF_ERROR(ctx_.peers->Push(AddrOf(target), head));
       }
     } else {
-      auto attrs = EcFetch(oid, {{shard == 0 ? 1u : 0u, 0, 0}}, /*stat=*/true);
-      for (uint32_t s = 0; !attrs[0].status.ok() && s < layout_.k + layout_.m; ++s) {
-        if (static_cast<int>(s) != shard) attrs = EcFetch(oid, {{s, 0, 0}}, /*stat=*/true);
-      }
-      RETURN_IF_ERROR(Annotate(attrs[0].status, "rebuild: xattrs"));
-      pb::ObjectOpResult full;
-      full.ParseFromString(attrs[0].data);
-      for (const auto& kv : full.kvs()) {
-        auto* x = head.add_xattrs();
-        x->set_key(kv.key());
-        x->set_value(kv.key() == kEcShardXattr ? absl::StrCat(shard) : kv.value());
-      }
+      RETURN_IF_ERROR(EcRebuildXattrs(oid, static_cast<uint32_t>(shard), &head));
       ToProto(obj.version, head.mutable_version());
       head.set_mtime_ns(obj.mtime_ns);
       const uint64_t size = layout_.ShardSize(obj.size);

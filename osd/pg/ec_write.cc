@@ -22,6 +22,7 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <map>
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
@@ -87,6 +88,33 @@ int PartialWriteFault() {
 
 }  // namespace
 
+// The k + m shard buffers of stripes [first, last]: data chunks copied out of
+// the stripes (zeros for stripes not in `stripes`), parity computed by one
+// ISA-L call over the whole run.
+static std::vector<std::string> EncodeRun(const striping::StripeLayout& layout,
+                                          ec::ErasureCode* code,
+                                          const std::map<uint64_t, std::string>& stripes,
+                                          uint64_t first, uint64_t last) {
+  const uint64_t c = layout.chunk;
+  const uint64_t len = (last - first + 1) * c;
+  std::vector<std::string> bufs(layout.k + layout.m, std::string(len, '\0'));
+  for (uint64_t s = first; s <= last; ++s) {
+    auto it = stripes.find(s);
+    if (it == stripes.end()) continue;  // a hole: zeros
+    for (uint32_t i = 0; i < layout.k; ++i) {
+      std::memcpy(bufs[i].data() + (s - first) * c, it->second.data() + i * c, c);
+    }
+  }
+  std::vector<const uint8_t*> data(layout.k);
+  std::vector<uint8_t*> parity(layout.m);
+  for (uint32_t i = 0; i < layout.k; ++i) data[i] = reinterpret_cast<uint8_t*>(bufs[i].data());
+  for (uint32_t p = 0; p < layout.m; ++p) {
+    parity[p] = reinterpret_cast<uint8_t*>(bufs[layout.k + p].data());
+  }
+  code->Encode(len, data.data(), parity.data());
+  return bufs;
+}
+
 // Builds each shard's ops from the edited stripes: encodes every run of
 // consecutive changed stripes in one ISA-L call over shard-contiguous buffers.
 static std::vector<pb::RepOpRequest> BuildSubWrites(const striping::StripeLayout& layout,
@@ -128,24 +156,8 @@ static std::vector<pb::RepOpRequest> BuildSubWrites(const striping::StripeLayout
   if (edit.rewritten() && runs.empty()) {
     for (auto& sub : subs) sub.add_ops()->set_type(pb::WRITE_FULL);  // empty object
   }
-  const auto& stripes = edit.stripes();
   for (const auto& [first, last] : runs) {
-    const uint64_t len = (last - first + 1) * c;
-    std::vector<std::string> bufs(n, std::string(len, '\0'));
-    for (uint64_t s = first; s <= last; ++s) {
-      auto it = stripes.find(s);
-      if (it == stripes.end()) continue;  // a hole: zeros
-      for (uint32_t i = 0; i < layout.k; ++i) {
-        std::memcpy(bufs[i].data() + (s - first) * c, it->second.data() + i * c, c);
-      }
-    }
-    std::vector<const uint8_t*> data(layout.k);
-    std::vector<uint8_t*> parity(layout.m);
-    for (uint32_t i = 0; i < layout.k; ++i) data[i] = reinterpret_cast<uint8_t*>(bufs[i].data());
-    for (uint32_t p = 0; p < layout.m; ++p) {
-      parity[p] = reinterpret_cast<uint8_t*>(bufs[layout.k + p].data());
-    }
-    code->Encode(len, data.data(), parity.data());
+    std::vector<std::string> bufs = EncodeRun(layout, code, edit.stripes(), first, last);
     for (uint32_t i = 0; i < n; ++i) {
       auto* op = subs[i].add_ops();
       if (edit.rewritten()) {
@@ -169,6 +181,37 @@ static std::vector<pb::RepOpRequest> BuildSubWrites(const striping::StripeLayout
     for (const auto& op : xattr_ops) *subs[i].add_ops() = op;
   }
   return subs;
+}
+
+absl::Status Pg::EcStampSubWrites(uint64_t interval_id, LogEntry* entry,
+                                  std::vector<pb::RepOpRequest>* subs,
+                                  std::vector<PeerClient::RepOpTarget>* targets,
+                                  std::vector<const pb::RepOpRequest*>* target_reqs,
+                                  const pb::RepOpRequest** local) {
+  const int64_t mtime_ns = absl::GetCurrentTimeNanos();
+  absl::MutexLock lock(&mu_);
+  if (interval_.id != interval_id) return OsdError(pb::PG_NOT_ACTIVE, "pg interval changed");
+  entry->version = log_.NextVersion(map_->epoch);
+  for (uint32_t i = 0; i < subs->size(); ++i) {
+    pb::RepOpRequest& sub = (*subs)[i];
+    sub.set_map_epoch(map_->epoch);
+    sub.set_pool(id_.pool.value());
+    sub.set_pg_seed(id_.seed);
+    sub.set_oid(entry->oid);
+    ToProto(*entry, sub.mutable_entry());
+    sub.set_mtime_ns(mtime_ns);
+    ToProto(ec_committed_, sub.mutable_committed());
+    const OsdId osd = i < interval_.shards.size() ? interval_.shards[i] : kNoOsd;
+    if (osd == kNoOsd) continue;  // a hole: rebuilt when an OSD takes the position
+    if (osd == ctx_.whoami) {
+      *local = &sub;
+      continue;
+    }
+    const OsdInfo* info = map_->FindOsd(osd);
+    targets->push_back({osd, info ? info->addr : std::string()});
+    target_reqs->push_back(&sub);
+  }
+  return absl::OkStatus();
 }
 
 absl::Status Pg::EcWrite(const pb::OpRequest& req, pb::OpReply* reply) {
@@ -202,39 +245,15 @@ absl::Status Pg::EcWrite(const pb::OpRequest& req, pb::OpReply* reply) {
   std::vector<pb::RepOpRequest> subs =
       BuildSubWrites(layout_, ec_.get(), edit, old.exists, old.size, xattr_ops);
 
-  const int64_t mtime_ns = absl::GetCurrentTimeNanos();
   LogEntry entry;
+  entry.oid = oid;
+  entry.op = edit.exists() ? LogEntry::kModify : LogEntry::kDelete;
+  entry.client = req.reqid().client();
+  entry.tid = req.reqid().tid();
   std::vector<PeerClient::RepOpTarget> targets;
   std::vector<const pb::RepOpRequest*> target_reqs;
   const pb::RepOpRequest* local = nullptr;
-  {
-    absl::MutexLock lock(&mu_);
-    if (interval_.id != interval_id) return OsdError(pb::PG_NOT_ACTIVE, "pg interval changed");
-    entry.version = log_.NextVersion(map_->epoch);
-    entry.oid = oid;
-    entry.op = edit.exists() ? LogEntry::kModify : LogEntry::kDelete;
-    entry.client = req.reqid().client();
-    entry.tid = req.reqid().tid();
-    for (uint32_t i = 0; i < subs.size(); ++i) {
-      pb::RepOpRequest& sub = subs[i];
-      sub.set_map_epoch(map_->epoch);
-      sub.set_pool(id_.pool.value());
-      sub.set_pg_seed(id_.seed);
-      sub.set_oid(oid);
-      ToProto(entry, sub.mutable_entry());
-      sub.set_mtime_ns(mtime_ns);
-      ToProto(ec_committed_, sub.mutable_committed());
-      const OsdId osd = i < interval_.shards.size() ? interval_.shards[i] : kNoOsd;
-      if (osd == kNoOsd) continue;  // a hole: rebuilt when an OSD takes the position
-      if (osd == ctx_.whoami) {
-        local = &sub;
-        continue;
-      }
-      const OsdInfo* info = map_->FindOsd(osd);
-      targets.push_back({osd, info ? info->addr : std::string()});
-      target_reqs.push_back(&sub);
-    }
-  }
+  RETURN_IF_ERROR(EcStampSubWrites(interval_id, &entry, &subs, &targets, &target_reqs, &local));
   if (const int n = PartialWriteFault(); n >= 0 && old.exists) {
     if (local != nullptr && n > 0) (void)EcApplySubWrite(*local);
     for (int i = 0; i + (local ? 1 : 0) < n && i < static_cast<int>(targets.size()); ++i) {

@@ -151,6 +151,12 @@ class Pg : public std::enable_shared_from_this<Pg> {
   absl::StatusOr<ec::RangeRead> EcReadRange(const std::string& oid, uint64_t a, uint64_t b);
   // Erasure writes (ec_write.cc).
   absl::Status EcWrite(const pb::OpRequest& req, pb::OpReply* reply);
+  // Versions the write (under mu_) and addresses each shard's sub-write.
+  absl::Status EcStampSubWrites(uint64_t interval_id, LogEntry* entry,
+                                std::vector<pb::RepOpRequest>* subs,
+                                std::vector<PeerClient::RepOpTarget>* targets,
+                                std::vector<const pb::RepOpRequest*>* target_reqs,
+                                const pb::RepOpRequest** local);
   absl::Status EcApplySubWrite(const pb::RepOpRequest& req);
   void EcHandleSubWrite(const pb::RepOpRequest& req, pb::RepOpReply* reply);
   // Raises the commit point and drops the rollback data it releases.
@@ -162,6 +168,8 @@ class Pg : public std::enable_shared_from_this<Pg> {
   absl::Status EcRollbackLocal(const Version& version);
   // Erasure recovery (ec_recovery.cc): rebuilds `oid`'s shard on `target`.
   absl::Status EcPushShard(OsdId target, const std::string& oid, uint64_t interval_id);
+  // The xattrs shard `shard` of `oid` must carry, from another shard.
+  absl::Status EcRebuildXattrs(const std::string& oid, uint32_t shard, pb::PushRequest* head);
   absl::StatusOr<std::string> EcRebuildRange(const std::string& oid, uint32_t shard,
                                               const EcObject& obj, uint64_t offset,
                                               uint64_t length);
