@@ -44,6 +44,14 @@ absl::Status Pg::EcShardRead(const pb::OpRequest& req, pb::OpReply* reply) {
       return absl::FailedPreconditionError(absl::StrCat(
           "osd.", ctx_.whoami.value(), " does not hold shard ", req.shard(), " of pg ", coll_));
     }
+    // A shard that came back serves nothing until a primary has activated it:
+    // only then does its missing set name what it missed. One that stayed in
+    // the acting set since its activation missed nothing (every write went to
+    // it or failed), so it keeps serving while the PG is below min_size.
+    if (!rebuild && !ec_readable_) {
+      return absl::UnavailableError(absl::StrCat("pg ", coll_, " is not active on osd.",
+                                                 ctx_.whoami.value(), " yet"));
+    }
     if (!rebuild && log_.IsMissing(oid)) {
       return absl::UnavailableError(
           absl::StrCat("object is being rebuilt on osd.", ctx_.whoami.value()));

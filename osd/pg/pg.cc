@@ -90,6 +90,7 @@ void Pg::OnMap(std::shared_ptr<const OsdMap> map, const PoolInfo& pool,
     peer_missing_.clear();
     activated_interval_ = 0;
     repeer_scheduled_ = false;
+    if (!Contains(interval_.acting, ctx_.whoami)) ec_readable_ = false;
     if (interval_.primary == ctx_.whoami) {
       state_ = State::kPeering;
       peer_interval = interval_.id;
@@ -425,6 +426,7 @@ void Pg::HandleActivate(const pb::ActivateRequest& req, pb::ActivateReply* reply
     if (status.ok() && interval_.id == interval_id) {
       activated_interval_ = interval_id;
       state_ = State::kReplicaActive;
+      ec_readable_ = true;
     } else if (!status.ok()) {
       auto reloaded = PgLog::Load(ctx_.store, coll_, ctx_.options->pg_log_max_entries);
       if (reloaded.ok()) log_ = std::move(*reloaded);

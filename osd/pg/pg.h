@@ -212,6 +212,9 @@ class Pg : public std::enable_shared_from_this<Pg> {
   Version ec_committed_persisted_ ABSL_GUARDED_BY(mu_);
   // The shard position this OSD's objects of the PG were written for; -1 none.
   int32_t ec_stored_shard_ ABSL_GUARDED_BY(mu_) = -1;
+  // Shard reads allowed: activated since this OSD started, and in the acting
+  // set of every interval since.
+  bool ec_readable_ ABSL_GUARDED_BY(mu_) = false;
   // Records our current position as the stored one (at activation).
   void EcStoreShardLocked(Transaction* txn) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 };

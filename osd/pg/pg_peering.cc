@@ -313,6 +313,7 @@ absl::Status Pg::Peer(uint64_t interval_id) {
     // Everything in the adopted log is settled (rolled forward or back).
     if (ec_) EcCommitLocked(log_.info().last_update, &txn);
     if (ec_) EcStoreShardLocked(&txn);
+    ec_readable_ = true;
     log_.SetLastEpochStarted(epoch, &txn);
     state_ = State::kActive;
   }
