@@ -44,9 +44,9 @@ for profile in $PROFILES; do
     w=$OUT/write.$k$m.$size.txt r=$OUT/seq.$k$m.$size.txt
     log "profile $profile, $size objects: write, seq"
     sync; echo 3 >/proc/sys/vm/drop_caches 2>/dev/null || true
-    "$bin/weft" bench "$pool" write --seconds "$SECONDS_PER_RUN" --threads 1 --block-size "$bytes" >"$w" 2>&1
+    "$bin/weft" bench "$pool" write --seconds "$SECONDS_PER_RUN" --threads 1 --block-size "$bytes" >"$w" 2>&1 || true
     sync; echo 3 >/proc/sys/vm/drop_caches 2>/dev/null || true
-    "$bin/weft" bench "$pool" seq --seconds "$SECONDS_PER_RUN" --threads 1 >"$r" 2>&1
+    "$bin/weft" bench "$pool" seq --seconds "$SECONDS_PER_RUN" --threads 1 >"$r" 2>&1 || true
     "$bin/weft" bench "$pool" cleanup >/dev/null 2>&1 || true
     rows+=("| $profile | $size | $(value "$w" "Bandwidth (MB/sec):") | $(value "$w" "p99 Latency(s):") | $(value "$r" "Bandwidth (MB/sec):") | $(value "$r" "p99 Latency(s):") |")
   done
