@@ -25,6 +25,7 @@
 #include <map>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
 #include "common/executor/thread_pool.h"
 #include "common/log/log.h"
@@ -42,7 +43,13 @@ bool Less(const Version& a, const Version& b) {
   return a.epoch != b.epoch ? a.epoch < b.epoch : a.seq < b.seq;
 }
 
-std::string RollbackKey(const Version& v) { return "ecrb/" + LogKey(v).substr(4); }
+// Rollback data of the write `v`, in pieces (a whole shard can exceed the
+// store's metadata value limit): "ecrb/<version>/<piece:04>".
+std::string RollbackPrefix(const Version& v) { return "ecrb/" + LogKey(v).substr(4) + "/"; }
+std::string RollbackKey(const Version& v, uint32_t piece) {
+  return RollbackPrefix(v) + absl::StrFormat("%04u", piece);
+}
+constexpr size_t kRollbackPieceBytes = 8 << 20;
 
 // Applies the resolved client ops to `edit`; user xattr ops after the last
 // removal go to `xattr_ops` (they are sent to every shard).
@@ -317,7 +324,10 @@ void Pg::EcCommitLocked(const Version& committed, Transaction* txn) {
   if (!Less(ec_committed_persisted_, ec_committed_)) return;
   for (const LogEntry& e : log_.entries()) {
     if (Less(ec_committed_persisted_, e.version) && !Less(ec_committed_, e.version)) {
-      txn->DeleteMeta(RollbackKey(e.version));
+      auto it = ec_rollback_pieces_.find(LogKey(e.version));
+      const uint32_t pieces = it == ec_rollback_pieces_.end() ? 1 : it->second;
+      for (uint32_t i = 0; i < pieces; ++i) txn->DeleteMeta(RollbackKey(e.version, i));
+      if (it != ec_rollback_pieces_.end()) ec_rollback_pieces_.erase(it);
     }
   }
   ec_committed_persisted_ = ec_committed_;
@@ -375,7 +385,12 @@ absl::Status Pg::EcApplySubWrite(const pb::RepOpRequest& req) {
       return absl::FailedPreconditionError("object not yet rebuilt on this shard");
     }
     EcCommitLocked(FromProto(req.committed()), &txn);
-    txn.PutMeta(RollbackKey(entry.version), rb.SerializeAsString());
+    const std::string saved = rb.SerializeAsString();
+    uint32_t pieces = 0;
+    for (size_t at = 0; at == 0 || at < saved.size(); at += kRollbackPieceBytes) {
+      txn.PutMeta(RollbackKey(entry.version, pieces++), saved.substr(at, kRollbackPieceBytes));
+    }
+    ec_rollback_pieces_[LogKey(entry.version)] = pieces;
     AddToTransaction(req.oid(), req.ops(), &txn);
     if (entry.op != LogEntry::kDelete) txn.SetVersion(req.oid(), entry.version, req.mtime_ns());
     log_.Append(entry, &txn);
@@ -428,7 +443,10 @@ absl::Status Pg::EcRollbackLocal(const Version& version) {
     }
     oid = entries.back().oid;
   }
-  ASSIGN_OR_RETURN(std::string saved, ctx_.store->GetMeta(coll_, RollbackKey(version)));
+  ASSIGN_OR_RETURN(auto pieces, ctx_.store->ListMeta(coll_, RollbackPrefix(version)));
+  if (pieces.empty()) return absl::NotFoundError("rollback: no saved data for the write");
+  std::string saved;
+  for (const auto& [key, value] : pieces) saved += value;
   pb::EcRollback rb;
   if (!rb.ParseFromString(saved)) return absl::DataLossError("rollback data is corrupt");
   Transaction txn;
@@ -449,7 +467,7 @@ absl::Status Pg::EcRollbackLocal(const Version& version) {
     for (const auto& kv : rb.xattrs()) txn.SetXattr(oid, kv.key(), kv.value());
     txn.SetVersion(oid, FromProto(rb.version()), rb.mtime_ns());
   }
-  txn.DeleteMeta(RollbackKey(version));
+  for (const auto& [key, value] : pieces) txn.DeleteMeta(key);
   {
     absl::MutexLock lock(&mu_);
     log_.PopNewest(&txn);

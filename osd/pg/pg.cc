@@ -61,6 +61,13 @@ Pg::Pg(PgId id, PgContext ctx, PgLog log, const PoolInfo& pool)
     }
     auto shard = ctx_.store->GetMeta(coll_, kEcShardMeta);
     if (shard.ok()) ec_stored_shard_ = std::atoi(shard->c_str());
+    // Rollback data still kept ("ecrb/<32 hex digits>/<piece>"), by LogKey.
+    auto saved = ctx_.store->ListMeta(coll_, "ecrb/");
+    if (saved.ok()) {
+      for (const auto& [key, value] : *saved) {
+        if (key.size() > 37) ec_rollback_pieces_["log/" + key.substr(5, 32)]++;
+      }
+    }
   }
 }
 

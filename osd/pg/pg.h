@@ -212,6 +212,8 @@ class Pg : public std::enable_shared_from_this<Pg> {
   Version ec_committed_persisted_ ABSL_GUARDED_BY(mu_);
   // The shard position this OSD's objects of the PG were written for; -1 none.
   int32_t ec_stored_shard_ ABSL_GUARDED_BY(mu_) = -1;
+  // Erasure pools: pieces of each write's rollback data, by LogKey(version).
+  std::map<std::string, uint32_t> ec_rollback_pieces_ ABSL_GUARDED_BY(mu_);
   // Shard reads allowed: activated since this OSD started, and in the acting
   // set of every interval since.
   bool ec_readable_ ABSL_GUARDED_BY(mu_) = false;

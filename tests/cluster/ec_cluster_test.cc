@@ -431,6 +431,16 @@ TEST_CASE("erasure 4+2: shard requests for the wrong shard id are refused and ch
   REQUIRE(past.ok());
   REQUIRE(past->items[0].data.empty());
   REQUIRE(*client->Get(pool, "x") == data);
+  // Replacing and removing an object whose shards exceed one store metadata
+  // value (72 MiB: 18 MiB shards): the rollback data is kept in pieces.
+  const std::string big = RandomBytes(72 << 20, 6);
+  REQUIRE(client->Put(pool, "big", big).ok());
+  const std::string small = RandomBytes(1 << 20, 7);
+  REQUIRE(client->Put(pool, "big", small).ok());
+  REQUIRE(*client->Get(pool, "big") == small);
+  REQUIRE(client->Put(pool, "big", big).ok());
+  REQUIRE(client->Remove(pool, "big").ok());
+  REQUIRE(absl::IsNotFound(client->Get(pool, "big").status()));
 }
 
 TEST_CASE("erasure 4+2: an OSD marked out has its shards rebuilt on the replacement",
