@@ -175,6 +175,8 @@ class Pg : public std::enable_shared_from_this<Pg> {
                                               uint64_t length);
 
   absl::Status EcRollbackPartial(Epoch epoch, std::vector<PeerMember>* members);
+  absl::Status EcRebuildIfMoved(const PeerMember& self, const PeerMember& auth, bool auth_remote,
+                                std::set<std::string>* self_missing);
 
   // Peering and recovery (pg_peering.cc).
   void SchedulePeering(uint64_t interval_id, int64_t delay_ms);

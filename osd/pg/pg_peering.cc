@@ -192,14 +192,6 @@ absl::Status Pg::Peer(uint64_t interval_id) {
   }
   // 2. Erasure pools: a newest write on fewer than k shards cannot be rebuilt;
   // undo it where it was applied.
-  if (ec_) {
-    absl::MutexLock lock(&mu_);
-    for (Member& m : members) {
-      for (size_t i = 0; i < interval_.shards.size(); ++i) {
-        if (interval_.shards[i] == m.osd) m.ec_position = static_cast<int32_t>(i);
-      }
-    }
-  }
   if (ec_) RETURN_IF_ERROR(EcRollbackPartial(epoch, &members));
   // The authoritative member: newest last_update, ourselves on a tie.
   size_t auth = 0;
@@ -251,20 +243,7 @@ absl::Status Pg::Peer(uint64_t interval_id) {
     }
     members[0].missing.clear();
   }
-  // Erasure pools: our own copy written for another position is rebuilt whole.
-  if (ec_ && members[0].ec_shard >= 0 && members[0].ec_shard != members[0].ec_position) {
-    const bool remote = auth != 0;
-    ASSIGN_OR_RETURN(auto theirs, ListAll(remote ? members[auth].addr : "", !remote));
-    ASSIGN_OR_RETURN(auto ours, ListAll("", true));
-    for (const auto& [oid, v] : theirs) self_missing.insert(oid);
-    for (const auto& [oid, v] : ours) self_missing.insert(oid);
-    Transaction txn;
-    {
-      absl::MutexLock lock(&mu_);
-      for (const auto& oid : self_missing) log_.AddMissing(oid, &txn);
-    }
-    RETURN_IF_ERROR(ctx_.store->Apply(coll_, std::move(txn)));
-  }
+  if (ec_) RETURN_IF_ERROR(EcRebuildIfMoved(members[0], members[auth], auth != 0, &self_missing));
   // 4-5. Each replica's missing set, activation, then active.
   std::map<OsdId, std::set<std::string>> peer_missing;
   std::map<std::string, Version> our_listing;
@@ -327,7 +306,33 @@ absl::Status Pg::Peer(uint64_t interval_id) {
   return absl::OkStatus();
 }
 
+// Erasure pools: our own copy written for another position is rebuilt whole.
+absl::Status Pg::EcRebuildIfMoved(const Member& self, const Member& auth, bool auth_remote,
+                                  std::set<std::string>* self_missing) {
+  if (self.ec_shard < 0 || self.ec_shard == self.ec_position) return absl::OkStatus();
+  ASSIGN_OR_RETURN(auto theirs, ListAll(auth_remote ? auth.addr : "", !auth_remote));
+  ASSIGN_OR_RETURN(auto ours, ListAll("", true));
+  for (const auto& [oid, v] : theirs) self_missing->insert(oid);
+  for (const auto& [oid, v] : ours) self_missing->insert(oid);
+  Transaction txn;
+  {
+    absl::MutexLock lock(&mu_);
+    for (const auto& oid : *self_missing) log_.AddMissing(oid, &txn);
+  }
+  return ctx_.store->Apply(coll_, std::move(txn));
+}
+
+// Erasure pools: notes each member's position, then rolls back a newest write
+// held by fewer than k of them, on every member that has it.
 absl::Status Pg::EcRollbackPartial(Epoch epoch, std::vector<Member>* members) {
+  {
+    absl::MutexLock lock(&mu_);
+    for (Member& m : *members) {
+      for (size_t i = 0; i < interval_.shards.size(); ++i) {
+        if (interval_.shards[i] == m.osd) m.ec_position = static_cast<int32_t>(i);
+      }
+    }
+  }
   for (int round = 0; round < 8; ++round) {
     Version newest;
     for (const Member& m : *members) {

@@ -77,7 +77,9 @@ std::vector<std::string> EncodeAll(ErasureCode* code, const std::vector<std::str
   shards.resize(code->k() + code->m(), std::string(len, '\0'));
   std::vector<const uint8_t*> in;
   std::vector<uint8_t*> out;
-  for (int i = 0; i < code->k(); ++i) in.push_back(reinterpret_cast<const uint8_t*>(shards[i].data()));
+  for (int i = 0; i < code->k(); ++i) {
+    in.push_back(reinterpret_cast<const uint8_t*>(shards[i].data()));
+  }
   for (int p = 0; p < code->m(); ++p) {
     out.push_back(reinterpret_cast<uint8_t*>(shards[code->k() + p].data()));
   }
@@ -263,7 +265,8 @@ TEST_CASE("range reads decode around every pattern of m lost shards", "[ec]") {
     std::fill(o.broken.begin(), o.broken.end(), false);
     for (uint32_t s = 0; s <= m; ++s) o.broken[s] = true;
     std::vector<bool> up(k + m, true);
-    REQUIRE(absl::IsUnavailable(ReadRange(o.layout, code->get(), 0, 10, up, FetchFrom(&o)).status()));
+    auto r = ReadRange(o.layout, code->get(), 0, 10, up, FetchFrom(&o));
+    REQUIRE(absl::IsUnavailable(r.status()));
   }
 }
 
