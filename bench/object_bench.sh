@@ -14,6 +14,10 @@
 #
 #   bench/object_bench.sh [--skip-ceph] [--skip-weft]
 #
+# With EC=K+M (bench/ec_bench.sh sets EC=4+2) both pools are erasure-coded
+# instead: `benchecKM`, K+M shards, min_size K+1, failure domain osd (Ceph: an
+# erasure-code-profile with plugin jerasure, technique reed_sol_van, its
+# default stripe unit; Weft: ISA-L, its default 64 KiB chunk).
 # Environment: SECONDS_PER_RUN (30), THREADS (16), BLOCK (4M), OBJ_PG_NUM (128),
 #   RUNS (1; with RUNS > 1 every metric is the median over the runs, each run
 #   starting from an empty pool), DROP_CACHES (1: sync and drop the page cache
@@ -33,6 +37,12 @@ OBJ_PG_NUM=${OBJ_PG_NUM:-128}
 RUNS=${RUNS:-1}
 DROP_CACHES=${DROP_CACHES:-1}
 POOL=benchrep3
+EC=${EC:-}
+if [[ -n $EC ]]; then
+  [[ $EC =~ ^([0-9]+)\+([0-9]+)$ ]] || { echo "EC must be K+M, e.g. 4+2" >&2; exit 2; }
+  ec_k=${BASH_REMATCH[1]} ec_m=${BASH_REMATCH[2]}
+  POOL=benchec$ec_k$ec_m
+fi
 RSS_TARGET_MIB=512
 export CDIR=${CDIR:-/tmp/cephanchor}   # up.sh/down.sh read it too
 
@@ -186,7 +196,7 @@ if [[ $do_ceph == 1 ]]; then install_ceph; fi
   echo "disk: $(df -h /tmp | awk 'NR == 2 { print $1 " mounted at " $6 }') (both clusters store under /tmp)"
   echo "weft: $(git -C "$root" --no-optional-locks describe --always --dirty 2>/dev/null || echo '?')"
   echo "ceph: $(ceph --version 2>/dev/null | awk '{ print $3, $5 }' || echo 'not installed yet')"
-  echo "workload: pool $POOL size 3 min_size 2 pg_num $OBJ_PG_NUM, $THREADS threads,"\
+  echo "workload: pool $POOL $([[ -n $EC ]] && echo "erasure $EC min_size $((ec_k + 1))" || echo "size 3 min_size 2") pg_num $OBJ_PG_NUM, $THREADS threads,"\
        "$BLOCK ($block_bytes B) objects, ${SECONDS_PER_RUN}s write then seq, runs: $RUNS,"\
        "drop caches: $([[ $DROP_CACHES == 1 ]] && echo yes || echo no)"
   echo "raw outputs: $OUT"
@@ -211,6 +221,14 @@ ceph_part() {
   "$anchor/up.sh" >"$OUT/ceph.up.log" 2>&1 || { tail -20 "$OUT/ceph.up.log" >&2; die "ceph up.sh failed"; }
   log "Ceph anchor up in $(( $(date +%s) - t0 )) s"
 
+  if [[ -n $EC ]]; then
+    {
+      "${C[@]}" osd erasure-code-profile set "weft$ec_k$ec_m" k="$ec_k" m="$ec_m" crush-failure-domain=osd &&
+      "${C[@]}" osd pool create "$POOL" "$OBJ_PG_NUM" "$OBJ_PG_NUM" erasure "weft$ec_k$ec_m" &&
+      "${C[@]}" osd pool application enable "$POOL" rados
+    } >"$OUT/ceph.pool.log" 2>&1 || { cat "$OUT/ceph.pool.log" >&2; die "creating the Ceph pool failed"; }
+    commands+=("ceph -c $ceph_conf osd erasure-code-profile set weft$ec_k$ec_m k=$ec_k m=$ec_m crush-failure-domain=osd; ... osd pool create $POOL $OBJ_PG_NUM $OBJ_PG_NUM erasure weft$ec_k$ec_m; ... application enable $POOL rados")
+  else
   {
     "${C[@]}" osd pool create "$POOL" "$OBJ_PG_NUM" "$OBJ_PG_NUM" replicated &&
     "${C[@]}" osd pool set "$POOL" size 3 &&
@@ -218,6 +236,7 @@ ceph_part() {
     "${C[@]}" osd pool application enable "$POOL" rados
   } >"$OUT/ceph.pool.log" 2>&1 || { cat "$OUT/ceph.pool.log" >&2; die "creating the Ceph pool failed"; }
   commands+=("ceph -c $ceph_conf osd pool create $POOL $OBJ_PG_NUM $OBJ_PG_NUM replicated; ... set size 3; ... set min_size 2; ... application enable $POOL rados")
+  fi
   log "waiting for the Ceph PGs to be active+clean"
   local ok=0
   for _ in $(seq 300); do
@@ -269,9 +288,11 @@ weft_part() {
   WEFT_DIR=$weft_dir WEFT_OSDS=6 "$root/scripts/quickstart.sh" >"$OUT/weft.up.log" 2>&1 \
     || { tail -20 "$OUT/weft.up.log" >&2; die "quickstart.sh failed"; }
   log "Weft up in $(( $(date +%s) - t0 )) s"
-  "${W[@]}" pool create "$POOL" --size 3 --min-size 2 --pg-num "$OBJ_PG_NUM" >"$OUT/weft.pool.log" 2>&1 \
+  local shape=(--size 3 --min-size 2)
+  [[ -z $EC ]] || shape=(--ec "$EC" --failure-domain osd)
+  "${W[@]}" pool create "$POOL" "${shape[@]}" --pg-num "$OBJ_PG_NUM" >"$OUT/weft.pool.log" 2>&1 \
     || { cat "$OUT/weft.pool.log" >&2; die "creating the Weft pool failed"; }
-  commands+=("WEFT_DIR=\$(mktemp -d) WEFT_OSDS=6 scripts/quickstart.sh; weft pool create $POOL --size 3 --min-size 2 --pg-num $OBJ_PG_NUM")
+  commands+=("WEFT_DIR=\$(mktemp -d) WEFT_OSDS=6 scripts/quickstart.sh; weft pool create $POOL ${shape[*]} --pg-num $OBJ_PG_NUM")
   log "waiting for the Weft PGs to be active+clean"
   local ok=0 st=""
   for _ in $(seq 300); do

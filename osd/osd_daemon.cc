@@ -73,9 +73,13 @@ absl::Status OsdDaemon::Start() {
 
   // PGs already on disk, then the current map's.
   ASSIGN_OR_RETURN(auto colls, store_->ListCollections());
+  const auto initial = CurrentMap();
   for (const auto& coll : colls) {
     auto id = PgId::Parse(coll);
-    if (id.ok()) LoadPg(*id);
+    if (!id.ok()) continue;
+    // A PG of a deleted pool loads as replicated; ApplyMap drops it.
+    const PoolInfo* pool = initial->FindPool(id->pool);
+    LoadPg(*id, pool != nullptr ? *pool : PoolInfo{});
   }
   ApplyMap(CurrentMap());
   RETURN_IF_ERROR(Register());
@@ -152,7 +156,7 @@ bool OsdDaemon::WaitForEpoch(Epoch epoch, absl::Duration timeout) {
   return map_mu_.AwaitWithTimeout(absl::Condition(&ready), timeout);
 }
 
-std::shared_ptr<Pg> OsdDaemon::LoadPg(const PgId& id) {
+std::shared_ptr<Pg> OsdDaemon::LoadPg(const PgId& id, const PoolInfo& pool) {
   const std::string name = CollectionName(id);
   {
     absl::MutexLock lock(&pgs_mu_);
@@ -171,7 +175,7 @@ std::shared_ptr<Pg> OsdDaemon::LoadPg(const PgId& id) {
   ctx.background = background_.get();
   ctx.options = &options_;
   ctx.counters = &counters_;
-  auto pg = std::make_shared<Pg>(id, ctx, std::move(*log));
+  auto pg = std::make_shared<Pg>(id, ctx, std::move(*log), pool);
   absl::MutexLock lock(&pgs_mu_);
   auto [it, inserted] = pgs_.emplace(name, pg);
   return it->second;
@@ -189,7 +193,7 @@ void OsdDaemon::ApplyMap(std::shared_ptr<const OsdMap> map) {
                       mapping.acting.end();
       std::shared_ptr<Pg> pg;
       if (mine) {
-        pg = LoadPg(id);
+        pg = LoadPg(id, pool);
       } else {
         absl::MutexLock lock(&pgs_mu_);
         auto it = pgs_.find(CollectionName(id));
@@ -424,6 +428,13 @@ void OsdDaemon::Activate(const pb::ActivateRequest& req, pb::ActivateReply* repl
   auto pg = FindPg(req.map_epoch(), req.pool(), req.pg_seed(), false, &map);
   if (!pg.ok()) return FillStatus(pg.status(), reply->mutable_status());
   (*pg)->HandleActivate(req, reply);
+}
+
+void OsdDaemon::Rollback(const pb::RollbackRequest& req, pb::PushReply* reply) {
+  std::shared_ptr<const OsdMap> map;
+  auto pg = FindPg(req.map_epoch(), req.pool(), req.pg_seed(), false, &map);
+  if (!pg.ok()) return FillStatus(pg.status(), reply->mutable_status());
+  (*pg)->HandleRollback(req, reply);
 }
 
 }  // namespace weft::osd

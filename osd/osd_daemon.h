@@ -57,6 +57,7 @@ class OsdDaemon {
   void PgQuery(const pb::PgQueryRequest& req, pb::PgQueryReply* reply);
   void Push(const pb::PushRequest& req, pb::PushReply* reply);
   void Activate(const pb::ActivateRequest& req, pb::ActivateReply* reply);
+  void Rollback(const pb::RollbackRequest& req, pb::PushReply* reply);
 
  private:
   absl::Status LoadInitialMap();
@@ -74,7 +75,7 @@ class OsdDaemon {
   // For a request at `epoch` on `pool`/`seed`: the PG, or an error status.
   absl::StatusOr<std::shared_ptr<Pg>> FindPg(Epoch epoch, uint32_t pool, uint32_t seed,
                                              bool client, std::shared_ptr<const OsdMap>* map);
-  std::shared_ptr<Pg> LoadPg(const PgId& id);
+  std::shared_ptr<Pg> LoadPg(const PgId& id, const PoolInfo& pool);
 
   const OsdOptions options_;
   std::string address_;

@@ -18,6 +18,7 @@ WEFT_OSD_RPC(RepOp, RepOpRequest, RepOpReply)
 WEFT_OSD_RPC(PgQuery, PgQueryRequest, PgQueryReply)
 WEFT_OSD_RPC(Push, PushRequest, PushReply)
 WEFT_OSD_RPC(Activate, ActivateRequest, ActivateReply)
+WEFT_OSD_RPC(Rollback, RollbackRequest, PushReply)
 
 #undef WEFT_OSD_RPC
 

@@ -22,6 +22,8 @@ class OsdService final : public pb::Osd::Service {
   grpc::Status Push(grpc::ServerContext*, const pb::PushRequest*, pb::PushReply*) override;
   grpc::Status Activate(grpc::ServerContext*, const pb::ActivateRequest*,
                         pb::ActivateReply*) override;
+  grpc::Status Rollback(grpc::ServerContext*, const pb::RollbackRequest*,
+                        pb::PushReply*) override;
 
  private:
   OsdDaemon* daemon_;

@@ -11,6 +11,43 @@ std::unique_ptr<pb::Osd::Stub> PeerClient::Stub(const std::string& addr) {
 std::vector<absl::Status> PeerClient::RepOpAll(const std::vector<RepOpTarget>& targets,
                                                const pb::RepOpRequest& req,
                                                const std::function<absl::Status()>& local) {
+  std::vector<const pb::RepOpRequest*> reqs(targets.size(), &req);
+  return RepOpEach(targets, reqs, local);
+}
+
+std::vector<absl::Status> PeerClient::OpAll(const std::vector<std::string>& addrs,
+                                            const std::vector<pb::OpRequest>& reqs,
+                                            std::vector<pb::OpReply>* replies) {
+  struct Call {
+    grpc::ClientContext ctx;
+    grpc::Status status;
+    std::unique_ptr<pb::Osd::Stub> stub;
+  };
+  replies->assign(reqs.size(), pb::OpReply());
+  std::vector<Call> calls(reqs.size());
+  absl::BlockingCounter done(static_cast<int>(reqs.size()));
+  for (size_t i = 0; i < reqs.size(); ++i) {
+    Call& call = calls[i];
+    call.ctx.set_deadline(rpc::DeadlineIn(timeout_ms_));
+    call.stub = Stub(addrs[i]);
+    call.stub->async()->Op(&call.ctx, &reqs[i], &(*replies)[i], [&call, &done](grpc::Status s) {
+      call.status = std::move(s);
+      done.DecrementCount();
+    });
+  }
+  done.Wait();
+  std::vector<absl::Status> out;
+  for (size_t i = 0; i < reqs.size(); ++i) {
+    absl::Status s = rpc::FromGrpc(calls[i].status, addrs[i]);
+    if (s.ok()) s = rpc::FromProto((*replies)[i].status());
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
+std::vector<absl::Status> PeerClient::RepOpEach(const std::vector<RepOpTarget>& targets,
+                                                const std::vector<const pb::RepOpRequest*>& reqs,
+                                                const std::function<absl::Status()>& local) {
   struct Call {
     grpc::ClientContext ctx;
     pb::RepOpReply reply;
@@ -23,7 +60,7 @@ std::vector<absl::Status> PeerClient::RepOpAll(const std::vector<RepOpTarget>& t
     Call& call = calls[i];
     call.ctx.set_deadline(rpc::DeadlineIn(timeout_ms_));
     call.stub = Stub(targets[i].addr);
-    call.stub->async()->RepOp(&call.ctx, &req, &call.reply, [&call, &done](grpc::Status s) {
+    call.stub->async()->RepOp(&call.ctx, reqs[i], &call.reply, [&call, &done](grpc::Status s) {
       call.status = std::move(s);
       done.DecrementCount();
     });
@@ -85,6 +122,13 @@ absl::Status PeerClient::Activate(const std::string& addr, const pb::ActivateReq
   ctx.set_deadline(rpc::DeadlineIn(timeout_ms_));
   pb::ActivateReply reply;
   return Finish(Stub(addr)->Activate(&ctx, req, &reply), reply, addr);
+}
+
+absl::Status PeerClient::Rollback(const std::string& addr, const pb::RollbackRequest& req) {
+  grpc::ClientContext ctx;
+  ctx.set_deadline(rpc::DeadlineIn(timeout_ms_));
+  pb::PushReply reply;
+  return Finish(Stub(addr)->Rollback(&ctx, req, &reply), reply, addr);
 }
 
 }  // namespace weft::osd

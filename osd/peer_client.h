@@ -38,6 +38,18 @@ class PeerClient {
   absl::Status Op(const std::string& addr, const pb::OpRequest& req, pb::OpReply* reply);
   absl::Status Push(const std::string& addr, const pb::PushRequest& req);
   absl::Status Activate(const std::string& addr, const pb::ActivateRequest& req);
+  absl::Status Rollback(const std::string& addr, const pb::RollbackRequest& req);
+
+  // Erasure pools: like RepOpAll with one request per target (each shard gets
+  // its own chunks); `reqs[i]` goes to `targets[i]`.
+  std::vector<absl::Status> RepOpEach(const std::vector<RepOpTarget>& targets,
+                                      const std::vector<const pb::RepOpRequest*>& reqs,
+                                      const std::function<absl::Status()>& local);
+  // Sends `reqs[i]` to `addrs[i]` in parallel; fills `replies` and returns one
+  // status per request (transport or reply status).
+  std::vector<absl::Status> OpAll(const std::vector<std::string>& addrs,
+                                  const std::vector<pb::OpRequest>& reqs,
+                                  std::vector<pb::OpReply>* replies);
 
  private:
   std::unique_ptr<pb::Osd::Stub> Stub(const std::string& addr);

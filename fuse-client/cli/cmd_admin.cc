@@ -166,7 +166,8 @@ int CmdOsd(const Config& config, const Args& args) {
 
 int CmdPool(const Config& config, const Args& args) {
   const char* usage =
-      "pool create NAME --size N [--min-size M] [--pg-num P] [--failure-domain D] | pool ls | "
+      "pool create NAME (--size N | --ec K+M [--chunk-size BYTES]) [--min-size M] [--pg-num P] "
+      "[--failure-domain D] | pool ls | "
       "pool rm NAME --yes-i-really-mean-it";
   if (args.positional.empty()) return Usage(usage);
   auto admin = Admin(config);
@@ -184,6 +185,12 @@ int CmdPool(const Config& config, const Args& args) {
       }
       req.set_ec_k(k);
       req.set_ec_m(m);
+      auto chunk = args.GetInt("chunk-size", 0);
+      if (!chunk.ok()) return Fail(chunk.status());
+      if (*chunk < 0 || *chunk > (1 << 30)) {
+        return Fail(absl::InvalidArgumentError("--chunk-size must be a multiple of 4096, <= 1 MiB"));
+      }
+      req.set_ec_chunk_bytes(static_cast<uint32_t>(*chunk));
     } else {
       auto size = args.GetInt("size", 3);
       if (!size.ok()) return Fail(size.status());
@@ -216,13 +223,13 @@ int CmdPool(const Config& config, const Args& args) {
   if (sub == "ls") {
     auto map = FetchMap(**admin);
     if (!map.ok()) return Fail(map.status(), "map");
-    std::printf("%-4s %-20s %-12s %-5s %-9s %-7s %s\n", "ID", "NAME", "TYPE", "SIZE", "MIN_SIZE",
+    std::printf("%-4s %-20s %-16s %-5s %-9s %-7s %s\n", "ID", "NAME", "TYPE", "SIZE", "MIN_SIZE",
                 "PG_NUM", "FAILURE_DOMAIN");
     for (const PoolInfo& p : map->pools) {
       std::string type = p.type == PoolType::kErasure
-                              ? absl::StrCat("ec ", p.ec_k, "+", p.ec_m)
+                              ? absl::StrCat("ec ", p.ec_k, "+", p.ec_m, "/", p.ec_chunk_bytes / 1024, "K")
                               : std::string("replicated");
-      std::printf("%-4u %-20s %-12s %-5u %-9u %-7u %s\n", p.id.value(), p.name.c_str(),
+      std::printf("%-4u %-20s %-16s %-5u %-9u %-7u %s\n", p.id.value(), p.name.c_str(),
                   type.c_str(), p.size, p.min_size, p.pg_num,
                   std::string(FailureDomainName(p.failure_domain)).c_str());
     }
@@ -253,6 +260,12 @@ int CmdStatus(const Config& config, const Args& args) {
   std::printf("  usage:   %s used by %lu objects, %s / %s avail\n",
               HumanBytes(st->bytes_used()).c_str(), static_cast<unsigned long>(st->objects()),
               HumanBytes(st->bytes_avail()).c_str(), HumanBytes(st->bytes_total()).c_str());
+  for (const auto& io : st->osd_io()) {
+    std::printf("  io:      osd.%d read %lu B, written %lu B, recovery %lu B\n", io.id(),
+                static_cast<unsigned long>(io.read_bytes()),
+                static_cast<unsigned long>(io.write_bytes()),
+                static_cast<unsigned long>(io.recovery_bytes()));
+  }
   if (st->checks_size() > 0) {
     std::printf("  warnings:\n");
     for (const auto& c : st->checks()) {

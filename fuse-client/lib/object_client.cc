@@ -230,6 +230,17 @@ absl::StatusOr<OpResult> ObjectClient::Execute(PoolId pool_id, const std::string
   req.mutable_reqid()->set_tid(next_tid_++);
   if (from_osd != kNoOsd) req.set_flags(pb::OPF_LOCAL);
   absl::Status last = absl::DeadlineExceededError("no attempt made");
+  if (from_osd == kNoOsd && op.ops().size() == 1 && op.ops()[0].type() == pb::READ &&
+      op.ops()[0].length() > 0) {
+    auto m = map();
+    const PoolInfo* pool = m->FindPool(pool_id);
+    if (pool != nullptr && pool->type == PoolType::kErasure) {
+      auto direct = EcRead(*m, *pool, oid, op.ops()[0]);
+      if (direct.ok()) return direct;
+      VLOG(1) << "event=ec_direct_read_failed oid=" << oid.substr(0, 64)
+              << " status=\"" << direct.status() << "\"";
+    }
+  }
   for (int attempt = 0; absl::Now() < deadline; ++attempt) {
     auto m = map();
     const PoolInfo* pool = m->FindPool(pool_id);
@@ -277,6 +288,9 @@ absl::StatusOr<OpResult> ObjectClient::Execute(PoolId pool_id, const std::string
     }
     RETURN_IF_ERROR(rpc::FromProto(reply.status()));
     OpResult result;
+    uint64_t received = 0;
+    for (const auto& r : reply.results()) received += r.data().size();
+    CountReceived(target.value(), received);
     result.version_epoch = reply.version().epoch();
     result.version_seq = reply.version().seq();
     for (auto& r : *reply.mutable_results()) {

@@ -7,16 +7,19 @@
 #pragma once
 
 #include <atomic>
+#include <map>
 #include <memory>
 #include <string>
 #include <thread>
 #include <utility>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "common/cluster_map/osd_map.h"
+#include "common/ec/erasure_code.h"
 #include "common/rpc/rpc.h"
 #include "proto/osd.pb.h"
 
@@ -93,7 +96,10 @@ class ObjectClient {
   absl::StatusOr<PoolId> LookupPool(const std::string& name);
 
   // Runs `op` on the object's primary. With `from_osd`, reads that OSD's own
-  // copy instead (replica checks, tools).
+  // copy instead (replica checks, tools). Erasure pools: a request that is one
+  // READ with a length goes straight to the shards holding the bytes (no
+  // primary, no reassembly; degraded shards are decoded around); if the
+  // shards cannot answer consistently, the primary serves it.
   absl::StatusOr<OpResult> Execute(PoolId pool, const std::string& oid, const ObjectOperation& op,
                                    OsdId from_osd = kNoOsd);
 
@@ -107,6 +113,14 @@ class ObjectClient {
   absl::StatusOr<std::vector<std::string>> List(PoolId pool);
 
   const std::string& name() const { return options_.name; }
+  // Erasure pools, for checks and tools: reads [offset, offset + length) using
+  // only the shards whose bits are set in `shard_mask` (decoding if they are
+  // not the data shards).
+  absl::StatusOr<std::string> EcReadUsing(PoolId pool, const std::string& oid, uint64_t offset,
+                                          uint64_t length, uint32_t shard_mask);
+  // Object data bytes received from each OSD since this client started (what
+  // the network moved for reads), by OSD id.
+  std::map<int32_t, uint64_t> ReceivedBytes();
   static constexpr uint64_t kMaxPieceBytes = 16ull << 20;
 
  private:
@@ -115,6 +129,11 @@ class ObjectClient {
   void WatchLoop();
   void Install(const std::string& bytes);
   absl::StatusOr<std::vector<std::string>> ListPg(PoolId pool, uint32_t seed);
+  // The direct shard read of an erasure pool (object_client_ec.cc).
+  absl::StatusOr<OpResult> EcRead(const OsdMap& map, const PoolInfo& pool, const std::string& oid,
+                                  const pb::ObjectOp& op, uint32_t shard_mask = ~0u);
+  ec::ErasureCode* Code(uint32_t k, uint32_t m);
+  void CountReceived(int32_t osd, uint64_t bytes);
 
   const ClientOptions options_;
   rpc::ChannelCache channels_;
@@ -124,6 +143,8 @@ class ObjectClient {
   std::shared_ptr<const OsdMap> map_ ABSL_GUARDED_BY(mu_);
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   grpc::ClientContext* watch_ctx_ ABSL_GUARDED_BY(mu_) = nullptr;
+  absl::flat_hash_map<uint64_t, std::unique_ptr<ec::ErasureCode>> codes_ ABSL_GUARDED_BY(mu_);
+  std::map<int32_t, uint64_t> received_ ABSL_GUARDED_BY(mu_);
   std::thread watcher_;
 };
 

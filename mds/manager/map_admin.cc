@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
+#include "common/ec/erasure_code.h"
 #include "common/log/log.h"
 #include "common/placement/placement.h"
 #include "common/status/status.h"
@@ -19,6 +20,26 @@ namespace {
 constexpr uint32_t kDefaultPgNum = 128;
 constexpr uint32_t kMaxPgNum = 65536;
 constexpr uint32_t kMaxPoolSize = 10;
+constexpr uint32_t kDefaultEcChunkBytes = 64 << 10;
+constexpr uint32_t kEcChunkAlignBytes = 4 << 10;
+constexpr uint32_t kMaxEcChunkBytes = 1 << 20;
+
+absl::Status ValidateEcProfile(const PoolSpec& spec) {
+  if (spec.ec_k < 1 || spec.ec_k > ec::kMaxDataShards) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("ec k=", spec.ec_k, " is outside [1, ", ec::kMaxDataShards, "]"));
+  }
+  if (spec.ec_m < 1 || spec.ec_m > ec::kMaxParityShards) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("ec m=", spec.ec_m, " is outside [1, ", ec::kMaxParityShards, "]"));
+  }
+  if (spec.ec_chunk_bytes != 0 &&
+      (spec.ec_chunk_bytes % kEcChunkAlignBytes != 0 || spec.ec_chunk_bytes > kMaxEcChunkBytes)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--chunk-size ", spec.ec_chunk_bytes, " must be a multiple of 4096 and at most 1 MiB"));
+  }
+  return absl::OkStatus();
+}
 
 bool ValidPoolName(const std::string& name) {
   if (name.empty() || name.size() > 128) return false;
@@ -79,17 +100,31 @@ absl::Status MapManager::PoolCreate(const PoolSpec& spec) {
     return absl::InvalidArgumentError(absl::StrCat(
         "pool name '", spec.name, "' must be 1..128 characters of letters, digits, - _ ."));
   }
-  if (spec.ec_k != 0 || spec.ec_m != 0) {
-    return absl::UnimplementedError("erasure-coded pools are not supported by this version");
-  }
-  if (spec.size < 1 || spec.size > kMaxPoolSize) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--size ", spec.size, " is outside [1, ", kMaxPoolSize, "]"));
-  }
-  uint32_t min_size = spec.min_size != 0 ? spec.min_size : spec.size - spec.size / 2;
-  if (min_size < 1 || min_size > spec.size) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--min-size ", min_size, " must be within [1, size=", spec.size, "]"));
+  const bool erasure = spec.ec_k != 0 || spec.ec_m != 0;
+  uint32_t size = spec.size;
+  uint32_t min_size = 0;
+  uint32_t chunk_bytes = 0;
+  if (erasure) {
+    RETURN_IF_ERROR(ValidateEcProfile(spec));
+    size = spec.ec_k + spec.ec_m;
+    chunk_bytes = spec.ec_chunk_bytes != 0 ? spec.ec_chunk_bytes : kDefaultEcChunkBytes;
+    // k shards are enough to read; one more keeps a write durable against the
+    // loss of any single shard while degraded.
+    min_size = spec.min_size != 0 ? spec.min_size : std::min(size, spec.ec_k + 1);
+    if (min_size < spec.ec_k || min_size > size) {
+      return absl::InvalidArgumentError(absl::StrCat("--min-size ", min_size, " must be within [k=",
+                                                     spec.ec_k, ", k+m=", size, "]"));
+    }
+  } else {
+    if (size < 1 || size > kMaxPoolSize) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--size ", size, " is outside [1, ", kMaxPoolSize, "]"));
+    }
+    min_size = spec.min_size != 0 ? spec.min_size : size - size / 2;
+    if (min_size < 1 || min_size > size) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--min-size ", min_size, " must be within [1, size=", size, "]"));
+    }
   }
   uint32_t pg_num = spec.pg_num != 0 ? spec.pg_num : kDefaultPgNum;
   if (pg_num > kMaxPgNum) {
@@ -105,17 +140,25 @@ absl::Status MapManager::PoolCreate(const PoolSpec& spec) {
       ASSIGN_OR_RETURN(domain, ParseFailureDomain(spec.failure_domain));
     }
     size_t domains = placement::CountFailureDomains(*m, domain);
-    if (domains < spec.size) {
+    if (domains < size) {
       return absl::FailedPreconditionError(absl::StrCat(
-          "pool size ", spec.size, " needs ", spec.size, " failure domains of type ",
+          erasure ? absl::StrCat("ec ", spec.ec_k, "+", spec.ec_m, " places k+m=", size,
+                                 " shards on distinct failure domains: it needs ")
+                  : absl::StrCat("pool size ", size, " needs "),
+          size, " failure domains of type ",
           FailureDomainName(domain), ", the cluster has ", domains,
           domain == FailureDomain::kOsd ? "" : " (on a single host use --failure-domain osd)"));
     }
     PoolInfo pool;
     pool.id = PoolId(m->next_pool_id++);
     pool.name = spec.name;
-    pool.type = PoolType::kReplicated;
-    pool.size = spec.size;
+    pool.type = erasure ? PoolType::kErasure : PoolType::kReplicated;
+    pool.size = size;
+    if (erasure) {
+      pool.ec_k = spec.ec_k;
+      pool.ec_m = spec.ec_m;
+      pool.ec_chunk_bytes = chunk_bytes;
+    }
     pool.min_size = min_size;
     pool.pg_num = pg_num;
     pool.failure_domain = domain;
@@ -219,6 +262,11 @@ absl::Status MapManager::Status(pb::StatusReply* reply) {
   double worst_fill = 0;
   std::string worst;
   for (const auto& [id, a] : alive) {
+    auto* io = reply->add_osd_io();
+    io->set_id(id);
+    io->set_read_bytes(a.read_bytes());
+    io->set_write_bytes(a.write_bytes());
+    io->set_recovery_bytes(a.recovery_bytes());
     used += a.bytes_used();
     avail += a.fs_avail_bytes();
     total += a.fs_total_bytes();

@@ -35,8 +35,41 @@ bool Contains(const std::vector<OsdId>& set, OsdId osd) {
 
 }  // namespace
 
-Pg::Pg(PgId id, PgContext ctx, PgLog log)
-    : id_(id), coll_(CollectionName(id)), ctx_(ctx), log_(std::move(log)) {}
+namespace {
+
+std::unique_ptr<ec::ErasureCode> MakeCode(const PoolInfo& pool) {
+  if (pool.type != PoolType::kErasure) return nullptr;
+  auto code = ec::ErasureCode::Create(static_cast<int>(pool.ec_k), static_cast<int>(pool.ec_m));
+  CHECK(code.ok()) << "pool " << pool.name << ": " << code.status();
+  return std::move(*code);
+}
+
+}  // namespace
+
+Pg::Pg(PgId id, PgContext ctx, PgLog log, const PoolInfo& pool)
+    : id_(id),
+      coll_(CollectionName(id)),
+      ctx_(ctx),
+      ec_(MakeCode(pool)),
+      layout_{pool.ec_k, pool.ec_m, pool.ec_chunk_bytes},
+      log_(std::move(log)) {
+  if (ec_) {
+    auto committed = ctx_.store->GetMeta(coll_, kEcCommittedMeta);
+    pb::Version v;
+    if (committed.ok() && v.ParseFromString(*committed)) {
+      ec_committed_ = ec_committed_persisted_ = FromProto(v);
+    }
+    auto shard = ctx_.store->GetMeta(coll_, kEcShardMeta);
+    if (shard.ok()) ec_stored_shard_ = std::atoi(shard->c_str());
+    // Rollback data still kept ("ecrb/<32 hex digits>/<piece>"), by LogKey.
+    auto saved = ctx_.store->ListMeta(coll_, "ecrb/");
+    if (saved.ok()) {
+      for (const auto& [key, value] : *saved) {
+        if (key.size() > 37) ec_rollback_pieces_["log/" + key.substr(5, 32)]++;
+      }
+    }
+  }
+}
 
 void Pg::OnMap(std::shared_ptr<const OsdMap> map, const PoolInfo& pool,
                const placement::PgMapping& mapping) {
@@ -49,6 +82,7 @@ void Pg::OnMap(std::shared_ptr<const OsdMap> map, const PoolInfo& pool,
       if (osd != kNoOsd) acting.push_back(osd);
     }
     bool changed = interval_.id == 0 || acting != interval_.acting ||
+                   (ec_ && mapping.acting != interval_.shards) ||
                    mapping.primary != interval_.primary || pool.size != interval_.size ||
                    pool.min_size != interval_.min_size;
     interval_.up = mapping.up;
@@ -56,12 +90,14 @@ void Pg::OnMap(std::shared_ptr<const OsdMap> map, const PoolInfo& pool,
     interval_.id++;
     interval_.start_epoch = map->epoch;
     interval_.acting = std::move(acting);
+    if (ec_) interval_.shards = mapping.acting;
     interval_.primary = mapping.primary;
     interval_.size = pool.size;
     interval_.min_size = pool.min_size;
     peer_missing_.clear();
     activated_interval_ = 0;
     repeer_scheduled_ = false;
+    if (!Contains(interval_.acting, ctx_.whoami)) ec_readable_ = false;
     if (interval_.primary == ctx_.whoami) {
       state_ = State::kPeering;
       peer_interval = interval_.id;
@@ -74,6 +110,17 @@ void Pg::OnMap(std::shared_ptr<const OsdMap> map, const PoolInfo& pool,
             << " primary=" << interval_.primary << " acting=" << interval_.acting.size();
   }
   if (peer_interval != 0) SchedulePeering(peer_interval, 0);
+}
+
+void Pg::EcStoreShardLocked(Transaction* txn) {
+  for (size_t i = 0; i < interval_.shards.size(); ++i) {
+    if (interval_.shards[i] != ctx_.whoami) continue;
+    if (ec_stored_shard_ != static_cast<int32_t>(i)) {
+      ec_stored_shard_ = static_cast<int32_t>(i);
+      txn->PutMeta(kEcShardMeta, std::to_string(i));
+    }
+    return;
+  }
 }
 
 bool Pg::IsPrimary() {
@@ -133,7 +180,15 @@ void Pg::HandleOp(const pb::OpRequest& req, pb::OpReply* reply) {
   ObjectLimits limits{ctx_.options->max_object_bytes};
   bool mutating = false;
   absl::Status status = ValidateOps(req.oid(), req.ops(), limits, &mutating);
-  if (status.ok() && (req.flags() & pb::OPF_LOCAL)) {
+  if (status.ok() && ec_ && !mutating) {
+    status = (req.flags() & pb::OPF_SHARD) ? EcShardRead(req, reply) : EcPrimaryRead(req, reply);
+  } else if (status.ok() && ec_) {
+    status = (req.flags() & (pb::OPF_LOCAL | pb::OPF_SHARD))
+                 ? absl::InvalidArgumentError("a shard or local-copy request may only read")
+                 : EcWrite(req, reply);
+  } else if (status.ok() && (req.flags() & pb::OPF_SHARD)) {
+    status = absl::InvalidArgumentError("shard reads are for erasure-coded pools");
+  } else if (status.ok() && (req.flags() & pb::OPF_LOCAL)) {
     if (mutating) {
       status = absl::InvalidArgumentError("a local-copy request may only read");
     } else {
@@ -307,6 +362,7 @@ absl::Status Pg::ReplicaCheck(Epoch sender_epoch, bool need_active) {
 }
 
 void Pg::HandleRepOp(const pb::RepOpRequest& req, pb::RepOpReply* reply) {
+  if (ec_) return EcHandleSubWrite(req, reply);
   SectionGuard ordered(&order_);
   Transaction txn;
   absl::Status status;
@@ -342,6 +398,7 @@ void Pg::HandleQuery(const pb::PgQueryRequest& req, pb::PgQueryReply* reply) {
   ToProto(log_.info(), reply->mutable_info());
   for (const LogEntry& e : log_.entries()) ToProto(e, reply->add_log());
   for (const std::string& oid : log_.missing()) reply->add_missing(oid);
+  reply->set_ec_shard_plus_one(static_cast<uint32_t>(ec_stored_shard_ + 1));
   FillStatus(absl::OkStatus(), reply->mutable_status());
 }
 
@@ -365,6 +422,8 @@ void Pg::HandleActivate(const pb::ActivateRequest& req, pb::ActivateReply* reply
       }
       for (const std::string& oid : stale) log_.RemoveMissing(oid, &txn);
       for (const std::string& oid : wanted) log_.AddMissing(oid, &txn);
+      if (ec_) EcCommitLocked(log_.info().last_update, &txn);
+      if (ec_) EcStoreShardLocked(&txn);
       interval_id = interval_.id;
     }
   }
@@ -374,6 +433,7 @@ void Pg::HandleActivate(const pb::ActivateRequest& req, pb::ActivateReply* reply
     if (status.ok() && interval_.id == interval_id) {
       activated_interval_ = interval_id;
       state_ = State::kReplicaActive;
+      ec_readable_ = true;
     } else if (!status.ok()) {
       auto reloaded = PgLog::Load(ctx_.store, coll_, ctx_.options->pg_log_max_entries);
       if (reloaded.ok()) log_ = std::move(*reloaded);

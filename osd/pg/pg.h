@@ -19,6 +19,9 @@
 
 #include "absl/synchronization/mutex.h"
 #include "common/cluster_map/osd_map.h"
+#include "common/ec/ec_read.h"
+#include "common/ec/erasure_code.h"
+#include "common/striping/stripe_layout.h"
 #include "common/placement/placement.h"
 #include "osd/osd_options.h"
 #include "osd/peer_client.h"
@@ -78,7 +81,9 @@ class Pg : public std::enable_shared_from_this<Pg> {
  public:
   enum class State { kStray, kPeering, kIncomplete, kActive, kReplica, kReplicaActive };
 
-  Pg(PgId id, PgContext ctx, PgLog log);
+  // `pool` gives the PG its kind: replicated, or erasure-coded with its
+  // profile (which never changes for a pool).
+  Pg(PgId id, PgContext ctx, PgLog log, const PoolInfo& pool);
 
   const PgId& id() const { return id_; }
   const std::string& coll() const { return coll_; }
@@ -98,6 +103,11 @@ class Pg : public std::enable_shared_from_this<Pg> {
   void HandleQuery(const pb::PgQueryRequest& req, pb::PgQueryReply* reply);
   void HandlePush(const pb::PushRequest& req, pb::PushReply* reply);
   void HandleActivate(const pb::ActivateRequest& req, pb::ActivateReply* reply);
+  // Erasure pools, during peering: undo this shard's newest write.
+  void HandleRollback(const pb::RollbackRequest& req, pb::PushReply* reply);
+
+  // A member's state as peering sees it (pg_peering.cc).
+  struct PeerMember;
 
   // "active+clean", "peering", ... and the number of local objects.
   std::string StateName();
@@ -109,6 +119,7 @@ class Pg : public std::enable_shared_from_this<Pg> {
     Epoch start_epoch = 0;
     std::vector<OsdId> acting;
     std::vector<OsdId> up;
+    std::vector<OsdId> shards;  // erasure pools: OSD of each shard position, kNoOsd holes
     OsdId primary{-1};
     uint32_t size = 0;
     uint32_t min_size = 0;
@@ -120,6 +131,52 @@ class Pg : public std::enable_shared_from_this<Pg> {
   absl::Status RecoverBeforeWrite(const std::string& oid, uint64_t interval_id);
   absl::Status ReplicaCheck(Epoch sender_epoch, bool need_active);
   void RequestRepeer(uint64_t interval_id, const absl::Status& why);
+
+  // Erasure pools: shard reads and the primary's read path (ec_read.cc).
+  struct EcObject {
+    bool exists = false;
+    uint64_t size = 0;  // logical
+    Version version;
+    int64_t mtime_ns = 0;
+  };
+  absl::Status EcShardRead(const pb::OpRequest& req, pb::OpReply* reply);
+  absl::Status EcPrimaryRead(const pb::OpRequest& req, pb::OpReply* reply);
+  // Reads shards (stat: GETXATTRS) through the shard OSDs or ourselves. With
+  // `via`, read i goes to via[i] as a rebuild read (OPF_REBUILD_READ).
+  std::vector<ec::ShardReply> EcFetch(const std::string& oid,
+                                      const std::vector<ec::ShardRead>& reads, bool stat,
+                                      const std::vector<OsdId>* via = nullptr);
+  std::vector<bool> EcAvailable();
+  absl::StatusOr<EcObject> EcStat(const std::string& oid);
+  absl::StatusOr<ec::RangeRead> EcReadRange(const std::string& oid, uint64_t a, uint64_t b);
+  // Erasure writes (ec_write.cc).
+  absl::Status EcWrite(const pb::OpRequest& req, pb::OpReply* reply);
+  // Versions the write (under mu_) and addresses each shard's sub-write.
+  absl::Status EcStampSubWrites(uint64_t interval_id, LogEntry* entry,
+                                std::vector<pb::RepOpRequest>* subs,
+                                std::vector<PeerClient::RepOpTarget>* targets,
+                                std::vector<const pb::RepOpRequest*>* target_reqs,
+                                const pb::RepOpRequest** local);
+  absl::Status EcApplySubWrite(const pb::RepOpRequest& req);
+  void EcHandleSubWrite(const pb::RepOpRequest& req, pb::RepOpReply* reply);
+  // Raises the commit point and drops the rollback data it releases.
+  void EcCommitLocked(const Version& committed, Transaction* txn)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void EcNoteCommittedLocked(const Version& committed) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void EcSendCommit(const Version& committed);
+  // Undoes this shard's newest write (order_ held by the caller).
+  absl::Status EcRollbackLocal(const Version& version);
+  // Erasure recovery (ec_recovery.cc): rebuilds `oid`'s shard on `target`.
+  absl::Status EcPushShard(OsdId target, const std::string& oid, uint64_t interval_id);
+  // The xattrs shard `shard` of `oid` must carry, from another shard.
+  absl::Status EcRebuildXattrs(const std::string& oid, uint32_t shard, pb::PushRequest* head);
+  absl::StatusOr<std::string> EcRebuildRange(const std::string& oid, uint32_t shard,
+                                              const EcObject& obj, uint64_t offset,
+                                              uint64_t length);
+
+  absl::Status EcRollbackPartial(Epoch epoch, std::vector<PeerMember>* members);
+  absl::Status EcRebuildIfMoved(const PeerMember& self, const PeerMember& auth, bool auth_remote,
+                                std::set<std::string>* self_missing);
 
   // Peering and recovery (pg_peering.cc).
   void SchedulePeering(uint64_t interval_id, int64_t delay_ms);
@@ -136,6 +193,9 @@ class Pg : public std::enable_shared_from_this<Pg> {
   const PgId id_;
   const std::string coll_;
   const PgContext ctx_;
+  // Erasure pools only (null otherwise); fixed at construction.
+  const std::unique_ptr<ec::ErasureCode> ec_;
+  const striping::StripeLayout layout_;
   OrderedSection order_;
 
   absl::Mutex mu_;
@@ -147,7 +207,30 @@ class Pg : public std::enable_shared_from_this<Pg> {
   std::map<OsdId, std::set<std::string>> peer_missing_ ABSL_GUARDED_BY(mu_);
   uint64_t activated_interval_ ABSL_GUARDED_BY(mu_) = 0;  // replica: activated by primary
   bool repeer_scheduled_ ABSL_GUARDED_BY(mu_) = false;
+  // Erasure pools: every write up to here is on all shards of its interval;
+  // newer ones may still be rolled back (and are not served by shard reads).
+  Version ec_committed_ ABSL_GUARDED_BY(mu_);
+  // The commit point on disk: rollback data up to here is deleted.
+  Version ec_committed_persisted_ ABSL_GUARDED_BY(mu_);
+  // The shard position this OSD's objects of the PG were written for; -1 none.
+  int32_t ec_stored_shard_ ABSL_GUARDED_BY(mu_) = -1;
+  // Erasure pools: pieces of each write's rollback data, by LogKey(version).
+  std::map<std::string, uint32_t> ec_rollback_pieces_ ABSL_GUARDED_BY(mu_);
+  // Shard reads allowed: activated since this OSD started, and in the acting
+  // set of every interval since.
+  bool ec_readable_ ABSL_GUARDED_BY(mu_) = false;
+  // Records our current position as the stored one (at activation).
+  void EcStoreShardLocked(Transaction* txn) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 };
+
+// Erasure pools: internal xattrs of every shard object.
+inline constexpr char kEcSizeXattr[] = "_ec.size";    // logical size, decimal
+inline constexpr char kEcShardXattr[] = "_ec.shard";  // shard position, decimal
+inline constexpr char kEcCommittedMeta[] = "ec_committed";
+inline constexpr char kEcShardMeta[] = "ec_shard";
+
+// Adds a recovery piece to `txn` (the receiver's side of a push or pull).
+void AddPushPiece(const pb::PushRequest& req, Transaction* txn);
 
 // "1.2a" collection name for a PG.
 std::string CollectionName(const PgId& id);

@@ -90,6 +90,16 @@ void PgLog::Adopt(const PgInfo& info, std::vector<LogEntry> entries, Transaction
   PutInfo(txn);
 }
 
+void PgLog::PopNewest(Transaction* txn) {
+  if (entries_.empty()) return;
+  const LogEntry& newest = entries_.back();
+  txn->DeleteMeta(LogKey(newest.version));
+  if (!newest.client.empty()) requests_.erase({newest.client, newest.tid});
+  entries_.pop_back();
+  info_.last_update = entries_.empty() ? info_.log_tail : entries_.back().version;
+  PutInfo(txn);
+}
+
 void PgLog::SetLastEpochStarted(uint64_t epoch, Transaction* txn) {
   info_.last_epoch_started = epoch;
   PutInfo(txn);

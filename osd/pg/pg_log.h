@@ -65,6 +65,10 @@ class PgLog {
   // Replaces the log with the authoritative one chosen by peering.
   void Adopt(const PgInfo& info, std::vector<LogEntry> entries, Transaction* txn);
 
+  // Erasure pools: drops the newest entry (a write being rolled back); the
+  // previous entry (or the tail) becomes last_update.
+  void PopNewest(Transaction* txn);
+
   void SetLastEpochStarted(uint64_t epoch, Transaction* txn);
   void AddMissing(const std::string& oid, Transaction* txn);
   void RemoveMissing(const std::string& oid, Transaction* txn);

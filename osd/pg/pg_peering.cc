@@ -31,6 +31,17 @@
 #include "osd/pg/pg_codec.h"
 
 namespace weft::osd {
+
+struct Pg::PeerMember {
+  OsdId osd{-1};
+  std::string addr;
+  PgInfo info;
+  std::vector<LogEntry> log;
+  std::set<std::string> missing;
+  int32_t ec_shard = -1;     // erasure pools: the position its objects were written for
+  int32_t ec_position = -1;  // ... and its position now
+};
+
 namespace {
 
 bool Less(const Version& a, const Version& b) {
@@ -38,13 +49,7 @@ bool Less(const Version& a, const Version& b) {
 }
 bool Same(const Version& a, const Version& b) { return a.epoch == b.epoch && a.seq == b.seq; }
 
-struct Member {
-  OsdId osd{-1};
-  std::string addr;
-  PgInfo info;
-  std::vector<LogEntry> log;
-  std::set<std::string> missing;
-};
+using Member = Pg::PeerMember;
 
 std::set<std::pair<uint64_t, uint64_t>> VersionSet(const std::vector<LogEntry>& log) {
   std::set<std::pair<uint64_t, uint64_t>> out;
@@ -162,6 +167,10 @@ absl::Status Pg::Peer(uint64_t interval_id) {
     absl::MutexLock lock(&mu_);
     log_ = std::move(mine);
   }
+  {
+    absl::MutexLock lock(&mu_);
+    self.ec_shard = ec_stored_shard_;
+  }
   members.push_back(std::move(self));
   for (OsdId osd : acting) {
     if (osd == ctx_.whoami) continue;
@@ -178,14 +187,21 @@ absl::Status Pg::Peer(uint64_t interval_id) {
     m.info = FromProto(reply.info());
     for (const auto& e : reply.log()) m.log.push_back(FromProto(e));
     m.missing.insert(reply.missing().begin(), reply.missing().end());
+    m.ec_shard = static_cast<int32_t>(reply.ec_shard_plus_one()) - 1;
     members.push_back(std::move(m));
   }
-  // 2. The authoritative member: newest last_update, ourselves on a tie.
+  // 2. Erasure pools: a newest write on fewer than k shards cannot be rebuilt;
+  // undo it where it was applied.
+  if (ec_) RETURN_IF_ERROR(EcRollbackPartial(epoch, &members));
+  // The authoritative member: newest last_update, ourselves on a tie.
   size_t auth = 0;
   for (size_t i = 1; i < members.size(); ++i) {
     if (Less(members[auth].info.last_update, members[i].info.last_update)) auth = i;
   }
-  // 3. Bring ourselves up to the authoritative state.
+  // 3. Bring ourselves up to the authoritative state. Erasure pools rebuild
+  // what we lack after activation instead of pulling it now.
+  std::set<std::string> self_missing;
+  if (ec_) self_missing = members[0].missing;
   if (auth != 0) {
     std::set<std::string> need;
     if (NeedsBackfill(members[0], members[auth])) {
@@ -201,21 +217,24 @@ absl::Status Pg::Peer(uint64_t interval_id) {
       if (i != auth) sources.push_back(members[i].addr);
     }
     for (const std::string& oid : need) {
+      if (ec_) break;
       if (!StillInterval(interval_id)) return absl::OkStatus();
       RETURN_IF_ERROR(PullObject(oid, sources, interval_id));
     }
+    if (ec_) self_missing.insert(need.begin(), need.end());
     Transaction txn;
     {
       absl::MutexLock lock(&mu_);
       log_.Adopt(members[auth].info, members[auth].log, &txn);
       std::vector<std::string> stale(log_.missing().begin(), log_.missing().end());
       for (const auto& oid : stale) log_.RemoveMissing(oid, &txn);
+      for (const auto& oid : self_missing) log_.AddMissing(oid, &txn);
     }
     RETURN_IF_ERROR(ctx_.store->Apply(coll_, std::move(txn)));
     members[0].info = members[auth].info;
     members[0].log = members[auth].log;
     members[0].missing.clear();
-  } else if (!members[0].missing.empty()) {
+  } else if (!members[0].missing.empty() && !ec_) {
     // We are newest but still lack objects from an earlier recovery.
     std::vector<std::string> sources;
     for (size_t i = 1; i < members.size(); ++i) sources.push_back(members[i].addr);
@@ -224,6 +243,7 @@ absl::Status Pg::Peer(uint64_t interval_id) {
     }
     members[0].missing.clear();
   }
+  if (ec_) RETURN_IF_ERROR(EcRebuildIfMoved(members[0], members[auth], auth != 0, &self_missing));
   // 4-5. Each replica's missing set, activation, then active.
   std::map<OsdId, std::set<std::string>> peer_missing;
   std::map<std::string, Version> our_listing;
@@ -231,13 +251,21 @@ absl::Status Pg::Peer(uint64_t interval_id) {
   for (size_t i = 1; i < members.size(); ++i) {
     Member& m = members[i];
     std::set<std::string> missing;
-    if (NeedsBackfill(m, members[0])) {
+    const bool moved = ec_ && m.ec_shard >= 0 && m.ec_shard != m.ec_position;
+    if (NeedsBackfill(m, members[0]) || moved) {
       if (!listed) {
-        ASSIGN_OR_RETURN(our_listing, ListAll("", true));
+        // Erasure pools: our own shard may still lack objects; the
+        // authoritative member's listing is complete.
+        const bool remote = ec_ && auth != 0;
+        ASSIGN_OR_RETURN(our_listing, ListAll(remote ? members[auth].addr : "", !remote));
         listed = true;
       }
       ASSIGN_OR_RETURN(auto theirs, ListAll(m.addr, false));
       missing = ListingDiff(our_listing, theirs);
+      if (moved) {  // same versions, other shard: everything is rebuilt
+        for (const auto& [oid, v] : our_listing) missing.insert(oid);
+        for (const auto& [oid, v] : theirs) missing.insert(oid);
+      }
       missing.insert(m.missing.begin(), m.missing.end());
     } else {
       missing = LogMissing(m, members[0]);
@@ -259,6 +287,12 @@ absl::Status Pg::Peer(uint64_t interval_id) {
     absl::MutexLock lock(&mu_);
     if (interval_.id != interval_id) return absl::OkStatus();
     peer_missing_ = std::move(peer_missing);
+    if (!self_missing.empty()) peer_missing_[ctx_.whoami] = self_missing;
+    recover |= !self_missing.empty();
+    // Everything in the adopted log is settled (rolled forward or back).
+    if (ec_) EcCommitLocked(log_.info().last_update, &txn);
+    if (ec_) EcStoreShardLocked(&txn);
+    ec_readable_ = true;
     log_.SetLastEpochStarted(epoch, &txn);
     state_ = State::kActive;
   }
@@ -268,6 +302,66 @@ absl::Status Pg::Peer(uint64_t interval_id) {
   if (recover) {
     auto self_ptr = shared_from_this();
     ctx_.background->Submit([self_ptr, interval_id] { self_ptr->RecoverAll(interval_id); });
+  }
+  return absl::OkStatus();
+}
+
+// Erasure pools: our own copy written for another position is rebuilt whole.
+absl::Status Pg::EcRebuildIfMoved(const Member& self, const Member& auth, bool auth_remote,
+                                  std::set<std::string>* self_missing) {
+  if (self.ec_shard < 0 || self.ec_shard == self.ec_position) return absl::OkStatus();
+  ASSIGN_OR_RETURN(auto theirs, ListAll(auth_remote ? auth.addr : "", !auth_remote));
+  ASSIGN_OR_RETURN(auto ours, ListAll("", true));
+  for (const auto& [oid, v] : theirs) self_missing->insert(oid);
+  for (const auto& [oid, v] : ours) self_missing->insert(oid);
+  Transaction txn;
+  {
+    absl::MutexLock lock(&mu_);
+    for (const auto& oid : *self_missing) log_.AddMissing(oid, &txn);
+  }
+  return ctx_.store->Apply(coll_, std::move(txn));
+}
+
+// Erasure pools: notes each member's position, then rolls back a newest write
+// held by fewer than k of them, on every member that has it.
+absl::Status Pg::EcRollbackPartial(Epoch epoch, std::vector<Member>* members) {
+  {
+    absl::MutexLock lock(&mu_);
+    for (Member& m : *members) {
+      for (size_t i = 0; i < interval_.shards.size(); ++i) {
+        if (interval_.shards[i] == m.osd) m.ec_position = static_cast<int32_t>(i);
+      }
+    }
+  }
+  for (int round = 0; round < 8; ++round) {
+    Version newest;
+    for (const Member& m : *members) {
+      if (Less(newest, m.info.last_update)) newest = m.info.last_update;
+    }
+    if (newest.epoch == 0 && newest.seq == 0) return absl::OkStatus();
+    uint32_t have = 0;
+    for (const Member& m : *members) {
+      have += VersionSet(m.log).count({newest.epoch, newest.seq});
+    }
+    if (have >= layout_.k) return absl::OkStatus();
+    for (Member& m : *members) {
+      if (!Same(m.info.last_update, newest) || m.log.empty()) continue;
+      if (m.osd == ctx_.whoami) {
+        RETURN_IF_ERROR(EcRollbackLocal(newest));
+      } else {
+        pb::RollbackRequest req;
+        req.set_map_epoch(epoch);
+        req.set_pool(id_.pool.value());
+        req.set_pg_seed(id_.seed);
+        ToProto(newest, req.mutable_version());
+        RETURN_IF_ERROR(Annotate(ctx_.peers->Rollback(m.addr, req),
+                                 absl::StrCat("rollback on osd.", m.osd.value())));
+      }
+      LOG(INFO) << "pg=" << coll_ << " event=ec_rolled_back osd=" << m.osd.value()
+                << " version=" << newest.epoch << "." << newest.seq << " holders=" << have;
+      m.log.pop_back();
+      m.info.last_update = m.log.empty() ? m.info.log_tail : m.log.back().version;
+    }
   }
   return absl::OkStatus();
 }

@@ -10,10 +10,8 @@
 #include "osd/pg/pg_codec.h"
 
 namespace weft::osd {
-namespace {
 
-// Adds the piece `req` to `txn` (the receiver's side of a push, or of a pull).
-void AddPiece(const pb::PushRequest& req, Transaction* txn) {
+void AddPushPiece(const pb::PushRequest& req, Transaction* txn) {
   const std::string& oid = req.oid();
   if (req.deleted()) {
     txn->Remove(oid);
@@ -30,8 +28,6 @@ void AddPiece(const pb::PushRequest& req, Transaction* txn) {
   if (!req.data().empty()) txn->Write(oid, req.offset(), req.data());
   if (req.last()) txn->SetVersion(oid, FromProto(req.version()), req.mtime_ns());
 }
-
-}  // namespace
 
 absl::Status Pg::PullObject(const std::string& oid, const std::vector<std::string>& sources,
                             uint64_t interval_id) {
@@ -90,7 +86,7 @@ absl::Status Pg::PullObject(const std::string& oid, const std::vector<std::strin
       }
       offset += len;
       part.set_last(offset >= piece.size());
-      AddPiece(part, &txn);
+      AddPushPiece(part, &txn);
       ctx_.counters->recovery_bytes += len;
     } while (offset < piece.size());
     if (failed) {
@@ -108,6 +104,7 @@ absl::Status Pg::PullObject(const std::string& oid, const std::vector<std::strin
 
 absl::Status Pg::PushObject(OsdId target, const std::string& addr, const std::string& oid,
                             uint64_t interval_id) {
+  if (ec_) return EcPushShard(target, oid, interval_id);
   Epoch epoch = 0;
   {
     absl::MutexLock lock(&mu_);
@@ -190,7 +187,7 @@ void Pg::HandlePush(const pb::PushRequest& req, pb::PushReply* reply) {
     absl::MutexLock lock(&mu_);
     status = ReplicaCheck(req.map_epoch(), /*need_active=*/true);
     if (status.ok()) {
-      AddPiece(req, &txn);
+      AddPushPiece(req, &txn);
       if (req.last() || req.deleted()) log_.RemoveMissing(req.oid(), &txn);
     }
   }
