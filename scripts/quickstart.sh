@@ -115,6 +115,21 @@ for _ in $(seq 150); do
   sleep 0.2
 done
 
+# A filesystem "weft": metadata 3x, data EC 4+2 (replicated 3x below 6 OSDs).
+if ! "$bin/weft" fs ls 2>/dev/null | grep -q '^name: weft,'; then
+  "$bin/weft" pool ls 2>/dev/null | grep -qw meta ||
+    "$bin/weft" pool create meta --size "$(( osds < 3 ? osds : 3 ))" --pg-num 32 >/dev/null
+  if ! "$bin/weft" pool ls 2>/dev/null | grep -qw fsdata; then
+    if [[ "$osds" -ge 6 ]]; then
+      "$bin/weft" pool create fsdata --ec 4+2 --failure-domain osd --pg-num 64 >/dev/null
+    else
+      "$bin/weft" pool create fsdata --size "$(( osds < 3 ? osds : 3 ))" --pg-num 64 >/dev/null
+    fi
+  fi
+  "$bin/weft" fs new weft --metadata-pool meta --data-pool fsdata >/dev/null
+  log "created filesystem weft (metadata pool meta, data pool fsdata)"
+fi
+
 "$bin/weft" status
 cat <<MSG
 
@@ -122,5 +137,6 @@ Weft is running in $dir. To use it:
   export WEFT_CONF=$conf PATH=$bin:\$PATH
   weft pool create data --size 3
   weft obj put data hello /etc/hostname && weft obj get data hello
+  weft fs status weft
 Stop it with: scripts/quickstart.sh down
 MSG
