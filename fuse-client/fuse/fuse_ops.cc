@@ -1,0 +1,473 @@
+#include "fuse-client/fuse/fuse_ops.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <sys/xattr.h>
+
+#include <string>
+#include <vector>
+
+#include "common/log/log.h"
+#include "common/status/status.h"
+
+namespace weft::fuse {
+namespace {
+
+using client::Attr;
+using client::Creds;
+
+MountContext& Ctx(fuse_req_t req) { return *static_cast<MountContext*>(fuse_req_userdata(req)); }
+client::FileSystemClient& Fs(fuse_req_t req) { return *Ctx(req).fs; }
+
+// FUSE inode numbers <-> MDS inode numbers (see the header).
+uint64_t ToMds(fuse_req_t req, fuse_ino_t ino) {
+  return ino == FUSE_ROOT_ID ? Ctx(req).base_ino : ino;
+}
+fuse_ino_t ToFuse(fuse_req_t req, uint64_t ino) {
+  return ino == Ctx(req).base_ino ? FUSE_ROOT_ID : ino;
+}
+
+// The one place an errno is chosen.
+void ReplyError(fuse_req_t req, const absl::Status& status, const char* op) {
+  const int err = StatusToErrno(status);
+  if (err == ENOENT || err == EEXIST || err == ENODATA || err == ENOTEMPTY) {
+    VLOG(1) << "op=" << op << " errno=" << err << " status=" << status;
+  } else {
+    LOG(WARNING) << "op=" << op << " errno=" << err << " status=" << status;
+  }
+  fuse_reply_err(req, err == 0 ? EIO : err);
+}
+
+Creds CredsOf(fuse_req_t req) {
+  const fuse_ctx* ctx = fuse_req_ctx(req);
+  Creds c;
+  c.uid = ctx->uid;
+  c.gid = ctx->gid;
+  c.umask = ctx->umask;
+  gid_t groups[64];
+  int n = fuse_req_getgroups(req, 64, groups);
+  if (n > 64) {  // rare: fetch them all
+    std::vector<gid_t> all(n);
+    n = fuse_req_getgroups(req, n, all.data());
+    for (int i = 0; i < n && i < static_cast<int>(all.size()); ++i) c.groups.push_back(all[i]);
+  } else {
+    for (int i = 0; i < n; ++i) c.groups.push_back(groups[i]);
+  }
+  return c;
+}
+
+timespec Ts(int64_t ns) {
+  timespec t;
+  t.tv_sec = ns / 1000000000;
+  t.tv_nsec = ns % 1000000000;
+  if (t.tv_nsec < 0) {
+    t.tv_nsec += 1000000000;
+    t.tv_sec -= 1;
+  }
+  return t;
+}
+
+struct stat ToStat(fuse_req_t req, const Attr& a) {
+  struct stat st = {};
+  st.st_ino = ToFuse(req, a.ino());
+  st.st_mode = a.mode();
+  st.st_nlink = a.nlink();
+  st.st_uid = a.uid();
+  st.st_gid = a.gid();
+  st.st_rdev = a.rdev();
+  st.st_size = static_cast<off_t>(a.size());
+  // Not yet true for sparse files: the MDS does not track allocated bytes.
+  st.st_blocks = static_cast<blkcnt_t>((a.size() + 511) / 512);
+  st.st_blksize = a.layout().stripe_unit() != 0 ? a.layout().stripe_unit() : 4096;
+  st.st_atim = Ts(a.atime_ns());
+  st.st_mtim = Ts(a.mtime_ns());
+  st.st_ctim = Ts(a.ctime_ns());
+  return st;
+}
+
+// Replies with an entry; the kernel now holds one more lookup reference.
+void ReplyEntry(fuse_req_t req, const Attr& a) {
+  fuse_entry_param e = {};
+  e.ino = ToFuse(req, a.ino());
+  e.generation = a.generation();
+  e.attr = ToStat(req, a);
+  e.attr_timeout = kAttrTimeoutS;
+  e.entry_timeout = kAttrTimeoutS;
+  Fs(req).Remember(a);
+  if (fuse_reply_entry(req, &e) != 0) Fs(req).Forget(a.ino(), 1);  // request interrupted
+}
+
+void ReplyEntryOr(fuse_req_t req, const absl::StatusOr<Attr>& a, const char* op) {
+  if (!a.ok()) return ReplyError(req, a.status(), op);
+  ReplyEntry(req, *a);
+}
+
+void ReplyOk(fuse_req_t req, const absl::Status& s, const char* op) {
+  if (!s.ok()) return ReplyError(req, s, op);
+  fuse_reply_err(req, 0);
+}
+
+// ---- operations
+
+void Init(void* userdata, fuse_conn_info* conn) {
+  conn->max_write = kMaxWriteBytes;  // libfuse asks the kernel for max_pages to match
+  conn->max_readahead = kMaxWriteBytes;
+  if (conn->capable & FUSE_CAP_ATOMIC_O_TRUNC) conn->want |= FUSE_CAP_ATOMIC_O_TRUNC;
+  if (conn->capable & FUSE_CAP_READDIRPLUS) conn->want |= FUSE_CAP_READDIRPLUS;
+  if (conn->capable & FUSE_CAP_PARALLEL_DIROPS) conn->want |= FUSE_CAP_PARALLEL_DIROPS;
+  conn->want &= ~FUSE_CAP_WRITEBACK_CACHE;  // write-through until caps exist
+}
+
+void Lookup(fuse_req_t req, fuse_ino_t parent, const char* name) {
+  ReplyEntryOr(req, Fs(req).Lookup(CredsOf(req), ToMds(req, parent), name), "lookup");
+}
+
+void Forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup) {
+  Fs(req).Forget(ToMds(req, ino), nlookup);
+  fuse_reply_none(req);
+}
+
+void ForgetMulti(fuse_req_t req, size_t count, fuse_forget_data* forgets) {
+  for (size_t i = 0; i < count; ++i) Fs(req).Forget(ToMds(req, forgets[i].ino), forgets[i].nlookup);
+  fuse_reply_none(req);
+}
+
+void Getattr(fuse_req_t req, fuse_ino_t ino, fuse_file_info*) {
+  auto a = Fs(req).Getattr(CredsOf(req), ToMds(req, ino));
+  if (!a.ok()) return ReplyError(req, a.status(), "getattr");
+  struct stat st = ToStat(req, *a);
+  fuse_reply_attr(req, &st, kAttrTimeoutS);
+}
+
+void Setattr(fuse_req_t req, fuse_ino_t ino, struct stat* attr, int to_set, fuse_file_info* fi) {
+  client::SetattrArgs args;
+  if (to_set & FUSE_SET_ATTR_MODE) {
+    args.valid |= pb::SA_MODE;
+    args.mode = attr->st_mode & 07777;
+  }
+  if (to_set & FUSE_SET_ATTR_UID) {
+    args.valid |= pb::SA_UID;
+    args.uid = attr->st_uid;
+  }
+  if (to_set & FUSE_SET_ATTR_GID) {
+    args.valid |= pb::SA_GID;
+    args.gid = attr->st_gid;
+  }
+  if (to_set & FUSE_SET_ATTR_SIZE) {
+    args.valid |= pb::SA_SIZE;
+    args.size = attr->st_size;
+  }
+  if (to_set & FUSE_SET_ATTR_ATIME_NOW) {
+    args.valid |= pb::SA_ATIME_NOW;
+  } else if (to_set & FUSE_SET_ATTR_ATIME) {
+    args.valid |= pb::SA_ATIME;
+    args.atime_ns = attr->st_atim.tv_sec * 1000000000ll + attr->st_atim.tv_nsec;
+  }
+  if (to_set & FUSE_SET_ATTR_MTIME_NOW) {
+    args.valid |= pb::SA_MTIME_NOW;
+  } else if (to_set & FUSE_SET_ATTR_MTIME) {
+    args.valid |= pb::SA_MTIME;
+    args.mtime_ns = attr->st_mtim.tv_sec * 1000000000ll + attr->st_mtim.tv_nsec;
+  }
+  auto a = Fs(req).Setattr(CredsOf(req), ToMds(req, ino), args, fi != nullptr ? fi->fh : 0);
+  if (!a.ok()) return ReplyError(req, a.status(), "setattr");
+  struct stat st = ToStat(req, *a);
+  fuse_reply_attr(req, &st, kAttrTimeoutS);
+}
+
+void Mknod(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t mode, dev_t rdev) {
+  ReplyEntryOr(req, Fs(req).Mknod(CredsOf(req), ToMds(req, parent), name, mode, rdev), "mknod");
+}
+
+void Mkdir(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t mode) {
+  ReplyEntryOr(req, Fs(req).Mkdir(CredsOf(req), ToMds(req, parent), name, mode), "mkdir");
+}
+
+void Symlink(fuse_req_t req, const char* link, fuse_ino_t parent, const char* name) {
+  ReplyEntryOr(req, Fs(req).Symlink(CredsOf(req), ToMds(req, parent), name, link), "symlink");
+}
+
+void Link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t new_parent, const char* new_name) {
+  ReplyEntryOr(req,
+               Fs(req).Link(CredsOf(req), ToMds(req, ino), ToMds(req, new_parent), new_name),
+               "link");
+}
+
+void Unlink(fuse_req_t req, fuse_ino_t parent, const char* name) {
+  ReplyOk(req, Fs(req).Unlink(CredsOf(req), ToMds(req, parent), name), "unlink");
+}
+
+void Rmdir(fuse_req_t req, fuse_ino_t parent, const char* name) {
+  ReplyOk(req, Fs(req).Rmdir(CredsOf(req), ToMds(req, parent), name), "rmdir");
+}
+
+void Rename(fuse_req_t req, fuse_ino_t parent, const char* name, fuse_ino_t new_parent,
+            const char* new_name, unsigned int flags) {
+  ReplyOk(req,
+          Fs(req).Rename(CredsOf(req), ToMds(req, parent), name, ToMds(req, new_parent), new_name,
+                         flags),
+          "rename");
+}
+
+void Readlink(fuse_req_t req, fuse_ino_t ino) {
+  auto target = Fs(req).Readlink(CredsOf(req), ToMds(req, ino));
+  if (!target.ok()) return ReplyError(req, target.status(), "readlink");
+  fuse_reply_readlink(req, target->c_str());
+}
+
+void Open(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
+  auto opened = Fs(req).Open(CredsOf(req), ToMds(req, ino), fi->flags);
+  if (!opened.ok()) return ReplyError(req, opened.status(), "open");
+  fi->fh = opened->fh;
+  fi->keep_cache = 0;  // close-to-open: another client may have written
+  fi->direct_io = (fi->flags & O_DIRECT) ? 1 : 0;
+  if (fuse_reply_open(req, fi) != 0) (void)Fs(req).Release(opened->fh);
+}
+
+void Create(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t mode,
+            fuse_file_info* fi) {
+  auto opened = Fs(req).Create(CredsOf(req), ToMds(req, parent), name, mode, fi->flags);
+  if (!opened.ok()) return ReplyError(req, opened.status(), "create");
+  fi->fh = opened->fh;
+  fi->keep_cache = 0;
+  fi->direct_io = (fi->flags & O_DIRECT) ? 1 : 0;
+  fuse_entry_param e = {};
+  e.ino = ToFuse(req, opened->attr.ino());
+  e.generation = opened->attr.generation();
+  e.attr = ToStat(req, opened->attr);
+  e.attr_timeout = kAttrTimeoutS;
+  e.entry_timeout = kAttrTimeoutS;
+  Fs(req).Remember(opened->attr);
+  if (fuse_reply_create(req, &e, fi) != 0) {
+    Fs(req).Forget(opened->attr.ino(), 1);
+    (void)Fs(req).Release(opened->fh);
+  }
+}
+
+void Read(fuse_req_t req, fuse_ino_t, size_t size, off_t off, fuse_file_info* fi) {
+  auto data = Fs(req).Read(fi->fh, static_cast<uint64_t>(off), size);
+  if (!data.ok()) return ReplyError(req, data.status(), "read");
+  fuse_reply_buf(req, data->data(), data->size());
+}
+
+void Write(fuse_req_t req, fuse_ino_t, const char* buf, size_t size, off_t off,
+           fuse_file_info* fi) {
+  auto n = Fs(req).Write(CredsOf(req), fi->fh, static_cast<uint64_t>(off),
+                         absl::string_view(buf, size));
+  if (!n.ok()) return ReplyError(req, n.status(), "write");
+  fuse_reply_write(req, *n);
+}
+
+void Flush(fuse_req_t req, fuse_ino_t, fuse_file_info* fi) {
+  ReplyOk(req, Fs(req).Fsync(fi->fh), "flush");  // write-through: nothing buffered
+}
+
+void Release(fuse_req_t req, fuse_ino_t, fuse_file_info* fi) {
+  ReplyOk(req, Fs(req).Release(fi->fh), "release");
+}
+
+void Fsync(fuse_req_t req, fuse_ino_t, int, fuse_file_info* fi) {
+  ReplyOk(req, Fs(req).Fsync(fi->fh), "fsync");
+}
+
+void Opendir(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
+  auto a = Fs(req).Getattr(CredsOf(req), ToMds(req, ino));
+  if (!a.ok()) return ReplyError(req, a.status(), "opendir");
+  if (!S_ISDIR(a->mode())) return fuse_reply_err(req, ENOTDIR), void();
+  fi->fh = 0;
+  fuse_reply_open(req, fi);
+}
+
+void Releasedir(fuse_req_t req, fuse_ino_t, fuse_file_info*) { fuse_reply_err(req, 0); }
+
+void Statfs(fuse_req_t req, fuse_ino_t) {
+  auto s = Fs(req).Statfs(CredsOf(req));
+  if (!s.ok()) return ReplyError(req, s.status(), "statfs");
+  constexpr uint64_t kBlock = 4096;
+  struct statvfs st = {};
+  st.f_bsize = kBlock;
+  st.f_frsize = kBlock;
+  st.f_blocks = s->bytes_total() / kBlock;
+  st.f_bfree = s->bytes_avail() / kBlock;
+  st.f_bavail = s->bytes_avail() / kBlock;
+  st.f_files = s->files() + s->files_free();
+  st.f_ffree = s->files_free();
+  st.f_favail = s->files_free();
+  st.f_namemax = s->name_max();
+  fuse_reply_statfs(req, &st);
+}
+
+void Setxattr(fuse_req_t req, fuse_ino_t ino, const char* name, const char* value, size_t size,
+              int flags) {
+  ReplyOk(req,
+          Fs(req).Setxattr(CredsOf(req), ToMds(req, ino), name, std::string(value, size),
+                           static_cast<uint32_t>(flags)),
+          "setxattr");
+}
+
+// getxattr/listxattr: size 0 asks for the length; a too-small buffer is ERANGE.
+void ReplySized(fuse_req_t req, const std::string& value, size_t size) {
+  if (size == 0) return fuse_reply_xattr(req, value.size()), void();
+  if (value.size() > size) return fuse_reply_err(req, ERANGE), void();
+  fuse_reply_buf(req, value.data(), value.size());
+}
+
+void Getxattr(fuse_req_t req, fuse_ino_t ino, const char* name, size_t size) {
+  auto value = Fs(req).Getxattr(CredsOf(req), ToMds(req, ino), name);
+  if (!value.ok()) return ReplyError(req, value.status(), "getxattr");
+  ReplySized(req, *value, size);
+}
+
+void Listxattr(fuse_req_t req, fuse_ino_t ino, size_t size) {
+  auto names = Fs(req).Listxattr(CredsOf(req), ToMds(req, ino));
+  if (!names.ok()) return ReplyError(req, names.status(), "listxattr");
+  std::string packed;
+  for (const std::string& n : *names) packed.append(n).push_back('\0');
+  ReplySized(req, packed, size);
+}
+
+void Removexattr(fuse_req_t req, fuse_ino_t ino, const char* name) {
+  ReplyOk(req, Fs(req).Removexattr(CredsOf(req), ToMds(req, ino), name), "removexattr");
+}
+
+void Access(fuse_req_t req, fuse_ino_t ino, int mask) {
+  ReplyOk(req, Fs(req).Access(CredsOf(req), ToMds(req, ino), mask), "access");
+}
+
+// readdir offsets: 1 and 2 follow "." and ".."; every other offset is the
+// MDS cookie of the entry just emitted (never 0, 1 or 2), so a later call
+// continues after it however the directory changed meanwhile.
+class DirFiller {
+ public:
+  DirFiller(fuse_req_t req, size_t size, bool plus) : req_(req), buf_(size, '\0'), plus_(plus) {}
+  ~DirFiller() {
+    // Entries the kernel never received hold no lookup reference.
+    for (uint64_t ino : remembered_) Fs(req_).Forget(ino, 1);
+  }
+
+  // False when the buffer is full (the entry was not added).
+  bool AddDot(const char* name, uint64_t ino, off_t next) {
+    fuse_entry_param e = {};  // e.ino 0: no lookup reference for "." and ".."
+    e.attr.st_ino = ToFuse(req_, ino);
+    e.attr.st_mode = S_IFDIR;
+    return Add(name, e, next);
+  }
+
+  bool AddEntry(const pb::DirEntry& d) {
+    fuse_entry_param e = {};
+    if (plus_ && d.attr().ino() != 0) {
+      e.ino = ToFuse(req_, d.ino());
+      e.generation = d.attr().generation();
+      e.attr = ToStat(req_, d.attr());
+      e.attr_timeout = kAttrTimeoutS;
+      e.entry_timeout = kAttrTimeoutS;
+    } else {
+      e.attr.st_ino = ToFuse(req_, d.ino());
+      e.attr.st_mode = d.type() << 12;
+    }
+    if (!Add(d.name().c_str(), e, static_cast<off_t>(d.cookie()))) return false;
+    if (e.ino != 0) {
+      Fs(req_).Remember(d.attr());
+      remembered_.push_back(d.ino());
+    }
+    return true;
+  }
+
+  void Reply() {
+    if (fuse_reply_buf(req_, buf_.data(), used_) == 0) remembered_.clear();
+  }
+
+ private:
+  bool Add(const char* name, const fuse_entry_param& e, off_t next) {
+    char* p = buf_.data() + used_;
+    const size_t room = buf_.size() - used_;
+    const size_t n = plus_ ? fuse_add_direntry_plus(req_, p, room, name, &e, next)
+                           : fuse_add_direntry(req_, p, room, name, &e.attr, next);
+    if (n > room) return false;
+    used_ += n;
+    return true;
+  }
+
+  fuse_req_t req_;
+  std::string buf_;
+  size_t used_ = 0;
+  bool plus_;
+  std::vector<uint64_t> remembered_;
+};
+
+void DoReaddir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, bool plus) {
+  const uint64_t dir = ToMds(req, ino);
+  const Creds creds = CredsOf(req);
+  DirFiller filler(req, size, plus);
+  // Read the first page before emitting ".": a directory we may not read fails whole.
+  uint64_t cookie = off <= 2 ? 0 : static_cast<uint64_t>(off);
+  auto page = Fs(req).Readdir(creds, dir, cookie, 256, plus);
+  if (!page.ok()) return ReplyError(req, page.status(), "readdir");
+  if (off < 1 && !filler.AddDot(".", dir, 1)) return filler.Reply();
+  if (off < 2) {
+    auto parent = Fs(req).Lookup(creds, dir, "..");
+    uint64_t parent_ino = ino == FUSE_ROOT_ID || !parent.ok() ? dir : parent->ino();
+    if (!filler.AddDot("..", parent_ino, 2)) return filler.Reply();
+  }
+  for (;;) {
+    for (const pb::DirEntry& d : page->entries) {
+      if (!filler.AddEntry(d)) return filler.Reply();
+      cookie = d.cookie();
+    }
+    if (page->eof || page->entries.empty()) return filler.Reply();
+    page = Fs(req).Readdir(creds, dir, cookie, 256, plus);
+    if (!page.ok()) return ReplyError(req, page.status(), "readdir");
+  }
+}
+
+void Readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, fuse_file_info*) {
+  DoReaddir(req, ino, size, off, false);
+}
+
+void Readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, fuse_file_info*) {
+  DoReaddir(req, ino, size, off, true);
+}
+
+}  // namespace
+
+const fuse_lowlevel_ops& Operations() {
+  static const fuse_lowlevel_ops ops = [] {
+    fuse_lowlevel_ops o = {};
+    o.init = Init;
+    o.lookup = Lookup;
+    o.forget = Forget;
+    o.forget_multi = ForgetMulti;
+    o.getattr = Getattr;
+    o.setattr = Setattr;
+    o.readlink = Readlink;
+    o.mknod = Mknod;
+    o.mkdir = Mkdir;
+    o.unlink = Unlink;
+    o.rmdir = Rmdir;
+    o.symlink = Symlink;
+    o.rename = Rename;
+    o.link = Link;
+    o.open = Open;
+    o.read = Read;
+    o.write = Write;
+    o.flush = Flush;
+    o.release = Release;
+    o.fsync = Fsync;
+    o.opendir = Opendir;
+    o.readdir = Readdir;
+    o.readdirplus = Readdirplus;
+    o.releasedir = Releasedir;
+    o.statfs = Statfs;
+    o.setxattr = Setxattr;
+    o.getxattr = Getxattr;
+    o.listxattr = Listxattr;
+    o.removexattr = Removexattr;
+    o.access = Access;
+    o.create = Create;
+    return o;
+  }();
+  return ops;
+}
+
+}  // namespace weft::fuse

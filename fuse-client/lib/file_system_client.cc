@@ -1,0 +1,379 @@
+#include "fuse-client/lib/file_system_client.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "common/log/log.h"
+#include "common/status/status.h"
+
+namespace weft::client {
+
+absl::Status FileSystemClientOptions::Validate() const {
+  if (mds_addrs.empty()) return absl::InvalidArgumentError("no MDS address");
+  if (fs.empty()) return absl::InvalidArgumentError("no filesystem name");
+  if (inflight_bytes_max == 0) return absl::InvalidArgumentError("inflight_bytes_max is 0");
+  return absl::OkStatus();
+}
+
+namespace {
+
+// Fails within connect_timeout_ms when no MDS answers or the filesystem does
+// not exist, where MetaClient::Connect would keep retrying for op_timeout_ms.
+absl::Status Probe(const FileSystemClientOptions& options) {
+  const absl::Time deadline = absl::Now() + absl::Milliseconds(options.connect_timeout_ms);
+  absl::Status last;
+  do {
+    FsAdmin admin(options.mds_addrs, std::min<int64_t>(options.connect_timeout_ms, 5000));
+    absl::StatusOr<pb::FsMap> map = admin.FsList();
+    if (map.ok()) {
+      for (const pb::FsInfo& fs : map->filesystems()) {
+        if (fs.name() == options.fs) return absl::OkStatus();
+      }
+      return ErrnoError(absl::StatusCode::kNotFound, ENOENT,
+                        absl::StrCat("no filesystem named ", options.fs));
+    }
+    last = map.status();
+    absl::SleepFor(absl::Milliseconds(200));
+  } while (absl::Now() < deadline);
+  return Annotate(last, absl::StrCat("no MDS answered at ", absl::StrJoin(options.mds_addrs, ",")));
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<FileSystemClient>> FileSystemClient::Connect(
+    FileSystemClientOptions options) {
+  RETURN_IF_ERROR(options.Validate());
+  RETURN_IF_ERROR(Probe(options));
+  MetaClientOptions mo;
+  mo.mds_addrs = options.mds_addrs;
+  mo.fs = options.fs;
+  mo.client_name = options.client_name;
+  mo.op_timeout_ms = options.op_timeout_ms;
+  ASSIGN_OR_RETURN(auto meta, MetaClient::Connect(mo));
+  ClientOptions co;
+  co.mds_addrs = options.mds_addrs;
+  co.op_timeout_ms = options.op_timeout_ms;
+  ASSIGN_OR_RETURN(auto objects, ObjectClient::Connect(co));
+  return std::unique_ptr<FileSystemClient>(
+      new FileSystemClient(std::move(options), std::move(meta), std::move(objects)));
+}
+
+FileSystemClient::FileSystemClient(FileSystemClientOptions options,
+                                   std::unique_ptr<MetaClient> meta,
+                                   std::unique_ptr<ObjectClient> objects)
+    : options_(std::move(options)),
+      meta_(std::move(meta)),
+      objects_(std::move(objects)),
+      io_(objects_.get(), options_.inflight_bytes_max) {}
+
+FileSystemClient::~FileSystemClient() {
+  std::vector<FileHandle> open;
+  {
+    absl::MutexLock lock(&mu_);
+    for (const auto& [fh, f] : handles_) open.push_back(fh);
+  }
+  for (FileHandle fh : open) (void)Release(fh);
+  (void)meta_->Close();
+}
+
+uint64_t FileSystemClient::root() const { return meta_->root(); }
+
+absl::StatusOr<Attr> FileSystemClient::ResolvePath(const std::string& path) {
+  Creds root_creds;
+  ASSIGN_OR_RETURN(Attr attr, FetchAttr(root_creds, root()));
+  for (absl::string_view part : absl::StrSplit(path, '/', absl::SkipEmpty())) {
+    ASSIGN_OR_RETURN(attr, Lookup(root_creds, attr.ino(), std::string(part)));
+  }
+  return attr;
+}
+
+// ---- cache
+
+void FileSystemClient::Remember(const Attr& attr) {
+  {
+    absl::MutexLock lock(&mu_);
+    inodes_[attr.ino()].refs++;
+  }
+  CacheAttr(attr);
+}
+
+void FileSystemClient::Forget(uint64_t ino, uint64_t n) {
+  absl::MutexLock lock(&mu_);
+  auto it = inodes_.find(ino);
+  if (it == inodes_.end()) return;
+  it->second.refs = it->second.refs > n ? it->second.refs - n : 0;
+  if (it->second.refs == 0) inodes_.erase(it);
+}
+
+void FileSystemClient::CacheAttr(const Attr& attr) {
+  absl::MutexLock lock(&mu_);
+  auto it = inodes_.find(attr.ino());
+  // Only inodes someone holds are cached; the rest would never be dropped.
+  if (it == inodes_.end()) return;
+  // An older reply must not overwrite a newer one (version grows on each change).
+  if (it->second.fetched != absl::InfinitePast() &&
+      it->second.attr.version() > attr.version()) {
+    return;
+  }
+  it->second.attr = attr;
+  it->second.fetched = absl::Now();
+}
+
+void FileSystemClient::Invalidate(uint64_t ino) {
+  absl::MutexLock lock(&mu_);
+  auto it = inodes_.find(ino);
+  if (it != inodes_.end()) it->second.fetched = absl::InfinitePast();
+}
+
+// ---- MDS calls
+
+absl::StatusOr<pb::MetaReply> FileSystemClient::Call(const Creds& c, pb::MetaRequest request) {
+  pb::Creds* creds = request.mutable_creds();
+  creds->set_uid(c.uid);
+  creds->set_gid(c.gid);
+  for (uint32_t g : c.groups) creds->add_groups(g);
+  creds->set_umask(c.umask);
+  return meta_->Call(std::move(request));
+}
+
+absl::StatusOr<Attr> FileSystemClient::CallAttr(const Creds& c, pb::MetaRequest request) {
+  ASSIGN_OR_RETURN(pb::MetaReply reply, Call(c, std::move(request)));
+  CacheAttr(reply.attr());
+  return reply.attr();
+}
+
+absl::StatusOr<Attr> FileSystemClient::FetchAttr(const Creds& c, uint64_t ino) {
+  pb::MetaRequest r;
+  r.mutable_getattr()->set_ino(ino);
+  return CallAttr(c, std::move(r));
+}
+
+absl::StatusOr<Attr> FileSystemClient::Lookup(const Creds& c, uint64_t parent,
+                                              const std::string& name) {
+  pb::MetaRequest r;
+  r.mutable_lookup()->set_parent(parent);
+  r.mutable_lookup()->set_name(name);
+  return CallAttr(c, std::move(r));
+}
+
+absl::StatusOr<Attr> FileSystemClient::Getattr(const Creds& c, uint64_t ino) {
+  {
+    absl::MutexLock lock(&mu_);
+    auto it = inodes_.find(ino);
+    if (it != inodes_.end() && absl::Now() - it->second.fetched < options_.attr_ttl) {
+      return it->second.attr;
+    }
+  }
+  return FetchAttr(c, ino);
+}
+
+absl::StatusOr<Attr> FileSystemClient::Setattr(const Creds& c, uint64_t ino,
+                                               const SetattrArgs& args, FileHandle fh) {
+  pb::MetaRequest r;
+  pb::SetattrOp* op = r.mutable_setattr();
+  op->set_ino(ino);
+  op->set_valid(args.valid);
+  op->set_mode(args.mode);
+  op->set_uid(args.uid);
+  op->set_gid(args.gid);
+  op->set_size(args.size);
+  op->set_atime_ns(args.atime_ns);
+  op->set_mtime_ns(args.mtime_ns);
+  if (fh != 0) {
+    ASSIGN_OR_RETURN(auto f, Handle(fh));
+    op->set_by_handle(f->writable());
+  }
+  if ((args.valid & pb::SA_SIZE) == 0) return CallAttr(c, std::move(r));
+  // A truncate: the MDS gets the new size first, so that no reader sees data
+  // past it, then the objects beyond it are trimmed (a truncate up trims
+  // nothing; the hole reads as zeros).
+  ASSIGN_OR_RETURN(Attr before, FetchAttr(c, ino));
+  ASSIGN_OR_RETURN(Attr after, CallAttr(c, std::move(r)));
+  RETURN_IF_ERROR(TrimAfterTruncate(before, after));
+  return after;
+}
+
+absl::Status FileSystemClient::TrimAfterTruncate(const Attr& before, const Attr& after) {
+  if (after.size() >= before.size()) return absl::OkStatus();
+  ASSIGN_OR_RETURN(FileData data, DataOf(after));
+  return io_.Trim(data, before.size(), after.size());
+}
+
+absl::StatusOr<Attr> FileSystemClient::Mknod(const Creds& c, uint64_t parent,
+                                             const std::string& name, uint32_t mode,
+                                             uint64_t rdev) {
+  pb::MetaRequest r;
+  pb::CreateOp* op = r.mutable_create();
+  op->set_parent(parent);
+  op->set_name(name);
+  op->set_mode(mode);
+  op->set_rdev(rdev);
+  op->set_exclusive(true);
+  Invalidate(parent);
+  return CallAttr(c, std::move(r));
+}
+
+absl::StatusOr<Attr> FileSystemClient::Mkdir(const Creds& c, uint64_t parent,
+                                             const std::string& name, uint32_t mode) {
+  pb::MetaRequest r;
+  r.mutable_mkdir()->set_parent(parent);
+  r.mutable_mkdir()->set_name(name);
+  r.mutable_mkdir()->set_mode(mode);
+  Invalidate(parent);
+  return CallAttr(c, std::move(r));
+}
+
+absl::StatusOr<Attr> FileSystemClient::Symlink(const Creds& c, uint64_t parent,
+                                               const std::string& name,
+                                               const std::string& target) {
+  pb::MetaRequest r;
+  r.mutable_symlink()->set_parent(parent);
+  r.mutable_symlink()->set_name(name);
+  r.mutable_symlink()->set_target(target);
+  Invalidate(parent);
+  return CallAttr(c, std::move(r));
+}
+
+absl::StatusOr<Attr> FileSystemClient::Link(const Creds& c, uint64_t ino, uint64_t new_parent,
+                                            const std::string& new_name) {
+  pb::MetaRequest r;
+  r.mutable_link()->set_ino(ino);
+  r.mutable_link()->set_new_parent(new_parent);
+  r.mutable_link()->set_new_name(new_name);
+  Invalidate(new_parent);
+  return CallAttr(c, std::move(r));
+}
+
+absl::Status FileSystemClient::Unlink(const Creds& c, uint64_t parent, const std::string& name) {
+  // The target's nlink and ctime change too: look it up to drop its cached attributes.
+  auto target = Lookup(c, parent, name);
+  pb::MetaRequest r;
+  r.mutable_unlink()->set_parent(parent);
+  r.mutable_unlink()->set_name(name);
+  Invalidate(parent);
+  absl::Status s = Call(c, std::move(r)).status();
+  if (target.ok()) Invalidate(target->ino());
+  return s;
+}
+
+absl::Status FileSystemClient::Rmdir(const Creds& c, uint64_t parent, const std::string& name) {
+  pb::MetaRequest r;
+  r.mutable_rmdir()->set_parent(parent);
+  r.mutable_rmdir()->set_name(name);
+  Invalidate(parent);
+  return Call(c, std::move(r)).status();
+}
+
+absl::Status FileSystemClient::Rename(const Creds& c, uint64_t parent, const std::string& name,
+                                      uint64_t new_parent, const std::string& new_name,
+                                      uint32_t flags) {
+  auto replaced = Lookup(c, new_parent, new_name);
+  pb::MetaRequest r;
+  pb::RenameOp* op = r.mutable_rename();
+  op->set_parent(parent);
+  op->set_name(name);
+  op->set_new_parent(new_parent);
+  op->set_new_name(new_name);
+  op->set_flags(flags);
+  Invalidate(parent);
+  Invalidate(new_parent);
+  absl::Status s = Call(c, std::move(r)).status();
+  if (replaced.ok()) Invalidate(replaced->ino());
+  return s;
+}
+
+absl::StatusOr<std::string> FileSystemClient::Readlink(const Creds& c, uint64_t ino) {
+  pb::MetaRequest r;
+  r.mutable_readlink()->set_ino(ino);
+  ASSIGN_OR_RETURN(pb::MetaReply reply, Call(c, std::move(r)));
+  return reply.value();
+}
+
+absl::StatusOr<DirPage> FileSystemClient::Readdir(const Creds& c, uint64_t ino, uint64_t cookie,
+                                                  uint32_t max_entries, bool with_attrs) {
+  pb::MetaRequest r;
+  pb::ReaddirOp* op = r.mutable_readdir();
+  op->set_ino(ino);
+  op->set_cookie(cookie);
+  op->set_max_entries(max_entries);
+  op->set_with_attrs(with_attrs);
+  ASSIGN_OR_RETURN(pb::MetaReply reply, Call(c, std::move(r)));
+  DirPage page;
+  page.eof = reply.eof();
+  page.entries.assign(reply.entries().begin(), reply.entries().end());
+  return page;
+}
+
+absl::StatusOr<std::string> FileSystemClient::Getxattr(const Creds& c, uint64_t ino,
+                                                       const std::string& name) {
+  pb::MetaRequest r;
+  r.mutable_getxattr()->set_ino(ino);
+  r.mutable_getxattr()->set_name(name);
+  ASSIGN_OR_RETURN(pb::MetaReply reply, Call(c, std::move(r)));
+  return reply.value();
+}
+
+absl::Status FileSystemClient::Setxattr(const Creds& c, uint64_t ino, const std::string& name,
+                                        const std::string& value, uint32_t flags) {
+  pb::MetaRequest r;
+  pb::SetxattrOp* op = r.mutable_setxattr();
+  op->set_ino(ino);
+  op->set_name(name);
+  op->set_value(value);
+  op->set_flags(flags);
+  Invalidate(ino);  // ctime, and the mode for a POSIX ACL
+  return Call(c, std::move(r)).status();
+}
+
+absl::StatusOr<std::vector<std::string>> FileSystemClient::Listxattr(const Creds& c,
+                                                                     uint64_t ino) {
+  pb::MetaRequest r;
+  r.mutable_listxattr()->set_ino(ino);
+  ASSIGN_OR_RETURN(pb::MetaReply reply, Call(c, std::move(r)));
+  return std::vector<std::string>(reply.names().begin(), reply.names().end());
+}
+
+absl::Status FileSystemClient::Removexattr(const Creds& c, uint64_t ino,
+                                           const std::string& name) {
+  pb::MetaRequest r;
+  r.mutable_removexattr()->set_ino(ino);
+  r.mutable_removexattr()->set_name(name);
+  Invalidate(ino);
+  return Call(c, std::move(r)).status();
+}
+
+absl::StatusOr<pb::StatfsReply> FileSystemClient::Statfs(const Creds& c) {
+  pb::MetaRequest r;
+  r.mutable_statfs();
+  ASSIGN_OR_RETURN(pb::MetaReply reply, Call(c, std::move(r)));
+  return reply.statfs();
+}
+
+absl::Status FileSystemClient::Access(const Creds& c, uint64_t ino, int mask) {
+  ASSIGN_OR_RETURN(Attr attr, FetchAttr(c, ino));
+  if (mask == F_OK) return absl::OkStatus();
+  const uint32_t mode = attr.mode();
+  if (c.uid == 0) {
+    if ((mask & X_OK) && (mode & S_IFMT) != S_IFDIR && (mode & 0111) == 0) {
+      return ErrnoError(absl::StatusCode::kPermissionDenied, EACCES, "no execute bit");
+    }
+    return absl::OkStatus();
+  }
+  uint32_t bits = mode & 07;
+  bool in_group = attr.gid() == c.gid;
+  for (uint32_t g : c.groups) in_group = in_group || g == attr.gid();
+  if (attr.uid() == c.uid) {
+    bits = (mode >> 6) & 07;
+  } else if (in_group) {
+    bits = (mode >> 3) & 07;
+  }
+  if ((static_cast<uint32_t>(mask) & bits) != static_cast<uint32_t>(mask & 07)) {
+    return ErrnoError(absl::StatusCode::kPermissionDenied, EACCES, "access denied by mode");
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace weft::client

@@ -1,0 +1,121 @@
+#include "fuse-client/lib/striped_io.h"
+
+#include <algorithm>
+#include <thread>
+
+#include "common/status/status.h"
+
+namespace weft::client {
+
+void StripedIo::Acquire(uint64_t bytes) {
+  absl::MutexLock lock(&mu_);
+  // One request larger than the whole budget runs alone rather than never.
+  auto fits = [this, bytes]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return inflight_bytes_ == 0 || inflight_bytes_ + bytes <= inflight_bytes_max_;
+  };
+  mu_.Await(absl::Condition(&fits));
+  inflight_bytes_ += bytes;
+}
+
+void StripedIo::ReleaseBudget(uint64_t bytes) {
+  absl::MutexLock lock(&mu_);
+  inflight_bytes_ -= bytes;
+}
+
+absl::Status StripedIo::RunParallel(
+    std::vector<std::pair<uint64_t, std::function<absl::Status()>>> jobs) {
+  if (jobs.size() == 1) {
+    Acquire(jobs[0].first);
+    absl::Status s = jobs[0].second();
+    ReleaseBudget(jobs[0].first);
+    return s;
+  }
+  // At most kMaxThreads objects at a time, and within the byte budget.
+  constexpr size_t kMaxThreads = 16;
+  std::vector<absl::Status> results(jobs.size());
+  for (size_t start = 0; start < jobs.size(); start += kMaxThreads) {
+    const size_t end = std::min(jobs.size(), start + kMaxThreads);
+    std::vector<std::thread> threads;
+    threads.reserve(end - start);
+    for (size_t i = start; i < end; ++i) {
+      Acquire(jobs[i].first);  // blocks here, before starting more, when over budget
+      threads.emplace_back([this, &jobs, &results, i] {
+        results[i] = jobs[i].second();
+        ReleaseBudget(jobs[i].first);
+      });
+    }
+    for (auto& t : threads) t.join();
+  }
+  for (const auto& s : results) RETURN_IF_ERROR(s);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::string> StripedIo::Read(const FileData& file, uint64_t offset,
+                                            uint64_t length) {
+  std::string out(length, '\0');
+  auto extents = striping::FileRangeToObjects(file.layout, offset, length);
+  std::vector<std::pair<uint64_t, std::function<absl::Status()>>> jobs;
+  for (const auto& e : extents) {
+    jobs.emplace_back(e.length, [this, &file, &e, &out]() -> absl::Status {
+      ObjectOperation op;
+      op.Read(e.offset, e.length);
+      auto r = objects_->Execute(file.pool, striping::DataObjectName(file.ino, e.objno), op);
+      if (!r.ok()) {
+        if (absl::IsNotFound(r.status())) return absl::OkStatus();  // a hole: zeros
+        return Annotate(r.status(), "read data object");
+      }
+      const std::string& data = r->items.at(0).data;
+      uint64_t obj_pos = 0;  // scatter the object's bytes; a short object leaves zeros
+      for (const auto& piece : e.pieces) {
+        if (obj_pos < data.size()) {
+          uint64_t n = std::min<uint64_t>(piece.length, data.size() - obj_pos);
+          std::copy_n(data.data() + obj_pos, n, out.data() + piece.buffer_offset);
+        }
+        obj_pos += piece.length;
+      }
+      return absl::OkStatus();
+    });
+  }
+  RETURN_IF_ERROR(RunParallel(std::move(jobs)));
+  return out;
+}
+
+absl::Status StripedIo::Write(const FileData& file, uint64_t offset, absl::string_view data) {
+  auto extents = striping::FileRangeToObjects(file.layout, offset, data.size());
+  std::vector<std::pair<uint64_t, std::function<absl::Status()>>> jobs;
+  for (const auto& e : extents) {
+    jobs.emplace_back(e.length, [this, &file, &e, data]() -> absl::Status {
+      std::string buf;
+      buf.reserve(e.length);
+      for (const auto& piece : e.pieces) {
+        buf.append(data.data() + piece.buffer_offset, piece.length);
+      }
+      ObjectOperation op;
+      op.Write(e.offset, std::move(buf));
+      auto r = objects_->Execute(file.pool, striping::DataObjectName(file.ino, e.objno), op);
+      return r.ok() ? absl::OkStatus() : Annotate(r.status(), "write data object");
+    });
+  }
+  return RunParallel(std::move(jobs));
+}
+
+absl::Status StripedIo::Trim(const FileData& file, uint64_t old_size, uint64_t new_size) {
+  auto plan = striping::TruncatePlan(file.layout, old_size, new_size);
+  std::vector<std::pair<uint64_t, std::function<absl::Status()>>> jobs;
+  for (const auto& t : plan) {
+    jobs.emplace_back(1, [this, &file, t]() -> absl::Status {
+      ObjectOperation op;
+      if (t.keep_bytes == 0) {
+        op.Remove();
+      } else {
+        op.Truncate(t.keep_bytes);
+      }
+      auto r = objects_->Execute(file.pool, striping::DataObjectName(file.ino, t.objno), op);
+      if (!r.ok() && !absl::IsNotFound(r.status())) return Annotate(r.status(), "trim data object");
+      return absl::OkStatus();
+    });
+  }
+  return RunParallel(std::move(jobs));
+}
+
+}  // namespace weft::client

@@ -1,0 +1,59 @@
+// Striped data I/O of one file: file ranges split into object extents by the
+// layout (common/striping) and sent to the objects in parallel, bounded by an
+// in-flight byte budget shared by every caller of one StripedIo.
+//
+// Holes read as zeros: a missing object, or bytes past an object's end, are
+// zeros up to the length the caller asks for (the caller clamps to the file
+// size). Writes go straight to the OSDs (write-through); nothing is buffered.
+//
+// Thread-safe. No lock is held across I/O.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "common/striping/striping.h"
+#include "fuse-client/lib/object_client.h"
+
+namespace weft::client {
+
+// Where a file's data lives.
+struct FileData {
+  uint64_t ino = 0;
+  striping::Layout layout;
+  PoolId pool;
+};
+
+class StripedIo {
+ public:
+  StripedIo(ObjectClient* objects, uint64_t inflight_bytes_max)
+      : objects_(objects), inflight_bytes_max_(inflight_bytes_max) {}
+
+  // Reads file bytes [offset, offset+length); holes are zeros. Returns exactly
+  // `length` bytes or an error.
+  absl::StatusOr<std::string> Read(const FileData& file, uint64_t offset, uint64_t length);
+  // Writes `data` at `offset`. All of it is on the OSDs when this returns OK;
+  // on error some objects may have been written (POSIX allows a torn write).
+  absl::Status Write(const FileData& file, uint64_t offset, absl::string_view data);
+  // Removes or trims the objects that hold bytes in [new_size, old_size).
+  absl::Status Trim(const FileData& file, uint64_t old_size, uint64_t new_size);
+
+ private:
+  // Runs `jobs` in parallel (one thread each), each first taking its byte
+  // count from the budget; returns the first error.
+  absl::Status RunParallel(std::vector<std::pair<uint64_t, std::function<absl::Status()>>> jobs);
+  void Acquire(uint64_t bytes);
+  void ReleaseBudget(uint64_t bytes);
+
+  ObjectClient* const objects_;
+  const uint64_t inflight_bytes_max_;
+  absl::Mutex mu_;
+  uint64_t inflight_bytes_ ABSL_GUARDED_BY(mu_) = 0;
+};
+
+}  // namespace weft::client

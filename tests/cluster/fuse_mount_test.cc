@@ -1,0 +1,442 @@
+// weft-fuse through the real kernel mount, against real processes (etcd,
+// weft-mds, 3 weft-osd): file data bit-exact across objects, holes, truncate,
+// O_APPEND/O_EXCL, the namespace operations, xattrs, statfs, permissions of
+// an unprivileged caller, and the mount's life cycle (kill -9, bad options).
+#include <catch2/catch.hpp>
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <sys/xattr.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <fstream>
+#include <functional>
+#include <set>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "common/striping/striping.h"
+#include "tests/harness/cluster.h"
+#include "tests/harness/mount.h"
+
+namespace weft::testing {
+namespace {
+
+constexpr uint64_t kMiB = 1 << 20;
+
+struct Fixture {
+  Fixture() {
+    auto c = Cluster::Start();
+    INFO(c.status());
+    REQUIRE(c.ok());
+    cluster = std::move(*c);
+    auto fs = cluster->CreateFs("fs1");
+    INFO(fs);
+    REQUIRE(fs.ok());
+    auto m = Mount::Start(*cluster, "fs1");
+    INFO(m.status());
+    REQUIRE(m.ok());
+    mount = std::move(*m);
+  }
+  std::string P(const std::string& rel) const { return mount->Path(rel); }
+  std::unique_ptr<Cluster> cluster;
+  std::unique_ptr<Mount> mount;  // destroyed first: unmounted before the cluster stops
+};
+
+void WriteAll(int fd, const std::string& data, off_t off) {
+  size_t done = 0;
+  while (done < data.size()) {
+    ssize_t n = pwrite(fd, data.data() + done, data.size() - done, off + done);
+    REQUIRE(n > 0);
+    done += n;
+  }
+}
+
+std::string ReadAt(int fd, off_t off, size_t len) {
+  std::string out(len, '\0');
+  size_t done = 0;
+  while (done < len) {
+    ssize_t n = pread(fd, out.data() + done, len - done, off + done);
+    REQUIRE(n >= 0);
+    if (n == 0) break;
+    done += n;
+  }
+  out.resize(done);
+  return out;
+}
+
+std::string ReadFile(const std::string& path) {
+  int fd = open(path.c_str(), O_RDONLY);
+  REQUIRE(fd >= 0);
+  struct stat st;
+  REQUIRE(fstat(fd, &st) == 0);
+  std::string out = ReadAt(fd, 0, st.st_size + 4096);
+  close(fd);
+  return out;
+}
+
+void WriteFile(const std::string& path, const std::string& data) {
+  int fd = open(path.c_str(), O_CREAT | O_WRONLY | O_TRUNC, 0644);
+  REQUIRE(fd >= 0);
+  WriteAll(fd, data, 0);
+  REQUIRE(close(fd) == 0);
+}
+
+off_t SizeOf(const std::string& path) {
+  struct stat st;
+  REQUIRE(stat(path.c_str(), &st) == 0);
+  return st.st_size;
+}
+
+// Runs `fn` in a child with uid/gid 1000 (supplementary group 2000); returns
+// its exit code. `fn` returns 0 on success, else the number of the failed check.
+int AsUser(const std::function<int()>& fn) {
+  pid_t pid = fork();
+  if (pid == 0) {
+    gid_t groups[] = {2000};
+    if (setgroups(1, groups) != 0 || setresgid(1000, 1000, 1000) != 0 ||
+        setresuid(1000, 1000, 1000) != 0) {
+      _exit(100);
+    }
+    umask(022);
+    _exit(fn());
+  }
+  int status = 0;
+  waitpid(pid, &status, 0);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 200;
+}
+
+TEST_CASE("fuse: file data through the mount", "[fuse]") {
+  Fixture f;
+
+  SECTION("small, unaligned and multi-object writes read back bit-exact") {
+    WriteFile(f.P("small"), "hello, weft");
+    CHECK(ReadFile(f.P("small")) == "hello, weft");
+
+    const std::string big = RandomBytes(10 * kMiB + 12345, 1);
+    int fd = open(f.P("big").c_str(), O_CREAT | O_RDWR, 0644);
+    REQUIRE(fd >= 0);
+    for (size_t off = 0; off < big.size(); off += 777777) {  // unaligned pieces
+      WriteAll(fd, big.substr(off, 777777), off);
+    }
+    CHECK(fsync(fd) == 0);
+    CHECK(ReadAt(fd, 0, big.size() + 100) == big);
+    CHECK(ReadAt(fd, 4 * kMiB - 3, 7) == big.substr(4 * kMiB - 3, 7));  // across objects
+    struct stat st;
+    REQUIRE(fstat(fd, &st) == 0);
+    CHECK(st.st_size == static_cast<off_t>(big.size()));
+    close(fd);
+    CHECK(ReadFile(f.P("big")) == big);
+
+    // The data objects carry the names the MDS purges: "<ino>.<objno>".
+    auto client = f.cluster->Client();
+    auto pool = client->LookupPool("fs1_data");
+    REQUIRE(pool.ok());
+    for (uint64_t objno = 0; objno < 3; ++objno) {
+      auto s = client->Stat(*pool, striping::DataObjectName(st.st_ino, objno));
+      INFO(objno);
+      CHECK(s.ok());
+    }
+    CHECK(!client->Stat(*pool, striping::DataObjectName(st.st_ino, 3)).ok());
+
+    // Truncate down into object 1: object 2 is removed, the rest reads back.
+    REQUIRE(truncate(f.P("big").c_str(), 5 * kMiB + 3) == 0);
+    CHECK(SizeOf(f.P("big")) == static_cast<off_t>(5 * kMiB + 3));
+    CHECK(!client->Stat(*pool, striping::DataObjectName(st.st_ino, 2)).ok());
+    // Truncate up: the hole reads as zeros, not as the old bytes.
+    REQUIRE(truncate(f.P("big").c_str(), 9 * kMiB) == 0);
+    std::string after = ReadFile(f.P("big"));
+    REQUIRE(after.size() == 9 * kMiB);
+    CHECK(after.substr(0, 5 * kMiB + 3) == big.substr(0, 5 * kMiB + 3));
+    CHECK(after.substr(5 * kMiB + 3) == std::string(9 * kMiB - 5 * kMiB - 3, '\0'));
+    REQUIRE(truncate(f.P("big").c_str(), 0) == 0);
+    CHECK(ReadFile(f.P("big")).empty());
+  }
+
+  SECTION("sparse files read zeros in the holes") {
+    int fd = open(f.P("sparse").c_str(), O_CREAT | O_RDWR, 0644);
+    REQUIRE(fd >= 0);
+    WriteAll(fd, "tail", 20 * kMiB);
+    WriteAll(fd, "mid", 6 * kMiB);
+    close(fd);
+    std::string all = ReadFile(f.P("sparse"));
+    REQUIRE(all.size() == 20 * kMiB + 4);
+    std::string expect(20 * kMiB + 4, '\0');
+    expect.replace(20 * kMiB, 4, "tail");
+    expect.replace(6 * kMiB, 3, "mid");
+    CHECK(all == expect);
+  }
+
+  SECTION("O_APPEND, O_EXCL, O_TRUNC") {
+    WriteFile(f.P("log"), "0123");
+    int a = open(f.P("log").c_str(), O_WRONLY | O_APPEND);
+    int b = open(f.P("log").c_str(), O_WRONLY | O_APPEND);
+    REQUIRE(a >= 0);
+    REQUIRE(b >= 0);
+    CHECK(write(a, "ab", 2) == 2);
+    CHECK(write(b, "cd", 2) == 2);
+    CHECK(pwrite(a, "ef", 2, 0) == 2);  // Linux: pwrite on O_APPEND appends
+    close(a);
+    close(b);
+    CHECK(ReadFile(f.P("log")) == "0123abcdef");
+
+    errno = 0;
+    CHECK(open(f.P("log").c_str(), O_CREAT | O_EXCL | O_WRONLY, 0644) < 0);
+    CHECK(errno == EEXIST);
+    int t = open(f.P("log").c_str(), O_WRONLY | O_TRUNC);
+    REQUIRE(t >= 0);
+    close(t);
+    CHECK(SizeOf(f.P("log")) == 0);
+
+    // A second mount has never looked "again" up, so its kernel sends CREATE
+    // (not OPEN) for O_CREAT|O_TRUNC of an existing name: it must truncate too.
+    WriteFile(f.P("again"), "old contents");
+    auto other = Mount::Start(*f.cluster, "fs1");
+    INFO(other.status());
+    REQUIRE(other.ok());
+    CHECK(ReadFile((*other)->Path("log")).empty());
+    WriteFile((*other)->Path("again"), "new");
+    CHECK(ReadFile((*other)->Path("again")) == "new");
+    CHECK(ReadFile(f.P("again")) == "new");
+  }
+
+  SECTION("closing a read-only descriptor keeps a writer's open") {
+    WriteFile(f.P("rw"), "one");
+    int w = open(f.P("rw").c_str(), O_RDWR);
+    int r = open(f.P("rw").c_str(), O_RDONLY);
+    REQUIRE(w >= 0);
+    REQUIRE(r >= 0);
+    CHECK(close(r) == 0);
+    CHECK(pwrite(w, "two", 3, 3) == 3);
+    CHECK(close(w) == 0);
+    CHECK(ReadFile(f.P("rw")) == "onetwo");
+  }
+
+  SECTION("an unlinked file stays readable and writable while open") {
+    WriteFile(f.P("ghost"), "boo");
+    int fd = open(f.P("ghost").c_str(), O_RDWR);
+    REQUIRE(fd >= 0);
+    REQUIRE(unlink(f.P("ghost").c_str()) == 0);
+    struct stat st;
+    CHECK(stat(f.P("ghost").c_str(), &st) != 0);
+    CHECK(ReadAt(fd, 0, 10) == "boo");
+    WriteAll(fd, "!!", 3);
+    CHECK(ReadAt(fd, 0, 10) == "boo!!");
+    CHECK(close(fd) == 0);
+  }
+}
+
+TEST_CASE("fuse: namespace operations through the mount", "[fuse]") {
+  Fixture f;
+
+  REQUIRE(mkdir(f.P("d").c_str(), 0755) == 0);
+  struct stat st;
+  REQUIRE(stat(f.P("d").c_str(), &st) == 0);
+  CHECK(S_ISDIR(st.st_mode));
+  CHECK(st.st_nlink == 2);
+  errno = 0;
+  CHECK(mkdir(f.P("d").c_str(), 0755) != 0);
+  CHECK(errno == EEXIST);
+
+  // readdir: ".", ".." and every entry, across several pages.
+  std::set<std::string> want = {".", ".."};
+  for (int i = 0; i < 300; ++i) {
+    std::string name = absl::StrCat("file-", i);
+    WriteFile(f.P("d/" + name), "x");
+    want.insert(name);
+  }
+  std::set<std::string> got;
+  DIR* dir = opendir(f.P("d").c_str());
+  REQUIRE(dir != nullptr);
+  while (dirent* e = readdir(dir)) {
+    CHECK(got.insert(e->d_name).second);  // no duplicates
+  }
+  closedir(dir);
+  CHECK(got == want);
+
+  // rename, with RENAME_NOREPLACE and RENAME_EXCHANGE.
+  WriteFile(f.P("a"), "A");
+  WriteFile(f.P("b"), "B");
+  REQUIRE(rename(f.P("a").c_str(), f.P("d/a2").c_str()) == 0);
+  CHECK(ReadFile(f.P("d/a2")) == "A");
+  CHECK(access(f.P("a").c_str(), F_OK) != 0);
+  errno = 0;
+  CHECK(syscall(SYS_renameat2, AT_FDCWD, f.P("d/a2").c_str(), AT_FDCWD, f.P("b").c_str(),
+                1 /* RENAME_NOREPLACE */) != 0);
+  CHECK(errno == EEXIST);
+  CHECK(syscall(SYS_renameat2, AT_FDCWD, f.P("d/a2").c_str(), AT_FDCWD, f.P("b").c_str(),
+                2 /* RENAME_EXCHANGE */) == 0);
+  CHECK(ReadFile(f.P("b")) == "A");
+  CHECK(ReadFile(f.P("d/a2")) == "B");
+  REQUIRE(rename(f.P("d/a2").c_str(), f.P("b").c_str()) == 0);  // replaces
+  CHECK(ReadFile(f.P("b")) == "B");
+
+  // hard links
+  REQUIRE(link(f.P("b").c_str(), f.P("d/b-link").c_str()) == 0);
+  REQUIRE(stat(f.P("b").c_str(), &st) == 0);
+  CHECK(st.st_nlink == 2);
+  REQUIRE(unlink(f.P("b").c_str()) == 0);
+  REQUIRE(stat(f.P("d/b-link").c_str(), &st) == 0);
+  CHECK(st.st_nlink == 1);
+  CHECK(ReadFile(f.P("d/b-link")) == "B");
+
+  // symlinks
+  REQUIRE(symlink("d/b-link", f.P("sl").c_str()) == 0);
+  char buf[256] = {};
+  CHECK(readlink(f.P("sl").c_str(), buf, sizeof(buf)) == 8);
+  CHECK(std::string(buf) == "d/b-link");
+  CHECK(ReadFile(f.P("sl")) == "B");
+  REQUIRE(lstat(f.P("sl").c_str(), &st) == 0);
+  CHECK(S_ISLNK(st.st_mode));
+
+  // rmdir
+  errno = 0;
+  CHECK(rmdir(f.P("d").c_str()) != 0);
+  CHECK(errno == ENOTEMPTY);
+  REQUIRE(mkdir(f.P("empty").c_str(), 0700) == 0);
+  CHECK(rmdir(f.P("empty").c_str()) == 0);
+  CHECK(stat(f.P("empty").c_str(), &st) != 0);
+
+  // chmod / chown as root
+  WriteFile(f.P("owned"), "o");
+  REQUIRE(chmod(f.P("owned").c_str(), 0600) == 0);
+  REQUIRE(chown(f.P("owned").c_str(), 1234, 5678) == 0);
+  REQUIRE(stat(f.P("owned").c_str(), &st) == 0);
+  CHECK((st.st_mode & 07777) == 0600);
+  CHECK(st.st_uid == 1234u);
+  CHECK(st.st_gid == 5678u);
+
+  // mknod of a fifo
+  REQUIRE(mkfifo(f.P("fifo").c_str(), 0644) == 0);
+  REQUIRE(lstat(f.P("fifo").c_str(), &st) == 0);
+  CHECK(S_ISFIFO(st.st_mode));
+
+  // xattrs
+  const std::string x = f.P("owned");
+  REQUIRE(setxattr(x.c_str(), "user.color", "blue", 4, 0) == 0);
+  char val[64] = {};
+  CHECK(getxattr(x.c_str(), "user.color", val, sizeof(val)) == 4);
+  CHECK(std::string(val, 4) == "blue");
+  CHECK(getxattr(x.c_str(), "user.color", nullptr, 0) == 4);
+  errno = 0;
+  CHECK(setxattr(x.c_str(), "user.color", "red", 3, XATTR_CREATE) != 0);
+  CHECK(errno == EEXIST);
+  char names[256] = {};
+  ssize_t n = listxattr(x.c_str(), names, sizeof(names));
+  CHECK(std::string(names, n > 0 ? n : 0).find("user.color") != std::string::npos);
+  REQUIRE(removexattr(x.c_str(), "user.color") == 0);
+  errno = 0;
+  CHECK(getxattr(x.c_str(), "user.color", val, sizeof(val)) < 0);
+  CHECK(errno == ENODATA);
+
+  // statfs shows the cluster's capacity
+  struct statvfs vfs;
+  REQUIRE(statvfs(f.mount->dir().c_str(), &vfs) == 0);
+  CHECK(vfs.f_blocks > 0);
+  CHECK(vfs.f_bavail > 0);
+  CHECK(vfs.f_namemax == 255);
+
+  // a subdir mount shows that directory as its root
+  auto sub = Mount::Start(*f.cluster, "fs1", "subdir=/d");
+  INFO(sub.status());
+  REQUIRE(sub.ok());
+  CHECK(ReadFile((*sub)->Path("b-link")) == "B");
+  CHECK(access((*sub)->Path("file-7").c_str(), F_OK) == 0);
+}
+
+TEST_CASE("fuse: an unprivileged user gets the MDS's permission checks", "[fuse]") {
+  Fixture f;
+  REQUIRE(mkdir(f.P("pub").c_str(), 0777) == 0);
+  REQUIRE(chmod(f.P("pub").c_str(), 0777) == 0);
+  WriteFile(f.P("root-only"), "secret");
+  REQUIRE(chmod(f.P("root-only").c_str(), 0600) == 0);
+  WriteFile(f.P("group-file"), "g");
+  REQUIRE(chown(f.P("group-file").c_str(), 0, 2000) == 0);
+  REQUIRE(chmod(f.P("group-file").c_str(), 0660) == 0);
+
+  const std::string pub = f.P("pub"), mine = f.P("pub/mine"), root_file = f.P("root-only"),
+                    root_new = f.P("denied"), group_file = f.P("group-file");
+  int rc = AsUser([&]() -> int {
+    if (open(root_new.c_str(), O_CREAT | O_WRONLY, 0644) >= 0 || errno != EACCES) return 1;
+    if (open(root_file.c_str(), O_RDONLY) >= 0 || errno != EACCES) return 2;
+    int fd = open(mine.c_str(), O_CREAT | O_WRONLY, 0666);
+    if (fd < 0) return 3;
+    if (write(fd, "mine", 4) != 4 || close(fd) != 0) return 4;
+    if (chmod(root_file.c_str(), 0666) == 0 || errno != EPERM) return 5;
+    if (access(root_file.c_str(), R_OK) == 0) return 6;
+    if (access(mine.c_str(), R_OK | W_OK) != 0) return 7;
+    // a supplementary group grants access
+    fd = open(group_file.c_str(), O_RDWR);
+    if (fd < 0) return 8;
+    close(fd);
+    return 0;
+  });
+  CHECK(rc == 0);
+  struct stat st;
+  REQUIRE(stat(mine.c_str(), &st) == 0);
+  CHECK(st.st_uid == 1000u);
+  CHECK(st.st_gid == 1000u);
+  CHECK((st.st_mode & 0777) == 0644);  // the caller's umask 022
+  CHECK(ReadFile(mine) == "mine");
+}
+
+TEST_CASE("fuse: mount life cycle - bad options fail cleanly - kill -9 then lazy unmount",
+          "[fuse]") {
+  auto c = Cluster::Start();
+  REQUIRE(c.ok());
+  std::unique_ptr<Cluster> cluster = std::move(*c);
+  REQUIRE(cluster->CreateFs("fs1").ok());
+  const std::string dir = cluster->dir() + "/bad";
+  REQUIRE(mkdir(dir.c_str(), 0755) == 0);
+  const std::string conf = "conf=" + cluster->conf_path();
+
+  CommandResult r = RunCommand({BinPath("weft-fuse"), dir, "-f", "-o", conf + ",fs=fs1,bogus=1"});
+  CHECK(r.code != 0);
+  CHECK(!Mount::IsMounted(dir));
+  r = RunCommand({BinPath("weft-fuse"), dir, "-o", "conf=/nonexistent.conf,fs=fs1"});
+  CHECK(r.code != 0);
+  CHECK(r.output.find("weft-fuse:") != std::string::npos);
+  CHECK(!Mount::IsMounted(dir));
+  r = RunCommand({BinPath("weft-fuse"), dir, "-o", conf + ",fs=nosuchfs"});
+  CHECK(r.code != 0);
+  CHECK(!Mount::IsMounted(dir));
+  {
+    const std::string bad_conf = cluster->dir() + "/unreachable.conf";
+    std::ofstream(bad_conf) << "fsid = x\nmds = 127.0.0.1:" << FreePort() << "\n";
+    r = RunCommand({BinPath("weft-fuse"), dir, "-o", "conf=" + bad_conf + ",fs=fs1"});
+    CHECK(r.code != 0);
+    CHECK(!Mount::IsMounted(dir));
+  }
+
+  // Detached (no -f): the command returns once mounted.
+  r = RunCommand({BinPath("weft-fuse"), dir, "-o", conf + ",fs=fs1,log=" + dir + ".log"});
+  INFO(r.output);
+  REQUIRE(r.code == 0);
+  CHECK(Mount::IsMounted(dir));
+  WriteFile(dir + "/f", "data");
+  CHECK(RunCommand({FusermountPath(), "-u", dir}).code == 0);
+  CHECK(!Mount::IsMounted(dir));
+
+  // kill -9 leaves a dead mount that a lazy unmount clears.
+  auto m = Mount::Start(*cluster, "fs1");
+  REQUIRE(m.ok());
+  CHECK(ReadFile((*m)->Path("f")) == "data");
+  (*m)->process()->Kill(SIGKILL);
+  (*m)->process()->Wait();
+  struct stat st;
+  errno = 0;
+  CHECK(stat((*m)->Path("f").c_str(), &st) != 0);
+  CHECK(errno == ENOTCONN);
+  CHECK(LazyUnmount((*m)->dir()));
+  CHECK(!Mount::IsMounted((*m)->dir()));
+}
+
+}  // namespace
+}  // namespace weft::testing

@@ -1,0 +1,45 @@
+// A weft-fuse mount for tests: starts `weft-fuse DIR -f -o conf=,fs=,log=`
+// against a Cluster on a fresh directory inside the cluster's directory,
+// waits until the kernel shows the mount, and in its destructor — also when a
+// test assertion fails — unmounts (fusermount3 -u, then -u -z), kills the
+// process by PID and removes the directory.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "tests/harness/cluster.h"
+
+namespace weft::testing {
+
+class Mount {
+ public:
+  // `extra_options` are appended to -o (e.g. "subdir=/a").
+  static absl::StatusOr<std::unique_ptr<Mount>> Start(Cluster& cluster, const std::string& fs,
+                                                      const std::string& extra_options = "");
+  ~Mount();
+
+  const std::string& dir() const { return dir_; }
+  std::string Path(const std::string& rel) const { return dir_ + "/" + rel; }
+  const std::string& log_path() const { return log_path_; }
+  pid_t pid() const { return process_ ? process_->pid() : -1; }
+  Process* process() { return process_.get(); }
+
+  // Whether the kernel lists `dir` as a mount point.
+  static bool IsMounted(const std::string& dir);
+
+ private:
+  Mount() = default;
+  std::string dir_;
+  std::string log_path_;
+  std::unique_ptr<Process> process_;
+};
+
+// The absolute path of fusermount3 (Process::Spawn does not search PATH).
+std::string FusermountPath();
+// `fusermount3 -u -z dir`; true if it succeeded.
+bool LazyUnmount(const std::string& dir);
+
+}  // namespace weft::testing
