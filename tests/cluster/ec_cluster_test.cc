@@ -98,7 +98,7 @@ std::map<int, uint64_t> StatusReadBytes(Cluster& c) {
 
 }  // namespace
 
-TEST_CASE("erasure pool profiles: bad ones refused with the reason, pool ls shows the profile",
+TEST_CASE("erasure pool profiles: bad ones refused with the reason - pool ls shows the profile",
           "[cluster][ec]") {
   auto started = Cluster::Start({.osds = 6});
   REQUIRE(started.ok());
@@ -144,7 +144,7 @@ TEST_CASE("erasure pool profiles: bad ones refused with the reason, pool ls show
   REQUIRE(m->FindPoolByName("ec33")->ec_chunk_bytes == 4096);
 }
 
-TEST_CASE("erasure 4+2: 200 mixed objects survive two killed shard OSDs; a 1-byte read moves "
+TEST_CASE("erasure 4+2: 200 mixed objects survive two killed shard OSDs - a 1-byte read moves "
           "at most one chunk",
           "[cluster][ec]") {
   auto started = Cluster::Start({.osds = 6});
@@ -326,7 +326,7 @@ TEST_CASE("erasure 4+2: the primary killed during partial-stripe writes leaves e
 }
 
 TEST_CASE("erasure 4+2: a primary dying after a partial-stripe write reached N shards: rolled "
-          "back below k, forward from k",
+          "back below k - forward from k",
           "[cluster][ec]") {
   auto started = Cluster::Start({.osds = 6});
   REQUIRE(started.ok());
