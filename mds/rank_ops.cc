@@ -45,7 +45,9 @@ absl::Status MdsRank::ReleaseLocked(const pb::MetaRequest& request, pb::JournalE
   if (it == s->opens.end() || it->second <= 0) return Err(EBADF, "release of a file not open");
   if (--it->second == 0) s->opens.erase(it);
   auto w = s->opens_write.find(ino);
-  if (w != s->opens_write.end() && --w->second <= 0) s->opens_write.erase(w);
+  if (w != s->opens_write.end() && (request.release().write() || !s->opens.contains(ino))) {
+    if (--w->second <= 0 || !s->opens.contains(ino)) s->opens_write.erase(w);
+  }
   if (s->opens.contains(ino)) return absl::OkStatus();
   event->set_op("release");
   ReleaseStrayLocked(ino, request.session(), event);

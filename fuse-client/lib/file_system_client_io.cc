@@ -183,6 +183,7 @@ absl::Status FileSystemClient::Release(FileHandle fh) {
   for (int i = 0; i < releases; ++i) {
     pb::MetaRequest r;
     r.mutable_release()->set_ino(f->ino);
+    r.mutable_release()->set_write(i == 0 && f->writable());  // the rest were read-only
     absl::Status one = Call(f->creds, std::move(r)).status();
     if (s.ok()) s = one;
   }

@@ -148,6 +148,15 @@ TEST_CASE("permissions: mode bits - groups - sticky and setgid directories - cho
   REQUIRE(other_session != nullptr);
   FsCaller elsewhere(other_session.get());
   CHECK(Errno(elsewhere.Written(mine, 20)) == EBADF);
+  // Closing a read-only handle leaves the writer's; closing the writer ends it.
+  uint64_t shared_file = Ino(alice.Create(home, "two-handles", 0644));
+  REQUIRE(alice.Open(shared_file, O_WRONLY).ok());
+  REQUIRE(alice.Open(shared_file, O_RDONLY).ok());
+  REQUIRE(alice.Release(shared_file, false).ok());
+  CHECK(alice.Written(shared_file, 5).ok());
+  REQUIRE(alice.Release(shared_file, true).ok());
+  CHECK(Errno(alice.Written(shared_file, 6)) == EBADF);
+  CHECK(Errno(alice.Release(shared_file)) == EBADF);
 
   // utimes: explicit times need ownership; "now" needs write access.
   uint64_t open_file = Ino(alice.Create(home, "open", 0666));

@@ -244,9 +244,10 @@ absl::StatusOr<pb::Attr> FsCaller::Open(uint64_t ino, uint32_t flags) {
   return AttrOf(Call(r));
 }
 
-absl::Status FsCaller::Release(uint64_t ino) {
+absl::Status FsCaller::Release(uint64_t ino, bool write) {
   pb::MetaRequest r;
   r.mutable_release()->set_ino(ino);
+  r.mutable_release()->set_write(write);
   return Call(r).status();
 }
 

@@ -52,7 +52,7 @@ class FsCaller {
   absl::Status Removexattr(uint64_t ino, const std::string& name);
   absl::StatusOr<pb::StatfsReply> Statfs();
   absl::StatusOr<pb::Attr> Open(uint64_t ino, uint32_t flags);
-  absl::Status Release(uint64_t ino);
+  absl::Status Release(uint64_t ino, bool write = false);
   absl::StatusOr<pb::Attr> Written(uint64_t ino, uint64_t end);
 
   absl::StatusOr<pb::MetaReply> Call(pb::MetaRequest request);
