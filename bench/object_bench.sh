@@ -27,6 +27,8 @@
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
+# shellcheck source=bench/lib.sh
+source "$root/bench/lib.sh"
 anchor=$(cd "$root/../shared/anchors/ceph" && pwd)
 bin=$root/build/bin
 
@@ -67,8 +69,6 @@ C=(ceph -c "$ceph_conf")
 R=(rados -c "$ceph_conf")
 W=("$bin/weft")
 
-log() { echo "[$(date +%T)] $*" >&2; }
-die() { log "ERROR: $*"; exit 1; }
 
 # ---------------------------------------------------------------- cleanup --
 ceph_started=0 weft_dir="" sampler_pid="" failures=()
@@ -94,8 +94,6 @@ trap 'exit 143' TERM
 value() {
   awk -v k="$2" 'index($0, k) == 1 { v = substr($0, length(k) + 1); gsub(/^[ \t]+|[ \t]+$/, "", v); print v; exit }' "$1"
 }
-median() { sort -g | awk '{ a[NR] = $1 } END { if (NR == 0) exit; print (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2 }'; }
-calc() { awk "BEGIN { printf \"%.6g\", $* }"; }
 
 drop_caches() {
   sync
@@ -106,87 +104,12 @@ drop_caches() {
 
 # Sample VmRSS of the processes in the given pid files every second, as
 # "name rss_kib" lines into $1, until killed.
-start_sampler() {
-  local out=$1; shift
-  (
-    while :; do
-      for f in "$@"; do
-        [[ -f $f ]] || continue
-        local p n r
-        p=$(cat "$f" 2>/dev/null) || continue
-        n=$(basename "$f" .pid)
-        r=$(awk '/^VmRSS:/ { print $2 }' "/proc/$p/status" 2>/dev/null) || continue
-        [[ -n $r ]] && echo "$n $r"
-      done
-      sleep 1
-    done
-  ) >"$out" &
-  sampler_pid=$!
-}
-stop_sampler() {
-  [[ -n "$sampler_pid" ]] || return 0
-  kill "$sampler_pid" 2>/dev/null || true
-  wait "$sampler_pid" 2>/dev/null || true
-  sampler_pid=""
-}
 
-# peak_rss PREFIX PIDFILES...: writes "name VmHWM_KiB" lines to PREFIX.hwm and
-# prints the largest VmHWM in MiB. VmHWM is the process's peak resident set.
-peak_rss() {
-  local prefix=$1; shift
-  : >"$prefix.hwm"
-  for f in "$@"; do
-    local p; p=$(cat "$f")
-    local comm; comm=$(cat "/proc/$p/comm" 2>/dev/null || echo gone)
-    local hwm; hwm=$(awk '/^VmHWM:/ { print $2 }' "/proc/$p/status" 2>/dev/null || true)
-    echo "$(basename "$f" .pid) pid=$p comm=$comm VmHWM_KiB=${hwm:-?}" >>"$prefix.hwm"
-  done
-  awk -F'VmHWM_KiB=' '$2 ~ /^[0-9]+$/ && $2 > m { m = $2 } END { printf "%.0f", m / 1024 }' "$prefix.hwm"
-}
 
-# run_tool NAME OUTFILE CMD...: runs a benchmark command, keeps its output.
-run_tool() {
-  local name=$1 out=$2; shift 2
-  echo "\$ $*" >"$out"
-  log "$name: $*"
-  local rc=0
-  "$@" >>"$out" 2>&1 || rc=$?
-  if [[ $rc != 0 ]]; then
-    failures+=("$name exited $rc (see $out)")
-    log "warning: $name exited $rc; tail of $out:"; tail -5 "$out" >&2
-  fi
-}
 
 # ----------------------------------------------------------------- header --
-wait_for_build() {  # a ninja working in our build dir (the lead rebuilding)
-  local waited=0
-  while :; do
-    local busy=0
-    for p in $(pgrep -x ninja || true); do
-      [[ $(readlink "/proc/$p/cwd" 2>/dev/null) == "$root/build"* ]] && busy=1
-      tr '\0' ' ' <"/proc/$p/cmdline" 2>/dev/null | grep -q -- "$root/build" && busy=1
-    done
-    [[ $busy == 0 ]] && return 0
-    [[ $waited == 0 ]] && log "a build is running in $root/build; waiting for it"
-    waited=1; sleep 5
-  done
-}
 
 started_at=$(date +%s)
-install_ceph() {  # up.sh also needs setfattr (package attr) for its CephFS layouts
-  local c missing=0
-  for c in ceph rados ceph-mon ceph-osd ceph-mgr ceph-mds ceph-fuse setfattr; do
-    command -v "$c" >/dev/null || missing=1
-  done
-  [[ $missing == 1 ]] || return 0
-  local pkgs=(ceph ceph-mds ceph-fuse attr)
-  log "installing ${pkgs[*]}"
-  export DEBIAN_FRONTEND=noninteractive
-  apt-get install -y -q "${pkgs[@]}" >"$OUT/apt.log" 2>&1 || {
-    apt-get update -q >>"$OUT/apt.log" 2>&1
-    apt-get install -y -q "${pkgs[@]}" >>"$OUT/apt.log" 2>&1
-  } || die "apt-get install ${pkgs[*]} failed (see $OUT/apt.log)"
-}
 if [[ $do_ceph == 1 ]]; then install_ceph; fi
 {
   echo "# Weft object layer vs rados bench (Ceph anchor), $(date -u '+%Y-%m-%d %H:%M:%S UTC')"

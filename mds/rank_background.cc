@@ -250,7 +250,9 @@ pb::FsStatusReply MdsRank::Status() {
   reply.set_strays(cache_.strays().size());
   reply.set_purge_queue(cache_.purge_queue().size());
   reply.set_replay_ms(replay_ms_);
-  reply.set_inodes(cache_.next_ino() - kFirstFreeIno + 1);
+  if (CInode* root = cache_.Inode(kRootIno)) {  // files and directories, root included
+    reply.set_inodes(root->rec.rstat().rfiles() + root->rec.rstat().rsubdirs() + 1);
+  }
   reply.set_rss_bytes(RssBytes());
   return reply;
 }

@@ -5,20 +5,25 @@
 
 namespace weft::client {
 
-absl::Status AdminClient::Call(
-    const std::function<absl::Status(pb::Cluster::Stub*, std::string* leader)>& fn) {
-  std::vector<std::string> todo = mds_addrs_;
+absl::Status CallLeader(const std::vector<std::string>& mds_addrs,
+                        const std::function<absl::Status(const std::string& addr,
+                                                         std::string* leader)>& fn) {
+  std::vector<std::string> todo = mds_addrs;
   absl::Status last = absl::UnavailableError("no MDS address configured");
   for (size_t i = 0; i < todo.size() && i < 8; ++i) {
-    auto stub = pb::Cluster::NewStub(channels_.Get(todo[i]));
     std::string leader;
-    absl::Status status = fn(stub.get(), &leader);
-    bool not_leader = absl::IsFailedPrecondition(status) &&
-                      status.message().find("not the map manager") != absl::string_view::npos;
-    if (not_leader && !leader.empty()) {
-      todo.push_back(leader);
-      last = status;
-      continue;
+    absl::Status status = fn(todo[i], &leader);
+    if (absl::IsFailedPrecondition(status) &&
+        status.message().find("not the map manager") != absl::string_view::npos) {
+      if (leader.empty()) {
+        auto pos = status.message().find("leader=");
+        if (pos != absl::string_view::npos) leader = std::string(status.message().substr(pos + 7));
+      }
+      if (!leader.empty() && leader != "none") {
+        todo.push_back(leader);
+        last = status;
+        continue;
+      }
     }
     if (absl::IsUnavailable(status) || absl::IsDeadlineExceeded(status)) {
       last = status;
@@ -27,6 +32,14 @@ absl::Status AdminClient::Call(
     return status;
   }
   return last;
+}
+
+absl::Status AdminClient::Call(
+    const std::function<absl::Status(pb::Cluster::Stub*, std::string* leader)>& fn) {
+  return CallLeader(mds_addrs_, [&](const std::string& addr, std::string* leader) {
+    auto stub = pb::Cluster::NewStub(channels_.Get(addr));
+    return fn(stub.get(), leader);
+  });
 }
 
 absl::StatusOr<int32_t> AdminClient::OsdCreate(const std::string& host, const std::string& rack,

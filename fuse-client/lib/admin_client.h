@@ -3,6 +3,7 @@
 // names the leader and the call is sent there.
 #pragma once
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -11,6 +12,14 @@
 #include "proto/mds.grpc.pb.h"
 
 namespace weft::client {
+
+// Calls `fn(addr, &leader)` on each MDS address in turn until one answers
+// with something other than "not the map manager" or a transport failure;
+// a refusal that names the leader (through `leader`, or "leader=ADDR" in its
+// message) sends the call there next. At most 8 attempts.
+absl::Status CallLeader(const std::vector<std::string>& mds_addrs,
+                        const std::function<absl::Status(const std::string& addr,
+                                                         std::string* leader)>& fn);
 
 class AdminClient {
  public:

@@ -8,18 +8,10 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "common/status/status.h"
+#include "fuse-client/lib/admin_client.h"
 
 namespace weft::client {
 namespace {
-
-// "not the map manager; leader=ADDR" -> ADDR.
-std::string LeaderFrom(const absl::Status& status) {
-  absl::string_view msg = status.message();
-  auto pos = msg.find("leader=");
-  if (pos == absl::string_view::npos) return "";
-  std::string addr(msg.substr(pos + 7));
-  return addr == "none" ? "" : addr;
-}
 
 bool Retryable(const absl::Status& status) {
   return absl::IsUnavailable(status) || absl::IsDeadlineExceeded(status) ||
@@ -193,24 +185,10 @@ absl::Status MetaClient::Close() {
 }
 
 absl::Status FsAdmin::Call(const std::function<absl::Status(pb::Filesystems::Stub*)>& fn) {
-  std::vector<std::string> todo = mds_addrs_;
-  absl::Status last = absl::UnavailableError("no MDS address configured");
-  for (size_t i = 0; i < todo.size() && i < 8; ++i) {
-    auto stub = pb::Filesystems::NewStub(channels_.Get(todo[i]));
-    absl::Status status = fn(stub.get());
-    std::string leader = LeaderFrom(status);
-    if (absl::IsFailedPrecondition(status) && !leader.empty()) {
-      todo.push_back(leader);
-      last = status;
-      continue;
-    }
-    if (absl::IsUnavailable(status) || absl::IsDeadlineExceeded(status)) {
-      last = status;
-      continue;
-    }
-    return status;
-  }
-  return last;
+  return CallLeader(mds_addrs_, [&](const std::string& addr, std::string*) {
+    auto stub = pb::Filesystems::NewStub(channels_.Get(addr));
+    return fn(stub.get());
+  });
 }
 
 absl::Status FsAdmin::FsNew(const std::string& name, const std::string& metadata_pool,

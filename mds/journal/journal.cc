@@ -81,19 +81,14 @@ absl::Status Journal::RemoveSegmentsFrom(uint64_t segment) {
   }
 }
 
-void Journal::Start() {
-  for (int i = 0; i < std::max(1, options_.writers); ++i) {
-    writers_.emplace_back([this] { WriterLoop(); });
-  }
-}
+void Journal::Start() { writer_ = std::thread([this] { WriterLoop(); }); }
 
 void Journal::Stop() {
   {
     absl::MutexLock lock(&mu_);
     stopping_ = true;
   }
-  for (auto& t : writers_) t.join();
-  writers_.clear();
+  if (writer_.joinable()) writer_.join();
 }
 
 void Journal::Enqueue(uint64_t seq, std::string event_bytes) {
@@ -126,7 +121,6 @@ void Journal::WriterLoop() {
   for (;;) {
     std::string batch;
     uint64_t last = 0, segment = 0, offset = 0;
-    Inflight* mine = nullptr;
     {
       absl::MutexLock lock(&mu_);
       auto ready = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
@@ -143,17 +137,12 @@ void Journal::WriterLoop() {
         last = queue_.front().first;
         queue_.pop_front();
       }
-      Segment* current = &segments_.back();
-      if (current->bytes > 0 && current->bytes + batch.size() > options_.segment_bytes) {
-        segments_.push_back(Segment{current->number + 1, current->last_seq, 0});
-        current = &segments_.back();
+      const Segment& current = segments_.back();
+      if (current.bytes > 0 && current.bytes + batch.size() > options_.segment_bytes) {
+        segments_.push_back(Segment{current.number + 1, current.last_seq, 0});
       }
-      segment = current->number;
-      offset = current->bytes;
-      current->bytes += batch.size();
-      current->last_seq = last;
-      inflight_.push_back(Inflight{last, false});
-      mine = &inflight_.back();
+      segment = segments_.back().number;
+      offset = segments_.back().bytes;
     }
     const absl::Time started = absl::Now();
     absl::Status status = store_->WriteSegment(segment, offset, batch);
@@ -162,24 +151,28 @@ void Journal::WriterLoop() {
     if (!status.ok()) {
       LOG(ERROR) << "event=journal_write_failed segment=" << segment << " status=\"" << status << "\"";
       error_ = status;
+      continue;
     }
-    mine->done = true;
-    while (!inflight_.empty() && inflight_.front().done && error_.ok()) {
-      stat_events_ += inflight_.front().last_seq - durable_seq_;
-      durable_seq_ = inflight_.front().last_seq;
-      inflight_.pop_front();
-    }
-    ++stat_appends_;
-    stat_append_us_ += absl::ToInt64Microseconds(ended - started);
-    const int64_t now_ms = absl::ToUnixMillis(ended);
-    if (stat_since_ms_ == 0) stat_since_ms_ = now_ms;
-    if (now_ms - stat_since_ms_ >= 10000) {
-      LOG(INFO) << "event=journal_stats writes=" << stat_appends_ << " events=" << stat_events_
-                << " avg_write_us=" << stat_append_us_ / std::max<uint64_t>(1, stat_appends_);
-      stat_appends_ = stat_events_ = 0;
-      stat_append_us_ = 0;
-      stat_since_ms_ = now_ms;
-    }
+    Segment& written = segments_.back();
+    written.bytes += batch.size();
+    written.last_seq = last;
+    RecordWriteLocked(last, ended - started, ended);
+  }
+}
+
+void Journal::RecordWriteLocked(uint64_t last, absl::Duration took, absl::Time now) {
+  ++stat_appends_;
+  stat_events_ += last - durable_seq_;
+  stat_append_us_ += absl::ToInt64Microseconds(took);
+  durable_seq_ = last;
+  const int64_t now_ms = absl::ToUnixMillis(now);
+  if (stat_since_ms_ == 0) stat_since_ms_ = now_ms;
+  if (now_ms - stat_since_ms_ >= 10000) {
+    LOG(INFO) << "event=journal_stats writes=" << stat_appends_ << " events=" << stat_events_
+              << " avg_write_us=" << stat_append_us_ / std::max<uint64_t>(1, stat_appends_);
+    stat_appends_ = stat_events_ = 0;
+    stat_append_us_ = 0;
+    stat_since_ms_ = now_ms;
   }
 }
 

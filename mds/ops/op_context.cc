@@ -84,6 +84,11 @@ absl::Status OpContext::LoadAllFrags(uint64_t dir) {
   return missing ? NeedLoad() : absl::OkStatus();
 }
 
+absl::Status OpContext::LoadFrag(uint64_t dir, Frag frag) {
+  load_frags_.emplace_back(dir, frag);
+  return NeedLoad();
+}
+
 absl::Status OpContext::CheckEmpty(uint64_t dir) {
   RETURN_IF_ERROR(LoadAllFrags(dir));
   CDir* d = cache_->Dir(dir);
@@ -180,6 +185,9 @@ void OpContext::DropLink(pb::InodeRec* inode) {
 void OpContext::MaybeSplit(uint64_t dir) {
   auto rec_or = Inode(dir);
   if (!rec_or.ok()) return;
+  // Cheap test first: no fragment can be over the limit while the whole
+  // directory is not (counting a fragment walks its entries).
+  if (cache_->Dir(dir)->entries.size() + 1 <= options().frag_split_entries) return;
   std::vector<Frag> frags((*rec_or)->frags().begin(), (*rec_or)->frags().end());
   for (const auto& l : linked_) {
     if (l.dir() != dir) continue;

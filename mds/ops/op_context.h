@@ -49,6 +49,8 @@ class OpContext {
   absl::Status CheckEmpty(uint64_t dir);
   // Every fragment of `dir` loaded, or NeedLoad.
   absl::Status LoadAllFrags(uint64_t dir);
+  // Asks for one fragment; always NeedLoad.
+  absl::Status LoadFrag(uint64_t dir, Frag frag);
   bool loads_pending() const { return !load_inodes_.empty() || !load_frags_.empty(); }
   const std::vector<uint64_t>& load_inodes() const { return load_inodes_; }
   const std::vector<std::pair<uint64_t, Frag>>& load_frags() const { return load_frags_; }

@@ -14,37 +14,37 @@ constexpr uint32_t kMaxEntries = 4096;
 absl::Status DoReaddir(OpContext& ctx, const pb::ReaddirOp& op, pb::MetaReply* reply) {
   ASSIGN_OR_RETURN(const pb::InodeRec* dir, ctx.Dir(op.ino()));
   RETURN_IF_ERROR(CheckAccess(AccessOf(*dir), ctx.cred(), kMayRead));
-  uint32_t max = op.max_entries() == 0 ? 1024 : std::min(op.max_entries(), kMaxEntries);
-  std::vector<Frag> frags = SortedFrags({dir->frags().begin(), dir->frags().end()});
-  // Load the fragments this page can touch: from the cookie's onwards.
+  const uint32_t max = op.max_entries() == 0 ? 1024 : std::min(op.max_entries(), kMaxEntries);
   const uint64_t after = op.cookie();
-  std::vector<Frag> wanted;
-  for (Frag f : frags) {
-    if (FragEnd(f) > after + 1) wanted.push_back(f);
-  }
-  bool missing = false;
-  for (Frag f : wanted) {
-    if (!ctx.cache()->FragLoaded(op.ino(), f)) {
-      missing = true;
-      break;
-    }
-  }
-  if (missing) {
-    RETURN_IF_ERROR(ctx.LoadAllFrags(op.ino()));
-  }
   CDir* d = ctx.cache()->Dir(op.ino());
   reply->set_eof(true);
-  for (auto it = d->by_hash.upper_bound(after); it != d->by_hash.end(); ++it) {
-    if (static_cast<uint32_t>(reply->entries_size()) >= max) {
-      reply->set_eof(false);
-      break;
+  // Fragments in hash order from the cookie's; each must be loaded before its
+  // entries are listed. A page stops at an unloaded fragment once it has
+  // entries (the next call loads it), so a huge directory is read a
+  // fragment at a time.
+  for (Frag f : SortedFrags({dir->frags().begin(), dir->frags().end()})) {
+    if (FragEnd(f) <= after + 1) continue;
+    if (!ctx.cache()->FragLoaded(op.ino(), f)) {
+      if (reply->entries_size() > 0) {
+        reply->set_eof(false);
+        break;
+      }
+      RETURN_IF_ERROR(ctx.LoadFrag(op.ino(), f));
     }
-    const CDentry& e = d->entries.at(it->second);
-    pb::DirEntry* out = reply->add_entries();
-    out->set_name(it->second);
-    out->set_ino(e.ino);
-    out->set_type(e.type);
-    out->set_cookie(it->first);
+    for (auto it = d->by_hash.lower_bound(std::max(after + 1, FragStart(f)));
+         it != d->by_hash.end() && it->first < FragEnd(f); ++it) {
+      if (static_cast<uint32_t>(reply->entries_size()) >= max) {
+        reply->set_eof(false);
+        break;
+      }
+      const CDentry& e = d->entries.at(it->second);
+      pb::DirEntry* out = reply->add_entries();
+      out->set_name(it->second);
+      out->set_ino(e.ino);
+      out->set_type(e.type);
+      out->set_cookie(it->first);
+    }
+    if (!reply->eof()) break;
   }
   if (!op.with_attrs()) return absl::OkStatus();
   bool need = false;

@@ -165,12 +165,7 @@ absl::Status Pg::EcPushShard(OsdId target, const std::string& oid, uint64_t inte
     }
     RETURN_IF_ERROR(ctx_.store->Apply(coll_, std::move(txn)));
   }
-  absl::MutexLock lock(&mu_);
-  auto it = peer_missing_.find(target);
-  if (it != peer_missing_.end()) {
-    it->second.erase(oid);
-    if (it->second.empty()) peer_missing_.erase(it);
-  }
+  ClearPeerMissing(target, oid);
   return absl::OkStatus();
 }
 

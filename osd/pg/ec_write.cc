@@ -226,13 +226,7 @@ absl::Status Pg::EcWrite(const pb::OpRequest& req, pb::OpReply* reply) {
   uint64_t interval_id = 0;
   RETURN_IF_ERROR(CheckPrimary(&interval_id));
   const std::string& oid = req.oid();
-  {
-    absl::MutexLock lock(&mu_);
-    if (auto done = log_.FindRequest(req.reqid().client(), req.reqid().tid())) {
-      ToProto(*done, reply->mutable_version());  // a retry of an applied request
-      return absl::OkStatus();
-    }
-  }
+  if (AnswerIfApplied(req, reply)) return absl::OkStatus();
   RETURN_IF_ERROR(RecoverBeforeWrite(oid, interval_id));
   ASSIGN_OR_RETURN(EcObject old, EcStat(oid));
   std::optional<ObjectMeta> existing;

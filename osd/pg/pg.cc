@@ -233,18 +233,28 @@ absl::Status Pg::RecoverBeforeWrite(const std::string& oid, uint64_t interval_id
   return absl::OkStatus();
 }
 
+bool Pg::AnswerIfApplied(const pb::OpRequest& req, pb::OpReply* reply) {
+  absl::MutexLock lock(&mu_);
+  auto done = log_.FindRequest(req.reqid().client(), req.reqid().tid());
+  if (!done) return false;
+  ToProto(*done, reply->mutable_version());
+  return true;
+}
+
+void Pg::ClearPeerMissing(OsdId target, const std::string& oid) {
+  absl::MutexLock lock(&mu_);
+  auto it = peer_missing_.find(target);
+  if (it == peer_missing_.end()) return;
+  it->second.erase(oid);
+  if (it->second.empty()) peer_missing_.erase(it);
+}
+
 absl::Status Pg::DoWrite(const pb::OpRequest& req, pb::OpReply* reply) {
   SectionGuard ordered(&order_);
   uint64_t interval_id = 0;
   RETURN_IF_ERROR(CheckPrimary(&interval_id));
   const std::string& oid = req.oid();
-  {
-    absl::MutexLock lock(&mu_);
-    if (auto done = log_.FindRequest(req.reqid().client(), req.reqid().tid())) {
-      ToProto(*done, reply->mutable_version());  // a retry of an applied request
-      return absl::OkStatus();
-    }
-  }
+  if (AnswerIfApplied(req, reply)) return absl::OkStatus();
   std::optional<ObjectMeta> existing;
   auto stat = ctx_.store->Stat(coll_, oid);
   if (stat.ok()) {

@@ -127,6 +127,11 @@ class Pg : public std::enable_shared_from_this<Pg> {
 
   // Write path (pg.cc).
   absl::Status DoWrite(const pb::OpRequest& req, pb::OpReply* reply);
+  // A retry of a request already in the log: fills its version and returns
+  // true (the write is not applied again).
+  bool AnswerIfApplied(const pb::OpRequest& req, pb::OpReply* reply);
+  // `target` now has `oid` (pushed or rebuilt).
+  void ClearPeerMissing(OsdId target, const std::string& oid);
   absl::Status CheckPrimary(uint64_t* interval_id);
   absl::Status RecoverBeforeWrite(const std::string& oid, uint64_t interval_id);
   absl::Status ReplicaCheck(Epoch sender_epoch, bool need_active);

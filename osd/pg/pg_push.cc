@@ -170,12 +170,7 @@ absl::Status Pg::PushObject(OsdId target, const std::string& addr, const std::st
       ctx_.counters->recovery_bytes += len;
     } while (offset < meta->size);
   }
-  absl::MutexLock lock(&mu_);
-  auto it = peer_missing_.find(target);
-  if (it != peer_missing_.end()) {
-    it->second.erase(oid);
-    if (it->second.empty()) peer_missing_.erase(it);
-  }
+  ClearPeerMissing(target, oid);
   return absl::OkStatus();
 }
 

@@ -24,6 +24,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/striping/striping.h"
 #include "tests/harness/cluster.h"
+#include "tests/harness/fs_fixture.h"
 #include "tests/harness/mount.h"
 
 namespace weft::testing {
@@ -32,14 +33,7 @@ namespace {
 constexpr uint64_t kMiB = 1 << 20;
 
 struct Fixture {
-  Fixture() {
-    auto c = Cluster::Start();
-    INFO(c.status());
-    REQUIRE(c.ok());
-    cluster = std::move(*c);
-    auto fs = cluster->CreateFs("fs1");
-    INFO(fs);
-    REQUIRE(fs.ok());
+  Fixture() : cluster(StartClusterWithFs()) {
     auto m = Mount::Start(*cluster, "fs1");
     INFO(m.status());
     REQUIRE(m.ok());

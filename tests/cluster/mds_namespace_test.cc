@@ -12,7 +12,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "tests/harness/cluster.h"
-#include "tests/harness/fs_caller.h"
+#include "tests/harness/fs_fixture.h"
 
 namespace weft::testing {
 namespace {
@@ -20,40 +20,15 @@ namespace {
 constexpr uint32_t kNoReplace = 1, kExchange = 2;
 constexpr uint32_t kXattrCreate = 1, kXattrReplace = 2;
 
-struct Fixture {
-  explicit Fixture(ClusterOptions options = {}) {
-    auto c = Cluster::Start(options);
-    INFO(c.status());
-    REQUIRE(c.ok());
-    cluster = std::move(*c);
-    auto fs = cluster->CreateFs("fs1");
-    INFO(fs);
-    REQUIRE(fs.ok());
-    meta = cluster->Meta("fs1");
-    REQUIRE(meta != nullptr);
-    fs_ = std::make_unique<FsCaller>(meta.get());
-  }
-  FsCaller& fs() { return *fs_; }
-  std::unique_ptr<Cluster> cluster;
-  std::unique_ptr<client::MetaClient> meta;
-  std::unique_ptr<FsCaller> fs_;
-};
-
 std::set<std::string> Names(const std::vector<pb::DirEntry>& entries) {
   std::set<std::string> out;
   for (const auto& e : entries) out.insert(e.name());
   return out;
 }
 
-uint64_t Ino(const absl::StatusOr<pb::Attr>& attr) {
-  INFO(attr.status());
-  REQUIRE(attr.ok());
-  return attr->ino();
-}
-
 TEST_CASE("namespace operations: create - lookup - link counts - symlinks - special files",
           "[mds]") {
-  Fixture f;
+  FsFixture f;
   FsCaller& fs = f.fs();
   const uint64_t root = fs.root();
   auto root_attr = fs.Getattr(root);
@@ -146,7 +121,7 @@ TEST_CASE("namespace operations: create - lookup - link counts - symlinks - spec
 
 TEST_CASE("rename: over files and empty directories - across directories - flags - subtrees",
           "[mds]") {
-  Fixture f;
+  FsFixture f;
   FsCaller& fs = f.fs();
   const uint64_t root = fs.root();
   uint64_t a = Ino(fs.Mkdir(root, "a"));
@@ -208,7 +183,7 @@ TEST_CASE("rename: over files and empty directories - across directories - flags
 }
 
 TEST_CASE("bad input gets the errno a local filesystem gives and changes nothing", "[mds]") {
-  Fixture f;
+  FsFixture f;
   FsCaller& fs = f.fs();
   const uint64_t root = fs.root();
   uint64_t file = Ino(fs.Create(root, "file"));
@@ -266,7 +241,7 @@ TEST_CASE("bad input gets the errno a local filesystem gives and changes nothing
 }
 
 TEST_CASE("setattr: times with nanoseconds - sizes - and what changes ctime", "[mds]") {
-  Fixture f;
+  FsFixture f;
   FsCaller& fs = f.fs();
   uint64_t file = Ino(fs.Create(fs.root(), "f"));
   pb::SetattrOp op;
@@ -302,7 +277,7 @@ namespace weft::testing {
 namespace {
 
 TEST_CASE("weft fs: new - ls - status - journal inspect - and what they refuse", "[mds]") {
-  Fixture f;
+  FsFixture f;
   Cluster& c = *f.cluster;
   FsCaller fs(f.meta.get());
   REQUIRE(fs.Mkdir(fs.root(), "dir").ok());

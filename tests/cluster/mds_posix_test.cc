@@ -10,32 +10,10 @@
 #include "absl/strings/numbers.h"
 #include "absl/time/clock.h"
 #include "tests/harness/cluster.h"
-#include "tests/harness/fs_caller.h"
+#include "tests/harness/fs_fixture.h"
 
 namespace weft::testing {
 namespace {
-
-struct Fixture {
-  Fixture() {
-    auto c = Cluster::Start();
-    INFO(c.status());
-    REQUIRE(c.ok());
-    cluster = std::move(*c);
-    auto fs = cluster->CreateFs("fs1");
-    INFO(fs);
-    REQUIRE(fs.ok());
-    meta = cluster->Meta("fs1");
-    REQUIRE(meta != nullptr);
-  }
-  std::unique_ptr<Cluster> cluster;
-  std::unique_ptr<client::MetaClient> meta;
-};
-
-uint64_t Ino(const absl::StatusOr<pb::Attr>& attr) {
-  INFO(attr.status());
-  REQUIRE(attr.ok());
-  return attr->ino();
-}
 
 // A POSIX ACL in the Linux xattr format.
 std::string Acl(std::initializer_list<std::tuple<uint16_t, uint16_t, uint32_t>> entries) {
@@ -55,7 +33,7 @@ constexpr uint16_t kUserObj = 1, kUser = 2, kGroupObj = 4, kGroup = 8, kMask = 0
 constexpr uint32_t kUndef = 0xffffffff;
 
 TEST_CASE("permissions: mode bits - groups - sticky and setgid directories - chown", "[mds]") {
-  Fixture f;
+  FsFixture f;
   FsCaller root(f.meta.get());
   FsCaller alice(f.meta.get()), bob(f.meta.get());
   alice.As(1000, 1000).Umask(022);
@@ -171,7 +149,7 @@ TEST_CASE("permissions: mode bits - groups - sticky and setgid directories - cho
 }
 
 TEST_CASE("POSIX ACLs: access checks - chmod and the mask - default ACL inheritance", "[mds]") {
-  Fixture f;
+  FsFixture f;
   FsCaller root(f.meta.get());
   FsCaller alice(f.meta.get()), bob(f.meta.get());
   alice.As(1000, 1000).Umask(022);
@@ -217,7 +195,7 @@ TEST_CASE("POSIX ACLs: access checks - chmod and the mask - default ACL inherita
 }
 
 TEST_CASE("xattrs: namespaces - flags - listing - and recursive statistics", "[mds]") {
-  Fixture f;
+  FsFixture f;
   FsCaller root(f.meta.get());
   FsCaller alice(f.meta.get());
   alice.As(1000, 1000);
