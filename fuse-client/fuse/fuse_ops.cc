@@ -116,7 +116,9 @@ void Init(void* userdata, fuse_conn_info* conn) {
   if (conn->capable & FUSE_CAP_ATOMIC_O_TRUNC) conn->want |= FUSE_CAP_ATOMIC_O_TRUNC;
   if (conn->capable & FUSE_CAP_READDIRPLUS) conn->want |= FUSE_CAP_READDIRPLUS;
   if (conn->capable & FUSE_CAP_PARALLEL_DIROPS) conn->want |= FUSE_CAP_PARALLEL_DIROPS;
-  conn->want &= ~FUSE_CAP_WRITEBACK_CACHE;  // write-through until caps exist
+  // The client library buffers writes; the kernel's writeback cache would
+  // own size and mtime, which only caps can make safe.
+  conn->want &= ~FUSE_CAP_WRITEBACK_CACHE;
 }
 
 void Lookup(fuse_req_t req, fuse_ino_t parent, const char* name) {
@@ -259,8 +261,9 @@ void Write(fuse_req_t req, fuse_ino_t, const char* buf, size_t size, off_t off,
   fuse_reply_write(req, *n);
 }
 
+// close(2): buffered writes reach the OSDs, and their errors the application.
 void Flush(fuse_req_t req, fuse_ino_t, fuse_file_info* fi) {
-  ReplyOk(req, Fs(req).Fsync(fi->fh), "flush");  // write-through: nothing buffered
+  ReplyOk(req, Fs(req).Fsync(fi->fh), "flush");
 }
 
 void Release(fuse_req_t req, fuse_ino_t, fuse_file_info* fi) {

@@ -3,6 +3,8 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <optional>
+
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
@@ -15,6 +17,13 @@ absl::Status FileSystemClientOptions::Validate() const {
   if (mds_addrs.empty()) return absl::InvalidArgumentError("no MDS address");
   if (fs.empty()) return absl::InvalidArgumentError("no filesystem name");
   if (inflight_bytes_max == 0) return absl::InvalidArgumentError("inflight_bytes_max is 0");
+  if (io_threads < 1) return absl::InvalidArgumentError("io_threads must be at least 1");
+  if (cache.flush_bytes == 0 || cache.dirty_bytes_max < cache.flush_bytes) {
+    return absl::InvalidArgumentError("need 0 < cache.flush_bytes <= cache.dirty_bytes_max");
+  }
+  if (cache.readahead_chunk_bytes == 0) {
+    return absl::InvalidArgumentError("cache.readahead_chunk_bytes is 0");
+  }
   return absl::OkStatus();
 }
 
@@ -67,7 +76,10 @@ FileSystemClient::FileSystemClient(FileSystemClientOptions options,
     : options_(std::move(options)),
       meta_(std::move(meta)),
       objects_(std::move(objects)),
-      io_(objects_.get(), options_.inflight_bytes_max) {}
+      io_(objects_.get(), options_.inflight_bytes_max),
+      budget_(options_.dirty_bytes_max),
+      pool_(std::make_unique<ThreadPool>("client-io", options_.io_threads, 4096)),
+      flusher_([this] { FlushLoop(); }) {}
 
 FileSystemClient::~FileSystemClient() {
   std::vector<FileHandle> open;
@@ -76,6 +88,12 @@ FileSystemClient::~FileSystemClient() {
     for (const auto& [fh, f] : handles_) open.push_back(fh);
   }
   for (FileHandle fh : open) (void)Release(fh);
+  {
+    absl::MutexLock lock(&mu_);
+    stopping_ = true;
+  }
+  flusher_.join();
+  pool_.reset();  // waits for readahead still running
   (void)meta_->Close();
 }
 
@@ -156,18 +174,23 @@ absl::StatusOr<Attr> FileSystemClient::Lookup(const Creds& c, uint64_t parent,
   pb::MetaRequest r;
   r.mutable_lookup()->set_parent(parent);
   r.mutable_lookup()->set_name(name);
-  return CallAttr(c, std::move(r));
+  ASSIGN_OR_RETURN(Attr attr, CallAttr(c, std::move(r)));
+  return WithPending(std::move(attr));
 }
 
 absl::StatusOr<Attr> FileSystemClient::Getattr(const Creds& c, uint64_t ino) {
+  std::optional<Attr> attr;
   {
     absl::MutexLock lock(&mu_);
     auto it = inodes_.find(ino);
     if (it != inodes_.end() && absl::Now() - it->second.fetched < options_.attr_ttl) {
-      return it->second.attr;
+      attr = it->second.attr;
     }
   }
-  return FetchAttr(c, ino);
+  if (!attr.has_value()) {
+    ASSIGN_OR_RETURN(attr, FetchAttr(c, ino));
+  }
+  return WithPending(*std::move(attr));
 }
 
 absl::StatusOr<Attr> FileSystemClient::Setattr(const Creds& c, uint64_t ino,
@@ -186,12 +209,18 @@ absl::StatusOr<Attr> FileSystemClient::Setattr(const Creds& c, uint64_t ino,
     ASSIGN_OR_RETURN(auto f, Handle(fh));
     op->set_by_handle(f->writable());
   }
-  if ((args.valid & pb::SA_SIZE) == 0) return CallAttr(c, std::move(r));
-  // A truncate: the MDS gets the new size first, so that no reader sees data
-  // past it, then the objects beyond it are trimmed (a truncate up trims
-  // nothing; the hole reads as zeros).
+  std::shared_ptr<FileCache> cache = CacheOf(ino);
+  if ((args.valid & pb::SA_SIZE) == 0) {
+    ASSIGN_OR_RETURN(Attr after, CallAttr(c, std::move(r)));
+    return WithPending(std::move(after));
+  }
+  // A truncate: buffered writes go first (they come before it), then the MDS
+  // gets the new size, so that no reader sees data past it, then the objects
+  // beyond it are trimmed (a truncate up trims nothing; the hole reads as zeros).
+  if (cache != nullptr) RETURN_IF_ERROR(cache->Flush());
   ASSIGN_OR_RETURN(Attr before, FetchAttr(c, ino));
   ASSIGN_OR_RETURN(Attr after, CallAttr(c, std::move(r)));
+  if (cache != nullptr) cache->Truncated(after.size());
   RETURN_IF_ERROR(TrimAfterTruncate(before, after));
   return after;
 }

@@ -9,9 +9,16 @@
 // client may safely cache without caps; its own writes, truncates and
 // setattrs refresh the entry at once. Cached entries live while a frontend
 // holds references (Remember/Forget, the FUSE lookup count) or an open file;
-// caps will govern the same entries later, replacing the TTL. Data is not
-// cached: reads go to the OSDs, writes are write-through and followed by a
-// WrittenOp that reports size and mtime to the MDS.
+// caps will govern the same entries later, replacing the TTL.
+//
+// File data (file_cache.h): writes are buffered per file and written back in
+// the background once `cache.flush_bytes` are pending, after `dirty_expire`,
+// when the client is over `dirty_bytes_max`, and on Fsync, Release, truncate
+// (all wait). Size and mtime reach the MDS (WrittenOp) as each batch lands;
+// until then this client's attributes show the buffered size and mtime.
+// Sequential readers are read ahead. An open drops data read ahead by earlier
+// opens (close-to-open consistency, as NFS); O_DIRECT and O_SYNC/O_DSYNC
+// handles write through and O_DIRECT ones never read ahead.
 //
 // Every call takes the caller's credentials; the MDS checks permissions with
 // them. Thread-safe.
@@ -26,12 +33,15 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "common/executor/thread_pool.h"
+#include "fuse-client/lib/file_cache.h"
 #include "fuse-client/lib/meta_client.h"
 #include "fuse-client/lib/object_client.h"
 #include "fuse-client/lib/striped_io.h"
@@ -45,6 +55,10 @@ struct FileSystemClientOptions {
   std::string client_name;                    // default client.<host>.<pid>
   uint64_t inflight_bytes_max = 256ull << 20; // data I/O in flight, all files together
   absl::Duration attr_ttl = absl::Seconds(1);
+  FileCacheOptions cache;                      // per file: write-back and readahead sizes
+  uint64_t dirty_bytes_max = 256ull << 20;     // buffered writes, all files together
+  absl::Duration dirty_expire = absl::Seconds(5);  // buffered longer: written back
+  int io_threads = 8;                          // background flushes and readahead
   int64_t op_timeout_ms = 120000;
   int64_t connect_timeout_ms = 15000;  // Connect gives up after this (mount time)
 
@@ -140,16 +154,23 @@ class FileSystemClient {
   // O_CREAT with `flags`; O_EXCL makes an existing name EEXIST.
   absl::StatusOr<Opened> Create(const Creds& c, uint64_t parent, const std::string& name,
                                 uint32_t mode, int flags);
-  // Exactly min(length, size - offset) bytes (empty past the end); holes are zeros.
+  // Exactly min(length, size - offset) bytes (empty past the end); holes are
+  // zeros. This client's buffered writes are included.
   absl::StatusOr<std::string> Read(FileHandle fh, uint64_t offset, uint64_t length);
-  // Writes all of `data` at `offset` (at the end of file with O_APPEND) and
-  // reports size/mtime to the MDS; returns the bytes written.
+  // Takes all of `data` at `offset` (at the end of file with O_APPEND) into
+  // the file's buffer (through to the OSDs and the MDS for O_DIRECT, O_SYNC
+  // and O_DSYNC); returns the bytes taken. EFBIG past the maximum size; a
+  // failed background flush of this file fails every later write.
   absl::StatusOr<uint64_t> Write(const Creds& c, FileHandle fh, uint64_t offset,
                                  absl::string_view data);
-  // Data and size are durable (write-through: nothing is pending).
+  // Everything written to the file through this client is durable on the
+  // OSDs and its size and mtime at the MDS; or the first flush error.
   absl::Status Fsync(FileHandle fh);
-  // Ends the handle; the MDS learns this session no longer holds the file.
+  // Flushes as Fsync, then ends the handle; the MDS learns this session no
+  // longer holds the file.
   absl::Status Release(FileHandle fh);
+
+
 
  private:
   // One open(2) of a file by this client.
@@ -158,10 +179,15 @@ class FileSystemClient {
     int flags = 0;
     Creds creds;     // of the open: WrittenOp runs as the opener
     FileData data;
-    // Serializes appends through this handle: an append's offset is the size
-    // after the previous one. The only lock held across I/O, on purpose.
-    absl::Mutex append_mu;
+    std::shared_ptr<FileCache> cache;  // regular files with a valid layout
     bool writable() const { return (flags & O_ACCMODE) != O_RDONLY; }
+    bool write_through() const { return (flags & (O_DIRECT | O_DSYNC)) != 0; }
+  };
+  // The data cache of a file open in this client, shared by its handles.
+  struct OpenCache {
+    std::shared_ptr<FileCache> cache;
+    int handles = 0;
+    Creds writer;  // of the latest write: the WrittenOp of a flush runs as them
   };
   struct CachedInode {
     Attr attr;
@@ -179,32 +205,34 @@ class FileSystemClient {
   absl::StatusOr<FileData> DataOf(const Attr& attr);
   absl::StatusOr<std::shared_ptr<OpenFile>> Handle(FileHandle fh);
   absl::StatusOr<Opened> AddHandle(const Creds& c, const Attr& attr, int flags);
-  // Data to the OSDs, then size and mtime to the MDS.
-  absl::Status WriteAt(const Creds& c, const OpenFile& f, uint64_t offset, absl::string_view data);
+  std::shared_ptr<FileCache> CacheFor(const Attr& attr) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Tells the MDS that `ino` now extends to `end`, written at `mtime_ns`.
+  absl::Status ReportWritten(uint64_t ino, uint64_t end, int64_t mtime_ns);
+  // `attr` with this client's buffered size and mtime.
+  Attr WithPending(Attr attr);
+  std::shared_ptr<FileCache> CacheOf(uint64_t ino);
+  // Writes back buffered data older than dirty_expire, every second.
+  void FlushLoop();
   // Applies O_TRUNC to a handle just opened (releasing it on failure).
   absl::StatusOr<Opened> TruncateOnOpen(const Creds& c, Opened opened, int flags);
-  // How many ReleaseOps ending `f` sends (see mds_opens_).
-  int ReleasesToSend(const OpenFile& f) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status TrimAfterTruncate(const Attr& before, const Attr& after);
 
   const FileSystemClientOptions options_;
   std::unique_ptr<MetaClient> meta_;
   std::unique_ptr<ObjectClient> objects_;
   StripedIo io_;
+  DirtyBudget budget_;
 
   absl::Mutex mu_;
   absl::flat_hash_map<uint64_t, CachedInode> inodes_ ABSL_GUARDED_BY(mu_);
   absl::flat_hash_map<FileHandle, std::shared_ptr<OpenFile>> handles_ ABSL_GUARDED_BY(mu_);
   FileHandle next_fh_ ABSL_GUARDED_BY(mu_) = 1;
-  // Works around the MDS's ReleaseOp, which carries no open mode and so also
-  // ends a write open when a read-only handle is released: while this client
-  // holds a writable handle of an inode, releases of its read-only handles
-  // are deferred until the last writable one goes.
-  struct MdsOpens {
-    int writers = 0;
-    int deferred_releases = 0;
-  };
-  absl::flat_hash_map<uint64_t, MdsOpens> mds_opens_ ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_map<uint64_t, OpenCache> caches_ ABSL_GUARDED_BY(mu_);
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+
+  // Declared last, so destroyed first: its tasks use everything above.
+  std::unique_ptr<ThreadPool> pool_;
+  std::thread flusher_;
 };
 
 }  // namespace weft::client

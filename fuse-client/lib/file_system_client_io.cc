@@ -47,25 +47,94 @@ absl::StatusOr<FileSystemClient::Opened> FileSystemClient::AddHandle(const Creds
   f->ino = attr.ino();
   f->flags = flags;
   f->creds = c;
-  if ((attr.mode() & S_IFMT) == S_IFREG) {
-    absl::StatusOr<FileData> data = DataOf(attr);
-    if (!data.ok()) {
-      // Still a handle: the MDS holds the open, and Release must end it.
-      LOG(ERROR) << "op=open ino=" << attr.ino() << " bad_layout=" << data.status();
-    } else {
-      f->data = *data;
-    }
-  }
   Opened out;
-  out.attr = attr;
-  absl::MutexLock lock(&mu_);
-  out.fh = next_fh_++;
-  if (f->writable()) mds_opens_[attr.ino()].writers++;
-  handles_[out.fh] = std::move(f);
-  inodes_[attr.ino()].refs++;  // an open file keeps its inode cached
-  inodes_[attr.ino()].attr = attr;
-  inodes_[attr.ino()].fetched = absl::Now();
+  {
+    absl::MutexLock lock(&mu_);
+    if ((attr.mode() & S_IFMT) == S_IFREG) {
+      f->cache = CacheFor(attr);
+      if (f->cache != nullptr) f->data = f->cache->data();
+    }
+    out.fh = next_fh_++;
+    handles_[out.fh] = std::move(f);
+    inodes_[attr.ino()].refs++;  // an open file keeps its inode cached
+    inodes_[attr.ino()].attr = attr;
+    inodes_[attr.ino()].fetched = absl::Now();
+  }
+  out.attr = WithPending(attr);  // another handle's writes may be buffered
   return out;
+}
+
+std::shared_ptr<FileCache> FileSystemClient::CacheFor(const Attr& attr) {
+  auto it = caches_.find(attr.ino());
+  if (it != caches_.end()) {
+    it->second.handles++;
+    // Close-to-open: what was read ahead before this open may be stale.
+    it->second.cache->DropReadahead();
+    return it->second.cache;
+  }
+  absl::StatusOr<FileData> data = DataOf(attr);
+  if (!data.ok()) {
+    // Still a handle: the MDS holds the open, and Release must end it.
+    LOG(ERROR) << "op=open ino=" << attr.ino() << " bad_layout=" << data.status();
+    return nullptr;
+  }
+  const uint64_t ino = attr.ino();
+  OpenCache& oc = caches_[ino];
+  oc.handles = 1;
+  oc.cache = FileCache::Create(*data, &io_, pool_.get(), &budget_, options_.cache,
+                               [this, ino](uint64_t end, int64_t mtime_ns) {
+                                 return ReportWritten(ino, end, mtime_ns);
+                               });
+  return oc.cache;
+}
+
+std::shared_ptr<FileCache> FileSystemClient::CacheOf(uint64_t ino) {
+  absl::MutexLock lock(&mu_);
+  auto it = caches_.find(ino);
+  return it == caches_.end() ? nullptr : it->second.cache;
+}
+
+absl::Status FileSystemClient::ReportWritten(uint64_t ino, uint64_t end, int64_t mtime_ns) {
+  Creds writer;
+  {
+    absl::MutexLock lock(&mu_);
+    auto it = caches_.find(ino);
+    if (it != caches_.end()) writer = it->second.writer;
+  }
+  pb::MetaRequest r;
+  pb::WrittenOp* op = r.mutable_written();
+  op->set_ino(ino);
+  op->set_end(end);
+  op->set_mtime_ns(mtime_ns);
+  return CallAttr(writer, std::move(r)).status();
+}
+
+Attr FileSystemClient::WithPending(Attr attr) {
+  std::shared_ptr<FileCache> cache = CacheOf(attr.ino());
+  if (cache == nullptr) return attr;
+  FileCache::Pending p = cache->pending();
+  if (p.end > attr.size()) attr.set_size(p.end);
+  if (p.mtime_ns > attr.mtime_ns()) {
+    attr.set_mtime_ns(p.mtime_ns);
+    attr.set_ctime_ns(std::max(attr.ctime_ns(), p.mtime_ns));
+  }
+  return attr;
+}
+
+void FileSystemClient::FlushLoop() {
+  for (;;) {
+    std::vector<std::shared_ptr<FileCache>> caches;
+    {
+      absl::MutexLock lock(&mu_);
+      auto stop = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return stopping_; };
+      if (mu_.AwaitWithTimeout(absl::Condition(&stop), absl::Seconds(1))) return;
+      for (const auto& [ino, oc] : caches_) caches.push_back(oc.cache);
+    }
+    // Over half the budget, everything goes; else what is older than dirty_expire.
+    const bool force = budget_.bytes() > options_.dirty_bytes_max / 2;
+    const absl::Time before = absl::Now() - options_.dirty_expire;
+    for (const auto& cache : caches) cache->FlushInBackground(before, force);
+  }
 }
 
 absl::StatusOr<FileSystemClient::Opened> FileSystemClient::Open(const Creds& c, uint64_t ino,
@@ -120,13 +189,14 @@ absl::StatusOr<FileSystemClient::Opened> FileSystemClient::Create(const Creds& c
 absl::StatusOr<std::string> FileSystemClient::Read(FileHandle fh, uint64_t offset,
                                                    uint64_t length) {
   ASSIGN_OR_RETURN(std::shared_ptr<OpenFile> f, Handle(fh));
-  ASSIGN_OR_RETURN(Attr attr, Getattr(f->creds, f->ino));
-  if (offset >= attr.size() || length == 0) return std::string();
-  length = std::min(length, attr.size() - offset);
-  if (f->data.layout.Validate().ok() == false) {
+  if (f->cache == nullptr) {
     return ErrnoError(absl::StatusCode::kInvalidArgument, EINVAL, "file has no valid layout");
   }
-  return io_.Read(f->data, offset, length);
+  ASSIGN_OR_RETURN(Attr attr, Getattr(f->creds, f->ino));
+  const uint64_t size = attr.size();  // Getattr includes buffered writes
+  if (offset >= size || length == 0) return std::string();
+  length = std::min(length, size - offset);
+  return f->cache->Read(offset, length, size, (f->flags & O_DIRECT) == 0);
 }
 
 absl::StatusOr<uint64_t> FileSystemClient::Write(const Creds& c, FileHandle fh, uint64_t offset,
@@ -135,40 +205,33 @@ absl::StatusOr<uint64_t> FileSystemClient::Write(const Creds& c, FileHandle fh, 
   if (!f->writable()) {
     return ErrnoError(absl::StatusCode::kFailedPrecondition, EBADF, "not open for writing");
   }
-  if (!f->data.layout.Validate().ok()) {
+  if (f->cache == nullptr) {
     return ErrnoError(absl::StatusCode::kInvalidArgument, EINVAL, "file has no valid layout");
   }
   if (data.empty()) return 0;
-  if ((f->flags & O_APPEND) == 0) {
-    RETURN_IF_ERROR(WriteAt(c, *f, offset, data));
-    return data.size();
+  {
+    absl::MutexLock lock(&mu_);
+    auto it = caches_.find(f->ino);
+    if (it != caches_.end()) it->second.writer = c;
   }
-  absl::MutexLock lock(&f->append_mu);
-  ASSIGN_OR_RETURN(Attr attr, FetchAttr(c, f->ino));
-  RETURN_IF_ERROR(WriteAt(c, *f, attr.size(), data));
+  if (f->flags & O_APPEND) {
+    ASSIGN_OR_RETURN(Attr attr, Getattr(c, f->ino));
+    RETURN_IF_ERROR(f->cache->Append(attr.size(), data, NowNs()).status());
+  } else {
+    RETURN_IF_ERROR(f->cache->Write(offset, data, NowNs()));
+  }
+  if (f->write_through()) RETURN_IF_ERROR(f->cache->Flush());
   return data.size();
 }
 
-absl::Status FileSystemClient::WriteAt(const Creds& c, const OpenFile& f, uint64_t offset,
-                                       absl::string_view data) {
-  RETURN_IF_ERROR(io_.Write(f.data, offset, data));
-  pb::MetaRequest r;
-  pb::WrittenOp* op = r.mutable_written();
-  op->set_ino(f.ino);
-  op->set_end(offset + data.size());
-  op->set_mtime_ns(NowNs());
-  return CallAttr(c, std::move(r)).status();
-}
-
 absl::Status FileSystemClient::Fsync(FileHandle fh) {
-  // Write-through: every acknowledged write is on the OSDs and its size and
-  // mtime at the MDS (journaled before the reply).
-  return Handle(fh).status();
+  ASSIGN_OR_RETURN(std::shared_ptr<OpenFile> f, Handle(fh));
+  if (f->cache == nullptr) return absl::OkStatus();
+  return f->cache->Flush();
 }
 
 absl::Status FileSystemClient::Release(FileHandle fh) {
   std::shared_ptr<OpenFile> f;
-  int releases = 0;
   {
     absl::MutexLock lock(&mu_);
     auto it = handles_.find(fh);
@@ -177,32 +240,21 @@ absl::Status FileSystemClient::Release(FileHandle fh) {
     }
     f = std::move(it->second);
     handles_.erase(it);
-    releases = ReleasesToSend(*f);
   }
-  absl::Status s;
-  for (int i = 0; i < releases; ++i) {
-    pb::MetaRequest r;
-    r.mutable_release()->set_ino(f->ino);
-    r.mutable_release()->set_write(i == 0 && f->writable());  // the rest were read-only
-    absl::Status one = Call(f->creds, std::move(r)).status();
-    if (s.ok()) s = one;
+  // The MDS must still see this session's write open while the flush reports.
+  absl::Status s = f->cache != nullptr ? f->cache->Flush() : absl::OkStatus();
+  {
+    absl::MutexLock lock(&mu_);
+    auto it = caches_.find(f->ino);
+    if (it != caches_.end() && --it->second.handles == 0) caches_.erase(it);
   }
+  pb::MetaRequest r;
+  r.mutable_release()->set_ino(f->ino);
+  r.mutable_release()->set_write(f->writable());
+  absl::Status released = Call(f->creds, std::move(r)).status();
+  if (s.ok()) s = released;
   Forget(f->ino, 1);
   return s;
-}
-
-int FileSystemClient::ReleasesToSend(const OpenFile& f) {
-  auto it = mds_opens_.find(f.ino);
-  if (!f.writable()) {
-    if (it == mds_opens_.end()) return 1;
-    it->second.deferred_releases++;  // a writer is still open: see mds_opens_
-    return 0;
-  }
-  if (it == mds_opens_.end()) return 1;  // not reached: writers are counted
-  if (--it->second.writers > 0) return 1;
-  const int n = 1 + it->second.deferred_releases;
-  mds_opens_.erase(it);
-  return n;
 }
 
 }  // namespace weft::client

@@ -1,6 +1,7 @@
 #include "fuse-client/lib/striped_io.h"
 
 #include <algorithm>
+#include <map>
 #include <thread>
 
 #include "common/status/status.h"
@@ -81,20 +82,48 @@ absl::StatusOr<std::string> StripedIo::Read(const FileData& file, uint64_t offse
 }
 
 absl::Status StripedIo::Write(const FileData& file, uint64_t offset, absl::string_view data) {
-  auto extents = striping::FileRangeToObjects(file.layout, offset, data.size());
+  return WriteRanges(file, {{offset, data}});
+}
+
+absl::Status StripedIo::WriteExtents(const FileData& file, const ExtentMap& extents) {
+  std::vector<std::pair<uint64_t, absl::string_view>> ranges;
+  ranges.reserve(extents.extents().size());
+  for (const auto& [offset, bytes] : extents.extents()) ranges.emplace_back(offset, bytes);
+  return WriteRanges(file, ranges);
+}
+
+absl::Status StripedIo::WriteRanges(
+    const FileData& file, const std::vector<std::pair<uint64_t, absl::string_view>>& ranges) {
+  // Every piece of every range, grouped by object: one request per object
+  // (per kMaxWritesPerRequest pieces), all objects in parallel.
+  struct Piece {
+    uint64_t object_offset;
+    std::string bytes;
+  };
+  std::map<uint64_t, std::vector<Piece>> by_object;
+  for (const auto& [offset, data] : ranges) {
+    for (const auto& e : striping::FileRangeToObjects(file.layout, offset, data.size())) {
+      Piece p{e.offset, {}};
+      p.bytes.reserve(e.length);
+      for (const auto& piece : e.pieces) p.bytes.append(data.data() + piece.buffer_offset, piece.length);
+      by_object[e.objno].push_back(std::move(p));
+    }
+  }
   std::vector<std::pair<uint64_t, std::function<absl::Status()>>> jobs;
-  for (const auto& e : extents) {
-    jobs.emplace_back(e.length, [this, &file, &e, data]() -> absl::Status {
-      std::string buf;
-      buf.reserve(e.length);
-      for (const auto& piece : e.pieces) {
-        buf.append(data.data() + piece.buffer_offset, piece.length);
-      }
+  for (auto& [objno, pieces] : by_object) {
+    for (size_t first = 0; first < pieces.size(); first += kMaxWritesPerRequest) {
+      const size_t last = std::min(pieces.size(), first + kMaxWritesPerRequest);
       ObjectOperation op;
-      op.Write(e.offset, std::move(buf));
-      auto r = objects_->Execute(file.pool, striping::DataObjectName(file.ino, e.objno), op);
-      return r.ok() ? absl::OkStatus() : Annotate(r.status(), "write data object");
-    });
+      uint64_t bytes = 0;
+      for (size_t i = first; i < last; ++i) {
+        bytes += pieces[i].bytes.size();
+        op.Write(pieces[i].object_offset, std::move(pieces[i].bytes));
+      }
+      jobs.emplace_back(bytes, [this, &file, objno = objno, op = std::move(op)]() -> absl::Status {
+        auto r = objects_->Execute(file.pool, striping::DataObjectName(file.ino, objno), op);
+        return r.ok() ? absl::OkStatus() : Annotate(r.status(), "write data object");
+      });
+    }
   }
   return RunParallel(std::move(jobs));
 }

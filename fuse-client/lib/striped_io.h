@@ -4,7 +4,7 @@
 //
 // Holes read as zeros: a missing object, or bytes past an object's end, are
 // zeros up to the length the caller asks for (the caller clamps to the file
-// size). Writes go straight to the OSDs (write-through); nothing is buffered.
+// size). Nothing is buffered here: buffering is FileCache's (file_cache.h).
 //
 // Thread-safe. No lock is held across I/O.
 #pragma once
@@ -18,6 +18,7 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "common/striping/striping.h"
+#include "fuse-client/lib/extent_map.h"
 #include "fuse-client/lib/object_client.h"
 
 namespace weft::client {
@@ -40,15 +41,23 @@ class StripedIo {
   // Writes `data` at `offset`. All of it is on the OSDs when this returns OK;
   // on error some objects may have been written (POSIX allows a torn write).
   absl::Status Write(const FileData& file, uint64_t offset, absl::string_view data);
+  // Writes every extent of `extents` (a flush of buffered writes): one
+  // request per object touched, all objects in parallel.
+  absl::Status WriteExtents(const FileData& file, const ExtentMap& extents);
   // Removes or trims the objects that hold bytes in [new_size, old_size).
   absl::Status Trim(const FileData& file, uint64_t old_size, uint64_t new_size);
 
  private:
   // Runs `jobs` in parallel (one thread each), each first taking its byte
   // count from the budget; returns the first error.
+  absl::Status WriteRanges(const FileData& file,
+                           const std::vector<std::pair<uint64_t, absl::string_view>>& ranges);
   absl::Status RunParallel(std::vector<std::pair<uint64_t, std::function<absl::Status()>>> jobs);
   void Acquire(uint64_t bytes);
   void ReleaseBudget(uint64_t bytes);
+
+  // The OSD's limit on operations in one request (osd/pg/object_ops.h).
+  static constexpr size_t kMaxWritesPerRequest = 256;
 
   ObjectClient* const objects_;
   const uint64_t inflight_bytes_max_;

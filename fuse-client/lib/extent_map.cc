@@ -1,0 +1,91 @@
+#include "fuse-client/lib/extent_map.h"
+
+#include <algorithm>
+
+namespace weft::client {
+
+void ExtentMap::Insert(uint64_t offset, absl::string_view data) {
+  if (data.empty()) return;
+  const uint64_t end = offset + data.size();
+  // The first extent that overlaps or touches [offset, end).
+  auto first = extents_.upper_bound(offset);
+  if (first != extents_.begin()) {
+    auto prev = std::prev(first);
+    if (prev->first + prev->second.size() >= offset) first = prev;
+  }
+  // Fast path of a sequential writer: the new bytes extend one extent.
+  if (first != extents_.end() && first->first <= offset &&
+      first->first + first->second.size() == offset &&
+      (std::next(first) == extents_.end() || std::next(first)->first > end)) {
+    first->second.append(data.data(), data.size());
+    bytes_ += data.size();
+    return;
+  }
+  // General case: one new extent covering the new bytes and everything they
+  // overlap or touch, old bytes first, new bytes over them.
+  uint64_t start = offset, stop = end;
+  auto last = first;
+  while (last != extents_.end() && last->first <= end) {
+    start = std::min(start, last->first);
+    stop = std::max<uint64_t>(stop, last->first + last->second.size());
+    ++last;
+  }
+  std::string merged(stop - start, '\0');
+  for (auto it = first; it != last; ++it) {
+    std::copy(it->second.begin(), it->second.end(), merged.begin() + (it->first - start));
+    bytes_ -= it->second.size();
+  }
+  std::copy(data.begin(), data.end(), merged.begin() + (offset - start));
+  extents_.erase(first, last);
+  bytes_ += merged.size();
+  extents_.emplace(start, std::move(merged));
+}
+
+void ExtentMap::Overlay(uint64_t offset, std::string* out) const {
+  const uint64_t end = offset + out->size();
+  auto it = extents_.upper_bound(offset);
+  if (it != extents_.begin()) --it;
+  for (; it != extents_.end() && it->first < end; ++it) {
+    const uint64_t from = std::max(offset, it->first);
+    const uint64_t to = std::min<uint64_t>(end, it->first + it->second.size());
+    if (from >= to) continue;
+    std::copy_n(it->second.data() + (from - it->first), to - from, out->data() + (from - offset));
+  }
+}
+
+ExtentMap ExtentMap::Slice(uint64_t offset, uint64_t length) const {
+  ExtentMap out;
+  const uint64_t end = offset + length;
+  auto it = extents_.upper_bound(offset);
+  if (it != extents_.begin()) --it;
+  for (; it != extents_.end() && it->first < end; ++it) {
+    const uint64_t from = std::max(offset, it->first);
+    const uint64_t to = std::min<uint64_t>(end, it->first + it->second.size());
+    if (from >= to) continue;
+    out.extents_.emplace(from, it->second.substr(from - it->first, to - from));
+    out.bytes_ += to - from;
+  }
+  return out;
+}
+
+void ExtentMap::TruncateAt(uint64_t size) {
+  auto it = extents_.upper_bound(size);
+  if (it != extents_.begin()) {
+    auto prev = std::prev(it);
+    if (prev->first + prev->second.size() > size) {
+      bytes_ -= prev->second.size() - (size - prev->first);
+      prev->second.resize(size - prev->first);
+      if (prev->second.empty()) extents_.erase(prev);
+    }
+  }
+  for (auto e = it; e != extents_.end(); ++e) bytes_ -= e->second.size();
+  extents_.erase(it, extents_.end());
+}
+
+uint64_t ExtentMap::end() const {
+  if (extents_.empty()) return 0;
+  const auto& last = *extents_.rbegin();
+  return last.first + last.second.size();
+}
+
+}  // namespace weft::client

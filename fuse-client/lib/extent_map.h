@@ -1,0 +1,38 @@
+// Bytes of one file held in memory, by file offset: the client's buffered
+// writes. Extents never overlap and never touch (adjacent writes merge), so a
+// sequential writer keeps one growing extent and its flush is one big write
+// per object.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "absl/strings/string_view.h"
+
+namespace weft::client {
+
+class ExtentMap {
+ public:
+  // Stores `data` at `offset`, replacing what overlaps it.
+  void Insert(uint64_t offset, absl::string_view data);
+  // Copies every byte this map holds in [offset, offset + out->size()) into
+  // *out at the same relative position; other bytes of *out are untouched.
+  void Overlay(uint64_t offset, std::string* out) const;
+  // The extents overlapping [offset, offset + length), clipped to it.
+  ExtentMap Slice(uint64_t offset, uint64_t length) const;
+  // Drops every byte at or past `size`.
+  void TruncateAt(uint64_t size);
+
+  bool empty() const { return extents_.empty(); }
+  uint64_t bytes() const { return bytes_; }
+  uint64_t end() const;  // one past the last byte held; 0 when empty
+  const std::map<uint64_t, std::string>& extents() const { return extents_; }
+
+ private:
+  std::map<uint64_t, std::string> extents_;  // offset -> bytes
+  uint64_t bytes_ = 0;
+};
+
+}  // namespace weft::client

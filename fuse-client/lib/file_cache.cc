@@ -1,0 +1,303 @@
+#include "fuse-client/lib/file_cache.h"
+
+#include <algorithm>
+#include <cerrno>
+
+#include "common/log/log.h"
+#include "common/status/status.h"
+
+namespace weft::client {
+
+std::shared_ptr<FileCache> FileCache::Create(FileData data, StripedIo* io, ThreadPool* pool,
+                                             DirtyBudget* budget, FileCacheOptions options,
+                                             OnFlushed on_flushed) {
+  return std::shared_ptr<FileCache>(new FileCache(std::move(data), io, pool, budget,
+                                                  std::move(options), std::move(on_flushed)));
+}
+
+FileCache::FileCache(FileData data, StripedIo* io, ThreadPool* pool, DirtyBudget* budget,
+                     FileCacheOptions options, OnFlushed on_flushed)
+    : max_bytes_(options.max_file_bytes),
+      data_(std::move(data)),
+      io_(io),
+      pool_(pool),
+      budget_(budget),
+      options_(std::move(options)),
+      on_flushed_(std::move(on_flushed)) {}
+
+FileCache::~FileCache() {
+  // No task runs (each holds a reference), so nothing is in flight; what is
+  // still buffered was never flushed (the owner flushes before dropping).
+  uint64_t left = dirty_.bytes();
+  if (left > 0) {
+    LOG(WARNING) << "op=drop_cache ino=" << data_.ino << " unflushed_bytes=" << left;
+    budget_->Add(-static_cast<int64_t>(left));
+  }
+}
+
+void FileCache::Submit(Tasks tasks) {
+  for (auto& t : tasks) pool_->Submit(std::move(t));
+}
+
+// ---- writes
+
+absl::Status FileCache::Write(uint64_t offset, absl::string_view bytes, int64_t mtime_ns) {
+  return Put(offset, /*append_to=*/nullptr, bytes, mtime_ns).status();
+}
+
+absl::StatusOr<uint64_t> FileCache::Append(uint64_t known_size, absl::string_view bytes,
+                                           int64_t mtime_ns) {
+  return Put(0, &known_size, bytes, mtime_ns);
+}
+
+absl::StatusOr<uint64_t> FileCache::Put(uint64_t offset, const uint64_t* append_to,
+                                        absl::string_view bytes, int64_t mtime_ns) {
+  if (budget_->over()) RETURN_IF_ERROR(Flush());
+  Tasks tasks;
+  {
+    absl::MutexLock lock(&mu_);
+    auto room = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+      return flushing_ == nullptr || dirty_.bytes() < options_.dirty_bytes_max || !error_.ok();
+    };
+    mu_.Await(absl::Condition(&room));
+    RETURN_IF_ERROR(error_);
+    if (append_to != nullptr) offset = std::max(*append_to, written_end_);
+    if (offset > max_bytes_ || bytes.size() > max_bytes_ - offset) {
+      return ErrnoError(absl::StatusCode::kOutOfRange, EFBIG, "write past the maximum file size");
+    }
+    const uint64_t before = dirty_.bytes();
+    dirty_.Insert(offset, bytes);
+    budget_->Add(static_cast<int64_t>(dirty_.bytes()) - static_cast<int64_t>(before));
+    dirty_end_ = std::max<uint64_t>(dirty_end_, offset + bytes.size());
+    written_end_ = std::max<uint64_t>(written_end_, offset + bytes.size());
+    dirty_mtime_ns_ = std::max(dirty_mtime_ns_, mtime_ns);
+    if (dirty_since_ == absl::InfiniteFuture()) dirty_since_ = absl::Now();
+    DropChunksLocked(offset, bytes.size());
+    if (dirty_.bytes() >= options_.flush_bytes && flushing_ == nullptr) {
+      StartBackgroundLocked(&tasks);
+    }
+  }
+  Submit(std::move(tasks));
+  return offset;
+}
+
+std::shared_ptr<const FileCache::Batch> FileCache::TakeBatchLocked() {
+  auto batch = std::make_shared<Batch>();
+  batch->extents = std::move(dirty_);
+  dirty_ = ExtentMap();
+  batch->end = dirty_end_;
+  batch->mtime_ns = dirty_mtime_ns_;
+  dirty_end_ = 0;
+  dirty_since_ = absl::InfiniteFuture();
+  flushing_ = batch;
+  return batch;
+}
+
+absl::Status FileCache::WriteBatch(const Batch& batch) {
+  RETURN_IF_ERROR(io_->WriteExtents(data_, batch.extents));
+  return on_flushed_(batch.end, batch.mtime_ns);
+}
+
+bool FileCache::FinishBatchLocked(const Batch& batch, const absl::Status& status, bool chain,
+                                  std::shared_ptr<const Batch>* next) {
+  flushing_ = nullptr;
+  budget_->Add(-static_cast<int64_t>(batch.extents.bytes()));
+  if (!status.ok()) {
+    LOG(ERROR) << "op=flush ino=" << data_.ino << " bytes=" << batch.extents.bytes()
+               << " status=" << status;
+    if (error_.ok()) error_ = status;
+    return false;
+  }
+  if (!chain || flush_waiters_ > 0 || dirty_.bytes() < options_.flush_bytes) return false;
+  *next = TakeBatchLocked();
+  return true;
+}
+
+void FileCache::StartBackgroundLocked(Tasks* tasks) {
+  std::shared_ptr<const Batch> batch = TakeBatchLocked();
+  tasks->push_back([self = shared_from_this(), batch] { self->RunBackground(batch); });
+}
+
+void FileCache::RunBackground(std::shared_ptr<const Batch> batch) {
+  while (batch != nullptr) {
+    absl::Status s = WriteBatch(*batch);
+    absl::MutexLock lock(&mu_);
+    std::shared_ptr<const Batch> next;
+    FinishBatchLocked(*batch, s, /*chain=*/true, &next);
+    batch = std::move(next);
+  }
+}
+
+absl::Status FileCache::Flush() {
+  std::shared_ptr<const Batch> batch;
+  {
+    absl::MutexLock lock(&mu_);
+    flush_waiters_++;
+    auto idle = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return flushing_ == nullptr; };
+    mu_.Await(absl::Condition(&idle));
+    flush_waiters_--;
+    RETURN_IF_ERROR(error_);
+    if (dirty_.empty()) return absl::OkStatus();
+    batch = TakeBatchLocked();
+  }
+  absl::Status s = WriteBatch(*batch);
+  absl::MutexLock lock(&mu_);
+  std::shared_ptr<const Batch> unused;
+  FinishBatchLocked(*batch, s, /*chain=*/false, &unused);
+  return s;
+}
+
+void FileCache::FlushInBackground(absl::Time dirty_before, bool force) {
+  Tasks tasks;
+  {
+    absl::MutexLock lock(&mu_);
+    if (flushing_ != nullptr || dirty_.empty() || !error_.ok()) return;
+    if (!force && dirty_since_ >= dirty_before) return;
+    StartBackgroundLocked(&tasks);
+  }
+  Submit(std::move(tasks));
+}
+
+FileCache::Pending FileCache::pending() {
+  absl::MutexLock lock(&mu_);
+  Pending p;
+  p.end = dirty_end_;
+  p.mtime_ns = dirty_mtime_ns_;
+  if (flushing_ != nullptr) {
+    p.end = std::max(p.end, flushing_->end);
+    p.mtime_ns = std::max(p.mtime_ns, flushing_->mtime_ns);
+  }
+  return p;
+}
+
+void FileCache::DropReadahead() {
+  absl::MutexLock lock(&mu_);
+  chunks_.clear();
+  window_ = 0;
+  next_read_ = 0;
+}
+
+void FileCache::Truncated(uint64_t size) {
+  absl::MutexLock lock(&mu_);
+  const uint64_t before = dirty_.bytes();
+  dirty_.TruncateAt(size);
+  budget_->Add(static_cast<int64_t>(dirty_.bytes()) - static_cast<int64_t>(before));
+  dirty_end_ = std::min(dirty_end_, size);
+  written_end_ = size;
+  chunks_.clear();
+  window_ = 0;
+}
+
+// ---- reads
+
+ExtentMap FileCache::CaptureLocked(uint64_t offset, uint64_t length) {
+  ExtentMap out;
+  if (flushing_ != nullptr) out = flushing_->extents.Slice(offset, length);
+  const ExtentMap dirty = dirty_.Slice(offset, length);  // not a temporary: range-for
+  for (const auto& [at, bytes] : dirty.extents()) out.Insert(at, bytes);
+  return out;
+}
+
+absl::StatusOr<std::string> FileCache::ReadThrough(uint64_t offset, uint64_t length) {
+  ExtentMap captured;
+  {
+    absl::MutexLock lock(&mu_);
+    captured = CaptureLocked(offset, length);
+  }
+  ASSIGN_OR_RETURN(std::string out, io_->Read(data_, offset, length));
+  captured.Overlay(offset, &out);
+  return out;
+}
+
+void FileCache::DropChunksLocked(uint64_t offset, uint64_t length) {
+  const uint64_t end = offset + length;
+  for (auto it = chunks_.begin(); it != chunks_.end();) {
+    const Chunk& c = *it->second;
+    if (c.offset < end && offset < c.offset + c.length) {
+      it = chunks_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+}
+
+std::vector<std::shared_ptr<FileCache::Chunk>> FileCache::ReadAheadLocked(uint64_t offset,
+                                                                          uint64_t length,
+                                                                          uint64_t size,
+                                                                          Tasks* tasks) {
+  const uint64_t chunk = options_.readahead_chunk_bytes;
+  // FUSE hands the kernel's parallel reads to several threads: a stream's
+  // reads arrive a little out of order, so "follows on" has slack.
+  const uint64_t slack = 2 * chunk;
+  const bool sequential = offset + slack >= next_read_ && offset <= next_read_ + slack;
+  if (!sequential) {
+    window_ = 0;
+    chunks_.clear();
+    next_read_ = offset + length;
+    return {};
+  }
+  if (window_ == 0) {
+    window_ = options_.readahead_bytes;
+  } else {
+    window_ = std::min(options_.readahead_max_bytes, window_ + length);
+  }
+  next_read_ = std::max(next_read_, offset + length);
+  // Chunks the reader has passed are dropped.
+  while (!chunks_.empty()) {
+    const Chunk& first = *chunks_.begin()->second;
+    if (first.offset + first.length + slack > offset) break;
+    chunks_.erase(chunks_.begin());
+  }
+  const uint64_t until = std::min(size, offset + length + window_);
+  for (uint64_t at = offset / chunk * chunk; at < until; at += chunk) {
+    if (chunks_.contains(at)) continue;
+    auto c = std::make_shared<Chunk>();
+    c->offset = at;
+    c->length = std::min(chunk, size - at);
+    chunks_.emplace(at, c);
+    ExtentMap captured = CaptureLocked(c->offset, c->length);
+    tasks->push_back([self = shared_from_this(), c, captured = std::move(captured)] {
+      absl::StatusOr<std::string> bytes = self->io_->Read(self->data_, c->offset, c->length);
+      if (bytes.ok()) captured.Overlay(c->offset, &*bytes);
+      absl::MutexLock lock(&c->mu);
+      c->bytes = std::move(bytes);
+      c->done = true;
+    });
+  }
+  // The chunks holding [offset, offset + length), if they all exist.
+  std::vector<std::shared_ptr<Chunk>> covering;
+  uint64_t at = offset;
+  const uint64_t end = offset + length;
+  while (at < end) {
+    auto it = chunks_.find(at / chunk * chunk);
+    if (it == chunks_.end() || it->second->offset + it->second->length <= at) return {};
+    covering.push_back(it->second);
+    at = it->second->offset + it->second->length;
+  }
+  return covering;
+}
+
+absl::StatusOr<std::string> FileCache::Read(uint64_t offset, uint64_t length, uint64_t size,
+                                            bool sequential_ok) {
+  if (length == 0) return std::string();
+  std::vector<std::shared_ptr<Chunk>> chunks;
+  Tasks tasks;
+  if (sequential_ok) {
+    absl::MutexLock lock(&mu_);
+    chunks = ReadAheadLocked(offset, length, std::max(size, offset + length), &tasks);
+  }
+  Submit(std::move(tasks));
+  if (chunks.empty()) return ReadThrough(offset, length);
+  std::string out(length, '\0');
+  for (const auto& c : chunks) {
+    absl::MutexLock lock(&c->mu);
+    c->mu.Await(absl::Condition(&c->done));
+    if (!c->bytes.ok()) return ReadThrough(offset, length);  // read ahead failed: try once more
+    const uint64_t from = std::max(offset, c->offset);
+    const uint64_t to = std::min(offset + length, c->offset + c->length);
+    std::copy_n(c->bytes->data() + (from - c->offset), to - from, out.data() + (from - offset));
+  }
+  return out;
+}
+
+}  // namespace weft::client

@@ -1,0 +1,193 @@
+// The data one client holds for one file while it is open: buffered writes
+// not yet on the OSDs (write-back) and data read ahead of a sequential
+// reader. Every open handle of the file in this client shares it.
+//
+// Writes land in `dirty_` and return. Once `flush_bytes` are buffered, a
+// background flush moves them into one batch (`flushing_`) and writes the
+// batch to the OSDs, one request per object, all objects in parallel, then
+// reports the new end and mtime through `OnFlushed` (the MDS's WrittenOp).
+// Writers keep buffering into `dirty_` meanwhile; at most one batch per file
+// is in flight, so batches reach the OSDs in the order they were written.
+// Flush() (fsync, close, truncate, layout and cap changes) writes everything
+// buffered before it was called and waits.
+//
+// Reads see the file as this client wrote it: bytes from the OSDs, then the
+// batch in flight over them, then `dirty_` over that. The buffered bytes are
+// captured before the OSD read starts, so a batch that completes meanwhile is
+// either in the capture or already on the OSDs.
+//
+// Readahead: a reader whose offsets follow on from its last read (within a
+// slack, as FUSE delivers the kernel's parallel reads out of order) has the
+// next `window` bytes fetched in chunks in the background; the window starts
+// at `readahead_bytes` and doubles per chunk consumed up to
+// `readahead_max_bytes`. A chunk carries the buffered bytes of its range as
+// of when it was issued; any later write to its range drops it.
+//
+// A failed flush is a sticky error (as LevelDB's after a failed sync): the
+// next Write, Flush and Read of the file return it, so close() and fsync()
+// report lost writes, and the application stops writing.
+//
+// Thread-safe. Lock order: FileCache::mu_ is taken after
+// FileSystemClient::mu_ and never held across I/O or a callback.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "common/executor/thread_pool.h"
+#include "fuse-client/lib/extent_map.h"
+#include "fuse-client/lib/striped_io.h"
+
+namespace weft::client {
+
+struct FileCacheOptions {
+  uint64_t flush_bytes = 32ull << 20;           // start writing back at this much dirty
+  uint64_t dirty_bytes_max = 64ull << 20;       // writers wait above this, per file
+  uint64_t readahead_bytes = 8ull << 20;        // first window of a sequential reader
+  uint64_t readahead_max_bytes = 64ull << 20;   // the window's growth stops here
+  uint64_t readahead_chunk_bytes = 4ull << 20;  // one background read
+  uint64_t max_file_bytes = uint64_t{1} << 60;  // writes past it: EFBIG (the MDS's limit)
+};
+
+// Counts the buffered bytes of every file of a client: over `max_bytes`, a
+// writer first flushes its own file.
+class DirtyBudget {
+ public:
+  explicit DirtyBudget(uint64_t max_bytes) : max_bytes_(max_bytes) {}
+  void Add(int64_t delta) {
+    absl::MutexLock lock(&mu_);
+    bytes_ += delta;
+  }
+  bool over() {
+    absl::MutexLock lock(&mu_);
+    return bytes_ > static_cast<int64_t>(max_bytes_);
+  }
+  uint64_t bytes() {
+    absl::MutexLock lock(&mu_);
+    return static_cast<uint64_t>(bytes_);
+  }
+
+ private:
+  const uint64_t max_bytes_;
+  absl::Mutex mu_;
+  int64_t bytes_ ABSL_GUARDED_BY(mu_) = 0;
+};
+
+class FileCache : public std::enable_shared_from_this<FileCache> {
+ public:
+  // Told after a batch is on the OSDs: the file extends at least to `end`
+  // and was last written at `mtime_ns`. Its error fails the flush.
+  using OnFlushed = std::function<absl::Status(uint64_t end, int64_t mtime_ns)>;
+
+  // Background work holds a reference: `io`, `pool` and `budget` must outlive
+  // the pool's last task (the owner destroys the pool first).
+  static std::shared_ptr<FileCache> Create(FileData data, StripedIo* io, ThreadPool* pool,
+                                           DirtyBudget* budget, FileCacheOptions options,
+                                           OnFlushed on_flushed);
+  ~FileCache();  // returns what is still buffered to the budget
+
+  const FileData& data() const { return data_; }
+
+  // Buffers `bytes` at `offset`, written at `mtime_ns`. May wait for this
+  // file's batch in flight (over dirty_bytes_max) or flush this file (when the
+  // client is over its budget). EFBIG past max_file_bytes.
+  absl::Status Write(uint64_t offset, absl::string_view bytes, int64_t mtime_ns);
+  // Write at the end of the file: the larger of `known_size` (the MDS's) and
+  // the end of every write through this cache since it was created or last
+  // truncated; atomic with other appends. Returns the offset written at.
+  absl::StatusOr<uint64_t> Append(uint64_t known_size, absl::string_view bytes,
+                                  int64_t mtime_ns);
+  // `length` bytes at `offset` of a file of `size` bytes (the caller clamps to
+  // the size; holes and bytes past the objects are zeros). `sequential_ok`
+  // false (O_DIRECT) never reads ahead.
+  absl::StatusOr<std::string> Read(uint64_t offset, uint64_t length, uint64_t size,
+                                   bool sequential_ok);
+  // Writes everything buffered when called to the OSDs and reports it.
+  absl::Status Flush();
+  // Starts a background flush if something is buffered since before `t`, or
+  // if `force`; returns at once.
+  void FlushInBackground(absl::Time dirty_before, bool force);
+  // Forgets data read ahead (another client may have written: close-to-open)
+  // and buffered bytes at or past `size` (a truncate; after Flush, normally none).
+  void DropReadahead();
+  void Truncated(uint64_t size);
+
+  // Buffered writes not yet reported to the MDS: the file's end and mtime as
+  // this client sees them (end 0 when nothing is pending).
+  struct Pending {
+    uint64_t end = 0;
+    int64_t mtime_ns = 0;
+  };
+  Pending pending();
+
+ private:
+  struct Batch {
+    ExtentMap extents;
+    uint64_t end = 0;
+    int64_t mtime_ns = 0;
+  };
+  struct Chunk {  // data read ahead: [offset, offset + length)
+    uint64_t offset = 0;
+    uint64_t length = 0;
+    absl::Mutex mu;
+    bool done ABSL_GUARDED_BY(mu) = false;
+    absl::StatusOr<std::string> bytes ABSL_GUARDED_BY(mu);
+  };
+
+  FileCache(FileData data, StripedIo* io, ThreadPool* pool, DirtyBudget* budget,
+            FileCacheOptions options, OnFlushed on_flushed);
+  using Tasks = std::vector<std::function<void()>>;  // submitted once mu_ is released
+  void Submit(Tasks tasks);
+  absl::StatusOr<uint64_t> Put(uint64_t offset, const uint64_t* append_to,
+                               absl::string_view bytes, int64_t mtime_ns);
+
+  std::shared_ptr<const Batch> TakeBatchLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Status WriteBatch(const Batch& batch);
+  // Ends the batch in flight; true (with *next set) to go on with another.
+  bool FinishBatchLocked(const Batch& batch, const absl::Status& status, bool chain,
+                         std::shared_ptr<const Batch>* next) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Writes batches in the background until too little is buffered.
+  void StartBackgroundLocked(Tasks* tasks) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void RunBackground(std::shared_ptr<const Batch> batch);
+  // The buffered bytes of [offset, offset + length), batch then dirty.
+  ExtentMap CaptureLocked(uint64_t offset, uint64_t length) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::StatusOr<std::string> ReadThrough(uint64_t offset, uint64_t length);
+  void DropChunksLocked(uint64_t offset, uint64_t length) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Issues chunks up to `until` (clamped to `size`); chunks covering
+  // [offset, offset + length) are returned if all exist.
+  std::vector<std::shared_ptr<Chunk>> ReadAheadLocked(uint64_t offset, uint64_t length,
+                                                      uint64_t size, Tasks* tasks)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  const uint64_t max_bytes_;
+  const FileData data_;
+  StripedIo* const io_;
+  ThreadPool* const pool_;
+  DirtyBudget* const budget_;
+  const FileCacheOptions options_;
+  const OnFlushed on_flushed_;
+
+  absl::Mutex mu_;
+  ExtentMap dirty_ ABSL_GUARDED_BY(mu_);
+  uint64_t dirty_end_ ABSL_GUARDED_BY(mu_) = 0;    // of writes since the last batch taken
+  uint64_t written_end_ ABSL_GUARDED_BY(mu_) = 0;  // of every write (appends go here)
+  int64_t dirty_mtime_ns_ ABSL_GUARDED_BY(mu_) = 0;
+  absl::Time dirty_since_ ABSL_GUARDED_BY(mu_) = absl::InfiniteFuture();
+  std::shared_ptr<const Batch> flushing_ ABSL_GUARDED_BY(mu_);  // the batch in flight
+  absl::Status error_ ABSL_GUARDED_BY(mu_);                     // sticky
+  int flush_waiters_ ABSL_GUARDED_BY(mu_) = 0;  // Flush() calls: the background stops chaining
+
+  std::map<uint64_t, std::shared_ptr<Chunk>> chunks_ ABSL_GUARDED_BY(mu_);  // by offset
+  uint64_t next_read_ ABSL_GUARDED_BY(mu_) = 0;  // where a sequential reader goes on
+  uint64_t window_ ABSL_GUARDED_BY(mu_) = 0;     // 0: not reading sequentially
+};
+
+}  // namespace weft::client

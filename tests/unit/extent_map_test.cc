@@ -1,0 +1,109 @@
+// ExtentMap (the client's buffered writes) against a byte-array model.
+#include <catch2/catch.hpp>
+
+#include <random>
+#include <string>
+#include <vector>
+
+#include "fuse-client/lib/extent_map.h"
+
+namespace weft::client {
+namespace {
+
+// The model: every byte position, and whether it is held.
+struct Model {
+  std::string bytes;
+  std::vector<bool> held;
+  void Put(uint64_t offset, const std::string& data) {
+    if (bytes.size() < offset + data.size()) {
+      bytes.resize(offset + data.size(), '\0');
+      held.resize(offset + data.size(), false);
+    }
+    for (size_t i = 0; i < data.size(); ++i) {
+      bytes[offset + i] = data[i];
+      held[offset + i] = true;
+    }
+  }
+  uint64_t HeldBytes() const {
+    uint64_t n = 0;
+    for (bool h : held) n += h;
+    return n;
+  }
+};
+
+// Extents are sorted, disjoint and not touching, and hold what the model holds.
+void CheckAgainst(const ExtentMap& m, const Model& model) {
+  uint64_t prev_end = 0;
+  bool first = true;
+  uint64_t total = 0;
+  for (const auto& [offset, bytes] : m.extents()) {
+    REQUIRE_FALSE(bytes.empty());
+    if (!first) REQUIRE(offset > prev_end);  // touching extents must have merged
+    first = false;
+    prev_end = offset + bytes.size();
+    total += bytes.size();
+    for (size_t i = 0; i < bytes.size(); ++i) {
+      REQUIRE(model.held.at(offset + i));
+      REQUIRE(bytes[i] == model.bytes[offset + i]);
+    }
+  }
+  REQUIRE(total == model.HeldBytes());
+  REQUIRE(m.bytes() == total);
+}
+
+TEST_CASE("extent map: random inserts match a byte model", "[client]") {
+  std::mt19937_64 rng(GENERATE(1, 2, 3, 4, 5));
+  ExtentMap m;
+  Model model;
+  for (int i = 0; i < 400; ++i) {
+    const uint64_t offset = rng() % 4096;
+    const size_t len = 1 + rng() % 300;
+    std::string data(len, '\0');
+    for (auto& c : data) c = static_cast<char>('a' + rng() % 26);
+    m.Insert(offset, data);
+    model.Put(offset, data);
+    CheckAgainst(m, model);
+    // Overlay onto a background of '#' shows held bytes, and '#' elsewhere.
+    const uint64_t at = rng() % 4096;
+    std::string out(1 + rng() % 500, '#');
+    m.Overlay(at, &out);
+    for (size_t k = 0; k < out.size(); ++k) {
+      const uint64_t pos = at + k;
+      const bool held = pos < model.held.size() && model.held[pos];
+      REQUIRE(out[k] == (held ? model.bytes[pos] : '#'));
+    }
+  }
+}
+
+TEST_CASE("extent map: a sequential writer keeps one extent", "[client]") {
+  ExtentMap m;
+  for (int i = 0; i < 64; ++i) m.Insert(uint64_t(i) * 1000, std::string(1000, char('A' + i % 26)));
+  REQUIRE(m.extents().size() == 1);
+  REQUIRE(m.bytes() == 64000);
+  REQUIRE(m.end() == 64000);
+}
+
+TEST_CASE("extent map: slice and truncate clip at the boundaries", "[client]") {
+  ExtentMap m;
+  m.Insert(10, "abcdef");    // [10, 16)
+  m.Insert(100, "uvwxyz");   // [100, 106)
+  ExtentMap s = m.Slice(12, 90);  // [12, 102)
+  REQUIRE(s.extents().size() == 2);
+  REQUIRE(s.extents().at(12) == "cdef");
+  REQUIRE(s.extents().at(100) == "uv");
+  REQUIRE(s.bytes() == 6);
+
+  m.TruncateAt(103);
+  REQUIRE(m.extents().at(100) == "uvw");
+  REQUIRE(m.bytes() == 9);
+  m.TruncateAt(100);  // an extent starting at the cut goes whole
+  REQUIRE(m.extents().size() == 1);
+  REQUIRE(m.end() == 16);
+  m.TruncateAt(0);
+  REQUIRE(m.empty());
+  REQUIRE(m.bytes() == 0);
+  REQUIRE(m.end() == 0);
+}
+
+}  // namespace
+}  // namespace weft::client
