@@ -73,6 +73,17 @@ grpc::Status MdsService::Call(grpc::ServerContext*, const pb::MetaRequest* req,
   return grpc::Status::OK;
 }
 
+grpc::Status MdsService::Reconnect(grpc::ServerContext*, const pb::ReconnectRequest* req,
+                                   pb::ReconnectReply* reply) {
+  WEFT_DAEMON_OR_REPLY(reply);
+  auto rank = d->RankById(SessionFs(req->session()));
+  absl::StatusOr<pb::ReconnectReply> result =
+      rank.ok() ? (*rank)->Reconnect(*req) : rank.status();
+  if (result.ok()) *reply = *result;
+  rpc::ToProto(result.status(), reply->mutable_status());
+  return grpc::Status::OK;
+}
+
 grpc::Status MdsService::FsStatus(grpc::ServerContext*, const pb::FsStatusRequest* req,
                                   pb::FsStatusReply* reply) {
   WEFT_DAEMON_OR_REPLY(reply);

@@ -22,6 +22,8 @@ class MdsService final : public pb::Mds::Service {
   grpc::Status SessionClose(grpc::ServerContext*, const pb::SessionRequest*,
                             pb::SessionReply*) override;
   grpc::Status Call(grpc::ServerContext*, const pb::MetaRequest*, pb::MetaReply*) override;
+  grpc::Status Reconnect(grpc::ServerContext*, const pb::ReconnectRequest*,
+                         pb::ReconnectReply*) override;
   grpc::Status FsStatus(grpc::ServerContext*, const pb::FsStatusRequest*,
                         pb::FsStatusReply*) override;
 

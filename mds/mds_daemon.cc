@@ -15,6 +15,15 @@ absl::StatusOr<DaemonOptions> DaemonOptions::FromConfig(const Config& config) {
   ASSIGN_OR_RETURN(int64_t object, config.GetInt("fs_default_object_size", 4 << 20));
   ASSIGN_OR_RETURN(int64_t unit, config.GetInt("fs_default_stripe_unit", 4 << 20));
   ASSIGN_OR_RETURN(int64_t count, config.GetInt("fs_default_stripe_count", 1));
+  ASSIGN_OR_RETURN(int64_t reconnect, config.GetInt("mds_reconnect_timeout", 10));
+  ASSIGN_OR_RETURN(int64_t unsafe, config.GetInt("mds_unsafe_replies", 1));
+  ASSIGN_OR_RETURN(int64_t delay, config.GetInt("mds_debug_journal_delay_ms", 0));
+  if (reconnect < 1 || reconnect > 600) {
+    return absl::InvalidArgumentError("mds_reconnect_timeout must be within [1, 600] s");
+  }
+  if (delay < 0 || delay > 60000) {
+    return absl::InvalidArgumentError("mds_debug_journal_delay_ms must be within [0, 60000]");
+  }
   if (cache < (16 << 20)) return absl::InvalidArgumentError("mds_cache_memory_limit under 16 MiB");
   if (timeout < 5 || timeout > 3600) return absl::InvalidArgumentError("mds_session_timeout must be within [5, 3600] s");
   if (split < 100) return absl::InvalidArgumentError("mds_bal_split_size under 100");
@@ -29,6 +38,9 @@ absl::StatusOr<DaemonOptions> DaemonOptions::FromConfig(const Config& config) {
   o.default_object_bytes = object;
   o.default_stripe_unit_bytes = unit;
   o.default_stripe_count = count;
+  o.reconnect_timeout_ms = reconnect * 1000;
+  o.unsafe_replies = unsafe != 0;
+  o.journal_write_delay_ms = delay;
   return o;
 }
 
@@ -64,6 +76,9 @@ RankOptions MdsDaemon::RankOptionsFor(const pb::FsInfo& fs) {
   o.default_layout.set_stripe_unit(options_.default_stripe_unit_bytes);
   o.default_layout.set_stripe_count(options_.default_stripe_count);
   o.default_layout.set_pool(o.data_pool.value());
+  o.reconnect_timeout_ms = options_.reconnect_timeout_ms;
+  o.unsafe_events_max = options_.unsafe_replies ? 4096 : 0;
+  o.journal.write_delay_ms = options_.journal_write_delay_ms;
   return o;
 }
 

@@ -28,6 +28,9 @@ struct DaemonOptions {
   uint64_t default_object_bytes = 4 << 20;
   uint32_t default_stripe_unit_bytes = 4 << 20;
   uint32_t default_stripe_count = 1;
+  int64_t reconnect_timeout_ms = 10000;  // mds_reconnect_timeout (s)
+  bool unsafe_replies = true;            // mds_unsafe_replies
+  int64_t journal_write_delay_ms = 0;    // mds_debug_journal_delay_ms: a fault knob for tests
 
   // Reads the mds_* and fs_default_* keys of the config.
   static absl::StatusOr<DaemonOptions> FromConfig(const Config& config);

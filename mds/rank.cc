@@ -1,5 +1,8 @@
 #include "mds/rank.h"
 
+#include <algorithm>
+#include <random>
+
 #include <sys/stat.h>
 
 #include <cerrno>
@@ -22,6 +25,22 @@ int64_t NowNs() { return absl::ToUnixNanos(absl::Now()); }
 
 }  // namespace
 
+namespace {
+
+uint64_t NewBootId() {
+  std::random_device rd;
+  uint64_t id = (uint64_t{rd()} << 32) | rd();
+  return id == 0 ? 1 : id;
+}
+
+// After a restart the inode allocator skips this many numbers: an unsafe reply
+// of the previous incarnation may have handed out numbers its journal lost,
+// and a client resending that create must get the same number back.
+// unsafe_events_max bounds how many there can be.
+constexpr uint64_t kInoSkipAfterRestart = uint64_t{1} << 20;
+
+}  // namespace
+
 MdsRank::MdsRank(RankOptions options, client::ObjectClient* objects,
                  std::function<Capacity()> capacity)
     : options_(std::move(options)),
@@ -30,7 +49,8 @@ MdsRank::MdsRank(RankOptions options, client::ObjectClient* objects,
       store_(objects, options_.metadata_pool, options_.fs_id),
       journal_(&store_, options_.journal),
       cache_(options_.fs_id),
-      next_session_((uint64_t{options_.fs_id} << 40) + 1) {}
+      next_session_((uint64_t{options_.fs_id} << 40) + 1),
+      boot_(NewBootId()) {}
 
 MdsRank::~MdsRank() { Stop(); }
 
@@ -87,6 +107,12 @@ absl::Status MdsRank::Start() {
     for (const auto& [ino, holder] : cache_.strays()) {
       if (SessionState* s = cache_.Session(holder)) s->opens[ino] = 1;
     }
+    cache_.SkipInos(std::max<uint64_t>(kInoSkipAfterRestart, options_.unsafe_events_max));
+    // Every session the table knows may hold unsafe replies of the previous
+    // incarnation: new requests wait until they reconnect (or the window ends).
+    for (const auto& [id, s] : cache_.sessions()) awaiting_reconnect_.insert(id);
+    reconnecting_ = !awaiting_reconnect_.empty();
+    reconnect_until_ = absl::Now() + absl::Milliseconds(options_.reconnect_timeout_ms);
   }
   // Strays are purged from their inode's layout and size: keep them cached.
   Load strays_load;
@@ -145,6 +171,7 @@ absl::StatusOr<pb::SessionReply> MdsRank::SessionOpen(const std::string& client,
   reply.set_root(kRootIno);
   reply.set_timeout_ms(options_.session_timeout_ms);
   reply.set_fs_id(options_.fs_id);
+  reply.set_boot(boot_);
   return reply;
 }
 
@@ -158,6 +185,7 @@ absl::StatusOr<pb::SessionReply> MdsRank::SessionRenew(uint64_t session) {
   reply.set_root(kRootIno);
   reply.set_timeout_ms(options_.session_timeout_ms);
   reply.set_fs_id(options_.fs_id);
+  reply.set_boot(boot_);
   return reply;
 }
 
@@ -216,13 +244,112 @@ uint64_t MdsRank::CommitLocked(pb::JournalEvent* event) {
 
 pb::MetaReply MdsRank::Handle(const pb::MetaRequest& request) {
   pb::MetaReply reply;
-  absl::Status status = RunOp(request, &reply);
+  MaybeFinishReconnect();
+  absl::Status status;
+  {
+    absl::MutexLock lock(&mu_);
+    if (reconnecting_) status = absl::UnavailableError("the MDS is waiting for clients to reconnect");
+  }
+  if (status.ok()) status = RunOp(request, &reply);
   if (!status.ok()) {
     reply.Clear();
     if (IsNeedLoad(status)) status = absl::UnavailableError("metadata kept changing; retry");
     rpc::ToProto(status, reply.mutable_status());
   }
+  reply.set_boot(boot_);
+  reply.set_durable_seq(journal_.durable_seq());
   return reply;
+}
+
+// ---- reconnect after a restart
+
+absl::StatusOr<pb::ReconnectReply> MdsRank::Reconnect(const pb::ReconnectRequest& request) {
+  std::vector<pb::MetaRequest> late;
+  {
+    absl::MutexLock lock(&mu_);
+    if (stopping_) return absl::UnavailableError("the MDS is stopping");
+    SessionState* s = cache_.Session(request.session());
+    if (s == nullptr) return Err(ENOTCONN, "no such session");
+    s->last_renew_ms = NowMs();
+    for (const pb::OpenRef& o : request.opens()) {
+      if (o.handles() == 0) continue;
+      s->opens[o.ino()] = static_cast<int>(o.handles());
+      if (o.writers() > 0) s->opens_write[o.ino()] = static_cast<int>(o.writers());
+    }
+    for (const pb::MetaRequest& r : request.replays()) {
+      if (r.session() != request.session()) return Err(EINVAL, "resent request of another session");
+    }
+    const bool window_open = reconnecting_ && !replaying_;
+    for (const pb::MetaRequest& r : request.replays()) {
+      (window_open ? replays_ : late).push_back(r);
+    }
+    awaiting_reconnect_.erase(request.session());
+    LOG(INFO) << "event=reconnect session=" << request.session()
+              << " opens=" << request.opens_size() << " replays=" << request.replays_size()
+              << (window_open ? "" : " late=1");
+  }
+  // Too late for the window: applied now, still in their own order.
+  if (!late.empty()) Replay(std::move(late));
+  MaybeFinishReconnect();
+  {
+    absl::MutexLock lock(&mu_);
+    auto done = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return !reconnecting_ || stopping_; };
+    mu_.AwaitWithDeadline(absl::Condition(&done), reconnect_until_);
+  }
+  MaybeFinishReconnect();  // the window timed out: whoever notices applies the replays
+  {
+    absl::MutexLock lock(&mu_);
+    auto done = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return !reconnecting_ || stopping_; };
+    mu_.Await(absl::Condition(&done));
+  }
+  pb::ReconnectReply reply;
+  reply.set_boot(boot_);
+  reply.set_replayed(static_cast<uint32_t>(request.replays_size()));
+  return reply;
+}
+
+void MdsRank::MaybeFinishReconnect() {
+  std::vector<pb::MetaRequest> replays;
+  {
+    absl::MutexLock lock(&mu_);
+    if (!reconnecting_ || replaying_) return;
+    if (!awaiting_reconnect_.empty() && absl::Now() < reconnect_until_) return;
+    replaying_ = true;
+    replays = std::move(replays_);
+    replays_.clear();
+  }
+  const size_t n = replays.size();
+  Replay(std::move(replays));
+  absl::MutexLock lock(&mu_);
+  LOG(INFO) << "event=reconnect_done resent=" << n
+            << " missing_sessions=" << awaiting_reconnect_.size();
+  reconnecting_ = false;
+  replaying_ = false;
+}
+
+void MdsRank::Replay(std::vector<pb::MetaRequest> requests) {
+  // The order the previous incarnation applied them in.
+  std::stable_sort(requests.begin(), requests.end(),
+                   [](const pb::MetaRequest& a, const pb::MetaRequest& b) {
+                     return a.replay_seq() < b.replay_seq();
+                   });
+  uint64_t last = 0;
+  for (pb::MetaRequest& r : requests) {
+    r.set_unsafe_ok(true);  // one wait for all of them, below
+    pb::MetaReply reply;
+    absl::Status s = RunOp(r, &reply, /*replay=*/true);
+    if (!s.ok()) {
+      // The history changed under it (e.g. a request it depended on was
+      // lost with a client that never came back).
+      LOG(WARNING) << "op=replay session=" << r.session() << " tid=" << r.tid()
+                   << " seq=" << r.replay_seq() << " status=" << s;
+    }
+    last = std::max(last, reply.seq());
+  }
+  if (last != 0) {
+    absl::Status s = journal_.WaitDurable(last);
+    if (!s.ok()) LOG(ERROR) << "op=replay wait_durable status=" << s;
+  }
 }
 
 }  // namespace weft::mds

@@ -26,6 +26,7 @@
 #include <thread>
 #include <vector>
 
+#include "absl/container/flat_hash_set.h"
 #include "absl/synchronization/mutex.h"
 #include "fuse-client/lib/object_client.h"
 #include "mds/cache/meta_cache.h"
@@ -48,6 +49,12 @@ struct RankOptions {
   int64_t rstat_interval_ms = 1000;
   size_t frag_split_entries = 10000;
   size_t completed_per_session_max = 4096;
+  // Early ("unsafe") replies while at most this many events are not durable;
+  // beyond it a reply waits for the journal (backpressure).
+  uint64_t unsafe_events_max = 4096;
+  // After a restart, how long the rank waits for the sessions it knew to
+  // reconnect and resend their unsafe requests before serving new ones.
+  int64_t reconnect_timeout_ms = 10000;
   JournalOptions journal;
   pb::FileLayout default_layout;          // pool 0 = data_pool, 4 MiB objects
 };
@@ -82,8 +89,14 @@ class MdsRank {
   absl::StatusOr<pb::SessionReply> SessionRenew(uint64_t session);
   absl::Status SessionClose(uint64_t session);
 
-  // Any namespace operation. Errors are in reply.status (with errno).
+  // Any namespace operation. Errors are in reply.status (with errno). Every
+  // reply carries the rank's boot id and durable journal sequence.
   pb::MetaReply Handle(const pb::MetaRequest& request);
+  // A session back after a restart: its open files, and its requests that an
+  // earlier incarnation answered unsafe (see proto ReconnectRequest). Returns
+  // once every resent request of every session is applied and durable.
+  absl::StatusOr<pb::ReconnectReply> Reconnect(const pb::ReconnectRequest& request);
+  uint64_t boot() const { return boot_; }
 
   pb::FsStatusReply Status();
   // Flushes everything dirty and trims the journal (tests, clean shutdown).
@@ -110,7 +123,12 @@ class MdsRank {
   absl::Status ReleaseLocked(const pb::MetaRequest& request, pb::JournalEvent* event)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void AfterCommitLocked(OpContext& ctx) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  absl::Status RunOp(const pb::MetaRequest& request, pb::MetaReply* reply);
+  // `replay`: a request resent through Reconnect (its original time and inode).
+  absl::Status RunOp(const pb::MetaRequest& request, pb::MetaReply* reply, bool replay = false);
+  // Ends the reconnect window once every session is back or it timed out:
+  // applies the resent requests in their original order. Idempotent.
+  void MaybeFinishReconnect();
+  void Replay(std::vector<pb::MetaRequest> requests);
   void FlusherLoop();
   void JanitorLoop();
   absl::Status FlushOnce();
@@ -132,6 +150,13 @@ class MdsRank {
   uint64_t next_session_ ABSL_GUARDED_BY(mu_) = 1;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   int64_t replay_ms_ = 0;
+  const uint64_t boot_;  // this incarnation, random
+  // The reconnect window (after a restart with open sessions).
+  bool reconnecting_ ABSL_GUARDED_BY(mu_) = false;
+  bool replaying_ ABSL_GUARDED_BY(mu_) = false;
+  absl::Time reconnect_until_ ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_set<uint64_t> awaiting_reconnect_ ABSL_GUARDED_BY(mu_);
+  std::vector<pb::MetaRequest> replays_ ABSL_GUARDED_BY(mu_);
   absl::flat_hash_map<uint64_t, RStatDelta> rstat_pending_ ABSL_GUARDED_BY(mu_);
 
   absl::Mutex flush_mu_;  // one flush at a time; taken before mu_

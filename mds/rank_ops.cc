@@ -33,6 +33,7 @@ absl::Status MdsRank::Dispatch(OpContext& ctx, const pb::MetaRequest& r, pb::Met
     case R::kOpen: return DoOpen(ctx, r.open(), reply);
     case R::kWritten: ctx.SetOp("written"); return DoWritten(ctx, r.written(), reply);
     case R::kRelease: return absl::OkStatus();  // handled by RunOp
+    case R::kSync: return absl::OkStatus();     // handled by RunOp
     case R::OP_NOT_SET: break;
   }
   return Err(EINVAL, "request without an operation");
@@ -65,7 +66,7 @@ void MdsRank::AfterCommitLocked(OpContext& ctx) {
   }
 }
 
-absl::Status MdsRank::RunOp(const pb::MetaRequest& request, pb::MetaReply* reply) {
+absl::Status MdsRank::RunOp(const pb::MetaRequest& request, pb::MetaReply* reply, bool replay) {
   for (int attempt = 0; attempt < 32; ++attempt) {
     Load load;
     uint64_t wait_seq = 0;
@@ -86,11 +87,19 @@ absl::Status MdsRank::RunOp(const pb::MetaRequest& request, pb::MetaReply* reply
       }
       if (!reply->replayed()) {
         pb::JournalEvent event;
-        if (request.op_case() == pb::MetaRequest::kRelease) {
+        if (request.op_case() == pb::MetaRequest::kSync) {
+          // Everything this session was told through `seq` (0: through now).
+          const uint64_t seq = request.sync().seq();
+          wait_seq = seq == 0 ? last_seq_ : std::min(seq, last_seq_);
+        } else if (request.op_case() == pb::MetaRequest::kRelease) {
           RETURN_IF_ERROR(ReleaseLocked(request, &event));
           if (event.removed_inodes_size() > 0) wait_seq = CommitLocked(&event);
         } else {
-          OpContext ctx(this, &cache_, request, absl::ToUnixNanos(absl::Now()));
+          const int64_t now = replay && request.replay_time_ns() != 0
+                                  ? request.replay_time_ns()
+                                  : absl::ToUnixNanos(absl::Now());
+          OpContext ctx(this, &cache_, request, now);
+          if (replay) ctx.ReuseIno(request.replay_ino());
           absl::Status status = Dispatch(ctx, request, reply);
           if (IsNeedLoad(status) && ctx.loads_pending()) {
             load.inodes = ctx.load_inodes();
@@ -107,6 +116,7 @@ absl::Status MdsRank::RunOp(const pb::MetaRequest& request, pb::MetaReply* reply
                 event.set_reply(reply->SerializeAsString());
               }
               wait_seq = CommitLocked(&event);
+              reply->set_time_ns(now);
               AfterCommitLocked(ctx);
             }
             if (auto ino = ctx.open_ref()) {
@@ -121,7 +131,18 @@ absl::Status MdsRank::RunOp(const pb::MetaRequest& request, pb::MetaReply* reply
       RETURN_IF_ERROR(LoadMissing(load));
       continue;
     }
-    if (wait_seq != 0) RETURN_IF_ERROR(journal_.WaitDurable(wait_seq));
+    if (wait_seq == 0) return absl::OkStatus();
+    // An early reply when the client takes one and the journal is not too
+    // far behind; the client keeps the request until a reply shows it durable.
+    if (request.unsafe_ok() && !reply->replayed() && request.op_case() != pb::MetaRequest::kSync &&
+        wait_seq - std::min(wait_seq, journal_.durable_seq()) < options_.unsafe_events_max) {
+      RETURN_IF_ERROR(journal_.error());
+      reply->set_unsafe(true);
+      reply->set_seq(wait_seq);
+      return absl::OkStatus();
+    }
+    RETURN_IF_ERROR(journal_.WaitDurable(wait_seq));
+    reply->set_seq(wait_seq);
     return absl::OkStatus();
   }
   return absl::UnavailableError("metadata kept changing while loading; retry");

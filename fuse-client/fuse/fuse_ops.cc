@@ -263,7 +263,7 @@ void Write(fuse_req_t req, fuse_ino_t, const char* buf, size_t size, off_t off,
 
 // close(2): buffered writes reach the OSDs, and their errors the application.
 void Flush(fuse_req_t req, fuse_ino_t, fuse_file_info* fi) {
-  ReplyOk(req, Fs(req).Fsync(fi->fh), "flush");
+  ReplyOk(req, Fs(req).Flush(fi->fh), "flush");
 }
 
 void Release(fuse_req_t req, fuse_ino_t, fuse_file_info* fi) {
@@ -283,6 +283,11 @@ void Opendir(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
 }
 
 void Releasedir(fuse_req_t req, fuse_ino_t, fuse_file_info*) { fuse_reply_err(req, 0); }
+
+// fsync of a directory: its entries (and every change before) are durable.
+void Fsyncdir(fuse_req_t req, fuse_ino_t, int, fuse_file_info*) {
+  ReplyOk(req, Fs(req).SyncMetadata(), "fsyncdir");
+}
 
 void Statfs(fuse_req_t req, fuse_ino_t) {
   auto s = Fs(req).Statfs(CredsOf(req));
@@ -461,6 +466,7 @@ const fuse_lowlevel_ops& Operations() {
     o.readdir = Readdir;
     o.readdirplus = Readdirplus;
     o.releasedir = Releasedir;
+    o.fsyncdir = Fsyncdir;
     o.statfs = Statfs;
     o.setxattr = Setxattr;
     o.getxattr = Getxattr;

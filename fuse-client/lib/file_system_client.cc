@@ -79,7 +79,9 @@ FileSystemClient::FileSystemClient(FileSystemClientOptions options,
       io_(objects_.get(), options_.inflight_bytes_max),
       budget_(options_.dirty_bytes_max),
       pool_(std::make_unique<ThreadPool>("client-io", options_.io_threads, 4096)),
-      flusher_([this] { FlushLoop(); }) {}
+      flusher_([this] { FlushLoop(); }) {
+  meta_->SetOpenFiles([this] { return OpenFiles(); });
+}
 
 FileSystemClient::~FileSystemClient() {
   std::vector<FileHandle> open;

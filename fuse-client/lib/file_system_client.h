@@ -164,9 +164,15 @@ class FileSystemClient {
   absl::StatusOr<uint64_t> Write(const Creds& c, FileHandle fh, uint64_t offset,
                                  absl::string_view data);
   // Everything written to the file through this client is durable on the
-  // OSDs and its size and mtime at the MDS; or the first flush error.
+  // OSDs, and its size and mtime (and every earlier namespace change of this
+  // client) in the MDS's journal; or the first flush error.
   absl::Status Fsync(FileHandle fh);
-  // Flushes as Fsync, then ends the handle; the MDS learns this session no
+  // close(2): buffered writes of the file reach the OSDs and the MDS (not
+  // necessarily its journal); or the first flush error.
+  absl::Status Flush(FileHandle fh);
+  // fsyncdir(2), sync(2): every namespace change answered so far is durable.
+  absl::Status SyncMetadata();
+  // Flushes as Flush, then ends the handle; the MDS learns this session no
   // longer holds the file.
   absl::Status Release(FileHandle fh);
 
@@ -213,6 +219,8 @@ class FileSystemClient {
   std::shared_ptr<FileCache> CacheOf(uint64_t ino);
   // Writes back buffered data older than dirty_expire, every second.
   void FlushLoop();
+  // This client's open files, for the MDS after its restart.
+  std::vector<pb::OpenRef> OpenFiles();
   // Applies O_TRUNC to a handle just opened (releasing it on failure).
   absl::StatusOr<Opened> TruncateOnOpen(const Creds& c, Opened opened, int flags);
   absl::Status TrimAfterTruncate(const Attr& before, const Attr& after);

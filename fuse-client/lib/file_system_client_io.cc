@@ -226,8 +226,29 @@ absl::StatusOr<uint64_t> FileSystemClient::Write(const Creds& c, FileHandle fh, 
 
 absl::Status FileSystemClient::Fsync(FileHandle fh) {
   ASSIGN_OR_RETURN(std::shared_ptr<OpenFile> f, Handle(fh));
-  if (f->cache == nullptr) return absl::OkStatus();
-  return f->cache->Flush();
+  if (f->cache != nullptr) RETURN_IF_ERROR(f->cache->Flush());
+  return meta_->Sync();  // the size and mtime just reported, and what came before
+}
+
+absl::Status FileSystemClient::Flush(FileHandle fh) {
+  ASSIGN_OR_RETURN(std::shared_ptr<OpenFile> f, Handle(fh));
+  return f->cache != nullptr ? f->cache->Flush() : absl::OkStatus();
+}
+
+absl::Status FileSystemClient::SyncMetadata() { return meta_->Sync(); }
+
+std::vector<pb::OpenRef> FileSystemClient::OpenFiles() {
+  absl::flat_hash_map<uint64_t, pb::OpenRef> by_ino;
+  absl::MutexLock lock(&mu_);
+  for (const auto& [fh, f] : handles_) {
+    pb::OpenRef& o = by_ino[f->ino];
+    o.set_ino(f->ino);
+    o.set_handles(o.handles() + 1);
+    if (f->writable()) o.set_writers(o.writers() + 1);
+  }
+  std::vector<pb::OpenRef> out;
+  for (auto& [ino, o] : by_ino) out.push_back(std::move(o));
+  return out;
 }
 
 absl::Status FileSystemClient::Release(FileHandle fh) {

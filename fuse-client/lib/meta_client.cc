@@ -2,11 +2,13 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <random>
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "common/log/log.h"
 #include "common/status/status.h"
 #include "fuse-client/lib/admin_client.h"
 
@@ -80,6 +82,7 @@ absl::Status MetaClient::OpenSession(uint64_t reclaim) {
   root_ = reply.root();
   absl::MutexLock lock(&mu_);
   timeout_ms_ = reply.timeout_ms();
+  if (boot_ == 0 || reclaim == 0) boot_ = reply.boot();
   return absl::OkStatus();
 }
 
@@ -88,7 +91,9 @@ void MetaClient::RenewLoop() {
     int64_t period = 0;
     {
       absl::MutexLock lock(&mu_);
-      period = std::max<int64_t>(500, timeout_ms_ / 4);
+      // Often enough that a restarted MDS hears from every client soon (its
+      // reconnect window waits for them); a renew costs the MDS no journal write.
+      period = std::clamp<int64_t>(timeout_ms_ / 4, 200, 1000);
       if (mu_.AwaitWithTimeout(absl::Condition(&closed_), absl::Milliseconds(period))) return;
     }
     auto stub = pb::Mds::NewStub(Channel());
@@ -100,6 +105,14 @@ void MetaClient::RenewLoop() {
     pb::SessionReply reply;
     absl::Status status = rpc::FromGrpc(stub->SessionRenew(&ctx, req, &reply), "mds");
     if (status.ok()) status = rpc::FromProto(reply.status());
+    if (status.ok()) {
+      bool restarted = false;
+      {
+        absl::MutexLock lock(&mu_);
+        restarted = reply.boot() != 0 && reply.boot() != boot_;
+      }
+      if (restarted) (void)Reconnect(reply.boot());
+    }
     if (absl::IsUnavailable(status)) (void)Resolve();  // rank 0 may have moved
   }
 }
@@ -111,21 +124,53 @@ absl::StatusOr<pb::MetaReply> MetaClient::Call(pb::MetaRequest request) {
 absl::StatusOr<pb::MetaReply> MetaClient::CallWithTid(pb::MetaRequest request, uint64_t tid) {
   request.set_session(session_);
   request.set_tid(tid);
+  request.set_unsafe_ok(options_.unsafe_ok);
   {
     absl::MutexLock lock(&mu_);
     inflight_.insert(tid);
-    request.set_oldest_tid(*inflight_.begin());
   }
   const absl::Time deadline = absl::Now() + absl::Milliseconds(options_.op_timeout_ms);
   absl::StatusOr<pb::MetaReply> result;
+  bool keep = false;  // answered unsafe: the tid stays until durable
   for (int attempt = 0;; ++attempt) {
+    {
+      absl::MutexLock lock(&mu_);
+      request.set_oldest_tid(*inflight_.begin());
+    }
     auto stub = pb::Mds::NewStub(Channel());
     grpc::ClientContext ctx;
     ctx.set_deadline(rpc::DeadlineIn(options_.rpc_timeout_ms));
     pb::MetaReply reply;
     absl::Status status = rpc::FromGrpc(stub->Call(&ctx, request, &reply), "mds");
+    uint64_t new_boot = 0;
+    if (status.ok()) {
+      absl::MutexLock lock(&mu_);
+      if (reply.boot() != 0 && reply.boot() != boot_) new_boot = reply.boot();
+    }
+    if (new_boot != 0) {
+      // The MDS restarted since we last heard from it: our unsafe requests
+      // go first, then this one again (its reply may be from before them).
+      (void)Reconnect(new_boot);
+      if (absl::Now() > deadline) {
+        result = absl::DeadlineExceededError("mds: reconnect did not finish");
+        break;
+      }
+      continue;
+    }
     if (status.ok()) status = rpc::FromProto(reply.status());
     if (status.ok()) {
+      Observe(reply);
+      if (reply.unsafe()) {
+        pb::MetaRequest resend = request;
+        resend.set_replay_seq(reply.seq());
+        resend.set_replay_time_ns(reply.time_ns());
+        if (request.has_create() || request.has_mkdir() || request.has_symlink()) {
+          resend.set_replay_ino(reply.attr().ino());
+        }
+        absl::MutexLock lock(&mu_);
+        unsafe_.emplace(tid, std::move(resend));
+        keep = true;
+      }
       result = std::move(reply);
       break;
     }
@@ -145,8 +190,111 @@ absl::StatusOr<pb::MetaReply> MetaClient::CallWithTid(pb::MetaRequest request, u
     (void)Resolve();
   }
   absl::MutexLock lock(&mu_);
-  inflight_.erase(tid);
+  if (!keep) inflight_.erase(tid);
   return result;
+}
+
+void MetaClient::Forget(uint64_t tid) {
+  unsafe_.erase(tid);
+  inflight_.erase(tid);
+}
+
+void MetaClient::Observe(const pb::MetaReply& reply) {
+  absl::MutexLock lock(&mu_);
+  if (reply.boot() != boot_) return;
+  for (auto it = unsafe_.begin(); it != unsafe_.end();) {
+    if (it->second.replay_seq() <= reply.durable_seq()) {
+      inflight_.erase(it->first);
+      it = unsafe_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+}
+
+absl::Status MetaClient::Sync() {
+  {
+    absl::MutexLock lock(&mu_);
+    if (unsafe_.empty()) return absl::OkStatus();
+  }
+  pb::MetaRequest r;
+  r.mutable_sync()->set_seq(0);  // everything so far
+  ASSIGN_OR_RETURN(pb::MetaReply reply, Call(std::move(r)));
+  // The sync's own reply is safe: everything through its seq is durable.
+  absl::MutexLock lock(&mu_);
+  if (reply.boot() == boot_) {
+    for (auto it = unsafe_.begin(); it != unsafe_.end();) {
+      if (it->second.replay_seq() <= reply.seq()) {
+        inflight_.erase(it->first);
+        it = unsafe_.erase(it);
+      } else {
+        ++it;
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
+void MetaClient::SetOpenFiles(std::function<std::vector<pb::OpenRef>()> open_files) {
+  absl::MutexLock lock(&mu_);
+  open_files_ = std::move(open_files);
+}
+
+size_t MetaClient::unsafe_count() {
+  absl::MutexLock lock(&mu_);
+  return unsafe_.size();
+}
+
+absl::Status MetaClient::Reconnect(uint64_t boot) {
+  absl::MutexLock serial(&reconnect_mu_);
+  pb::ReconnectRequest req;
+  std::function<std::vector<pb::OpenRef>()> open_files;
+  {
+    absl::MutexLock lock(&mu_);
+    if (boot_ == boot) return absl::OkStatus();  // another thread did it
+    open_files = open_files_;
+  }
+  if (open_files) {
+    for (pb::OpenRef& o : open_files()) *req.add_opens() = std::move(o);
+  }
+  std::vector<uint64_t> sent;
+  {
+    absl::MutexLock lock(&mu_);
+    req.set_session(session_);
+    std::vector<const pb::MetaRequest*> order;
+    for (const auto& [tid, r] : unsafe_) order.push_back(&r);
+    std::sort(order.begin(), order.end(), [](const pb::MetaRequest* a, const pb::MetaRequest* b) {
+      return a->replay_seq() < b->replay_seq();
+    });
+    for (const pb::MetaRequest* r : order) {
+      *req.add_replays() = *r;
+      sent.push_back(r->tid());
+    }
+  }
+  auto stub = pb::Mds::NewStub(Channel());
+  grpc::ClientContext ctx;
+  // The MDS answers once its reconnect window closed and the resends applied.
+  ctx.set_deadline(rpc::DeadlineIn(options_.op_timeout_ms));
+  pb::ReconnectReply reply;
+  absl::Status status = rpc::FromGrpc(stub->Reconnect(&ctx, req, &reply), "mds");
+  if (status.ok()) status = rpc::FromProto(reply.status());
+  if (StatusToErrno(status) == ENOTCONN) {
+    // The new MDS does not know this session: what it had not made durable
+    // is gone with it. Start over with a new session.
+    LOG(ERROR) << "op=reconnect session=" << session_ << " lost_unsafe=" << sent.size()
+               << " status=" << status;
+    RETURN_IF_ERROR(OpenSession(0));
+    absl::MutexLock lock(&mu_);
+    for (uint64_t tid : sent) Forget(tid);
+    return status;
+  }
+  RETURN_IF_ERROR(status);
+  LOG(INFO) << "op=reconnect session=" << session_ << " boot=" << reply.boot()
+            << " resent=" << sent.size() << " opens=" << req.opens_size();
+  absl::MutexLock lock(&mu_);
+  for (uint64_t tid : sent) Forget(tid);  // applied and durable
+  boot_ = reply.boot();
+  return absl::OkStatus();
 }
 
 absl::StatusOr<pb::FsStatusReply> MetaClient::FsStatus() {

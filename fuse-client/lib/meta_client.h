@@ -6,12 +6,23 @@
 // answered from the MDS's completed-request table rather than applied twice.
 // A background thread renews the session well within its timeout.
 //
+// Unsafe replies (MetaClientOptions::unsafe_ok): the MDS may answer a change
+// once it is applied in its memory, before its journal entry is durable. The
+// client keeps each such request until a reply shows the journal durable past
+// it; Sync() waits for that (fsync). When the MDS restarts (a new boot id in
+// any reply), the client reconnects: it sends its open files and its unsafe
+// requests, which the new incarnation applies in their original order before
+// it serves anything else, so nothing a reply told the client is lost unless
+// the client dies too.
+//
 // Thread-safe. Errors from the MDS come back as absl::Status carrying the
 // errno a POSIX caller needs (common/status).
 #pragma once
 
 #include <atomic>
 #include <memory>
+#include <functional>
+#include <map>
 #include <set>
 #include <string>
 #include <thread>
@@ -30,6 +41,7 @@ struct MetaClientOptions {
   std::string client_name;          // default client.<host>.<pid>
   int64_t rpc_timeout_ms = 30000;   // one attempt
   int64_t op_timeout_ms = 120000;   // all retries of one request
+  bool unsafe_ok = true;            // take early replies (see above)
 };
 
 class MetaClient {
@@ -46,6 +58,13 @@ class MetaClient {
   absl::StatusOr<pb::MetaReply> CallWithTid(pb::MetaRequest request, uint64_t tid);
   uint64_t NextTid() { return next_tid_.fetch_add(1); }
 
+  // Returns once every change this session was answered so far is durable.
+  absl::Status Sync();
+  // What Reconnect reports as this session's open files; set once, early.
+  void SetOpenFiles(std::function<std::vector<pb::OpenRef>()> open_files);
+  // Requests answered unsafe and not yet known durable (tests, status).
+  size_t unsafe_count();
+
   absl::StatusOr<pb::FsStatusReply> FsStatus();
   // Ends the session now (its open files are released).
   absl::Status Close();
@@ -56,6 +75,12 @@ class MetaClient {
   absl::Status OpenSession(uint64_t reclaim);
   std::shared_ptr<grpc::Channel> Channel();
   void RenewLoop();
+  // Takes what a reply says: unsafe requests now durable are dropped; a new
+  // boot id means the MDS restarted and Reconnect must run first.
+  void Observe(const pb::MetaReply& reply);
+  // Sends open files and unsafe requests to a restarted MDS (once per boot).
+  absl::Status Reconnect(uint64_t boot);
+  void Forget(uint64_t tid) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const MetaClientOptions options_;
   rpc::ChannelCache channels_;
@@ -67,6 +92,11 @@ class MetaClient {
   std::string addr_ ABSL_GUARDED_BY(mu_);
   std::set<uint64_t> inflight_ ABSL_GUARDED_BY(mu_);
   int64_t timeout_ms_ ABSL_GUARDED_BY(mu_) = 60000;
+  uint64_t boot_ ABSL_GUARDED_BY(mu_) = 0;  // the MDS incarnation we talk to
+  // Requests answered unsafe: tid -> the request as it would be resent.
+  std::map<uint64_t, pb::MetaRequest> unsafe_ ABSL_GUARDED_BY(mu_);
+  std::function<std::vector<pb::OpenRef>()> open_files_ ABSL_GUARDED_BY(mu_);
+  absl::Mutex reconnect_mu_;  // one Reconnect at a time; taken before mu_
   bool closed_ ABSL_GUARDED_BY(mu_) = false;
   std::thread renewer_;
 };

@@ -101,6 +101,12 @@ class MetaCache {
   SessionState* Session(uint64_t id);
 
   uint64_t next_ino() const { return next_ino_; }
+  // Moves the allocator `n` numbers on (after a restart: past any number an
+  // unsafe reply of the previous incarnation may have handed out).
+  void SkipInos(uint64_t n) {
+    next_ino_ += n;
+    next_ino_dirty_ = true;
+  }
   const std::map<uint64_t, uint64_t>& strays() const { return strays_; }
   const std::map<uint64_t, pb::PurgeRec>& purge_queue() const { return purge_; }
 

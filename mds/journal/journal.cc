@@ -144,6 +144,7 @@ void Journal::WriterLoop() {
       segment = segments_.back().number;
       offset = segments_.back().bytes;
     }
+    if (options_.write_delay_ms > 0) absl::SleepFor(absl::Milliseconds(options_.write_delay_ms));
     const absl::Time started = absl::Now();
     absl::Status status = store_->WriteSegment(segment, offset, batch);
     const absl::Time ended = absl::Now();

@@ -33,6 +33,7 @@ namespace weft::mds {
 struct JournalOptions {
   uint32_t segment_bytes = 4 << 20;
   uint32_t max_batch_bytes = 8 << 20;
+  int64_t write_delay_ms = 0;  // tests: each write waits this long first (unsafe replies pile up)
 };
 
 class Journal {

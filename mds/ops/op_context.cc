@@ -108,7 +108,14 @@ pb::InodeRec* OpContext::Edit(const pb::InodeRec& current) {
 pb::InodeRec* OpContext::NewInode(uint32_t mode, uint32_t uid, uint32_t gid) {
   if (next_ino_ == 0) next_ino_ = cache_->next_ino();
   pb::InodeRec rec;
-  rec.set_ino(next_ino_++);
+  if (reuse_ino_ != 0 && cache_->Inode(reuse_ino_) == nullptr && !cache_->InodeRemoved(reuse_ino_) &&
+      !edits_.contains(reuse_ino_)) {
+    rec.set_ino(reuse_ino_);
+    next_ino_ = std::max(next_ino_, reuse_ino_ + 1);
+  } else {
+    rec.set_ino(next_ino_++);
+  }
+  reuse_ino_ = 0;
   rec.set_mode(mode);
   rec.set_uid(uid);
   rec.set_gid(gid);

@@ -33,6 +33,9 @@ class OpContext {
   const Credentials& cred() const { return cred_; }
   uint32_t umask() const { return umask_; }
   int64_t now_ns() const { return now_ns_; }
+  // A resent request (Reconnect): its first new inode gets number `ino` again,
+  // unless something else holds it now.
+  void ReuseIno(uint64_t ino) { reuse_ino_ = ino; }
   uint64_t session() const { return session_; }
   MetaCache* cache() { return cache_; }
   const RankOptions& options() const;
@@ -101,6 +104,7 @@ class OpContext {
   std::vector<uint64_t> new_dirs_;
   std::vector<std::pair<uint64_t, MdsRank::RStatDelta>> rstat_deltas_;
   uint64_t next_ino_ = 0;
+  uint64_t reuse_ino_ = 0;
   std::optional<uint64_t> open_ref_;
   bool open_write_ = false;
 };
