@@ -28,6 +28,7 @@ struct DaemonOptions {
   uint64_t default_object_bytes = 4 << 20;
   uint32_t default_stripe_unit_bytes = 4 << 20;
   uint32_t default_stripe_count = 1;
+  uint64_t max_object_bytes = 128ull << 20;  // osd_max_object_size: no layout above it
 
   // Reads the mds_* and fs_default_* keys of the config.
   static absl::StatusOr<DaemonOptions> FromConfig(const Config& config);
@@ -56,6 +57,8 @@ class MdsDaemon {
   void SuperviseOnce();
   RankOptions RankOptionsFor(const pb::FsInfo& fs);
   Capacity CachedCapacity();
+  // Filesystem `fs_id`'s data pools (fsmap) and the pool names (osdmap).
+  DataPools DataPoolsOf(uint32_t fs_id);
   absl::Status NotHere(const std::string& fs);
 
   const DaemonOptions options_;

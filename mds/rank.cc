@@ -23,10 +23,11 @@ int64_t NowNs() { return absl::ToUnixNanos(absl::Now()); }
 }  // namespace
 
 MdsRank::MdsRank(RankOptions options, client::ObjectClient* objects,
-                 std::function<Capacity()> capacity)
+                 std::function<Capacity()> capacity, std::function<DataPools()> data_pools)
     : options_(std::move(options)),
       objects_(objects),
       capacity_(std::move(capacity)),
+      data_pools_(std::move(data_pools)),
       store_(objects, options_.metadata_pool, options_.fs_id),
       journal_(&store_, options_.journal),
       cache_(options_.fs_id),
