@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
@@ -325,7 +326,25 @@ absl::Status FileSystemClient::Setxattr(const Creds& c, uint64_t ino, const std:
   op->set_value(value);
   op->set_flags(flags);
   Invalidate(ino);  // ctime, and the mode for a POSIX ACL
-  return Call(c, std::move(r)).status();
+  ASSIGN_OR_RETURN(pb::MetaReply reply, Call(c, std::move(r)));
+  if (absl::StartsWith(name, "weft.file.layout")) {
+    CacheAttr(reply.attr());
+    RefreshLayout(reply.attr());
+  }
+  return absl::OkStatus();
+}
+
+void FileSystemClient::RefreshLayout(const Attr& attr) {
+  absl::StatusOr<FileData> data = DataOf(attr);
+  if (!data.ok()) return;  // not a file with a layout: nothing to refresh
+  std::vector<std::shared_ptr<OpenFile>> files;
+  {
+    absl::MutexLock lock(&mu_);
+    for (const auto& [fh, f] : handles_) {
+      if (f->ino == attr.ino()) files.push_back(f);
+    }
+  }
+  for (const auto& f : files) f->SetData(*data);
 }
 
 absl::StatusOr<std::vector<std::string>> FileSystemClient::Listxattr(const Creds& c,

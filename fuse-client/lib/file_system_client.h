@@ -17,8 +17,8 @@
 // them. Thread-safe.
 //
 // Lock order: FileSystemClient::mu_ (inode table, handles) may be taken
-// alone, or before OpenFile::mu_; StripedIo::mu_ is a leaf. No lock is held
-// across an RPC.
+// alone, or before OpenFile::mu_; StripedIo::mu_ and OpenFile::data_mu are
+// leaves. No lock is held across an RPC.
 #pragma once
 
 #include <fcntl.h>
@@ -157,11 +157,24 @@ class FileSystemClient {
     uint64_t ino = 0;
     int flags = 0;
     Creds creds;     // of the open: WrittenOp runs as the opener
-    FileData data;
+    // Where the data goes: the layout at open, replaced when this client sets
+    // weft.file.layout* on the (then still empty) file. See RefreshLayout.
+    FileData Data() const {
+      absl::MutexLock lock(&data_mu);
+      return data;
+    }
+    void SetData(const FileData& d) {
+      absl::MutexLock lock(&data_mu);
+      data = d;
+    }
     // Serializes appends through this handle: an append's offset is the size
     // after the previous one. The only lock held across I/O, on purpose.
     absl::Mutex append_mu;
     bool writable() const { return (flags & O_ACCMODE) != O_RDONLY; }
+
+   private:
+    mutable absl::Mutex data_mu;  // a leaf
+    FileData data ABSL_GUARDED_BY(data_mu);
   };
   struct CachedInode {
     Attr attr;
@@ -177,6 +190,10 @@ class FileSystemClient {
   void CacheAttr(const Attr& attr);
   void Invalidate(uint64_t ino);
   absl::StatusOr<FileData> DataOf(const Attr& attr);
+  // After this client changed the layout of the empty file attr.ino() (the
+  // MDS refuses while another client has it open for writing): its open
+  // handles write with the new layout from now on.
+  void RefreshLayout(const Attr& attr);
   absl::StatusOr<std::shared_ptr<OpenFile>> Handle(FileHandle fh);
   absl::StatusOr<Opened> AddHandle(const Creds& c, const Attr& attr, int flags);
   // Data to the OSDs, then size and mtime to the MDS.

@@ -53,7 +53,7 @@ absl::StatusOr<FileSystemClient::Opened> FileSystemClient::AddHandle(const Creds
       // Still a handle: the MDS holds the open, and Release must end it.
       LOG(ERROR) << "op=open ino=" << attr.ino() << " bad_layout=" << data.status();
     } else {
-      f->data = *data;
+      f->SetData(*data);
     }
   }
   Opened out;
@@ -123,10 +123,10 @@ absl::StatusOr<std::string> FileSystemClient::Read(FileHandle fh, uint64_t offse
   ASSIGN_OR_RETURN(Attr attr, Getattr(f->creds, f->ino));
   if (offset >= attr.size() || length == 0) return std::string();
   length = std::min(length, attr.size() - offset);
-  if (f->data.layout.Validate().ok() == false) {
-    return ErrnoError(absl::StatusCode::kInvalidArgument, EINVAL, "file has no valid layout");
-  }
-  return io_.Read(f->data, offset, length);
+  // The layout of these attributes, not the handle's: a file with data has
+  // its final layout, which another client may have set after this open.
+  ASSIGN_OR_RETURN(FileData data, DataOf(attr));
+  return io_.Read(data, offset, length);
 }
 
 absl::StatusOr<uint64_t> FileSystemClient::Write(const Creds& c, FileHandle fh, uint64_t offset,
@@ -135,7 +135,7 @@ absl::StatusOr<uint64_t> FileSystemClient::Write(const Creds& c, FileHandle fh, 
   if (!f->writable()) {
     return ErrnoError(absl::StatusCode::kFailedPrecondition, EBADF, "not open for writing");
   }
-  if (!f->data.layout.Validate().ok()) {
+  if (!f->Data().layout.Validate().ok()) {
     return ErrnoError(absl::StatusCode::kInvalidArgument, EINVAL, "file has no valid layout");
   }
   if (data.empty()) return 0;
@@ -151,7 +151,7 @@ absl::StatusOr<uint64_t> FileSystemClient::Write(const Creds& c, FileHandle fh, 
 
 absl::Status FileSystemClient::WriteAt(const Creds& c, const OpenFile& f, uint64_t offset,
                                        absl::string_view data) {
-  RETURN_IF_ERROR(io_.Write(f.data, offset, data));
+  RETURN_IF_ERROR(io_.Write(f.Data(), offset, data));
   pb::MetaRequest r;
   pb::WrittenOp* op = r.mutable_written();
   op->set_ino(f.ino);
