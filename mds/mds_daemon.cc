@@ -24,6 +24,8 @@ absl::StatusOr<DaemonOptions> DaemonOptions::FromConfig(const Config& config) {
   if (delay < 0 || delay > 60000) {
     return absl::InvalidArgumentError("mds_debug_journal_delay_ms must be within [0, 60000]");
   }
+  ASSIGN_OR_RETURN(int64_t max_object,
+                   config.GetInt("osd_max_object_size", static_cast<int64_t>(o.max_object_bytes)));
   if (cache < (16 << 20)) return absl::InvalidArgumentError("mds_cache_memory_limit under 16 MiB");
   if (timeout < 5 || timeout > 3600) return absl::InvalidArgumentError("mds_session_timeout must be within [5, 3600] s");
   if (split < 100) return absl::InvalidArgumentError("mds_bal_split_size under 100");
@@ -31,6 +33,10 @@ absl::StatusOr<DaemonOptions> DaemonOptions::FromConfig(const Config& config) {
     return absl::InvalidArgumentError(
         "fs_default_stripe_unit must be >= 4096 and divide fs_default_object_size; "
         "fs_default_stripe_count within [1, 256]");
+  }
+  if (max_object < (1 << 20) || object > max_object) {
+    return absl::InvalidArgumentError(
+        "osd_max_object_size must be at least 1 MiB and fs_default_object_size at most it");
   }
   o.cache_memory_limit_bytes = cache;
   o.session_timeout_s = timeout;
@@ -41,6 +47,7 @@ absl::StatusOr<DaemonOptions> DaemonOptions::FromConfig(const Config& config) {
   o.reconnect_timeout_ms = reconnect * 1000;
   o.unsafe_replies = unsafe != 0;
   o.journal_write_delay_ms = delay;
+  o.max_object_bytes = max_object;
   return o;
 }
 
@@ -79,6 +86,7 @@ RankOptions MdsDaemon::RankOptionsFor(const pb::FsInfo& fs) {
   o.reconnect_timeout_ms = options_.reconnect_timeout_ms;
   o.unsafe_events_max = options_.unsafe_replies ? 4096 : 0;
   o.journal.write_delay_ms = options_.journal_write_delay_ms;
+  o.object_bytes_max = options_.max_object_bytes;
   return o;
 }
 
@@ -144,8 +152,10 @@ void MdsDaemon::SuperviseOnce() {
       absl::MutexLock lock(&mu_);
       if (ranks_.contains(fs.id()) || stopping_) continue;
     }
-    auto rank = std::make_shared<MdsRank>(RankOptionsFor(fs), objects_,
-                                          [this] { return CachedCapacity(); });
+    const uint32_t fs_id = fs.id();
+    auto rank = std::make_shared<MdsRank>(
+        RankOptionsFor(fs), objects_, [this] { return CachedCapacity(); },
+        [this, fs_id] { return DataPoolsOf(fs_id); });
     absl::Status status = rank->Start();
     if (!status.ok()) {
       LOG(ERROR) << "event=rank_start_failed fs=" << fs.name() << " status=\"" << status << "\"";
@@ -174,7 +184,8 @@ absl::Status MdsDaemon::FsNew(const std::string& name, const std::string& metada
   info.mutable_rank0()->set_name(options_.name);
   info.mutable_rank0()->set_addr(options_.addr);
   info.mutable_rank0()->set_incarnation(1);
-  MdsRank creator(RankOptionsFor(info), objects_, [] { return Capacity{}; });
+  MdsRank creator(RankOptionsFor(info), objects_, [] { return Capacity{}; },
+                  [] { return DataPools{}; });
   RETURN_IF_ERROR(creator.Create());
   return fsmap_->Mutate([&](pb::FsMap* m) -> absl::Status {
     RETURN_IF_ERROR(FsMapStore::ValidateNew(*m, *osdmap, name, metadata_pool, data_pool));
@@ -216,6 +227,19 @@ absl::Status MdsDaemon::NotHere(const std::string& fs) {
     }
   }
   return ErrnoError(absl::StatusCode::kNotFound, ENOENT, absl::StrCat("no filesystem ", fs));
+}
+
+DataPools MdsDaemon::DataPoolsOf(uint32_t fs_id) {
+  DataPools out;
+  if (std::shared_ptr<const OsdMap> osdmap = manager_->map()) {
+    for (const PoolInfo& p : osdmap->pools) out.names[p.id] = p.name;
+  }
+  pb::FsMap map = fsmap_->map();
+  for (const pb::FsInfo& fs : map.filesystems()) {
+    if (fs.id() != fs_id) continue;
+    for (uint32_t id : fs.data_pools()) out.data_pools.push_back(PoolId(id));
+  }
+  return out;
 }
 
 absl::StatusOr<std::shared_ptr<MdsRank>> MdsDaemon::RankByName(const std::string& fs) {

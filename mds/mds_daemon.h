@@ -31,6 +31,7 @@ struct DaemonOptions {
   int64_t reconnect_timeout_ms = 10000;  // mds_reconnect_timeout (s)
   bool unsafe_replies = true;            // mds_unsafe_replies
   int64_t journal_write_delay_ms = 0;    // mds_debug_journal_delay_ms: a fault knob for tests
+  uint64_t max_object_bytes = 128ull << 20;  // osd_max_object_size: no layout above it
 
   // Reads the mds_* and fs_default_* keys of the config.
   static absl::StatusOr<DaemonOptions> FromConfig(const Config& config);
@@ -59,6 +60,8 @@ class MdsDaemon {
   void SuperviseOnce();
   RankOptions RankOptionsFor(const pb::FsInfo& fs);
   Capacity CachedCapacity();
+  // Filesystem `fs_id`'s data pools (fsmap) and the pool names (osdmap).
+  DataPools DataPoolsOf(uint32_t fs_id);
   absl::Status NotHere(const std::string& fs);
 
   const DaemonOptions options_;

@@ -42,10 +42,11 @@ constexpr uint64_t kInoSkipAfterRestart = uint64_t{1} << 20;
 }  // namespace
 
 MdsRank::MdsRank(RankOptions options, client::ObjectClient* objects,
-                 std::function<Capacity()> capacity)
+                 std::function<Capacity()> capacity, std::function<DataPools()> data_pools)
     : options_(std::move(options)),
       objects_(objects),
       capacity_(std::move(capacity)),
+      data_pools_(std::move(data_pools)),
       store_(objects, options_.metadata_pool, options_.fs_id),
       journal_(&store_, options_.journal),
       cache_(options_.fs_id),

@@ -16,7 +16,8 @@
 // durable, then trims the journal; the janitor, which times out sessions,
 // propagates recursive statistics and purges deleted files' data.
 //
-// Lock order: mu_, then the journal's internal lock. No I/O under mu_.
+// Lock order: mu_, then the journal's internal lock; mu_, then the locks of
+// the maps that the data_pools callback reads. No I/O under mu_.
 #pragma once
 
 #include <atomic>
@@ -30,6 +31,7 @@
 #include "absl/synchronization/mutex.h"
 #include "fuse-client/lib/object_client.h"
 #include "mds/cache/meta_cache.h"
+#include "mds/fs/layout.h"
 #include "mds/journal/journal.h"
 #include "mds/store/meta_store.h"
 #include "proto/mds.pb.h"
@@ -57,6 +59,7 @@ struct RankOptions {
   int64_t reconnect_timeout_ms = 10000;
   JournalOptions journal;
   pb::FileLayout default_layout;          // pool 0 = data_pool, 4 MiB objects
+  uint64_t object_bytes_max = 128ull << 20;  // osd_max_object_size: no layout above it
 };
 
 // Capacity for statfs, from the cluster map manager.
@@ -72,8 +75,10 @@ class MdsRank {
     int64_t rctime_ns = 0;
   };
 
+  // `data_pools` reads the in-memory maps; operations call it under the
+  // rank's lock, so it must not do I/O.
   MdsRank(RankOptions options, client::ObjectClient* objects,
-          std::function<Capacity()> capacity);
+          std::function<Capacity()> capacity, std::function<DataPools()> data_pools);
   ~MdsRank();
 
   // Creates the filesystem's objects (root directory, tables, journal).
@@ -106,6 +111,7 @@ class MdsRank {
   MetaCache* cache() { return &cache_; }
   const RankOptions& options() const { return options_; }
   Capacity capacity() { return capacity_(); }
+  DataPools data_pools() { return data_pools_(); }
 
  private:
   struct Load {
@@ -141,6 +147,7 @@ class MdsRank {
   const RankOptions options_;
   client::ObjectClient* const objects_;
   std::function<Capacity()> capacity_;
+  std::function<DataPools()> data_pools_;
   MetaStore store_;
   Journal journal_;
 

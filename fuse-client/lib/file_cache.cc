@@ -18,12 +18,23 @@ std::shared_ptr<FileCache> FileCache::Create(FileData data, StripedIo* io, Threa
 FileCache::FileCache(FileData data, StripedIo* io, ThreadPool* pool, DirtyBudget* budget,
                      FileCacheOptions options, OnFlushed on_flushed)
     : max_bytes_(options.max_file_bytes),
-      data_(std::move(data)),
       io_(io),
       pool_(pool),
       budget_(budget),
       options_(std::move(options)),
-      on_flushed_(std::move(on_flushed)) {}
+      on_flushed_(std::move(on_flushed)),
+      data_(std::move(data)) {}
+
+FileData FileCache::data() {
+  absl::MutexLock lock(&mu_);
+  return data_;
+}
+
+void FileCache::SetData(const FileData& data) {
+  absl::MutexLock lock(&mu_);
+  data_ = data;
+  chunks_.clear();
+}
 
 FileCache::~FileCache() {
   // No task runs (each holds a reference), so nothing is in flight; what is
@@ -83,6 +94,7 @@ absl::StatusOr<uint64_t> FileCache::Put(uint64_t offset, const uint64_t* append_
 
 std::shared_ptr<const FileCache::Batch> FileCache::TakeBatchLocked() {
   auto batch = std::make_shared<Batch>();
+  batch->data = data_;
   batch->extents = std::move(dirty_);
   dirty_ = ExtentMap();
   batch->end = dirty_end_;
@@ -94,7 +106,7 @@ std::shared_ptr<const FileCache::Batch> FileCache::TakeBatchLocked() {
 }
 
 absl::Status FileCache::WriteBatch(const Batch& batch) {
-  RETURN_IF_ERROR(io_->WriteExtents(data_, batch.extents));
+  RETURN_IF_ERROR(io_->WriteExtents(batch.data, batch.extents));
   return on_flushed_(batch.end, batch.mtime_ns);
 }
 
@@ -200,11 +212,13 @@ ExtentMap FileCache::CaptureLocked(uint64_t offset, uint64_t length) {
 
 absl::StatusOr<std::string> FileCache::ReadThrough(uint64_t offset, uint64_t length) {
   ExtentMap captured;
+  FileData data;
   {
     absl::MutexLock lock(&mu_);
     captured = CaptureLocked(offset, length);
+    data = data_;
   }
-  ASSIGN_OR_RETURN(std::string out, io_->Read(data_, offset, length));
+  ASSIGN_OR_RETURN(std::string out, io_->Read(data, offset, length));
   captured.Overlay(offset, &out);
   return out;
 }
@@ -256,8 +270,8 @@ std::vector<std::shared_ptr<FileCache::Chunk>> FileCache::ReadAheadLocked(uint64
     c->length = std::min(chunk, size - at);
     chunks_.emplace(at, c);
     ExtentMap captured = CaptureLocked(c->offset, c->length);
-    tasks->push_back([self = shared_from_this(), c, captured = std::move(captured)] {
-      absl::StatusOr<std::string> bytes = self->io_->Read(self->data_, c->offset, c->length);
+    tasks->push_back([self = shared_from_this(), c, captured = std::move(captured), data = data_] {
+      absl::StatusOr<std::string> bytes = self->io_->Read(data, c->offset, c->length);
       if (bytes.ok()) captured.Overlay(c->offset, &*bytes);
       absl::MutexLock lock(&c->mu);
       c->bytes = std::move(bytes);

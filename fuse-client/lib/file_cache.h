@@ -94,7 +94,10 @@ class FileCache : public std::enable_shared_from_this<FileCache> {
                                            OnFlushed on_flushed);
   ~FileCache();  // returns what is still buffered to the budget
 
-  const FileData& data() const { return data_; }
+  FileData data();
+  // A new layout for the file (set while it is still empty: nothing is
+  // buffered or on the OSDs under the old one). Drops data read ahead.
+  void SetData(const FileData& data);
 
   // Buffers `bytes` at `offset`, written at `mtime_ns`. May wait for this
   // file's batch in flight (over dirty_bytes_max) or flush this file (when the
@@ -130,6 +133,7 @@ class FileCache : public std::enable_shared_from_this<FileCache> {
 
  private:
   struct Batch {
+    FileData data;  // where it goes
     ExtentMap extents;
     uint64_t end = 0;
     int64_t mtime_ns = 0;
@@ -150,7 +154,7 @@ class FileCache : public std::enable_shared_from_this<FileCache> {
                                absl::string_view bytes, int64_t mtime_ns);
 
   std::shared_ptr<const Batch> TakeBatchLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  absl::Status WriteBatch(const Batch& batch);
+  absl::Status WriteBatch(const Batch& batch) ABSL_LOCKS_EXCLUDED(mu_);
   // Ends the batch in flight; true (with *next set) to go on with another.
   bool FinishBatchLocked(const Batch& batch, const absl::Status& status, bool chain,
                          std::shared_ptr<const Batch>* next) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -168,7 +172,6 @@ class FileCache : public std::enable_shared_from_this<FileCache> {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const uint64_t max_bytes_;
-  const FileData data_;
   StripedIo* const io_;
   ThreadPool* const pool_;
   DirtyBudget* const budget_;
@@ -176,6 +179,7 @@ class FileCache : public std::enable_shared_from_this<FileCache> {
   const OnFlushed on_flushed_;
 
   absl::Mutex mu_;
+  FileData data_ ABSL_GUARDED_BY(mu_);
   ExtentMap dirty_ ABSL_GUARDED_BY(mu_);
   uint64_t dirty_end_ ABSL_GUARDED_BY(mu_) = 0;    // of writes since the last batch taken
   uint64_t written_end_ ABSL_GUARDED_BY(mu_) = 0;  // of every write (appends go here)

@@ -5,6 +5,7 @@
 
 #include <optional>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
@@ -356,7 +357,25 @@ absl::Status FileSystemClient::Setxattr(const Creds& c, uint64_t ino, const std:
   op->set_value(value);
   op->set_flags(flags);
   Invalidate(ino);  // ctime, and the mode for a POSIX ACL
-  return Call(c, std::move(r)).status();
+  const bool layout = absl::StartsWith(name, "weft.file.layout");
+  if (layout) {
+    // Buffered writes first: the MDS refuses a new layout once the file has
+    // data, and must see it.
+    if (std::shared_ptr<FileCache> cache = CacheOf(ino)) RETURN_IF_ERROR(cache->Flush());
+  }
+  ASSIGN_OR_RETURN(pb::MetaReply reply, Call(c, std::move(r)));
+  if (layout) {
+    CacheAttr(reply.attr());
+    RefreshLayout(reply.attr());
+  }
+  return absl::OkStatus();
+}
+
+void FileSystemClient::RefreshLayout(const Attr& attr) {
+  absl::StatusOr<FileData> data = DataOf(attr);
+  if (!data.ok()) return;  // not a file with a layout: nothing to refresh
+  std::shared_ptr<FileCache> cache = CacheOf(attr.ino());
+  if (cache != nullptr) cache->SetData(*data);
 }
 
 absl::StatusOr<std::vector<std::string>> FileSystemClient::Listxattr(const Creds& c,

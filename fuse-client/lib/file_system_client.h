@@ -24,8 +24,8 @@
 // them. Thread-safe.
 //
 // Lock order: FileSystemClient::mu_ (inode table, handles) may be taken
-// alone, or before OpenFile::mu_; StripedIo::mu_ is a leaf. No lock is held
-// across an RPC.
+// alone, or before OpenFile::mu_; StripedIo::mu_ and OpenFile::data_mu are
+// leaves. No lock is held across an RPC.
 #pragma once
 
 #include <fcntl.h>
@@ -184,7 +184,6 @@ class FileSystemClient {
     uint64_t ino = 0;
     int flags = 0;
     Creds creds;     // of the open: WrittenOp runs as the opener
-    FileData data;
     std::shared_ptr<FileCache> cache;  // regular files with a valid layout
     bool writable() const { return (flags & O_ACCMODE) != O_RDONLY; }
     bool write_through() const { return (flags & (O_DIRECT | O_DSYNC)) != 0; }
@@ -209,6 +208,10 @@ class FileSystemClient {
   void CacheAttr(const Attr& attr);
   void Invalidate(uint64_t ino);
   absl::StatusOr<FileData> DataOf(const Attr& attr);
+  // After this client changed the layout of the empty file attr.ino() (the
+  // MDS refuses while another client has it open for writing): its open
+  // handles write with the new layout from now on.
+  void RefreshLayout(const Attr& attr);
   absl::StatusOr<std::shared_ptr<OpenFile>> Handle(FileHandle fh);
   absl::StatusOr<Opened> AddHandle(const Creds& c, const Attr& attr, int flags);
   std::shared_ptr<FileCache> CacheFor(const Attr& attr) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

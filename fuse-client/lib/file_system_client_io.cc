@@ -52,7 +52,6 @@ absl::StatusOr<FileSystemClient::Opened> FileSystemClient::AddHandle(const Creds
     absl::MutexLock lock(&mu_);
     if ((attr.mode() & S_IFMT) == S_IFREG) {
       f->cache = CacheFor(attr);
-      if (f->cache != nullptr) f->data = f->cache->data();
     }
     out.fh = next_fh_++;
     handles_[out.fh] = std::move(f);

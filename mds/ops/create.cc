@@ -12,21 +12,18 @@
 namespace weft::mds {
 namespace {
 
-// The layout a new file gets: its directory's, else the filesystem default.
-pb::FileLayout LayoutFor(OpContext& ctx, const pb::InodeRec& dir) {
-  if (dir.has_dir_layout() && dir.dir_layout().pool() != 0) return dir.dir_layout();
-  pb::FileLayout layout = ctx.options().default_layout;
-  if (layout.pool() == 0) layout.set_pool(ctx.options().data_pool.value());
-  return layout;
-}
-
 // Checks the name and the parent, then makes the inode with inherited owner,
-// mode and ACLs, and links it.
+// mode and ACLs (and, for a regular file, layout: see mds/ops/layout.cc), and
+// links it.
 absl::StatusOr<pb::InodeRec*> MakeInode(OpContext& ctx, uint64_t parent, const std::string& name,
                                         uint32_t mode) {
   ASSIGN_OR_RETURN(const pb::InodeRec* dir, ParentFor(ctx, parent, true));
   ASSIGN_OR_RETURN(auto existing, ctx.Dentry(parent, name));
   if (existing) return Err(EEXIST, absl::StrCat("create ", name));
+  pb::FileLayout layout;
+  if ((mode & S_IFMT) == S_IFREG) {
+    ASSIGN_OR_RETURN(layout, EffectiveDirLayout(ctx, parent));
+  }
   ASSIGN_OR_RETURN(NewInodeAttrs attrs,
                    InheritForCreate(AccessOf(*dir), DefaultAcl(*dir), ctx.cred(), mode, ctx.umask()));
   const pb::InodeRec dir_copy = *dir;
@@ -34,11 +31,7 @@ absl::StatusOr<pb::InodeRec*> MakeInode(OpContext& ctx, uint64_t parent, const s
   inode->set_parent(parent);
   if (!attrs.acl_access.empty()) (*inode->mutable_xattrs())["system.posix_acl_access"] = attrs.acl_access;
   if (!attrs.acl_default.empty()) (*inode->mutable_xattrs())["system.posix_acl_default"] = attrs.acl_default;
-  if (IsDir(*inode)) {
-    if (dir_copy.has_dir_layout()) *inode->mutable_dir_layout() = dir_copy.dir_layout();
-  } else if (IsReg(*inode)) {
-    *inode->mutable_layout() = LayoutFor(ctx, dir_copy);
-  }
+  if (IsReg(*inode)) *inode->mutable_layout() = layout;
   pb::InodeRec* parent_edit = ctx.Edit(dir_copy);
   parent_edit->set_mtime_ns(ctx.now_ns());
   parent_edit->set_ctime_ns(ctx.now_ns());

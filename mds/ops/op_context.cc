@@ -36,6 +36,7 @@ OpContext::OpContext(MdsRank* rank, MetaCache* cache, const pb::MetaRequest& req
 
 const RankOptions& OpContext::options() const { return rank_->options(); }
 Capacity OpContext::capacity() { return rank_->capacity(); }
+DataPools OpContext::data_pools() { return rank_->data_pools(); }
 
 absl::StatusOr<const pb::InodeRec*> OpContext::Inode(uint64_t ino) {
   auto e = edits_.find(ino);

@@ -40,6 +40,8 @@ class OpContext {
   MetaCache* cache() { return cache_; }
   const RankOptions& options() const;
   Capacity capacity();
+  // The filesystem's data pools and every pool's name, as the maps are now.
+  DataPools data_pools();
 
   // The inode (its pending new value if this operation changed it), or
   // NeedLoad, or ESTALE when it does not exist.

@@ -4,6 +4,7 @@
 // describes its changes in the context and fills the reply.
 #pragma once
 
+#include "mds/fs/layout.h"
 #include "mds/ops/op_context.h"
 #include "proto/mds.pb.h"
 
@@ -34,5 +35,22 @@ absl::Status DoWritten(OpContext& ctx, const pb::WrittenOp& op, pb::MetaReply* r
 absl::StatusOr<const pb::InodeRec*> ParentFor(OpContext& ctx, uint64_t parent, bool modify);
 // A directory's mtime and ctime set to now.
 void TouchDir(OpContext& ctx, const pb::InodeRec& dir);
+
+// Layouts (mds/ops/layout.cc).
+// What a new file in `dir` gets: the dir_layout of `dir` or of its nearest
+// ancestor that has one, else the filesystem default. May be NeedLoad.
+absl::StatusOr<pb::FileLayout> EffectiveDirLayout(OpContext& ctx, uint64_t dir);
+// The value of a layout xattr (x.target != kNone); ENODATA when there is none.
+absl::StatusOr<std::string> GetLayoutXattr(OpContext& ctx, const pb::InodeRec& inode,
+                                           const LayoutXattr& x);
+// Sets a layout (XATTR_CREATE/REPLACE are ignored, as CephFS does): EINVAL for
+// a wrong inode type or a bad value, EPERM unless owner or root, ENOTEMPTY
+// for a file with data, EBUSY for a file another session has open for writing.
+absl::Status SetLayoutXattr(OpContext& ctx, const pb::InodeRec& inode, const std::string& name,
+                            const LayoutXattr& x, const std::string& value,
+                            pb::MetaReply* reply);
+// Removes a directory's own layout: ENODATA when it has none.
+absl::Status RemoveLayoutXattr(OpContext& ctx, const pb::InodeRec& inode, const LayoutXattr& x,
+                               pb::MetaReply* reply);
 
 }  // namespace weft::mds

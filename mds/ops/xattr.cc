@@ -1,5 +1,6 @@
 // Extended attributes: user., trusted., security., POSIX ACLs, and the
-// virtual weft.* attributes (read only, never listed).
+// virtual weft.* attributes (never listed): recursive statistics (read only)
+// and layouts (mds/ops/layout.cc).
 #include <sys/stat.h>
 
 #include <cerrno>
@@ -61,11 +62,6 @@ absl::Status XattrPermission(OpContext& ctx, const pb::InodeRec& inode, Ns ns, i
   return absl::OkStatus();
 }
 
-std::string LayoutString(const pb::FileLayout& l) {
-  return absl::StrFormat("stripe_unit=%u stripe_count=%u object_size=%u pool=%u", l.stripe_unit(),
-                         l.stripe_count(), l.object_size(), l.pool());
-}
-
 absl::StatusOr<std::string> VirtualXattr(OpContext& ctx, const pb::InodeRec& inode,
                                          const std::string& name) {
   const pb::RStat& r = inode.rstat();
@@ -78,12 +74,9 @@ absl::StatusOr<std::string> VirtualXattr(OpContext& ctx, const pb::InodeRec& ino
       int64_t t = std::max(r.rctime_ns(), inode.ctime_ns());
       return absl::StrFormat("%d.%09d", t / 1000000000, t % 1000000000);
     }
-    if (name == "weft.dir.layout" && inode.has_dir_layout() && inode.dir_layout().pool() != 0) {
-      return LayoutString(inode.dir_layout());
-    }
-  } else if (IsReg(inode) && name == "weft.file.layout") {
-    return LayoutString(inode.layout());
   }
+  LayoutXattr layout = ParseLayoutXattrName(name);
+  if (layout.target != LayoutTarget::kNone) return GetLayoutXattr(ctx, inode, layout);
   return Err(ENODATA, absl::StrCat("no attribute ", name));
 }
 
@@ -114,7 +107,13 @@ absl::Status DoSetxattr(OpContext& ctx, const pb::SetxattrOp& op, pb::MetaReply*
   if (op.value().size() > kXattrValueMax) return Err(E2BIG, "xattr value over 64 KiB");
   ASSIGN_OR_RETURN(const pb::InodeRec* inode, ctx.Inode(op.ino()));
   Ns ns = NamespaceOf(op.name());
-  if (ns == Ns::kWeft) return Err(EOPNOTSUPP, "weft.* attributes are set through layouts");
+  if (ns == Ns::kWeft) {
+    LayoutXattr layout = ParseLayoutXattrName(op.name());
+    if (layout.target == LayoutTarget::kNone) {
+      return Err(EOPNOTSUPP, absl::StrCat(op.name(), " cannot be set"));
+    }
+    return SetLayoutXattr(ctx, *inode, op.name(), layout, op.value(), reply);
+  }
   RETURN_IF_ERROR(XattrPermission(ctx, *inode, ns, kMayWrite));
   const pb::InodeRec before = *inode;
   bool exists = before.xattrs().contains(op.name());
@@ -168,7 +167,13 @@ absl::Status DoRemovexattr(OpContext& ctx, const pb::RemovexattrOp& op, pb::Meta
   RETURN_IF_ERROR(CheckName(op.name()));
   ASSIGN_OR_RETURN(const pb::InodeRec* inode, ctx.Inode(op.ino()));
   Ns ns = NamespaceOf(op.name());
-  if (ns == Ns::kWeft) return Err(EOPNOTSUPP, "weft.* attributes cannot be removed");
+  if (ns == Ns::kWeft) {
+    LayoutXattr layout = ParseLayoutXattrName(op.name());
+    if (layout.target == LayoutTarget::kNone) {
+      return Err(EOPNOTSUPP, absl::StrCat(op.name(), " cannot be removed"));
+    }
+    return RemoveLayoutXattr(ctx, *inode, layout, reply);
+  }
   RETURN_IF_ERROR(XattrPermission(ctx, *inode, ns, kMayWrite));
   if (ns == Ns::kAcl) {
     // Removing an ACL is setting an empty one: the owner's right, and no

@@ -206,6 +206,18 @@ absl::Status Cluster::CreateFs(const std::string& name, const std::string& data_
   return absl::OkStatus();
 }
 
+absl::Status Cluster::AddDataPool(const std::string& fs, const std::string& pool,
+                                  const std::vector<std::string>& create_args) {
+  std::vector<std::string> create = {"pool", "create", pool};
+  create.insert(create.end(), create_args.begin(), create_args.end());
+  CommandResult r = Weft(create);
+  if (r.code != 0) return absl::InternalError("weft pool create: " + r.output);
+  RETURN_IF_ERROR(WaitClean(absl::Seconds(60)));
+  r = Weft({"fs", "add-data-pool", fs, pool});
+  if (r.code != 0) return absl::InternalError("weft fs add-data-pool: " + r.output);
+  return absl::OkStatus();
+}
+
 std::unique_ptr<client::MetaClient> Cluster::Meta(const std::string& fs) {
   client::MetaClientOptions options;
   options.mds_addrs = mds_addrs();

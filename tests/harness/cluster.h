@@ -78,6 +78,12 @@ class Cluster {
   // Creates pools NAME_meta (3x) and NAME_data (3x, or `data_pool` if given)
   // and the filesystem NAME with the CLI, then waits until rank 0 serves it.
   absl::Status CreateFs(const std::string& name, const std::string& data_pool = "");
+  // Creates pool `pool` with the CLI (`create_args` follow the name: by
+  // default 3x with 16 PGs), waits until every PG is clean, then makes it a
+  // data pool of filesystem `fs` with `weft fs add-data-pool`.
+  absl::Status AddDataPool(const std::string& fs, const std::string& pool,
+                           const std::vector<std::string>& create_args = {"--size", "3",
+                                                                          "--pg-num", "16"});
   // A session with the filesystem (waits up to 60 s for rank 0).
   std::unique_ptr<client::MetaClient> Meta(const std::string& fs);
 

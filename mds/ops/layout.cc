@@ -1,0 +1,171 @@
+// File layouts: the virtual xattrs weft.dir.layout[.<field>] and
+// weft.file.layout[.<field>] (syntax and validation in mds/fs/layout.h), and
+// the layout a new file inherits.
+//
+// Inheritance, as CephFS resolves it: a directory has a layout only when one
+// was set on it; a new file takes the layout of the nearest directory up its
+// parent chain that has one, else the filesystem default. mkdir copies
+// nothing, so a layout set on a directory applies to every subdirectory
+// without one of its own, also those that exist already. A file's layout is
+// its own from creation, and fixed once the file has data.
+#include <cerrno>
+
+#include "absl/strings/str_cat.h"
+#include "common/log/log.h"
+#include "common/status/status.h"
+#include "mds/fs/names.h"
+#include "mds/ops/ops.h"
+
+namespace weft::mds {
+namespace {
+
+FileLayout FromProto(const pb::FileLayout& p) {
+  FileLayout l;
+  l.stripe.stripe_unit = p.stripe_unit();
+  l.stripe.stripe_count = p.stripe_count();
+  l.stripe.object_size = p.object_size();
+  l.pool = PoolId(p.pool());
+  return l;
+}
+
+// Only called with layouts that passed ValidateLayout, so the narrowing
+// conversions cannot lose bits (stripe_unit <= object_size <= 1 GiB).
+pb::FileLayout ToProto(const FileLayout& l) {
+  pb::FileLayout p;
+  p.set_stripe_unit(static_cast<uint32_t>(l.stripe.stripe_unit));
+  p.set_stripe_count(static_cast<uint32_t>(l.stripe.stripe_count));
+  p.set_object_size(l.stripe.object_size);
+  p.set_pool(l.pool.value());
+  return p;
+}
+
+bool HasDirLayout(const pb::InodeRec& rec) {
+  return rec.has_dir_layout() && rec.dir_layout().pool() != 0;
+}
+
+pb::FileLayout FsDefault(OpContext& ctx) {
+  pb::FileLayout layout = ctx.options().default_layout;
+  if (layout.pool() == 0) layout.set_pool(ctx.options().data_pool.value());
+  return layout;
+}
+
+// A layout says where and how an inode's data is stored, like its mode: the
+// owner or root may change it (Linux's inode_owner_or_capable).
+absl::Status CheckOwner(OpContext& ctx, const pb::InodeRec& inode) {
+  if (ctx.cred().uid == 0 || ctx.cred().uid == inode.uid()) return absl::OkStatus();
+  return Err(EPERM, "only the owner or root may change a layout");
+}
+
+// Until capabilities exist, the MDS cannot tell another client that the
+// layout changed: that client would go on writing with the old one.
+bool OpenForWritingElsewhere(OpContext& ctx, uint64_t ino) {
+  for (auto& [id, session] : ctx.cache()->sessions()) {
+    if (id == ctx.session()) continue;
+    auto it = session.opens_write.find(ino);
+    if (it != session.opens_write.end() && it->second > 0) return true;
+  }
+  return false;
+}
+
+// A refused change is the client's mistake, but the issue asks for the
+// reason in the MDS log too (the client gets it in the status message).
+absl::Status Refused(OpContext& ctx, uint64_t ino, const std::string& name, absl::Status status) {
+  LOG(INFO) << "event=layout_refused fs=" << ctx.options().fs_name << " ino=" << ino
+            << " xattr=" << name << " errno=" << StatusToErrno(status) << " reason=\""
+            << status.message() << "\"";
+  return status;
+}
+
+}  // namespace
+
+absl::StatusOr<pb::FileLayout> EffectiveDirLayout(OpContext& ctx, uint64_t dir) {
+  uint64_t cur = dir;
+  for (int depth = 0; depth < 4096; ++depth) {
+    ASSIGN_OR_RETURN(const pb::InodeRec* rec, ctx.Inode(cur));
+    if (HasDirLayout(*rec)) return rec->dir_layout();
+    if (cur == kRootIno || rec->parent() == 0 || rec->parent() == cur) return FsDefault(ctx);
+    cur = rec->parent();
+  }
+  return Err(ELOOP, "directory tree too deep");
+}
+
+absl::StatusOr<std::string> GetLayoutXattr(OpContext& ctx, const pb::InodeRec& inode,
+                                           const LayoutXattr& x) {
+  if (!x.field.empty() && !IsLayoutField(x.field)) return Err(ENODATA, "no such layout field");
+  pb::FileLayout layout;
+  if (x.target == LayoutTarget::kDir) {
+    if (!IsDir(inode)) return Err(ENODATA, "weft.dir.layout: not a directory");
+    if (HasDirLayout(inode)) {
+      layout = inode.dir_layout();
+    } else if (inode.ino() == kRootIno) {
+      layout = FsDefault(ctx);  // the root always shows one, as in CephFS
+    } else {
+      return Err(ENODATA, "no layout of its own (new files inherit one from above)");
+    }
+  } else {
+    if (!IsReg(inode)) return Err(ENODATA, "weft.file.layout: not a regular file");
+    layout = inode.layout();
+  }
+  const DataPools pools = ctx.data_pools();
+  const FileLayout l = FromProto(layout);
+  return x.field.empty() ? FormatLayout(l, pools) : FormatLayoutField(l, x.field, pools);
+}
+
+absl::Status SetLayoutXattr(OpContext& ctx, const pb::InodeRec& inode, const std::string& name,
+                            const LayoutXattr& x, const std::string& value,
+                            pb::MetaReply* reply) {
+  const pb::InodeRec before = inode;
+  const bool dir = x.target == LayoutTarget::kDir;
+  if (dir && !IsDir(before)) {
+    return Refused(ctx, before.ino(), name, Err(EINVAL, "weft.dir.layout: not a directory"));
+  }
+  if (!dir && !IsReg(before)) {
+    return Refused(ctx, before.ino(), name, Err(EINVAL, "weft.file.layout: not a regular file"));
+  }
+  RETURN_IF_ERROR(CheckOwner(ctx, before));
+  FileLayout base;
+  if (dir) {
+    ASSIGN_OR_RETURN(pb::FileLayout effective, EffectiveDirLayout(ctx, before.ino()));
+    base = FromProto(effective);
+  } else {
+    // CephFS answers ENOTEMPTY here too. (Not Err(): its strerror suffix
+    // would say "Directory not empty" about a file.)
+    if (before.size() > 0) {
+      return Refused(ctx, before.ino(), name,
+                     ErrnoError(absl::StatusCode::kFailedPrecondition, ENOTEMPTY,
+                                "the file has data, so its layout is fixed; copy it to a new "
+                                "file to change the layout"));
+    }
+    if (OpenForWritingElsewhere(ctx, before.ino())) {
+      return Refused(ctx, before.ino(), name,
+                     ErrnoError(absl::StatusCode::kFailedPrecondition, EBUSY,
+                                "another client has the file open for writing"));
+    }
+    base = FromProto(before.layout());
+  }
+  absl::StatusOr<FileLayout> layout =
+      ApplyLayoutText(base, x.field, value, ctx.data_pools(), ctx.options().object_bytes_max);
+  if (!layout.ok()) return Refused(ctx, before.ino(), name, layout.status());
+  pb::InodeRec* edit = ctx.Edit(before);
+  *(dir ? edit->mutable_dir_layout() : edit->mutable_layout()) = ToProto(*layout);
+  edit->set_ctime_ns(ctx.now_ns());
+  FillAttr(*edit, reply->mutable_attr());
+  return absl::OkStatus();
+}
+
+absl::Status RemoveLayoutXattr(OpContext& ctx, const pb::InodeRec& inode, const LayoutXattr& x,
+                               pb::MetaReply* reply) {
+  if (x.target != LayoutTarget::kDir || !x.field.empty()) {
+    return Err(EOPNOTSUPP, "only weft.dir.layout can be removed (its directory inherits again)");
+  }
+  if (!IsDir(inode) || !HasDirLayout(inode)) return Err(ENODATA, "no layout of its own");
+  RETURN_IF_ERROR(CheckOwner(ctx, inode));
+  const pb::InodeRec before = inode;
+  pb::InodeRec* edit = ctx.Edit(before);
+  edit->clear_dir_layout();
+  edit->set_ctime_ns(ctx.now_ns());
+  FillAttr(*edit, reply->mutable_attr());
+  return absl::OkStatus();
+}
+
+}  // namespace weft::mds
