@@ -34,6 +34,14 @@ absl::Status ApplySize(OpContext& ctx, const pb::SetattrOp& op, const pb::InodeR
   return absl::OkStatus();
 }
 
+// True when `new_mode` only clears S_ISUID and/or S_ISGID of `current`.
+bool OnlyDropsSetId(const pb::InodeRec& current, uint32_t new_mode) {
+  const uint32_t old_mode = current.mode() & 07777;
+  const uint32_t dropped = old_mode & ~new_mode;
+  return new_mode != old_mode && (new_mode & ~old_mode) == 0 &&
+         (dropped & ~uint32_t{S_ISUID | S_ISGID}) == 0;
+}
+
 }  // namespace
 
 absl::Status DoSetattr(OpContext& ctx, const pb::SetattrOp& op, pb::MetaReply* reply) {
@@ -56,9 +64,19 @@ absl::Status DoSetattr(OpContext& ctx, const pb::SetattrOp& op, pb::MetaReply* r
   }
   if (valid & pb::SA_MODE) {
     AccessAttrs now = AccessOf(*edit);
-    ASSIGN_OR_RETURN(uint32_t mode, ModeForChmod(now, ctx.cred(), op.mode()));
-    edit->set_mode(mode);
-    RETURN_IF_ERROR(SyncAclToMode(edit));
+    if (!OwnerOrRoot(now, ctx.cred()) && IsReg(*edit) && OnlyDropsSetId(*edit, op.mode()) &&
+        CheckAccess(now, ctx.cred(), kMayWrite).ok()) {
+      // The kernel's own "kill privileges" before a write or truncate by a
+      // non-owner (Linux applies it with ATTR_FORCE, no permission check).
+      // FUSE sends it as a chmod from the writer unless the filesystem
+      // handles it, which libfuse 3.14 never tells the kernel. A caller who
+      // may write the file may drop these bits: its write would.
+      edit->set_mode((edit->mode() & ~07777u) | (op.mode() & 07777));
+    } else {
+      ASSIGN_OR_RETURN(uint32_t mode, ModeForChmod(now, ctx.cred(), op.mode()));
+      edit->set_mode(mode);
+      RETURN_IF_ERROR(SyncAclToMode(edit));
+    }
   }
   if (valid & pb::SA_SIZE) RETURN_IF_ERROR(ApplySize(ctx, op, before, edit));
   // Only "both times to now" (utimes(NULL)) is the weaker, write-access
