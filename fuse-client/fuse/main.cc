@@ -26,7 +26,9 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
 #include "common/config/config.h"
 #include "common/log/log.h"
 #include "fuse-client/fuse/fuse_ops.h"
@@ -56,30 +58,41 @@ bool g_log_to_file = false;  // else the log line would repeat the reason on std
 
 // libfuse's own messages ("fuse: unknown option(s): ..."): until the mount
 // is up they are kept and become part of the one-line failure reason;
-// afterwards they go to the log.
-std::string g_fuse_messages;
+// afterwards they go to the log. libfuse writes a line in several calls, so
+// pieces wait in g_fuse_pending until their newline comes.
+absl::Mutex g_fuse_log_mu;
+std::string g_fuse_pending ABSL_GUARDED_BY(g_fuse_log_mu);
+std::string g_fuse_messages ABSL_GUARDED_BY(g_fuse_log_mu);
 std::atomic<bool> g_mounted{false};
 
 void FuseLog(fuse_log_level level, const char* fmt, va_list ap) {
   char buf[1024];
   vsnprintf(buf, sizeof(buf), fmt, ap);
-  std::string line = buf;
-  while (!line.empty() && (line.back() == '\n' || line.back() == ' ')) line.pop_back();
-  if (line.empty()) return;
-  if (g_mounted) {
-    if (level <= FUSE_LOG_ERR) {
-      LOG(WARNING) << "libfuse msg=\"" << line << "\"";
-    } else {
-      LOG(INFO) << "libfuse msg=\"" << line << "\"";  // -d
+  absl::MutexLock lock(&g_fuse_log_mu);
+  g_fuse_pending.append(buf);
+  for (size_t nl; (nl = g_fuse_pending.find('\n')) != std::string::npos;) {
+    std::string line(absl::StripAsciiWhitespace(g_fuse_pending.substr(0, nl)));
+    g_fuse_pending.erase(0, nl + 1);
+    if (line.empty()) continue;
+    if (g_mounted) {
+      if (level <= FUSE_LOG_ERR) {
+        LOG(WARNING) << "libfuse msg=\"" << line << "\"";
+      } else {
+        LOG(INFO) << "libfuse msg=\"" << line << "\"";  // -d
+      }
+    } else if (level <= FUSE_LOG_ERR) {
+      absl::StrAppend(&g_fuse_messages, g_fuse_messages.empty() ? "" : "; ", line);
     }
-  } else if (level <= FUSE_LOG_ERR) {
-    absl::StrAppend(&g_fuse_messages, g_fuse_messages.empty() ? "" : "; ", line);
   }
 }
 
 // `what`, with libfuse's explanation when it gave one.
 std::string WithFuseMessages(const std::string& what) {
-  return g_fuse_messages.empty() ? what : absl::StrCat(what, ": ", g_fuse_messages);
+  absl::MutexLock lock(&g_fuse_log_mu);
+  std::string messages = g_fuse_messages;
+  absl::StrAppend(&messages, messages.empty() || g_fuse_pending.empty() ? "" : "; ",
+                  absl::StripAsciiWhitespace(g_fuse_pending));
+  return messages.empty() ? what : absl::StrCat(what, ": ", messages);
 }
 
 [[noreturn]] void Fail(const std::string& reason) {
