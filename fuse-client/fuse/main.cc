@@ -68,20 +68,26 @@ std::atomic<bool> g_mounted{false};
 void FuseLog(fuse_log_level level, const char* fmt, va_list ap) {
   char buf[1024];
   vsnprintf(buf, sizeof(buf), fmt, ap);
-  absl::MutexLock lock(&g_fuse_log_mu);
-  g_fuse_pending.append(buf);
-  for (size_t nl; (nl = g_fuse_pending.find('\n')) != std::string::npos;) {
-    std::string line(absl::StripAsciiWhitespace(g_fuse_pending.substr(0, nl)));
-    g_fuse_pending.erase(0, nl + 1);
-    if (line.empty()) continue;
-    if (g_mounted) {
-      if (level <= FUSE_LOG_ERR) {
-        LOG(WARNING) << "libfuse msg=\"" << line << "\"";
-      } else {
-        LOG(INFO) << "libfuse msg=\"" << line << "\"";  // -d
+  std::vector<std::string> lines;  // complete ones, logged after the lock
+  {
+    absl::MutexLock lock(&g_fuse_log_mu);
+    g_fuse_pending.append(buf);
+    for (size_t nl; (nl = g_fuse_pending.find('\n')) != std::string::npos;) {
+      std::string line(absl::StripAsciiWhitespace(g_fuse_pending.substr(0, nl)));
+      g_fuse_pending.erase(0, nl + 1);
+      if (line.empty()) continue;
+      if (g_mounted) {
+        lines.push_back(std::move(line));
+      } else if (level <= FUSE_LOG_ERR) {
+        absl::StrAppend(&g_fuse_messages, g_fuse_messages.empty() ? "" : "; ", line);
       }
-    } else if (level <= FUSE_LOG_ERR) {
-      absl::StrAppend(&g_fuse_messages, g_fuse_messages.empty() ? "" : "; ", line);
+    }
+  }
+  for (const std::string& line : lines) {
+    if (level <= FUSE_LOG_ERR) {
+      LOG(WARNING) << "libfuse msg=\"" << line << "\"";
+    } else {
+      LOG(INFO) << "libfuse msg=\"" << line << "\"";  // -d
     }
   }
 }

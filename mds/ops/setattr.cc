@@ -34,12 +34,15 @@ absl::Status ApplySize(OpContext& ctx, const pb::SetattrOp& op, const pb::InodeR
   return absl::OkStatus();
 }
 
-// True when `new_mode` only clears S_ISUID and/or S_ISGID of `current`.
-bool OnlyDropsSetId(const pb::InodeRec& current, uint32_t new_mode) {
+// True when `new_mode` drops some of what a write by `cred` would drop
+// from a regular file (S_ISUID, S_ISGID: ModeAfterWrite) and nothing else.
+bool DropsOnlyWhatAWriteWould(const pb::InodeRec& current, const Credentials& cred,
+                              uint32_t new_mode) {
   const uint32_t old_mode = current.mode() & 07777;
-  const uint32_t dropped = old_mode & ~new_mode;
-  return new_mode != old_mode && (new_mode & ~old_mode) == 0 &&
-         (dropped & ~uint32_t{S_ISUID | S_ISGID}) == 0;
+  const uint32_t after_write = ModeAfterWrite(AccessOf(current), cred) & 07777;
+  new_mode &= 07777;
+  return IsReg(current) && new_mode != old_mode && (new_mode & ~old_mode) == 0 &&
+         (new_mode & after_write) == after_write;
 }
 
 }  // namespace
@@ -64,7 +67,7 @@ absl::Status DoSetattr(OpContext& ctx, const pb::SetattrOp& op, pb::MetaReply* r
   }
   if (valid & pb::SA_MODE) {
     AccessAttrs now = AccessOf(*edit);
-    if (!OwnerOrRoot(now, ctx.cred()) && IsReg(*edit) && OnlyDropsSetId(*edit, op.mode()) &&
+    if (!OwnerOrRoot(now, ctx.cred()) && DropsOnlyWhatAWriteWould(*edit, ctx.cred(), op.mode()) &&
         CheckAccess(now, ctx.cred(), kMayWrite).ok()) {
       // The kernel's own "kill privileges" before a write or truncate by a
       // non-owner (Linux applies it with ATTR_FORCE, no permission check).
