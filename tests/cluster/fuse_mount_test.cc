@@ -394,6 +394,7 @@ TEST_CASE("fuse: an unprivileged user gets the MDS's permission checks", "[fuse]
 TEST_CASE("fuse: mount life cycle - bad options fail cleanly - kill -9 then lazy unmount",
           "[fuse]") {
   auto c = Cluster::Start();
+  INFO(c.status());
   REQUIRE(c.ok());
   std::unique_ptr<Cluster> cluster = std::move(*c);
   REQUIRE(cluster->CreateFs("fs1").ok());
@@ -446,6 +447,7 @@ TEST_CASE("fuse: mount life cycle - bad options fail cleanly - kill -9 then lazy
 TEST_CASE("fuse: mount helper - mount(8) and fstab arguments - failures leave nothing mounted",
           "[fuse]") {
   auto c = Cluster::Start();
+  INFO(c.status());
   REQUIRE(c.ok());
   std::unique_ptr<Cluster> cluster = std::move(*c);
   REQUIRE(cluster->CreateFs("fs1").ok());
