@@ -32,6 +32,7 @@ absl::Status MdsRank::Dispatch(OpContext& ctx, const pb::MetaRequest& r, pb::Met
     case R::kStatfs: return DoStatfs(ctx, r.statfs(), reply);
     case R::kOpen: return DoOpen(ctx, r.open(), reply);
     case R::kWritten: ctx.SetOp("written"); return DoWritten(ctx, r.written(), reply);
+    case R::kAccess: return DoAccess(ctx, r.access(), reply);
     case R::kRelease: return absl::OkStatus();  // handled by RunOp
     case R::kSync: return absl::OkStatus();     // handled by RunOp
     case R::OP_NOT_SET: break;

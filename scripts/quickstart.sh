@@ -1,10 +1,15 @@
 #!/usr/bin/env bash
 # A local Weft cluster on 127.0.0.1: etcd, weft-mds (the map manager) and
-# $WEFT_OSDS OSDs (default 6), all under ./.weft (or $WEFT_DIR).
+# $WEFT_OSDS OSDs (default 6), all under ./.weft (or $WEFT_DIR), with the
+# filesystem "weft" mounted at ./mnt (or $WEFT_MNT).
 #
-#   scripts/quickstart.sh          install, build, start (or re-start) and print `weft status`
-#   scripts/quickstart.sh down     stop everything it started (data is kept)
-#   scripts/quickstart.sh purge    stop and delete ./.weft
+#   scripts/quickstart.sh          install, build, start (or re-start), mount, and print
+#                                  `weft status` and the mount; again: harmless
+#   scripts/quickstart.sh down     unmount and stop everything it started (data is kept)
+#   scripts/quickstart.sh purge    down, then delete ./.weft
+#
+# Run as root: it installs packages, links /sbin/mount.fuse.weft to the
+# build (scripts/install-client.sh --link), and mounts with allow_other.
 #
 # Being one host, the cluster's failure domain is `osd`, so plain
 # `weft pool create NAME --size 3` works.
@@ -14,6 +19,8 @@ dir=${WEFT_DIR:-$root/.weft}
 osds=${WEFT_OSDS:-6}
 build=${WEFT_BUILD_DIR:-$root/build}
 bin=$build/bin
+mnt=${WEFT_MNT:-$root/mnt}
+[[ "$mnt" == /* ]] || mnt=$PWD/$mnt
 
 log() { echo "quickstart: $*"; }
 
@@ -29,8 +36,24 @@ stop_pid() {
   rm -f "$pidfile"
 }
 
+# From the kernel's table, without touching the directory (a mount whose
+# client died answers every stat with ENOTCONN).
+is_mounted() { awk -v m="$1" '$5 == m { found = 1 } END { exit !found }' /proc/self/mountinfo; }
+
+unmount() {
+  is_mounted "$mnt" || return 0
+  if fusermount3 -u "$mnt" 2>/dev/null; then
+    log "unmounted $mnt"
+  else
+    # Busy (a shell inside it) or the client is dead: detach it lazily.
+    fusermount3 -u -z "$mnt" && log "unmounted $mnt (lazily: it was busy or its client was gone)"
+  fi
+}
+
 down() {
+  unmount
   [[ -d "$dir/run" ]] || { log "nothing running"; return 0; }
+  stop_pid "$dir/run/fuse.pid"  # normally it has exited after the unmount
   # All OSDs at once: each takes a second or two to leave cleanly.
   for f in "$dir"/run/osd.*.pid; do
     [[ -e "$f" ]] && alive "$f" && kill -TERM "$(cat "$f")" 2>/dev/null
@@ -53,7 +76,7 @@ start() {  # start NAME LOGFILE CMD...
 
 case "${1:-up}" in
   down) down; exit 0 ;;
-  purge) down; rm -rf "$dir"; log "removed $dir"; exit 0 ;;
+  purge) down; rm -rf "$dir"; rmdir "$mnt" 2>/dev/null || true; log "removed $dir"; exit 0 ;;
   up) ;;
   *) echo "usage: $0 [up|down|purge]" >&2; exit 2 ;;
 esac
@@ -130,13 +153,55 @@ if ! "$bin/weft" fs ls 2>/dev/null | grep -q '^name: weft,'; then
   log "created filesystem weft (metadata pool meta, data pool fsdata)"
 fi
 
+# The mount: weft-fuse in the foreground of its own session (so that its
+# PID is ours to stop), logging to .weft/log/weft-fuse.log.
+mount_fs() {
+  if is_mounted "$mnt"; then
+    if alive "$dir/run/fuse.pid" && stat -t "$mnt" >/dev/null 2>&1; then
+      log "$mnt is already mounted"
+      return 0
+    fi
+    log "$mnt: the mount's client is gone, clearing it"
+    fusermount3 -u -z "$mnt" || true
+  fi
+  mkdir -p "$mnt"
+  stop_pid "$dir/run/fuse.pid"
+  start fuse "$dir/log/weft-fuse.log" "$bin/weft-fuse" "$mnt" -f -o "conf=$conf,fs=weft"
+  for _ in $(seq 300); do
+    is_mounted "$mnt" && { log "mounted weft at $mnt"; return 0; }
+    alive "$dir/run/fuse.pid" || break
+    sleep 0.1
+  done
+  log "mounting $mnt failed:" >&2
+  tail -n 3 "$dir/log/weft-fuse.log" >&2
+  stop_pid "$dir/run/fuse.pid"
+  exit 1
+}
+
+if [[ $(id -u) -eq 0 ]]; then
+  "$root/scripts/install-client.sh" --link >/dev/null
+else
+  log "not root: mount.fuse.weft not installed (scripts/install-client.sh)"
+fi
+mount_fs
+
+# Let the PGs finish peering, so that the status shows the cluster as it is.
+for _ in $(seq 100); do
+  "$bin/weft" status 2>/dev/null | grep -q "not active" || break
+  sleep 0.3
+done
 "$bin/weft" status
+echo
+findmnt "$mnt" || true
+df -h "$mnt" || true
 cat <<MSG
 
-Weft is running in $dir. To use it:
+Weft is running in $dir and mounted at $mnt. To use it:
+  ls $mnt && cp -r /etc/skel $mnt/
   export WEFT_CONF=$conf PATH=$bin:\$PATH
+  weft fs status weft
   weft pool create data --size 3
   weft obj put data hello /etc/hostname && weft obj get data hello
-  weft fs status weft
+  mount -t fuse.weft weft /mnt/other -o conf=$conf     # another mount, as mount(8) does it
 Stop it with: scripts/quickstart.sh down
 MSG

@@ -31,7 +31,10 @@ fuse_ino_t ToFuse(fuse_req_t req, uint64_t ino) {
 // The one place an errno is chosen.
 void ReplyError(fuse_req_t req, const absl::Status& status, const char* op) {
   const int err = StatusToErrno(status);
-  if (err == ENOENT || err == EEXIST || err == ENODATA || err == ENOTEMPTY) {
+  // What callers get wrong (a missing name, a denied permission) is
+  // expected: debug. The rest is loud.
+  if (err == ENOENT || err == EEXIST || err == ENODATA || err == ENOTEMPTY || err == EACCES ||
+      err == EPERM || err == ENOTDIR || err == EISDIR || err == ENAMETOOLONG || err == ELOOP) {
     VLOG(1) << "op=" << op << " errno=" << err << " status=" << status;
   } else {
     LOG(WARNING) << "op=" << op << " errno=" << err << " status=" << status;
@@ -116,6 +119,15 @@ void Init(void* userdata, fuse_conn_info* conn) {
   if (conn->capable & FUSE_CAP_ATOMIC_O_TRUNC) conn->want |= FUSE_CAP_ATOMIC_O_TRUNC;
   if (conn->capable & FUSE_CAP_READDIRPLUS) conn->want |= FUSE_CAP_READDIRPLUS;
   if (conn->capable & FUSE_CAP_PARALLEL_DIROPS) conn->want |= FUSE_CAP_PARALLEL_DIROPS;
+  // The MDS clears setuid/setgid on write, truncate and chown with the
+  // caller's identity (ModeAfterWrite, ModeForChown). Without this the
+  // kernel sends a chmod of its own first, as the writer. libfuse 3.14
+  // never passes this flag on to the kernel, so the MDS also accepts that
+  // chmod from a writer (mds/ops/setattr.cc).
+  if (conn->capable & FUSE_CAP_HANDLE_KILLPRIV) conn->want |= FUSE_CAP_HANDLE_KILLPRIV;
+  // The MDS applies the umask, except under a default ACL (the create mode
+  // then masks the ACL instead); the kernel must pass the mode unmasked.
+  if (conn->capable & FUSE_CAP_DONT_MASK) conn->want |= FUSE_CAP_DONT_MASK;
   // The client library buffers writes; the kernel's writeback cache would
   // own size and mtime, which only caps can make safe.
   conn->want &= ~FUSE_CAP_WRITEBACK_CACHE;

@@ -1,29 +1,39 @@
 // weft-fuse: mounts a Weft filesystem through the FUSE low-level API.
 //
-//   weft-fuse MOUNTPOINT -o conf=FILE,fs=NAME[,subdir=/path][,log=FILE] [-f] [-d]
+//   weft-fuse MOUNTPOINT -o fs=NAME[,conf=FILE][,subdir=/path][,log=FILE] [-f] [-d]
+//   mount -t fuse.weft NAME[:/path] MOUNTPOINT -o conf=FILE     (see mount_helper.h)
 //
-// allow_other is on by default (every local user works under their own
-// identity, checked by the MDS). Without -f the process detaches, but only
-// after the mount is up: the parent waits on a pipe and exits non-zero with
-// the child's one-line reason if anything failed, so a failed mount never
-// leaves a half-mounted directory. The fork happens before any gRPC thread
-// exists. Logs go to log=FILE (default /tmp/weft-fuse.<fs>.log when
-// detached, stderr with -f).
+// conf= defaults to $WEFT_CONF, else /etc/weft/weft.conf. allow_other is on
+// by default (every local user works under their own identity, checked by
+// the MDS). Without -f the process detaches, but only after the mount is
+// up: the parent waits on a pipe and exits non-zero with the child's
+// one-line reason if anything failed, so a failed mount never leaves a
+// half-mounted directory. The fork happens before any gRPC thread exists.
+// Logs go to log=FILE; detached, the default is
+// /var/log/weft/weft-fuse.<fs>.log for root, else /tmp/weft-fuse.<fs>.log;
+// stderr with -f.
 #include <fcntl.h>
+#include <malloc.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <atomic>
+#include <cstdarg>
 #include <cstddef>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <vector>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
 #include "common/config/config.h"
 #include "common/log/log.h"
 #include "fuse-client/fuse/fuse_ops.h"
+#include "fuse-client/fuse/mount_helper.h"
 
 namespace weft::fuse {
 namespace {
@@ -46,6 +56,51 @@ const fuse_opt kOptSpecs[] = {
 // Where the one-line failure reason goes: stderr, or the waiting parent.
 int g_report_fd = -1;
 bool g_log_to_file = false;  // else the log line would repeat the reason on stderr
+
+// libfuse's own messages ("fuse: unknown option(s): ..."): until the mount
+// is up they are kept and become part of the one-line failure reason;
+// afterwards they go to the log. libfuse writes a line in several calls, so
+// pieces wait in g_fuse_pending until their newline comes.
+absl::Mutex g_fuse_log_mu;
+std::string g_fuse_pending ABSL_GUARDED_BY(g_fuse_log_mu);
+std::string g_fuse_messages ABSL_GUARDED_BY(g_fuse_log_mu);
+std::atomic<bool> g_mounted{false};
+
+void FuseLog(fuse_log_level level, const char* fmt, va_list ap) {
+  char buf[1024];
+  vsnprintf(buf, sizeof(buf), fmt, ap);
+  std::vector<std::string> lines;  // complete ones, logged after the lock
+  {
+    absl::MutexLock lock(&g_fuse_log_mu);
+    g_fuse_pending.append(buf);
+    for (size_t nl; (nl = g_fuse_pending.find('\n')) != std::string::npos;) {
+      std::string line(absl::StripAsciiWhitespace(g_fuse_pending.substr(0, nl)));
+      g_fuse_pending.erase(0, nl + 1);
+      if (line.empty()) continue;
+      if (g_mounted) {
+        lines.push_back(std::move(line));
+      } else if (level <= FUSE_LOG_ERR) {
+        absl::StrAppend(&g_fuse_messages, g_fuse_messages.empty() ? "" : "; ", line);
+      }
+    }
+  }
+  for (const std::string& line : lines) {
+    if (level <= FUSE_LOG_ERR) {
+      LOG(WARNING) << "libfuse msg=\"" << line << "\"";
+    } else {
+      LOG(INFO) << "libfuse msg=\"" << line << "\"";  // -d
+    }
+  }
+}
+
+// `what`, with libfuse's explanation when it gave one.
+std::string WithFuseMessages(const std::string& what) {
+  absl::MutexLock lock(&g_fuse_log_mu);
+  std::string messages = g_fuse_messages;
+  absl::StrAppend(&messages, messages.empty() || g_fuse_pending.empty() ? "" : "; ",
+                  absl::StripAsciiWhitespace(g_fuse_pending));
+  return messages.empty() ? what : absl::StrCat(what, ": ", messages);
+}
 
 [[noreturn]] void Fail(const std::string& reason) {
   std::string line = absl::StrCat("weft-fuse: ", reason, "\n");
@@ -102,10 +157,20 @@ void RedirectLog(const std::string& path) {
   g_log_to_file = true;
 }
 
+// Where a detached mount logs unless log= says.
+std::string DefaultLogPath(const std::string& fs) {
+  if (geteuid() == 0) {
+    mkdir("/var/log/weft", 0755);
+    if (access("/var/log/weft", W_OK) == 0) {
+      return absl::StrCat("/var/log/weft/weft-fuse.", fs, ".log");
+    }
+  }
+  return absl::StrCat("/tmp/weft-fuse.", fs, ".log");
+}
+
 client::FileSystemClientOptions ClientOptions(const MountOptions& mo) {
-  if (mo.conf == nullptr) Fail("missing -o conf=FILE");
   if (mo.fs == nullptr) Fail("missing -o fs=NAME");
-  auto config = Config::Load(mo.conf);
+  auto config = Config::Load(Config::DefaultPath(mo.conf != nullptr ? mo.conf : ""));
   if (!config.ok()) Fail(std::string(config.status().message()));
   auto mds = config->MdsAddresses();
   if (!mds.ok()) Fail(std::string(mds.status().message()));
@@ -120,11 +185,13 @@ client::FileSystemClientOptions ClientOptions(const MountOptions& mo) {
 int Run(int argc, char** argv) {
   fuse_args args = FUSE_ARGS_INIT(argc, argv);
   MountOptions mo;
-  if (fuse_opt_parse(&args, &mo, kOptSpecs, nullptr) != 0) Fail("bad options");
+  fuse_set_log_func(FuseLog);
+  if (fuse_opt_parse(&args, &mo, kOptSpecs, nullptr) != 0) Fail(WithFuseMessages("bad options"));
   fuse_cmdline_opts cmd = {};
-  if (fuse_parse_cmdline(&args, &cmd) != 0) Fail("bad command line");
+  if (fuse_parse_cmdline(&args, &cmd) != 0) Fail(WithFuseMessages("bad command line"));
   if (cmd.show_help || cmd.show_version) {
-    printf("usage: weft-fuse MOUNTPOINT -o conf=FILE,fs=NAME[,subdir=/path][,log=FILE] [-f]\n");
+    printf("usage: weft-fuse MOUNTPOINT -o fs=NAME[,conf=FILE][,subdir=/path][,log=FILE] [-f]\n"
+           "       mount -t fuse.weft NAME[:/path] MOUNTPOINT [-o conf=FILE,...]\n");
     return 0;
   }
   if (cmd.mountpoint == nullptr) Fail("no mountpoint given");
@@ -136,16 +203,18 @@ int Run(int argc, char** argv) {
   // The session first: it rejects unknown options before anything is mounted.
   MountContext ctx;
   fuse_session* se = fuse_session_new(&args, &Operations(), sizeof(fuse_lowlevel_ops), &ctx);
-  if (se == nullptr) Fail("invalid mount options (see the line above)");
+  if (se == nullptr) Fail(WithFuseMessages("invalid mount options"));
 
   if (!cmd.foreground) Detach();
   std::string log_path = mo.log != nullptr ? mo.log : "";
-  if (log_path.empty() && !cmd.foreground) log_path = absl::StrCat("/tmp/weft-fuse.", options.fs, ".log");
+  if (log_path.empty() && !cmd.foreground) log_path = DefaultLogPath(options.fs);
   if (!log_path.empty()) RedirectLog(log_path);
   log::SetProgramTag(absl::StrCat("fuse.", options.fs));
 
   auto fs = client::FileSystemClient::Connect(options);
-  if (!fs.ok()) Fail(absl::StrCat("cannot reach filesystem ", options.fs, ": ", fs.status().message()));
+  if (!fs.ok()) {
+    Fail(absl::StrCat("cannot reach filesystem ", options.fs, ": ", fs.status().message()));
+  }
   ctx.fs = fs->get();
   ctx.base_ino = (*fs)->root();
   if (mo.subdir != nullptr) {
@@ -157,8 +226,9 @@ int Run(int argc, char** argv) {
 
   if (fuse_set_signal_handlers(se) != 0) Fail("cannot set signal handlers");
   if (fuse_session_mount(se, cmd.mountpoint) != 0) {
-    Fail(absl::StrCat("cannot mount on ", cmd.mountpoint));
+    Fail(WithFuseMessages(absl::StrCat("cannot mount on ", cmd.mountpoint)));
   }
+  g_mounted = true;
   LOG(INFO) << "mounted fs=" << options.fs << " mountpoint=" << cmd.mountpoint
             << " base_ino=" << ctx.base_ino;
   ReportMounted();
@@ -181,4 +251,24 @@ int Run(int argc, char** argv) {
 }  // namespace
 }  // namespace weft::fuse
 
-int main(int argc, char** argv) { return weft::fuse::Run(argc, argv); }
+int main(int argc, char** argv) {
+  // Data buffers are allocated and freed by many threads (FUSE workers,
+  // flushes, readahead, one thread per object in flight); glibc's default of
+  // 8 arenas per core keeps freed buffers per thread and the client's RSS
+  // grew to ~850 MiB in bench/fs_bench.sh. Few arenas keep it near what is
+  // actually buffered.
+  mallopt(M_ARENA_MAX, 2);
+  if (argc < 1 || !weft::fuse::IsMountHelperName(argv[0])) return weft::fuse::Run(argc, argv);
+  // Started by mount(8) as mount.fuse.weft or mount.weft: translate its
+  // arguments into ours, then mount as usual.
+  auto command = weft::fuse::TranslateMountArgs(std::vector<std::string>(argv + 1, argv + argc));
+  if (!command.ok()) {
+    fprintf(stderr, "%s: %s\n", argv[0], std::string(command.status().message()).c_str());
+    return 1;
+  }
+  if (command->fake) return 0;
+  std::vector<char*> args = {argv[0]};
+  for (std::string& a : command->args) args.push_back(a.data());
+  args.push_back(nullptr);
+  return weft::fuse::Run(static_cast<int>(args.size()) - 1, args.data());
+}

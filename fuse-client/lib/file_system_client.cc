@@ -312,9 +312,12 @@ absl::Status FileSystemClient::Rename(const Creds& c, uint64_t parent, const std
   op->set_flags(flags);
   Invalidate(parent);
   Invalidate(new_parent);
-  absl::Status s = Call(c, std::move(r)).status();
+  absl::StatusOr<pb::MetaReply> reply = Call(c, std::move(r));
   if (replaced.ok()) Invalidate(replaced->ino());
-  return s;
+  if (!reply.ok()) return reply.status();
+  // The moved inode's ctime changed: the reply carries its new attributes.
+  if (reply->attr().ino() != 0) CacheAttr(reply->attr());
+  return absl::OkStatus();
 }
 
 absl::StatusOr<std::string> FileSystemClient::Readlink(const Creds& c, uint64_t ino) {
@@ -403,27 +406,10 @@ absl::StatusOr<pb::StatfsReply> FileSystemClient::Statfs(const Creds& c) {
 }
 
 absl::Status FileSystemClient::Access(const Creds& c, uint64_t ino, int mask) {
-  ASSIGN_OR_RETURN(Attr attr, FetchAttr(c, ino));
-  if (mask == F_OK) return absl::OkStatus();
-  const uint32_t mode = attr.mode();
-  if (c.uid == 0) {
-    if ((mask & X_OK) && (mode & S_IFMT) != S_IFDIR && (mode & 0111) == 0) {
-      return ErrnoError(absl::StatusCode::kPermissionDenied, EACCES, "no execute bit");
-    }
-    return absl::OkStatus();
-  }
-  uint32_t bits = mode & 07;
-  bool in_group = attr.gid() == c.gid;
-  for (uint32_t g : c.groups) in_group = in_group || g == attr.gid();
-  if (attr.uid() == c.uid) {
-    bits = (mode >> 6) & 07;
-  } else if (in_group) {
-    bits = (mode >> 3) & 07;
-  }
-  if ((static_cast<uint32_t>(mask) & bits) != static_cast<uint32_t>(mask & 07)) {
-    return ErrnoError(absl::StatusCode::kPermissionDenied, EACCES, "access denied by mode");
-  }
-  return absl::OkStatus();
+  pb::MetaRequest r;
+  r.mutable_access()->set_ino(ino);
+  r.mutable_access()->set_mask(static_cast<uint32_t>(mask) & (R_OK | W_OK | X_OK));
+  return CallAttr(c, std::move(r)).status();
 }
 
 }  // namespace weft::client

@@ -139,9 +139,9 @@ class FileSystemClient {
   absl::StatusOr<std::vector<std::string>> Listxattr(const Creds& c, uint64_t ino);
   absl::Status Removexattr(const Creds& c, uint64_t ino, const std::string& name);
   absl::StatusOr<pb::StatfsReply> Statfs(const Creds& c);
-  // R_OK/W_OK/X_OK (F_OK = 0) by the mode bits of fresh attributes; root
-  // passes except X_OK on a file no one may execute. ACLs are not consulted
-  // here (the MDS has no access operation yet).
+  // R_OK/W_OK/X_OK (F_OK = 0), decided by the MDS as an open or exec would
+  // be: mode bits, ACLs, root passing except X_OK on a file no one may
+  // execute. EACCES when refused.
   absl::Status Access(const Creds& c, uint64_t ino, int mask);
 
   // ---- files

@@ -149,12 +149,11 @@ absl::StatusOr<FileSystemClient::Opened> FileSystemClient::Open(const Creds& c, 
 absl::StatusOr<FileSystemClient::Opened> FileSystemClient::TruncateOnOpen(const Creds& c,
                                                                           Opened opened,
                                                                           int flags) {
-  // The MDS's OpenOp (and CreateOp of an existing name) ignore O_TRUNC.
+  // The MDS's OpenOp (and CreateOp of an existing name) ignore O_TRUNC. As
+  // on Linux, O_TRUNC truncates also through O_RDONLY (write permission is
+  // checked by the setattr), and sets mtime and ctime also of an empty file.
   const Attr& attr = opened.attr;
-  if ((flags & O_TRUNC) == 0 || (flags & O_ACCMODE) == O_RDONLY ||
-      (attr.mode() & S_IFMT) != S_IFREG || attr.size() == 0) {
-    return opened;
-  }
+  if ((flags & O_TRUNC) == 0 || (attr.mode() & S_IFMT) != S_IFREG) return opened;
   SetattrArgs args;
   args.valid = pb::SA_SIZE;
   args.size = 0;
@@ -182,6 +181,7 @@ absl::StatusOr<FileSystemClient::Opened> FileSystemClient::Create(const Creds& c
   Invalidate(parent);
   ASSIGN_OR_RETURN(pb::MetaReply reply, Call(c, std::move(r)));
   ASSIGN_OR_RETURN(Opened opened, AddHandle(c, reply.attr(), flags));
+  if (reply.created()) return opened;  // new and empty: nothing to truncate
   return TruncateOnOpen(c, std::move(opened), flags);
 }
 

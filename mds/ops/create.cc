@@ -79,6 +79,7 @@ absl::Status DoCreate(OpContext& ctx, const pb::CreateOp& op, pb::MetaReply* rep
   ASSIGN_OR_RETURN(pb::InodeRec* inode, MakeInode(ctx, op.parent(), op.name(), type | (op.mode() & 07777)));
   if (type == S_IFCHR || type == S_IFBLK) inode->set_rdev(op.rdev());
   if (op.open()) ctx.OpenRef(inode->ino(), (OpenMask(op.open_flags()) & kMayWrite) != 0);
+  reply->set_created(true);
   FillAttr(*inode, reply->mutable_attr());
   return absl::OkStatus();
 }

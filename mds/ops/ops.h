@@ -28,6 +28,7 @@ absl::Status DoListxattr(OpContext& ctx, const pb::ListxattrOp& op, pb::MetaRepl
 absl::Status DoRemovexattr(OpContext& ctx, const pb::RemovexattrOp& op, pb::MetaReply* reply);
 absl::Status DoStatfs(OpContext& ctx, const pb::StatfsOp& op, pb::MetaReply* reply);
 absl::Status DoOpen(OpContext& ctx, const pb::OpenOp& op, pb::MetaReply* reply);
+absl::Status DoAccess(OpContext& ctx, const pb::AccessOp& op, pb::MetaReply* reply);
 absl::Status DoWritten(OpContext& ctx, const pb::WrittenOp& op, pb::MetaReply* reply);
 
 // Shared checks.

@@ -49,7 +49,7 @@ void Reparent(OpContext& ctx, pb::InodeRec* inode, uint64_t from, uint64_t to) {
 }
 
 absl::Status Exchange(OpContext& ctx, const pb::RenameOp& op, const pb::InodeRec& src,
-                      const pb::InodeRec& dst) {
+                      const pb::InodeRec& dst, pb::MetaReply* reply) {
   pb::InodeRec* a = ctx.Edit(src);
   pb::InodeRec* b = ctx.Edit(dst);
   ctx.UnlinkDentry(op.parent(), op.name());
@@ -58,6 +58,7 @@ absl::Status Exchange(OpContext& ctx, const pb::RenameOp& op, const pb::InodeRec
   ctx.LinkDentry(op.parent(), op.name(), *b);
   Reparent(ctx, a, op.parent(), op.new_parent());
   Reparent(ctx, b, op.new_parent(), op.parent());
+  FillAttr(*a, reply->mutable_attr());
   return absl::OkStatus();
 }
 
@@ -70,7 +71,9 @@ absl::Status CheckReplace(OpContext& ctx, const pb::InodeRec& src, const pb::Ino
 
 }  // namespace
 
-absl::Status DoRename(OpContext& ctx, const pb::RenameOp& op, pb::MetaReply*) {
+// The reply carries the moved inode's new attributes (its ctime changed), so
+// that a client can refresh what it caches of it.
+absl::Status DoRename(OpContext& ctx, const pb::RenameOp& op, pb::MetaReply* reply) {
   if ((op.flags() & ~(kNoReplace | kExchange)) != 0 ||
       (op.flags() & (kNoReplace | kExchange)) == (kNoReplace | kExchange)) {
     return Err(EINVAL, "rename: bad flags");
@@ -106,7 +109,7 @@ absl::Status DoRename(OpContext& ctx, const pb::RenameOp& op, pb::MetaReply*) {
   if (dst_d && dst.ino() == src.ino()) return absl::OkStatus();  // two links of one file
   TouchDir(ctx, from_copy);
   TouchDir(ctx, to_copy);
-  if (op.flags() & kExchange) return Exchange(ctx, op, src, dst);
+  if (op.flags() & kExchange) return Exchange(ctx, op, src, dst, reply);
   if (dst_d) {
     RETURN_IF_ERROR(CheckReplace(ctx, src, dst));
     pb::InodeRec* victim = ctx.Edit(dst);
@@ -124,6 +127,7 @@ absl::Status DoRename(OpContext& ctx, const pb::RenameOp& op, pb::MetaReply*) {
   ctx.LinkDentry(op.new_parent(), op.new_name(), *moved);
   Reparent(ctx, moved, op.parent(), op.new_parent());
   ctx.MaybeSplit(op.new_parent());
+  FillAttr(*moved, reply->mutable_attr());
   return absl::OkStatus();
 }
 

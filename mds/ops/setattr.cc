@@ -34,6 +34,17 @@ absl::Status ApplySize(OpContext& ctx, const pb::SetattrOp& op, const pb::InodeR
   return absl::OkStatus();
 }
 
+// True when `new_mode` drops some of what a write by `cred` would drop
+// from a regular file (S_ISUID, S_ISGID: ModeAfterWrite) and nothing else.
+bool DropsOnlyWhatAWriteWould(const pb::InodeRec& current, const Credentials& cred,
+                              uint32_t new_mode) {
+  const uint32_t old_mode = current.mode() & 07777;
+  const uint32_t after_write = ModeAfterWrite(AccessOf(current), cred) & 07777;
+  new_mode &= 07777;
+  return IsReg(current) && new_mode != old_mode && (new_mode & ~old_mode) == 0 &&
+         (new_mode & after_write) == after_write;
+}
+
 }  // namespace
 
 absl::Status DoSetattr(OpContext& ctx, const pb::SetattrOp& op, pb::MetaReply* reply) {
@@ -56,9 +67,19 @@ absl::Status DoSetattr(OpContext& ctx, const pb::SetattrOp& op, pb::MetaReply* r
   }
   if (valid & pb::SA_MODE) {
     AccessAttrs now = AccessOf(*edit);
-    ASSIGN_OR_RETURN(uint32_t mode, ModeForChmod(now, ctx.cred(), op.mode()));
-    edit->set_mode(mode);
-    RETURN_IF_ERROR(SyncAclToMode(edit));
+    if (!OwnerOrRoot(now, ctx.cred()) && DropsOnlyWhatAWriteWould(*edit, ctx.cred(), op.mode()) &&
+        CheckAccess(now, ctx.cred(), kMayWrite).ok()) {
+      // The kernel's own "kill privileges" before a write or truncate by a
+      // non-owner (Linux applies it with ATTR_FORCE, no permission check).
+      // FUSE sends it as a chmod from the writer unless the filesystem
+      // handles it, which libfuse 3.14 never tells the kernel. A caller who
+      // may write the file may drop these bits: its write would.
+      edit->set_mode((edit->mode() & ~07777u) | (op.mode() & 07777));
+    } else {
+      ASSIGN_OR_RETURN(uint32_t mode, ModeForChmod(now, ctx.cred(), op.mode()));
+      edit->set_mode(mode);
+      RETURN_IF_ERROR(SyncAclToMode(edit));
+    }
   }
   if (valid & pb::SA_SIZE) RETURN_IF_ERROR(ApplySize(ctx, op, before, edit));
   // Only "both times to now" (utimes(NULL)) is the weaker, write-access

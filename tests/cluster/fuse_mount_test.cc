@@ -1,7 +1,9 @@
 // weft-fuse through the real kernel mount, against real processes (etcd,
 // weft-mds, 3 weft-osd): file data bit-exact across objects, holes, truncate,
 // O_APPEND/O_EXCL, the namespace operations, xattrs, statfs, permissions of
-// an unprivileged caller, and the mount's life cycle (kill -9, bad options).
+// an unprivileged caller, the mount's life cycle (kill -9, bad options), and
+// the mount(8) helper (mount.fuse.weft) with fstab-style arguments. The
+// POSIX semantics in depth are in fuse_posix_test.cc.
 #include <catch2/catch.hpp>
 
 #include <dirent.h>
@@ -22,6 +24,7 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "common/striping/striping.h"
 #include "tests/harness/cluster.h"
 #include "tests/harness/fs_fixture.h"
@@ -105,6 +108,13 @@ int AsUser(const std::function<int()>& fn) {
   int status = 0;
   waitpid(pid, &status, 0);
   return WIFEXITED(status) ? WEXITSTATUS(status) : 200;
+}
+
+// The output is one line naming `what`.
+bool OneLine(const std::string& output, const std::string& what) {
+  INFO(output);
+  return output.find(what) != std::string::npos && !output.empty() &&
+         output.find('\n') == output.size() - 1;
 }
 
 TEST_CASE("fuse: file data through the mount", "[fuse]") {
@@ -384,6 +394,7 @@ TEST_CASE("fuse: an unprivileged user gets the MDS's permission checks", "[fuse]
 TEST_CASE("fuse: mount life cycle - bad options fail cleanly - kill -9 then lazy unmount",
           "[fuse]") {
   auto c = Cluster::Start();
+  INFO(c.status());
   REQUIRE(c.ok());
   std::unique_ptr<Cluster> cluster = std::move(*c);
   REQUIRE(cluster->CreateFs("fs1").ok());
@@ -393,6 +404,7 @@ TEST_CASE("fuse: mount life cycle - bad options fail cleanly - kill -9 then lazy
 
   CommandResult r = RunCommand({BinPath("weft-fuse"), dir, "-f", "-o", conf + ",fs=fs1,bogus=1"});
   CHECK(r.code != 0);
+  CHECK(OneLine(r.output, "bogus=1"));
   CHECK(!Mount::IsMounted(dir));
   r = RunCommand({BinPath("weft-fuse"), dir, "-o", "conf=/nonexistent.conf,fs=fs1"});
   CHECK(r.code != 0);
@@ -430,6 +442,76 @@ TEST_CASE("fuse: mount life cycle - bad options fail cleanly - kill -9 then lazy
   CHECK(errno == ENOTCONN);
   CHECK(LazyUnmount((*m)->dir()));
   CHECK(!Mount::IsMounted((*m)->dir()));
+}
+
+TEST_CASE("fuse: mount helper - mount(8) and fstab arguments - failures leave nothing mounted",
+          "[fuse]") {
+  auto c = Cluster::Start();
+  INFO(c.status());
+  REQUIRE(c.ok());
+  std::unique_ptr<Cluster> cluster = std::move(*c);
+  REQUIRE(cluster->CreateFs("fs1").ok());
+  const std::string dir = cluster->dir() + "/helper";
+  REQUIRE(mkdir(dir.c_str(), 0755) == 0);
+  const std::string conf = "conf=" + cluster->conf_path();
+  const std::string log = ",log=" + cluster->dir() + "/helper.log";
+  // What mount(8) runs for `mount -t fuse.weft fs1 DIR -o ...` and for the
+  // README's fstab line.
+  const std::string helper = BinPath("mount.fuse.weft");
+
+  const std::string fstab = ",_netdev,noauto,nofail,defaults,x-systemd.automount";
+  CommandResult r = RunCommand({helper, "fs1", dir, "-o", "rw," + conf + fstab + log});
+  INFO(r.output);
+  REQUIRE(r.code == 0);
+  REQUIRE(Mount::IsMounted(dir));
+  REQUIRE(mkdir((dir + "/sub").c_str(), 0755) == 0);
+  WriteFile(dir + "/sub/f", "through the helper");
+  CommandResult fm = RunCommand({"/usr/bin/findmnt", "-n", "-o", "FSTYPE,SOURCE", dir});
+  CHECK(fm.output.find("fuse.weft") != std::string::npos);
+  CHECK(fm.output.find("weft:fs1") != std::string::npos);
+  CHECK(RunCommand({FusermountPath(), "-u", dir}).code == 0);
+  CHECK(!Mount::IsMounted(dir));
+
+  // mount.weft, a FSNAME:/SUBDIR source, generic options passed to the kernel.
+  r = RunCommand({BinPath("mount.weft"), "fs1:/sub", dir, "-o", conf + ",ro,noexec" + log});
+  INFO(r.output);
+  REQUIRE(r.code == 0);
+  CHECK(ReadFile(dir + "/f") == "through the helper");
+  errno = 0;
+  CHECK(open((dir + "/new").c_str(), O_CREAT | O_WRONLY, 0644) < 0);
+  CHECK(errno == EROFS);
+  CHECK(RunCommand({FusermountPath(), "-u", dir}).code == 0);
+
+  // -f (fake) checks and mounts nothing.
+  r = RunCommand({helper, "-f", "fs1", dir, "-o", conf});
+  CHECK(r.code == 0);
+  CHECK(!Mount::IsMounted(dir));
+
+  // Every failure: a non-zero exit, one line saying why, nothing mounted.
+  struct Bad {
+    std::vector<std::string> args;
+    std::string reason;
+  };
+  const std::string unreachable = cluster->dir() + "/unreachable.conf";
+  std::ofstream(unreachable) << "fsid = x\nmds = 127.0.0.1:" << FreePort() << "\n";
+  const std::vector<Bad> bad = {
+      {{helper, "fs1", dir, "-o", conf + ",bogus=1"}, "bogus=1"},
+      {{helper, "fs1", dir, "-o", "conf=/nonexistent/weft.conf"}, "/nonexistent/weft.conf"},
+      {{helper, "nosuchfs", dir, "-o", conf}, "nosuchfs"},
+      {{helper, "fs1:/nosuchdir", dir, "-o", conf}, "nosuchdir"},
+      {{helper, "fs1", dir, "-o", "conf=" + unreachable}, "no MDS answered"},
+      {{helper, "fs1", dir + "/missing-dir", "-o", conf}, "missing-dir"},
+      {{helper, "none", dir, "-o", conf}, "fs=NAME"},
+      {{helper, "fs1", dir, "-N", "/proc/1/ns/mnt", "-o", conf}, "namespace"},
+      {{helper, dir, "-o", conf}, "usage"},
+  };
+  for (const Bad& b : bad) {
+    r = RunCommand(b.args);
+    INFO(absl::StrJoin(b.args, " ") << " -> " << r.code << ": " << r.output);
+    CHECK(r.code != 0);
+    CHECK(OneLine(r.output, b.reason));
+    CHECK(!Mount::IsMounted(dir));
+  }
 }
 
 }  // namespace

@@ -1,6 +1,8 @@
 #include "tests/harness/mount.h"
 
+#include <grp.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -23,6 +25,38 @@ std::string FusermountPath() {
 
 bool LazyUnmount(const std::string& dir) {
   return RunCommand({FusermountPath(), "-u", "-z", dir}).code == 0;
+}
+
+std::string RunAs(const UserIds& ids, const std::function<std::string()>& fn) {
+  int fds[2];
+  if (pipe(fds) != 0) return "pipe failed";
+  pid_t pid = fork();
+  if (pid < 0) return "fork failed";
+  if (pid == 0) {
+    close(fds[0]);
+    std::vector<gid_t> groups(ids.groups.begin(), ids.groups.end());
+    std::string result;
+    if (setgroups(groups.size(), groups.data()) != 0 ||
+        setresgid(ids.gid, ids.gid, ids.gid) != 0 || setresuid(ids.uid, ids.uid, ids.uid) != 0) {
+      result = "cannot change identity";
+    } else {
+      umask(022);
+      result = fn();
+    }
+    (void)!write(fds[1], result.data(), result.size());
+    _exit(result.empty() ? 0 : 1);
+  }
+  close(fds[1]);
+  std::string out;
+  char buf[512];
+  ssize_t n;
+  while ((n = read(fds[0], buf, sizeof(buf))) > 0) out.append(buf, n);
+  close(fds[0]);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  if (!WIFEXITED(status)) return absl::StrCat("child died: status ", status, " ", out);
+  if (WEXITSTATUS(status) != 0 && out.empty()) return "child failed without a reason";
+  return out;
 }
 
 bool Mount::IsMounted(const std::string& dir) {

@@ -5,6 +5,7 @@
 // process by PID and removes the directory.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -41,5 +42,20 @@ class Mount {
 std::string FusermountPath();
 // `fusermount3 -u -z dir`; true if it succeeded.
 bool LazyUnmount(const std::string& dir);
+
+// Who a child runs as in RunAs.
+struct UserIds {
+  uint32_t uid = 1000;
+  uint32_t gid = 1000;
+  std::vector<uint32_t> groups;  // supplementary
+};
+
+// Runs `fn` in a forked child under `ids` (setgroups, setresgid, setresuid,
+// umask 022), so that the kernel, and through it the MDS, see that caller.
+// `fn` returns "" on success or a description of what failed, which the
+// child sends back through a pipe. Returns "" when the child succeeded, else
+// that description (or why the child could not change identity or died).
+// The child must not use Catch2 assertions.
+std::string RunAs(const UserIds& ids, const std::function<std::string()>& fn);
 
 }  // namespace weft::testing

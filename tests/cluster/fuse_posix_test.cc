@@ -1,0 +1,1236 @@
+// POSIX behaviour through the kernel: plain syscalls on a weft-fuse mount of a
+// real cluster (etcd, weft-mds, 3 weft-osd), compared with what Linux does on
+// a local filesystem (ext4). Each TEST_CASE starts one cluster and one mount
+// and runs its checks in sequence (Catch2 SECTIONs would restart the cluster).
+//
+// The filesystem's default layout is small here (1 MiB objects, 256 KiB
+// stripe unit, 2 objects per stripe set), so that truncates can hit every
+// boundary cheaply, and directory fragments split at 500 entries, so that a
+// 2,000-entry readdir crosses fragments.
+//
+// Unprivileged callers run in forked children (RunAs): uid 1000 (groups 1000
+// and 2000) and uid 1001 (group 1001).
+//
+// What this mount does not do like ext4, checked as it is and documented in
+// docs/ARCHITECTURE.md ("Client and FUSE mount"):
+//  - atime: set at creation and by utimensat; reads do not update it (FUSE
+//    leaves atime to the filesystem, and the client does not report reads).
+//  - SEEK_DATA/SEEK_HOLE: the kernel's generic answer, every byte is data.
+//  - st_blocks: size/512 rounded up, also for sparse files.
+//  - search permission on directories is checked by the MDS at lookup: a
+//    name the kernel has cached (entry timeout, 1 s) is reached without a
+//    new check, for any user.
+#include <catch2/catch.hpp>
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <sys/syscall.h>
+#include <sys/sysmacros.h>
+#include <sys/un.h>
+#include <sys/xattr.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cmath>
+#include <cstring>
+#include <list>
+#include <map>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "tests/harness/cluster.h"
+#include "tests/harness/fs_fixture.h"
+#include "tests/harness/mount.h"
+
+namespace weft::testing {
+namespace {
+
+constexpr uint64_t kKiB = 1024;
+constexpr uint64_t kMiB = 1024 * kKiB;
+constexpr uint64_t kStripeUnit = 256 * kKiB;
+constexpr uint64_t kObjectSize = kMiB;
+constexpr uint64_t kStripeSet = 2 * kObjectSize;  // stripe_count 2
+
+const UserIds kUser{1000, 1000, {1000, 2000}};
+const UserIds kOther{1001, 1001, {1001}};
+
+ClusterOptions PosixClusterOptions() {
+  ClusterOptions o;
+  o.extra_conf = {"fs_default_object_size = 1048576", "fs_default_stripe_unit = 262144",
+                  "fs_default_stripe_count = 2", "mds_bal_split_size = 500"};
+  return o;
+}
+
+struct Fixture {
+  Fixture() : cluster(StartClusterWithFs(PosixClusterOptions())) {
+    auto m = Mount::Start(*cluster, "fs1");
+    INFO(m.status());
+    REQUIRE(m.ok());
+    mount = std::move(*m);
+  }
+  std::string P(const std::string& rel) const { return mount->Path(rel); }
+  const char* C(const std::string& rel) {
+    paths.push_back(P(rel));
+    return paths.back().c_str();
+  }
+  std::unique_ptr<Cluster> cluster;
+  std::unique_ptr<Mount> mount;  // destroyed first: unmounted before the cluster stops
+  std::list<std::string> paths;  // keeps C()'s strings alive
+};
+
+// errno of a failed call, 0 when it succeeded.
+int Err(long rc) { return rc < 0 ? errno : 0; }
+
+// In RunAs children: returns the failed condition with its line and errno.
+#define USER_CHECK(cond)                                                                 \
+  do {                                                                                   \
+    if (!(cond)) {                                                                       \
+      return absl::StrCat("line ", __LINE__, ": ", #cond, " (errno ", errno, " ",       \
+                          strerror(errno), ")");                                         \
+    }                                                                                    \
+  } while (0)
+
+void WriteAll(int fd, const std::string& data, off_t off) {
+  size_t done = 0;
+  while (done < data.size()) {
+    ssize_t n = pwrite(fd, data.data() + done, data.size() - done, off + done);
+    REQUIRE(n > 0);
+    done += n;
+  }
+}
+
+std::string ReadAt(int fd, off_t off, size_t len) {
+  std::string out(len, '\0');
+  size_t done = 0;
+  while (done < len) {
+    ssize_t n = pread(fd, out.data() + done, len - done, off + done);
+    REQUIRE(n >= 0);
+    if (n == 0) break;
+    done += n;
+  }
+  out.resize(done);
+  return out;
+}
+
+std::string ReadFile(const std::string& path) {
+  int fd = open(path.c_str(), O_RDONLY);
+  REQUIRE(fd >= 0);
+  struct stat st;
+  REQUIRE(fstat(fd, &st) == 0);
+  std::string out = ReadAt(fd, 0, st.st_size + 4096);
+  close(fd);
+  return out;
+}
+
+void WriteFile(const std::string& path, const std::string& data, mode_t mode = 0644) {
+  int fd = open(path.c_str(), O_CREAT | O_WRONLY | O_TRUNC, mode);
+  REQUIRE(fd >= 0);
+  WriteAll(fd, data, 0);
+  REQUIRE(close(fd) == 0);
+}
+
+struct stat Stat(const std::string& path) {
+  struct stat st = {};
+  INFO(path);
+  REQUIRE(lstat(path.c_str(), &st) == 0);
+  return st;
+}
+
+int64_t Ns(const timespec& t) { return t.tv_sec * 1000000000ll + t.tv_nsec; }
+int64_t Atime(const std::string& p) { return Ns(Stat(p).st_atim); }
+int64_t Mtime(const std::string& p) { return Ns(Stat(p).st_mtim); }
+int64_t Ctime(const std::string& p) { return Ns(Stat(p).st_ctim); }
+
+// Lets the clock move on, so that the next change gets a later time.
+void Tick() { absl::SleepFor(absl::Milliseconds(15)); }
+
+uint32_t Mode(const std::string& p) { return Stat(p).st_mode & 07777; }
+
+// ---- POSIX ACL xattr values (linux/posix_acl_xattr.h): a little-endian
+// u32 version 2, then {u16 tag, u16 perm, u32 id} per entry, sorted by tag.
+constexpr uint16_t kAclUserObj = 0x01, kAclUser = 0x02, kAclGroupObj = 0x04, kAclMask = 0x10,
+                   kAclOther = 0x20;
+constexpr uint32_t kNoId = 0xffffffff;
+struct AclEntry {
+  uint16_t tag;
+  uint16_t perm;
+  uint32_t id;
+};
+
+std::string AclXattr(const std::vector<AclEntry>& entries) {
+  std::string out;
+  auto put = [&out](uint64_t v, int bytes) {
+    for (int i = 0; i < bytes; ++i) out.push_back(static_cast<char>((v >> (8 * i)) & 0xff));
+  };
+  put(2, 4);
+  for (const AclEntry& e : entries) {
+    put(e.tag, 2);
+    put(e.perm, 2);
+    put(e.id, 4);
+  }
+  return out;
+}
+
+std::string GetXattr(const std::string& path, const char* name) {
+  std::string buf(65536, '\0');
+  ssize_t n = getxattr(path.c_str(), name, buf.data(), buf.size());
+  INFO(path << " " << name << " errno " << errno);
+  REQUIRE(n >= 0);
+  buf.resize(n);
+  return buf;
+}
+
+// ============================================================================
+
+TEST_CASE("fuse posix: namespace operations and their errors", "[fuse][posix]") {
+  Fixture f;
+  const std::string name255(255, 'n'), name256(256, 'n');
+
+  // mkdir, and the errors of every namespace operation.
+  REQUIRE(mkdir(f.C("d"), 0755) == 0);
+  WriteFile(f.P("file"), "x");
+  CHECK(Err(mkdir(f.C("d"), 0755)) == EEXIST);
+  CHECK(Err(mkdir(f.C("file"), 0755)) == EEXIST);
+  CHECK(Err(mkdir(f.C("missing/sub"), 0755)) == ENOENT);
+  CHECK(Err(mkdir(f.C("file/sub"), 0755)) == ENOTDIR);
+  CHECK(Err(open(f.C("file/x"), O_RDONLY)) == ENOTDIR);
+  CHECK(Err(open(f.C("file/x"), O_CREAT | O_WRONLY, 0644)) == ENOTDIR);
+  CHECK(Err(unlink(f.C("d"))) == EISDIR);
+  CHECK(Err(unlink(f.C("missing"))) == ENOENT);
+  CHECK(Err(rmdir(f.C("file"))) == ENOTDIR);
+  CHECK(Err(rmdir(f.C("missing"))) == ENOENT);
+  CHECK(Err(rmdir(f.C("d/."))) == EINVAL);
+  CHECK(Err(rmdir(f.C("d/.."))) == ENOTEMPTY);
+  CHECK(Err(open(f.C("d"), O_WRONLY)) == EISDIR);
+  CHECK(Err(open(f.C("d"), O_CREAT | O_WRONLY, 0644)) == EISDIR);
+  CHECK(Err(link(f.C("d"), f.C("dlink"))) == EPERM);
+  CHECK(Err(link(f.C("file"), f.C("d"))) == EEXIST);
+  CHECK(Err(link(f.C("missing"), f.C("x"))) == ENOENT);
+  CHECK(Err(symlink("anything", f.C("file"))) == EEXIST);
+  CHECK(Err(mknod(f.C("file"), S_IFIFO | 0644, 0)) == EEXIST);
+  char buf[8192];
+  CHECK(Err(readlink(f.C("file"), buf, sizeof(buf))) == EINVAL);
+
+  // Names: 255 bytes work everywhere, 256 are ENAMETOOLONG everywhere.
+  WriteFile(f.P(name255), "long");
+  CHECK(ReadFile(f.P(name255)) == "long");
+  CHECK(Err(open(f.C(name256), O_CREAT | O_WRONLY, 0644)) == ENAMETOOLONG);
+  CHECK(Err(mkdir(f.C(name256), 0755)) == ENAMETOOLONG);
+  CHECK(Err(symlink("t", f.C(name256))) == ENAMETOOLONG);
+  CHECK(Err(mknod(f.C(name256), S_IFIFO | 0644, 0)) == ENAMETOOLONG);
+  CHECK(Err(link(f.C("file"), f.C(name256))) == ENAMETOOLONG);
+  CHECK(Err(rename(f.C("file"), f.C(name256))) == ENAMETOOLONG);
+  struct stat st;
+  CHECK(Err(stat(f.C(name256), &st)) == ENAMETOOLONG);
+  REQUIRE(unlink(f.C(name255)) == 0);
+
+  // rename: errors, replacement rules, never EXDEV within the mount.
+  REQUIRE(mkdir(f.C("d/sub"), 0755) == 0);
+  REQUIRE(mkdir(f.C("d/sub/deeper"), 0755) == 0);
+  CHECK(Err(rename(f.C("missing"), f.C("x"))) == ENOENT);
+  CHECK(Err(rename(f.C("d"), f.C("d/sub/x"))) == EINVAL);
+  CHECK(Err(rename(f.C("d"), f.C("d/sub/deeper/x"))) == EINVAL);
+  CHECK(Err(rename(f.C("d/sub"), f.C("file"))) == ENOTDIR);
+  CHECK(Err(rename(f.C("file"), f.C("d/sub"))) == EISDIR);
+  REQUIRE(mkdir(f.C("full"), 0755) == 0);
+  WriteFile(f.P("full/x"), "x");
+  CHECK(Err(rename(f.C("d/sub"), f.C("full"))) == ENOTEMPTY);
+  REQUIRE(mkdir(f.C("empty"), 0755) == 0);
+  CHECK(rename(f.C("full"), f.C("empty")) == 0);  // a directory over an empty one
+  CHECK(ReadFile(f.P("empty/x")) == "x");
+  CHECK(Err(access(f.C("full"), F_OK)) == ENOENT);
+  CHECK(rename(f.C("file"), f.C("file")) == 0);  // itself: nothing happens
+  CHECK(ReadFile(f.P("file")) == "x");
+  REQUIRE(link(f.C("file"), f.C("file2")) == 0);
+  CHECK(rename(f.C("file"), f.C("file2")) == 0);  // two links of one inode: nothing happens
+  CHECK(access(f.C("file"), F_OK) == 0);
+  CHECK(access(f.C("file2"), F_OK) == 0);
+  REQUIRE(unlink(f.C("file2")) == 0);
+  // Across directories at any depth, files and directories: never EXDEV.
+  CHECK(rename(f.C("file"), f.C("d/sub/deeper/file")) == 0);
+  CHECK(rename(f.C("d/sub/deeper/file"), f.C("empty/file")) == 0);
+  CHECK(rename(f.C("d/sub/deeper"), f.C("deeper")) == 0);
+  CHECK(rename(f.C("deeper"), f.C("empty/deeper")) == 0);
+  CHECK(ReadFile(f.P("empty/file")) == "x");
+  CHECK(S_ISDIR(Stat(f.P("empty/deeper")).st_mode));
+  CHECK(syscall(SYS_renameat2, AT_FDCWD, f.C("empty/file"), AT_FDCWD, f.C("empty/x"),
+                RENAME_NOREPLACE) == -1);
+  CHECK(errno == EEXIST);
+  CHECK(syscall(SYS_renameat2, AT_FDCWD, f.C("empty/file"), AT_FDCWD, f.C("nothere"),
+                RENAME_EXCHANGE) == -1);
+  CHECK(errno == ENOENT);
+  // RENAME_EXCHANGE of a file and a directory in different parents.
+  CHECK(syscall(SYS_renameat2, AT_FDCWD, f.C("empty/file"), AT_FDCWD, f.C("d/sub"),
+                RENAME_EXCHANGE) == 0);
+  CHECK(S_ISDIR(Stat(f.P("empty/file")).st_mode));
+  CHECK(ReadFile(f.P("d/sub")) == "x");
+  CHECK(syscall(SYS_renameat2, AT_FDCWD, f.C("empty/file"), AT_FDCWD, f.C("d/sub"),
+                RENAME_EXCHANGE) == 0);
+
+  // Link counts: files count their names; a directory 2 + its subdirectories.
+  WriteFile(f.P("h"), "h");
+  CHECK(Stat(f.P("h")).st_nlink == 1);
+  REQUIRE(link(f.C("h"), f.C("h2")) == 0);
+  REQUIRE(link(f.C("h"), f.C("d/h3")) == 0);
+  CHECK(Stat(f.P("h")).st_nlink == 3);
+  CHECK(Stat(f.P("d/h3")).st_nlink == 3);
+  CHECK(Stat(f.P("h")).st_ino == Stat(f.P("d/h3")).st_ino);
+  REQUIRE(unlink(f.C("h")) == 0);
+  CHECK(Stat(f.P("h2")).st_nlink == 2);
+  REQUIRE(rename(f.C("h2"), f.C("d/h3")) == 0);  // same inode: both names stay
+  CHECK(Stat(f.P("h2")).st_nlink == 2);
+  REQUIRE(mkdir(f.C("p1"), 0755) == 0);
+  REQUIRE(mkdir(f.C("p2"), 0755) == 0);
+  CHECK(Stat(f.P("p1")).st_nlink == 2);
+  REQUIRE(mkdir(f.C("p1/a"), 0755) == 0);
+  REQUIRE(mkdir(f.C("p1/b"), 0755) == 0);
+  WriteFile(f.P("p1/file"), "");  // files do not count
+  CHECK(Stat(f.P("p1")).st_nlink == 4);
+  REQUIRE(rename(f.C("p1/a"), f.C("p2/a")) == 0);
+  CHECK(Stat(f.P("p1")).st_nlink == 3);
+  CHECK(Stat(f.P("p2")).st_nlink == 3);
+  REQUIRE(rmdir(f.C("p1/b")) == 0);
+  CHECK(Stat(f.P("p1")).st_nlink == 2);
+  REQUIRE(mkdir(f.C("p1/c"), 0755) == 0);
+  REQUIRE(rename(f.C("p2/a"), f.C("p1/c")) == 0);  // over an empty directory
+  CHECK(Stat(f.P("p1")).st_nlink == 3);
+  CHECK(Stat(f.P("p2")).st_nlink == 2);
+  const nlink_t root_links = Stat(f.mount->dir()).st_nlink;
+  REQUIRE(mkdir(f.C("p3"), 0755) == 0);
+  CHECK(Stat(f.mount->dir()).st_nlink == root_links + 1);
+
+  // Symlinks: targets kept verbatim, loops are ELOOP, O_NOFOLLOW, dangling links.
+  REQUIRE(symlink("d", f.C("ld")) == 0);
+  WriteFile(f.P("d/inside"), "in");
+  CHECK(ReadFile(f.P("ld/inside")) == "in");
+  CHECK(S_ISLNK(Stat(f.P("ld")).st_mode));
+  CHECK(Stat(f.P("ld")).st_size == 1);
+  REQUIRE(symlink("loop2", f.C("loop1")) == 0);
+  REQUIRE(symlink("loop1", f.C("loop2")) == 0);
+  REQUIRE(symlink("self", f.C("self")) == 0);
+  CHECK(Err(open(f.C("loop1"), O_RDONLY)) == ELOOP);
+  CHECK(Err(open(f.C("self"), O_RDONLY)) == ELOOP);
+  CHECK(Err(stat(f.C("loop1"), &st)) == ELOOP);
+  CHECK(Err(open(f.C("loop1/x"), O_CREAT | O_WRONLY, 0644)) == ELOOP);
+  CHECK(lstat(f.C("loop1"), &st) == 0);
+  CHECK(Err(open(f.C("ld"), O_RDONLY | O_NOFOLLOW)) == ELOOP);
+  CHECK(Err(open(f.C("d/inside"), O_RDONLY | O_DIRECTORY)) == ENOTDIR);
+  int dfd = open(f.C("ld"), O_RDONLY | O_DIRECTORY);
+  CHECK(dfd >= 0);
+  if (dfd >= 0) {
+    int in = openat(dfd, "inside", O_RDONLY);
+    CHECK(in >= 0);
+    if (in >= 0) close(in);
+    close(dfd);
+  }
+  REQUIRE(symlink("target-to-be", f.C("dangling")) == 0);
+  CHECK(Err(open(f.C("dangling"), O_RDONLY)) == ENOENT);
+  CHECK(Err(open(f.C("dangling"), O_CREAT | O_EXCL | O_WRONLY, 0644)) == EEXIST);
+  int made = open(f.C("dangling"), O_CREAT | O_WRONLY, 0644);  // creates the target
+  CHECK(made >= 0);
+  if (made >= 0) close(made);
+  CHECK(S_ISREG(Stat(f.P("target-to-be")).st_mode));
+  const std::string long_target(4095, 't');
+  REQUIRE(symlink(long_target.c_str(), f.C("longlink")) == 0);
+  ssize_t n = readlink(f.C("longlink"), buf, sizeof(buf));
+  CHECK(n == 4095);
+  CHECK(std::string(buf, n > 0 ? n : 0) == long_target);
+  CHECK(Err(symlink(std::string(4096, 't').c_str(), f.C("toolong"))) == ENAMETOOLONG);
+
+  // mknod: fifo, socket, character and block devices (root), regular file.
+  REQUIRE(mkfifo(f.C("fifo"), 0640) == 0);
+  CHECK(S_ISFIFO(Stat(f.P("fifo")).st_mode));
+  CHECK((Stat(f.P("fifo")).st_mode & 0777) == 0640);
+  REQUIRE(mknod(f.C("sock"), S_IFSOCK | 0644, 0) == 0);
+  CHECK(S_ISSOCK(Stat(f.P("sock")).st_mode));
+  REQUIRE(mknod(f.C("null"), S_IFCHR | 0666, makedev(1, 3)) == 0);
+  st = Stat(f.P("null"));
+  CHECK(S_ISCHR(st.st_mode));
+  CHECK(major(st.st_rdev) == 1u);
+  CHECK(minor(st.st_rdev) == 3u);
+  REQUIRE(mknod(f.C("blk"), S_IFBLK | 0600, makedev(259, 70000)) == 0);
+  st = Stat(f.P("blk"));
+  CHECK(S_ISBLK(st.st_mode));
+  CHECK(major(st.st_rdev) == 259u);
+  CHECK(minor(st.st_rdev) == 70000u);
+  REQUIRE(mknod(f.C("plain"), S_IFREG | 0600, 0) == 0);
+  CHECK(S_ISREG(Stat(f.P("plain")).st_mode));
+  CHECK(Stat(f.P("plain")).st_size == 0);
+  // A unix socket bound in the mount is reachable through its path.
+  {
+    int srv = socket(AF_UNIX, SOCK_STREAM, 0);
+    REQUIRE(srv >= 0);
+    sockaddr_un addr = {};
+    addr.sun_family = AF_UNIX;
+    const std::string sp = f.P("bound.sock");
+    REQUIRE(sp.size() < sizeof(addr.sun_path));
+    memcpy(addr.sun_path, sp.c_str(), sp.size() + 1);
+    CHECK(bind(srv, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0);
+    CHECK(listen(srv, 1) == 0);
+    CHECK(S_ISSOCK(Stat(sp).st_mode));
+    int cli = socket(AF_UNIX, SOCK_STREAM, 0);
+    CHECK(connect(cli, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0);
+    close(cli);
+    close(srv);
+  }
+  // Unprivileged callers may not make devices (the kernel refuses: CAP_MKNOD).
+  const std::string dev_path = f.P("p3/dev");
+  REQUIRE(chmod(f.C("p3"), 0777) == 0);
+  CHECK(RunAs(kUser, [&]() -> std::string {
+          USER_CHECK(mknod(dev_path.c_str(), S_IFCHR | 0666, makedev(1, 3)) != 0);
+          USER_CHECK(errno == EPERM);
+          USER_CHECK(mkfifo((dev_path + "-fifo").c_str(), 0644) == 0);
+          return "";
+        }) == "");
+
+  // readdir of 2,000 entries: ".", "..", every name once, right types and inodes.
+  REQUIRE(mkdir(f.C("big"), 0755) == 0);
+  std::vector<std::thread> makers;
+  for (int t = 0; t < 4; ++t) {
+    makers.emplace_back([&f, t] {
+      for (int i = t; i < 2000; i += 4) {
+        const std::string p = f.P(absl::StrCat("big/entry-", i));
+        if (i % 100 == 7) {
+          mkdir(p.c_str(), 0755);
+        } else {
+          mknod(p.c_str(), S_IFREG | 0644, 0);
+        }
+      }
+    });
+  }
+  for (auto& t : makers) t.join();
+  auto list_dir = [](const std::string& path) {
+    std::map<std::string, std::pair<ino_t, unsigned char>> got;
+    int dups = 0;
+    DIR* dir = opendir(path.c_str());
+    REQUIRE(dir != nullptr);
+    while (dirent* e = readdir(dir)) {
+      dups += !got.emplace(e->d_name, std::make_pair(e->d_ino, e->d_type)).second;
+    }
+    closedir(dir);
+    CHECK(dups == 0);
+    return got;
+  };
+  auto got = list_dir(f.P("big"));
+  CHECK(got.size() == 2002);
+  CHECK(got.count(".") == 1);
+  CHECK(got.count("..") == 1);
+  int missing = 0, wrong_type = 0;
+  for (int i = 0; i < 2000; ++i) {
+    auto it = got.find(absl::StrCat("entry-", i));
+    if (it == got.end()) {
+      ++missing;
+      continue;
+    }
+    wrong_type += it->second.second != (i % 100 == 7 ? DT_DIR : DT_REG);
+  }
+  CHECK(missing == 0);
+  CHECK(wrong_type == 0);
+  CHECK(got["entry-1234"].first == Stat(f.P("big/entry-1234")).st_ino);
+  CHECK(got["."].first == Stat(f.P("big")).st_ino);
+  CHECK(Stat(f.P("big")).st_nlink == 2 + 20);
+  for (int i = 0; i < 2000; i += 20) {
+    const std::string p = f.P(absl::StrCat("big/entry-", i));
+    CHECK((i % 100 == 7 ? rmdir(p.c_str()) : unlink(p.c_str())) == 0);
+  }
+  got = list_dir(f.P("big"));
+  CHECK(got.size() == 2002 - 100);
+  CHECK(got.count("entry-20") == 0);
+  CHECK(got.count("entry-21") == 1);
+}
+
+// ============================================================================
+
+TEST_CASE("fuse posix: open flags - truncate at every boundary - sparse and open-unlinked files",
+          "[fuse][posix]") {
+  Fixture f;
+  struct stat st;
+
+  // O_CREAT|O_EXCL, O_TRUNC, access modes.
+  WriteFile(f.P("f"), "0123456789");
+  CHECK(Err(open(f.C("f"), O_CREAT | O_EXCL | O_WRONLY, 0644)) == EEXIST);
+  int fd = open(f.C("new"), O_CREAT | O_EXCL | O_RDWR, 0640);
+  REQUIRE(fd >= 0);
+  CHECK((Stat(f.P("new")).st_mode & 0777) == 0640);
+  close(fd);
+  fd = open(f.C("f"), O_RDONLY);
+  REQUIRE(fd >= 0);
+  CHECK(Err(write(fd, "x", 1)) == EBADF);
+  CHECK(Err(ftruncate(fd, 0)) == EINVAL);
+  close(fd);
+  fd = open(f.C("f"), O_WRONLY);
+  REQUIRE(fd >= 0);
+  char one;
+  CHECK(Err(read(fd, &one, 1)) == EBADF);
+  close(fd);
+  fd = open(f.C("f"), O_WRONLY | O_TRUNC);
+  REQUIRE(fd >= 0);
+  CHECK(fstat(fd, &st) == 0);
+  CHECK(st.st_size == 0);
+  close(fd);
+  CHECK(ReadFile(f.P("f")).empty());
+  WriteFile(f.P("f"), "0123456789");
+  fd = open(f.C("f"), O_RDWR | O_TRUNC | O_CREAT, 0644);  // existing: truncated, mode kept
+  REQUIRE(fd >= 0);
+  close(fd);
+  CHECK(Stat(f.P("f")).st_size == 0);
+  WriteFile(f.P("f"), "0123456789");
+  fd = open(f.C("f"), O_RDONLY | O_TRUNC);
+  REQUIRE(fd >= 0);
+  close(fd);
+  // Linux truncates, whatever the access mode (O_TRUNC needs write
+  // permission). The data-path client applies O_TRUNC only to writable
+  // handles (file_system_client_io.cc, TruncateOnOpen): see the header.
+  CHECK(Stat(f.P("f")).st_size == 0);
+
+  // O_APPEND: two descriptors appending at once never overwrite each other.
+  {
+    int a = open(f.C("log"), O_CREAT | O_WRONLY | O_APPEND, 0644);
+    int b = open(f.C("log"), O_WRONLY | O_APPEND);
+    REQUIRE(a >= 0);
+    REQUIRE(b >= 0);
+    constexpr int kRecords = 150;
+    auto appender = [](int fd, char tag) {
+      for (int i = 0; i < kRecords; ++i) {
+        std::string rec = absl::StrCat(std::string(1, tag), "-", 1000 + i, "-");
+        rec.resize(63, tag);
+        rec.push_back('\n');
+        if (write(fd, rec.data(), rec.size()) != static_cast<ssize_t>(rec.size())) return;
+      }
+    };
+    std::thread ta(appender, a, 'a'), tb(appender, b, 'b');
+    ta.join();
+    tb.join();
+    CHECK(pwrite(a, "ZZ", 2, 0) == 2);  // Linux: pwrite with O_APPEND appends too
+    close(a);
+    close(b);
+    const std::string all = ReadFile(f.P("log"));
+    REQUIRE(all.size() == 2 * kRecords * 64 + 2);
+    CHECK(all.substr(all.size() - 2) == "ZZ");
+    int next_a = 1000, next_b = 1000, bad = 0;
+    for (size_t off = 0; off + 64 <= all.size(); off += 64) {
+      const std::string rec = all.substr(off, 64);
+      const char tag = rec[0];
+      int& next = tag == 'a' ? next_a : next_b;
+      std::string want = absl::StrCat(std::string(1, tag), "-", next, "-");
+      want.resize(63, tag);
+      want.push_back('\n');
+      if ((tag != 'a' && tag != 'b') || rec != want) {
+        ++bad;
+      } else {
+        ++next;
+      }
+    }
+    CHECK(bad == 0);
+    CHECK(next_a == 1000 + kRecords);
+    CHECK(next_b == 1000 + kRecords);
+  }
+
+  // Truncate down and up through every layout boundary, by path and by
+  // handle, against a model of the content.
+  {
+    std::string model = RandomBytes(3 * kStripeSet + 12345, 7);
+    fd = open(f.C("t"), O_CREAT | O_RDWR, 0644);
+    REQUIRE(fd >= 0);
+    WriteAll(fd, model, 0);
+    const std::vector<uint64_t> sizes = {
+        3 * kStripeSet + 100,     // inside a stripe unit of the last set
+        2 * kStripeSet,           // exactly at a stripe-set (object set) boundary
+        2 * kStripeSet - 1,       // one byte before it
+        kStripeSet + kObjectSize, // object boundary inside the set
+        kStripeSet + kStripeUnit, // stripe-unit boundary
+        kStripeSet + 7,           // inside the first stripe unit of a set
+        kObjectSize,              // end of the first object's range
+        kStripeUnit + 1,          // one byte into the second stripe unit
+        kStripeUnit,              // exactly one stripe unit
+        100,                      // inside the first stripe unit
+        3 * kStripeSet,           // up: zeros after 100
+        kStripeSet + 5,           // down into the zeros
+        0,                        // empty
+        kObjectSize + 3,          // up from empty
+    };
+    bool by_path = true;
+    for (uint64_t size : sizes) {
+      INFO("truncate to " << size << (by_path ? " by path" : " by handle"));
+      if (by_path) {
+        REQUIRE(truncate(f.C("t"), static_cast<off_t>(size)) == 0);
+      } else {
+        REQUIRE(ftruncate(fd, static_cast<off_t>(size)) == 0);
+      }
+      by_path = !by_path;
+      model.resize(size, '\0');
+      CHECK(Stat(f.P("t")).st_size == static_cast<off_t>(size));
+      CHECK(fstat(fd, &st) == 0);
+      CHECK(st.st_size == static_cast<off_t>(size));
+      const std::string got = ReadAt(fd, 0, size + 4096);
+      CHECK(got.size() == model.size());
+      CHECK((got == model));
+    }
+    // Writing past a truncated end leaves zeros between.
+    const std::string tail = RandomBytes(kStripeUnit + 3, 8);
+    WriteAll(fd, tail, 2 * kStripeSet + 11);
+    model.resize(2 * kStripeSet + 11, '\0');
+    model += tail;
+    CHECK((ReadAt(fd, 0, model.size() + 10) == model));
+    close(fd);
+    CHECK(Err(truncate(f.C("nothere"), 0)) == ENOENT);
+    REQUIRE(mkdir(f.C("dir"), 0755) == 0);
+    CHECK(Err(truncate(f.C("dir"), 0)) == EISDIR);
+    CHECK(Err(truncate(f.C("t"), -1)) == EINVAL);
+  }
+
+  // Sparse: one byte at 100 MiB; everything before reads as zeros.
+  {
+    fd = open(f.C("sparse"), O_CREAT | O_RDWR, 0644);
+    REQUIRE(fd >= 0);
+    const off_t far = 100 * kMiB;
+    WriteAll(fd, "!", far);
+    CHECK(fstat(fd, &st) == 0);
+    CHECK(st.st_size == far + 1);
+    const std::string zeros(4 * kMiB, '\0');
+    int nonzero_chunks = 0;
+    for (off_t off = 0; off < far; off += zeros.size()) {
+      nonzero_chunks += ReadAt(fd, off, zeros.size()) != zeros;
+    }
+    CHECK(nonzero_chunks == 0);
+    CHECK(ReadAt(fd, far - 3, 10) == std::string("\0\0\0!", 4));
+    CHECK(lseek(fd, 0, SEEK_END) == far + 1);
+    // Absent: holes are not reported (the kernel's generic lseek: all data).
+    CHECK(lseek(fd, 0, SEEK_DATA) == 0);
+    CHECK(lseek(fd, 0, SEEK_HOLE) == far + 1);
+    CHECK(Err(lseek(fd, far + 1, SEEK_DATA)) == ENXIO);
+    // Absent: st_blocks counts the holes.
+    CHECK(st.st_blocks == (far + 1 + 511) / 512);
+    close(fd);
+  }
+
+  // Rename over a file that is open: the descriptor keeps the old content.
+  {
+    WriteFile(f.P("victim"), "old content");
+    WriteFile(f.P("replacement"), "new");
+    fd = open(f.C("victim"), O_RDWR);
+    REQUIRE(fd >= 0);
+    REQUIRE(rename(f.C("replacement"), f.C("victim")) == 0);
+    CHECK(ReadFile(f.P("victim")) == "new");
+    CHECK(ReadAt(fd, 0, 100) == "old content");
+    CHECK(fstat(fd, &st) == 0);
+    CHECK(st.st_nlink == 0);
+    WriteAll(fd, "OLD", 0);
+    CHECK(ReadAt(fd, 0, 100) == "OLD content");
+    CHECK(ReadFile(f.P("victim")) == "new");
+    close(fd);
+  }
+
+  // Unlinked but open: read, write, truncate through the descriptor; nlink 0.
+  {
+    WriteFile(f.P("ghost"), "boo");
+    fd = open(f.C("ghost"), O_RDWR);
+    REQUIRE(fd >= 0);
+    int ro = open(f.C("ghost"), O_RDONLY);
+    REQUIRE(ro >= 0);
+    REQUIRE(unlink(f.C("ghost")) == 0);
+    CHECK(Err(stat(f.C("ghost"), &st)) == ENOENT);
+    CHECK(fstat(fd, &st) == 0);
+    CHECK(st.st_nlink == 0);
+    CHECK(ReadAt(fd, 0, 10) == "boo");
+    const std::string more = RandomBytes(kObjectSize + 5, 9);
+    WriteAll(fd, more, 3);
+    CHECK(ReadAt(ro, 0, more.size() + 10) == "boo" + more);
+    CHECK(ftruncate(fd, 2) == 0);
+    CHECK(ReadAt(ro, 0, 10) == "bo");
+    CHECK(fstat(ro, &st) == 0);
+    CHECK(st.st_size == 2);
+    CHECK(close(fd) == 0);
+    CHECK(ReadAt(ro, 0, 10) == "bo");  // the last reader still reads
+    CHECK(close(ro) == 0);
+    // The name is free for a new file.
+    WriteFile(f.P("ghost"), "new ghost");
+    CHECK(ReadFile(f.P("ghost")) == "new ghost");
+  }
+}
+
+// ============================================================================
+
+TEST_CASE("fuse posix: which operations change atime - mtime - ctime", "[fuse][posix]") {
+  Fixture f;
+  REQUIRE(mkdir(f.C("d"), 0777) == 0);
+  REQUIRE(mkdir(f.C("e"), 0777) == 0);
+  REQUIRE(chmod(f.C("d"), 0777) == 0);
+  const std::string file = f.P("d/file");
+  const int64_t before_create = absl::ToUnixNanos(absl::Now());
+  Tick();
+
+  // create: all three times of the file; mtime and ctime of the directory.
+  int64_t d_m = Mtime(f.P("d")), d_c = Ctime(f.P("d"));
+  Tick();
+  WriteFile(file, "");
+  {
+    struct stat st = Stat(file);
+    CHECK(Ns(st.st_atim) > before_create);
+    CHECK(Ns(st.st_mtim) > before_create);
+    CHECK(Ns(st.st_ctim) == Ns(st.st_mtim));
+    CHECK(Ns(st.st_ctim) < absl::ToUnixNanos(absl::Now()) + 1000000000ll);
+  }
+  CHECK(Mtime(f.P("d")) > d_m);
+  CHECK(Ctime(f.P("d")) > d_c);
+
+  // write: mtime and ctime; not atime.
+  int64_t a = Atime(file), m = Mtime(file), c = Ctime(file);
+  Tick();
+  int fd = open(file.c_str(), O_WRONLY);
+  REQUIRE(fd >= 0);
+  WriteAll(fd, "data", 0);
+  close(fd);
+  CHECK(Atime(file) == a);
+  CHECK(Mtime(file) > m);
+  CHECK(Ctime(file) > c);
+
+  // read: nothing changes (absent: reads do not update atime, see the header).
+  a = Atime(file), m = Mtime(file), c = Ctime(file);
+  Tick();
+  CHECK(ReadFile(file) == "data");
+  CHECK(Atime(file) == a);
+  CHECK(Mtime(file) == m);
+  CHECK(Ctime(file) == c);
+
+  // chmod, chown: ctime only.
+  Tick();
+  REQUIRE(chmod(file.c_str(), 0600) == 0);
+  CHECK(Mtime(file) == m);
+  CHECK(Ctime(file) > c);
+  c = Ctime(file);
+  Tick();
+  REQUIRE(chown(file.c_str(), 1000, 1000) == 0);
+  CHECK(Mtime(file) == m);
+  CHECK(Ctime(file) > c);
+
+  // truncate and ftruncate: mtime and ctime, also to the same size.
+  m = Mtime(file), c = Ctime(file);
+  Tick();
+  REQUIRE(truncate(file.c_str(), 4) == 0);
+  CHECK(Mtime(file) > m);
+  CHECK(Ctime(file) > c);
+  m = Mtime(file), c = Ctime(file);
+  Tick();
+  fd = open(file.c_str(), O_WRONLY);
+  REQUIRE(fd >= 0);
+  REQUIRE(ftruncate(fd, 1) == 0);
+  close(fd);
+  CHECK(Mtime(file) > m);
+  CHECK(Ctime(file) > c);
+
+  // open(O_TRUNC): mtime and ctime (Linux also for an empty file).
+  m = Mtime(file), c = Ctime(file);
+  Tick();
+  fd = open(file.c_str(), O_WRONLY | O_TRUNC);
+  REQUIRE(fd >= 0);
+  close(fd);
+  CHECK(Mtime(file) > m);
+  CHECK(Ctime(file) > c);
+  m = Mtime(file), c = Ctime(file);
+  Tick();
+  fd = open(file.c_str(), O_WRONLY | O_TRUNC);  // now empty
+  REQUIRE(fd >= 0);
+  close(fd);
+  CHECK(Mtime(file) > m);
+
+  // setxattr, removexattr: ctime only.
+  m = Mtime(file), c = Ctime(file);
+  Tick();
+  REQUIRE(setxattr(file.c_str(), "user.k", "v", 1, 0) == 0);
+  CHECK(Mtime(file) == m);
+  CHECK(Ctime(file) > c);
+  c = Ctime(file);
+  Tick();
+  REQUIRE(removexattr(file.c_str(), "user.k") == 0);
+  CHECK(Ctime(file) > c);
+
+  // rename: the moved inode's ctime (as ext4), mtime and ctime of both
+  // directories; the file's mtime and atime stay.
+  a = Atime(file), m = Mtime(file), c = Ctime(file);
+  d_m = Mtime(f.P("d")), d_c = Ctime(f.P("d"));
+  int64_t e_m = Mtime(f.P("e")), e_c = Ctime(f.P("e"));
+  Tick();
+  const std::string moved = f.P("e/moved");
+  REQUIRE(rename(file.c_str(), moved.c_str()) == 0);
+  CHECK(Atime(moved) == a);
+  CHECK(Mtime(moved) == m);
+  CHECK(Ctime(moved) > c);
+  CHECK(Mtime(f.P("d")) > d_m);
+  CHECK(Ctime(f.P("d")) > d_c);
+  CHECK(Mtime(f.P("e")) > e_m);
+  CHECK(Ctime(f.P("e")) > e_c);
+  // ... also within one directory, and a moved directory.
+  REQUIRE(mkdir(f.C("e/sub"), 0755) == 0);
+  c = Ctime(f.P("e/sub"));
+  e_m = Mtime(f.P("e"));
+  Tick();
+  REQUIRE(rename(f.C("e/sub"), f.C("e/sub2")) == 0);
+  CHECK(Ctime(f.P("e/sub2")) > c);
+  CHECK(Mtime(f.P("e")) > e_m);
+
+  // link and unlink: the target's ctime, the directory's mtime and ctime.
+  c = Ctime(moved);
+  m = Mtime(moved);
+  d_m = Mtime(f.P("d")), d_c = Ctime(f.P("d"));
+  Tick();
+  REQUIRE(link(moved.c_str(), f.C("d/link")) == 0);
+  CHECK(Ctime(moved) > c);
+  CHECK(Mtime(moved) == m);
+  CHECK(Mtime(f.P("d")) > d_m);
+  CHECK(Ctime(f.P("d")) > d_c);
+  c = Ctime(moved);
+  d_m = Mtime(f.P("d")), d_c = Ctime(f.P("d"));
+  Tick();
+  REQUIRE(unlink(f.C("d/link")) == 0);
+  CHECK(Ctime(moved) > c);
+  CHECK(Mtime(moved) == m);
+  CHECK(Mtime(f.P("d")) > d_m);
+  CHECK(Ctime(f.P("d")) > d_c);
+
+  // mkdir, rmdir, symlink, mknod: the parent's mtime and ctime.
+  for (int op = 0; op < 4; ++op) {
+    INFO("op " << op);
+    d_m = Mtime(f.P("d")), d_c = Ctime(f.P("d"));
+    Tick();
+    const std::string p = f.P(absl::StrCat("d/n", op));
+    if (op == 0) REQUIRE(mkdir(p.c_str(), 0755) == 0);
+    if (op == 1) REQUIRE(rmdir(f.C("d/n0")) == 0);
+    if (op == 2) REQUIRE(symlink("x", p.c_str()) == 0);
+    if (op == 3) REQUIRE(mkfifo(p.c_str(), 0644) == 0);
+    CHECK(Mtime(f.P("d")) > d_m);
+    CHECK(Ctime(f.P("d")) > d_c);
+  }
+
+  // utimensat: explicit nanoseconds, UTIME_NOW, UTIME_OMIT, NULL.
+  const std::string u = f.P("d/u");
+  WriteFile(u, "u");
+  timespec times[2] = {{1000000000, 123456789}, {2000000000, 987654321}};
+  c = Ctime(u);
+  Tick();
+  REQUIRE(utimensat(AT_FDCWD, u.c_str(), times, 0) == 0);
+  struct stat st = Stat(u);
+  CHECK(st.st_atim.tv_sec == 1000000000);
+  CHECK(st.st_atim.tv_nsec == 123456789);
+  CHECK(st.st_mtim.tv_sec == 2000000000);
+  CHECK(st.st_mtim.tv_nsec == 987654321);
+  CHECK(Ns(st.st_ctim) > c);
+  c = Ns(st.st_ctim);
+  Tick();
+  const int64_t now_before = absl::ToUnixNanos(absl::Now());
+  timespec now_omit[2] = {{0, UTIME_NOW}, {0, UTIME_OMIT}};
+  REQUIRE(utimensat(AT_FDCWD, u.c_str(), now_omit, 0) == 0);
+  st = Stat(u);
+  CHECK(Ns(st.st_atim) >= now_before - 1000000);
+  CHECK(st.st_mtim.tv_sec == 2000000000);
+  CHECK(st.st_mtim.tv_nsec == 987654321);
+  CHECK(Ns(st.st_ctim) > c);
+  c = Ns(st.st_ctim);
+  Tick();
+  timespec omit_omit[2] = {{0, UTIME_OMIT}, {0, UTIME_OMIT}};
+  REQUIRE(utimensat(AT_FDCWD, u.c_str(), omit_omit, 0) == 0);
+  CHECK(Ctime(u) == c);  // nothing at all changes
+  REQUIRE(utimensat(AT_FDCWD, u.c_str(), nullptr, 0) == 0);
+  st = Stat(u);
+  CHECK(Ns(st.st_mtim) >= now_before - 1000000);
+  CHECK(Ns(st.st_atim) >= now_before - 1000000);
+  // A symlink's own times (AT_SYMLINK_NOFOLLOW), leaving the target alone.
+  const int64_t target_m = Mtime(u);
+  REQUIRE(symlink("u", f.C("d/ulink")) == 0);
+  REQUIRE(utimensat(AT_FDCWD, f.C("d/ulink"), times, AT_SYMLINK_NOFOLLOW) == 0);
+  CHECK(Stat(f.P("d/ulink")).st_mtim.tv_sec == 2000000000);
+  CHECK(Mtime(u) == target_m);
+  // By another user: "now" needs write access, explicit times ownership.
+  REQUIRE(chmod(u.c_str(), 0666) == 0);
+  const std::string ro = f.P("d/ro");
+  WriteFile(ro, "r");
+  REQUIRE(chmod(ro.c_str(), 0644) == 0);
+  CHECK(RunAs(kUser, [&]() -> std::string {
+          USER_CHECK(utimensat(AT_FDCWD, u.c_str(), nullptr, 0) == 0);
+          timespec now_now[2] = {{0, UTIME_NOW}, {0, UTIME_NOW}};
+          USER_CHECK(utimensat(AT_FDCWD, u.c_str(), now_now, 0) == 0);
+          timespec t[2] = {{5, 0}, {6, 0}};
+          USER_CHECK(utimensat(AT_FDCWD, u.c_str(), t, 0) != 0 && errno == EPERM);
+          USER_CHECK(utimensat(AT_FDCWD, ro.c_str(), nullptr, 0) != 0 && errno == EACCES);
+          return "";
+        }) == "");
+}
+
+// ============================================================================
+
+TEST_CASE("fuse posix: permissions - ownership - sticky and setgid directories - ACLs - access",
+          "[fuse][posix]") {
+  Fixture f;
+  REQUIRE(mkdir(f.C("pub"), 0777) == 0);
+  REQUIRE(chmod(f.C("pub"), 0777) == 0);
+
+  // Mode bits decide opens, lookups and creates.
+  WriteFile(f.P("secret"), "s", 0600);
+  WriteFile(f.P("group-read"), "g", 0640);
+  REQUIRE(chown(f.C("group-read"), 0, 2000) == 0);
+  REQUIRE(mkdir(f.C("noexec"), 0766) == 0);
+  REQUIRE(chmod(f.C("noexec"), 0766) == 0);
+  WriteFile(f.P("noexec/inner"), "i", 0666);
+  REQUIRE(mkdir(f.C("nowrite"), 0755) == 0);
+  const std::string secret = f.P("secret"), group_read = f.P("group-read"),
+                    inner = f.P("noexec/inner"), nowrite_new = f.P("nowrite/new"),
+                    root_exec = f.P("pub/plain");
+  WriteFile(root_exec, "#!/bin/sh\n", 0644);
+  // Search permission is the MDS's check at lookup: names the kernel has
+  // cached (entry timeout 1 s) are reached without asking it again. Let
+  // them expire, so that the checks below are the MDS's.
+  absl::SleepFor(absl::Milliseconds(1100));
+  CHECK(RunAs(kUser, [&]() -> std::string {
+          USER_CHECK(open(secret.c_str(), O_RDONLY) < 0 && errno == EACCES);
+          int fd = open(group_read.c_str(), O_RDONLY);  // via supplementary group 2000
+          USER_CHECK(fd >= 0);
+          close(fd);
+          USER_CHECK(open(group_read.c_str(), O_WRONLY) < 0 && errno == EACCES);
+          USER_CHECK(open(inner.c_str(), O_RDONLY) < 0 && errno == EACCES);
+          USER_CHECK(open(nowrite_new.c_str(), O_CREAT | O_WRONLY, 0644) < 0 && errno == EACCES);
+          // access(2) says the same, per bit.
+          USER_CHECK(access(secret.c_str(), F_OK) == 0);
+          USER_CHECK(access(secret.c_str(), R_OK) != 0 && errno == EACCES);
+          USER_CHECK(access(group_read.c_str(), R_OK) == 0);
+          USER_CHECK(access(group_read.c_str(), W_OK) != 0 && errno == EACCES);
+          USER_CHECK(access(root_exec.c_str(), R_OK) == 0);
+          USER_CHECK(access(root_exec.c_str(), X_OK) != 0 && errno == EACCES);
+          USER_CHECK(access(inner.c_str(), F_OK) != 0 && errno == EACCES);
+          USER_CHECK(chdir(inner.substr(0, inner.rfind('/')).c_str()) != 0 && errno == EACCES);
+          return "";
+        }) == "");
+  // Root: everything but executing a file without any x bit.
+  CHECK(access(secret.c_str(), R_OK | W_OK) == 0);
+  CHECK(Err(access(root_exec.c_str(), X_OK)) == EACCES);
+  CHECK(Err(access(f.C("missing"), F_OK)) == ENOENT);
+  REQUIRE(chmod(root_exec.c_str(), 0744) == 0);
+  CHECK(access(root_exec.c_str(), X_OK) == 0);
+
+  // chmod and chown by a non-root owner.
+  const std::string mine = f.P("pub/mine");
+  CHECK(RunAs(kUser, [&]() -> std::string {
+          int fd = open(mine.c_str(), O_CREAT | O_WRONLY, 0644);
+          USER_CHECK(fd >= 0);
+          close(fd);
+          USER_CHECK(chmod(mine.c_str(), 0600) == 0);
+          USER_CHECK(chmod(secret.c_str(), 0666) != 0 && errno == EPERM);
+          USER_CHECK(chown(mine.c_str(), 1001, -1) != 0 && errno == EPERM);
+          USER_CHECK(chown(mine.c_str(), 1000, -1) == 0);   // to itself: allowed
+          USER_CHECK(chown(mine.c_str(), -1, 2000) == 0);   // a group it is in
+          USER_CHECK(chown(mine.c_str(), -1, 3000) != 0 && errno == EPERM);
+          USER_CHECK(chown(secret.c_str(), -1, 1000) != 0 && errno == EPERM);
+          // setgid on a file of a group it is not in: silently dropped.
+          USER_CHECK(chown(mine.c_str(), -1, 1000) == 0);
+          return "";
+        }) == "");
+  struct stat st = Stat(mine);
+  CHECK(st.st_uid == 1000u);
+  CHECK(st.st_gid == 1000u);
+  CHECK((st.st_mode & 07777) == 0600);
+  REQUIRE(chown(mine.c_str(), 1000, 3000) == 0);
+  CHECK(RunAs(kUser, [&]() -> std::string {
+          USER_CHECK(chmod(mine.c_str(), 02755) == 0);
+          return "";
+        }) == "");
+  CHECK(Mode(mine) == 0755);
+
+  // setuid and setgid: cleared by chown (also root's), and by a write or
+  // truncate from anyone but root.
+  const std::string suid = f.P("pub/suid");
+  WriteFile(suid, "x", 0755);
+  REQUIRE(chmod(suid.c_str(), 06755) == 0);
+  REQUIRE(chown(suid.c_str(), 0, 0) == 0);
+  CHECK(Mode(suid) == 0755);
+  REQUIRE(chmod(suid.c_str(), 02745) == 0);  // setgid without group x: kept by root
+  REQUIRE(chown(suid.c_str(), 0, 0) == 0);
+  CHECK(Mode(suid) == 02745);
+  REQUIRE(chmod(suid.c_str(), 06777) == 0);
+  {
+    int fd = open(suid.c_str(), O_WRONLY);  // root writes: kept
+    REQUIRE(fd >= 0);
+    WriteAll(fd, "root", 0);
+    close(fd);
+  }
+  CHECK(Mode(suid) == 06777);
+  CHECK(RunAs(kUser, [&]() -> std::string {
+          int fd = open(suid.c_str(), O_WRONLY);
+          USER_CHECK(fd >= 0);
+          USER_CHECK(pwrite(fd, "user", 4, 0) == 4);
+          close(fd);
+          return "";
+        }) == "");
+  CHECK(Mode(suid) == 0777);
+  CHECK(ReadFile(suid) == "user");
+  REQUIRE(chmod(suid.c_str(), 04777) == 0);
+  CHECK(RunAs(kUser, [&]() -> std::string {
+          USER_CHECK(truncate(suid.c_str(), 1) == 0);
+          return "";
+        }) == "");
+  CHECK(Mode(suid) == 0777);
+  // Directories keep theirs on chown.
+  REQUIRE(mkdir(f.C("sgdir"), 0755) == 0);
+  REQUIRE(chmod(f.C("sgdir"), 02775) == 0);
+  REQUIRE(chown(f.C("sgdir"), 0, 3000) == 0);
+  CHECK(Mode(f.P("sgdir")) == 02775);
+
+  // setgid directory: new entries take its group; subdirectories the bit too.
+  REQUIRE(chmod(f.C("sgdir"), 02777) == 0);
+  WriteFile(f.P("sgdir/by-root"), "r");
+  CHECK(Stat(f.P("sgdir/by-root")).st_gid == 3000u);
+  const std::string sg_file = f.P("sgdir/by-user"), sg_sub = f.P("sgdir/subdir"),
+                    sg_exec = f.P("sgdir/sgid-exec");
+  CHECK(RunAs(kUser, [&]() -> std::string {
+          int fd = open(sg_file.c_str(), O_CREAT | O_WRONLY, 0644);
+          USER_CHECK(fd >= 0);
+          close(fd);
+          USER_CHECK(mkdir(sg_sub.c_str(), 0755) == 0);
+          // Asking for setgid+group-x in a group it is not in: the bit goes.
+          fd = open(sg_exec.c_str(), O_CREAT | O_WRONLY, 02755);
+          USER_CHECK(fd >= 0);
+          close(fd);
+          return "";
+        }) == "");
+  st = Stat(sg_file);
+  CHECK(st.st_uid == 1000u);
+  CHECK(st.st_gid == 3000u);
+  st = Stat(sg_sub);
+  CHECK(st.st_gid == 3000u);
+  CHECK((st.st_mode & 07777) == 02755);
+  CHECK(Mode(sg_exec) == 0755);
+
+  // Sticky directory: only the entry's owner, the directory's owner or root
+  // may remove or rename an entry.
+  REQUIRE(mkdir(f.C("tmp"), 0777) == 0);
+  REQUIRE(chmod(f.C("tmp"), 01777) == 0);
+  const std::string theirs = f.P("tmp/theirs"), others = f.P("tmp/others"),
+                    moved = f.P("tmp/moved");
+  CHECK(RunAs(kUser, [&]() -> std::string {
+          int fd = open(theirs.c_str(), O_CREAT | O_WRONLY, 0666);
+          USER_CHECK(fd >= 0);
+          USER_CHECK(fchmod(fd, 0666) == 0);
+          close(fd);
+          return "";
+        }) == "");
+  CHECK(RunAs(kOther, [&]() -> std::string {
+          USER_CHECK(unlink(theirs.c_str()) != 0 && errno == EPERM);
+          USER_CHECK(rename(theirs.c_str(), moved.c_str()) != 0 && errno == EPERM);
+          int fd = open(others.c_str(), O_CREAT | O_WRONLY, 0644);
+          USER_CHECK(fd >= 0);
+          close(fd);
+          USER_CHECK(rename(others.c_str(), theirs.c_str()) != 0 && errno == EPERM);
+          // Writing is a matter of the file's mode, not the sticky bit.
+          fd = open(theirs.c_str(), O_WRONLY);
+          USER_CHECK(fd >= 0);
+          close(fd);
+          USER_CHECK(unlink(others.c_str()) == 0);
+          return "";
+        }) == "");
+  CHECK(RunAs(kUser, [&]() -> std::string {
+          USER_CHECK(rename(theirs.c_str(), moved.c_str()) == 0);
+          USER_CHECK(unlink(moved.c_str()) == 0);
+          return "";
+        }) == "");
+
+  // POSIX ACLs as raw system.posix_acl_access / _default values (setfacl
+  // is not installed here). The MDS evaluates them; the kernel does not
+  // (the mount does not ask for FUSE_POSIX_ACL).
+  const std::string acl_file = f.P("pub/acl");
+  WriteFile(acl_file, "acl", 0600);
+  const std::string acl = AclXattr({{kAclUserObj, 6, kNoId},
+                                    {kAclUser, 6, 1000},
+                                    {kAclGroupObj, 0, kNoId},
+                                    {kAclMask, 6, kNoId},
+                                    {kAclOther, 0, kNoId}});
+  REQUIRE(setxattr(acl_file.c_str(), "system.posix_acl_access", acl.data(), acl.size(), 0) == 0);
+  CHECK(Mode(acl_file) == 0660);  // the group bits show the mask
+  CHECK(GetXattr(acl_file, "system.posix_acl_access") == acl);
+  CHECK(RunAs(kUser, [&]() -> std::string {
+          int fd = open(acl_file.c_str(), O_RDWR);
+          USER_CHECK(fd >= 0);
+          close(fd);
+          USER_CHECK(access(acl_file.c_str(), R_OK | W_OK) == 0);
+          return "";
+        }) == "");
+  CHECK(RunAs(kOther, [&]() -> std::string {
+          USER_CHECK(open(acl_file.c_str(), O_RDONLY) < 0 && errno == EACCES);
+          USER_CHECK(access(acl_file.c_str(), R_OK) != 0 && errno == EACCES);
+          // Only the owner (or root) sets an ACL: the kernel checks that.
+          USER_CHECK(setxattr(acl_file.c_str(), "system.posix_acl_access", acl.data(),
+                              acl.size(), 0) != 0 &&
+                     errno == EPERM);
+          return "";
+        }) == "");
+  // chmod moves the mask: group r-- now limits user 1000 to reading.
+  REQUIRE(chmod(acl_file.c_str(), 0640) == 0);
+  CHECK(RunAs(kUser, [&]() -> std::string {
+          USER_CHECK(open(acl_file.c_str(), O_RDWR) < 0 && errno == EACCES);
+          int fd = open(acl_file.c_str(), O_RDONLY);
+          USER_CHECK(fd >= 0);
+          close(fd);
+          return "";
+        }) == "");
+  REQUIRE(removexattr(acl_file.c_str(), "system.posix_acl_access") == 0);
+  CHECK(RunAs(kUser, [&]() -> std::string {
+          USER_CHECK(open(acl_file.c_str(), O_RDONLY) < 0 && errno == EACCES);
+          return "";
+        }) == "");
+  // A default ACL is inherited: files get it as their access ACL (masked by
+  // the create mode, no umask), directories as both.
+  REQUIRE(mkdir(f.C("acldir"), 0755) == 0);
+  const std::string def = AclXattr({{kAclUserObj, 7, kNoId},
+                                    {kAclUser, 7, 1000},
+                                    {kAclGroupObj, 5, kNoId},
+                                    {kAclMask, 7, kNoId},
+                                    {kAclOther, 0, kNoId}});
+  REQUIRE(setxattr(f.C("acldir"), "system.posix_acl_default", def.data(), def.size(), 0) == 0);
+  CHECK(GetXattr(f.P("acldir"), "system.posix_acl_default") == def);
+  const std::string inherited = f.P("acldir/file");
+  {
+    int fd = open(inherited.c_str(), O_CREAT | O_WRONLY, 0666);
+    REQUIRE(fd >= 0);
+    close(fd);
+  }
+  CHECK(Mode(inherited) == 0660);
+  CHECK(GetXattr(inherited, "system.posix_acl_access") ==
+        AclXattr({{kAclUserObj, 6, kNoId},
+                  {kAclUser, 7, 1000},
+                  {kAclGroupObj, 5, kNoId},
+                  {kAclMask, 6, kNoId},
+                  {kAclOther, 0, kNoId}}));
+  CHECK(RunAs(kUser, [&]() -> std::string {
+          int fd = open(inherited.c_str(), O_WRONLY);
+          USER_CHECK(fd >= 0);
+          close(fd);
+          return "";
+        }) == "");
+  REQUIRE(mkdir(f.C("acldir/sub"), 0777) == 0);
+  CHECK(GetXattr(f.P("acldir/sub"), "system.posix_acl_default") == def);
+  CHECK(Mode(f.P("acldir/sub")) == 0770);
+  // A malformed ACL is refused by the kernel before it reaches us: an
+  // unknown version is EOPNOTSUPP, a truncated entry EINVAL.
+  CHECK(Err(setxattr(f.C("pub/acl"), "system.posix_acl_access", "junk", 4, 0)) == EOPNOTSUPP);
+  const std::string cut = acl.substr(0, acl.size() - 3);
+  CHECK(Err(setxattr(f.C("pub/acl"), "system.posix_acl_access", cut.data(), cut.size(), 0)) ==
+        EINVAL);
+}
+
+// ============================================================================
+
+TEST_CASE("fuse posix: xattrs - statfs and df show the cluster", "[fuse][posix]") {
+  Fixture f;
+  const std::string file = f.P("x");
+  WriteFile(file, "x", 0644);
+  const char* p = file.c_str();
+
+  // user.* attributes: create/replace flags, sizes, listing, removal.
+  CHECK(Err(setxattr(p, "user.a", "v1", 2, XATTR_REPLACE)) == ENODATA);
+  REQUIRE(setxattr(p, "user.a", "v1", 2, XATTR_CREATE) == 0);
+  CHECK(Err(setxattr(p, "user.a", "v2", 2, XATTR_CREATE)) == EEXIST);
+  CHECK(setxattr(p, "user.a", "value-2", 7, XATTR_REPLACE) == 0);
+  CHECK(getxattr(p, "user.a", nullptr, 0) == 7);
+  char small[3];
+  CHECK(Err(getxattr(p, "user.a", small, sizeof(small))) == ERANGE);
+  CHECK(GetXattr(file, "user.a") == "value-2");
+  REQUIRE(setxattr(p, "user.empty", "", 0, 0) == 0);
+  CHECK(getxattr(p, "user.empty", nullptr, 0) == 0);
+  const std::string binary("\0\1\2\xff", 4);
+  REQUIRE(setxattr(p, "user.bin", binary.data(), binary.size(), 0) == 0);
+  CHECK(GetXattr(file, "user.bin") == binary);
+  const std::string big(60000, 'v');
+  CHECK(setxattr(p, "user.big", big.data(), big.size(), 0) == 0);
+  CHECK(GetXattr(file, "user.big") == big);
+  CHECK(Err(getxattr(p, "user.none", small, sizeof(small))) == ENODATA);
+  ssize_t list_size = listxattr(p, nullptr, 0);
+  const std::string want_list = std::string("user.a\0user.big\0user.bin\0user.empty\0", 36);
+  CHECK(list_size == static_cast<ssize_t>(want_list.size()));
+  CHECK(Err(listxattr(p, small, sizeof(small))) == ERANGE);
+  std::string names(4096, '\0');
+  ssize_t n = listxattr(p, names.data(), names.size());
+  REQUIRE(n >= 0);
+  names.resize(n);
+  std::set<std::string> listed;
+  for (size_t at = 0; at < names.size(); at = names.find('\0', at) + 1) {
+    listed.insert(names.substr(at, names.find('\0', at) - at));
+  }
+  CHECK(listed == std::set<std::string>{"user.a", "user.big", "user.bin", "user.empty"});
+  REQUIRE(removexattr(p, "user.a") == 0);
+  CHECK(Err(removexattr(p, "user.a")) == ENODATA);
+  CHECK(Err(getxattr(p, "user.a", small, sizeof(small))) == ENODATA);
+  // Names: too long, unknown namespace (the kernel refuses both).
+  CHECK(Err(setxattr(p, ("user." + std::string(251, 'n')).c_str(), "v", 1, 0)) == ERANGE);
+  CHECK(Err(setxattr(p, "nonamespace", "v", 1, 0)) == EOPNOTSUPP);
+  // On directories; not user.* on symlinks or fifos (the kernel: EPERM).
+  REQUIRE(mkdir(f.C("dir"), 0777) == 0);
+  REQUIRE(chmod(f.C("dir"), 0777) == 0);
+  CHECK(setxattr(f.C("dir"), "user.d", "dv", 2, 0) == 0);
+  CHECK(GetXattr(f.P("dir"), "user.d") == "dv");
+  REQUIRE(symlink("x", f.C("sl")) == 0);
+  CHECK(Err(lsetxattr(f.C("sl"), "user.s", "v", 1, 0)) == EPERM);
+  // trusted.*: root only.
+  CHECK(setxattr(p, "trusted.t", "tv", 2, 0) == 0);
+  CHECK(GetXattr(file, "trusted.t") == "tv");
+  // Permissions: writing needs write access, reading read access.
+  REQUIRE(chmod(p, 0644) == 0);
+  const std::string dir = f.P("dir");
+  CHECK(RunAs(kUser, [&]() -> std::string {
+          USER_CHECK(setxattr(p, "user.u", "v", 1, 0) != 0 && errno == EACCES);
+          char v[16];
+          USER_CHECK(getxattr(p, "user.bin", v, sizeof(v)) == 4);
+          USER_CHECK(setxattr(p, "trusted.u", "v", 1, 0) != 0 && errno == EPERM);
+          // trusted.* stays invisible to others.
+          char l[256];
+          ssize_t len = listxattr(p, l, sizeof(l));
+          USER_CHECK(len >= 0);
+          USER_CHECK(std::string(l, len).find("trusted.") == std::string::npos);
+          USER_CHECK(setxattr(dir.c_str(), "user.mine", "v", 1, 0) == 0);
+          return "";
+        }) == "");
+  REQUIRE(chmod(p, 0600) == 0);
+  CHECK(RunAs(kUser, [&]() -> std::string {
+          char v[16];
+          USER_CHECK(getxattr(p, "user.bin", v, sizeof(v)) < 0 && errno == EACCES);
+          return "";
+        }) == "");
+
+  // statfs: the cluster's capacity as `weft status` reports it, not the
+  // local filesystem under the mount point.
+  struct statvfs vfs;
+  REQUIRE(statvfs(f.mount->dir().c_str(), &vfs) == 0);
+  auto admin = f.cluster->Admin();
+  auto status = admin->Status();
+  REQUIRE(status.ok());
+  const double total = static_cast<double>(vfs.f_blocks) * vfs.f_frsize;
+  const double avail = static_cast<double>(vfs.f_bavail) * vfs.f_frsize;
+  INFO("statfs total " << total << " avail " << avail << "; weft status total "
+                       << status->bytes_total() << " avail " << status->bytes_avail());
+  CHECK(status->bytes_total() > 0);
+  CHECK(std::abs(total - status->bytes_total()) <= 0.01 * status->bytes_total());
+  CHECK(std::abs(avail - status->bytes_avail()) <= 0.05 * status->bytes_total());
+  CHECK(vfs.f_bfree >= vfs.f_bavail);
+  CHECK(vfs.f_namemax == 255);
+  CHECK(vfs.f_files >= 1);
+  struct statvfs local;
+  REQUIRE(statvfs(f.cluster->dir().c_str(), &local) == 0);
+  // 3 OSDs on the local filesystem: the cluster is 3 times its size.
+  CHECK(std::abs(total - 3.0 * local.f_blocks * local.f_frsize) <=
+        0.01 * 3.0 * local.f_blocks * local.f_frsize);
+  // df(1) through the mount shows the same numbers.
+  CommandResult df = RunCommand({"/usr/bin/df", "-B1", "--output=size,avail,fstype,source",
+                                 f.mount->dir()});
+  INFO(df.output);
+  CHECK(df.code == 0);
+  CHECK(df.output.find("fuse.weft") != std::string::npos);
+  CHECK(df.output.find("weft:fs1") != std::string::npos);
+  CHECK(df.output.find(std::to_string(static_cast<uint64_t>(vfs.f_blocks) * vfs.f_frsize)) !=
+        std::string::npos);
+}
+
+}  // namespace
+}  // namespace weft::testing
