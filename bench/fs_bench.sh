@@ -203,8 +203,9 @@ run_fsbench() {
   local t0; t0=$(date +%s)
   start_sampler "$OUT/$tag.rss.samples" "$pidfile"
   log "round $r, $sys: fsbench.sh $dir (size $FSBENCH_SIZE, $FSBENCH_JOBS jobs, ${FSBENCH_RUNTIME} s random IO)"
-  FSB_STEPS=$steps FSB_STEP_TIMEOUT=$STEP_TIMEOUT timeout -k 60 "$FSBENCH_TIMEOUT" \
-    "$fsbench" "$dir" "$OUT/$tag.txt.tmp" >"$OUT/$tag.fsbench.log" 2>&1 || rc=$?
+  # From the steps directory: fio leaves its verify state files (*-verify.state) in the cwd.
+  (cd "$steps" && FSB_STEPS=$steps FSB_STEP_TIMEOUT=$STEP_TIMEOUT timeout -k 60 "$FSBENCH_TIMEOUT" \
+    "$fsbench" "$dir" "$OUT/$tag.txt.tmp") >"$OUT/$tag.fsbench.log" 2>&1 || rc=$?
   stop_sampler
   echo ", $(cut -d' ' -f1-3 /proc/loadavg) at the end" >>"$OUT/$tag.load"
   log "round $r, $sys: fsbench.sh done in $(( $(date +%s) - t0 )) s (exit $rc)"
