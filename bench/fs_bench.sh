@@ -98,11 +98,12 @@ metrics=(
 )
 
 # ---------------------------------------------------------------- cleanup --
-ceph_started=0 weft_dir="" weft_mnt="" sampler_pid="" failures=() commands=()
+ceph_started=0 weft_dir="" weft_mnt="" sampler_pid="" load_pid="" failures=() commands=()
 cleanup() {
   local rc=$?
   trap - EXIT INT TERM
   stop_sampler
+  if [[ -n $load_pid ]]; then kill "$load_pid" 2>/dev/null || true; fi
   if [[ -n $weft_mnt ]]; then weft_unmount; fi
   if [[ -n $weft_dir ]]; then
     log "purging the Weft cluster in $weft_dir"
@@ -202,12 +203,18 @@ run_fsbench() {
   echo -n "load average $(cut -d' ' -f1-3 /proc/loadavg) at the start" >"$OUT/$tag.load"
   local t0; t0=$(date +%s)
   start_sampler "$OUT/$tag.rss.samples" "$pidfile"
+  # The 1-minute load average every 5 s: other work on the machine, which
+  # moves the figures, differs between the two sides' runs.
+  ( while :; do cut -d' ' -f1 /proc/loadavg; sleep 5; done ) >"$OUT/$tag.loadavg.samples" &
+  load_pid=$!
   log "round $r, $sys: fsbench.sh $dir (size $FSBENCH_SIZE, $FSBENCH_JOBS jobs, ${FSBENCH_RUNTIME} s random IO)"
   # From the steps directory: fio leaves its verify state files (*-verify.state) in the cwd.
   (cd "$steps" && FSB_STEPS=$steps FSB_STEP_TIMEOUT=$STEP_TIMEOUT timeout -k 60 "$FSBENCH_TIMEOUT" \
     "$fsbench" "$dir" "$OUT/$tag.txt.tmp") >"$OUT/$tag.fsbench.log" 2>&1 || rc=$?
   stop_sampler
-  echo ", $(cut -d' ' -f1-3 /proc/loadavg) at the end" >>"$OUT/$tag.load"
+  kill "$load_pid" 2>/dev/null || true; wait "$load_pid" 2>/dev/null || true; load_pid=""
+  echo ", $(cut -d' ' -f1-3 /proc/loadavg) at the end, mean 1-min load during the run" \
+    "$(awk '{ s += $1; n++ } END { if (n) printf "%.1f", s / n }' "$OUT/$tag.loadavg.samples")" >>"$OUT/$tag.load"
   log "round $r, $sys: fsbench.sh done in $(( $(date +%s) - t0 )) s (exit $rc)"
   mv "$OUT/$tag.txt.tmp" "$OUT/$tag.txt" 2>/dev/null || : >"$OUT/$tag.txt"
   [[ $rc == 0 ]] || failures+=("round $r $sys: fsbench.sh exited $rc (see $OUT/$tag.fsbench.log)")
@@ -525,7 +532,8 @@ done
 
 {
   echo "Weft vs CephFS (ceph-fuse), \`bench/fs_bench.sh\`, $(head -1 "$OUT/header.txt" | sed 's/.*workload, //'),"
-  echo "$(nproc) CPUs, load average at the start $(sed -n 's/.*load average \(.*\)$/\1/p' "$OUT/header.txt"), $RUNS round(s)."
+  echo "$(nproc) CPUs, load average at the start $(sed -n 's/.*load average \(.*\)$/\1/p' "$OUT/header.txt"), $RUNS round(s);"
+  for f in "$OUT"/r*.load; do [[ -f $f ]] && echo "$(basename "$f" .load): $(cat "$f");"; done
   echo
   echo "| metric | unit | ceph | weft | weft vs ceph¹ | target | verdict |"
   echo "|---|---|---|---|---|---|---|"
@@ -539,8 +547,9 @@ done
 
 # The plot; matplotlib only for it, so installed here on demand.
 need_pkg python3:matplotlib python3-matplotlib
+mean_load() { cat "$OUT"/r*."$1".loadavg.samples 2>/dev/null | awk '{ s += $1; n++ } END { if (n) printf "%.0f", s / n; else print "-" }'; }
 if "$plot_py" "$root/bench/fs_plot.py" "$csv" "$OUT/fs_bench.png" \
-     --title "Weft vs CephFS, fsbench.sh, $(date -u +%Y-%m-%d), $RUNS round(s), load $(cut -d' ' -f1 /proc/loadavg)" \
+     --title "Weft vs CephFS, fsbench.sh, $(date -u +%Y-%m-%d), $RUNS round(s), $(nproc) CPUs, mean load during the runs: weft $(mean_load weft), ceph $(mean_load ceph)" \
      >"$OUT/plot.log" 2>&1; then
   log "plot: $OUT/fs_bench.png"
   if [[ $publish == 1 ]]; then
