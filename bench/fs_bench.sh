@@ -52,7 +52,7 @@ for a in "$@"; do
     --skip-ceph) do_ceph=0 ;;
     --skip-weft) do_weft=0 ;;
     --publish) publish=1 ;;
-    -h|--help) sed -n '2,29p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,28p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "usage: $0 [--skip-ceph] [--skip-weft] [--publish]" >&2; exit 2 ;;
   esac
 done
