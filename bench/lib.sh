@@ -92,3 +92,29 @@ install_ceph() {  # up.sh also needs setfattr (package attr) for its CephFS layo
     apt-get install -y -q "${pkgs[@]}" >>"$OUT/apt.log" 2>&1
   } || die "apt-get install ${pkgs[*]} failed (see $OUT/apt.log)"
 }
+
+# reap_anchor: the Ceph anchor's down.sh stops its daemons by their pid files,
+# but a ceph-mds that respawns while the cluster goes down (it re-executes
+# itself and forks, under a new pid) outlives it: seen here, spinning on a
+# removed $CDIR. Stops what is left of the anchor in $CDIR (the caller sets
+# it), found by its conf path, by pid.
+reap_anchor() {
+  local n p left=()
+  for n in ceph-fuse ceph-mds ceph-osd ceph-mgr ceph-mon; do
+    for p in $(pgrep -x "$n" || true); do
+      grep -qa -- "$CDIR/ceph.conf" "/proc/$p/cmdline" 2>/dev/null && left+=("$p")
+    done
+  done
+  [[ ${#left[@]} -gt 0 ]] || return 0
+  log "stopping anchor processes down.sh left running: ${left[*]}"
+  kill -TERM "${left[@]}" 2>/dev/null || true
+  for _ in $(seq 20); do
+    local alive=0
+    for p in "${left[@]}"; do
+      [[ $(awk '/^State:/ { print $2 }' "/proc/$p/status" 2>/dev/null) =~ ^[RSD]$ ]] && alive=1
+    done
+    [[ $alive == 0 ]] && return 0
+    sleep 0.5
+  done
+  kill -KILL "${left[@]}" 2>/dev/null || true  # ceph-mds ignores TERM without its mon
+}

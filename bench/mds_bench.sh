@@ -95,30 +95,7 @@ trap 'exit 143' TERM
 
 
 
-# down.sh stops the anchor's daemons by their pid files, but a ceph-mds that
-# respawns while the cluster goes down (it re-executes itself and forks, under
-# a new pid) outlives it: seen here, spinning on a removed $CDIR. Stop what is
-# left of the anchor this script started, found by its conf path, by pid.
-reap_anchor() {
-  local n p left=()
-  for n in ceph-fuse ceph-mds ceph-osd ceph-mgr ceph-mon; do
-    for p in $(pgrep -x "$n" || true); do
-      grep -qa -- "$CDIR/ceph.conf" "/proc/$p/cmdline" 2>/dev/null && left+=("$p")
-    done
-  done
-  [[ ${#left[@]} -gt 0 ]] || return 0
-  log "stopping anchor processes down.sh left running: ${left[*]}"
-  kill -TERM "${left[@]}" 2>/dev/null || true
-  for _ in $(seq 20); do
-    local alive=0
-    for p in "${left[@]}"; do
-      [[ $(awk '/^State:/ { print $2 }' "/proc/$p/status" 2>/dev/null) =~ ^[RSD]$ ]] && alive=1
-    done
-    [[ $alive == 0 ]] && return 0
-    sleep 0.5
-  done
-  kill -KILL "${left[@]}" 2>/dev/null || true  # ceph-mds ignores TERM without its mon
-}
+# reap_anchor (lib.sh) stops what down.sh leaves of the anchor.
 
 
 

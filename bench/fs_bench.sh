@@ -1,0 +1,564 @@
+#!/usr/bin/env bash
+# bench/fs_bench.sh: the issue-5 benchmark. The anchors' standard file system
+# workload (../shared/anchors/bench/fsbench.sh: streaming write and read with
+# 4 streams and with one, 4 KiB random IOPS with p99, mdbench creates, stats,
+# readdir and unlinks in private and shared directories, untar/find/read/rm
+# of a 6,200-file tree) through Weft's FUSE mount and through the CephFS
+# anchor's ceph-fuse mount, same data layout on both (EC 4+2, 4 MiB objects),
+# back to back, with the ratio per metric and the client's peak RSS.
+#
+# Weft: a fresh 6-OSD `scripts/quickstart.sh` in its own WEFT_DIR (filesystem
+# weft: metadata 3x, data EC 4+2, default layout 4 MiB objects), mounted here
+# with `weft-fuse MNT -o conf=...,fs=weft,log=...`, fsbench.sh, unmount,
+# `quickstart.sh purge`. Ceph: the anchor's up.sh, fsbench.sh in
+# /mnt/cephanchor/ec42, down.sh. Each side's client RSS is sampled every
+# second and its VmHWM read before the unmount. Only one cluster runs at a
+# time (an idle cluster still uses CPU).
+#
+#   bench/fs_bench.sh [--skip-ceph] [--skip-weft] [--publish]
+#
+# Environment: RUNS (1; rounds, each with a fresh Weft and a fresh Ceph,
+#   alternating which goes first; every figure is the median over the rounds,
+#   RSS the maximum), FSBENCH_SIZE (512M), FSBENCH_JOBS (4), FSBENCH_RUNTIME
+#   (15) passed to fsbench.sh, OUT (raw outputs; default a new
+#   /tmp/weft-fsbench.XXXXXX, kept), STEP_TIMEOUT (1200 s per fio step),
+#   FSBENCH_TIMEOUT (7200 s per fsbench.sh run), ANCHORS (../shared/anchors),
+#   CEPH_FORCE_DOWN (0; 1 stops an anchor already running in /tmp/cephanchor).
+# --publish copies the plot to bench/results/fs_bench.png.
+# Needs root (apt-get, drop_caches, FUSE). See bench/README.md.
+set -euo pipefail
+
+root=$(cd "$(dirname "$0")/.." && pwd)
+# shellcheck source=bench/lib.sh
+source "$root/bench/lib.sh"
+anchors=$(cd "${ANCHORS:-$root/../shared/anchors}" && pwd)
+anchor=$anchors/ceph
+build=${WEFT_BUILD_DIR:-$root/build}
+bin=$build/bin
+export WEFT_BUILD_DIR=$build  # quickstart.sh builds and runs from there too
+
+RUNS=${RUNS:-1}
+STEP_TIMEOUT=${STEP_TIMEOUT:-1200}
+FSBENCH_TIMEOUT=${FSBENCH_TIMEOUT:-7200}
+CEPH_FORCE_DOWN=${CEPH_FORCE_DOWN:-0}
+export FSBENCH_SIZE=${FSBENCH_SIZE:-512M} FSBENCH_JOBS=${FSBENCH_JOBS:-4} FSBENCH_RUNTIME=${FSBENCH_RUNTIME:-15}
+export CDIR=${CDIR:-/tmp/cephanchor}   # up.sh/down.sh read them too
+export MNT=${MNT:-/mnt/cephanchor}
+RSS_TARGET_MIB=1024
+
+do_ceph=1 do_weft=1 publish=0
+for a in "$@"; do
+  case "$a" in
+    --skip-ceph) do_ceph=0 ;;
+    --skip-weft) do_weft=0 ;;
+    --publish) publish=1 ;;
+    -h|--help) sed -n '2,28p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) echo "usage: $0 [--skip-ceph] [--skip-weft] [--publish]" >&2; exit 2 ;;
+  esac
+done
+for v in RUNS STEP_TIMEOUT FSBENCH_TIMEOUT FSBENCH_JOBS FSBENCH_RUNTIME; do
+  [[ ${!v} =~ ^[1-9][0-9]*$ ]] || { echo "$v must be a positive integer" >&2; exit 2; }
+done
+[[ $FSBENCH_SIZE =~ ^[1-9][0-9]*[KMG]?$ ]] || { echo "FSBENCH_SIZE must look like 512M" >&2; exit 2; }
+[[ $do_ceph == 1 || $do_weft == 1 ]] || { echo "nothing to do: both sides skipped" >&2; exit 2; }
+[[ $(id -u) == 0 ]] || { echo "run as root (apt-get, drop_caches, FUSE mounts)" >&2; exit 2; }
+
+OUT=${OUT:-$(mktemp -d /tmp/weft-fsbench.XXXXXX)}
+mkdir -p "$OUT"
+OUT=$(cd "$OUT" && pwd)
+results=$OUT/results.tsv   # "round system metric value", value "FAILED" when a step failed
+: >"$results"
+
+# The metrics fsbench.sh prints, in its order: name, unit, which way is
+# better, target ratio (Weft's figure over Ceph's, inverted for the "lower"
+# ones so that above 1 is always Weft better). Targets from issue 5:
+# streaming >= 1.5x, creates and untar >= 2x, random 4 KiB IOPS and stats
+# >= 1x, nothing worse than 0.8x (the floor, the target of all the others).
+FLOOR=0.8
+metrics=(
+  "seqwrite_MiBps MiB/s higher 1.5"
+  "seqread_MiBps MiB/s higher 1.5"
+  "single_write_MiBps MiB/s higher 1.5"
+  "single_read_MiBps MiB/s higher 1.5"
+  "randread4k_iops IOPS higher 1"
+  "randread4k_p99_us us lower $FLOOR"
+  "randwrite4k_iops IOPS higher 1"
+  "randwrite4k_p99_us us lower $FLOOR"
+  "md_create_ops ops/s higher 2"
+  "md_stat_ops ops/s higher 1"
+  "md_readdir_ops dirs/s higher $FLOOR"
+  "md_unlink_ops ops/s higher $FLOOR"
+  "mdshared_create_ops ops/s higher 2"
+  "mdshared_stat_ops ops/s higher 1"
+  "mdshared_unlink_ops ops/s higher $FLOOR"
+  "untar_s s lower 2"
+  "find_s s lower $FLOOR"
+  "readall_s s lower $FLOOR"
+  "rmtree_s s lower $FLOOR"
+)
+
+# ---------------------------------------------------------------- cleanup --
+ceph_started=0 weft_dir="" weft_mnt="" sampler_pid="" load_pid="" failures=() commands=()
+cleanup() {
+  local rc=$?
+  trap - EXIT INT TERM
+  stop_sampler
+  if [[ -n $load_pid ]]; then kill "$load_pid" 2>/dev/null || true; fi
+  if [[ -n $weft_mnt ]]; then weft_unmount; fi
+  if [[ -n $weft_dir ]]; then
+    log "purging the Weft cluster in $weft_dir"
+    WEFT_DIR=$weft_dir "$root/scripts/quickstart.sh" purge >>"$OUT/weft.down.log" 2>&1 || true
+  fi
+  if [[ $ceph_started == 1 ]]; then
+    log "stopping the Ceph anchor"; "$anchor/down.sh" >>"$OUT/ceph.down.log" 2>&1 || true
+    reap_anchor
+  fi
+  exit "$rc"
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+# ---------------------------------------------------------------- helpers --
+
+# need_pkg CMD|python3:MODULE PACKAGE: installs PACKAGE when it is missing. On
+# demand, not in scripts/install-deps.sh: only this benchmark needs fio and
+# matplotlib. The Debian module goes to the system python3, which need not be
+# the first python3 on PATH (a pyenv here): the plot runs with $plot_py.
+plot_py=/usr/bin/python3
+[[ -x $plot_py ]] || plot_py=python3
+need_pkg() {
+  local cmd=$1 pkg=$2
+  if [[ $cmd == python3:* ]]; then "$plot_py" -c "import ${cmd#python3:}" 2>/dev/null && return 0
+  else command -v "$cmd" >/dev/null && return 0; fi
+  log "installing $pkg"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get install -y -q "$pkg" >>"$OUT/apt.log" 2>&1 || {
+    apt-get update -q >>"$OUT/apt.log" 2>&1
+    apt-get install -y -q "$pkg" >>"$OUT/apt.log" 2>&1
+  } || die "apt-get install $pkg failed (see $OUT/apt.log)"
+}
+
+# pid_of_mount COMM MOUNTPOINT|CONF: the live process named COMM whose
+# command line contains the argument (FUSE clients detach: the pid we started
+# is not the one serving the mount).
+pid_of() {
+  local comm=$1 needle=$2 p
+  for p in $(pgrep -x "$comm" || true); do
+    [[ $(awk '/^State:/ { print $2 }' "/proc/$p/status" 2>/dev/null) =~ ^[RSDT]$ ]] || continue
+    grep -qa -- "$needle" "/proc/$p/cmdline" 2>/dev/null && { echo "$p"; return 0; }
+  done
+  return 1
+}
+
+cpu_seconds() {  # user + system CPU of a pid so far
+  awk -v hz="$(getconf CLK_TCK)" '{ sub(/^.*\) /, ""); printf "%.1f", ($12 + $13) / hz }' "/proc/$1/stat" 2>/dev/null || true
+}
+
+# The fsbench.sh that runs: a copy of the anchor's, with two blocks inserted
+# (see fsbench.diff in OUT) and the workload untouched. The anchor's stops at
+# the first failed step (set -e) and throws fio's output away; a benchmark of
+# a young filesystem must record a failed step and measure the rest. So: errexit
+# off, every fio run through a wrapper that keeps its output, exit status and
+# command under FSB_STEPS and gives each its time limit (a failed fio prints
+# nothing, so its metric is recorded as failed, not as a partial figure), and
+# the timer t() reports FAILED for a command that failed.
+prepare_fsbench() {
+  local dst=$OUT/fsbench
+  mkdir -p "$dst"
+  cp "$anchors/bench/fsbench.sh" "$anchors/bench/mdbench.c" "$anchors/bench/mktree.py" "$dst/"
+  grep -q '^set -euo pipefail$' "$dst/fsbench.sh" && grep -q '^t(){' "$dst/fsbench.sh" ||
+    die "the anchor's fsbench.sh changed (no 'set -euo pipefail' or 't(){' line): update prepare_fsbench"
+  cat >"$dst/keepgoing.inc" <<'EOF'
+# --- inserted by bench/fs_bench.sh: record failed steps and keep going ---
+set +eu
+fio(){ local a name=fio rw=none rc=0
+  for a in "$@"; do case $a in --name=*) name=${a#--name=} ;; --rw=*) rw=${a#--rw=} ;; esac; done
+  local f=$FSB_STEPS/fio.$name.$rw
+  echo "fio $*" >"$f.cmd"; date +%s >"$f.start"
+  timeout -k 30 "$FSB_STEP_TIMEOUT" fio "$@" >"$f.out" 2>"$f.err" || rc=$?
+  echo "$rc" >"$f.rc"
+  if [ "$rc" != 0 ]; then echo "fio --name=$name --rw=$rw exited $rc (fio.$name.$rw.*)" >>"$FSB_STEPS/failed"; return "$rc"; fi
+  cat "$f.out"; }
+# --- end of insert ---
+EOF
+  cat >"$dst/timer.inc" <<'EOF'
+# --- inserted by bench/fs_bench.sh: a failed command is timed as FAILED ---
+t(){ local s e rc=0; s=$(date +%s.%N); "$@" >/dev/null || rc=$?; e=$(date +%s.%N)
+  if [ "$rc" != 0 ]; then echo "$* exited $rc" >>"$FSB_STEPS/failed"; echo FAILED; return 0; fi
+  python3 -c "print(round($e-$s,2))"; }
+# --- end of insert ---
+EOF
+  sed -i -e "/^set -euo pipefail\$/r $dst/keepgoing.inc" -e "/^t(){/r $dst/timer.inc" "$dst/fsbench.sh"
+  diff -u "$anchors/bench/fsbench.sh" "$dst/fsbench.sh" >"$dst/fsbench.diff" || true
+  fsbench=$dst/fsbench.sh
+}
+
+# run_fsbench ROUND SYSTEM DIR CLIENT_PIDFILE: fsbench.sh in DIR, client RSS
+# sampled; appends the figures to $results, sets run_failed (0 or 1).
+run_fsbench() {
+  local r=$1 sys=$2 dir=$3 pidfile=$4
+  local tag=r$r.$sys steps=$OUT/r$r.$sys.steps rc=0 nfail=${#failures[@]}
+  mkdir -p "$steps"; rm -f "$OUT/$tag.txt.tmp"
+  echo -n "load average $(cut -d' ' -f1-3 /proc/loadavg) at the start" >"$OUT/$tag.load"
+  local t0; t0=$(date +%s)
+  start_sampler "$OUT/$tag.rss.samples" "$pidfile"
+  # The 1-minute load average every 5 s: other work on the machine, which
+  # moves the figures, differs between the two sides' runs.
+  ( while :; do cut -d' ' -f1 /proc/loadavg; sleep 5; done ) >"$OUT/$tag.loadavg.samples" &
+  load_pid=$!
+  log "round $r, $sys: fsbench.sh $dir (size $FSBENCH_SIZE, $FSBENCH_JOBS jobs, ${FSBENCH_RUNTIME} s random IO)"
+  # From the steps directory: fio leaves its verify state files (*-verify.state) in the cwd.
+  (cd "$steps" && FSB_STEPS=$steps FSB_STEP_TIMEOUT=$STEP_TIMEOUT timeout -k 60 "$FSBENCH_TIMEOUT" \
+    "$fsbench" "$dir" "$OUT/$tag.txt.tmp") >"$OUT/$tag.fsbench.log" 2>&1 || rc=$?
+  stop_sampler
+  kill "$load_pid" 2>/dev/null || true; wait "$load_pid" 2>/dev/null || true; load_pid=""
+  echo ", $(cut -d' ' -f1-3 /proc/loadavg) at the end, mean 1-min load during the run" \
+    "$(awk '{ s += $1; n++ } END { if (n) printf "%.1f", s / n }' "$OUT/$tag.loadavg.samples")" >>"$OUT/$tag.load"
+  log "round $r, $sys: fsbench.sh done in $(( $(date +%s) - t0 )) s (exit $rc)"
+  mv "$OUT/$tag.txt.tmp" "$OUT/$tag.txt" 2>/dev/null || : >"$OUT/$tag.txt"
+  [[ $rc == 0 ]] || failures+=("round $r $sys: fsbench.sh exited $rc (see $OUT/$tag.fsbench.log)")
+  [[ -f $steps/failed ]] && while IFS= read -r l; do failures+=("round $r $sys: $l (in $steps)"); done <"$steps/failed"
+  # "metric value unit"; the value is empty (failed fio) or FAILED (failed command).
+  local e m unit _ v missing=()
+  for e in "${metrics[@]}"; do
+    read -r m unit _ <<<"$e"
+    v=$(awk -F'[ ]' -v m="$m" '$1 == m { print $2; exit }' "$OUT/$tag.txt")
+    if [[ $v =~ ^[0-9.]+$ ]]; then echo "$r $sys $m $v" >>"$results"
+    else echo "$r $sys $m FAILED" >>"$results"; missing+=("$m"); fi
+  done
+  [[ ${#missing[@]} == 0 ]] || failures+=("round $r $sys: no figure for ${missing[*]}")
+  local hwm p
+  p=$(cat "$pidfile" 2>/dev/null || true)
+  if [[ -n $p ]] && kill -0 "$p" 2>/dev/null; then
+    hwm=$(peak_rss "$OUT/$tag.rss" "$pidfile")
+    [[ -n $hwm ]] && echo "$r $sys client_rss_MiB $hwm" >>"$results"
+    echo "$r $sys client_cpu_s $(cpu_seconds "$p")" >>"$results"
+  else
+    failures+=("round $r $sys: the client process (pid ${p:-?}) is gone after fsbench.sh: it crashed")
+  fi
+  local smax
+  smax=$(awk '{ if ($2 > m) m = $2 } END { if (m) printf "%.0f", m / 1024 }' "$OUT/$tag.rss.samples")
+  [[ -n $smax ]] && echo "$r $sys client_rss_sampled_MiB $smax" >>"$results"
+  run_failed=0
+  [[ ${#failures[@]} == "$nfail" ]] || run_failed=1
+}
+
+# A failed Weft step: keep what explains it beside the figures.
+weft_failure_notes() {
+  local r=$1 steps=$OUT/r$1.weft.steps fuselog=$OUT/r$1.weft-fuse.log
+  {
+    echo "== failed steps"; cat "$steps/failed" 2>/dev/null || echo "(none recorded by the wrapper)"
+    local f
+    for f in "$steps"/fio.*.rc; do
+      [[ -f $f && $(cat "$f") != 0 ]] || continue
+      local b=${f%.rc}
+      echo; echo "== $(cat "$b.cmd") -> exit $(cat "$f")"
+      echo "-- stderr:"; tail -40 "$b.err"
+      echo "-- stdout (tail):"; tail -60 "$b.out"
+    done
+    echo; echo "== fsbench.sh stderr/stdout (tail)"; tail -40 "$OUT/r$r.weft.fsbench.log"
+    echo; echo "== weft-fuse log (tail)"; tail -60 "$fuselog" 2>/dev/null
+    echo; echo "== weft-fuse log, warnings and errors (last 40)"; grep -E '^[EWF][0-9]{4}' "$fuselog" 2>/dev/null | tail -40
+  } >"$OUT/r$r.weft.failure.txt" || true  # a missing file or no match is no reason to stop
+}
+
+# ------------------------------------------------------------------- weft --
+weft_ready() {  # every PG active+clean and rank 0 of weft active
+  local st="" total pgs
+  for _ in $(seq 300); do
+    st=$("$bin/weft" status 2>&1 || true)
+    total=$(sed -n 's/^ *pools: *[0-9]* pools, \([0-9]*\) pgs.*/\1/p' <<<"$st")
+    pgs=$(sed -n 's/^ *pgs: *//p' <<<"$st")
+    if [[ -n $total && $pgs == "$total active+clean" ]] &&
+       "$bin/weft" fs status weft 2>/dev/null | grep -q '^  state: active'; then
+      echo "$st" >"$OUT/weft.status.txt"; return 0
+    fi
+    sleep 1
+  done
+  echo "$st" >"$OUT/weft.status.txt"
+  return 1
+}
+
+weft_unmount() {
+  local p; p=$(pid_of weft-fuse "$weft_mnt" || true)
+  if mountpoint -q "$weft_mnt"; then
+    fusermount3 -u "$weft_mnt" 2>>"$OUT/weft.down.log" || {
+      log "fusermount3 -u $weft_mnt failed (busy?): lazy unmount"
+      fusermount3 -u -z "$weft_mnt" 2>>"$OUT/weft.down.log" || true
+    }
+  fi
+  if [[ -n $p ]]; then  # it exits by itself once unmounted
+    for _ in $(seq 100); do kill -0 "$p" 2>/dev/null || break; sleep 0.2; done
+    if kill -0 "$p" 2>/dev/null; then
+      log "weft-fuse $p still running 20 s after the unmount: TERM"; kill -TERM "$p" 2>/dev/null || true
+      for _ in $(seq 50); do kill -0 "$p" 2>/dev/null || break; sleep 0.2; done
+      kill -KILL "$p" 2>/dev/null || true
+    fi
+  fi
+  rmdir "$weft_mnt" 2>/dev/null || true
+  weft_mnt=""
+}
+
+weft_round() {
+  local r=$1 tag=r$1.weft
+  wait_for_build
+  weft_dir=$(mktemp -d /tmp/weft-fsbench-cluster.XXXXXX)
+  weft_mnt=$(mktemp -d /tmp/weft-fsbench-mnt.XXXXXX)
+  export WEFT_CONF=$weft_dir/weft.conf
+  log "round $r: starting Weft (6 OSDs) in $weft_dir"
+  local t0; t0=$(date +%s)
+  # quickstart.sh also runs install-deps.sh and build.sh (a no-op when the
+  # build is up to date). A quickstart that mounts at $WEFT_MNT is adopted below.
+  if ! WEFT_DIR=$weft_dir WEFT_OSDS=6 WEFT_MNT=$weft_mnt "$root/scripts/quickstart.sh" >"$OUT/$tag.up.log" 2>&1; then
+    tail -20 "$OUT/$tag.up.log" >&2; failures+=("round $r weft: quickstart.sh failed (see $OUT/$tag.up.log)")
+    WEFT_DIR=$weft_dir "$root/scripts/quickstart.sh" purge >>"$OUT/weft.down.log" 2>&1 || true
+    weft_dir=""; rmdir "$weft_mnt" 2>/dev/null || true; weft_mnt=""; return 0
+  fi
+  if ! weft_ready; then
+    failures+=("round $r weft: PGs not active+clean or fs weft not active after 300 s ($OUT/weft.status.txt)")
+  else
+    log "round $r: Weft up in $(( $(date +%s) - t0 )) s"
+    { "$bin/weft" pool ls; "$bin/weft" fs ls; } >"$OUT/$tag.pools.txt" 2>&1 || true
+    local pidfile=$OUT/$tag.pid/weft-fuse.pid fuselog=$OUT/r$r.weft-fuse.log
+    mkdir -p "$(dirname "$pidfile")"
+    if ! mountpoint -q "$weft_mnt"; then
+      "$bin/weft-fuse" "$weft_mnt" -o "conf=$WEFT_CONF,fs=weft,log=$fuselog" 2>>"$OUT/$tag.mount.log" ||
+        failures+=("round $r weft: weft-fuse failed to mount: $(tail -1 "$OUT/$tag.mount.log")")
+    else
+      echo "mounted by quickstart.sh at WEFT_MNT" >>"$OUT/$tag.mount.log"
+    fi
+    if mountpoint -q "$weft_mnt" && pid_of weft-fuse "$weft_mnt" >"$pidfile"; then
+      # The layout the files get (fixed at the first write): expect EC 4+2, 4 MiB objects.
+      { head -c 1 /dev/zero >"$weft_mnt/.layout-probe" && getfattr -n weft.file.layout "$weft_mnt/.layout-probe"; } \
+        >"$OUT/$tag.layout.txt" 2>&1 || true
+      rm -f "$weft_mnt/.layout-probe"
+      run_fsbench "$r" weft "$weft_mnt" "$pidfile"
+      "$bin/weft" fs status weft >"$OUT/$tag.fs_status.txt" 2>&1 || true
+      if [[ $run_failed == 1 ]]; then
+        weft_failure_notes "$r"
+        cp -r "$weft_dir/log" "$OUT/$tag.cluster-logs" 2>/dev/null || true  # the daemons' logs, purged below
+      fi
+    elif mountpoint -q "$weft_mnt"; then
+      failures+=("round $r weft: mounted but no weft-fuse process serves $weft_mnt")
+    fi
+  fi
+  weft_unmount
+  log "round $r: purging the Weft cluster"
+  cp "$weft_dir/log/mds.a.log" "$OUT/$tag.mds.log" 2>/dev/null || true
+  WEFT_DIR=$weft_dir "$root/scripts/quickstart.sh" purge >>"$OUT/weft.down.log" 2>&1 || true
+  weft_dir=""
+}
+
+# ------------------------------------------------------------------- ceph --
+# A leftover $CDIR with nothing running is cleared with down.sh; a running
+# anchor may be someone else's benchmark: refused unless CEPH_FORCE_DOWN=1.
+ceph_clear() {
+  [[ -e $CDIR ]] || return 0
+  local f running=0
+  for f in "$CDIR"/run/*.pid; do
+    [[ -f $f ]] && kill -0 "$(cat "$f")" 2>/dev/null && running=1
+  done
+  if [[ $running == 1 && $CEPH_FORCE_DOWN != 1 ]]; then
+    log "the Ceph anchor in $CDIR is running (not started by this script); CEPH_FORCE_DOWN=1 stops it"
+    return 1
+  fi
+  log "$CDIR exists: running the anchor's down.sh first"
+  "$anchor/down.sh" >>"$OUT/ceph.predown.log" 2>&1 || true
+  reap_anchor
+}
+
+ceph_round() {
+  local r=$1 tag=r$1.ceph
+  ceph_clear || { failures+=("round $r ceph: the anchor in $CDIR was running already; skipped"); return 0; }
+  log "round $r: starting the Ceph anchor (about 70 s)"
+  ceph_started=1
+  local t0; t0=$(date +%s)
+  if ! "$anchor/up.sh" >"$OUT/$tag.up.log" 2>&1 || ! mountpoint -q "$MNT"; then
+    tail -20 "$OUT/$tag.up.log" >&2; failures+=("round $r ceph: up.sh failed (see $OUT/$tag.up.log)")
+  else
+    log "round $r: Ceph anchor up in $(( $(date +%s) - t0 )) s"
+    ceph -c "$CDIR/ceph.conf" -s >"$OUT/$tag.status.txt" 2>&1 || true
+    local pidfile=$OUT/$tag.pid/ceph-fuse.pid
+    mkdir -p "$(dirname "$pidfile")"
+    if pid_of ceph-fuse "$CDIR/ceph.conf" >"$pidfile"; then
+      { head -c 1 /dev/zero >"$MNT/ec42/.layout-probe" && getfattr -n ceph.file.layout "$MNT/ec42/.layout-probe"; } \
+        >"$OUT/$tag.layout.txt" 2>&1 || true
+      rm -f "$MNT/ec42/.layout-probe"
+      run_fsbench "$r" ceph "$MNT/ec42" "$pidfile"
+    else
+      failures+=("round $r ceph: no ceph-fuse process with $CDIR/ceph.conf")
+    fi
+  fi
+  log "round $r: stopping the Ceph anchor"
+  "$anchor/down.sh" >>"$OUT/ceph.down.log" 2>&1 || true
+  reap_anchor
+  ceph_started=0
+}
+
+# ----------------------------------------------------------------- header --
+started_at=$(date +%s)
+need_pkg fio fio
+if [[ $do_ceph == 1 ]]; then
+  install_ceph
+  ceph_clear || die "the Ceph anchor in $CDIR is running: stop it with $anchor/down.sh or set CEPH_FORCE_DOWN=1"
+fi
+prepare_fsbench
+{
+  echo "# Weft vs CephFS through their FUSE clients, fsbench.sh workload, $(date -u '+%Y-%m-%d %H:%M:%S UTC')"
+  echo "host: $(nproc) CPUs ($(awk -F': ' '/model name/ { print $2; exit }' /proc/cpuinfo)),"\
+       "memory $(free -m | awk '/^Mem:/ { print $2 " MiB total, " $7 " MiB available" }'),"\
+       "load average $(cut -d' ' -f1-3 /proc/loadavg)"
+  echo "disk: $(df -h /tmp | awk 'NR == 2 { print $1 " mounted at " $6 }') (both clusters store under /tmp)"
+  echo "weft: $(git -C "$root" --no-optional-locks describe --always --dirty 2>/dev/null || echo '?'), binaries in $bin"
+  echo "ceph: $(ceph --version 2>/dev/null | awk '{ print $3, $5 }' || echo 'not installed'); $(fio --version)"
+  echo "workload: fsbench.sh, FSBENCH_SIZE=$FSBENCH_SIZE FSBENCH_JOBS=$FSBENCH_JOBS FSBENCH_RUNTIME=$FSBENCH_RUNTIME; rounds: $RUNS"
+  echo "invocation: RUNS=$RUNS FSBENCH_SIZE=$FSBENCH_SIZE FSBENCH_JOBS=$FSBENCH_JOBS FSBENCH_RUNTIME=$FSBENCH_RUNTIME bench/fs_bench.sh $*"
+  echo "anchors: $anchors"
+  echo "raw outputs: $OUT"
+} | tee "$OUT/header.txt"
+# Other clusters on the machine take CPU; the script stops only what it started.
+foreign=$( { pgrep -x ceph-osd || true; pgrep -x weft-osd || true; pgrep -x weft-mds || true; pgrep -x ceph-mds || true; } | wc -l )
+[[ $foreign == 0 ]] || echo "note: $foreign OSD/MDS processes of other clusters were running at the start" | tee -a "$OUT/header.txt"
+
+# ----------------------------------------------------------------- rounds --
+# Odd rounds measure Weft first, even rounds Ceph first, so that a machine
+# getting busier or quieter during the run does not favour one side.
+for r in $(seq "$RUNS"); do
+  if (( r % 2 )); then order="weft ceph"; else order="ceph weft"; fi
+  for sys in $order; do
+    if [[ $sys == weft && $do_weft == 1 ]]; then weft_round "$r"; fi
+    if [[ $sys == ceph && $do_ceph == 1 ]]; then ceph_round "$r"; fi
+  done
+done
+[[ $do_weft == 1 ]] && commands+=(
+  "WEFT_DIR=\$(mktemp -d) WEFT_OSDS=6 scripts/quickstart.sh   # fs weft: metadata 3x, data EC 4+2, 4 MiB objects"
+  "weft-fuse WMNT -o conf=\$WEFT_DIR/weft.conf,fs=weft,log=FILE"
+  "FSBENCH_SIZE=$FSBENCH_SIZE FSBENCH_JOBS=$FSBENCH_JOBS FSBENCH_RUNTIME=$FSBENCH_RUNTIME fsbench.sh WMNT OUTFILE"
+  "fusermount3 -u WMNT; scripts/quickstart.sh purge")
+[[ $do_ceph == 1 ]] && commands+=(
+  "$anchor/up.sh   # 6 BlueStore OSDs, 1 MDS, ceph-fuse at $MNT; $MNT/ec42: EC 4+2, 4 MiB objects"
+  "FSBENCH_SIZE=$FSBENCH_SIZE FSBENCH_JOBS=$FSBENCH_JOBS FSBENCH_RUNTIME=$FSBENCH_RUNTIME fsbench.sh $MNT/ec42 OUTFILE"
+  "$anchor/down.sh")
+
+# ----------------------------------------------------------------- report --
+# value SYS METRIC: median over the rounds (maximum for RSS); "" when no round
+# has a figure, FAILED when every round failed.
+value() {
+  local sys=$1 m=$2 vals
+  vals=$(awk -v s="$sys" -v m="$m" '$2 == s && $3 == m { print $4 }' "$results")
+  [[ -n $vals ]] || return 0
+  local nums; nums=$(grep -E '^[0-9.]+$' <<<"$vals" || true)
+  [[ -n $nums ]] || { echo FAILED; return 0; }
+  if [[ $m == client_rss* ]]; then sort -g <<<"$nums" | tail -1; else median <<<"$nums"; fi
+}
+rounds() {  # the per-round figures, ";"-separated, for the CSV
+  awk -v s="$1" -v m="$2" '$2 == s && $3 == m { printf "%s%s", sep, $4; sep = ";" }' "$results"
+}
+num() { [[ $1 =~ ^[0-9.]+$ ]]; }
+fmt() { if num "$1"; then awk -v v="$1" 'BEGIN { printf (v >= 100 ? "%.0f" : (v >= 10 ? "%.1f" : "%.2f")), v }'; else printf '%s' "${1:--}"; fi; }
+# "higher": weft/ceph; "lower": ceph/weft. Above 1 is Weft better either way.
+better_ratio() {
+  local dir=$1 c=$2 w=$3
+  num "$c" && num "$w" || return 0
+  awk -v c="$c" -v w="$w" -v d="$dir" 'BEGIN {
+    if (d == "higher" && c > 0) printf "%.2f", w / c
+    else if (d == "lower" && w > 0) printf "%.2f", c / w }'
+}
+verdict() {  # ratio target weft_value
+  local x=$1 t=$2 w=$3
+  if [[ $w == FAILED ]]; then echo FAILED; return; fi
+  num "$x" || { echo "n/a"; return; }
+  awk -v x="$x" -v t="$t" -v f="$FLOOR" 'BEGIN {
+    if (x >= t) print "PASS"; else if (x < f) print "MISS (<" f "x)"; else print "MISS" }'
+}
+
+csv=$OUT/fs_bench.csv md=$OUT/fs_bench.md
+echo "metric,unit,better,ceph,weft,weft_vs_ceph,target,verdict,ceph_rounds,weft_rounds" >"$csv"
+rows=() passes=0 targets=0 below=() failed=()
+for e in "${metrics[@]}" "client_rss_MiB MiB lower -" "client_rss_sampled_MiB MiB lower -" "client_cpu_s s lower -"; do
+  read -r m unit dir t <<<"$e"
+  c=$(value ceph "$m"); w=$(value weft "$m")
+  x=$(better_ratio "$dir" "$c" "$w")
+  case $m in
+    client_rss_MiB)
+      tgt="weft <= $RSS_TARGET_MIB MiB"
+      if num "$w"; then v=$(awk -v w="$w" -v l="$RSS_TARGET_MIB" 'BEGIN { print (w <= l) ? "PASS" : "MISS" }'); else v="${w:+FAILED}"; fi ;;
+    client_rss_sampled_MiB|client_cpu_s) tgt="(info)"; v="" ;;
+    *) tgt=">= ${t}x"; v=$(verdict "$x" "$t" "$w") ;;
+  esac
+  [[ $do_weft == 1 && $do_ceph == 1 ]] || { [[ $m == client_rss_MiB ]] || v=""; }
+  if [[ -n $v ]]; then
+    targets=$((targets + 1))
+    [[ $v == PASS ]] && passes=$((passes + 1))
+    [[ $v == MISS* && $v == *"<"* ]] && below+=("$m ${x}x")
+    [[ $v == FAILED ]] && failed+=("$m")
+  fi
+  rows+=("$m|$unit|$(fmt "$c")|$(fmt "$w")|${x:+${x}x}|$tgt|$v")
+  echo "$m,$unit,$dir,$c,$w,$x,$( [[ $t == - ]] && echo "" || echo "$t" ),$v,$(rounds ceph "$m"),$(rounds weft "$m")" >>"$csv"
+done
+
+{
+  echo
+  echo "commands (odd rounds Weft first, even rounds Ceph first; one cluster at a time):"
+  for c in "${commands[@]}"; do echo "  $c"; done
+  echo "  (fsbench.sh is run from a copy in $OUT/fsbench that records failed steps and keeps"
+  echo "   going; the workload is unchanged: $OUT/fsbench/fsbench.diff)"
+  echo
+  for f in "$OUT"/r*.load; do [[ -f $f ]] && echo "$(basename "$f" .load) fsbench.sh: $(cat "$f")"; done
+  for f in "$OUT"/r1.*.layout.txt; do [[ -f $f ]] && echo "$(basename "$f" .layout.txt) layout: $(grep -E 'layout=' "$f" | tr -d '"' || echo '?')"; done
+  echo
+  printf '%-24s %-6s %10s %10s %11s  %-18s %s\n' "metric (median of $RUNS)" unit ceph weft "weft vs ceph*" target verdict
+  printf '%-24s %-6s %10s %10s %11s  %-18s %s\n' "------------------------" "------" "----------" "----------" "-----------" "------------------" "-------"
+  for row in "${rows[@]}"; do
+    IFS='|' read -r m unit c w x tgt v <<<"$row"
+    printf '%-24s %-6s %10s %10s %11s  %-18s %s\n' "$m" "$unit" "$c" "$w" "${x:--}" "$tgt" "$v"
+  done
+  echo
+  echo "* weft vs ceph: above 1.00x means Weft is better. Rates (MiB/s, IOPS, ops/s, dirs/s):"
+  echo "  weft / ceph. Times (_s), p99 latencies (_us) and RSS: ceph / weft, inverted."
+  echo "  Targets (issue 5): streaming >= 1.5x, creates and untar >= 2x, random 4 KiB IOPS and"
+  echo "  stats >= 1x, every other metric >= ${FLOOR}x; client peak RSS (VmHWM, the maximum over"
+  echo "  the rounds) <= $RSS_TARGET_MIB MiB. md_readdir_ops is mdbench's directories of 5000 listed/s."
+  echo
+  echo "targets met: $passes of $targets"
+  [[ ${#below[@]} == 0 ]] || echo "below the ${FLOOR}x floor: ${below[*]}"
+  [[ ${#failed[@]} == 0 ]] || echo "failed on Weft (no figure): ${failed[*]}"
+  for f in "${failures[@]}"; do echo "  FAILED: $f"; done
+  for f in "$OUT"/r*.weft.failure.txt; do [[ -f $f ]] && echo "  details of the Weft failures: $f"; done
+  echo
+  echo "wall time: $(( $(date +%s) - started_at )) s; raw outputs in $OUT (table: fs_bench.md, fs_bench.csv)"
+} | tee "$OUT/report.txt"
+
+{
+  echo "Weft vs CephFS (ceph-fuse), \`bench/fs_bench.sh\`, $(head -1 "$OUT/header.txt" | sed 's/.*workload, //'),"
+  echo "$(nproc) CPUs, load average at the start $(sed -n 's/.*load average \(.*\)$/\1/p' "$OUT/header.txt"), $RUNS round(s);"
+  for f in "$OUT"/r*.load; do [[ -f $f ]] && echo "$(basename "$f" .load): $(cat "$f");"; done
+  echo
+  echo "| metric | unit | ceph | weft | weft vs ceph¹ | target | verdict |"
+  echo "|---|---|---|---|---|---|---|"
+  for row in "${rows[@]}"; do
+    IFS='|' read -r m unit c w x tgt v <<<"$row"
+    echo "| $m | $unit | $c | $w | $x | ${tgt/>=/≥} | $v |"
+  done
+  echo
+  echo "¹ above 1x means Weft is better: weft/ceph for rates, ceph/weft for times, p99 latencies and RSS."
+} >"$md"
+
+# The plot; matplotlib only for it, so installed here on demand.
+need_pkg python3:matplotlib python3-matplotlib
+mean_load() { cat "$OUT"/r*."$1".loadavg.samples 2>/dev/null | awk '{ s += $1; n++ } END { if (n) printf "%.0f", s / n; else print "-" }'; }
+if "$plot_py" "$root/bench/fs_plot.py" "$csv" "$OUT/fs_bench.png" \
+     --title "Weft vs CephFS, fsbench.sh, $(date -u +%Y-%m-%d), $RUNS round(s), $(nproc) CPUs, mean load during the runs: weft $(mean_load weft), ceph $(mean_load ceph)" \
+     >"$OUT/plot.log" 2>&1; then
+  log "plot: $OUT/fs_bench.png"
+  if [[ $publish == 1 ]]; then
+    mkdir -p "$root/bench/results"
+    cp "$OUT/fs_bench.png" "$root/bench/results/fs_bench.png"
+    log "published to bench/results/fs_bench.png"
+  fi
+else
+  failures+=("fs_plot.py failed (see $OUT/plot.log)"); cat "$OUT/plot.log" >&2
+fi
+
+[[ ${#failures[@]} == 0 ]]
