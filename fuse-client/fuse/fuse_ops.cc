@@ -273,13 +273,14 @@ void Write(fuse_req_t req, fuse_ino_t, const char* buf, size_t size, off_t off,
   fuse_reply_write(req, *n);
 }
 
-// close(2): buffered writes reach the OSDs, and their errors the application.
+// close(2): buffered writes reach the OSDs (close-to-open), and their errors the application.
 void Flush(fuse_req_t req, fuse_ino_t, fuse_file_info* fi) {
   ReplyOk(req, Fs(req).Flush(fi->fh), "flush");
 }
 
 void Release(fuse_req_t req, fuse_ino_t, fuse_file_info* fi) {
-  ReplyOk(req, Fs(req).Release(fi->fh), "release");
+  Fs(req).ReleaseInBackground(fi->fh);
+  fuse_reply_err(req, 0);
 }
 
 void Fsync(fuse_req_t req, fuse_ino_t, int, fuse_file_info* fi) {

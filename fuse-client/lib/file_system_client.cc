@@ -80,11 +80,13 @@ FileSystemClient::FileSystemClient(FileSystemClientOptions options,
       io_(objects_.get(), options_.inflight_bytes_max),
       budget_(options_.dirty_bytes_max),
       pool_(std::make_unique<ThreadPool>("client-io", options_.io_threads, 4096)),
+      release_pool_(std::make_unique<ThreadPool>("client-release", 4, 65536)),
       flusher_([this] { FlushLoop(); }) {
   meta_->SetOpenFiles([this] { return OpenFiles(); });
 }
 
 FileSystemClient::~FileSystemClient() {
+  release_pool_.reset();  // releases already asked for run to the end
   std::vector<FileHandle> open;
   {
     absl::MutexLock lock(&mu_);

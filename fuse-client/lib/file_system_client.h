@@ -167,12 +167,18 @@ class FileSystemClient {
   // OSDs, and its size and mtime (and every earlier namespace change of this
   // client) in the MDS's journal; or the first flush error.
   absl::Status Fsync(FileHandle fh);
-  // close(2): buffered writes of the file reach the OSDs and the MDS (not
-  // necessarily its journal); or the first flush error.
+  // close(2): the file's buffered writes reach the OSDs and the MDS (not
+  // necessarily its journal); or the first flush error. Decision: close
+  // waits, so that another client that opens the file next sees the data
+  // (close-to-open, as NFS). CephFS returns at once and relies on caps to
+  // recall the data; once caps exist (issue 6) close can too.
   absl::Status Flush(FileHandle fh);
   // fsyncdir(2), sync(2): every namespace change answered so far is durable.
   absl::Status SyncMetadata();
-  // Flushes as Flush, then ends the handle; the MDS learns this session no
+  // Release on a background thread (the FUSE release: the kernel does not
+  // wait for it, and a flush must not hold a FUSE worker).
+  void ReleaseInBackground(FileHandle fh);
+  // Flushes as Fsync, then ends the handle; the MDS learns this session no
   // longer holds the file.
   absl::Status Release(FileHandle fh);
 
@@ -243,6 +249,9 @@ class FileSystemClient {
 
   // Declared last, so destroyed first: its tasks use everything above.
   std::unique_ptr<ThreadPool> pool_;
+  // Background releases: they wait for flushes running in pool_, so they
+  // have threads of their own (never the other way round).
+  std::unique_ptr<ThreadPool> release_pool_;
   std::thread flusher_;
 };
 

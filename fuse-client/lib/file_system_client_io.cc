@@ -234,6 +234,13 @@ absl::Status FileSystemClient::Flush(FileHandle fh) {
   return f->cache != nullptr ? f->cache->Flush() : absl::OkStatus();
 }
 
+void FileSystemClient::ReleaseInBackground(FileHandle fh) {
+  release_pool_->Submit([this, fh] {
+    absl::Status s = Release(fh);
+    if (!s.ok()) LOG(WARNING) << "op=release fh=" << fh << " status=" << s;
+  });
+}
+
 absl::Status FileSystemClient::SyncMetadata() { return meta_->Sync(); }
 
 std::vector<pb::OpenRef> FileSystemClient::OpenFiles() {
