@@ -19,6 +19,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "common/log/log.h"
 #include "common/status/status.h"
 
 namespace weft::testing {
@@ -136,6 +137,15 @@ absl::Status Cluster::Boot() {
          << "osd_lease_ttl_s = " << options_.osd_lease_ttl_s << "\n"
          << "osd_stats_interval_ms = 500\n"
          << "mon_osd_down_out_interval = " << options_.down_out_interval_s << "\n";
+    if (options_.fs_object_bytes != 0) {
+      conf << "fs_default_object_size = " << options_.fs_object_bytes << "\n";
+    }
+    if (options_.fs_stripe_unit_bytes != 0) {
+      conf << "fs_default_stripe_unit = " << options_.fs_stripe_unit_bytes << "\n";
+    }
+    if (options_.fs_stripe_count != 0) {
+      conf << "fs_default_stripe_count = " << options_.fs_stripe_count << "\n";
+    }
     for (const std::string& line : options_.extra_conf) conf << line << "\n";
   }
   CommandResult init = Weft({"cluster", "init", "--failure-domain", options_.failure_domain});
@@ -190,7 +200,40 @@ void Cluster::KillMds() {
   }
 }
 
+void Cluster::StopMds() {
+  if (mds_) {
+    mds_->Kill(SIGTERM);
+    mds_->Wait();
+  }
+}
+
 bool Cluster::MdsRunning() { return mds_ && mds_->Running(); }
+
+absl::Status Cluster::RestartAll(bool crash, absl::Duration timeout) {
+  // The MDS first: an orderly MDS flushes its journal and cache to the OSDs.
+  const absl::Time stop_start = absl::Now();
+  if (crash) {
+    KillMds();
+  } else {
+    StopMds();
+  }
+  const absl::Duration mds_stop = absl::Now() - stop_start;
+  for (int i = 0; i < static_cast<int>(osds_.size()); ++i) {
+    if (crash) {
+      KillOsd(i);
+    } else {
+      StopOsd(i);
+    }
+  }
+  LOG(INFO) << "event=restart_all crash=" << crash << " mds_stop=" << mds_stop
+            << " osds_stop=" << (absl::Now() - stop_start - mds_stop);
+  RETURN_IF_ERROR(etcd_->Restart());  // etcd only stops with SIGKILL
+  RETURN_IF_ERROR(StartMds());
+  for (int i = 0; i < static_cast<int>(osds_.size()); ++i) RETURN_IF_ERROR(StartOsd(i));
+  const absl::Time deadline = absl::Now() + timeout;
+  RETURN_IF_ERROR(WaitOsdsUp(static_cast<int>(osds_.size()), deadline - absl::Now()));
+  return WaitClean(deadline - absl::Now());
+}
 
 absl::Status Cluster::CreateFs(const std::string& name, const std::string& data_pool) {
   std::string data = data_pool;
@@ -216,6 +259,25 @@ absl::Status Cluster::AddDataPool(const std::string& fs, const std::string& pool
   r = Weft({"fs", "add-data-pool", fs, pool});
   if (r.code != 0) return absl::InternalError("weft fs add-data-pool: " + r.output);
   return absl::OkStatus();
+}
+
+absl::Status Cluster::CreateFs(const std::string& name, const DataPoolOptions& data) {
+  const std::string pool = name + "_data";
+  std::vector<std::string> args = {"pool", "create", pool, "--pg-num", std::to_string(data.pg_num)};
+  if (data.ec_k > 0) {
+    args.insert(args.end(), {"--ec", absl::StrCat(data.ec_k, "+", data.ec_m)});
+    if (data.ec_chunk_bytes != 0) {
+      args.insert(args.end(), {"--chunk-size", std::to_string(data.ec_chunk_bytes)});
+    }
+  } else {
+    args.insert(args.end(), {"--size", std::to_string(data.size)});
+  }
+  if (!data.failure_domain.empty()) {
+    args.insert(args.end(), {"--failure-domain", data.failure_domain});
+  }
+  CommandResult r = Weft(args);
+  if (r.code != 0) return absl::InternalError("weft pool create: " + r.output);
+  return CreateFs(name, pool);
 }
 
 std::unique_ptr<client::MetaClient> Cluster::Meta(const std::string& fs) {

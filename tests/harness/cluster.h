@@ -27,6 +27,22 @@ struct ClusterOptions {
   int64_t down_out_interval_s = 600;
   std::string failure_domain = "osd";
   std::vector<std::string> extra_conf;  // "key = value" lines for weft.conf
+  // The default file layout of every filesystem (weft.conf fs_default_*); 0
+  // keeps the MDS default (4 MiB objects, 4 MiB stripe unit, one stripe).
+  uint64_t fs_object_bytes = 0;
+  uint64_t fs_stripe_unit_bytes = 0;
+  uint32_t fs_stripe_count = 0;
+};
+
+// The data pool CreateFs makes for a filesystem: replicated `size` times, or
+// erasure coded K+M when `ec_k` > 0.
+struct DataPoolOptions {
+  int size = 3;
+  int ec_k = 0;
+  int ec_m = 0;
+  uint32_t ec_chunk_bytes = 0;  // 0: the pool default (64 KiB)
+  int pg_num = 16;
+  std::string failure_domain;  // empty: the cluster's
 };
 
 // A child process started by the harness.
@@ -73,11 +89,23 @@ class Cluster {
   // The MDS: restart after a kill, as an operator would.
   absl::Status StartMds();
   void KillMds();  // SIGKILL
+  void StopMds();  // SIGTERM and wait
   bool MdsRunning();
+
+  // Stops every daemon (the MDS, the OSDs, then etcd) and starts them all
+  // again on the same data directories and addresses: with SIGTERM as an
+  // operator would (`crash` false), or with SIGKILL as a power cut would.
+  // Returns once every OSD is up and every PG active+clean; the MDS may still
+  // be replaying (Meta() waits for it). A failure leaves whatever did start
+  // to the destructor.
+  absl::Status RestartAll(bool crash, absl::Duration timeout = absl::Seconds(90));
 
   // Creates pools NAME_meta (3x) and NAME_data (3x, or `data_pool` if given)
   // and the filesystem NAME with the CLI, then waits until rank 0 serves it.
   absl::Status CreateFs(const std::string& name, const std::string& data_pool = "");
+  // The same with a data pool NAME_data made as `data` says (e.g. EC 4+2
+  // with 4 KiB chunks): a filesystem's data pool is chosen at `fs new`.
+  absl::Status CreateFs(const std::string& name, const DataPoolOptions& data);
   // Creates pool `pool` with the CLI (`create_args` follow the name: by
   // default 3x with 16 PGs), waits until every PG is clean, then makes it a
   // data pool of filesystem `fs` with `weft fs add-data-pool`.

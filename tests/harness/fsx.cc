@@ -1,0 +1,630 @@
+#include "tests/harness/fsx.h"
+
+#include <fcntl.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <deque>
+#include <random>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/string_view.h"
+
+namespace weft::testing {
+namespace {
+
+constexpr uint64_t kPage = 4096;
+
+uint64_t Mix(uint64_t x) {  // splitmix64's finalizer
+  x += 0x9e3779b97f4a7c15ull;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
+
+// The byte that operation `op` writes at file offset `off`.
+uint8_t PatternByte(uint64_t op, uint64_t off) {
+  return static_cast<uint8_t>(Mix(op * 0x100000001b3ull ^ (off >> 3)) >> ((off & 7) * 8));
+}
+
+std::string Hex(absl::string_view bytes) {
+  std::string out;
+  for (unsigned char c : bytes) absl::StrAppendFormat(&out, "%02x", c);
+  return out;
+}
+
+std::string ErrnoText(int err) { return absl::StrCat(strerror(err), " (errno ", err, ")"); }
+
+// SIGBUS/SIGSEGV while touching a mapping (an I/O error on a page fault, or
+// a mapping cut short) is reported as a failure instead of killing the test.
+thread_local sigjmp_buf* t_fault_jmp = nullptr;
+
+void OnFault(int sig) {
+  if (t_fault_jmp != nullptr) siglongjmp(*t_fault_jmp, sig);
+  signal(sig, SIG_DFL);
+  raise(sig);
+}
+
+// Copies `len` bytes; returns 0, or the signal that interrupted the copy.
+int GuardedCopy(void* dst, const void* src, size_t len) {
+  struct sigaction sa = {};
+  struct sigaction old_bus;
+  struct sigaction old_segv;
+  sa.sa_handler = OnFault;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGBUS, &sa, &old_bus);
+  sigaction(SIGSEGV, &sa, &old_segv);
+  sigjmp_buf jmp;
+  int sig = sigsetjmp(jmp, 1);
+  if (sig == 0) {
+    t_fault_jmp = &jmp;
+    memcpy(dst, src, len);
+  }
+  t_fault_jmp = nullptr;
+  sigaction(SIGBUS, &old_bus, nullptr);
+  sigaction(SIGSEGV, &old_segv, nullptr);
+  return sig;
+}
+
+// Reads [off, off+len) with as many preads as it takes; stops at EOF.
+absl::Status ReadFully(int fd, uint64_t off, uint64_t len, std::string* out) {
+  out->assign(len, '\0');
+  uint64_t done = 0;
+  while (done < len) {
+    ssize_t n = pread(fd, out->data() + done, len - done, static_cast<off_t>(off + done));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return absl::InternalError(absl::StrCat("pread: ", ErrnoText(errno)));
+    if (n == 0) break;
+    done += static_cast<uint64_t>(n);
+  }
+  out->resize(done);
+  return absl::OkStatus();
+}
+
+absl::Status WriteFully(int fd, uint64_t off, absl::string_view data) {
+  uint64_t done = 0;
+  while (done < data.size()) {
+    ssize_t n = pwrite(fd, data.data() + done, data.size() - done, static_cast<off_t>(off + done));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      return absl::InternalError(absl::StrCat("pwrite returned ", n, ": ", ErrnoText(errno)));
+    }
+    done += static_cast<uint64_t>(n);
+  }
+  return absl::OkStatus();
+}
+
+class Fsx {
+ public:
+  Fsx(const FsxOptions& options, FsxStats* stats) : o_(options), stats_(*stats), rng_(options.seed) {
+    if (o_.boundaries.empty()) o_.boundaries = {kPage, 64 << 10};
+    o_.max_io_bytes = std::max<uint64_t>(1, std::min(o_.max_io_bytes, o_.max_file_bytes));
+  }
+  ~Fsx() {
+    for (File& f : files_) {
+      if (f.fd >= 0) close(f.fd);
+    }
+  }
+
+  absl::Status Run();
+
+ private:
+  struct File {
+    std::string name;
+    std::string path;
+    int fd = -1;
+    std::string model;  // the bytes the file must hold
+  };
+  struct Written {  // for tracing a wrong byte to the op that wrote it
+    uint64_t op;
+    int file;
+    uint64_t off;
+    uint64_t len;
+  };
+  enum class Op { kWrite, kRead, kTruncate, kMapWrite, kMapRead, kSync, kReopen, kStat, kDrop };
+
+  absl::Status Step();
+  Op PickOp();
+  uint64_t Uniform(uint64_t lo, uint64_t hi) {  // inclusive
+    return std::uniform_int_distribution<uint64_t>(lo, hi)(rng_);
+  }
+  bool Chance(int percent) { return Uniform(0, 99) < static_cast<uint64_t>(percent); }
+  uint64_t NearBoundary();
+  uint64_t PickOffset(uint64_t size, bool write);
+  uint64_t PickLength();
+  uint64_t PickTruncateSize(uint64_t size);
+  std::string Pattern(uint64_t off, uint64_t len) const;
+  void Apply(File& f, uint64_t off, absl::string_view data);
+
+  absl::Status DoWrite(File& f);
+  absl::Status DoRead(File& f);
+  absl::Status DoTruncate(File& f);
+  absl::Status DoMapWrite(File& f);
+  absl::Status DoMapRead(File& f);
+  absl::Status DoSync(File& f);
+  absl::Status DoReopen(File& f);
+  absl::Status DoStat(File& f, bool by_path);
+  absl::Status DoDrop(File& f);
+
+  absl::Status Open(File& f, int flags);
+  absl::Status CheckSize(File& f, uint64_t size, const char* how);
+  absl::Status Compare(File& f, uint64_t off, uint64_t len, const std::string& got,
+                       const char* how);
+  absl::Status VerifyWhole(File& f, const char* when);
+  std::string Origin(const File& f, uint64_t off, absl::string_view got) const;
+  std::string BoundaryOffsets(uint64_t at) const;
+  std::string Reread(const File& f, uint64_t off, uint64_t len, uint64_t at) const;
+  void Note(std::string what);
+  absl::Status Fail(const std::string& what);
+  void Corrupt(const File& f);
+
+  FsxOptions o_;
+  FsxStats& stats_;
+  std::mt19937_64 rng_;
+  std::vector<File> files_;
+  std::vector<Written> written_;
+  std::deque<std::string> history_;
+  uint64_t op_ = 0;  // the index of the running operation
+  std::string current_;
+};
+
+// ---- choices
+
+Fsx::Op Fsx::PickOp() {
+  struct Weighted {
+    Op op;
+    int weight;
+  };
+  static constexpr Weighted kOps[] = {
+      {Op::kWrite, 28}, {Op::kRead, 26},   {Op::kTruncate, 7}, {Op::kMapWrite, 8},
+      {Op::kMapRead, 6}, {Op::kSync, 4},   {Op::kReopen, 5},   {Op::kStat, 8},
+      {Op::kDrop, 4},
+  };
+  int total = 0;
+  for (const Weighted& w : kOps) total += w.weight;
+  int r = static_cast<int>(Uniform(0, total - 1));
+  for (const Weighted& w : kOps) {
+    if (r < w.weight) return w.op;
+    r -= w.weight;
+  }
+  return Op::kRead;
+}
+
+// A multiple of a boundary, or a few bytes either side of one.
+uint64_t Fsx::NearBoundary() {
+  const uint64_t b = o_.boundaries[Uniform(0, o_.boundaries.size() - 1)];
+  uint64_t off = Uniform(0, o_.max_file_bytes / b) * b;
+  if (Chance(50)) {
+    const uint64_t delta = Uniform(1, 3);
+    off = Chance(50) && off >= delta ? off - delta : off + delta;
+  }
+  return std::min(off, o_.max_file_bytes - 1);
+}
+
+uint64_t Fsx::PickOffset(uint64_t size, bool write) {
+  const uint64_t r = Uniform(0, 99);
+  uint64_t off;
+  if (r < 30) {
+    off = Uniform(0, size);
+  } else if (r < 60) {
+    off = NearBoundary();
+  } else if (r < 70) {  // around EOF
+    const uint64_t delta = Uniform(0, 3);
+    off = Chance(50) && size >= delta ? size - delta : size + delta;
+  } else if (r < 80) {
+    off = Uniform(0, size) / kPage * kPage;
+  } else if (write) {  // far past EOF: a hole
+    off = Uniform(size, o_.max_file_bytes - 1);
+  } else {
+    off = Uniform(0, size + o_.max_io_bytes);
+  }
+  return std::min(off, o_.max_file_bytes - 1);
+}
+
+uint64_t Fsx::PickLength() {
+  const uint64_t r = Uniform(0, 99);
+  uint64_t len;
+  if (r < 35) {
+    len = Uniform(1, 64);
+  } else if (r < 65) {
+    len = Uniform(65, 16 << 10);
+  } else if (r < 85) {
+    len = Uniform(16 << 10, std::max<uint64_t>(16 << 10, o_.max_io_bytes));
+  } else {  // a boundary's length, maybe a byte off
+    const uint64_t b = o_.boundaries[Uniform(0, o_.boundaries.size() - 1)];
+    len = b * Uniform(1, 2) + Uniform(0, 2);
+    if (len > 1) len -= 1;
+  }
+  return std::clamp<uint64_t>(len, 1, o_.max_io_bytes);
+}
+
+uint64_t Fsx::PickTruncateSize(uint64_t size) {
+  const uint64_t r = Uniform(0, 99);
+  const uint64_t b = o_.boundaries[Uniform(0, o_.boundaries.size() - 1)];
+  uint64_t to;
+  if (r < 10) {
+    to = 0;
+  } else if (r < 35) {  // down, anywhere
+    to = Uniform(0, size);
+  } else if (r < 60) {  // at a boundary
+    to = Uniform(0, o_.max_file_bytes / b) * b;
+  } else if (r < 75) {  // inside a unit
+    to = Uniform(0, o_.max_file_bytes / b) * b + Uniform(1, b - 1);
+  } else if (r < 90) {  // up
+    to = Uniform(size, o_.max_file_bytes);
+  } else {
+    const uint64_t delta = Uniform(1, 3);
+    to = Chance(50) && size >= delta ? size - delta : size + delta;
+  }
+  return std::min(to, o_.max_file_bytes);
+}
+
+std::string Fsx::Pattern(uint64_t off, uint64_t len) const {
+  std::string data(len, '\0');
+  for (uint64_t i = 0; i < len; ++i) data[i] = static_cast<char>(PatternByte(op_, off + i));
+  return data;
+}
+
+void Fsx::Apply(File& f, uint64_t off, absl::string_view data) {
+  if (f.model.size() < off + data.size()) f.model.resize(off + data.size(), '\0');
+  f.model.replace(off, data.size(), data.data(), data.size());
+  written_.push_back({op_, static_cast<int>(&f - files_.data()), off, data.size()});
+  stats_.bytes_written += data.size();
+}
+
+// ---- the run
+
+absl::Status Fsx::Run() {
+  for (int i = 0; i < o_.files; ++i) {
+    File f;
+    f.name = absl::StrCat(o_.prefix, ".", i);
+    f.path = absl::StrCat(o_.dir, "/", f.name);
+    files_.push_back(std::move(f));
+  }
+  for (File& f : files_) {
+    current_ = absl::StrCat("create ", f.name);
+    if (absl::Status s = Open(f, O_RDWR | O_CREAT | O_TRUNC); !s.ok()) return s;
+  }
+  for (op_ = 1; op_ <= o_.ops; ++op_) {
+    if (op_ == o_.corrupt_before_op) Corrupt(files_[0]);
+    if (absl::Status s = Step(); !s.ok()) return s;
+    stats_.ops++;
+    if (o_.progress && o_.progress_every != 0 && op_ % o_.progress_every == 0) o_.progress(stats_);
+  }
+  if (o_.corrupt_before_op > o_.ops) Corrupt(files_[0]);
+  // Everything once more, through the current descriptor and a fresh one.
+  for (File& f : files_) {
+    Note(absl::StrCat("final check ", f.name, " size=", f.model.size()));
+    if (absl::Status s = VerifyWhole(f, "at the end"); !s.ok()) return s;
+    if (absl::Status s = DoReopen(f); !s.ok()) return s;
+    if (absl::Status s = VerifyWhole(f, "at the end after reopening"); !s.ok()) return s;
+    if (close(f.fd) != 0) return Fail(absl::StrCat("final close: ", ErrnoText(errno)));
+    f.fd = -1;
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Fsx::Step() {
+  File& f = files_[Uniform(0, files_.size() - 1)];
+  Op op = PickOp();
+  if (!o_.mmap && op == Op::kMapWrite) op = Op::kWrite;
+  if (!o_.mmap && op == Op::kMapRead) op = Op::kRead;
+  switch (op) {
+    case Op::kWrite: return DoWrite(f);
+    case Op::kRead: return DoRead(f);
+    case Op::kTruncate: return DoTruncate(f);
+    case Op::kMapWrite: return DoMapWrite(f);
+    case Op::kMapRead: return DoMapRead(f);
+    case Op::kSync: return DoSync(f);
+    case Op::kReopen: return DoReopen(f);
+    case Op::kStat: return DoStat(f, Chance(30));
+    case Op::kDrop: return DoDrop(f);
+  }
+  return absl::OkStatus();
+}
+
+// ---- operations
+
+absl::Status Fsx::DoWrite(File& f) {
+  const uint64_t size = f.model.size();
+  const uint64_t off = PickOffset(size, true);
+  const uint64_t len = std::min(PickLength(), o_.max_file_bytes - off);
+  Note(absl::StrFormat("write %s off=%#x len=%#x end=%#x%s", f.name, off, len, off + len,
+                       off > size ? " (hole before)" : ""));
+  const std::string data = Pattern(off, len);
+  if (absl::Status s = WriteFully(f.fd, off, data); !s.ok()) return Fail(std::string(s.message()));
+  if (off > size) stats_.holes++;
+  Apply(f, off, data);
+  stats_.writes++;
+  return absl::OkStatus();
+}
+
+absl::Status Fsx::DoRead(File& f) {
+  const uint64_t size = f.model.size();
+  uint64_t off = PickOffset(size, false);
+  uint64_t len = PickLength();
+  if (Chance(5)) {  // the whole file
+    off = 0;
+    len = std::max<uint64_t>(size, 1);
+  }
+  Note(absl::StrFormat("read %s off=%#x len=%#x end=%#x (size %#x)", f.name, off, len, off + len,
+                       size));
+  std::string got;
+  if (absl::Status s = ReadFully(f.fd, off, len, &got); !s.ok()) {
+    return Fail(std::string(s.message()));
+  }
+  stats_.reads++;
+  return Compare(f, off, len, got, "pread");
+}
+
+absl::Status Fsx::DoTruncate(File& f) {
+  const uint64_t size = f.model.size();
+  const uint64_t to = PickTruncateSize(size);
+  Note(absl::StrFormat("ftruncate %s %#x -> %#x (%s)", f.name, size, to,
+                       to < size ? "down" : to > size ? "up" : "same"));
+  if (ftruncate(f.fd, static_cast<off_t>(to)) != 0) {
+    return Fail(absl::StrCat("ftruncate: ", ErrnoText(errno)));
+  }
+  f.model.resize(to, '\0');
+  stats_.truncates++;
+  return CheckSize(f, to, "fstat after ftruncate");
+}
+
+// A MAP_SHARED, PROT_WRITE mapping of the range, written, msync(MS_SYNC)ed
+// and unmapped. Mappings cannot grow a file: only [0, size) is written.
+absl::Status Fsx::DoMapWrite(File& f) {
+  const uint64_t size = f.model.size();
+  if (size == 0) return DoWrite(f);
+  const uint64_t off = std::min(PickOffset(size, false), size - 1);
+  const uint64_t len = std::min(PickLength(), size - off);
+  const uint64_t start = off / kPage * kPage;
+  const uint64_t map_len = off + len - start;
+  Note(absl::StrFormat("mapwrite %s off=%#x len=%#x end=%#x (map %#x+%#x)", f.name, off, len,
+                       off + len, start, map_len));
+  void* p = mmap(nullptr, map_len, PROT_READ | PROT_WRITE, MAP_SHARED, f.fd,
+                 static_cast<off_t>(start));
+  if (p == MAP_FAILED) {
+    return Fail(absl::StrCat("mmap(MAP_SHARED, PROT_READ|PROT_WRITE): ", ErrnoText(errno)));
+  }
+  const std::string data = Pattern(off, len);
+  const int sig = GuardedCopy(static_cast<char*>(p) + (off - start), data.data(), len);
+  const int synced = sig == 0 ? msync(p, map_len, MS_SYNC) : 0;
+  const int sync_errno = errno;
+  munmap(p, map_len);
+  if (sig != 0) return Fail(absl::StrCat("signal ", strsignal(sig), " writing through the mapping"));
+  if (synced != 0) return Fail(absl::StrCat("msync(MS_SYNC): ", ErrnoText(sync_errno)));
+  Apply(f, off, data);
+  stats_.map_writes++;
+  return absl::OkStatus();
+}
+
+absl::Status Fsx::DoMapRead(File& f) {
+  const uint64_t size = f.model.size();
+  if (size == 0) return DoRead(f);
+  const uint64_t off = std::min(PickOffset(size, false), size - 1);
+  const uint64_t len = std::min(PickLength(), size - off);
+  const uint64_t start = off / kPage * kPage;
+  const uint64_t map_len = off + len - start;
+  Note(absl::StrFormat("mapread %s off=%#x len=%#x end=%#x (map %#x+%#x)", f.name, off, len,
+                       off + len, start, map_len));
+  void* p = mmap(nullptr, map_len, PROT_READ, MAP_SHARED, f.fd, static_cast<off_t>(start));
+  if (p == MAP_FAILED) return Fail(absl::StrCat("mmap(MAP_SHARED, PROT_READ): ", ErrnoText(errno)));
+  std::string got(len, '\0');
+  const int sig = GuardedCopy(got.data(), static_cast<char*>(p) + (off - start), len);
+  munmap(p, map_len);
+  if (sig != 0) return Fail(absl::StrCat("signal ", strsignal(sig), " reading through the mapping"));
+  stats_.map_reads++;
+  return Compare(f, off, len, got, "mmap read");
+}
+
+absl::Status Fsx::DoSync(File& f) {
+  const bool data_only = Chance(30);
+  Note(absl::StrCat(data_only ? "fdatasync " : "fsync ", f.name));
+  if ((data_only ? fdatasync(f.fd) : fsync(f.fd)) != 0) {
+    return Fail(absl::StrCat(data_only ? "fdatasync: " : "fsync: ", ErrnoText(errno)));
+  }
+  stats_.syncs++;
+  return absl::OkStatus();
+}
+
+// close() must keep every byte (flush on close); the reopened file (now and
+// then with O_TRUNC) must have the model's size, and now and then its whole
+// content is checked.
+absl::Status Fsx::DoReopen(File& f) {
+  const bool verify = Chance(25);
+  const bool trunc = Chance(4);
+  Note(absl::StrCat("close+reopen ", f.name, trunc ? " O_TRUNC" : "", verify ? " +verify" : ""));
+  const int fd = f.fd;
+  f.fd = -1;
+  if (close(fd) != 0) return Fail(absl::StrCat("close: ", ErrnoText(errno)));
+  if (absl::Status s = Open(f, O_RDWR | (trunc ? O_TRUNC : 0)); !s.ok()) return s;
+  if (trunc) f.model.clear();
+  stats_.reopens++;
+  if (absl::Status s = CheckSize(f, f.model.size(), "fstat after reopen"); !s.ok()) return s;
+  return verify ? VerifyWhole(f, "after reopening") : absl::OkStatus();
+}
+
+absl::Status Fsx::DoStat(File& f, bool by_path) {
+  Note(absl::StrCat(by_path ? "stat " : "fstat ", f.name));
+  stats_.stats++;
+  if (!by_path) return CheckSize(f, f.model.size(), "fstat");
+  struct stat st;
+  if (stat(f.path.c_str(), &st) != 0) return Fail(absl::StrCat("stat: ", ErrnoText(errno)));
+  if (static_cast<uint64_t>(st.st_size) != f.model.size()) {
+    return Fail(absl::StrFormat("stat: size %#x, expected %#x", st.st_size, f.model.size()));
+  }
+  return absl::OkStatus();
+}
+
+// Drops the file's clean pages from the page cache: later reads go to the
+// filesystem instead of the kernel's copy.
+absl::Status Fsx::DoDrop(File& f) {
+  Note(absl::StrCat("fadvise(DONTNEED) ", f.name));
+  const int err = posix_fadvise(f.fd, 0, 0, POSIX_FADV_DONTNEED);
+  if (err != 0) return Fail(absl::StrCat("posix_fadvise(DONTNEED): ", ErrnoText(err)));
+  stats_.cache_drops++;
+  return absl::OkStatus();
+}
+
+// ---- checks
+
+absl::Status Fsx::Open(File& f, int flags) {
+  f.fd = open(f.path.c_str(), flags | O_CLOEXEC, 0644);
+  if (f.fd < 0) return Fail(absl::StrCat("open ", f.path, ": ", ErrnoText(errno)));
+  return absl::OkStatus();
+}
+
+absl::Status Fsx::CheckSize(File& f, uint64_t size, const char* how) {
+  struct stat st;
+  if (fstat(f.fd, &st) != 0) return Fail(absl::StrCat(how, ": ", ErrnoText(errno)));
+  if (static_cast<uint64_t>(st.st_size) != size) {
+    return Fail(absl::StrFormat("%s: size %#x, expected %#x", how, st.st_size, size));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Fsx::Compare(File& f, uint64_t off, uint64_t len, const std::string& got,
+                          const char* how) {
+  const uint64_t size = f.model.size();
+  const uint64_t want_len = off >= size ? 0 : std::min(len, size - off);
+  stats_.bytes_read += got.size();
+  const uint64_t common = std::min<uint64_t>(want_len, got.size());
+  uint64_t i = 0;
+  while (i < common && got[i] == f.model[off + i]) ++i;
+  if (i == common && got.size() == want_len) return absl::OkStatus();
+  if (i == common) {
+    return Fail(absl::StrFormat("%s of %s off=%#x len=%#x returned %#x bytes, expected %#x "
+                                "(file size %#x); the bytes it did return are right",
+                                how, f.name, off, len, got.size(), want_len, size));
+  }
+  const uint64_t at = off + i;
+  const uint64_t show = std::min<uint64_t>(16, common - i);
+  return Fail(absl::StrFormat(
+      "%s of %s off=%#x len=%#x: first differing byte at file offset %#x (byte %#x of the "
+      "read; file size %#x; modulo boundaries: %s)\n  expected %s\n  got      %s\n  %s\n  %s",
+      how, f.name, off, len, at, i, size, BoundaryOffsets(at),
+      Hex(absl::string_view(f.model).substr(at, show)), Hex(absl::string_view(got).substr(i, show)),
+      Origin(f, at, absl::string_view(got).substr(i, std::min<uint64_t>(8, common - i))),
+      Reread(f, off, len, at)));
+}
+
+absl::Status Fsx::VerifyWhole(File& f, const char* when) {
+  constexpr uint64_t kChunk = 1 << 20;
+  const uint64_t size = f.model.size();
+  for (uint64_t off = 0; off < size + 1; off += kChunk) {
+    std::string got;
+    if (absl::Status s = ReadFully(f.fd, off, kChunk, &got); !s.ok()) {
+      return Fail(absl::StrCat("whole-file read ", when, ": ", s.message()));
+    }
+    stats_.reads++;
+    const std::string how = absl::StrCat("whole-file read ", when);
+    if (absl::Status s = Compare(f, off, kChunk, got, how.c_str()); !s.ok()) return s;
+  }
+  return absl::OkStatus();
+}
+
+// "at%b=..." for every boundary b: where in its stripe unit, object... `at` is.
+std::string Fsx::BoundaryOffsets(uint64_t at) const {
+  std::string s;
+  for (uint64_t b : o_.boundaries) absl::StrAppendFormat(&s, "%#x%%%#x=%#x ", at, b, at % b);
+  return s;
+}
+
+// Which write put these bytes at `off`: the newest recorded write of this
+// file covering `off` whose pattern matches.
+std::string Fsx::Origin(const File& f, uint64_t off, absl::string_view got) const {
+  if (got.empty()) return "";
+  if (got.find_first_not_of('\0') == absl::string_view::npos) {
+    return "the bytes read are zeros: a hole, trimmed, or never written";
+  }
+  const int file = static_cast<int>(&f - files_.data());
+  for (auto it = written_.rbegin(); it != written_.rend(); ++it) {
+    if (it->file != file || off < it->off || off + got.size() > it->off + it->len) continue;
+    bool match = true;
+    for (size_t i = 0; i < got.size() && match; ++i) {
+      match = static_cast<uint8_t>(got[i]) == PatternByte(it->op, off + i);
+    }
+    if (match) {
+      return absl::StrFormat("the bytes read were written by op #%d (off=%#x len=%#x): %s", it->op,
+                             it->off, it->len,
+                             it->op == op_ ? "this op" : "stale data, a later write was lost");
+    }
+  }
+  return "the bytes read match no earlier write of this file at this offset";
+}
+
+// The same range through a fresh descriptor with the page cache dropped:
+// tells a wrong stored byte from a wrong cached one.
+std::string Fsx::Reread(const File& f, uint64_t off, uint64_t len, uint64_t at) const {
+  int fd = open(f.path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return absl::StrCat("re-read through a fresh descriptor: open: ", ErrnoText(errno));
+  posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+  std::string again;
+  absl::Status s = ReadFully(fd, off, len, &again);
+  close(fd);
+  if (!s.ok()) return absl::StrCat("re-read through a fresh descriptor: ", s.message());
+  const uint64_t i = at - off;
+  if (i >= again.size()) {
+    return absl::StrFormat("re-read through a fresh descriptor returned only %#x bytes",
+                           again.size());
+  }
+  const bool right = again[i] == f.model[at];
+  return absl::StrFormat("re-read through a fresh descriptor, cache dropped: byte at %#x is %02x, "
+                         "%s",
+                         at, static_cast<uint8_t>(again[i]),
+                         right ? "right (the wrong byte was cached, not stored)"
+                               : "still wrong (it is stored wrong)");
+}
+
+void Fsx::Corrupt(const File& f) {
+  if (f.model.empty()) return;
+  const uint64_t at = f.model.size() / 2;
+  Note(absl::StrFormat("(test) flip byte %#x of %s behind the model's back", at, f.name));
+  int fd = open(f.path.c_str(), O_RDWR | O_CLOEXEC);
+  if (fd < 0) return;
+  const char flipped = static_cast<char>(f.model[at] ^ 0x5a);
+  (void)!pwrite(fd, &flipped, 1, static_cast<off_t>(at));
+  close(fd);
+}
+
+void Fsx::Note(std::string what) {
+  current_ = absl::StrCat("#", op_, " ", what);
+  history_.push_back(current_);
+  while (history_.size() > o_.history) history_.pop_front();
+}
+
+absl::Status Fsx::Fail(const std::string& what) {
+  std::string report = absl::StrFormat(
+      "fsx failed: seed=%d at op #%d of %d (files=%d max_file_bytes=%#x max_io_bytes=%#x "
+      "mmap=%d)\n  op: %s\n  %s\nlast %d ops, newest last:\n",
+      o_.seed, op_, o_.ops, o_.files, o_.max_file_bytes, o_.max_io_bytes, o_.mmap ? 1 : 0,
+      current_, what, history_.size());
+  for (const std::string& h : history_) absl::StrAppend(&report, "  ", h, "\n");
+  absl::StrAppend(&report, "replay: the same options with seed=", o_.seed, " ops=", op_, "\n");
+  return absl::DataLossError(report);
+}
+
+}  // namespace
+
+std::string FsxStats::Summary() const {
+  return absl::StrCat("ops=", ops, " writes=", writes, " reads=", reads, " truncates=", truncates,
+                      " map_writes=", map_writes, " map_reads=", map_reads, " syncs=", syncs,
+                      " reopens=", reopens, " stats=", stats, " cache_drops=", cache_drops,
+                      " holes=", holes, " bytes_written=", bytes_written,
+                      " bytes_read=", bytes_read);
+}
+
+absl::Status RunFsx(const FsxOptions& options, FsxStats* stats) {
+  FsxStats ignored;
+  Fsx fsx(options, stats != nullptr ? stats : &ignored);
+  return fsx.Run();
+}
+
+}  // namespace weft::testing
