@@ -214,15 +214,18 @@ absl::StatusOr<Attr> FileSystemClient::Setattr(const Creds& c, uint64_t ino,
     ASSIGN_OR_RETURN(auto f, Handle(fh));
     op->set_by_handle(f->writable());
   }
+  // Buffered writes come before this setattr: their size and mtime must
+  // reach the MDS first, or a later flush would undo explicit times
+  // (tar writes, then futimens, then closes).
   std::shared_ptr<FileCache> cache = CacheOf(ino);
+  if (cache != nullptr) RETURN_IF_ERROR(cache->Flush());
   if ((args.valid & pb::SA_SIZE) == 0) {
     ASSIGN_OR_RETURN(Attr after, CallAttr(c, std::move(r)));
     return WithPending(std::move(after));
   }
-  // A truncate: buffered writes go first (they come before it), then the MDS
-  // gets the new size, so that no reader sees data past it, then the objects
-  // beyond it are trimmed (a truncate up trims nothing; the hole reads as zeros).
-  if (cache != nullptr) RETURN_IF_ERROR(cache->Flush());
+  // A truncate: the MDS gets the new size first, so that no reader sees data
+  // past it, then the objects beyond it are trimmed (a truncate up trims
+  // nothing; the hole reads as zeros).
   ASSIGN_OR_RETURN(Attr before, FetchAttr(c, ino));
   ASSIGN_OR_RETURN(Attr after, CallAttr(c, std::move(r)));
   if (cache != nullptr) cache->Truncated(after.size());
