@@ -201,9 +201,12 @@ void MetaClient::Forget(uint64_t tid) {
 
 void MetaClient::Observe(const pb::MetaReply& reply) {
   absl::MutexLock lock(&mu_);
-  if (reply.boot() != boot_) return;
+  if (reply.boot() == boot_) DropDurableLocked(reply.durable_seq());
+}
+
+void MetaClient::DropDurableLocked(uint64_t durable_seq) {
   for (auto it = unsafe_.begin(); it != unsafe_.end();) {
-    if (it->second.replay_seq() <= reply.durable_seq()) {
+    if (it->second.replay_seq() <= durable_seq) {
       inflight_.erase(it->first);
       it = unsafe_.erase(it);
     } else {
@@ -222,16 +225,7 @@ absl::Status MetaClient::Sync() {
   ASSIGN_OR_RETURN(pb::MetaReply reply, Call(std::move(r)));
   // The sync's own reply is safe: everything through its seq is durable.
   absl::MutexLock lock(&mu_);
-  if (reply.boot() == boot_) {
-    for (auto it = unsafe_.begin(); it != unsafe_.end();) {
-      if (it->second.replay_seq() <= reply.seq()) {
-        inflight_.erase(it->first);
-        it = unsafe_.erase(it);
-      } else {
-        ++it;
-      }
-    }
-  }
+  if (reply.boot() == boot_) DropDurableLocked(reply.seq());
   return absl::OkStatus();
 }
 

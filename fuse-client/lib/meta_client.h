@@ -81,6 +81,8 @@ class MetaClient {
   // Sends open files and unsafe requests to a restarted MDS (once per boot).
   absl::Status Reconnect(uint64_t boot);
   void Forget(uint64_t tid) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Unsafe requests at or below `durable_seq` are safe now: dropped.
+  void DropDurableLocked(uint64_t durable_seq) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const MetaClientOptions options_;
   rpc::ChannelCache channels_;
