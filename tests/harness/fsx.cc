@@ -128,12 +128,14 @@ class Fsx {
     uint64_t off;
     uint64_t len;
   };
-  enum class Op { kWrite, kRead, kTruncate, kMapWrite, kMapRead, kSync, kReopen, kStat, kDrop };
+  enum class Op {
+    kWrite, kRead, kTruncate, kMapWrite, kMapRead, kSync, kReopen, kStat, kDrop, kStream
+  };
 
   absl::Status Step();
   Op PickOp();
-  uint64_t Uniform(uint64_t lo, uint64_t hi) {  // inclusive
-    return std::uniform_int_distribution<uint64_t>(lo, hi)(rng_);
+  uint64_t Uniform(uint64_t lo, uint64_t hi) {  // inclusive; lo when hi < lo
+    return hi <= lo ? lo : std::uniform_int_distribution<uint64_t>(lo, hi)(rng_);
   }
   bool Chance(int percent) { return Uniform(0, 99) < static_cast<uint64_t>(percent); }
   uint64_t NearBoundary();
@@ -144,6 +146,7 @@ class Fsx {
   void Apply(File& f, uint64_t off, absl::string_view data);
 
   absl::Status DoWrite(File& f);
+  absl::Status DoStream(File& f);
   absl::Status DoRead(File& f);
   absl::Status DoTruncate(File& f);
   absl::Status DoMapWrite(File& f);
@@ -313,7 +316,7 @@ absl::Status Fsx::Run() {
 
 absl::Status Fsx::Step() {
   File& f = files_[Uniform(0, files_.size() - 1)];
-  Op op = PickOp();
+  Op op = o_.stream_bytes > 0 && Chance(1) && Chance(30) ? Op::kStream : PickOp();
   if (!o_.mmap && op == Op::kMapWrite) op = Op::kWrite;
   if (!o_.mmap && op == Op::kMapRead) op = Op::kRead;
   switch (op) {
@@ -326,6 +329,7 @@ absl::Status Fsx::Step() {
     case Op::kReopen: return DoReopen(f);
     case Op::kStat: return DoStat(f, Chance(30));
     case Op::kDrop: return DoDrop(f);
+    case Op::kStream: return DoStream(f);
   }
   return absl::OkStatus();
 }
@@ -343,6 +347,24 @@ absl::Status Fsx::DoWrite(File& f) {
   if (off > size) stats_.holes++;
   Apply(f, off, data);
   stats_.writes++;
+  return absl::OkStatus();
+}
+
+absl::Status Fsx::DoStream(File& f) {
+  constexpr uint64_t kPiece = 1 << 20;
+  const uint64_t off = Uniform(0, f.model.size());
+  const uint64_t len = o_.stream_bytes;
+  Note(absl::StrFormat("stream %s off=%#x len=%#x end=%#x in 1 MiB writes", f.name, off, len,
+                       off + len));
+  const std::string data = Pattern(off, len);
+  for (uint64_t done = 0; done < len; done += kPiece) {
+    const absl::string_view piece = absl::string_view(data).substr(done, kPiece);
+    if (absl::Status s = WriteFully(f.fd, off + done, piece); !s.ok()) {
+      return Fail(absl::StrFormat("at %#x: %s", off + done, s.message()));
+    }
+  }
+  Apply(f, off, data);
+  stats_.streams++;
   return absl::OkStatus();
 }
 
@@ -617,7 +639,7 @@ std::string FsxStats::Summary() const {
   return absl::StrCat("ops=", ops, " writes=", writes, " reads=", reads, " truncates=", truncates,
                       " map_writes=", map_writes, " map_reads=", map_reads, " syncs=", syncs,
                       " reopens=", reopens, " stats=", stats, " cache_drops=", cache_drops,
-                      " holes=", holes, " bytes_written=", bytes_written,
+                      " holes=", holes, " streams=", streams, " bytes_written=", bytes_written,
                       " bytes_read=", bytes_read);
 }
 

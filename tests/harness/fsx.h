@@ -42,6 +42,7 @@ struct FsxStats {
   uint64_t stats = 0;
   uint64_t cache_drops = 0;
   uint64_t holes = 0;  // writes that started past EOF
+  uint64_t streams = 0;
   uint64_t bytes_written = 0;
   uint64_t bytes_read = 0;  // bytes compared with the model
 
@@ -64,6 +65,11 @@ struct FsxOptions {
   // Offsets and sizes at and next to multiples of these are chosen often:
   // give the stripe unit, object size, object set and EC stripe width.
   std::vector<uint64_t> boundaries;
+  // When > 0, now and then (3 ops in 1000) a sequential stream of this many
+  // bytes in 1 MiB writes, starting at or before EOF and allowed past
+  // `max_file_bytes`: enough to cross a client's write-back thresholds
+  // while it writes.
+  uint64_t stream_bytes = 0;
   // MAP_SHARED writes (+ msync) and reads through mmap. The file must not be
   // opened with direct_io by the filesystem.
   bool mmap = true;

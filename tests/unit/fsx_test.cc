@@ -36,6 +36,7 @@ FsxOptions SmallOptions(const std::string& dir, uint64_t seed) {
   o.max_file_bytes = 1 << 20;
   o.max_io_bytes = 128 << 10;
   o.boundaries = {4096, 16 << 10, 64 << 10};
+  o.stream_bytes = 3 << 20;  // past max_file_bytes
   return o;
 }
 
@@ -51,6 +52,7 @@ TEST_CASE("fsx agrees with local disk over many seeds", "[fsx]") {
     CHECK(stats.holes > 0);
     CHECK(stats.truncates > 0);
     CHECK(stats.reopens > 0);
+    CHECK(stats.streams > 0);
   }
 }
 
