@@ -100,6 +100,7 @@ std::shared_ptr<const FileCache::Batch> FileCache::TakeBatchLocked() {
   batch->end = dirty_end_;
   batch->mtime_ns = dirty_mtime_ns_;
   dirty_end_ = 0;
+  dirty_mtime_ns_ = 0;  // the batch reports it; later, the MDS's mtime stands (futimens)
   dirty_since_ = absl::InfiniteFuture();
   flushing_ = batch;
   return batch;
