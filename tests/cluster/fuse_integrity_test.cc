@@ -39,6 +39,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "absl/time/clock.h"
 #include "tests/harness/cluster.h"
 #include "tests/harness/fsx.h"
 #include "tests/harness/mount.h"
@@ -654,30 +655,39 @@ TEST_CASE("fuse integrity: files - holes - links and xattrs read back bit-exact 
 // ---- times
 
 // tar (and cp -p, rsync) write a file, then set its times through the open
-// descriptor, then close it: the flush of the buffered writes at close must
-// not put the time of the write back.
-TEST_CASE("fuse integrity: times set through an open descriptor survive the flush at close",
+// descriptor, then close it. The time set must be what the client reports
+// at once, after the kernel's 1 s attribute cache expired (a fresh getattr
+// while the file is open), after close, and what the MDS stores.
+TEST_CASE("fuse integrity: times set through an open descriptor are reported and stored",
           "[fuse][integrity]") {
   Fixture f({.osds = 3}, {});
   const timespec set[2] = {{1234567890, 111111111}, {1234567890, 222222222}};
+  auto check_mtime = [&](const struct stat& st, const char* when) {
+    INFO(when);
+    CHECK(st.st_mtim.tv_sec == set[1].tv_sec);
+    CHECK(st.st_mtim.tv_nsec == set[1].tv_nsec);
+  };
   for (const bool fsync_first : {true, false}) {
     INFO((fsync_first ? "fsync before futimens" : "no fsync before futimens"));
-    const std::string path = f.P(fsync_first ? "synced" : "buffered");
-    int fd = open(path.c_str(), O_CREAT | O_WRONLY | O_TRUNC, 0644);
+    const std::string name = fsync_first ? "synced" : "buffered";
+    int fd = open(f.P(name).c_str(), O_CREAT | O_WRONLY | O_TRUNC, 0644);
     REQUIRE(fd >= 0);
     REQUIRE(write(fd, "some data", 9) == 9);
     if (fsync_first) REQUIRE(fsync(fd) == 0);
     REQUIRE(futimens(fd, set) == 0);
-    REQUIRE(close(fd) == 0);
     struct stat st;
-    REQUIRE(stat(path.c_str(), &st) == 0);
-    CHECK(st.st_mtim.tv_sec == set[1].tv_sec);
-    CHECK(st.st_mtim.tv_nsec == set[1].tv_nsec);
+    REQUIRE(fstat(fd, &st) == 0);
+    check_mtime(st, "fstat right after futimens");
+    absl::SleepFor(absl::Milliseconds(1200));  // past the kernel's attribute timeout
+    REQUIRE(fstat(fd, &st) == 0);
+    check_mtime(st, "fstat 1.2 s later - file still open");
+    REQUIRE(close(fd) == 0);
+    REQUIRE(stat(f.P(name).c_str(), &st) == 0);
+    check_mtime(st, "stat after close");
     CHECK(st.st_size == 9);
-    f.Remount();  // and as the MDS has it
-    REQUIRE(stat(f.P(fsync_first ? "synced" : "buffered").c_str(), &st) == 0);
-    CHECK(st.st_mtim.tv_sec == set[1].tv_sec);
-    CHECK(st.st_mtim.tv_nsec == set[1].tv_nsec);
+    f.Remount();
+    REQUIRE(stat(f.P(name).c_str(), &st) == 0);
+    check_mtime(st, "stat through a fresh mount - as the MDS has it");
   }
 }
 
