@@ -1,10 +1,14 @@
 #include "common/config/config.h"
 
+#include <cerrno>
 #include <cstdlib>
 #include <fstream>
+#include <limits>
 #include <sstream>
 
 #include "absl/strings/ascii.h"
+#include "absl/strings/escaping.h"
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
@@ -126,5 +130,41 @@ absl::StatusOr<std::vector<std::string>> Config::MdsAddresses() const {
 }
 
 std::string ClusterPrefix(absl::string_view fsid) { return absl::StrCat("/weft/", fsid, "/"); }
+
+absl::StatusOr<uint64_t> ParseSize(absl::string_view text, uint64_t max) {
+  auto bad = [&] {
+    return ErrnoError(absl::StatusCode::kInvalidArgument, EINVAL,
+                      absl::StrCat("not a size: '", absl::CHexEscape(text.substr(0, 64)),
+                                   "' (bytes, or a number with K, M or G)"));
+  };
+  absl::string_view digits = text;
+  if (absl::EndsWithIgnoreCase(digits, "ib")) digits.remove_suffix(2);
+  int shift = 0;
+  if (!digits.empty()) {
+    switch (absl::ascii_tolower(static_cast<unsigned char>(digits.back()))) {
+      case 'k': shift = 10; break;
+      case 'm': shift = 20; break;
+      case 'g': shift = 30; break;
+      default: break;
+    }
+    if (shift != 0) digits.remove_suffix(1);
+  }
+  if (shift == 0 && digits.size() != text.size()) return bad();  // "iB" alone
+  if (digits.empty() || digits.find_first_not_of("0123456789") != absl::string_view::npos) {
+    return bad();
+  }
+  uint64_t n = 0;
+  bool over = false;
+  for (char c : digits) {
+    const uint64_t d = static_cast<uint64_t>(c - '0');
+    over = over || n > (std::numeric_limits<uint64_t>::max() - d) / 10;
+    if (!over) n = n * 10 + d;
+  }
+  if (over || n > (max >> shift)) {
+    return ErrnoError(absl::StatusCode::kInvalidArgument, EINVAL,
+                      absl::StrCat("size '", text, "' is over the limit of ", max, " bytes"));
+  }
+  return n << shift;
+}
 
 }  // namespace weft

@@ -16,6 +16,12 @@
 
 namespace weft {
 
+// A size in bytes as people write it: decimal digits, optionally followed by
+// K, M or G (binary units, any case, "KiB" style accepted). Nothing else: no
+// sign, spaces, fractions or hex. Larger than `max`: an error. Errors are
+// InvalidArgument with EINVAL and say what was wrong.
+absl::StatusOr<uint64_t> ParseSize(absl::string_view text, uint64_t max);
+
 class Config {
  public:
   // Parses `text`; `origin` names it in error messages.

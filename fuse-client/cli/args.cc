@@ -1,8 +1,10 @@
 #include "fuse-client/cli/args.h"
 
-#include "absl/strings/ascii.h"
+#include <limits>
+
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "common/config/config.h"
 
 namespace weft::cli {
 
@@ -57,29 +59,10 @@ absl::StatusOr<double> Args::GetDouble(const std::string& name, double fallback)
   return v;
 }
 
-absl::StatusOr<uint64_t> ParseBytes(const std::string& text) {
-  std::string s = absl::AsciiStrToLower(text);
-  uint64_t mult = 1;
-  for (const auto& [suffix, m] : std::vector<std::pair<std::string, uint64_t>>{
-           {"kib", 1ull << 10}, {"mib", 1ull << 20}, {"gib", 1ull << 30}, {"k", 1ull << 10},
-           {"m", 1ull << 20}, {"g", 1ull << 30}, {"b", 1}}) {
-    if (s.size() > suffix.size() && s.substr(s.size() - suffix.size()) == suffix) {
-      s = s.substr(0, s.size() - suffix.size());
-      mult = m;
-      break;
-    }
-  }
-  uint64_t v = 0;
-  if (!absl::SimpleAtoi(s, &v)) {
-    return absl::InvalidArgumentError(absl::StrCat("'", text, "' is not a size (e.g. 4M, 4096)"));
-  }
-  return v * mult;
-}
-
 absl::StatusOr<uint64_t> Args::GetBytes(const std::string& name, uint64_t fallback) const {
   auto it = options.find(name);
   if (it == options.end()) return fallback;
-  return ParseBytes(it->second);
+  return ParseSize(it->second, std::numeric_limits<uint64_t>::max());
 }
 
 }  // namespace weft::cli

@@ -26,6 +26,5 @@ struct Args {
 // `booleans` are options that take no value.
 absl::StatusOr<Args> ParseArgs(const std::vector<std::string>& argv,
                                const std::set<std::string>& booleans);
-absl::StatusOr<uint64_t> ParseBytes(const std::string& text);
 
 }  // namespace weft::cli

@@ -41,30 +41,30 @@ void ExtentMap::Insert(uint64_t offset, absl::string_view data) {
   extents_.emplace(start, std::move(merged));
 }
 
-void ExtentMap::Overlay(uint64_t offset, std::string* out) const {
-  const uint64_t end = offset + out->size();
-  auto it = extents_.upper_bound(offset);
-  if (it != extents_.begin()) --it;
-  for (; it != extents_.end() && it->first < end; ++it) {
-    const uint64_t from = std::max(offset, it->first);
-    const uint64_t to = std::min<uint64_t>(end, it->first + it->second.size());
-    if (from >= to) continue;
-    std::copy_n(it->second.data() + (from - it->first), to - from, out->data() + (from - offset));
-  }
-}
-
-ExtentMap ExtentMap::Slice(uint64_t offset, uint64_t length) const {
-  ExtentMap out;
+template <typename Fn>
+void ExtentMap::ForEachOverlap(uint64_t offset, uint64_t length, Fn fn) const {
   const uint64_t end = offset + length;
   auto it = extents_.upper_bound(offset);
   if (it != extents_.begin()) --it;
   for (; it != extents_.end() && it->first < end; ++it) {
     const uint64_t from = std::max(offset, it->first);
     const uint64_t to = std::min<uint64_t>(end, it->first + it->second.size());
-    if (from >= to) continue;
-    out.extents_.emplace(from, it->second.substr(from - it->first, to - from));
-    out.bytes_ += to - from;
+    if (from < to) fn(from, absl::string_view(it->second).substr(from - it->first, to - from));
   }
+}
+
+void ExtentMap::Overlay(uint64_t offset, std::string* out) const {
+  ForEachOverlap(offset, out->size(), [&](uint64_t at, absl::string_view bytes) {
+    std::copy(bytes.begin(), bytes.end(), out->begin() + (at - offset));
+  });
+}
+
+ExtentMap ExtentMap::Slice(uint64_t offset, uint64_t length) const {
+  ExtentMap out;
+  ForEachOverlap(offset, length, [&](uint64_t at, absl::string_view bytes) {
+    out.extents_.emplace(at, std::string(bytes));
+    out.bytes_ += bytes.size();
+  });
   return out;
 }
 

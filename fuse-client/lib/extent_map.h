@@ -31,6 +31,10 @@ class ExtentMap {
   const std::map<uint64_t, std::string>& extents() const { return extents_; }
 
  private:
+  // Calls fn(offset, bytes) for each held run within [offset, offset + length).
+  template <typename Fn>
+  void ForEachOverlap(uint64_t offset, uint64_t length, Fn fn) const;
+
   std::map<uint64_t, std::string> extents_;  // offset -> bytes
   uint64_t bytes_ = 0;
 };

@@ -111,19 +111,19 @@ absl::Status FileCache::WriteBatch(const Batch& batch) {
   return on_flushed_(batch.end, batch.mtime_ns);
 }
 
-bool FileCache::FinishBatchLocked(const Batch& batch, const absl::Status& status, bool chain,
-                                  std::shared_ptr<const Batch>* next) {
+std::shared_ptr<const FileCache::Batch> FileCache::FinishBatchLocked(const Batch& batch,
+                                                                     const absl::Status& status,
+                                                                     bool chain) {
   flushing_ = nullptr;
   budget_->Add(-static_cast<int64_t>(batch.extents.bytes()));
   if (!status.ok()) {
     LOG(ERROR) << "op=flush ino=" << data_.ino << " bytes=" << batch.extents.bytes()
                << " status=" << status;
     if (error_.ok()) error_ = status;
-    return false;
+    return nullptr;
   }
-  if (!chain || flush_waiters_ > 0 || dirty_.bytes() < options_.flush_bytes) return false;
-  *next = TakeBatchLocked();
-  return true;
+  if (!chain || flush_waiters_ > 0 || dirty_.bytes() < options_.flush_bytes) return nullptr;
+  return TakeBatchLocked();
 }
 
 void FileCache::StartBackgroundLocked(Tasks* tasks) {
@@ -135,9 +135,7 @@ void FileCache::RunBackground(std::shared_ptr<const Batch> batch) {
   while (batch != nullptr) {
     absl::Status s = WriteBatch(*batch);
     absl::MutexLock lock(&mu_);
-    std::shared_ptr<const Batch> next;
-    FinishBatchLocked(*batch, s, /*chain=*/true, &next);
-    batch = std::move(next);
+    batch = FinishBatchLocked(*batch, s, /*chain=*/true);
   }
 }
 
@@ -155,8 +153,7 @@ absl::Status FileCache::Flush() {
   }
   absl::Status s = WriteBatch(*batch);
   absl::MutexLock lock(&mu_);
-  std::shared_ptr<const Batch> unused;
-  FinishBatchLocked(*batch, s, /*chain=*/false, &unused);
+  FinishBatchLocked(*batch, s, /*chain=*/false);
   return s;
 }
 

@@ -155,9 +155,10 @@ class FileCache : public std::enable_shared_from_this<FileCache> {
 
   std::shared_ptr<const Batch> TakeBatchLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status WriteBatch(const Batch& batch) ABSL_LOCKS_EXCLUDED(mu_);
-  // Ends the batch in flight; true (with *next set) to go on with another.
-  bool FinishBatchLocked(const Batch& batch, const absl::Status& status, bool chain,
-                         std::shared_ptr<const Batch>* next) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Ends the batch in flight; with `chain`, returns the next one to write
+  // when enough is buffered again (and no Flush waits), else null.
+  std::shared_ptr<const Batch> FinishBatchLocked(const Batch& batch, const absl::Status& status,
+                                                 bool chain) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Writes batches in the background until too little is buffered.
   void StartBackgroundLocked(Tasks* tasks) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void RunBackground(std::shared_ptr<const Batch> batch);

@@ -285,15 +285,15 @@ absl::StatusOr<Attr> FileSystemClient::Link(const Creds& c, uint64_t ino, uint64
 }
 
 absl::Status FileSystemClient::Unlink(const Creds& c, uint64_t parent, const std::string& name) {
-  // The target's nlink and ctime change too: look it up to drop its cached attributes.
-  auto target = Lookup(c, parent, name);
   pb::MetaRequest r;
   r.mutable_unlink()->set_parent(parent);
   r.mutable_unlink()->set_name(name);
   Invalidate(parent);
-  absl::Status s = Call(c, std::move(r)).status();
-  if (target.ok()) Invalidate(target->ino());
-  return s;
+  ASSIGN_OR_RETURN(pb::MetaReply reply, Call(c, std::move(r)));
+  // The target's nlink and ctime changed: the reply carries them unless the
+  // inode is gone (then nothing can ask for its attributes again).
+  if (reply.attr().ino() != 0) CacheAttr(reply.attr());
+  return absl::OkStatus();
 }
 
 absl::Status FileSystemClient::Rmdir(const Creds& c, uint64_t parent, const std::string& name) {

@@ -189,7 +189,7 @@ class FileSystemClient {
   struct OpenFile {
     uint64_t ino = 0;
     int flags = 0;
-    Creds creds;     // of the open: WrittenOp runs as the opener
+    Creds creds;     // of the open: its reads and its ReleaseOp run as the opener
     std::shared_ptr<FileCache> cache;  // regular files with a valid layout
     bool writable() const { return (flags & O_ACCMODE) != O_RDONLY; }
     bool write_through() const { return (flags & (O_DIRECT | O_DSYNC)) != 0; }

@@ -11,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
+#include "common/config/config.h"
 #include "common/status/status.h"
 
 namespace weft::mds {
@@ -108,26 +109,7 @@ bool IsLayoutField(absl::string_view field) {
 }
 
 absl::StatusOr<uint64_t> ParseLayoutSize(absl::string_view text) {
-  absl::string_view digits = text;
-  int shift = 0;
-  if (!digits.empty()) {
-    switch (absl::ascii_tolower(static_cast<unsigned char>(digits.back()))) {
-      case 'k': shift = 10; break;
-      case 'm': shift = 20; break;
-      case 'g': shift = 30; break;
-      default: break;
-    }
-    if (shift != 0) digits.remove_suffix(1);
-  }
-  std::optional<uint64_t> n = Digits(digits);
-  if (!n) {
-    return Invalid(
-        absl::StrCat("not a size: ", Quoted(text), " (bytes, or a number with K, M or G)"));
-  }
-  if (*n > (kSizeMax >> shift)) {
-    return Invalid(absl::StrCat("size ", Quoted(text), " is too large"));
-  }
-  return *n << shift;
+  return ParseSize(text, kSizeMax);
 }
 
 absl::StatusOr<FileLayout> ApplyLayoutText(const FileLayout& base, absl::string_view field,

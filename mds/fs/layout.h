@@ -64,8 +64,7 @@ struct LayoutXattr {
 LayoutXattr ParseLayoutXattrName(absl::string_view name);
 bool IsLayoutField(absl::string_view field);
 
-// Bytes: digits with an optional K, M or G suffix (either case), at most
-// 2^40. EINVAL otherwise.
+// A layout size: weft::ParseSize (common/config) with a limit of 2^40.
 absl::StatusOr<uint64_t> ParseLayoutSize(absl::string_view text);
 
 // `base` with `value` applied: for an empty `field`, whitespace-separated

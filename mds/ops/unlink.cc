@@ -24,7 +24,7 @@ absl::StatusOr<Victim> FindVictim(OpContext& ctx, uint64_t parent, const std::st
 
 }  // namespace
 
-absl::Status DoUnlink(OpContext& ctx, const pb::UnlinkOp& op, pb::MetaReply*) {
+absl::Status DoUnlink(OpContext& ctx, const pb::UnlinkOp& op, pb::MetaReply* reply) {
   RETURN_IF_ERROR(ValidateName(op.name()));
   ASSIGN_OR_RETURN(Victim v, FindVictim(ctx, op.parent(), op.name()));
   if (IsDir(*v.inode)) return Err(EISDIR, absl::StrCat("unlink ", op.name()));
@@ -32,8 +32,11 @@ absl::Status DoUnlink(OpContext& ctx, const pb::UnlinkOp& op, pb::MetaReply*) {
   TouchDir(ctx, *v.dir);
   ctx.UnlinkDentry(op.parent(), op.name());
   pb::InodeRec* edit = ctx.Edit(inode);
-  ctx.DropLink(edit);
+  ctx.DropLink(edit);  // may remove it
   ctx.RStat(op.parent(), -static_cast<int64_t>(IsReg(inode) ? inode.size() : 0), -1, 0);
+  // The target's new attributes (nlink, ctime), when it lives on (other
+  // links, or open): clients replace their cached copy without a lookup.
+  if (auto after = ctx.Inode(inode.ino()); after.ok()) FillAttr(**after, reply->mutable_attr());
   return absl::OkStatus();
 }
 
