@@ -75,6 +75,7 @@ void OsdToProto(const OsdInfo& o, pb::OsdInfo* p) {
   p->set_up_from(o.up_from);
   p->set_down_at(o.down_at);
   p->set_down_since_ms(o.down_since_ms);
+  p->set_auto_out(o.auto_out);
 }
 
 OsdInfo OsdFromProto(const pb::OsdInfo& p) {
@@ -89,6 +90,7 @@ OsdInfo OsdFromProto(const pb::OsdInfo& p) {
   o.up_from = p.up_from();
   o.down_at = p.down_at();
   o.down_since_ms = p.down_since_ms();
+  o.auto_out = p.auto_out();
   return o;
 }
 

@@ -42,6 +42,9 @@ struct OsdInfo {
   Epoch up_from = 0;          // epoch of the last down -> up transition
   Epoch down_at = 0;          // epoch of the last up -> down transition
   int64_t down_since_ms = 0;  // wall time of that transition (for the out grace)
+  // Marked out by the map manager's down-out timer rather than by an admin:
+  // it is marked in again when it comes back up (Ceph's auto-out-in).
+  bool auto_out = false;
 
   friend bool operator==(const OsdInfo&, const OsdInfo&) = default;
 };

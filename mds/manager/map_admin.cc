@@ -87,7 +87,10 @@ absl::Status MapManager::OsdSetIn(int32_t id, bool in) {
   absl::Status status = Mutate([&](OsdMap* m) -> absl::Status {
     OsdInfo* osd = m->FindOsd(OsdId(id));
     if (osd == nullptr) return absl::NotFoundError(absl::StrCat("osd.", id, " does not exist"));
-    if (osd->in == in) return absl::AlreadyExistsError("unchanged");
+    // An admin's word stands: no automatic mark-in of an OSD set out by hand.
+    const bool was_auto = osd->auto_out;
+    osd->auto_out = false;
+    if (osd->in == in) return was_auto ? absl::OkStatus() : absl::AlreadyExistsError("unchanged");
     osd->in = in;
     Rebalance(m);
     return absl::OkStatus();

@@ -183,6 +183,7 @@ void MapManager::ElectionLoop() {
 }
 
 absl::Status MapManager::LeadOnce(int64_t lease) {
+  const int64_t leading_since_ms = NowMs();
   ASSIGN_OR_RETURN(etcd::RangeResult alive, etcd_->GetPrefix(prefix_ + "alive/"));
   {
     absl::MutexLock lock(&mu_);
@@ -224,7 +225,7 @@ absl::Status MapManager::LeadOnce(int64_t lease) {
         break;
       }
     }
-    CheckDownOut();
+    CheckDownOut(leading_since_ms);
   }
   watch.reset();
   absl::MutexLock lock(&mu_);
@@ -279,6 +280,11 @@ void MapManager::Reconcile() {
           if (!osd.up) {
             osd.up_from = m->epoch + 1;
             came_up = true;
+            if (osd.auto_out) {  // out only because it was down: in again
+              osd.in = true;
+              osd.auto_out = false;
+              LOG(INFO) << "event=osd_in osd=" << osd.id.value() << " reason=auto_out_booted";
+            }
           }
           osd.up = true;
           osd.addr = a.addr;
@@ -304,14 +310,18 @@ void MapManager::Reconcile() {
   }
 }
 
-void MapManager::CheckDownOut() {
+void MapManager::CheckDownOut(int64_t leading_since_ms) {
   const int64_t grace_ms = options_.down_out_interval_s * 1000;
   auto status = Mutate([&](OsdMap* m) -> absl::Status {
     bool changed = false;
     const int64_t now = NowMs();
     for (OsdInfo& osd : m->osds) {
-      if (!osd.up && osd.in && osd.down_since_ms > 0 && now - osd.down_since_ms >= grace_ms) {
+      // Down for the whole grace as this leader saw it: a cluster restarted
+      // after a long stop does not mark its OSDs out before they boot.
+      const int64_t down_since = std::max(osd.down_since_ms, leading_since_ms);
+      if (!osd.up && osd.in && osd.down_since_ms > 0 && now - down_since >= grace_ms) {
         osd.in = false;
+        osd.auto_out = true;
         changed = true;
         LOG(INFO) << "event=osd_out osd=" << osd.id.value() << " down_for_ms="
                   << now - osd.down_since_ms;

@@ -86,7 +86,9 @@ class MapManager {
   absl::Status LeadOnce(int64_t lease);
   void OnAliveEvents(const std::vector<etcd::WatchEvent>& events);
   void Reconcile();
-  void CheckDownOut();
+  // Marks out OSDs down longer than the grace, counted from when this leader
+  // took over at the earliest.
+  void CheckDownOut(int64_t leading_since_ms);
   // Recomputes every pool's upmap items (per-PG exceptions that even out the
   // PGs per OSD). Called when the set of OSDs that hold data changes: pool
   // created, OSD created, marked in or out, or back up. Never on "down", so
