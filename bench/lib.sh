@@ -64,16 +64,18 @@ run_tool() {
   fi
 }
 
-wait_for_build() {  # a ninja working in our build dir (the lead rebuilding)
-  local waited=0
+# wait_for_build: waits while a ninja works in the build dir quickstart.sh
+# builds in ($WEFT_BUILD_DIR, default build/; the lead rebuilding).
+wait_for_build() {
+  local build=${WEFT_BUILD_DIR:-$root/build} waited=0
   while :; do
     local busy=0
     for p in $(pgrep -x ninja || true); do
-      [[ $(readlink "/proc/$p/cwd" 2>/dev/null) == "$root/build"* ]] && busy=1
-      tr '\0' ' ' <"/proc/$p/cmdline" 2>/dev/null | grep -q -- "$root/build" && busy=1
+      [[ $(readlink "/proc/$p/cwd" 2>/dev/null) == "$build"* ]] && busy=1
+      tr '\0' ' ' <"/proc/$p/cmdline" 2>/dev/null | grep -q -- "$build" && busy=1
     done
     [[ $busy == 0 ]] && return 0
-    [[ $waited == 0 ]] && log "a build is running in $root/build; waiting for it"
+    [[ $waited == 0 ]] && log "a build is running in $build; waiting for it"
     waited=1; sleep 5
   done
 }
