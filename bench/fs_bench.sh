@@ -125,7 +125,7 @@ need_pkg() {
   } || die "apt-get install $pkg failed (see $OUT/apt.log)"
 }
 
-# pid_of_mount COMM MOUNTPOINT|CONF: the live process named COMM whose
+# pid_of COMM MOUNTPOINT|CONF: the live process named COMM whose
 # command line contains the argument (FUSE clients detach: the pid we started
 # is not the one serving the mount).
 pid_of() {

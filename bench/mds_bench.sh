@@ -41,7 +41,7 @@ RUNS=${RUNS:-1}
 MILLION=${MILLION:-0}
 MILLION_FILES=${MILLION_FILES:-1000000}
 MILLION_THREADS=${MILLION_THREADS:-16}
-FS=benchfs
+FS=benchfs META_PGS=16 DATA_PGS=32
 MDS_CACHE_MIB=512
 MDS_RSS_TARGET_MIB=$(( MDS_CACHE_MIB * 125 / 100 ))  # the cache limit + 25 %
 export CDIR=${CDIR:-/tmp/cephanchor}   # up.sh/down.sh read them too
@@ -85,11 +85,16 @@ commands=()
 note_foreign OSD/MDS ceph-osd weft-osd weft-mds ceph-mds
 
 # ------------------------------------------------------------------- weft --
-weft_fs_ready() {  # waits until rank 0 of $FS answers FsStatus as active
+# weft_fs_ready [FILE]: waits until rank 0 of $FS answers FsStatus as
+# active; FILE gets that last answer.
+weft_fs_ready() {
   local st=""
   for _ in $(seq 120); do
     st=$("${W[@]}" fs status "$FS" 2>&1 || true)
-    grep -q '^  state: active' <<<"$st" && return 0
+    if grep -q '^  state: active' <<<"$st"; then
+      [[ -z ${1:-} ]] || echo "$st" >"$1"
+      return 0
+    fi
     sleep 1
   done
   die "filesystem $FS not active after 120 s: $(tr '\n' ' ' <<<"$st")"
@@ -101,17 +106,17 @@ weft_start() {
   weft_up /tmp/weft-mdbench-cluster.XXXXXX "$OUT/weft.up.log" || die "quickstart.sh failed"
   [[ -x $bin/weft-mdbench ]] || die "$bin/weft-mdbench missing after the build"
   {
-    "${W[@]}" pool create benchmeta --size 3 --pg-num 16 &&
-    "${W[@]}" pool create benchdata --size 3 --pg-num 32
+    "${W[@]}" pool create benchmeta --size 3 --pg-num "$META_PGS" &&
+    "${W[@]}" pool create benchdata --size 3 --pg-num "$DATA_PGS"
   } >"$OUT/weft.pool.log" 2>&1 || { cat "$OUT/weft.pool.log" >&2; die "creating the Weft pools failed"; }
   log "waiting for the Weft PGs to be active+clean"
-  weft_wait_clean 48 ||
+  weft_wait_clean $(( META_PGS + DATA_PGS )) ||
     die "Weft PGs not active+clean after 300 s: $(grep -E 'pgs:|HEALTH' "$OUT/weft.status.txt" | tr '\n' ' ')"
   "${W[@]}" fs new "$FS" --metadata-pool benchmeta --data-pool benchdata >>"$OUT/weft.pool.log" 2>&1 \
     || { cat "$OUT/weft.pool.log" >&2; die "weft fs new failed"; }
   weft_fs_ready
   commands+=("WEFT_DIR=\$(mktemp -d) WEFT_OSDS=6 scripts/quickstart.sh")
-  commands+=("weft pool create benchmeta --size 3 --pg-num 16; weft pool create benchdata --size 3 --pg-num 32")
+  commands+=("weft pool create benchmeta --size 3 --pg-num $META_PGS; weft pool create benchdata --size 3 --pg-num $DATA_PGS")
   commands+=("weft fs new $FS --metadata-pool benchmeta --data-pool benchdata")
 }
 
@@ -129,8 +134,7 @@ weft_million() {
   setsid "$bin/weft-mds" --name a >>"$weft_dir/log/mds.a.log" 2>&1 </dev/null &
   echo $! >"$pidfile"
   disown
-  weft_fs_ready
-  "${W[@]}" fs status "$FS" >"$OUT/weft.million.fs_status.txt" 2>&1 || true
+  weft_fs_ready "$OUT/weft.million.fs_status.txt"
   run_tool "weft create-only $MILLION_FILES" "$OUT/weft.million.txt" \
     "$bin/weft-mdbench" -c "$WEFT_CONF" --fs "$FS" --threads "$MILLION_THREADS" --create-only "$MILLION_FILES" --dir million
   commands+=("echo 'mds_cache_memory_limit = $(( MDS_CACHE_MIB << 20 ))' >> weft.conf; restart weft-mds")
@@ -247,7 +251,7 @@ rate_row() {  # mode phase label target_x (empty: no target)
     mv="-"
     if [[ -n $million_hwm ]]; then
       mv=$( [[ $million_hwm -le $MDS_RSS_TARGET_MIB ]] && echo PASS || echo MISS )
-      verdicts+=("$mv  MDS peak RSS over $MILLION_FILES creates in one dir <= $MDS_RSS_TARGET_MIB MiB (512 MiB cache limit + 25 %): $million_hwm MiB$local_scale")
+      verdicts+=("$mv  MDS peak RSS over $MILLION_FILES creates in one dir <= $MDS_RSS_TARGET_MIB MiB ($MDS_CACHE_MIB MiB cache limit + 25 %): $million_hwm MiB$local_scale")
     fi
     echo
     echo "memory test: $MILLION_FILES files in one directory by $MILLION_THREADS threads, mds_cache_memory_limit = $MDS_CACHE_MIB MiB$local_scale"

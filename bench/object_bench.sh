@@ -99,6 +99,14 @@ note_foreign OSD ceph-osd weft-osd
 "$root/scripts/quickstart.sh" down >/dev/null 2>&1 || true
 
 # ------------------------------------------------------------------- ceph --
+ceph_pgs_clean() {  # every PG of the anchor active+clean
+  "${C[@]}" pg stat -f json 2>/dev/null | python3 -c '
+import json, sys
+d = json.load(sys.stdin); d = d.get("pg_summary", d)
+states = {s["name"]: s["num"] for s in d["num_pg_by_state"]}
+sys.exit(0 if states and list(states) == ["active+clean"] else 1)'
+}
+
 ceph_part() {
   anchor_clear 1  # this script stops an anchor it finds running
   anchor_up "$OUT/ceph.up.log" || die "ceph up.sh failed"
@@ -111,25 +119,20 @@ ceph_part() {
     } >"$OUT/ceph.pool.log" 2>&1 || { cat "$OUT/ceph.pool.log" >&2; die "creating the Ceph pool failed"; }
     commands+=("ceph -c $ceph_conf osd erasure-code-profile set weft$ec_k$ec_m k=$ec_k m=$ec_m crush-failure-domain=osd; ... osd pool create $POOL $OBJ_PG_NUM $OBJ_PG_NUM erasure weft$ec_k$ec_m; ... application enable $POOL rados")
   else
-  {
-    "${C[@]}" osd pool create "$POOL" "$OBJ_PG_NUM" "$OBJ_PG_NUM" replicated &&
-    "${C[@]}" osd pool set "$POOL" size 3 &&
-    "${C[@]}" osd pool set "$POOL" min_size 2 &&
-    "${C[@]}" osd pool application enable "$POOL" rados
-  } >"$OUT/ceph.pool.log" 2>&1 || { cat "$OUT/ceph.pool.log" >&2; die "creating the Ceph pool failed"; }
-  commands+=("ceph -c $ceph_conf osd pool create $POOL $OBJ_PG_NUM $OBJ_PG_NUM replicated; ... set size 3; ... set min_size 2; ... application enable $POOL rados")
+    {
+      "${C[@]}" osd pool create "$POOL" "$OBJ_PG_NUM" "$OBJ_PG_NUM" replicated &&
+      "${C[@]}" osd pool set "$POOL" size 3 &&
+      "${C[@]}" osd pool set "$POOL" min_size 2 &&
+      "${C[@]}" osd pool application enable "$POOL" rados
+    } >"$OUT/ceph.pool.log" 2>&1 || { cat "$OUT/ceph.pool.log" >&2; die "creating the Ceph pool failed"; }
+    commands+=("ceph -c $ceph_conf osd pool create $POOL $OBJ_PG_NUM $OBJ_PG_NUM replicated; ... set size 3; ... set min_size 2; ... application enable $POOL rados")
   fi
   log "waiting for the Ceph PGs to be active+clean"
-  local ok=0
-  for _ in $(seq 300); do
-    if "${C[@]}" pg stat -f json 2>/dev/null | python3 -c '
-import json, sys
-d = json.load(sys.stdin); d = d.get("pg_summary", d)
-states = {s["name"]: s["num"] for s in d["num_pg_by_state"]}
-sys.exit(0 if states and list(states) == ["active+clean"] else 1)'; then ok=1; break; fi
+  local tries=0
+  until ceph_pgs_clean; do
+    (( ++tries < 300 )) || die "Ceph PGs not active+clean after 300 s: $("${C[@]}" pg stat 2>&1)"
     sleep 1
   done
-  [[ $ok == 1 ]] || die "Ceph PGs not active+clean after 300 s: $("${C[@]}" pg stat 2>&1)"
   "${C[@]}" -s >"$OUT/ceph.status.txt" 2>&1 || true
   "${C[@]}" osd pool ls detail >>"$OUT/ceph.status.txt" 2>&1 || true
 
