@@ -46,16 +46,9 @@ export CDIR=${CDIR:-/tmp/cephanchor}   # up.sh/down.sh read them too
 export MNT=${MNT:-/mnt/cephanchor}
 RSS_TARGET_MIB=1024
 
-do_ceph=1 do_weft=1 publish=0
-for a in "$@"; do
-  case "$a" in
-    --skip-ceph) do_ceph=0 ;;
-    --skip-weft) do_weft=0 ;;
-    --publish) publish=1 ;;
-    -h|--help) print_help; exit 0 ;;
-    *) echo "usage: $0 [--skip-ceph] [--skip-weft] [--publish]" >&2; exit 2 ;;
-  esac
-done
+publish=0 args=()
+for a in "$@"; do if [[ $a == --publish ]]; then publish=1; else args+=("$a"); fi; done
+side_options "[--skip-ceph] [--skip-weft] [--publish]" "${args[@]}"
 need_positive_int RUNS STEP_TIMEOUT FSBENCH_TIMEOUT FSBENCH_JOBS FSBENCH_RUNTIME
 [[ $FSBENCH_SIZE =~ ^[1-9][0-9]*[KMG]?$ ]] || { echo "FSBENCH_SIZE must look like 512M" >&2; exit 2; }
 [[ $do_ceph == 1 || $do_weft == 1 ]] || { echo "nothing to do: both sides skipped" >&2; exit 2; }
@@ -117,12 +110,7 @@ need_pkg() {
   local cmd=$1 pkg=$2
   if [[ $cmd == python3:* ]]; then "$plot_py" -c "import ${cmd#python3:}" 2>/dev/null && return 0
   else command -v "$cmd" >/dev/null && return 0; fi
-  log "installing $pkg"
-  export DEBIAN_FRONTEND=noninteractive
-  apt-get install -y -q "$pkg" >>"$OUT/apt.log" 2>&1 || {
-    apt-get update -q >>"$OUT/apt.log" 2>&1
-    apt-get install -y -q "$pkg" >>"$OUT/apt.log" 2>&1
-  } || die "apt-get install $pkg failed (see $OUT/apt.log)"
+  apt_install "$pkg"
 }
 
 # pid_of COMM MOUNTPOINT|CONF: the live process named COMM whose

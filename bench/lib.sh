@@ -13,6 +13,23 @@ die() { log "ERROR: $*"; exit 1; }
 # is not a comment), without the "# ".
 print_help() { awk 'NR == 1 { next } !/^#/ { exit } { sub(/^# ?/, ""); print }' "$0"; }
 
+# side_options USAGE ARG...: the options every benchmark takes: --skip-ceph
+# and --skip-weft (do_ceph and do_weft, 1 unless skipped), -h/--help; any
+# other ARG exits 2 with "usage: SCRIPT USAGE".
+# shellcheck disable=SC2034  # do_ceph and do_weft are the caller's
+side_options() {
+  local usage=$1 a; shift
+  do_ceph=1 do_weft=1
+  for a in "$@"; do
+    case "$a" in
+      --skip-ceph) do_ceph=0 ;;
+      --skip-weft) do_weft=0 ;;
+      -h|--help) print_help; exit 0 ;;
+      *) echo "usage: $0 $usage" >&2; exit 2 ;;
+    esac
+  done
+}
+
 # need_positive_int VAR...: exits 2 unless every VAR holds a positive integer.
 need_positive_int() {
   local v
@@ -95,19 +112,22 @@ wait_for_build() {
   done
 }
 
-install_ceph() {  # up.sh also needs setfattr (package attr) for its CephFS layouts
-  local c missing=0
-  for c in ceph rados ceph-mon ceph-osd ceph-mgr ceph-mds ceph-fuse setfattr gcc; do
-    command -v "$c" >/dev/null || missing=1
-  done
-  [[ $missing == 1 ]] || return 0
-  local pkgs=(ceph ceph-mds ceph-fuse attr gcc)
-  log "installing ${pkgs[*]}"
+# apt_install PKG...: apt-get install, after an apt-get update when the first
+# try fails; the output goes to $OUT/apt.log.
+apt_install() {
+  log "installing $*"
   export DEBIAN_FRONTEND=noninteractive
-  apt-get install -y -q "${pkgs[@]}" >"$OUT/apt.log" 2>&1 || {
+  apt-get install -y -q "$@" >>"$OUT/apt.log" 2>&1 || {
     apt-get update -q >>"$OUT/apt.log" 2>&1
-    apt-get install -y -q "${pkgs[@]}" >>"$OUT/apt.log" 2>&1
-  } || die "apt-get install ${pkgs[*]} failed (see $OUT/apt.log)"
+    apt-get install -y -q "$@" >>"$OUT/apt.log" 2>&1
+  } || die "apt-get install $* failed (see $OUT/apt.log)"
+}
+
+install_ceph() {  # up.sh also needs setfattr (package attr) for its CephFS layouts
+  local c
+  for c in ceph rados ceph-mon ceph-osd ceph-mgr ceph-mds ceph-fuse setfattr gcc; do
+    command -v "$c" >/dev/null || { apt_install ceph ceph-mds ceph-fuse attr gcc; return; }
+  done
 }
 
 # reap_anchor: the Ceph anchor's down.sh stops its daemons by their pid files,

@@ -47,15 +47,7 @@ MDS_RSS_TARGET_MIB=$(( MDS_CACHE_MIB * 125 / 100 ))  # the cache limit + 25 %
 export CDIR=${CDIR:-/tmp/cephanchor}   # up.sh/down.sh read them too
 export MNT=${MNT:-/mnt/cephanchor}
 
-do_ceph=1 do_weft=1
-for a in "$@"; do
-  case "$a" in
-    --skip-ceph) do_ceph=0 ;;
-    --skip-weft) do_weft=0 ;;
-    -h|--help) print_help; exit 0 ;;
-    *) echo "usage: $0 [--skip-ceph] [--skip-weft]" >&2; exit 2 ;;
-  esac
-done
+side_options "[--skip-ceph] [--skip-weft]" "$@"
 need_positive_int FILES THREADS RUNS MILLION_FILES MILLION_THREADS
 [[ $MILLION == 0 || $MILLION == 1 ]] || { echo "MILLION must be 0 or 1" >&2; exit 2; }
 [[ $THREADS -le 1024 && $MILLION_THREADS -le 1024 ]] || { echo "THREADS must be <= 1024 (mdbench.c's limit)" >&2; exit 2; }

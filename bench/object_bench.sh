@@ -48,15 +48,7 @@ fi
 RSS_TARGET_MIB=512
 export CDIR=${CDIR:-/tmp/cephanchor}   # up.sh/down.sh read it too
 
-do_ceph=1 do_weft=1
-for a in "$@"; do
-  case "$a" in
-    --skip-ceph) do_ceph=0 ;;
-    --skip-weft) do_weft=0 ;;
-    -h|--help) print_help; exit 0 ;;
-    *) echo "usage: $0 [--skip-ceph] [--skip-weft]" >&2; exit 2 ;;
-  esac
-done
+side_options "[--skip-ceph] [--skip-weft]" "$@"
 need_positive_int SECONDS_PER_RUN THREADS OBJ_PG_NUM RUNS
 block_bytes=$(numfmt --from=iec "${BLOCK%B}") || { echo "BLOCK: bad size '$BLOCK'" >&2; exit 2; }
 
