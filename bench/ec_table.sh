@@ -9,6 +9,7 @@
 # ("4M 16M 64M"), PG_NUM (32), OUT (raw outputs; default a new /tmp dir).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
+# shellcheck source=bench/lib.sh
 source "$root/bench/lib.sh"
 bin=${WEFT_BUILD_DIR:-$root/build}/bin
 SECONDS_PER_RUN=${SECONDS_PER_RUN:-15}
@@ -17,7 +18,6 @@ SIZES=${SIZES:-"4M 16M 64M"}
 PG_NUM=${PG_NUM:-32}
 OUT=${OUT:-$(mktemp -d /tmp/weft-ectable.XXXXXX)}
 mkdir -p "$OUT"
-value() { awk -v k="$2" 'index($0, k) == 1 { v = substr($0, length(k) + 1); gsub(/^[ \t]+/, "", v); print v; exit }' "$1"; }
 
 weft_dir=""
 cleanup() {

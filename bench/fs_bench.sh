@@ -46,19 +46,10 @@ export CDIR=${CDIR:-/tmp/cephanchor}   # up.sh/down.sh read them too
 export MNT=${MNT:-/mnt/cephanchor}
 RSS_TARGET_MIB=1024
 
-do_ceph=1 do_weft=1 publish=0
-for a in "$@"; do
-  case "$a" in
-    --skip-ceph) do_ceph=0 ;;
-    --skip-weft) do_weft=0 ;;
-    --publish) publish=1 ;;
-    -h|--help) sed -n '2,28p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
-    *) echo "usage: $0 [--skip-ceph] [--skip-weft] [--publish]" >&2; exit 2 ;;
-  esac
-done
-for v in RUNS STEP_TIMEOUT FSBENCH_TIMEOUT FSBENCH_JOBS FSBENCH_RUNTIME; do
-  [[ ${!v} =~ ^[1-9][0-9]*$ ]] || { echo "$v must be a positive integer" >&2; exit 2; }
-done
+publish=0 args=()
+for a in "$@"; do if [[ $a == --publish ]]; then publish=1; else args+=("$a"); fi; done
+side_options "[--skip-ceph] [--skip-weft] [--publish]" "${args[@]}"
+need_positive_int RUNS STEP_TIMEOUT FSBENCH_TIMEOUT FSBENCH_JOBS FSBENCH_RUNTIME
 [[ $FSBENCH_SIZE =~ ^[1-9][0-9]*[KMG]?$ ]] || { echo "FSBENCH_SIZE must look like 512M" >&2; exit 2; }
 [[ $do_ceph == 1 || $do_weft == 1 ]] || { echo "nothing to do: both sides skipped" >&2; exit 2; }
 [[ $(id -u) == 0 ]] || { echo "run as root (apt-get, drop_caches, FUSE mounts)" >&2; exit 2; }
@@ -98,26 +89,14 @@ metrics=(
 )
 
 # ---------------------------------------------------------------- cleanup --
+# The exit trap stops what the script started (lib.sh), first the load
+# sampler and the mount.
 ceph_started=0 weft_dir="" weft_mnt="" sampler_pid="" load_pid="" failures=() commands=()
-cleanup() {
-  local rc=$?
-  trap - EXIT INT TERM
-  stop_sampler
+stop_load_and_mount() {
   if [[ -n $load_pid ]]; then kill "$load_pid" 2>/dev/null || true; fi
   if [[ -n $weft_mnt ]]; then weft_unmount; fi
-  if [[ -n $weft_dir ]]; then
-    log "purging the Weft cluster in $weft_dir"
-    WEFT_DIR=$weft_dir "$root/scripts/quickstart.sh" purge >>"$OUT/weft.down.log" 2>&1 || true
-  fi
-  if [[ $ceph_started == 1 ]]; then
-    log "stopping the Ceph anchor"; "$anchor/down.sh" >>"$OUT/ceph.down.log" 2>&1 || true
-    reap_anchor
-  fi
-  exit "$rc"
 }
-trap cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
+trap_exit stop_load_and_mount
 
 # ---------------------------------------------------------------- helpers --
 
@@ -131,15 +110,10 @@ need_pkg() {
   local cmd=$1 pkg=$2
   if [[ $cmd == python3:* ]]; then "$plot_py" -c "import ${cmd#python3:}" 2>/dev/null && return 0
   else command -v "$cmd" >/dev/null && return 0; fi
-  log "installing $pkg"
-  export DEBIAN_FRONTEND=noninteractive
-  apt-get install -y -q "$pkg" >>"$OUT/apt.log" 2>&1 || {
-    apt-get update -q >>"$OUT/apt.log" 2>&1
-    apt-get install -y -q "$pkg" >>"$OUT/apt.log" 2>&1
-  } || die "apt-get install $pkg failed (see $OUT/apt.log)"
+  apt_install "$pkg"
 }
 
-# pid_of_mount COMM MOUNTPOINT|CONF: the live process named COMM whose
+# pid_of COMM MOUNTPOINT|CONF: the live process named COMM whose
 # command line contains the argument (FUSE clients detach: the pid we started
 # is not the one serving the mount).
 pid_of() {
@@ -264,21 +238,7 @@ weft_failure_notes() {
 }
 
 # ------------------------------------------------------------------- weft --
-weft_ready() {  # every PG active+clean and rank 0 of weft active
-  local st="" total pgs
-  for _ in $(seq 300); do
-    st=$("$bin/weft" status 2>&1 || true)
-    total=$(sed -n 's/^ *pools: *[0-9]* pools, \([0-9]*\) pgs.*/\1/p' <<<"$st")
-    pgs=$(sed -n 's/^ *pgs: *//p' <<<"$st")
-    if [[ -n $total && $pgs == "$total active+clean" ]] &&
-       "$bin/weft" fs status weft 2>/dev/null | grep -q '^  state: active'; then
-      echo "$st" >"$OUT/weft.status.txt"; return 0
-    fi
-    sleep 1
-  done
-  echo "$st" >"$OUT/weft.status.txt"
-  return 1
-}
+fs_weft_active() { "$bin/weft" fs status weft 2>/dev/null | grep -q '^  state: active'; }
 
 weft_unmount() {
   local p; p=$(pid_of weft-fuse "$weft_mnt" || true)
@@ -300,100 +260,90 @@ weft_unmount() {
   weft_mnt=""
 }
 
+# layout_probe DIR XATTR FILE: into FILE, the layout a new file in DIR gets
+# (fixed at its first write; expected: EC 4+2, 4 MiB objects).
+layout_probe() {
+  { head -c 1 /dev/zero >"$1/.layout-probe" && getfattr -n "$2" "$1/.layout-probe"; } >"$3" 2>&1 || true
+  rm -f "$1/.layout-probe"
+}
+
+# weft_measure R: on the cluster weft_round started, once it is ready: mount
+# (or adopt the mount quickstart.sh made at $WEFT_MNT), fsbench.sh, and on a
+# failure what explains it.
+weft_measure() {
+  local r=$1 tag=r$1.weft
+  if ! weft_wait_clean 0 fs_weft_active; then
+    failures+=("round $r weft: PGs not active+clean or fs weft not active after 300 s ($OUT/weft.status.txt)")
+    return 0
+  fi
+  { "$bin/weft" pool ls; "$bin/weft" fs ls; } >"$OUT/$tag.pools.txt" 2>&1 || true
+  local pidfile=$OUT/$tag.pid/weft-fuse.pid fuselog=$OUT/r$r.weft-fuse.log
+  mkdir -p "$(dirname "$pidfile")"
+  if mountpoint -q "$weft_mnt"; then
+    echo "mounted by quickstart.sh at WEFT_MNT" >>"$OUT/$tag.mount.log"
+  elif ! "$bin/weft-fuse" "$weft_mnt" -o "conf=$WEFT_CONF,fs=weft,log=$fuselog" 2>>"$OUT/$tag.mount.log"; then
+    failures+=("round $r weft: weft-fuse failed to mount: $(tail -1 "$OUT/$tag.mount.log")")
+  fi
+  mountpoint -q "$weft_mnt" || return 0
+  if ! pid_of weft-fuse "$weft_mnt" >"$pidfile"; then
+    failures+=("round $r weft: mounted but no weft-fuse process serves $weft_mnt")
+    return 0
+  fi
+  layout_probe "$weft_mnt" weft.file.layout "$OUT/$tag.layout.txt"
+  run_fsbench "$r" weft "$weft_mnt" "$pidfile"
+  "$bin/weft" fs status weft >"$OUT/$tag.fs_status.txt" 2>&1 || true
+  if [[ $run_failed == 1 ]]; then
+    weft_failure_notes "$r"
+    cp -r "$weft_dir/log" "$OUT/$tag.cluster-logs" 2>/dev/null || true  # the daemons' logs, purged below
+  fi
+}
+
 weft_round() {
   local r=$1 tag=r$1.weft
   wait_for_build
-  weft_dir=$(mktemp -d /tmp/weft-fsbench-cluster.XXXXXX)
   weft_mnt=$(mktemp -d /tmp/weft-fsbench-mnt.XXXXXX)
-  export WEFT_CONF=$weft_dir/weft.conf
-  log "round $r: starting Weft (6 OSDs) in $weft_dir"
-  local t0; t0=$(date +%s)
-  # quickstart.sh also runs install-deps.sh and build.sh (a no-op when the
-  # build is up to date). A quickstart that mounts at $WEFT_MNT is adopted below.
-  if ! WEFT_DIR=$weft_dir WEFT_OSDS=6 WEFT_MNT=$weft_mnt "$root/scripts/quickstart.sh" >"$OUT/$tag.up.log" 2>&1; then
-    tail -20 "$OUT/$tag.up.log" >&2; failures+=("round $r weft: quickstart.sh failed (see $OUT/$tag.up.log)")
-    WEFT_DIR=$weft_dir "$root/scripts/quickstart.sh" purge >>"$OUT/weft.down.log" 2>&1 || true
-    weft_dir=""; rmdir "$weft_mnt" 2>/dev/null || true; weft_mnt=""; return 0
-  fi
-  if ! weft_ready; then
-    failures+=("round $r weft: PGs not active+clean or fs weft not active after 300 s ($OUT/weft.status.txt)")
+  if weft_up /tmp/weft-fsbench-cluster.XXXXXX "$OUT/$tag.up.log" "round $r: " WEFT_MNT="$weft_mnt"; then
+    weft_measure "$r"
   else
-    log "round $r: Weft up in $(( $(date +%s) - t0 )) s"
-    { "$bin/weft" pool ls; "$bin/weft" fs ls; } >"$OUT/$tag.pools.txt" 2>&1 || true
-    local pidfile=$OUT/$tag.pid/weft-fuse.pid fuselog=$OUT/r$r.weft-fuse.log
-    mkdir -p "$(dirname "$pidfile")"
-    if ! mountpoint -q "$weft_mnt"; then
-      "$bin/weft-fuse" "$weft_mnt" -o "conf=$WEFT_CONF,fs=weft,log=$fuselog" 2>>"$OUT/$tag.mount.log" ||
-        failures+=("round $r weft: weft-fuse failed to mount: $(tail -1 "$OUT/$tag.mount.log")")
-    else
-      echo "mounted by quickstart.sh at WEFT_MNT" >>"$OUT/$tag.mount.log"
-    fi
-    if mountpoint -q "$weft_mnt" && pid_of weft-fuse "$weft_mnt" >"$pidfile"; then
-      # The layout the files get (fixed at the first write): expect EC 4+2, 4 MiB objects.
-      { head -c 1 /dev/zero >"$weft_mnt/.layout-probe" && getfattr -n weft.file.layout "$weft_mnt/.layout-probe"; } \
-        >"$OUT/$tag.layout.txt" 2>&1 || true
-      rm -f "$weft_mnt/.layout-probe"
-      run_fsbench "$r" weft "$weft_mnt" "$pidfile"
-      "$bin/weft" fs status weft >"$OUT/$tag.fs_status.txt" 2>&1 || true
-      if [[ $run_failed == 1 ]]; then
-        weft_failure_notes "$r"
-        cp -r "$weft_dir/log" "$OUT/$tag.cluster-logs" 2>/dev/null || true  # the daemons' logs, purged below
-      fi
-    elif mountpoint -q "$weft_mnt"; then
-      failures+=("round $r weft: mounted but no weft-fuse process serves $weft_mnt")
-    fi
+    failures+=("round $r weft: quickstart.sh failed (see $OUT/$tag.up.log)")
   fi
   weft_unmount
-  log "round $r: purging the Weft cluster"
   cp "$weft_dir/log/mds.a.log" "$OUT/$tag.mds.log" 2>/dev/null || true
-  WEFT_DIR=$weft_dir "$root/scripts/quickstart.sh" purge >>"$OUT/weft.down.log" 2>&1 || true
-  weft_dir=""
+  weft_purge "round $r: "
 }
 
 # ------------------------------------------------------------------- ceph --
-# A leftover $CDIR with nothing running is cleared with down.sh; a running
-# anchor may be someone else's benchmark: refused unless CEPH_FORCE_DOWN=1.
+# A leftover $CDIR with nothing running is cleared; a running anchor may be
+# someone else's benchmark: refused unless CEPH_FORCE_DOWN=1.
 ceph_clear() {
-  [[ -e $CDIR ]] || return 0
-  local f running=0
-  for f in "$CDIR"/run/*.pid; do
-    [[ -f $f ]] && kill -0 "$(cat "$f")" 2>/dev/null && running=1
-  done
-  if [[ $running == 1 && $CEPH_FORCE_DOWN != 1 ]]; then
-    log "the Ceph anchor in $CDIR is running (not started by this script); CEPH_FORCE_DOWN=1 stops it"
-    return 1
+  anchor_clear "$CEPH_FORCE_DOWN" && return 0
+  log "the Ceph anchor in $CDIR is running (not started by this script); CEPH_FORCE_DOWN=1 stops it"
+  return 1
+}
+
+# ceph_measure R: fsbench.sh on the anchor ceph_round started.
+ceph_measure() {
+  local r=$1 tag=r$1.ceph
+  local pidfile=$OUT/$tag.pid/ceph-fuse.pid
+  ceph -c "$CDIR/ceph.conf" -s >"$OUT/$tag.status.txt" 2>&1 || true
+  mkdir -p "$(dirname "$pidfile")"
+  if ! pid_of ceph-fuse "$CDIR/ceph.conf" >"$pidfile"; then
+    failures+=("round $r ceph: no ceph-fuse process with $CDIR/ceph.conf")
+    return 0
   fi
-  log "$CDIR exists: running the anchor's down.sh first"
-  "$anchor/down.sh" >>"$OUT/ceph.predown.log" 2>&1 || true
-  reap_anchor
+  layout_probe "$MNT/ec42" ceph.file.layout "$OUT/$tag.layout.txt"
+  run_fsbench "$r" ceph "$MNT/ec42" "$pidfile"
 }
 
 ceph_round() {
   local r=$1 tag=r$1.ceph
   ceph_clear || { failures+=("round $r ceph: the anchor in $CDIR was running already; skipped"); return 0; }
-  log "round $r: starting the Ceph anchor (about 70 s)"
-  ceph_started=1
-  local t0; t0=$(date +%s)
-  if ! "$anchor/up.sh" >"$OUT/$tag.up.log" 2>&1 || ! mountpoint -q "$MNT"; then
-    tail -20 "$OUT/$tag.up.log" >&2; failures+=("round $r ceph: up.sh failed (see $OUT/$tag.up.log)")
+  if anchor_up "$OUT/$tag.up.log" "round $r: " && mountpoint -q "$MNT"; then
+    ceph_measure "$r"
   else
-    log "round $r: Ceph anchor up in $(( $(date +%s) - t0 )) s"
-    ceph -c "$CDIR/ceph.conf" -s >"$OUT/$tag.status.txt" 2>&1 || true
-    local pidfile=$OUT/$tag.pid/ceph-fuse.pid
-    mkdir -p "$(dirname "$pidfile")"
-    if pid_of ceph-fuse "$CDIR/ceph.conf" >"$pidfile"; then
-      { head -c 1 /dev/zero >"$MNT/ec42/.layout-probe" && getfattr -n ceph.file.layout "$MNT/ec42/.layout-probe"; } \
-        >"$OUT/$tag.layout.txt" 2>&1 || true
-      rm -f "$MNT/ec42/.layout-probe"
-      run_fsbench "$r" ceph "$MNT/ec42" "$pidfile"
-    else
-      failures+=("round $r ceph: no ceph-fuse process with $CDIR/ceph.conf")
-    fi
+    failures+=("round $r ceph: up.sh failed (see $OUT/$tag.up.log)")
   fi
-  log "round $r: stopping the Ceph anchor"
-  "$anchor/down.sh" >>"$OUT/ceph.down.log" 2>&1 || true
-  reap_anchor
-  ceph_started=0
+  anchor_down "round $r: "
 }
 
 # ----------------------------------------------------------------- header --
@@ -406,11 +356,8 @@ fi
 prepare_fsbench
 {
   echo "# Weft vs CephFS through their FUSE clients, fsbench.sh workload, $(date -u '+%Y-%m-%d %H:%M:%S UTC')"
-  echo "host: $(nproc) CPUs ($(awk -F': ' '/model name/ { print $2; exit }' /proc/cpuinfo)),"\
-       "memory $(free -m | awk '/^Mem:/ { print $2 " MiB total, " $7 " MiB available" }'),"\
-       "load average $(cut -d' ' -f1-3 /proc/loadavg)"
-  echo "disk: $(df -h /tmp | awk 'NR == 2 { print $1 " mounted at " $6 }') (both clusters store under /tmp)"
-  echo "weft: $(git -C "$root" --no-optional-locks describe --always --dirty 2>/dev/null || echo '?'), binaries in $bin"
+  machine_lines
+  echo "weft: $(weft_version), binaries in $bin"
   echo "ceph: $(ceph --version 2>/dev/null | awk '{ print $3, $5 }' || echo 'not installed'); $(fio --version)"
   echo "workload: fsbench.sh, FSBENCH_SIZE=$FSBENCH_SIZE FSBENCH_JOBS=$FSBENCH_JOBS FSBENCH_RUNTIME=$FSBENCH_RUNTIME; rounds: $RUNS"
   echo "invocation: RUNS=$RUNS FSBENCH_SIZE=$FSBENCH_SIZE FSBENCH_JOBS=$FSBENCH_JOBS FSBENCH_RUNTIME=$FSBENCH_RUNTIME bench/fs_bench.sh $*"
@@ -418,8 +365,7 @@ prepare_fsbench
   echo "raw outputs: $OUT"
 } | tee "$OUT/header.txt"
 # Other clusters on the machine take CPU; the script stops only what it started.
-foreign=$( { pgrep -x ceph-osd || true; pgrep -x weft-osd || true; pgrep -x weft-mds || true; pgrep -x ceph-mds || true; } | wc -l )
-[[ $foreign == 0 ]] || echo "note: $foreign OSD/MDS processes of other clusters were running at the start" | tee -a "$OUT/header.txt"
+note_foreign OSD/MDS ceph-osd weft-osd weft-mds ceph-mds
 
 # ----------------------------------------------------------------- rounds --
 # Odd rounds measure Weft first, even rounds Ceph first, so that a machine
@@ -442,9 +388,9 @@ done
   "$anchor/down.sh")
 
 # ----------------------------------------------------------------- report --
-# value SYS METRIC: median over the rounds (maximum for RSS); "" when no round
+# figure SYS METRIC: median over the rounds (maximum for RSS); "" when no round
 # has a figure, FAILED when every round failed.
-value() {
+figure() {
   local sys=$1 m=$2 vals
   vals=$(awk -v s="$sys" -v m="$m" '$2 == s && $3 == m { print $4 }' "$results")
   [[ -n $vals ]] || return 0
@@ -478,7 +424,7 @@ echo "metric,unit,better,ceph,weft,weft_vs_ceph,target,verdict,ceph_rounds,weft_
 rows=() passes=0 targets=0 below=() failed=()
 for e in "${metrics[@]}" "client_rss_MiB MiB lower -" "client_rss_sampled_MiB MiB lower -" "client_cpu_s s lower -"; do
   read -r m unit dir t <<<"$e"
-  c=$(value ceph "$m"); w=$(value weft "$m")
+  c=$(figure ceph "$m"); w=$(figure weft "$m")
   x=$(better_ratio "$dir" "$c" "$w")
   case $m in
     client_rss_MiB)

@@ -1,10 +1,42 @@
+# shellcheck shell=bash disable=SC2154  # the variables the caller sets, below
 # bench/lib.sh: shell helpers shared by the benchmark scripts (sourced).
 # The caller sets: root (the checkout), OUT (raw output directory) and the
-# array `failures` (run_tool appends to it).
+# array `failures` (run_tool appends to it); for the cluster helpers also
+# bin (Weft's binaries), anchor (the Ceph anchor's directory), CDIR (its data
+# directory), and weft_dir, ceph_started and sampler_pid (empty, 0, empty).
 
 log() { echo "[$(date +%T)] $*" >&2; }
 
 die() { log "ERROR: $*"; exit 1; }
+
+# print_help: the script's header comment (line 2 up to the first line that
+# is not a comment), without the "# ".
+print_help() { awk 'NR == 1 { next } !/^#/ { exit } { sub(/^# ?/, ""); print }' "$0"; }
+
+# side_options USAGE ARG...: the options every benchmark takes: --skip-ceph
+# and --skip-weft (do_ceph and do_weft, 1 unless skipped), -h/--help; any
+# other ARG exits 2 with "usage: SCRIPT USAGE".
+# shellcheck disable=SC2034  # do_ceph and do_weft are the caller's
+side_options() {
+  local usage=$1 a; shift
+  do_ceph=1 do_weft=1
+  for a in "$@"; do
+    case "$a" in
+      --skip-ceph) do_ceph=0 ;;
+      --skip-weft) do_weft=0 ;;
+      -h|--help) print_help; exit 0 ;;
+      *) echo "usage: $0 $usage" >&2; exit 2 ;;
+    esac
+  done
+}
+
+# need_positive_int VAR...: exits 2 unless every VAR holds a positive integer.
+need_positive_int() {
+  local v
+  for v in "$@"; do
+    [[ ${!v} =~ ^[1-9][0-9]*$ ]] || { echo "$v must be a positive integer" >&2; exit 2; }
+  done
+}
 
 median() { sort -g | awk '{ a[NR] = $1 } END { if (NR == 0) exit; print (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2 }'; }
 
@@ -64,33 +96,38 @@ run_tool() {
   fi
 }
 
-wait_for_build() {  # a ninja working in our build dir (the lead rebuilding)
-  local waited=0
+# wait_for_build: waits while a ninja works in the build dir quickstart.sh
+# builds in ($WEFT_BUILD_DIR, default build/; the lead rebuilding).
+wait_for_build() {
+  local build=${WEFT_BUILD_DIR:-$root/build} waited=0
   while :; do
     local busy=0
     for p in $(pgrep -x ninja || true); do
-      [[ $(readlink "/proc/$p/cwd" 2>/dev/null) == "$root/build"* ]] && busy=1
-      tr '\0' ' ' <"/proc/$p/cmdline" 2>/dev/null | grep -q -- "$root/build" && busy=1
+      [[ $(readlink "/proc/$p/cwd" 2>/dev/null) == "$build"* ]] && busy=1
+      tr '\0' ' ' <"/proc/$p/cmdline" 2>/dev/null | grep -q -- "$build" && busy=1
     done
     [[ $busy == 0 ]] && return 0
-    [[ $waited == 0 ]] && log "a build is running in $root/build; waiting for it"
+    [[ $waited == 0 ]] && log "a build is running in $build; waiting for it"
     waited=1; sleep 5
   done
 }
 
-install_ceph() {  # up.sh also needs setfattr (package attr) for its CephFS layouts
-  local c missing=0
-  for c in ceph rados ceph-mon ceph-osd ceph-mgr ceph-mds ceph-fuse setfattr gcc; do
-    command -v "$c" >/dev/null || missing=1
-  done
-  [[ $missing == 1 ]] || return 0
-  local pkgs=(ceph ceph-mds ceph-fuse attr gcc)
-  log "installing ${pkgs[*]}"
+# apt_install PKG...: apt-get install, after an apt-get update when the first
+# try fails; the output goes to $OUT/apt.log.
+apt_install() {
+  log "installing $*"
   export DEBIAN_FRONTEND=noninteractive
-  apt-get install -y -q "${pkgs[@]}" >"$OUT/apt.log" 2>&1 || {
+  apt-get install -y -q "$@" >>"$OUT/apt.log" 2>&1 || {
     apt-get update -q >>"$OUT/apt.log" 2>&1
-    apt-get install -y -q "${pkgs[@]}" >>"$OUT/apt.log" 2>&1
-  } || die "apt-get install ${pkgs[*]} failed (see $OUT/apt.log)"
+    apt-get install -y -q "$@" >>"$OUT/apt.log" 2>&1
+  } || die "apt-get install $* failed (see $OUT/apt.log)"
+}
+
+install_ceph() {  # up.sh also needs setfattr (package attr) for its CephFS layouts
+  local c
+  for c in ceph rados ceph-mon ceph-osd ceph-mgr ceph-mds ceph-fuse setfattr gcc; do
+    command -v "$c" >/dev/null || { apt_install ceph ceph-mds ceph-fuse attr gcc; return; }
+  done
 }
 
 # reap_anchor: the Ceph anchor's down.sh stops its daemons by their pid files,
@@ -117,4 +154,165 @@ reap_anchor() {
     sleep 0.5
   done
   kill -KILL "${left[@]}" 2>/dev/null || true  # ceph-mds ignores TERM without its mon
+}
+
+# anchor_running: some daemon of the Ceph anchor in $CDIR is alive (by its
+# pid files).
+anchor_running() {
+  local f
+  for f in "$CDIR"/run/*.pid; do
+    [[ -f $f ]] && kill -0 "$(cat "$f")" 2>/dev/null && return 0
+  done
+  return 1
+}
+
+# anchor_clear FORCE: a leftover $CDIR is cleared with the anchor's down.sh,
+# then reap_anchor. An anchor that is running may be someone else's
+# benchmark: left alone (status 1) unless FORCE is 1.
+anchor_clear() {
+  [[ -e $CDIR ]] || return 0
+  if [[ $1 != 1 ]] && anchor_running; then return 1; fi
+  log "$CDIR exists: running the anchor's down.sh first"
+  "$anchor/down.sh" >>"$OUT/ceph.predown.log" 2>&1 || true
+  reap_anchor
+}
+
+# anchor_up LOG [PREFIX]: the anchor's up.sh, its output in LOG (the tail
+# shown and status 1 when it fails); PREFIX starts the log lines.
+anchor_up() {
+  local up_log=$1 prefix=${2:-} t0
+  log "${prefix}starting the Ceph anchor (about 70 s)"
+  ceph_started=1
+  t0=$(date +%s)
+  "$anchor/up.sh" >"$up_log" 2>&1 || { tail -20 "$up_log" >&2; return 1; }
+  log "${prefix}Ceph anchor up in $(( $(date +%s) - t0 )) s"
+}
+
+# anchor_down [PREFIX]: the anchor's down.sh, then reap_anchor.
+# shellcheck disable=SC2120  # PREFIX is optional
+anchor_down() {
+  log "${1:-}stopping the Ceph anchor"
+  "$anchor/down.sh" >>"$OUT/ceph.down.log" 2>&1 || true
+  reap_anchor
+  ceph_started=0
+}
+
+# weft_up TEMPLATE LOG [PREFIX [VAR=VALUE...]]: a fresh 6-OSD
+# scripts/quickstart.sh cluster in a new `mktemp -d TEMPLATE` (weft_dir;
+# WEFT_CONF is exported), VAR=VALUE in its environment, its output in LOG
+# (the tail shown and status 1 when it fails). quickstart.sh also runs
+# install-deps.sh and build.sh (a no-op when the build is up to date).
+weft_up() {
+  local template=$1 up_log=$2 prefix=${3:-} t0
+  shift 2; [[ $# == 0 ]] || shift
+  weft_dir=$(mktemp -d "$template") || return 1
+  export WEFT_CONF=$weft_dir/weft.conf
+  log "${prefix}starting Weft (6 OSDs) in $weft_dir"
+  t0=$(date +%s)
+  env WEFT_DIR="$weft_dir" WEFT_OSDS=6 "$@" "$root/scripts/quickstart.sh" >"$up_log" 2>&1 \
+    || { tail -20 "$up_log" >&2; return 1; }
+  log "${prefix}Weft up in $(( $(date +%s) - t0 )) s"
+}
+
+# weft_wait_clean MIN [CMD...]: waits up to 300 s until `weft status` shows
+# at least MIN PGs, every one active+clean, and CMD (when given) succeeds.
+# The last status goes to $OUT/weft.status.txt; status 1 on timeout.
+weft_wait_clean() {
+  local min=$1 st="" total pgs; shift
+  for _ in $(seq 300); do
+    st=$("$bin/weft" status 2>&1 || true)
+    total=$(sed -n 's/^ *pools: *[0-9]* pools, \([0-9]*\) pgs.*/\1/p' <<<"$st")
+    pgs=$(sed -n 's/^ *pgs: *//p' <<<"$st")
+    if [[ -n $total && $total -ge $min && $pgs == "$total active+clean" ]] && { [[ $# == 0 ]] || "$@"; }; then
+      echo "$st" >"$OUT/weft.status.txt"; return 0
+    fi
+    sleep 1
+  done
+  echo "$st" >"$OUT/weft.status.txt"
+  return 1
+}
+
+# weft_purge [PREFIX]: `quickstart.sh purge` of the cluster in $weft_dir, if
+# any.
+# shellcheck disable=SC2120  # PREFIX is optional
+weft_purge() {
+  [[ -n $weft_dir ]] || return 0
+  log "${1:-}purging the Weft cluster in $weft_dir"
+  WEFT_DIR=$weft_dir "$root/scripts/quickstart.sh" purge >>"$OUT/weft.down.log" 2>&1 || true
+  weft_dir=""
+}
+
+# trap_exit [FUNC...]: on exit, also after INT (130) or TERM (143), runs the
+# FUNCs, then stops what is still running of what the script started (the
+# RSS sampler, the Weft cluster, the Ceph anchor), keeping the exit status.
+# shellcheck disable=SC2120  # the FUNCs are optional
+trap_exit() {
+  # shellcheck disable=SC2064  # the FUNCs are named now
+  trap "on_exit $*" EXIT
+  trap 'exit 130' INT
+  trap 'exit 143' TERM
+}
+on_exit() {
+  local rc=$? f
+  trap - EXIT INT TERM
+  for f in "$@"; do "$f" || true; done
+  stop_sampler
+  weft_purge
+  if [[ $ceph_started == 1 ]]; then anchor_down; fi
+  exit "$rc"
+}
+
+# machine_lines: the header's host and disk lines.
+machine_lines() {
+  echo "host: $(nproc) CPUs ($(awk -F': ' '/model name/ { print $2; exit }' /proc/cpuinfo)),"\
+       "memory $(free -m | awk '/^Mem:/ { print $2 " MiB total, " $7 " MiB available" }'),"\
+       "load average $(cut -d' ' -f1-3 /proc/loadavg)"
+  echo "disk: $(df -h /tmp | awk 'NR == 2 { print $1 " mounted at " $6 }') (both clusters store under /tmp)"
+}
+
+weft_version() { git -C "$root" --no-optional-locks describe --always --dirty 2>/dev/null || echo '?'; }
+
+# note_foreign WHAT COMM...: notes in the header how many processes named
+# COMM (other clusters', which take CPU) were running at the start.
+note_foreign() {
+  local what=$1 n c; shift
+  n=$(for c in "$@"; do pgrep -x "$c" || true; done | wc -l)
+  [[ $n == 0 ]] || echo "note: $n $what processes of other clusters were running at the start" | tee -a "$OUT/header.txt"
+}
+
+# value FILE LABEL: the text after LABEL on the first line starting with it.
+value() {
+  awk -v k="$2" 'index($0, k) == 1 { v = substr($0, length(k) + 1); gsub(/^[ \t]+|[ \t]+$/, "", v); print v; exit }' "$1"
+}
+
+# median_runs PREFIX CMD...: the median over the runs' outputs PREFIX.*.txt
+# of the figure `CMD... FILE` prints for each (the files without one left
+# out), "" when there is none.
+median_runs() {
+  local prefix=$1 f v vals=(); shift
+  for f in "$prefix".*.txt; do
+    [[ -f $f ]] || continue
+    v=$("$@" "$f")
+    [[ $v =~ ^[0-9.eE+-]+$ ]] && vals+=("$v")
+  done
+  [[ ${#vals[@]} -gt 0 ]] || return 0
+  printf '%s\n' "${vals[@]}" | median
+}
+
+# fixed NUMBER [DIGITS]: NUMBER with DIGITS decimals (1), "-" when empty.
+fixed() { [[ -n $1 ]] && printf "%.${2:-1}f" "$1" || printf -- '-'; }
+
+# ratio CEPH WEFT: "WEFT/CEPHx", "-" when either is missing or CEPH is 0.
+ratio() { [[ -n $1 && -n $2 ]] && awk -v a="$2" -v b="$1" 'BEGIN { if (b > 0) printf "%.2fx", a / b; else print "-" }' || printf -- '-'; }
+
+# print_verdicts: the report's end: the verdicts, the failed runs and the
+# wall time (since started_at).
+print_verdicts() {
+  local v f
+  echo "verdicts:"
+  [[ ${#verdicts[@]} -gt 0 ]] || echo "  (none: a side was skipped)"
+  for v in "${verdicts[@]}"; do echo "  $v"; done
+  for f in "${failures[@]}"; do echo "  FAILED RUN: $f"; done
+  echo
+  echo "wall time: $(( $(date +%s) - started_at )) s; raw outputs in $OUT"
 }

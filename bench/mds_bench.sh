@@ -41,24 +41,14 @@ RUNS=${RUNS:-1}
 MILLION=${MILLION:-0}
 MILLION_FILES=${MILLION_FILES:-1000000}
 MILLION_THREADS=${MILLION_THREADS:-16}
-FS=benchfs
+FS=benchfs META_PGS=16 DATA_PGS=32
 MDS_CACHE_MIB=512
 MDS_RSS_TARGET_MIB=$(( MDS_CACHE_MIB * 125 / 100 ))  # the cache limit + 25 %
 export CDIR=${CDIR:-/tmp/cephanchor}   # up.sh/down.sh read them too
 export MNT=${MNT:-/mnt/cephanchor}
 
-do_ceph=1 do_weft=1
-for a in "$@"; do
-  case "$a" in
-    --skip-ceph) do_ceph=0 ;;
-    --skip-weft) do_weft=0 ;;
-    -h|--help) sed -n '2,28p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
-    *) echo "usage: $0 [--skip-ceph] [--skip-weft]" >&2; exit 2 ;;
-  esac
-done
-for v in FILES THREADS RUNS MILLION_FILES MILLION_THREADS; do
-  [[ ${!v} =~ ^[1-9][0-9]*$ ]] || { echo "$v must be a positive integer" >&2; exit 2; }
-done
+side_options "[--skip-ceph] [--skip-weft]" "$@"
+need_positive_int FILES THREADS RUNS MILLION_FILES MILLION_THREADS
 [[ $MILLION == 0 || $MILLION == 1 ]] || { echo "MILLION must be 0 or 1" >&2; exit 2; }
 [[ $THREADS -le 1024 && $MILLION_THREADS -le 1024 ]] || { echo "THREADS must be <= 1024 (mdbench.c's limit)" >&2; exit 2; }
 
@@ -67,101 +57,58 @@ mkdir -p "$OUT"
 ceph_conf=$CDIR/ceph.conf
 W=("$bin/weft")
 
-
-# ---------------------------------------------------------------- cleanup --
+# The exit trap stops what the script started (lib.sh).
 ceph_started=0 weft_dir="" sampler_pid="" failures=()
-cleanup() {
-  local rc=$?
-  trap - EXIT INT TERM
-  if [[ -n "$sampler_pid" ]]; then kill "$sampler_pid" 2>/dev/null || true; wait "$sampler_pid" 2>/dev/null || true; fi
-  if [[ $ceph_started == 1 ]]; then
-    log "stopping the Ceph anchor"; "$anchor/down.sh" >>"$OUT/ceph.down.log" 2>&1 || true
-    reap_anchor
-  fi
-  if [[ -n "$weft_dir" ]]; then
-    log "purging the Weft cluster in $weft_dir"
-    WEFT_DIR=$weft_dir "$root/scripts/quickstart.sh" purge >>"$OUT/weft.down.log" 2>&1 || true
-  fi
-  exit "$rc"
-}
-trap cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
-
-# ---------------------------------------------------------------- helpers --
-
-# Sample VmRSS of the processes in the given pid files every second, as
-# "name rss_kib" lines into $1, until killed.
-
-
-
-# reap_anchor (lib.sh) stops what down.sh leaves of the anchor.
-
-
+trap_exit
 
 # ----------------------------------------------------------------- header --
 started_at=$(date +%s)
 if [[ $do_ceph == 1 ]]; then install_ceph; fi
 {
   echo "# Weft MDS vs CephFS MDS, mdbench workload, $(date -u '+%Y-%m-%d %H:%M:%S UTC')"
-  echo "host: $(nproc) CPUs ($(awk -F': ' '/model name/ { print $2; exit }' /proc/cpuinfo)),"\
-       "memory $(free -m | awk '/^Mem:/ { print $2 " MiB total, " $7 " MiB available" }'),"\
-       "load average $(cut -d' ' -f1-3 /proc/loadavg)"
-  echo "disk: $(df -h /tmp | awk 'NR == 2 { print $1 " mounted at " $6 }') (both clusters store under /tmp)"
-  echo "weft: $(git -C "$root" --no-optional-locks describe --always --dirty 2>/dev/null || echo '?')"
+  machine_lines
+  echo "weft: $(weft_version)"
   echo "ceph: $(ceph --version 2>/dev/null | awk '{ print $3, $5 }' || echo 'not installed')"
   echo "workload: $THREADS threads x $FILES files, private dirs then one shared dir, runs: $RUNS$([[ $MILLION == 1 ]] && echo "; memory test: $MILLION_FILES files in one dir by $MILLION_THREADS threads, mds_cache_memory_limit $MDS_CACHE_MIB MiB")"
   echo "raw outputs: $OUT"
 } | tee "$OUT/header.txt"
 commands=()
 # Other clusters on the machine take CPU; the script stops only what it started.
-foreign=$( { pgrep -x ceph-osd || true; pgrep -x weft-osd || true; pgrep -x weft-mds || true; pgrep -x ceph-mds || true; } | wc -l )
-[[ $foreign == 0 ]] || echo "note: $foreign OSD/MDS processes of other clusters were running at the start" | tee -a "$OUT/header.txt"
+note_foreign OSD/MDS ceph-osd weft-osd weft-mds ceph-mds
 
 # ------------------------------------------------------------------- weft --
-weft_fs_ready() {  # waits until rank 0 of $FS answers FsStatus as active
+# weft_fs_ready [FILE]: waits until rank 0 of $FS answers FsStatus as
+# active; FILE gets that last answer.
+weft_fs_ready() {
   local st=""
   for _ in $(seq 120); do
     st=$("${W[@]}" fs status "$FS" 2>&1 || true)
-    grep -q '^  state: active' <<<"$st" && return 0
+    if grep -q '^  state: active' <<<"$st"; then
+      [[ -z ${1:-} ]] || echo "$st" >"$1"
+      return 0
+    fi
     sleep 1
   done
   die "filesystem $FS not active after 120 s: $(tr '\n' ' ' <<<"$st")"
 }
 
-weft_up() {
+weft_start() {
   wait_for_build
-  weft_dir=$(mktemp -d /tmp/weft-mdbench-cluster.XXXXXX)
-  export WEFT_CONF=$weft_dir/weft.conf
-  log "starting Weft (6 OSDs) in $weft_dir"
-  local t0; t0=$(date +%s)
-  # quickstart.sh also runs install-deps.sh and build.sh (which builds
-  # weft-mdbench; a no-op when the build is up to date).
-  WEFT_DIR=$weft_dir WEFT_OSDS=6 "$root/scripts/quickstart.sh" >"$OUT/weft.up.log" 2>&1 \
-    || { tail -20 "$OUT/weft.up.log" >&2; die "quickstart.sh failed"; }
-  log "Weft up in $(( $(date +%s) - t0 )) s"
+  # quickstart.sh's build.sh builds weft-mdbench too.
+  weft_up /tmp/weft-mdbench-cluster.XXXXXX "$OUT/weft.up.log" || die "quickstart.sh failed"
   [[ -x $bin/weft-mdbench ]] || die "$bin/weft-mdbench missing after the build"
   {
-    "${W[@]}" pool create benchmeta --size 3 --pg-num 16 &&
-    "${W[@]}" pool create benchdata --size 3 --pg-num 32
+    "${W[@]}" pool create benchmeta --size 3 --pg-num "$META_PGS" &&
+    "${W[@]}" pool create benchdata --size 3 --pg-num "$DATA_PGS"
   } >"$OUT/weft.pool.log" 2>&1 || { cat "$OUT/weft.pool.log" >&2; die "creating the Weft pools failed"; }
   log "waiting for the Weft PGs to be active+clean"
-  local ok=0 st=""
-  for _ in $(seq 300); do
-    st=$("${W[@]}" status 2>&1 || true)
-    local total pgs
-    total=$(sed -n 's/^ *pools: *[0-9]* pools, \([0-9]*\) pgs.*/\1/p' <<<"$st")
-    pgs=$(sed -n 's/^ *pgs: *//p' <<<"$st")
-    if [[ -n $total && $total -ge 48 && $pgs == "$total active+clean" ]]; then ok=1; break; fi
-    sleep 1
-  done
-  echo "$st" >"$OUT/weft.status.txt"
-  [[ $ok == 1 ]] || die "Weft PGs not active+clean after 300 s: $(grep -E 'pgs:|HEALTH' <<<"$st" | tr '\n' ' ')"
+  weft_wait_clean $(( META_PGS + DATA_PGS )) ||
+    die "Weft PGs not active+clean after 300 s: $(grep -E 'pgs:|HEALTH' "$OUT/weft.status.txt" | tr '\n' ' ')"
   "${W[@]}" fs new "$FS" --metadata-pool benchmeta --data-pool benchdata >>"$OUT/weft.pool.log" 2>&1 \
     || { cat "$OUT/weft.pool.log" >&2; die "weft fs new failed"; }
   weft_fs_ready
   commands+=("WEFT_DIR=\$(mktemp -d) WEFT_OSDS=6 scripts/quickstart.sh")
-  commands+=("weft pool create benchmeta --size 3 --pg-num 16; weft pool create benchdata --size 3 --pg-num 32")
+  commands+=("weft pool create benchmeta --size 3 --pg-num $META_PGS; weft pool create benchdata --size 3 --pg-num $DATA_PGS")
   commands+=("weft fs new $FS --metadata-pool benchmeta --data-pool benchdata")
 }
 
@@ -179,8 +126,7 @@ weft_million() {
   setsid "$bin/weft-mds" --name a >>"$weft_dir/log/mds.a.log" 2>&1 </dev/null &
   echo $! >"$pidfile"
   disown
-  weft_fs_ready
-  "${W[@]}" fs status "$FS" >"$OUT/weft.million.fs_status.txt" 2>&1 || true
+  weft_fs_ready "$OUT/weft.million.fs_status.txt"
   run_tool "weft create-only $MILLION_FILES" "$OUT/weft.million.txt" \
     "$bin/weft-mdbench" -c "$WEFT_CONF" --fs "$FS" --threads "$MILLION_THREADS" --create-only "$MILLION_FILES" --dir million
   commands+=("echo 'mds_cache_memory_limit = $(( MDS_CACHE_MIB << 20 ))' >> weft.conf; restart weft-mds")
@@ -190,7 +136,7 @@ weft_million() {
 }
 
 weft_part() {
-  weft_up
+  weft_start
   local pidfile=$weft_dir/run/mds.pid
   start_sampler "$OUT/weft.rss.samples" "$pidfile"
   for r in $(seq "$RUNS"); do
@@ -205,28 +151,15 @@ weft_part() {
   weft_rss=$(peak_rss "$OUT/weft.rss" "$pidfile")
   "${W[@]}" fs status "$FS" >"$OUT/weft.fs_status.txt" 2>&1 || true
   if [[ $MILLION == 1 ]]; then weft_million; fi
-  log "purging the Weft cluster"
-  WEFT_DIR=$weft_dir "$root/scripts/quickstart.sh" purge >"$OUT/weft.down.log" 2>&1 || true
-  weft_dir=""
+  weft_purge
 }
 
 # ------------------------------------------------------------------- ceph --
 ceph_part() {
-  if [[ -e $CDIR ]]; then
-    local f
-    for f in "$CDIR"/run/*.pid; do
-      [[ -f $f ]] && kill -0 "$(cat "$f")" 2>/dev/null &&
-        die "the Ceph anchor in $CDIR is running (not started by this script): stop it with $anchor/down.sh first"
-    done
-    log "$CDIR exists, nothing running: running the anchor's down.sh to clear it"
-    "$anchor/down.sh" >"$OUT/ceph.predown.log" 2>&1 || true
-  fi
+  anchor_clear 0 ||
+    die "the Ceph anchor in $CDIR is running (not started by this script): stop it with $anchor/down.sh first"
   gcc -O2 -pthread "$anchors/bench/mdbench.c" -o "$OUT/mdbench" || die "compiling mdbench.c failed"
-  log "starting the Ceph anchor (about 70 s)"
-  ceph_started=1
-  local t0; t0=$(date +%s)
-  "$anchor/up.sh" >"$OUT/ceph.up.log" 2>&1 || { tail -20 "$OUT/ceph.up.log" >&2; die "ceph up.sh failed"; }
-  log "Ceph anchor up in $(( $(date +%s) - t0 )) s"
+  anchor_up "$OUT/ceph.up.log" || die "ceph up.sh failed"
   mountpoint -q "$MNT" || die "$MNT is not mounted after up.sh"
   ceph -c "$ceph_conf" -s >"$OUT/ceph.status.txt" 2>&1 || true
   local pidfile=$CDIR/run/mds.a.pid
@@ -244,10 +177,7 @@ ceph_part() {
   commands+=("$OUT/mdbench $MNT/rep3/mdbench.PID.R.private $THREADS $FILES")
   commands+=("$OUT/mdbench $MNT/rep3/mdbench.PID.R.shared $THREADS $FILES shared")
   ceph_rss=$(peak_rss "$OUT/ceph.rss" "$pidfile")
-  log "stopping the Ceph anchor"
-  "$anchor/down.sh" >"$OUT/ceph.down.log" 2>&1 || true
-  reap_anchor
-  ceph_started=0
+  anchor_down
 }
 
 ceph_rss="" weft_rss="" million_hwm=""
@@ -262,20 +192,14 @@ if [[ $do_ceph == 1 ]]; then ceph_part; fi
 # FILES shared); the printed rate, unlike the seconds (%.3f), keeps its
 # precision when a listing takes a millisecond.
 metric() {
-  local sys=$1 mode=$2 phase=$3 f vals=() per_dir=$FILES
+  local sys=$1 mode=$2 phase=$3 per_dir=$FILES
   [[ $mode == shared ]] && per_dir=$(( THREADS * FILES ))
-  for f in "$OUT/$sys.$mode".*.txt; do
-    [[ -f $f ]] || continue
-    local v
-    v=$(awk -v p="$phase" -v n="$per_dir" '
-      $1 == p && NF == 4 { if (p == "readdir") printf "%.1f", n * $4; else print $4; exit }' "$f")
-    [[ $v =~ ^[0-9.eE+-]+$ ]] && vals+=("$v")
-  done
-  [[ ${#vals[@]} -gt 0 ]] || return 0
-  printf '%s\n' "${vals[@]}" | median
+  median_runs "$OUT/$sys.$mode" phase_rate "$phase" "$per_dir"
 }
-fmt() { [[ -n $1 ]] && printf "%.${2:-1}f" "$1" || printf -- '-'; }
-ratio() { [[ -n $1 && -n $2 ]] && awk -v a="$2" -v b="$1" 'BEGIN { if (b > 0) printf "%.2fx", a / b; else print "-" }' || printf -- '-'; }
+phase_rate() {  # PHASE PER_DIR FILE
+  awk -v p="$1" -v n="$2" '
+    $1 == p && NF == 4 { if (p == "readdir") printf "%.1f", n * $4; else print $4; exit }' "$3"
+}
 
 verdicts=()
 row() { printf '%-36s %11s %11s %10s  %s\n' "$@"; }
@@ -286,11 +210,11 @@ rate_row() {  # mode phase label target_x (empty: no target)
   if [[ -n $x ]]; then
     if [[ -n $c && -n $w ]]; then
       v=$(awk -v c="$c" -v w="$w" -v x="$x" 'BEGIN { print (w >= x * c) ? "PASS" : "MISS" }')
-      verdicts+=("$v  $mode $phase/s >= ${x}x ceph (weft $(fmt "$w"), ceph $(fmt "$c"): $(ratio "$c" "$w"))")
+      verdicts+=("$v  $mode $phase/s >= ${x}x ceph (weft $(fixed "$w"), ceph $(fixed "$c"): $(ratio "$c" "$w"))")
     fi
     note="target >= $(printf '%.2f' "$x")x: $v"
   fi
-  row "$label" "$(fmt "$c")" "$(fmt "$w")" "$(ratio "$c" "$w")" "$note"
+  row "$label" "$(fixed "$c")" "$(fixed "$w")" "$(ratio "$c" "$w")" "$note"
 }
 
 {
@@ -319,11 +243,11 @@ rate_row() {  # mode phase label target_x (empty: no target)
     mv="-"
     if [[ -n $million_hwm ]]; then
       mv=$( [[ $million_hwm -le $MDS_RSS_TARGET_MIB ]] && echo PASS || echo MISS )
-      verdicts+=("$mv  MDS peak RSS over $MILLION_FILES creates in one dir <= $MDS_RSS_TARGET_MIB MiB (512 MiB cache limit + 25 %): $million_hwm MiB$local_scale")
+      verdicts+=("$mv  MDS peak RSS over $MILLION_FILES creates in one dir <= $MDS_RSS_TARGET_MIB MiB ($MDS_CACHE_MIB MiB cache limit + 25 %): $million_hwm MiB$local_scale")
     fi
     echo
     echo "memory test: $MILLION_FILES files in one directory by $MILLION_THREADS threads, mds_cache_memory_limit = $MDS_CACHE_MIB MiB$local_scale"
-    row "create (ops/s)" "" "$(fmt "$mrate")" "" ""
+    row "create (ops/s)" "" "$(fixed "$mrate")" "" ""
     row "MDS RSS after, FsStatus (MiB)" "" "${mafter:--}" "" ""
     row "MDS peak RSS, VmHWM (MiB)" "" "${million_hwm:--}" "" "target <= $MDS_RSS_TARGET_MIB MiB: $mv"
     grep '^mds_' "$OUT/weft.million.txt" | sed 's/^/  weft-mdbench: /'
@@ -334,12 +258,7 @@ rate_row() {  # mode phase label target_x (empty: no target)
   echo "MDS peak RSS is the VmHWM of the MDS process at the end of the runs (startup included);"
   echo "weft-mds also runs the cluster's map manager."
   echo
-  echo "verdicts:"
-  [[ ${#verdicts[@]} -gt 0 ]] || echo "  (none: a side was skipped)"
-  for v in "${verdicts[@]}"; do echo "  $v"; done
-  for f in "${failures[@]}"; do echo "  FAILED RUN: $f"; done
-  echo
-  echo "wall time: $(( $(date +%s) - started_at )) s; raw outputs in $OUT"
+  print_verdicts
 } | tee "$OUT/report.txt"
 
 [[ ${#failures[@]} == 0 ]]

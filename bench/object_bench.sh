@@ -48,18 +48,8 @@ fi
 RSS_TARGET_MIB=512
 export CDIR=${CDIR:-/tmp/cephanchor}   # up.sh/down.sh read it too
 
-do_ceph=1 do_weft=1
-for a in "$@"; do
-  case "$a" in
-    --skip-ceph) do_ceph=0 ;;
-    --skip-weft) do_weft=0 ;;
-    -h|--help) sed -n '2,24p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
-    *) echo "usage: $0 [--skip-ceph] [--skip-weft]" >&2; exit 2 ;;
-  esac
-done
-for v in SECONDS_PER_RUN THREADS OBJ_PG_NUM RUNS; do
-  [[ ${!v} =~ ^[1-9][0-9]*$ ]] || { echo "$v must be a positive integer" >&2; exit 2; }
-done
+side_options "[--skip-ceph] [--skip-weft]" "$@"
+need_positive_int SECONDS_PER_RUN THREADS OBJ_PG_NUM RUNS
 block_bytes=$(numfmt --from=iec "${BLOCK%B}") || { echo "BLOCK: bad size '$BLOCK'" >&2; exit 2; }
 
 OUT=${OUT:-$(mktemp -d /tmp/weft-objbench.XXXXXX)}
@@ -69,31 +59,9 @@ C=(ceph -c "$ceph_conf")
 R=(rados -c "$ceph_conf")
 W=("$bin/weft")
 
-
-# ---------------------------------------------------------------- cleanup --
+# The exit trap stops what the script started (lib.sh).
 ceph_started=0 weft_dir="" sampler_pid="" failures=()
-cleanup() {
-  local rc=$?
-  trap - EXIT INT TERM
-  if [[ -n "$sampler_pid" ]]; then kill "$sampler_pid" 2>/dev/null || true; wait "$sampler_pid" 2>/dev/null || true; fi
-  if [[ $ceph_started == 1 ]]; then
-    log "stopping the Ceph anchor"; "$anchor/down.sh" >>"$OUT/ceph.down.log" 2>&1 || true
-  fi
-  if [[ -n "$weft_dir" ]]; then
-    log "purging the Weft cluster in $weft_dir"
-    WEFT_DIR=$weft_dir "$root/scripts/quickstart.sh" purge >>"$OUT/weft.down.log" 2>&1 || true
-  fi
-  exit "$rc"
-}
-trap cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
-
-# ---------------------------------------------------------------- helpers --
-# value FILE LABEL: the text after LABEL on the first line starting with it.
-value() {
-  awk -v k="$2" 'index($0, k) == 1 { v = substr($0, length(k) + 1); gsub(/^[ \t]+|[ \t]+$/, "", v); print v; exit }' "$1"
-}
+trap_exit
 
 drop_caches() {
   sync
@@ -102,22 +70,13 @@ drop_caches() {
   fi
 }
 
-# Sample VmRSS of the processes in the given pid files every second, as
-# "name rss_kib" lines into $1, until killed.
-
-
-
 # ----------------------------------------------------------------- header --
-
 started_at=$(date +%s)
 if [[ $do_ceph == 1 ]]; then install_ceph; fi
 {
   echo "# Weft object layer vs rados bench (Ceph anchor), $(date -u '+%Y-%m-%d %H:%M:%S UTC')"
-  echo "host: $(nproc) CPUs ($(awk -F': ' '/model name/ { print $2; exit }' /proc/cpuinfo)),"\
-       "memory $(free -m | awk '/^Mem:/ { print $2 " MiB total, " $7 " MiB available" }'),"\
-       "load average $(cut -d' ' -f1-3 /proc/loadavg)"
-  echo "disk: $(df -h /tmp | awk 'NR == 2 { print $1 " mounted at " $6 }') (both clusters store under /tmp)"
-  echo "weft: $(git -C "$root" --no-optional-locks describe --always --dirty 2>/dev/null || echo '?')"
+  machine_lines
+  echo "weft: $(weft_version)"
   echo "ceph: $(ceph --version 2>/dev/null | awk '{ print $3, $5 }' || echo 'not installed yet')"
   echo "workload: pool $POOL $([[ -n $EC ]] && echo "erasure $EC min_size $((ec_k + 1))" || echo "size 3 min_size 2") pg_num $OBJ_PG_NUM, $THREADS threads,"\
        "$BLOCK ($block_bytes B) objects, ${SECONDS_PER_RUN}s write then seq, runs: $RUNS,"\
@@ -125,24 +84,24 @@ if [[ $do_ceph == 1 ]]; then install_ceph; fi
   echo "raw outputs: $OUT"
 } | tee "$OUT/header.txt"
 commands=()
-foreign=$( { pgrep -x ceph-osd || true; pgrep -x weft-osd || true; } | wc -l )
-[[ $foreign == 0 ]] || echo "note: $foreign OSD processes of other clusters were running at the start" | tee -a "$OUT/header.txt"
+note_foreign OSD ceph-osd weft-osd
 
 # Idle clusters cost CPU: the default quickstart cluster must not run beside
 # either measurement.
 "$root/scripts/quickstart.sh" down >/dev/null 2>&1 || true
 
 # ------------------------------------------------------------------- ceph --
+ceph_pgs_clean() {  # every PG of the anchor active+clean
+  "${C[@]}" pg stat -f json 2>/dev/null | python3 -c '
+import json, sys
+d = json.load(sys.stdin); d = d.get("pg_summary", d)
+states = {s["name"]: s["num"] for s in d["num_pg_by_state"]}
+sys.exit(0 if states and list(states) == ["active+clean"] else 1)'
+}
+
 ceph_part() {
-  if [[ -e $CDIR ]]; then
-    log "$CDIR exists: running the anchor's down.sh first"
-    "$anchor/down.sh" >"$OUT/ceph.predown.log" 2>&1 || true
-  fi
-  log "starting the Ceph anchor (about 70 s)"
-  ceph_started=1
-  local t0; t0=$(date +%s)
-  "$anchor/up.sh" >"$OUT/ceph.up.log" 2>&1 || { tail -20 "$OUT/ceph.up.log" >&2; die "ceph up.sh failed"; }
-  log "Ceph anchor up in $(( $(date +%s) - t0 )) s"
+  anchor_clear 1  # this script stops an anchor it finds running
+  anchor_up "$OUT/ceph.up.log" || die "ceph up.sh failed"
 
   if [[ -n $EC ]]; then
     {
@@ -152,25 +111,20 @@ ceph_part() {
     } >"$OUT/ceph.pool.log" 2>&1 || { cat "$OUT/ceph.pool.log" >&2; die "creating the Ceph pool failed"; }
     commands+=("ceph -c $ceph_conf osd erasure-code-profile set weft$ec_k$ec_m k=$ec_k m=$ec_m crush-failure-domain=osd; ... osd pool create $POOL $OBJ_PG_NUM $OBJ_PG_NUM erasure weft$ec_k$ec_m; ... application enable $POOL rados")
   else
-  {
-    "${C[@]}" osd pool create "$POOL" "$OBJ_PG_NUM" "$OBJ_PG_NUM" replicated &&
-    "${C[@]}" osd pool set "$POOL" size 3 &&
-    "${C[@]}" osd pool set "$POOL" min_size 2 &&
-    "${C[@]}" osd pool application enable "$POOL" rados
-  } >"$OUT/ceph.pool.log" 2>&1 || { cat "$OUT/ceph.pool.log" >&2; die "creating the Ceph pool failed"; }
-  commands+=("ceph -c $ceph_conf osd pool create $POOL $OBJ_PG_NUM $OBJ_PG_NUM replicated; ... set size 3; ... set min_size 2; ... application enable $POOL rados")
+    {
+      "${C[@]}" osd pool create "$POOL" "$OBJ_PG_NUM" "$OBJ_PG_NUM" replicated &&
+      "${C[@]}" osd pool set "$POOL" size 3 &&
+      "${C[@]}" osd pool set "$POOL" min_size 2 &&
+      "${C[@]}" osd pool application enable "$POOL" rados
+    } >"$OUT/ceph.pool.log" 2>&1 || { cat "$OUT/ceph.pool.log" >&2; die "creating the Ceph pool failed"; }
+    commands+=("ceph -c $ceph_conf osd pool create $POOL $OBJ_PG_NUM $OBJ_PG_NUM replicated; ... set size 3; ... set min_size 2; ... application enable $POOL rados")
   fi
   log "waiting for the Ceph PGs to be active+clean"
-  local ok=0
-  for _ in $(seq 300); do
-    if "${C[@]}" pg stat -f json 2>/dev/null | python3 -c '
-import json, sys
-d = json.load(sys.stdin); d = d.get("pg_summary", d)
-states = {s["name"]: s["num"] for s in d["num_pg_by_state"]}
-sys.exit(0 if states and list(states) == ["active+clean"] else 1)'; then ok=1; break; fi
+  local tries=0
+  until ceph_pgs_clean; do
+    (( ++tries < 300 )) || die "Ceph PGs not active+clean after 300 s: $("${C[@]}" pg stat 2>&1)"
     sleep 1
   done
-  [[ $ok == 1 ]] || die "Ceph PGs not active+clean after 300 s: $("${C[@]}" pg stat 2>&1)"
   "${C[@]}" -s >"$OUT/ceph.status.txt" 2>&1 || true
   "${C[@]}" osd pool ls detail >>"$OUT/ceph.status.txt" 2>&1 || true
 
@@ -191,9 +145,7 @@ sys.exit(0 if states and list(states) == ["active+clean"] else 1)'; then ok=1; b
   commands+=("rados -c $ceph_conf -p $POOL bench $SECONDS_PER_RUN write -t $THREADS -b $block_bytes --no-cleanup")
   commands+=("rados -c $ceph_conf -p $POOL bench $SECONDS_PER_RUN seq -t $THREADS")
   ceph_rss=$(peak_rss "$OUT/ceph.rss" "${pidfiles[@]}")
-  log "stopping the Ceph anchor"
-  "$anchor/down.sh" >"$OUT/ceph.down.log" 2>&1 || true
-  ceph_started=0
+  anchor_down
 }
 
 # ------------------------------------------------------------------- weft --
@@ -202,32 +154,15 @@ weft_part() {
   if [[ ! -x $bin/weft || ! -x $bin/weft-osd || ! -x $bin/weft-mds ]]; then
     log "building Weft"; "$root/scripts/build.sh" >"$OUT/weft.build.log" 2>&1 || die "build failed"
   fi
-  weft_dir=$(mktemp -d /tmp/weft-objbench-cluster.XXXXXX)
-  export WEFT_CONF=$weft_dir/weft.conf
-  log "starting Weft (6 OSDs) in $weft_dir"
-  local t0; t0=$(date +%s)
-  # quickstart.sh also runs install-deps.sh and build.sh (a no-op when the
-  # build is up to date).
-  WEFT_DIR=$weft_dir WEFT_OSDS=6 "$root/scripts/quickstart.sh" >"$OUT/weft.up.log" 2>&1 \
-    || { tail -20 "$OUT/weft.up.log" >&2; die "quickstart.sh failed"; }
-  log "Weft up in $(( $(date +%s) - t0 )) s"
+  weft_up /tmp/weft-objbench-cluster.XXXXXX "$OUT/weft.up.log" || die "quickstart.sh failed"
   local shape=(--size 3 --min-size 2)
   [[ -z $EC ]] || shape=(--ec "$EC" --failure-domain osd)
   "${W[@]}" pool create "$POOL" "${shape[@]}" --pg-num "$OBJ_PG_NUM" >"$OUT/weft.pool.log" 2>&1 \
     || { cat "$OUT/weft.pool.log" >&2; die "creating the Weft pool failed"; }
   commands+=("WEFT_DIR=\$(mktemp -d) WEFT_OSDS=6 scripts/quickstart.sh; weft pool create $POOL ${shape[*]} --pg-num $OBJ_PG_NUM")
   log "waiting for the Weft PGs to be active+clean"
-  local ok=0 st=""
-  for _ in $(seq 300); do
-    st=$("${W[@]}" status 2>&1 || true)
-    local total pgs
-    total=$(sed -n 's/^ *pools: *[0-9]* pools, \([0-9]*\) pgs.*/\1/p' <<<"$st")
-    pgs=$(sed -n 's/^ *pgs: *//p' <<<"$st")
-    if [[ -n $total && $total -ge $OBJ_PG_NUM && $pgs == "$total active+clean" ]]; then ok=1; break; fi
-    sleep 1
-  done
-  echo "$st" >"$OUT/weft.status.txt"
-  [[ $ok == 1 ]] || die "Weft PGs not active+clean after 300 s: $(grep -E 'pgs:|HEALTH' <<<"$st" | tr '\n' ' ')"
+  weft_wait_clean "$OBJ_PG_NUM" ||
+    die "Weft PGs not active+clean after 300 s: $(grep -E 'pgs:|HEALTH' "$OUT/weft.status.txt" | tr '\n' ' ')"
 
   local pidfiles=("$weft_dir"/run/osd.*.pid)
   [[ ${#pidfiles[@]} == 6 ]] || die "expected 6 weft-osd pid files, found ${#pidfiles[@]}"
@@ -248,9 +183,7 @@ weft_part() {
   commands+=("weft bench $POOL seq --seconds $SECONDS_PER_RUN --threads $THREADS")
   weft_rss=$(peak_rss "$OUT/weft.rss" "${pidfiles[@]}")
   "${W[@]}" status >>"$OUT/weft.status.txt" 2>&1 || true
-  log "purging the Weft cluster"
-  WEFT_DIR=$weft_dir "$root/scripts/quickstart.sh" purge >"$OUT/weft.down.log" 2>&1 || true
-  weft_dir=""
+  weft_purge
 }
 
 ceph_rss="" weft_rss=""
@@ -265,17 +198,12 @@ if [[ $do_weft == 1 ]]; then weft_part; fi
 metric() {
   local sys=$1 mode=$2 label=$3 scale=1
   [[ $sys == weft && $label == "Bandwidth (MB/sec):" ]] && scale=$(calc "1000000 / 1048576")
-  local f vals=()
-  for f in "$OUT/$sys.$mode".*.txt; do
-    [[ -f $f ]] || continue
-    local v; v=$(value "$f" "$label")
-    [[ $v =~ ^[0-9.eE+-]+$ ]] && vals+=("$(calc "$v * $scale")")
-  done
-  [[ ${#vals[@]} -gt 0 ]] || return 0
-  printf '%s\n' "${vals[@]}" | median
+  median_runs "$OUT/$sys.$mode" scaled_value "$label" "$scale"
 }
-fmt() { [[ -n $1 ]] && printf "%.${2:-3}f" "$1" || printf -- '-'; }
-ratio() { [[ -n $1 && -n $2 ]] && awk -v a="$2" -v b="$1" 'BEGIN { if (b > 0) printf "%.2fx", a / b; else print "-" }' || printf -- '-'; }
+scaled_value() {  # LABEL SCALE FILE
+  local v; v=$(value "$3" "$1")
+  [[ $v =~ ^[0-9.eE+-]+$ ]] && calc "$v * $2"
+}
 
 declare -A M
 for sys in ceph weft; do
@@ -298,7 +226,7 @@ bw_row() {  # mode label
     v=$(awk -v c="$c" -v w="$w" 'BEGIN { print (w >= 1.5 * c) ? "PASS" : "MISS" }')
     verdicts+=("$v  $1 bandwidth >= 1.5x ceph ($(ratio "$c" "$w"))")
   fi
-  row "$2" "$(fmt "$c" 1)" "$(fmt "$w" 1)" "$(ratio "$c" "$w")" "target >= 1.50x: $v"
+  row "$2" "$(fixed "$c" 1)" "$(fixed "$w" 1)" "$(ratio "$c" "$w")" "target >= 1.50x: $v"
 }
 # rados bench prints no percentiles (avg/stddev/max/min only). Ceph's p99 is
 # bounded, without inventing it: p99 <= max, and since at most 1% of the
@@ -314,10 +242,10 @@ p99_rows() {  # mode
     v=$(awk -v lb="$lb" -v mx="$cm" -v w="$wp" 'BEGIN { print (w <= lb) ? "PASS" : (w > mx) ? "MISS" : "UNDECIDED" }')
     how="ceph p99 n/a: PASS if <= its lower bound, MISS if > its max"
   fi
-  row "$mode p99 latency (s)" "$([[ -n $cp ]] && fmt "$cp" 4 || echo n/a)" "$(fmt "$wp" 4)" "$(ratio "$cp" "$wp")" \
+  row "$mode p99 latency (s)" "$([[ -n $cp ]] && fixed "$cp" 4 || echo n/a)" "$(fixed "$wp" 4)" "$(ratio "$cp" "$wp")" \
     "target <= ceph: $v${how:+ ($how)}"
-  [[ -n $cp ]] || row "  ceph p99 lower bound (derived)" "$(fmt "$lb" 4)" "" "$(ratio "$lb" "$wp")" "(avg - 0.01 max) / 0.99"
-  [[ $v == - ]] || verdicts+=("$v  $mode p99 latency <= ceph's (weft $(fmt "$wp" 4) s; ceph $([[ -n $cp ]] && echo "p99 $(fmt "$cp" 4)" || echo "p99 not printed by rados bench, >= $(fmt "$lb" 4), avg $(fmt "$ca" 4), max $(fmt "$cm" 4)") s)")
+  [[ -n $cp ]] || row "  ceph p99 lower bound (derived)" "$(fixed "$lb" 4)" "" "$(ratio "$lb" "$wp")" "(avg - 0.01 max) / 0.99"
+  [[ $v == - ]] || verdicts+=("$v  $mode p99 latency <= ceph's (weft $(fixed "$wp" 4) s; ceph $([[ -n $cp ]] && echo "p99 $(fixed "$cp" 4)" || echo "p99 not printed by rados bench, >= $(fixed "$lb" 4), avg $(fixed "$ca" 4), max $(fixed "$cm" 4)") s)")
 }
 
 {
@@ -332,12 +260,12 @@ p99_rows() {  # mode
   bw_row write "write bandwidth (MiB/s)"
   bw_row seq "seq read bandwidth (MiB/s)"
   for mode in write seq; do
-    row "$mode IOPS" "$(fmt "${M[ceph.$mode.iops]}" 1)" "$(fmt "${M[weft.$mode.iops]}" 1)" "$(ratio "${M[ceph.$mode.iops]}" "${M[weft.$mode.iops]}")" ""
+    row "$mode IOPS" "$(fixed "${M[ceph.$mode.iops]}" 1)" "$(fixed "${M[weft.$mode.iops]}" 1)" "$(ratio "${M[ceph.$mode.iops]}" "${M[weft.$mode.iops]}")" ""
   done
   for mode in write seq; do
-    row "$mode avg latency (s)" "$(fmt "${M[ceph.$mode.avg]}" 4)" "$(fmt "${M[weft.$mode.avg]}" 4)" "$(ratio "${M[ceph.$mode.avg]}" "${M[weft.$mode.avg]}")" ""
+    row "$mode avg latency (s)" "$(fixed "${M[ceph.$mode.avg]}" 4)" "$(fixed "${M[weft.$mode.avg]}" 4)" "$(ratio "${M[ceph.$mode.avg]}" "${M[weft.$mode.avg]}")" ""
     p99_rows "$mode"
-    row "$mode max latency (s)" "$(fmt "${M[ceph.$mode.max]}" 4)" "$(fmt "${M[weft.$mode.max]}" 4)" "$(ratio "${M[ceph.$mode.max]}" "${M[weft.$mode.max]}")" ""
+    row "$mode max latency (s)" "$(fixed "${M[ceph.$mode.max]}" 4)" "$(fixed "${M[weft.$mode.max]}" 4)" "$(ratio "${M[ceph.$mode.max]}" "${M[weft.$mode.max]}")" ""
   done
   rv="-"
   if [[ -n $weft_rss ]]; then
@@ -356,12 +284,7 @@ p99_rows() {  # mode
     [[ ! -s $OUT/$s.rss.samples ]] || echo "$s max sampled VmRSS during the runs (MiB): $(awk '$2 > m { m = $2 } END { printf "%.0f", m / 1024 }' "$OUT/$s.rss.samples")"
   done
   echo
-  echo "verdicts:"
-  [[ ${#verdicts[@]} -gt 0 ]] || echo "  (none: a side was skipped)"
-  for v in "${verdicts[@]}"; do echo "  $v"; done
-  for f in "${failures[@]}"; do echo "  FAILED RUN: $f"; done
-  echo
-  echo "wall time: $(( $(date +%s) - started_at )) s; raw outputs in $OUT"
+  print_verdicts
 } | tee "$OUT/report.txt"
 
 [[ ${#failures[@]} == 0 ]]
