@@ -8,18 +8,15 @@
 
 #include <dirent.h>
 #include <fcntl.h>
-#include <grp.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <sys/syscall.h>
-#include <sys/wait.h>
 #include <sys/xattr.h>
 #include <unistd.h>
 
 #include <cstdio>
 #include <fstream>
-#include <functional>
 #include <set>
 #include <string>
 
@@ -27,98 +24,42 @@
 #include "absl/strings/str_join.h"
 #include "common/striping/striping.h"
 #include "tests/harness/cluster.h"
-#include "tests/harness/fs_fixture.h"
 #include "tests/harness/mount.h"
+#include "tests/harness/mount_fixture.h"
 
 namespace weft::testing {
 namespace {
 
 constexpr uint64_t kMiB = 1 << 20;
 
-struct Fixture {
-  Fixture() : cluster(StartClusterWithFs()) {
-    auto m = Mount::Start(*cluster, "fs1");
-    INFO(m.status());
-    REQUIRE(m.ok());
-    mount = std::move(*m);
-  }
-  std::string P(const std::string& rel) const { return mount->Path(rel); }
-  std::unique_ptr<Cluster> cluster;
-  std::unique_ptr<Mount> mount;  // destroyed first: unmounted before the cluster stops
-};
+off_t SizeOf(const std::string& path) { return Lstat(path).st_size; }
 
-void WriteAll(int fd, const std::string& data, off_t off) {
-  size_t done = 0;
-  while (done < data.size()) {
-    ssize_t n = pwrite(fd, data.data() + done, data.size() - done, off + done);
-    REQUIRE(n > 0);
-    done += n;
-  }
+// uid/gid 1000 with supplementary group 2000.
+const UserIds kUser{1000, 1000, {2000}};
+
+// A started cluster with fs1 (not mounted) and an empty directory `name`
+// in its directory, for mounts a test makes itself.
+std::unique_ptr<Cluster> ClusterWithDir(const std::string& name, std::string* dir) {
+  std::unique_ptr<Cluster> cluster = StartClusterWithFs();
+  *dir = cluster->dir() + "/" + name;
+  REQUIRE(mkdir(dir->c_str(), 0755) == 0);
+  return cluster;
 }
 
-std::string ReadAt(int fd, off_t off, size_t len) {
-  std::string out(len, '\0');
-  size_t done = 0;
-  while (done < len) {
-    ssize_t n = pread(fd, out.data() + done, len - done, off + done);
-    REQUIRE(n >= 0);
-    if (n == 0) break;
-    done += n;
-  }
-  out.resize(done);
-  return out;
-}
-
-std::string ReadFile(const std::string& path) {
-  int fd = open(path.c_str(), O_RDONLY);
-  REQUIRE(fd >= 0);
-  struct stat st;
-  REQUIRE(fstat(fd, &st) == 0);
-  std::string out = ReadAt(fd, 0, st.st_size + 4096);
-  close(fd);
-  return out;
-}
-
-void WriteFile(const std::string& path, const std::string& data) {
-  int fd = open(path.c_str(), O_CREAT | O_WRONLY | O_TRUNC, 0644);
-  REQUIRE(fd >= 0);
-  WriteAll(fd, data, 0);
-  REQUIRE(close(fd) == 0);
-}
-
-off_t SizeOf(const std::string& path) {
-  struct stat st;
-  REQUIRE(stat(path.c_str(), &st) == 0);
-  return st.st_size;
-}
-
-// Runs `fn` in a child with uid/gid 1000 (supplementary group 2000); returns
-// its exit code. `fn` returns 0 on success, else the number of the failed check.
-int AsUser(const std::function<int()>& fn) {
-  pid_t pid = fork();
-  if (pid == 0) {
-    gid_t groups[] = {2000};
-    if (setgroups(1, groups) != 0 || setresgid(1000, 1000, 1000) != 0 ||
-        setresuid(1000, 1000, 1000) != 0) {
-      _exit(100);
-    }
-    umask(022);
-    _exit(fn());
-  }
-  int status = 0;
-  waitpid(pid, &status, 0);
-  return WIFEXITED(status) ? WEXITSTATUS(status) : 200;
+// A weft.conf naming an MDS address where nothing listens.
+std::string UnreachableConf(const Cluster& cluster) {
+  const std::string path = cluster.dir() + "/unreachable.conf";
+  std::ofstream(path) << "fsid = x\nmds = 127.0.0.1:" << FreePort() << "\n";
+  return path;
 }
 
 // The output is one line naming `what`.
 bool OneLine(const std::string& output, const std::string& what) {
-  INFO(output);
-  return output.find(what) != std::string::npos && !output.empty() &&
-         output.find('\n') == output.size() - 1;
+  return output.find(what) != std::string::npos && output.find('\n') == output.size() - 1;
 }
 
 TEST_CASE("fuse: file data through the mount", "[fuse]") {
-  Fixture f;
+  MountFixture f;
 
   SECTION("small, unaligned and multi-object writes read back bit-exact") {
     WriteFile(f.P("small"), "hello, weft");
@@ -238,7 +179,7 @@ TEST_CASE("fuse: file data through the mount", "[fuse]") {
 }
 
 TEST_CASE("fuse: namespace operations through the mount", "[fuse]") {
-  Fixture f;
+  MountFixture f;
 
   REQUIRE(mkdir(f.P("d").c_str(), 0755) == 0);
   struct stat st;
@@ -356,7 +297,7 @@ TEST_CASE("fuse: namespace operations through the mount", "[fuse]") {
 }
 
 TEST_CASE("fuse: an unprivileged user gets the MDS's permission checks", "[fuse]") {
-  Fixture f;
+  MountFixture f;
   REQUIRE(mkdir(f.P("pub").c_str(), 0777) == 0);
   REQUIRE(chmod(f.P("pub").c_str(), 0777) == 0);
   WriteFile(f.P("root-only"), "secret");
@@ -367,22 +308,22 @@ TEST_CASE("fuse: an unprivileged user gets the MDS's permission checks", "[fuse]
 
   const std::string pub = f.P("pub"), mine = f.P("pub/mine"), root_file = f.P("root-only"),
                     root_new = f.P("denied"), group_file = f.P("group-file");
-  int rc = AsUser([&]() -> int {
-    if (open(root_new.c_str(), O_CREAT | O_WRONLY, 0644) >= 0 || errno != EACCES) return 1;
-    if (open(root_file.c_str(), O_RDONLY) >= 0 || errno != EACCES) return 2;
-    int fd = open(mine.c_str(), O_CREAT | O_WRONLY, 0666);
-    if (fd < 0) return 3;
-    if (write(fd, "mine", 4) != 4 || close(fd) != 0) return 4;
-    if (chmod(root_file.c_str(), 0666) == 0 || errno != EPERM) return 5;
-    if (access(root_file.c_str(), R_OK) == 0) return 6;
-    if (access(mine.c_str(), R_OK | W_OK) != 0) return 7;
-    // a supplementary group grants access
-    fd = open(group_file.c_str(), O_RDWR);
-    if (fd < 0) return 8;
-    close(fd);
-    return 0;
-  });
-  CHECK(rc == 0);
+  CHECK(RunAs(kUser, [&]() -> std::string {
+          USER_CHECK(open(root_new.c_str(), O_CREAT | O_WRONLY, 0644) < 0 && errno == EACCES);
+          USER_CHECK(open(root_file.c_str(), O_RDONLY) < 0 && errno == EACCES);
+          int fd = open(mine.c_str(), O_CREAT | O_WRONLY, 0666);
+          USER_CHECK(fd >= 0);
+          USER_CHECK(write(fd, "mine", 4) == 4);
+          USER_CHECK(close(fd) == 0);
+          USER_CHECK(chmod(root_file.c_str(), 0666) != 0 && errno == EPERM);
+          USER_CHECK(access(root_file.c_str(), R_OK) != 0 && errno == EACCES);
+          USER_CHECK(access(mine.c_str(), R_OK | W_OK) == 0);
+          // a supplementary group grants access
+          fd = open(group_file.c_str(), O_RDWR);
+          USER_CHECK(fd >= 0);
+          close(fd);
+          return "";
+        }) == "");
   struct stat st;
   REQUIRE(stat(mine.c_str(), &st) == 0);
   CHECK(st.st_uid == 1000u);
@@ -393,16 +334,12 @@ TEST_CASE("fuse: an unprivileged user gets the MDS's permission checks", "[fuse]
 
 TEST_CASE("fuse: mount life cycle - bad options fail cleanly - kill -9 then lazy unmount",
           "[fuse]") {
-  auto c = Cluster::Start();
-  INFO(c.status());
-  REQUIRE(c.ok());
-  std::unique_ptr<Cluster> cluster = std::move(*c);
-  REQUIRE(cluster->CreateFs("fs1").ok());
-  const std::string dir = cluster->dir() + "/bad";
-  REQUIRE(mkdir(dir.c_str(), 0755) == 0);
+  std::string dir;
+  std::unique_ptr<Cluster> cluster = ClusterWithDir("bad", &dir);
   const std::string conf = "conf=" + cluster->conf_path();
 
   CommandResult r = RunCommand({BinPath("weft-fuse"), dir, "-f", "-o", conf + ",fs=fs1,bogus=1"});
+  INFO("weft-fuse -o bogus=1: " << r.output);
   CHECK(r.code != 0);
   CHECK(OneLine(r.output, "bogus=1"));
   CHECK(!Mount::IsMounted(dir));
@@ -413,13 +350,9 @@ TEST_CASE("fuse: mount life cycle - bad options fail cleanly - kill -9 then lazy
   r = RunCommand({BinPath("weft-fuse"), dir, "-o", conf + ",fs=nosuchfs"});
   CHECK(r.code != 0);
   CHECK(!Mount::IsMounted(dir));
-  {
-    const std::string bad_conf = cluster->dir() + "/unreachable.conf";
-    std::ofstream(bad_conf) << "fsid = x\nmds = 127.0.0.1:" << FreePort() << "\n";
-    r = RunCommand({BinPath("weft-fuse"), dir, "-o", "conf=" + bad_conf + ",fs=fs1"});
-    CHECK(r.code != 0);
-    CHECK(!Mount::IsMounted(dir));
-  }
+  r = RunCommand({BinPath("weft-fuse"), dir, "-o", "conf=" + UnreachableConf(*cluster) + ",fs=fs1"});
+  CHECK(r.code != 0);
+  CHECK(!Mount::IsMounted(dir));
 
   // Detached (no -f): the command returns once mounted.
   r = RunCommand({BinPath("weft-fuse"), dir, "-o", conf + ",fs=fs1,log=" + dir + ".log"});
@@ -446,13 +379,8 @@ TEST_CASE("fuse: mount life cycle - bad options fail cleanly - kill -9 then lazy
 
 TEST_CASE("fuse: mount helper - mount(8) and fstab arguments - failures leave nothing mounted",
           "[fuse]") {
-  auto c = Cluster::Start();
-  INFO(c.status());
-  REQUIRE(c.ok());
-  std::unique_ptr<Cluster> cluster = std::move(*c);
-  REQUIRE(cluster->CreateFs("fs1").ok());
-  const std::string dir = cluster->dir() + "/helper";
-  REQUIRE(mkdir(dir.c_str(), 0755) == 0);
+  std::string dir;
+  std::unique_ptr<Cluster> cluster = ClusterWithDir("helper", &dir);
   const std::string conf = "conf=" + cluster->conf_path();
   const std::string log = ",log=" + cluster->dir() + "/helper.log";
   // What mount(8) runs for `mount -t fuse.weft fs1 DIR -o ...` and for the
@@ -492,8 +420,7 @@ TEST_CASE("fuse: mount helper - mount(8) and fstab arguments - failures leave no
     std::vector<std::string> args;
     std::string reason;
   };
-  const std::string unreachable = cluster->dir() + "/unreachable.conf";
-  std::ofstream(unreachable) << "fsid = x\nmds = 127.0.0.1:" << FreePort() << "\n";
+  const std::string unreachable = UnreachableConf(*cluster);
   const std::vector<Bad> bad = {
       {{helper, "fs1", dir, "-o", conf + ",bogus=1"}, "bogus=1"},
       {{helper, "fs1", dir, "-o", "conf=/nonexistent/weft.conf"}, "/nonexistent/weft.conf"},

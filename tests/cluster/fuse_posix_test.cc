@@ -46,8 +46,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "tests/harness/cluster.h"
-#include "tests/harness/fs_fixture.h"
 #include "tests/harness/mount.h"
+#include "tests/harness/mount_fixture.h"
 
 namespace weft::testing {
 namespace {
@@ -68,90 +68,28 @@ ClusterOptions PosixClusterOptions() {
   return o;
 }
 
-struct Fixture {
-  Fixture() : cluster(StartClusterWithFs(PosixClusterOptions())) {
-    auto m = Mount::Start(*cluster, "fs1");
-    INFO(m.status());
-    REQUIRE(m.ok());
-    mount = std::move(*m);
-  }
-  std::string P(const std::string& rel) const { return mount->Path(rel); }
+// C() keeps the paths it hands out alive for the syscalls of a whole test.
+struct Fixture : MountFixture {
+  Fixture() : MountFixture(PosixClusterOptions()) {}
   const char* C(const std::string& rel) {
     paths.push_back(P(rel));
     return paths.back().c_str();
   }
-  std::unique_ptr<Cluster> cluster;
-  std::unique_ptr<Mount> mount;  // destroyed first: unmounted before the cluster stops
-  std::list<std::string> paths;  // keeps C()'s strings alive
+  std::list<std::string> paths;
 };
 
 // errno of a failed call, 0 when it succeeded.
 int Err(long rc) { return rc < 0 ? errno : 0; }
 
-// In RunAs children: returns the failed condition with its line and errno.
-#define USER_CHECK(cond)                                                                 \
-  do {                                                                                   \
-    if (!(cond)) {                                                                       \
-      return absl::StrCat("line ", __LINE__, ": ", #cond, " (errno ", errno, " ",       \
-                          strerror(errno), ")");                                         \
-    }                                                                                    \
-  } while (0)
-
-void WriteAll(int fd, const std::string& data, off_t off) {
-  size_t done = 0;
-  while (done < data.size()) {
-    ssize_t n = pwrite(fd, data.data() + done, data.size() - done, off + done);
-    REQUIRE(n > 0);
-    done += n;
-  }
-}
-
-std::string ReadAt(int fd, off_t off, size_t len) {
-  std::string out(len, '\0');
-  size_t done = 0;
-  while (done < len) {
-    ssize_t n = pread(fd, out.data() + done, len - done, off + done);
-    REQUIRE(n >= 0);
-    if (n == 0) break;
-    done += n;
-  }
-  out.resize(done);
-  return out;
-}
-
-std::string ReadFile(const std::string& path) {
-  int fd = open(path.c_str(), O_RDONLY);
-  REQUIRE(fd >= 0);
-  struct stat st;
-  REQUIRE(fstat(fd, &st) == 0);
-  std::string out = ReadAt(fd, 0, st.st_size + 4096);
-  close(fd);
-  return out;
-}
-
-void WriteFile(const std::string& path, const std::string& data, mode_t mode = 0644) {
-  int fd = open(path.c_str(), O_CREAT | O_WRONLY | O_TRUNC, mode);
-  REQUIRE(fd >= 0);
-  WriteAll(fd, data, 0);
-  REQUIRE(close(fd) == 0);
-}
-
-struct stat Stat(const std::string& path) {
-  struct stat st = {};
-  INFO(path);
-  REQUIRE(lstat(path.c_str(), &st) == 0);
-  return st;
-}
-
 int64_t Ns(const timespec& t) { return t.tv_sec * 1000000000ll + t.tv_nsec; }
-int64_t Atime(const std::string& p) { return Ns(Stat(p).st_atim); }
-int64_t Mtime(const std::string& p) { return Ns(Stat(p).st_mtim); }
-int64_t Ctime(const std::string& p) { return Ns(Stat(p).st_ctim); }
+int64_t Atime(const std::string& p) { return Ns(Lstat(p).st_atim); }
+int64_t Mtime(const std::string& p) { return Ns(Lstat(p).st_mtim); }
+int64_t Ctime(const std::string& p) { return Ns(Lstat(p).st_ctim); }
 
 // Lets the clock move on, so that the next change gets a later time.
 void Tick() { absl::SleepFor(absl::Milliseconds(15)); }
 
-uint32_t Mode(const std::string& p) { return Stat(p).st_mode & 07777; }
+uint32_t Mode(const std::string& p) { return Lstat(p).st_mode & 07777; }
 
 // ---- POSIX ACL xattr values (linux/posix_acl_xattr.h): a little-endian
 // u32 version 2, then {u16 tag, u16 perm, u32 id} per entry, sorted by tag.
@@ -259,7 +197,7 @@ TEST_CASE("fuse posix: namespace operations and their errors", "[fuse][posix]") 
   CHECK(rename(f.C("d/sub/deeper"), f.C("deeper")) == 0);
   CHECK(rename(f.C("deeper"), f.C("empty/deeper")) == 0);
   CHECK(ReadFile(f.P("empty/file")) == "x");
-  CHECK(S_ISDIR(Stat(f.P("empty/deeper")).st_mode));
+  CHECK(S_ISDIR(Lstat(f.P("empty/deeper")).st_mode));
   CHECK(syscall(SYS_renameat2, AT_FDCWD, f.C("empty/file"), AT_FDCWD, f.C("empty/x"),
                 RENAME_NOREPLACE) == -1);
   CHECK(errno == EEXIST);
@@ -269,49 +207,49 @@ TEST_CASE("fuse posix: namespace operations and their errors", "[fuse][posix]") 
   // RENAME_EXCHANGE of a file and a directory in different parents.
   CHECK(syscall(SYS_renameat2, AT_FDCWD, f.C("empty/file"), AT_FDCWD, f.C("d/sub"),
                 RENAME_EXCHANGE) == 0);
-  CHECK(S_ISDIR(Stat(f.P("empty/file")).st_mode));
+  CHECK(S_ISDIR(Lstat(f.P("empty/file")).st_mode));
   CHECK(ReadFile(f.P("d/sub")) == "x");
   CHECK(syscall(SYS_renameat2, AT_FDCWD, f.C("empty/file"), AT_FDCWD, f.C("d/sub"),
                 RENAME_EXCHANGE) == 0);
 
   // Link counts: files count their names; a directory 2 + its subdirectories.
   WriteFile(f.P("h"), "h");
-  CHECK(Stat(f.P("h")).st_nlink == 1);
+  CHECK(Lstat(f.P("h")).st_nlink == 1);
   REQUIRE(link(f.C("h"), f.C("h2")) == 0);
   REQUIRE(link(f.C("h"), f.C("d/h3")) == 0);
-  CHECK(Stat(f.P("h")).st_nlink == 3);
-  CHECK(Stat(f.P("d/h3")).st_nlink == 3);
-  CHECK(Stat(f.P("h")).st_ino == Stat(f.P("d/h3")).st_ino);
+  CHECK(Lstat(f.P("h")).st_nlink == 3);
+  CHECK(Lstat(f.P("d/h3")).st_nlink == 3);
+  CHECK(Lstat(f.P("h")).st_ino == Lstat(f.P("d/h3")).st_ino);
   REQUIRE(unlink(f.C("h")) == 0);
-  CHECK(Stat(f.P("h2")).st_nlink == 2);
+  CHECK(Lstat(f.P("h2")).st_nlink == 2);
   REQUIRE(rename(f.C("h2"), f.C("d/h3")) == 0);  // same inode: both names stay
-  CHECK(Stat(f.P("h2")).st_nlink == 2);
+  CHECK(Lstat(f.P("h2")).st_nlink == 2);
   REQUIRE(mkdir(f.C("p1"), 0755) == 0);
   REQUIRE(mkdir(f.C("p2"), 0755) == 0);
-  CHECK(Stat(f.P("p1")).st_nlink == 2);
+  CHECK(Lstat(f.P("p1")).st_nlink == 2);
   REQUIRE(mkdir(f.C("p1/a"), 0755) == 0);
   REQUIRE(mkdir(f.C("p1/b"), 0755) == 0);
   WriteFile(f.P("p1/file"), "");  // files do not count
-  CHECK(Stat(f.P("p1")).st_nlink == 4);
+  CHECK(Lstat(f.P("p1")).st_nlink == 4);
   REQUIRE(rename(f.C("p1/a"), f.C("p2/a")) == 0);
-  CHECK(Stat(f.P("p1")).st_nlink == 3);
-  CHECK(Stat(f.P("p2")).st_nlink == 3);
+  CHECK(Lstat(f.P("p1")).st_nlink == 3);
+  CHECK(Lstat(f.P("p2")).st_nlink == 3);
   REQUIRE(rmdir(f.C("p1/b")) == 0);
-  CHECK(Stat(f.P("p1")).st_nlink == 2);
+  CHECK(Lstat(f.P("p1")).st_nlink == 2);
   REQUIRE(mkdir(f.C("p1/c"), 0755) == 0);
   REQUIRE(rename(f.C("p2/a"), f.C("p1/c")) == 0);  // over an empty directory
-  CHECK(Stat(f.P("p1")).st_nlink == 3);
-  CHECK(Stat(f.P("p2")).st_nlink == 2);
-  const nlink_t root_links = Stat(f.mount->dir()).st_nlink;
+  CHECK(Lstat(f.P("p1")).st_nlink == 3);
+  CHECK(Lstat(f.P("p2")).st_nlink == 2);
+  const nlink_t root_links = Lstat(f.mount->dir()).st_nlink;
   REQUIRE(mkdir(f.C("p3"), 0755) == 0);
-  CHECK(Stat(f.mount->dir()).st_nlink == root_links + 1);
+  CHECK(Lstat(f.mount->dir()).st_nlink == root_links + 1);
 
   // Symlinks: targets kept verbatim, loops are ELOOP, O_NOFOLLOW, dangling links.
   REQUIRE(symlink("d", f.C("ld")) == 0);
   WriteFile(f.P("d/inside"), "in");
   CHECK(ReadFile(f.P("ld/inside")) == "in");
-  CHECK(S_ISLNK(Stat(f.P("ld")).st_mode));
-  CHECK(Stat(f.P("ld")).st_size == 1);
+  CHECK(S_ISLNK(Lstat(f.P("ld")).st_mode));
+  CHECK(Lstat(f.P("ld")).st_size == 1);
   REQUIRE(symlink("loop2", f.C("loop1")) == 0);
   REQUIRE(symlink("loop1", f.C("loop2")) == 0);
   REQUIRE(symlink("self", f.C("self")) == 0);
@@ -323,20 +261,18 @@ TEST_CASE("fuse posix: namespace operations and their errors", "[fuse][posix]") 
   CHECK(Err(open(f.C("ld"), O_RDONLY | O_NOFOLLOW)) == ELOOP);
   CHECK(Err(open(f.C("d/inside"), O_RDONLY | O_DIRECTORY)) == ENOTDIR);
   int dfd = open(f.C("ld"), O_RDONLY | O_DIRECTORY);
-  CHECK(dfd >= 0);
-  if (dfd >= 0) {
-    int in = openat(dfd, "inside", O_RDONLY);
-    CHECK(in >= 0);
-    if (in >= 0) close(in);
-    close(dfd);
-  }
+  REQUIRE(dfd >= 0);
+  int in = openat(dfd, "inside", O_RDONLY);
+  CHECK(in >= 0);
+  close(in);
+  close(dfd);
   REQUIRE(symlink("target-to-be", f.C("dangling")) == 0);
   CHECK(Err(open(f.C("dangling"), O_RDONLY)) == ENOENT);
   CHECK(Err(open(f.C("dangling"), O_CREAT | O_EXCL | O_WRONLY, 0644)) == EEXIST);
   int made = open(f.C("dangling"), O_CREAT | O_WRONLY, 0644);  // creates the target
-  CHECK(made >= 0);
-  if (made >= 0) close(made);
-  CHECK(S_ISREG(Stat(f.P("target-to-be")).st_mode));
+  REQUIRE(made >= 0);
+  close(made);
+  CHECK(S_ISREG(Lstat(f.P("target-to-be")).st_mode));
   const std::string long_target(4095, 't');
   REQUIRE(symlink(long_target.c_str(), f.C("longlink")) == 0);
   ssize_t n = readlink(f.C("longlink"), buf, sizeof(buf));
@@ -346,23 +282,23 @@ TEST_CASE("fuse posix: namespace operations and their errors", "[fuse][posix]") 
 
   // mknod: fifo, socket, character and block devices (root), regular file.
   REQUIRE(mkfifo(f.C("fifo"), 0640) == 0);
-  CHECK(S_ISFIFO(Stat(f.P("fifo")).st_mode));
-  CHECK((Stat(f.P("fifo")).st_mode & 0777) == 0640);
+  CHECK(S_ISFIFO(Lstat(f.P("fifo")).st_mode));
+  CHECK((Lstat(f.P("fifo")).st_mode & 0777) == 0640);
   REQUIRE(mknod(f.C("sock"), S_IFSOCK | 0644, 0) == 0);
-  CHECK(S_ISSOCK(Stat(f.P("sock")).st_mode));
+  CHECK(S_ISSOCK(Lstat(f.P("sock")).st_mode));
   REQUIRE(mknod(f.C("null"), S_IFCHR | 0666, makedev(1, 3)) == 0);
-  st = Stat(f.P("null"));
+  st = Lstat(f.P("null"));
   CHECK(S_ISCHR(st.st_mode));
   CHECK(major(st.st_rdev) == 1u);
   CHECK(minor(st.st_rdev) == 3u);
   REQUIRE(mknod(f.C("blk"), S_IFBLK | 0600, makedev(259, 70000)) == 0);
-  st = Stat(f.P("blk"));
+  st = Lstat(f.P("blk"));
   CHECK(S_ISBLK(st.st_mode));
   CHECK(major(st.st_rdev) == 259u);
   CHECK(minor(st.st_rdev) == 70000u);
   REQUIRE(mknod(f.C("plain"), S_IFREG | 0600, 0) == 0);
-  CHECK(S_ISREG(Stat(f.P("plain")).st_mode));
-  CHECK(Stat(f.P("plain")).st_size == 0);
+  CHECK(S_ISREG(Lstat(f.P("plain")).st_mode));
+  CHECK(Lstat(f.P("plain")).st_size == 0);
   // A unix socket bound in the mount is reachable through its path.
   {
     int srv = socket(AF_UNIX, SOCK_STREAM, 0);
@@ -374,7 +310,7 @@ TEST_CASE("fuse posix: namespace operations and their errors", "[fuse][posix]") 
     memcpy(addr.sun_path, sp.c_str(), sp.size() + 1);
     CHECK(bind(srv, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0);
     CHECK(listen(srv, 1) == 0);
-    CHECK(S_ISSOCK(Stat(sp).st_mode));
+    CHECK(S_ISSOCK(Lstat(sp).st_mode));
     int cli = socket(AF_UNIX, SOCK_STREAM, 0);
     CHECK(connect(cli, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0);
     close(cli);
@@ -433,9 +369,9 @@ TEST_CASE("fuse posix: namespace operations and their errors", "[fuse][posix]") 
   }
   CHECK(missing == 0);
   CHECK(wrong_type == 0);
-  CHECK(got["entry-1234"].first == Stat(f.P("big/entry-1234")).st_ino);
-  CHECK(got["."].first == Stat(f.P("big")).st_ino);
-  CHECK(Stat(f.P("big")).st_nlink == 2 + 20);
+  CHECK(got["entry-1234"].first == Lstat(f.P("big/entry-1234")).st_ino);
+  CHECK(got["."].first == Lstat(f.P("big")).st_ino);
+  CHECK(Lstat(f.P("big")).st_nlink == 2 + 20);
   for (int i = 0; i < 2000; i += 20) {
     const std::string p = f.P(absl::StrCat("big/entry-", i));
     CHECK((i % 100 == 7 ? rmdir(p.c_str()) : unlink(p.c_str())) == 0);
@@ -458,7 +394,7 @@ TEST_CASE("fuse posix: open flags - truncate at every boundary - sparse and open
   CHECK(Err(open(f.C("f"), O_CREAT | O_EXCL | O_WRONLY, 0644)) == EEXIST);
   int fd = open(f.C("new"), O_CREAT | O_EXCL | O_RDWR, 0640);
   REQUIRE(fd >= 0);
-  CHECK((Stat(f.P("new")).st_mode & 0777) == 0640);
+  CHECK((Lstat(f.P("new")).st_mode & 0777) == 0640);
   close(fd);
   fd = open(f.C("f"), O_RDONLY);
   REQUIRE(fd >= 0);
@@ -480,15 +416,14 @@ TEST_CASE("fuse posix: open flags - truncate at every boundary - sparse and open
   fd = open(f.C("f"), O_RDWR | O_TRUNC | O_CREAT, 0644);  // existing: truncated, mode kept
   REQUIRE(fd >= 0);
   close(fd);
-  CHECK(Stat(f.P("f")).st_size == 0);
+  CHECK(Lstat(f.P("f")).st_size == 0);
   WriteFile(f.P("f"), "0123456789");
   fd = open(f.C("f"), O_RDONLY | O_TRUNC);
   REQUIRE(fd >= 0);
   close(fd);
   // Linux truncates, whatever the access mode (O_TRUNC needs write
-  // permission). The data-path client applies O_TRUNC only to writable
-  // handles (file_system_client_io.cc, TruncateOnOpen): see the header.
-  CHECK(Stat(f.P("f")).st_size == 0);
+  // permission); so does the client (file_system_client_io.cc, TruncateOnOpen).
+  CHECK(Lstat(f.P("f")).st_size == 0);
 
   // O_APPEND: two descriptors appending at once never overwrite each other.
   {
@@ -566,7 +501,7 @@ TEST_CASE("fuse posix: open flags - truncate at every boundary - sparse and open
       }
       by_path = !by_path;
       model.resize(size, '\0');
-      CHECK(Stat(f.P("t")).st_size == static_cast<off_t>(size));
+      CHECK(Lstat(f.P("t")).st_size == static_cast<off_t>(size));
       CHECK(fstat(fd, &st) == 0);
       CHECK(st.st_size == static_cast<off_t>(size));
       const std::string got = ReadAt(fd, 0, size + 4096);
@@ -672,7 +607,7 @@ TEST_CASE("fuse posix: which operations change atime - mtime - ctime", "[fuse][p
   Tick();
   WriteFile(file, "");
   {
-    struct stat st = Stat(file);
+    struct stat st = Lstat(file);
     CHECK(Ns(st.st_atim) > before_create);
     CHECK(Ns(st.st_mtim) > before_create);
     CHECK(Ns(st.st_ctim) == Ns(st.st_mtim));
@@ -816,7 +751,7 @@ TEST_CASE("fuse posix: which operations change atime - mtime - ctime", "[fuse][p
   c = Ctime(u);
   Tick();
   REQUIRE(utimensat(AT_FDCWD, u.c_str(), times, 0) == 0);
-  struct stat st = Stat(u);
+  struct stat st = Lstat(u);
   CHECK(st.st_atim.tv_sec == 1000000000);
   CHECK(st.st_atim.tv_nsec == 123456789);
   CHECK(st.st_mtim.tv_sec == 2000000000);
@@ -827,7 +762,7 @@ TEST_CASE("fuse posix: which operations change atime - mtime - ctime", "[fuse][p
   const int64_t now_before = absl::ToUnixNanos(absl::Now());
   timespec now_omit[2] = {{0, UTIME_NOW}, {0, UTIME_OMIT}};
   REQUIRE(utimensat(AT_FDCWD, u.c_str(), now_omit, 0) == 0);
-  st = Stat(u);
+  st = Lstat(u);
   CHECK(Ns(st.st_atim) >= now_before - 1000000);
   CHECK(st.st_mtim.tv_sec == 2000000000);
   CHECK(st.st_mtim.tv_nsec == 987654321);
@@ -838,14 +773,14 @@ TEST_CASE("fuse posix: which operations change atime - mtime - ctime", "[fuse][p
   REQUIRE(utimensat(AT_FDCWD, u.c_str(), omit_omit, 0) == 0);
   CHECK(Ctime(u) == c);  // nothing at all changes
   REQUIRE(utimensat(AT_FDCWD, u.c_str(), nullptr, 0) == 0);
-  st = Stat(u);
+  st = Lstat(u);
   CHECK(Ns(st.st_mtim) >= now_before - 1000000);
   CHECK(Ns(st.st_atim) >= now_before - 1000000);
   // A symlink's own times (AT_SYMLINK_NOFOLLOW), leaving the target alone.
   const int64_t target_m = Mtime(u);
   REQUIRE(symlink("u", f.C("d/ulink")) == 0);
   REQUIRE(utimensat(AT_FDCWD, f.C("d/ulink"), times, AT_SYMLINK_NOFOLLOW) == 0);
-  CHECK(Stat(f.P("d/ulink")).st_mtim.tv_sec == 2000000000);
+  CHECK(Lstat(f.P("d/ulink")).st_mtim.tv_sec == 2000000000);
   CHECK(Mtime(u) == target_m);
   // By another user: "now" needs write access, explicit times ownership.
   REQUIRE(chmod(u.c_str(), 0666) == 0);
@@ -930,7 +865,7 @@ TEST_CASE("fuse posix: permissions - ownership - sticky and setgid directories -
           USER_CHECK(chown(mine.c_str(), -1, 1000) == 0);
           return "";
         }) == "");
-  struct stat st = Stat(mine);
+  struct stat st = Lstat(mine);
   CHECK(st.st_uid == 1000u);
   CHECK(st.st_gid == 1000u);
   CHECK((st.st_mode & 07777) == 0600);
@@ -983,7 +918,7 @@ TEST_CASE("fuse posix: permissions - ownership - sticky and setgid directories -
   // setgid directory: new entries take its group; subdirectories the bit too.
   REQUIRE(chmod(f.C("sgdir"), 02777) == 0);
   WriteFile(f.P("sgdir/by-root"), "r");
-  CHECK(Stat(f.P("sgdir/by-root")).st_gid == 3000u);
+  CHECK(Lstat(f.P("sgdir/by-root")).st_gid == 3000u);
   const std::string sg_file = f.P("sgdir/by-user"), sg_sub = f.P("sgdir/subdir"),
                     sg_exec = f.P("sgdir/sgid-exec");
   CHECK(RunAs(kUser, [&]() -> std::string {
@@ -997,10 +932,10 @@ TEST_CASE("fuse posix: permissions - ownership - sticky and setgid directories -
           close(fd);
           return "";
         }) == "");
-  st = Stat(sg_file);
+  st = Lstat(sg_file);
   CHECK(st.st_uid == 1000u);
   CHECK(st.st_gid == 3000u);
-  st = Stat(sg_sub);
+  st = Lstat(sg_sub);
   CHECK(st.st_gid == 3000u);
   CHECK((st.st_mode & 07777) == 02755);
   CHECK(Mode(sg_exec) == 0755);

@@ -328,6 +328,7 @@ TEST_CASE("readdir under fragment splits and concurrent creates and removes", "[
     done = true;
   });
   int passes = 0;
+  int concurrent_passes = 0;  // ended while the churn still ran
   while (!done.load() || passes < 3) {
     ++passes;
     std::map<std::string, int> seen;
@@ -350,8 +351,12 @@ TEST_CASE("readdir under fragment splits and concurrent creates and removes", "[
       INFO(name);
       CHECK(seen.count(name) == 1);
     }
+    concurrent_passes += !done.load();
   }
   churn.join();
+  // Otherwise the churn ended first and nothing above ran concurrently.
+  INFO(passes << " passes");
+  CHECK(concurrent_passes > 0);
   auto all = fs.Readdir(dir);
   REQUIRE(all.ok());
   CHECK(all->size() == 600 + 750);

@@ -32,12 +32,19 @@ std::string Acl(std::initializer_list<std::tuple<uint16_t, uint16_t, uint32_t>> 
 constexpr uint16_t kUserObj = 1, kUser = 2, kGroupObj = 4, kGroup = 8, kMask = 0x10, kOther = 0x20;
 constexpr uint32_t kUndef = 0xffffffff;
 
+// fs1 with three callers on one session: root, and alice (1000) and bob
+// (1001), each in their own group only, with umask 022.
+struct UsersFixture : FsFixture {
+  UsersFixture() : root(meta.get()), alice(meta.get()), bob(meta.get()) {
+    alice.As(1000, 1000).Umask(022);
+    bob.As(1001, 1001).Umask(022);
+  }
+  FsCaller root, alice, bob;
+};
+
 TEST_CASE("permissions: mode bits - groups - sticky and setgid directories - chown", "[mds]") {
-  FsFixture f;
-  FsCaller root(f.meta.get());
-  FsCaller alice(f.meta.get()), bob(f.meta.get());
-  alice.As(1000, 1000).Umask(022);
-  bob.As(1001, 1001).Umask(022);
+  UsersFixture f;
+  FsCaller &root = f.root, &alice = f.alice, &bob = f.bob;
   const uint64_t top = root.root();
 
   CHECK(Errno(alice.Create(top, "nope")) == EACCES);
@@ -149,11 +156,8 @@ TEST_CASE("permissions: mode bits - groups - sticky and setgid directories - cho
 }
 
 TEST_CASE("POSIX ACLs: access checks - chmod and the mask - default ACL inheritance", "[mds]") {
-  FsFixture f;
-  FsCaller root(f.meta.get());
-  FsCaller alice(f.meta.get()), bob(f.meta.get());
-  alice.As(1000, 1000).Umask(022);
-  bob.As(1001, 1001).Umask(022);
+  UsersFixture f;
+  FsCaller &root = f.root, &alice = f.alice, &bob = f.bob;
   uint64_t home = Ino(root.Mkdir(root.root(), "alice", 0755));
   REQUIRE(root.Chown(home, 1000, 1000).ok());
   uint64_t file = Ino(alice.Create(home, "f", 0600));
@@ -187,7 +191,11 @@ TEST_CASE("POSIX ACLs: access checks - chmod and the mask - default ACL inherita
   // The default ACL, not the umask (022), shapes the mode: 0666 & ~(other w).
   CHECK((child->mode() & 0777) == 0664);
   CHECK(bob.Open(child->ino(), O_RDWR).ok());
-  CHECK(alice.Getxattr(child->ino(), "system.posix_acl_access").ok());
+  // Its access ACL is the default one with the mask and other limited by
+  // the create mode (rw-): rwx & rw- = rw-, r-x & rw- = r--.
+  CHECK(*alice.Getxattr(child->ino(), "system.posix_acl_access") ==
+        Acl({{kUserObj, 6, kUndef}, {kUser, 7, 1001}, {kGroupObj, 5, kUndef}, {kMask, 6, kUndef},
+             {kOther, 4, kUndef}}));
   CHECK(Errno(alice.Getxattr(child->ino(), "system.posix_acl_default")) == ENODATA);
   auto subdir = alice.Mkdir(dir, "sub", 0755);
   REQUIRE(subdir.ok());

@@ -25,10 +25,43 @@ absl::StatusOr<pb::MetaReply> FsCaller::Call(pb::MetaRequest request) {
 }
 
 namespace {
+
 absl::StatusOr<pb::Attr> AttrOf(absl::StatusOr<pb::MetaReply> reply) {
   if (!reply.ok()) return reply.status();
   return reply->attr();
 }
+
+absl::StatusOr<std::string> ValueOf(absl::StatusOr<pb::MetaReply> reply) {
+  if (!reply.ok()) return reply.status();
+  return reply->value();
+}
+
+// A setattr of `ino` changing the fields in `valid` (the caller sets them).
+pb::SetattrOp SetattrOf(uint64_t ino, uint32_t valid) {
+  pb::SetattrOp op;
+  op.set_ino(ino);
+  op.set_valid(valid);
+  return op;
+}
+
+// The create of any inode but a directory or a symlink (`mode` has the type).
+pb::MetaRequest CreateRequest(uint64_t parent, const std::string& name, uint32_t mode) {
+  pb::MetaRequest r;
+  r.mutable_create()->set_parent(parent);
+  r.mutable_create()->set_name(name);
+  r.mutable_create()->set_mode(mode);
+  return r;
+}
+
+pb::MetaRequest ReaddirRequest(uint64_t ino, uint64_t cookie, uint32_t max, bool with_attrs) {
+  pb::MetaRequest r;
+  r.mutable_readdir()->set_ino(ino);
+  r.mutable_readdir()->set_cookie(cookie);
+  r.mutable_readdir()->set_max_entries(max);
+  r.mutable_readdir()->set_with_attrs(with_attrs);
+  return r;
+}
+
 }  // namespace
 
 absl::StatusOr<pb::Attr> FsCaller::Lookup(uint64_t parent, const std::string& name) {
@@ -46,26 +79,18 @@ absl::StatusOr<pb::Attr> FsCaller::Getattr(uint64_t ino) {
 
 absl::StatusOr<pb::Attr> FsCaller::Create(uint64_t parent, const std::string& name, uint32_t mode,
                                           bool exclusive) {
-  pb::MetaRequest r;
-  auto* op = r.mutable_create();
-  op->set_parent(parent);
-  op->set_name(name);
-  op->set_mode(S_IFREG | mode);
-  op->set_exclusive(exclusive);
-  op->set_open(!exclusive);
-  op->set_open_flags(O_CREAT | O_RDWR);
+  pb::MetaRequest r = CreateRequest(parent, name, S_IFREG | mode);
+  r.mutable_create()->set_exclusive(exclusive);
+  r.mutable_create()->set_open(!exclusive);
+  r.mutable_create()->set_open_flags(O_CREAT | O_RDWR);
   return AttrOf(Call(r));
 }
 
 absl::StatusOr<pb::Attr> FsCaller::Mknod(uint64_t parent, const std::string& name, uint32_t mode,
                                          uint64_t rdev) {
-  pb::MetaRequest r;
-  auto* op = r.mutable_create();
-  op->set_parent(parent);
-  op->set_name(name);
-  op->set_mode(mode);
-  op->set_rdev(rdev);
-  op->set_exclusive(true);
+  pb::MetaRequest r = CreateRequest(parent, name, mode);
+  r.mutable_create()->set_rdev(rdev);
+  r.mutable_create()->set_exclusive(true);
   return AttrOf(Call(r));
 }
 
@@ -123,9 +148,7 @@ absl::Status FsCaller::Rename(uint64_t parent, const std::string& name, uint64_t
 absl::StatusOr<std::string> FsCaller::Readlink(uint64_t ino) {
   pb::MetaRequest r;
   r.mutable_readlink()->set_ino(ino);
-  auto reply = Call(r);
-  if (!reply.ok()) return reply.status();
-  return reply->value();
+  return ValueOf(Call(r));
 }
 
 absl::StatusOr<pb::Attr> FsCaller::Setattr(const pb::SetattrOp& op) {
@@ -135,43 +158,26 @@ absl::StatusOr<pb::Attr> FsCaller::Setattr(const pb::SetattrOp& op) {
 }
 
 absl::StatusOr<pb::Attr> FsCaller::Chmod(uint64_t ino, uint32_t mode) {
-  pb::SetattrOp op;
-  op.set_ino(ino);
-  op.set_valid(pb::SA_MODE);
+  pb::SetattrOp op = SetattrOf(ino, pb::SA_MODE);
   op.set_mode(mode);
   return Setattr(op);
 }
 
 absl::StatusOr<pb::Attr> FsCaller::Chown(uint64_t ino, int64_t uid, int64_t gid) {
-  pb::SetattrOp op;
-  op.set_ino(ino);
-  uint32_t valid = 0;
-  if (uid >= 0) {
-    valid |= pb::SA_UID;
-    op.set_uid(static_cast<uint32_t>(uid));
-  }
-  if (gid >= 0) {
-    valid |= pb::SA_GID;
-    op.set_gid(static_cast<uint32_t>(gid));
-  }
-  op.set_valid(valid);
+  pb::SetattrOp op = SetattrOf(ino, (uid >= 0 ? pb::SA_UID : 0) | (gid >= 0 ? pb::SA_GID : 0));
+  if (uid >= 0) op.set_uid(static_cast<uint32_t>(uid));
+  if (gid >= 0) op.set_gid(static_cast<uint32_t>(gid));
   return Setattr(op);
 }
 
 absl::StatusOr<pb::Attr> FsCaller::Truncate(uint64_t ino, uint64_t size) {
-  pb::SetattrOp op;
-  op.set_ino(ino);
-  op.set_valid(pb::SA_SIZE);
+  pb::SetattrOp op = SetattrOf(ino, pb::SA_SIZE);
   op.set_size(size);
   return Setattr(op);
 }
 
 absl::StatusOr<pb::MetaReply> FsCaller::ReaddirPage(uint64_t ino, uint64_t cookie, uint32_t max) {
-  pb::MetaRequest r;
-  r.mutable_readdir()->set_ino(ino);
-  r.mutable_readdir()->set_cookie(cookie);
-  r.mutable_readdir()->set_max_entries(max);
-  return Call(r);
+  return Call(ReaddirRequest(ino, cookie, max, /*with_attrs=*/false));
 }
 
 absl::StatusOr<std::vector<pb::DirEntry>> FsCaller::Readdir(uint64_t ino, uint32_t page,
@@ -179,12 +185,7 @@ absl::StatusOr<std::vector<pb::DirEntry>> FsCaller::Readdir(uint64_t ino, uint32
   std::vector<pb::DirEntry> out;
   uint64_t cookie = 0;
   for (;;) {
-    pb::MetaRequest r;
-    r.mutable_readdir()->set_ino(ino);
-    r.mutable_readdir()->set_cookie(cookie);
-    r.mutable_readdir()->set_max_entries(page);
-    r.mutable_readdir()->set_with_attrs(with_attrs);
-    auto reply = Call(r);
+    auto reply = Call(ReaddirRequest(ino, cookie, page, with_attrs));
     if (!reply.ok()) return reply.status();
     for (const auto& e : reply->entries()) {
       out.push_back(e);
@@ -198,9 +199,7 @@ absl::StatusOr<std::string> FsCaller::Getxattr(uint64_t ino, const std::string& 
   pb::MetaRequest r;
   r.mutable_getxattr()->set_ino(ino);
   r.mutable_getxattr()->set_name(name);
-  auto reply = Call(r);
-  if (!reply.ok()) return reply.status();
-  return reply->value();
+  return ValueOf(Call(r));
 }
 
 absl::Status FsCaller::Setxattr(uint64_t ino, const std::string& name, const std::string& value,

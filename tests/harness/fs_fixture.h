@@ -13,13 +13,14 @@
 
 namespace weft::testing {
 
-// A started cluster with the filesystem `fs` created; REQUIREs success.
+// A started cluster with the filesystem "fs1" created, its data pool made
+// as `data` says (3x by default); REQUIREs success.
 inline std::unique_ptr<Cluster> StartClusterWithFs(ClusterOptions options = {},
-                                                   const std::string& fs = "fs1") {
+                                                   const DataPoolOptions& data = {}) {
   auto c = Cluster::Start(options);
   INFO(c.status());
   REQUIRE(c.ok());
-  auto created = (*c)->CreateFs(fs);
+  auto created = (*c)->CreateFs("fs1", data);
   INFO(created);
   REQUIRE(created.ok());
   return std::move(*c);

@@ -16,6 +16,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/string_view.h"
+#include "tests/harness/file_io.h"
 
 namespace weft::testing {
 namespace {
@@ -73,34 +74,6 @@ int GuardedCopy(void* dst, const void* src, size_t len) {
   return sig;
 }
 
-// Reads [off, off+len) with as many preads as it takes; stops at EOF.
-absl::Status ReadFully(int fd, uint64_t off, uint64_t len, std::string* out) {
-  out->assign(len, '\0');
-  uint64_t done = 0;
-  while (done < len) {
-    ssize_t n = pread(fd, out->data() + done, len - done, static_cast<off_t>(off + done));
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return absl::InternalError(absl::StrCat("pread: ", ErrnoText(errno)));
-    if (n == 0) break;
-    done += static_cast<uint64_t>(n);
-  }
-  out->resize(done);
-  return absl::OkStatus();
-}
-
-absl::Status WriteFully(int fd, uint64_t off, absl::string_view data) {
-  uint64_t done = 0;
-  while (done < data.size()) {
-    ssize_t n = pwrite(fd, data.data() + done, data.size() - done, static_cast<off_t>(off + done));
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      return absl::InternalError(absl::StrCat("pwrite returned ", n, ": ", ErrnoText(errno)));
-    }
-    done += static_cast<uint64_t>(n);
-  }
-  return absl::OkStatus();
-}
-
 class Fsx {
  public:
   Fsx(const FsxOptions& options, FsxStats* stats) : o_(options), stats_(*stats), rng_(options.seed) {
@@ -142,6 +115,15 @@ class Fsx {
   uint64_t PickOffset(uint64_t size, bool write);
   uint64_t PickLength();
   uint64_t PickTruncateSize(uint64_t size);
+  // A range inside [0, size) for a mapping (mappings cannot grow a file),
+  // and the page-aligned mapping that covers it.
+  struct MapRange {
+    uint64_t off;
+    uint64_t len;
+    uint64_t start;    // of the mapping
+    uint64_t map_len;  // from `start` to off + len
+  };
+  MapRange PickMapRange(uint64_t size);
   std::string Pattern(uint64_t off, uint64_t len) const;
   void Apply(File& f, uint64_t off, absl::string_view data);
 
@@ -267,6 +249,15 @@ uint64_t Fsx::PickTruncateSize(uint64_t size) {
     to = Chance(50) && size >= delta ? size - delta : size + delta;
   }
   return std::min(to, o_.max_file_bytes);
+}
+
+Fsx::MapRange Fsx::PickMapRange(uint64_t size) {
+  MapRange r;
+  r.off = std::min(PickOffset(size, false), size - 1);
+  r.len = std::min(PickLength(), size - r.off);
+  r.start = r.off / kPage * kPage;
+  r.map_len = r.off + r.len - r.start;
+  return r;
 }
 
 std::string Fsx::Pattern(uint64_t off, uint64_t len) const {
@@ -402,12 +393,8 @@ absl::Status Fsx::DoTruncate(File& f) {
 // A MAP_SHARED, PROT_WRITE mapping of the range, written, msync(MS_SYNC)ed
 // and unmapped. Mappings cannot grow a file: only [0, size) is written.
 absl::Status Fsx::DoMapWrite(File& f) {
-  const uint64_t size = f.model.size();
-  if (size == 0) return DoWrite(f);
-  const uint64_t off = std::min(PickOffset(size, false), size - 1);
-  const uint64_t len = std::min(PickLength(), size - off);
-  const uint64_t start = off / kPage * kPage;
-  const uint64_t map_len = off + len - start;
+  if (f.model.empty()) return DoWrite(f);
+  const auto [off, len, start, map_len] = PickMapRange(f.model.size());
   Note(absl::StrFormat("mapwrite %s off=%#x len=%#x end=%#x (map %#x+%#x)", f.name, off, len,
                        off + len, start, map_len));
   void* p = mmap(nullptr, map_len, PROT_READ | PROT_WRITE, MAP_SHARED, f.fd,
@@ -428,12 +415,8 @@ absl::Status Fsx::DoMapWrite(File& f) {
 }
 
 absl::Status Fsx::DoMapRead(File& f) {
-  const uint64_t size = f.model.size();
-  if (size == 0) return DoRead(f);
-  const uint64_t off = std::min(PickOffset(size, false), size - 1);
-  const uint64_t len = std::min(PickLength(), size - off);
-  const uint64_t start = off / kPage * kPage;
-  const uint64_t map_len = off + len - start;
+  if (f.model.empty()) return DoRead(f);
+  const auto [off, len, start, map_len] = PickMapRange(f.model.size());
   Note(absl::StrFormat("mapread %s off=%#x len=%#x end=%#x (map %#x+%#x)", f.name, off, len,
                        off + len, start, map_len));
   void* p = mmap(nullptr, map_len, PROT_READ, MAP_SHARED, f.fd, static_cast<off_t>(start));

@@ -5,12 +5,15 @@
 // process by PID and removes the directory.
 #pragma once
 
+#include <cerrno>
+#include <cstring>
 #include <functional>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
 #include "tests/harness/cluster.h"
 
 namespace weft::testing {
@@ -55,7 +58,20 @@ struct UserIds {
 // `fn` returns "" on success or a description of what failed, which the
 // child sends back through a pipe. Returns "" when the child succeeded, else
 // that description (or why the child could not change identity or died).
-// The child must not use Catch2 assertions.
+// The child must not use Catch2 assertions: use USER_CHECK.
 std::string RunAs(const UserIds& ids, const std::function<std::string()>& fn);
+
+// In a RunAs child: returns the failed condition with its line and errno.
+//   CHECK(RunAs(user, [&]() -> std::string {
+//     USER_CHECK(open(path, O_RDONLY) < 0 && errno == EACCES);
+//     return "";
+//   }) == "");
+#define USER_CHECK(cond)                                                               \
+  do {                                                                                 \
+    if (!(cond)) {                                                                     \
+      return absl::StrCat("line ", __LINE__, ": ", #cond, " (errno ", errno, " ",     \
+                          strerror(errno), ")");                                       \
+    }                                                                                  \
+  } while (0)
 
 }  // namespace weft::testing

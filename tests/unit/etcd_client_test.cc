@@ -152,7 +152,7 @@ TEST_CASE("PrefixEnd increments the last byte below 0xff", "[etcd]") {
   CHECK(PrefixEnd("\xff\xff") == std::string(1, '\0'));
 }
 
-TEST_CASE_METHOD(EtcdFixture, "put, get, prefix and delete", "[etcd]") {
+TEST_CASE_METHOD(EtcdFixture, "put - get - prefix and delete", "[etcd]") {
   Client& c = *client;
   auto r1 = c.Put("/t/a", "1");
   REQUIRE(r1.ok());

@@ -68,6 +68,7 @@ TEST_CASE("mds journal frames: a torn or corrupt tail ends the segment") {
   std::string corrupt = seg;
   corrupt[two + 9] ^= 1;
   CHECK(ParseFrames(corrupt, &valid).size() == 2);
+  CHECK(valid == two);
   std::string hole = seg.substr(0, two) + std::string(64, '\0') + seg.substr(two);
   CHECK(ParseFrames(hole, &valid).size() == 2);
   CHECK(valid == two);
@@ -149,6 +150,8 @@ TEST_CASE("mds cache: a split rewrites both halves and deletes the parent fragme
   CHECK(ua.clear);
   CHECK(ub.clear);
   CHECK(ua.set.size() + ub.set.size() == 50);
+  CHECK(!ua.set.empty());  // 50 hashed names: both halves get some
+  CHECK(!ub.set.empty());
   for (const auto& [name, value] : ua.set) CHECK(FragContains(a, NameHash(name)));
   for (const auto& [name, value] : ub.set) CHECK(FragContains(b, NameHash(name)));
   CHECK(cache.FragLoaded(100, a));

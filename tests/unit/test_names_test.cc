@@ -13,9 +13,12 @@ namespace {
 
 TEST_CASE("test names are safe for catch_discover_tests") {
   const std::filesystem::path root = std::filesystem::path(WEFT_SOURCE_DIR) / "tests";
-  const std::regex test_case(R"re(TEST_CASE\(\s*((?:"(?:[^"\\]|\\.)*"\s*)+))re");
+  // TEST_CASE("name"...) and TEST_CASE_METHOD(Fixture, "name"...).
+  const std::regex test_case(
+      R"re(TEST_CASE(?:_METHOD\(\s*[\w:<>]+\s*,|\()\s*((?:"(?:[^"\\]|\\.)*"\s*)+))re");
   const std::regex literal(R"re("((?:[^"\\]|\\.)*)")re");
   int seen = 0;
+  int with_fixture = 0;
   for (const auto& entry : std::filesystem::recursive_directory_iterator(root)) {
     if (entry.path().extension() != ".cc") continue;
     std::ifstream in(entry.path());
@@ -30,11 +33,13 @@ TEST_CASE("test names are safe for catch_discover_tests") {
         name += (*l)[1].str();
       }
       ++seen;
+      with_fixture += it->str().starts_with("TEST_CASE_METHOD");
       INFO(entry.path().string() << ": \"" << name << "\"");
       CHECK(name.find_first_of(",;[]*~\\\"") == std::string::npos);
     }
   }
   CHECK(seen > 50);
+  CHECK(with_fixture > 0);  // the fixture form is looked at too
 }
 
 }  // namespace

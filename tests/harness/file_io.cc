@@ -1,0 +1,64 @@
+#include "tests/harness/file_io.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+
+#include "absl/strings/str_cat.h"
+#include "common/status/status.h"
+
+namespace weft::testing {
+
+absl::Status WriteFully(int fd, uint64_t off, absl::string_view data) {
+  uint64_t done = 0;
+  while (done < data.size()) {
+    ssize_t n = pwrite(fd, data.data() + done, data.size() - done, static_cast<off_t>(off + done));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return ErrnoToStatus(errno, absl::StrCat("pwrite at ", off + done));
+    if (n == 0) return absl::InternalError(absl::StrCat("pwrite at ", off + done, " wrote nothing"));
+    done += static_cast<uint64_t>(n);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ReadFully(int fd, uint64_t off, uint64_t len, std::string* out) {
+  out->assign(len, '\0');
+  uint64_t done = 0;
+  while (done < len) {
+    ssize_t n = pread(fd, out->data() + done, len - done, static_cast<off_t>(off + done));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return ErrnoToStatus(errno, absl::StrCat("pread at ", off + done));
+    if (n == 0) break;
+    done += static_cast<uint64_t>(n);
+  }
+  out->resize(done);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::string> ReadWholeFile(const std::string& path, uint64_t slack) {
+  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return ErrnoToStatus(errno, absl::StrCat("open ", path));
+  struct stat st;
+  absl::Status status;
+  std::string out;
+  if (fstat(fd, &st) != 0) {
+    status = ErrnoToStatus(errno, absl::StrCat("fstat ", path));
+  } else {
+    status = Annotate(ReadFully(fd, 0, static_cast<uint64_t>(st.st_size) + slack, &out), path);
+  }
+  close(fd);
+  if (!status.ok()) return status;
+  return out;
+}
+
+absl::Status WriteWholeFile(const std::string& path, absl::string_view data, mode_t mode) {
+  const int fd = open(path.c_str(), O_CREAT | O_WRONLY | O_TRUNC | O_CLOEXEC, mode);
+  if (fd < 0) return ErrnoToStatus(errno, absl::StrCat("open ", path));
+  absl::Status status = Annotate(WriteFully(fd, 0, data), path);
+  if (close(fd) != 0 && status.ok()) status = ErrnoToStatus(errno, absl::StrCat("close ", path));
+  return status;
+}
+
+}  // namespace weft::testing

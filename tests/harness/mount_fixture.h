@@ -1,0 +1,85 @@
+// For Catch2 tests through a weft-fuse mount: a cluster with filesystem
+// "fs1" mounted (tests/harness/mount.h), and the file I/O of
+// tests/harness/file_io.h with REQUIREd success, so that a test reads like
+// the syscalls it checks. Header-only because it uses Catch2's assertions:
+// include it from tests, never from forked RunAs children (use file_io.h
+// there).
+#pragma once
+
+#include <catch2/catch.hpp>
+
+#include <sys/stat.h>
+
+#include <memory>
+#include <string>
+
+#include "tests/harness/cluster.h"
+#include "tests/harness/file_io.h"
+#include "tests/harness/fs_fixture.h"
+#include "tests/harness/mount.h"
+
+namespace weft::testing {
+
+struct MountFixture {
+  // `data` is the data pool of fs1 (3x by default, or EC).
+  explicit MountFixture(ClusterOptions options = {}, const DataPoolOptions& data = {})
+      : cluster(StartClusterWithFs(std::move(options), data)) {
+    Remount();
+  }
+  // Unmounts, then mounts fs1 with a new weft-fuse process on a new
+  // directory: nothing is cached in the kernel or the client any more.
+  void Remount() {
+    mount.reset();
+    auto m = Mount::Start(*cluster, "fs1");
+    INFO(m.status());
+    REQUIRE(m.ok());
+    mount = std::move(*m);
+  }
+  // The path of `rel` inside the mount.
+  std::string P(const std::string& rel) const { return mount->Path(rel); }
+
+  std::unique_ptr<Cluster> cluster;
+  std::unique_ptr<Mount> mount;  // declared last: unmounted before the cluster stops
+};
+
+// All of `data` written at `off`.
+inline void WriteAll(int fd, const std::string& data, off_t off) {
+  const absl::Status s = WriteFully(fd, static_cast<uint64_t>(off), data);
+  INFO(s);
+  REQUIRE(s.ok());
+}
+
+// [off, off+len), shorter if the file ends first.
+inline std::string ReadAt(int fd, off_t off, size_t len) {
+  std::string out;
+  const absl::Status s = ReadFully(fd, static_cast<uint64_t>(off), len, &out);
+  INFO(s);
+  REQUIRE(s.ok());
+  return out;
+}
+
+// The whole file, with any bytes past the size it reports.
+inline std::string ReadFile(const std::string& path) {
+  absl::StatusOr<std::string> data = ReadWholeFile(path);
+  INFO(data.status());
+  REQUIRE(data.ok());
+  return *std::move(data);
+}
+
+// Creates or truncates `path` and writes `data`; close must succeed too.
+inline void WriteFile(const std::string& path, const std::string& data, mode_t mode = 0644) {
+  const absl::Status s = WriteWholeFile(path, data, mode);
+  INFO(s);
+  REQUIRE(s.ok());
+}
+
+// lstat(2) of `path` (a symlink itself, not its target).
+inline struct stat Lstat(const std::string& path) {
+  struct stat st = {};
+  const int rc = lstat(path.c_str(), &st);
+  INFO("lstat " << path << ": errno " << (rc == 0 ? 0 : errno));
+  REQUIRE(rc == 0);
+  return st;
+}
+
+}  // namespace weft::testing
