@@ -26,7 +26,7 @@ struct ClusterOptions {
   int64_t osd_lease_ttl_s = 3;
   int64_t down_out_interval_s = 600;
   std::string failure_domain = "osd";
-  std::vector<std::string> extra_conf;  // "key = value" lines for weft.conf
+  std::vector<std::string> extra_conf = {};  // "key = value" lines for weft.conf
   // The default file layout of every filesystem (weft.conf fs_default_*); 0
   // keeps the MDS default (4 MiB objects, 4 MiB stripe unit, one stripe).
   uint64_t fs_object_bytes = 0;
