@@ -5,14 +5,16 @@
 # (O_CREAT|O_EXCL + close), stat, readdir, unlink, each thread in a private
 # directory, then all in one shared directory.
 #
-# Weft first: a fresh 6-OSD cluster (scripts/quickstart.sh), pools benchmeta
-# (size 3, 16 PGs) and benchdata (size 3, 32 PGs), filesystem benchfs, then
-# weft-mdbench (bench/mds_bench.cc), which sends the same operations to the MDS
-# through the client library's gRPC API: Weft has no mount yet. Weft is purged
-# before Ceph starts (an idle cluster still uses CPU). Ceph: the anchor's up.sh
+# Weft first: a fresh 6-OSD cluster (scripts/quickstart.sh, which mounts its
+# filesystem "weft" at $OUT/weft-mnt), mdbench.c on that mount: the verdicts.
+# Then, for reference, pools benchmeta (size 3, 16 PGs) and benchdata (size 3,
+# 32 PGs), filesystem benchfs and weft-mdbench (bench/mds_bench.cc), which
+# sends the same operations straight to the MDS through the client library's
+# gRPC API (no FUSE, no kernel). Weft is purged before Ceph starts (an idle
+# cluster still uses CPU). Ceph: the anchor's up.sh
 # (ceph-fuse at /mnt/cephanchor), mdbench.c compiled as fsbench.sh does, run in
 # /mnt/cephanchor/rep3, then down.sh. Prints the commands, the machine, a table
-# ceph | weft | weft/ceph and the verdict on each target:
+# ceph | weft (mount) | weft/ceph and the verdict on each target:
 #   creates/s >= 2x ceph, unlinks/s >= 2x ceph, stats/s >= 1x ceph
 # (private and shared directories alike; readdir and MDS RSS are shown only).
 #
@@ -95,7 +97,9 @@ weft_fs_ready() {
 weft_start() {
   wait_for_build
   # quickstart.sh's build.sh builds weft-mdbench too.
-  weft_up /tmp/weft-mdbench-cluster.XXXXXX "$OUT/weft.up.log" || die "quickstart.sh failed"
+  weft_up /tmp/weft-mdbench-cluster.XXXXXX "$OUT/weft.up.log" "" WEFT_MNT="$weft_mnt" ||
+    die "quickstart.sh failed"
+  mountpoint -q "$weft_mnt" || die "$weft_mnt is not mounted after quickstart.sh"
   [[ -x $bin/weft-mdbench ]] || die "$bin/weft-mdbench missing after the build"
   {
     "${W[@]}" pool create benchmeta --size 3 --pg-num "$META_PGS" &&
@@ -107,7 +111,7 @@ weft_start() {
   "${W[@]}" fs new "$FS" --metadata-pool benchmeta --data-pool benchdata >>"$OUT/weft.pool.log" 2>&1 \
     || { cat "$OUT/weft.pool.log" >&2; die "weft fs new failed"; }
   weft_fs_ready
-  commands+=("WEFT_DIR=\$(mktemp -d) WEFT_OSDS=6 scripts/quickstart.sh")
+  commands+=("WEFT_DIR=\$(mktemp -d) WEFT_OSDS=6 WEFT_MNT=$weft_mnt scripts/quickstart.sh")
   commands+=("weft pool create benchmeta --size 3 --pg-num $META_PGS; weft pool create benchdata --size 3 --pg-num $DATA_PGS")
   commands+=("weft fs new $FS --metadata-pool benchmeta --data-pool benchdata")
 }
@@ -140,12 +144,19 @@ weft_part() {
   local pidfile=$weft_dir/run/mds.pid
   start_sampler "$OUT/weft.rss.samples" "$pidfile"
   for r in $(seq "$RUNS"); do
-    run_tool "weft private (run $r)" "$OUT/weft.private.$r.txt" \
+    local d=$weft_mnt/mdbench.$$.$r
+    mkdir -p "$d.private" "$d.shared"
+    run_tool "weft mount private (run $r)" "$OUT/weft.private.$r.txt" "$OUT/mdbench" "$d.private" "$THREADS" "$FILES"
+    run_tool "weft mount shared (run $r)" "$OUT/weft.shared.$r.txt" "$OUT/mdbench" "$d.shared" "$THREADS" "$FILES" shared
+    rmdir "$d.private" "$d.shared" 2>/dev/null || true
+    run_tool "weft gRPC private (run $r)" "$OUT/grpc.private.$r.txt" \
       "$bin/weft-mdbench" -c "$WEFT_CONF" --fs "$FS" --threads "$THREADS" --files "$FILES" --dir "mdbench.$r"
-    run_tool "weft shared (run $r)" "$OUT/weft.shared.$r.txt" \
+    run_tool "weft gRPC shared (run $r)" "$OUT/grpc.shared.$r.txt" \
       "$bin/weft-mdbench" -c "$WEFT_CONF" --fs "$FS" --threads "$THREADS" --files "$FILES" --shared --dir "mdbench.$r"
   done
   stop_sampler
+  commands+=("$OUT/mdbench $weft_mnt/mdbench.PID.R.private $THREADS $FILES")
+  commands+=("$OUT/mdbench $weft_mnt/mdbench.PID.R.shared $THREADS $FILES shared")
   commands+=("weft-mdbench -c weft.conf --fs $FS --threads $THREADS --files $FILES --dir mdbench.R")
   commands+=("weft-mdbench -c weft.conf --fs $FS --threads $THREADS --files $FILES --shared --dir mdbench.R")
   weft_rss=$(peak_rss "$OUT/weft.rss" "$pidfile")
@@ -158,7 +169,6 @@ weft_part() {
 ceph_part() {
   anchor_clear 0 ||
     die "the Ceph anchor in $CDIR is running (not started by this script): stop it with $anchor/down.sh first"
-  gcc -O2 -pthread "$anchors/bench/mdbench.c" -o "$OUT/mdbench" || die "compiling mdbench.c failed"
   anchor_up "$OUT/ceph.up.log" || die "ceph up.sh failed"
   mountpoint -q "$MNT" || die "$MNT is not mounted after up.sh"
   ceph -c "$ceph_conf" -s >"$OUT/ceph.status.txt" 2>&1 || true
@@ -173,14 +183,16 @@ ceph_part() {
   done
   stop_sampler
   commands+=("$anchor/up.sh   # CDIR=$CDIR, 6 BlueStore-on-file OSDs, 1 MDS, ceph-fuse at $MNT")
-  commands+=("gcc -O2 -pthread $anchors/bench/mdbench.c -o $OUT/mdbench")
   commands+=("$OUT/mdbench $MNT/rep3/mdbench.PID.R.private $THREADS $FILES")
   commands+=("$OUT/mdbench $MNT/rep3/mdbench.PID.R.shared $THREADS $FILES shared")
   ceph_rss=$(peak_rss "$OUT/ceph.rss" "$pidfile")
   anchor_down
 }
 
-ceph_rss="" weft_rss="" million_hwm=""
+ceph_rss="" weft_rss="" million_hwm="" weft_mnt=$OUT/weft-mnt
+# Both sides run the same mdbench binary.
+gcc -O2 -pthread "$anchors/bench/mdbench.c" -o "$OUT/mdbench" || die "compiling mdbench.c failed"
+commands+=("gcc -O2 -pthread $anchors/bench/mdbench.c -o $OUT/mdbench")
 # (plain `if`s: errexit is off inside a function called from an && list)
 if [[ $do_weft == 1 ]]; then weft_part; fi
 if [[ $do_ceph == 1 ]]; then ceph_part; fi
@@ -222,9 +234,8 @@ rate_row() {  # mode phase label target_x (empty: no target)
   echo "commands (Weft first, purged before Ceph starts; R = run number):"
   for c in "${commands[@]}"; do echo "  $c"; done
   echo
-  echo "Weft is measured through its gRPC MDS API (weft-mdbench: one MDS request per create, stat"
-  echo "and unlink; no mount yet), Ceph through ceph-fuse and the kernel (mdbench.c: open+close,"
-  echo "stat, unlink on $MNT/rep3). This favours Weft: see bench/README.md."
+  echo "Both through their FUSE mounts and the kernel (mdbench.c: open+close, stat, readdir, unlink):"
+  echo "weft-fuse on the quickstart's filesystem, ceph-fuse on $MNT/rep3."
   echo
   row "metric (median of $RUNS run(s))" ceph weft weft/ceph ""
   row "------------------------------------" "-----------" "-----------" "----------" ""
@@ -234,6 +245,15 @@ rate_row() {  # mode phase label target_x (empty: no target)
     rate_row "$mode" readdir "$mode readdir (entries/s)" ""
     rate_row "$mode" unlink "$mode unlink (ops/s)" 2
   done
+  echo
+  echo "for reference, Weft through its gRPC MDS API (weft-mdbench: one MDS request per create, stat"
+  echo "and unlink, no FUSE or kernel in the way; filesystem $FS):"
+  for mode in private shared; do
+    for phase in create stat unlink; do
+      row "$mode $phase (ops/s)" "" "$(fixed "$(metric grpc "$mode" "$phase")")" "" "gRPC"
+    done
+  done
+  echo
   row "MDS peak RSS (MiB)" "${ceph_rss:--}" "${weft_rss:--}" "$(ratio "$ceph_rss" "$weft_rss")" "VmHWM of ceph-mds / weft-mds"
   if [[ $MILLION == 1 && -f $OUT/weft.million.txt ]]; then
     local_scale=""

@@ -83,7 +83,7 @@ int main(int argc, char** argv) {
   sigaddset(&signals, SIGINT);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
   signal(SIGPIPE, SIG_IGN);
-  weft::log::SetProgramTag("mds." + options.name);
+  weft::log::StartProcess("mds." + options.name);
 
   auto etcd = weft::etcd::Client::Connect(*endpoints, absl::Seconds(5));
   if (!etcd.ok()) return Fail(std::string(etcd.status().message()));

@@ -31,6 +31,7 @@ struct DaemonOptions {
   int64_t reconnect_timeout_ms = 10000;  // mds_reconnect_timeout (s)
   bool unsafe_replies = true;            // mds_unsafe_replies
   int64_t journal_write_delay_ms = 0;    // mds_debug_journal_delay_ms: a fault knob for tests
+  int64_t journal_batch_ms = 10;         // mds_journal_batch_ms: unsafe events gather this long
   uint64_t max_object_bytes = 128ull << 20;  // osd_max_object_size: no layout above it
 
   // Reads the mds_* and fs_default_* keys of the config.

@@ -126,8 +126,11 @@ class MdsRank {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status Dispatch(OpContext& ctx, const pb::MetaRequest& request, pb::MetaReply* reply)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Every handle of the request (a batch); the first error, if any.
   absl::Status ReleaseLocked(const pb::MetaRequest& request, pb::JournalEvent* event)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Status ReleaseOneLocked(uint64_t session, uint64_t ino, bool write,
+                                pb::JournalEvent* event) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void AfterCommitLocked(OpContext& ctx) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // `replay`: a request resent through Reconnect (its original time and inode).
   absl::Status RunOp(const pb::MetaRequest& request, pb::MetaReply* reply, bool replay = false);

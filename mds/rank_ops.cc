@@ -41,18 +41,30 @@ absl::Status MdsRank::Dispatch(OpContext& ctx, const pb::MetaRequest& r, pb::Met
 }
 
 absl::Status MdsRank::ReleaseLocked(const pb::MetaRequest& request, pb::JournalEvent* event) {
-  SessionState* s = cache_.Session(request.session());
-  const uint64_t ino = request.release().ino();
+  const pb::ReleaseOp& op = request.release();
+  absl::Status first_error = ReleaseOneLocked(request.session(), op.ino(), op.write(), event);
+  for (const pb::ReleaseRef& ref : op.more()) {
+    absl::Status s = ReleaseOneLocked(request.session(), ref.ino(), ref.write(), event);
+    if (first_error.ok()) first_error = s;
+  }
+  return first_error;
+}
+
+absl::Status MdsRank::ReleaseOneLocked(uint64_t session, uint64_t ino, bool write,
+                                       pb::JournalEvent* event) {
+  SessionState* s = cache_.Session(session);
   auto it = s->opens.find(ino);
-  if (it == s->opens.end() || it->second <= 0) return Err(EBADF, "release of a file not open");
+  if (it == s->opens.end() || it->second <= 0) {
+    return Err(EBADF, absl::StrCat("release of inode ", ino, ", not open"));
+  }
   if (--it->second == 0) s->opens.erase(it);
   auto w = s->opens_write.find(ino);
-  if (w != s->opens_write.end() && (request.release().write() || !s->opens.contains(ino))) {
+  if (w != s->opens_write.end() && (write || !s->opens.contains(ino))) {
     if (--w->second <= 0 || !s->opens.contains(ino)) s->opens_write.erase(w);
   }
   if (s->opens.contains(ino)) return absl::OkStatus();
   event->set_op("release");
-  ReleaseStrayLocked(ino, request.session(), event);
+  ReleaseStrayLocked(ino, session, event);
   return absl::OkStatus();
 }
 
@@ -93,8 +105,10 @@ absl::Status MdsRank::RunOp(const pb::MetaRequest& request, pb::MetaReply* reply
           const uint64_t seq = request.sync().seq();
           wait_seq = seq == 0 ? last_seq_ : std::min(seq, last_seq_);
         } else if (request.op_case() == pb::MetaRequest::kRelease) {
-          RETURN_IF_ERROR(ReleaseLocked(request, &event));
+          // Every handle of a batch is released even when one fails.
+          absl::Status released = ReleaseLocked(request, &event);
           if (event.removed_inodes_size() > 0) wait_seq = CommitLocked(&event);
+          RETURN_IF_ERROR(released);
         } else {
           const int64_t now = replay && request.replay_time_ns() != 0
                                   ? request.replay_time_ns()

@@ -10,6 +10,8 @@
 #include <ctime>
 #include <string>
 
+#include "absl/synchronization/mutex.h"
+
 namespace weft::log {
 namespace {
 
@@ -28,6 +30,11 @@ void SetMinSeverity(Severity severity) { g_min_severity = static_cast<int>(sever
 void SetVerbosity(int level) { g_verbosity = level; }
 int Verbosity() { return g_verbosity.load(std::memory_order_relaxed); }
 void SetProgramTag(absl::string_view tag) { *g_tag = std::string(tag); }
+
+void StartProcess(absl::string_view tag) {
+  SetProgramTag(tag);
+  absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
+}
 
 bool IsEnabled(Severity severity) {
   return static_cast<int>(severity) >= g_min_severity.load(std::memory_order_relaxed);

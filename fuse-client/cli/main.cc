@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "common/config/config.h"
+#include "common/log/log.h"
 #include "fuse-client/cli/commands.h"
 
 namespace {
@@ -45,6 +46,7 @@ int main(int argc, char** argv) {
   mallopt(M_MMAP_THRESHOLD, 32 << 20);
   mallopt(M_TRIM_THRESHOLD, 64 << 20);
   mallopt(M_ARENA_MAX, 2);
+  weft::log::StartProcess("weft");
   std::vector<std::string> rest;
   std::string conf_path;
   for (int i = 1; i < argc; ++i) {

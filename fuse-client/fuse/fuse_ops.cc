@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/time/clock.h"
 #include "common/log/log.h"
 #include "common/status/status.h"
 
@@ -42,21 +43,28 @@ void ReplyError(fuse_req_t req, const absl::Status& status, const char* op) {
   fuse_reply_err(req, err == 0 ? EIO : err);
 }
 
+std::vector<uint32_t> FetchGroups(fuse_req_t req) {
+  std::vector<uint32_t> out;
+  gid_t groups[64];
+  int n = fuse_req_getgroups(req, 64, groups);
+  if (n > 64) {  // rare: fetch them all
+    std::vector<gid_t> all(n);
+    n = fuse_req_getgroups(req, n, all.data());
+    for (int i = 0; i < n && i < static_cast<int>(all.size()); ++i) out.push_back(all[i]);
+  } else {
+    for (int i = 0; i < n; ++i) out.push_back(groups[i]);
+  }
+  return out;
+}
+
 Creds CredsOf(fuse_req_t req) {
   const fuse_ctx* ctx = fuse_req_ctx(req);
   Creds c;
   c.uid = ctx->uid;
   c.gid = ctx->gid;
   c.umask = ctx->umask;
-  gid_t groups[64];
-  int n = fuse_req_getgroups(req, 64, groups);
-  if (n > 64) {  // rare: fetch them all
-    std::vector<gid_t> all(n);
-    n = fuse_req_getgroups(req, n, all.data());
-    for (int i = 0; i < n && i < static_cast<int>(all.size()); ++i) c.groups.push_back(all[i]);
-  } else {
-    for (int i = 0; i < n; ++i) c.groups.push_back(groups[i]);
-  }
+  c.groups = Ctx(req).groups.Get(ctx->pid, ctx->uid, ctx->gid, absl::Now(),
+                                 [req] { return FetchGroups(req); });
   return c;
 }
 

@@ -1,6 +1,7 @@
 // The FUSE low-level operations of weft-fuse: thin adapters from FUSE
 // requests to client::FileSystemClient. Each takes the caller's identity from
-// the request (fuse_req_ctx + fuse_req_getgroups), calls the client, and
+// the request (fuse_req_ctx, and fuse_req_getgroups through a 1 s cache,
+// client/groups_cache.h), calls the client, and
 // replies; errno is chosen in exactly one place, ReplyError(), with
 // weft::StatusToErrno. No lock of this file is held while replying.
 //
@@ -19,6 +20,7 @@
 #include <cstdint>
 
 #include "fuse-client/lib/file_system_client.h"
+#include "fuse-client/lib/groups_cache.h"
 
 namespace weft::fuse {
 
@@ -28,6 +30,7 @@ inline constexpr unsigned kMaxWriteBytes = 1u << 20;  // max_pages 256
 struct MountContext {
   client::FileSystemClient* fs = nullptr;
   uint64_t base_ino = 1;  // the MDS inode mounted as FUSE's root
+  client::GroupsCache groups;  // callers' supplementary groups, briefly
 };
 
 // The operation table; userdata of the session is a MountContext*.

@@ -209,7 +209,7 @@ int Run(int argc, char** argv) {
   std::string log_path = mo.log != nullptr ? mo.log : "";
   if (log_path.empty() && !cmd.foreground) log_path = DefaultLogPath(options.fs);
   if (!log_path.empty()) RedirectLog(log_path);
-  log::SetProgramTag(absl::StrCat("fuse.", options.fs));
+  log::StartProcess(absl::StrCat("fuse.", options.fs));
 
   auto fs = client::FileSystemClient::Connect(options);
   if (!fs.ok()) {

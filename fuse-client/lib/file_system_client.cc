@@ -81,12 +81,18 @@ FileSystemClient::FileSystemClient(FileSystemClientOptions options,
       budget_(options_.dirty_bytes_max),
       pool_(std::make_unique<ThreadPool>("client-io", options_.io_threads, 4096)),
       release_pool_(std::make_unique<ThreadPool>("client-release", 4, 65536)),
+      releaser_([this] { ReleaseLoop(); }),
       flusher_([this] { FlushLoop(); }) {
   meta_->SetOpenFiles([this] { return OpenFiles(); });
 }
 
 FileSystemClient::~FileSystemClient() {
-  release_pool_.reset();  // releases already asked for run to the end
+  release_pool_.reset();  // releases already asked for run to the end...
+  {
+    absl::MutexLock lock(&release_mu_);
+    releases_stop_ = true;
+  }
+  releaser_.join();  // ...and reach the MDS
   std::vector<FileHandle> open;
   {
     absl::MutexLock lock(&mu_);

@@ -236,9 +236,34 @@ absl::Status FileSystemClient::Flush(FileHandle fh) {
 
 void FileSystemClient::ReleaseInBackground(FileHandle fh) {
   release_pool_->Submit([this, fh] {
-    absl::Status s = Release(fh);
-    if (!s.ok()) LOG(WARNING) << "op=release fh=" << fh << " status=" << s;
+    absl::Status flushed;
+    absl::StatusOr<std::shared_ptr<OpenFile>> f = EndHandle(fh, &flushed);
+    if (!f.ok() || !flushed.ok()) {
+      LOG(WARNING) << "op=release fh=" << fh << " status=" << (f.ok() ? flushed : f.status());
+    }
+    if (!f.ok()) return;
+    absl::MutexLock lock(&release_mu_);
+    releases_.push_back(*std::move(f));
   });
+}
+
+void FileSystemClient::ReleaseLoop() {
+  for (;;) {
+    std::vector<std::shared_ptr<OpenFile>> batch;
+    {
+      absl::MutexLock lock(&release_mu_);
+      auto ready = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(release_mu_) {
+        return !releases_.empty() || releases_stop_;
+      };
+      release_mu_.Await(absl::Condition(&ready));
+      auto stop = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(release_mu_) { return releases_stop_; };
+      release_mu_.AwaitWithTimeout(absl::Condition(&stop), options_.release_batch);
+      batch.swap(releases_);
+      if (batch.empty() && releases_stop_) return;
+    }
+    absl::Status s = SendReleases(batch);
+    if (!s.ok()) LOG(WARNING) << "op=release handles=" << batch.size() << " status=" << s;
+  }
 }
 
 absl::Status FileSystemClient::SyncMetadata() { return meta_->Sync(); }
@@ -257,7 +282,8 @@ std::vector<pb::OpenRef> FileSystemClient::OpenFiles() {
   return out;
 }
 
-absl::Status FileSystemClient::Release(FileHandle fh) {
+absl::StatusOr<std::shared_ptr<FileSystemClient::OpenFile>> FileSystemClient::EndHandle(
+    FileHandle fh, absl::Status* flushed) {
   std::shared_ptr<OpenFile> f;
   {
     absl::MutexLock lock(&mu_);
@@ -269,19 +295,34 @@ absl::Status FileSystemClient::Release(FileHandle fh) {
     handles_.erase(it);
   }
   // The MDS must still see this session's write open while the flush reports.
-  absl::Status s = f->cache != nullptr ? f->cache->Flush() : absl::OkStatus();
-  {
-    absl::MutexLock lock(&mu_);
-    auto it = caches_.find(f->ino);
-    if (it != caches_.end() && --it->second.handles == 0) caches_.erase(it);
-  }
+  *flushed = f->cache != nullptr ? f->cache->Flush() : absl::OkStatus();
+  absl::MutexLock lock(&mu_);
+  auto it = caches_.find(f->ino);
+  if (it != caches_.end() && --it->second.handles == 0) caches_.erase(it);
+  return f;
+}
+
+absl::Status FileSystemClient::SendReleases(const std::vector<std::shared_ptr<OpenFile>>& files) {
+  if (files.empty()) return absl::OkStatus();
   pb::MetaRequest r;
-  r.mutable_release()->set_ino(f->ino);
-  r.mutable_release()->set_write(f->writable());
-  absl::Status released = Call(f->creds, std::move(r)).status();
-  if (s.ok()) s = released;
-  Forget(f->ino, 1);
-  return s;
+  pb::ReleaseOp* op = r.mutable_release();
+  op->set_ino(files[0]->ino);
+  op->set_write(files[0]->writable());
+  for (size_t i = 1; i < files.size(); ++i) {
+    pb::ReleaseRef* more = op->add_more();
+    more->set_ino(files[i]->ino);
+    more->set_write(files[i]->writable());
+  }
+  absl::Status released = Call(files[0]->creds, std::move(r)).status();
+  for (const auto& f : files) Forget(f->ino, 1);
+  return released;
+}
+
+absl::Status FileSystemClient::Release(FileHandle fh) {
+  absl::Status flushed;
+  ASSIGN_OR_RETURN(std::shared_ptr<OpenFile> f, EndHandle(fh, &flushed));
+  absl::Status released = SendReleases({f});
+  return flushed.ok() ? released : flushed;
 }
 
 }  // namespace weft::client

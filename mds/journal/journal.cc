@@ -93,6 +93,8 @@ void Journal::Stop() {
 
 void Journal::Enqueue(uint64_t seq, std::string event_bytes) {
   absl::MutexLock lock(&mu_);
+  if (queue_.empty()) oldest_queued_ = absl::Now();
+  queued_bytes_ += event_bytes.size();
   queue_.emplace_back(seq, std::move(event_bytes));
 }
 
@@ -101,7 +103,11 @@ absl::Status Journal::WaitDurable(uint64_t seq) {
   auto done = [this, seq]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     return durable_seq_ >= seq || !error_.ok() || stopping_;
   };
-  mu_.Await(absl::Condition(&done));
+  if (!done()) {
+    ++waiters_;
+    mu_.Await(absl::Condition(&done));
+    --waiters_;
+  }
   if (durable_seq_ >= seq) return absl::OkStatus();
   if (!error_.ok()) return error_;
   return absl::UnavailableError("the MDS is stopping");
@@ -130,13 +136,23 @@ void Journal::WriterLoop() {
       if (queue_.empty() || !error_.ok()) {
         if (stopping_) return;
         queue_.clear();
+        queued_bytes_ = 0;
         continue;
+      }
+      if (options_.batch_wait_ms > 0) {
+        auto write_now = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+          return waiters_ > 0 || stopping_ || queued_bytes_ >= options_.max_batch_bytes;
+        };
+        mu_.AwaitWithDeadline(absl::Condition(&write_now),
+                              oldest_queued_ + absl::Milliseconds(options_.batch_wait_ms));
       }
       while (!queue_.empty() && batch.size() < options_.max_batch_bytes) {
         AppendFrame(queue_.front().second, &batch);
+        queued_bytes_ -= queue_.front().second.size();
         last = queue_.front().first;
         queue_.pop_front();
       }
+      if (!queue_.empty()) oldest_queued_ = absl::InfinitePast();  // left over: no second wait
       const Segment& current = segments_.back();
       if (current.bytes > 0 && current.bytes + batch.size() > options_.segment_bytes) {
         segments_.push_back(Segment{current.number + 1, current.last_seq, 0});

@@ -142,6 +142,18 @@ TEST_CASE("permissions: mode bits - groups - sticky and setgid directories - cho
   REQUIRE(alice.Release(shared_file, true).ok());
   CHECK(Errno(alice.Written(shared_file, 6)) == EBADF);
   CHECK(Errno(alice.Release(shared_file)) == EBADF);
+  // A batch of releases: each handle goes, also past one that is not open.
+  uint64_t batch_a = Ino(alice.Create(home, "batch-a", 0644));
+  uint64_t batch_b = Ino(alice.Create(home, "batch-b", 0644));
+  REQUIRE(alice.Open(batch_a, O_WRONLY).ok());
+  REQUIRE(alice.Open(batch_b, O_WRONLY).ok());
+  REQUIRE(alice.Open(batch_b, O_RDONLY).ok());
+  CHECK(Errno(alice.ReleaseBatch({{batch_a, true}, {shared_file, false}, {batch_b, true}})) ==
+        EBADF);
+  CHECK(Errno(alice.Written(batch_a, 1)) == EBADF);
+  CHECK(Errno(alice.Written(batch_b, 1)) == EBADF);  // the read handle is not a writer
+  REQUIRE(alice.ReleaseBatch({{batch_b, false}}).ok());
+  CHECK(Errno(alice.Release(batch_b)) == EBADF);
 
   // utimes: explicit times need ownership; "now" needs write access.
   uint64_t open_file = Ino(alice.Create(home, "open", 0666));

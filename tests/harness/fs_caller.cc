@@ -250,6 +250,19 @@ absl::Status FsCaller::Release(uint64_t ino, bool write) {
   return Call(r).status();
 }
 
+absl::Status FsCaller::ReleaseBatch(const std::vector<std::pair<uint64_t, bool>>& handles) {
+  pb::MetaRequest r;
+  pb::ReleaseOp* op = r.mutable_release();
+  op->set_ino(handles.at(0).first);
+  op->set_write(handles.at(0).second);
+  for (size_t i = 1; i < handles.size(); ++i) {
+    pb::ReleaseRef* more = op->add_more();
+    more->set_ino(handles[i].first);
+    more->set_write(handles[i].second);
+  }
+  return Call(r).status();
+}
+
 absl::StatusOr<pb::Attr> FsCaller::Written(uint64_t ino, uint64_t end) {
   pb::MetaRequest r;
   r.mutable_written()->set_ino(ino);

@@ -53,6 +53,8 @@ class FsCaller {
   absl::StatusOr<pb::StatfsReply> Statfs();
   absl::StatusOr<pb::Attr> Open(uint64_t ino, uint32_t flags);
   absl::Status Release(uint64_t ino, bool write = false);
+  // One request releasing several handles (ino, write), as clients batch them.
+  absl::Status ReleaseBatch(const std::vector<std::pair<uint64_t, bool>>& handles);
   absl::StatusOr<pb::Attr> Written(uint64_t ino, uint64_t end);
 
   absl::StatusOr<pb::MetaReply> Call(pb::MetaRequest request);
