@@ -115,7 +115,7 @@ int main(int argc, char** argv) {
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
   signal(SIGPIPE, SIG_IGN);
 
-  weft::log::SetProgramTag("osd." + std::to_string(options.id));
+  weft::log::StartProcess("osd." + std::to_string(options.id));
   weft::osd::OsdDaemon daemon(options);
   if (auto status = daemon.Start(); !status.ok()) {
     return Fail(std::string(status.message()));
