@@ -126,6 +126,7 @@ int main(int argc, char** argv) {
 
   weft::client::ClientOptions client_options;
   client_options.mds_addrs = {addr};
+  client_options.full_try = true;  // journal and namespace writes, also when full
   // Unique per incarnation: OSDs answer a request id they have completed
   // from their log without applying it again, so a restarted MDS reusing
   // "mds.a" with tids from 1 would have its writes silently dropped.

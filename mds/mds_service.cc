@@ -47,6 +47,12 @@ grpc::Status ClusterService::OsdSetIn(grpc::ServerContext*, const pb::OsdSetRequ
   return grpc::Status::OK;
 }
 
+grpc::Status ClusterService::SetRatio(grpc::ServerContext*, const pb::RatioRequest* req,
+                                      pb::AdminReply* reply) {
+  FinishAdmin(manager_->SetRatio(req->which(), req->ratio()), reply);
+  return grpc::Status::OK;
+}
+
 grpc::Status ClusterService::PoolCreate(grpc::ServerContext*, const pb::PoolCreateRequest* req,
                                         pb::AdminReply* reply) {
   PoolSpec spec;

@@ -2,6 +2,9 @@
 
 #include <unistd.h>
 
+#include <algorithm>
+#include <cerrno>
+
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
@@ -256,6 +259,9 @@ std::string OsdDaemon::AliveValue() {
   alive.set_started_ms(started_ms_);
   if (auto map = CurrentMap()) alive.set_epoch(map->epoch);
   ObjectStore::Stats stats = store_->GetStats();
+  if (stats.fs_total_bytes > 0) {
+    fill_ = 1.0 - static_cast<double>(stats.fs_avail_bytes) / stats.fs_total_bytes;
+  }
   alive.set_bytes_used(stats.bytes_used);
   alive.set_objects(stats.objects);
   alive.set_fs_total_bytes(stats.fs_total_bytes);
@@ -350,6 +356,46 @@ absl::StatusOr<std::shared_ptr<Pg>> OsdDaemon::FindPg(Epoch epoch, uint32_t pool
   return it->second;
 }
 
+namespace {
+
+// Past this fill an OSD refuses every write that adds data, the MDS's too:
+// what is left keeps the store itself (LevelDB, deferred writes) working.
+constexpr double kFailsafeFullRatio = 0.97;
+
+bool AddsData(const google::protobuf::RepeatedPtrField<pb::ObjectOp>& ops) {
+  for (const pb::ObjectOp& op : ops) {
+    switch (op.type()) {
+      case pb::WRITE: case pb::WRITE_FULL: case pb::APPEND: case pb::CREATE:
+      case pb::SETXATTR: case pb::OMAP_SET:
+        return true;
+      default:
+        break;
+    }
+  }
+  return false;
+}
+
+}  // namespace
+
+absl::Status OsdDaemon::CheckFull(const pb::OpRequest& req, const OsdMap& map) {
+  if (!AddsData(req.ops())) return absl::OkStatus();  // reads, removes, truncates
+  const double failsafe = std::max(kFailsafeFullRatio, map.full_ratio);
+  const double fill = fill_.load();
+  if (fill >= failsafe) {
+    return ErrnoError(absl::StatusCode::kResourceExhausted, ENOSPC,
+                      absl::StrCat("osd.", options_.id, " is ", static_cast<int>(fill * 100),
+                                   "% full, past its failsafe ratio ", failsafe));
+  }
+  if (req.flags() & pb::OPF_FULL_TRY) return absl::OkStatus();
+  if (const OsdInfo* full = map.FirstFull()) {
+    return ErrnoError(absl::StatusCode::kResourceExhausted, ENOSPC,
+                      absl::StrCat("cluster full: osd.", full->id.value(),
+                                   " is past the full ratio ", map.full_ratio,
+                                   " (free space, or raise it: weft osd set-full-ratio)"));
+  }
+  return absl::OkStatus();
+}
+
 void OsdDaemon::Op(const pb::OpRequest& req, pb::OpReply* reply) {
   std::shared_ptr<const OsdMap> map;
   bool local = req.flags() & pb::OPF_LOCAL;
@@ -360,6 +406,10 @@ void OsdDaemon::Op(const pb::OpRequest& req, pb::OpReply* reply) {
       pg = absl::InvalidArgumentError(absl::StrCat("object maps to another pg than ",
                                                    req.pool(), ".", req.pg_seed()));
     }
+  }
+  if (pg.ok()) {
+    absl::Status full = CheckFull(req, *map);
+    if (!full.ok()) pg = full;
   }
   if (!pg.ok()) {
     FillStatus(pg.status(), reply->mutable_status());

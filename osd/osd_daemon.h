@@ -12,6 +12,7 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include <atomic>
 #include <memory>
 #include <string>
 #include <thread>
@@ -51,6 +52,9 @@ class OsdDaemon {
 
   // Service entry points (the gRPC adapter calls these).
   void Op(const pb::OpRequest& req, pb::OpReply* reply);
+  // ENOSPC for a request that would add data while an OSD is marked full
+  // (unless OPF_FULL_TRY), or while this OSD is past its failsafe ratio.
+  absl::Status CheckFull(const pb::OpRequest& req, const OsdMap& map);
   void PgList(const pb::PgListRequest& req, pb::PgListReply* reply);
   void GetMap(const pb::GetMapRequest& req, pb::GetMapReply* reply);
   void RepOp(const pb::RepOpRequest& req, pb::RepOpReply* reply);
@@ -87,6 +91,8 @@ class OsdDaemon {
   std::unique_ptr<PeerClient> peers_;
   std::unique_ptr<ThreadPool> background_;
   OsdCounters counters_;
+  // This OSD's file system fill (0..1), refreshed with the statistics.
+  std::atomic<double> fill_{0};
   std::unique_ptr<grpc::Service> service_;
   std::unique_ptr<grpc::Server> server_;
   int64_t lease_ = 0;

@@ -76,6 +76,7 @@ void OsdToProto(const OsdInfo& o, pb::OsdInfo* p) {
   p->set_down_at(o.down_at);
   p->set_down_since_ms(o.down_since_ms);
   p->set_auto_out(o.auto_out);
+  p->set_full(o.full);
 }
 
 OsdInfo OsdFromProto(const pb::OsdInfo& p) {
@@ -91,6 +92,7 @@ OsdInfo OsdFromProto(const pb::OsdInfo& p) {
   o.down_at = p.down_at();
   o.down_since_ms = p.down_since_ms();
   o.auto_out = p.auto_out();
+  o.full = p.full();
   return o;
 }
 
@@ -280,6 +282,13 @@ bool OsdMap::IsUp(OsdId id) const {
 bool OsdMap::IsIn(OsdId id) const {
   const OsdInfo* o = FindOsd(id);
   return o != nullptr && o->in;
+}
+
+const OsdInfo* OsdMap::FirstFull() const {
+  for (const OsdInfo& o : osds) {
+    if (o.full && o.up && o.in) return &o;
+  }
+  return nullptr;
 }
 
 absl::Status OsdMap::Validate() const {

@@ -45,6 +45,9 @@ struct OsdInfo {
   // Marked out by the map manager's down-out timer rather than by an admin:
   // it is marked in again when it comes back up (Ceph's auto-out-in).
   bool auto_out = false;
+  // Its file system is at least full_ratio full (set by the map manager from
+  // the OSD's statistics): clients' data writes get ENOSPC.
+  bool full = false;
 
   friend bool operator==(const OsdInfo&, const OsdInfo&) = default;
 };
@@ -118,6 +121,9 @@ struct OsdMap {
   // False for an OSD that is not in the map.
   bool IsUp(OsdId id) const;
   bool IsIn(OsdId id) const;
+  // The first up and in OSD marked full, if any: while there is one, the
+  // cluster refuses writes that add data (as Ceph's cluster-wide full flag).
+  const OsdInfo* FirstFull() const;
 
   // OK if the map keeps the invariants above and every pool is usable: sizes and
   // ratios in range, EC size == k + m, known enums, finite weights >= 0, upmap

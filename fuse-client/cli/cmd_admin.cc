@@ -105,7 +105,7 @@ int CmdCluster(const Config& config, const Args& args) {
 }
 
 int CmdOsd(const Config& config, const Args& args) {
-  const char* usage = "osd create|ls|tree|out N|in N";
+  const char* usage = "osd create|ls|tree|out N|in N|set-full-ratio R|set-nearfull-ratio R";
   if (args.positional.empty()) return Usage(usage);
   auto admin = Admin(config);
   if (!admin.ok()) return Fail(admin.status());
@@ -128,6 +128,17 @@ int CmdOsd(const Config& config, const Args& args) {
     auto status = (*admin)->OsdSetIn(id, sub == "in");
     if (!status.ok()) return Fail(status, "osd " + sub);
     std::printf("marked osd.%d %s\n", id, sub.c_str());
+    return 0;
+  }
+  if (sub == "set-full-ratio" || sub == "set-nearfull-ratio") {
+    double ratio = 0;
+    if (args.positional.size() != 2 || !absl::SimpleAtod(args.positional[1], &ratio)) {
+      return Usage("osd " + sub + " RATIO");
+    }
+    const std::string which = sub == "set-full-ratio" ? "full" : "nearfull";
+    auto status = (*admin)->SetRatio(which, ratio);
+    if (!status.ok()) return Fail(status, "osd " + sub);
+    std::printf("%s ratio %g\n", which.c_str(), ratio);
     return 0;
   }
   auto map = FetchMap(**admin);

@@ -1,7 +1,7 @@
 // weft: the admin CLI.
 //
 //   weft [-c FILE] cluster init [--failure-domain host|osd|rack]
-//   weft [-c FILE] osd create|ls|tree|out|in ...
+//   weft [-c FILE] osd create|ls|tree|out|in|set-full-ratio|set-nearfull-ratio ...
 //   weft [-c FILE] pool create|ls|rm ...
 //   weft [-c FILE] status
 //   weft [-c FILE] obj put|get|stat|rm|ls POOL [NAME] [FILE]
@@ -25,7 +25,7 @@ constexpr char kUsage[] =
     "usage: weft [-c FILE] COMMAND ...\n"
     "  cluster init [--failure-domain host|osd|rack] [--fsid ID]\n"
     "  osd create [--host H] [--rack R] [--weight W] [--id N]\n"
-    "  osd ls | osd tree | osd out N | osd in N\n"
+    "  osd ls | osd tree | osd out N | osd in N | osd set-full-ratio R | osd set-nearfull-ratio R\n"
     "  pool create NAME --size N [--min-size M] [--pg-num P] [--failure-domain host|osd|rack]\n"
     "  pool ls | pool rm NAME --yes-i-really-mean-it\n"
     "  status\n"

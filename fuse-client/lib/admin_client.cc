@@ -84,6 +84,18 @@ absl::Status AdminClient::OsdSetIn(int32_t id, bool in) {
   });
 }
 
+absl::Status AdminClient::SetRatio(const std::string& which, double ratio) {
+  return Call([&](pb::Cluster::Stub* stub, std::string* leader) {
+    grpc::ClientContext ctx;
+    ctx.set_deadline(rpc::DeadlineIn(timeout_ms_));
+    pb::RatioRequest req;
+    req.set_which(which);
+    req.set_ratio(ratio);
+    pb::AdminReply reply;
+    return FinishAdmin(stub->SetRatio(&ctx, req, &reply), reply, leader);
+  });
+}
+
 absl::Status AdminClient::PoolCreate(const pb::PoolCreateRequest& req) {
   return Call([&](pb::Cluster::Stub* stub, std::string* leader) {
     grpc::ClientContext ctx;

@@ -29,6 +29,7 @@ class AdminClient {
   absl::StatusOr<int32_t> OsdCreate(const std::string& host, const std::string& rack,
                                     double weight, int32_t id);
   absl::Status OsdSetIn(int32_t id, bool in);
+  absl::Status SetRatio(const std::string& which, double ratio);
   absl::Status PoolCreate(const pb::PoolCreateRequest& req);
   absl::Status PoolRemove(const std::string& name, const std::string& confirm);
   absl::StatusOr<pb::StatusReply> Status();

@@ -229,6 +229,7 @@ absl::StatusOr<OpResult> ObjectClient::Execute(PoolId pool_id, const std::string
   req.mutable_reqid()->set_client(options_.name);
   req.mutable_reqid()->set_tid(next_tid_++);
   if (from_osd != kNoOsd) req.set_flags(pb::OPF_LOCAL);
+  if (options_.full_try) req.set_flags(req.flags() | pb::OPF_FULL_TRY);
   absl::Status last = absl::DeadlineExceededError("no attempt made");
   if (from_osd == kNoOsd && op.ops().size() == 1 && op.ops()[0].type() == pb::READ &&
       op.ops()[0].length() > 0) {

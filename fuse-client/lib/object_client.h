@@ -33,6 +33,8 @@ struct ClientOptions {
   std::string name;
   int64_t op_timeout_ms = 120000;      // one operation, all retries included
   int64_t rpc_timeout_ms = 30000;      // one attempt
+  // Writes go through while OSDs are marked full (OPF_FULL_TRY): the MDS's.
+  bool full_try = false;
 };
 
 // Operations on one object, applied in order and atomically. A request holds

@@ -294,6 +294,16 @@ void MapManager::Reconcile() {
           changed = true;
           LOG(INFO) << "event=osd_up osd=" << osd.id.value() << " addr=" << a.addr;
         }
+        const uint64_t total = a.stats.fs_total_bytes();
+        const double fill =
+            total == 0 ? 0 : 1.0 - static_cast<double>(a.stats.fs_avail_bytes()) / total;
+        if ((fill >= m->full_ratio) != osd.full) {
+          osd.full = !osd.full;
+          changed = true;
+          LOG(INFO) << "event=" << (osd.full ? "osd_full" : "osd_not_full")
+                    << " osd=" << osd.id.value() << " fill=" << fill
+                    << " full_ratio=" << m->full_ratio;
+        }
       } else if (osd.up) {
         osd.up = false;
         osd.down_at = m->epoch + 1;

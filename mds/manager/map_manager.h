@@ -66,6 +66,8 @@ class MapManager {
   absl::StatusOr<int32_t> OsdCreate(const std::string& host, const std::string& rack,
                                     double weight, int32_t id);
   absl::Status OsdSetIn(int32_t id, bool in);
+  // `which` is "full" or "nearfull"; OSDs' full flags follow at once.
+  absl::Status SetRatio(const std::string& which, double ratio);
   absl::Status PoolCreate(const PoolSpec& spec);
   absl::Status PoolRemove(const std::string& name, const std::string& confirm);
   // Names what uses a pool ("" if nothing): pools in use cannot be removed.

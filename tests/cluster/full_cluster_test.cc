@@ -1,0 +1,132 @@
+// A full cluster: the map manager marks OSDs full from their statistics when
+// their file system passes the full ratio; then writes that add data get
+// ENOSPC (through the object API and through the mount), while reads,
+// deletes and namespace changes (the MDS's writes carry OPF_FULL_TRY) keep
+// working, and nothing already written changes. The test makes the cluster
+// "full" by lowering the ratio under the disk's real fill, as an operator
+// would see it with a full disk.
+#include <catch2/catch.hpp>
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <random>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "tests/harness/cluster.h"
+#include "tests/harness/mount_fixture.h"
+
+namespace weft::testing {
+namespace {
+
+std::string RandomBytes(size_t n, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::string s(n, '\0');
+  for (char& c : s) c = static_cast<char>(rng());
+  return s;
+}
+
+// Waits until the map's full flags say `full` (some up+in OSD marked full,
+// or none).
+bool MapFull(client::ObjectClient& client, bool full) {
+  const absl::Time deadline = absl::Now() + absl::Seconds(30);
+  while (absl::Now() < deadline) {
+    if ((client.map()->FirstFull() != nullptr) == full) return true;
+    client.WaitNewer(client.map()->epoch, absl::Milliseconds(200));
+  }
+  return false;
+}
+
+TEST_CASE("a full cluster refuses new data with ENOSPC - reads - deletes and namespace "
+          "changes still work - nothing written changes",
+          "[cluster][fuse][fault]") {
+  MountFixture f;
+  Cluster& c = *f.cluster;
+  auto objects = c.Client();
+  REQUIRE(objects != nullptr);
+  REQUIRE(c.Weft({"pool", "create", "objs", "--size", "3", "--pg-num", "8"}).code == 0);
+
+  const std::string before = RandomBytes(3 << 20, 1);
+  WriteFile(f.P("before"), before);
+  REQUIRE(c.Weft({"obj", "put", "objs", "kept", f.P("before")}).code == 0);
+  WriteFile(f.P("doomed"), RandomBytes(1 << 20, 2));
+
+  // Any disk that holds an operating system is more than 0.1 % full.
+  REQUIRE(c.Weft({"osd", "set-nearfull-ratio", "0.0005"}).code == 0);
+  REQUIRE(c.Weft({"osd", "set-full-ratio", "0.001"}).code == 0);
+  REQUIRE(MapFull(*objects, true));
+  CommandResult status = c.Weft({"status"});
+  CHECK(status.output.rfind("HEALTH_ERR", 0) == 0);
+  CHECK(status.output.find("OSD_FULL") != std::string::npos);
+
+  // The object API: a clear error, nothing stored.
+  CommandResult put = c.Weft({"obj", "put", "objs", "refused", f.P("before")});
+  CHECK(put.code != 0);
+  INFO(put.output);
+  CHECK(put.output.find("cluster full") != std::string::npos);
+  CHECK(c.Weft({"obj", "stat", "objs", "refused"}).code != 0);
+
+  // Through the mount: the write is buffered, its flush fails with ENOSPC,
+  // and fsync and close report it.
+  {
+    const int fd = open(f.P("after").c_str(), O_CREAT | O_WRONLY, 0644);
+    REQUIRE(fd >= 0);
+    const std::string data = RandomBytes(1 << 20, 3);
+    const ssize_t n = write(fd, data.data(), data.size());
+    const int write_errno = n < 0 ? errno : 0;
+    const int fsync_rc = fsync(fd);
+    const int fsync_errno = errno;
+    close(fd);
+    if (n < 0) {
+      CHECK(write_errno == ENOSPC);
+    } else {
+      CHECK(fsync_rc == -1);
+      CHECK(fsync_errno == ENOSPC);
+    }
+  }
+  // Namespace changes and deletes go on: they are how space comes back.
+  CHECK(mkdir(f.P("dir").c_str(), 0755) == 0);
+  const int empty = open(f.P("dir/empty").c_str(), O_CREAT | O_EXCL | O_WRONLY, 0644);
+  CHECK(empty >= 0);
+  if (empty >= 0) CHECK(close(empty) == 0);
+  CHECK(unlink(f.P("doomed").c_str()) == 0);
+  CHECK(c.Weft({"obj", "rm", "objs", "kept"}).code == 0);
+
+  // What was written before reads back unchanged, through a fresh mount.
+  f.Remount();
+  CHECK(ReadFile(f.P("before")) == before);
+
+  // Room again: writes work.
+  REQUIRE(c.Weft({"osd", "set-full-ratio", "0.95"}).code == 0);
+  REQUIRE(c.Weft({"osd", "set-nearfull-ratio", "0.85"}).code == 0);
+  REQUIRE(MapFull(*objects, false));
+  const std::string after = RandomBytes(1 << 20, 4);
+  WriteFile(f.P("after"), after);
+  f.Remount();
+  CHECK(ReadFile(f.P("after")) == after);
+  CHECK(ReadFile(f.P("before")) == before);
+  CHECK(c.Weft({"obj", "put", "objs", "again", f.P("before")}).code == 0);
+}
+
+TEST_CASE("full ratios: bad values are refused with the reason", "[cluster]") {
+  auto started = Cluster::Start();
+  REQUIRE(started.ok());
+  Cluster& c = **started;
+  for (const char* bad : {"0", "-0.5", "1.5", "abc", "nan"}) {
+    CommandResult r = c.Weft({"osd", "set-full-ratio", bad});
+    INFO(bad << ": " << r.output);
+    CHECK(r.code != 0);
+  }
+  CommandResult r = c.Weft({"osd", "set-nearfull-ratio", "0.99"});  // above full (0.95)
+  CHECK(r.code != 0);
+  CHECK(r.output.find("exceed") != std::string::npos);
+  CHECK(c.Weft({"osd", "set-full-ratio", "0.9"}).code == 0);
+  CHECK(c.Weft({"osd", "set-nearfull-ratio", "0.8"}).code == 0);
+}
+
+}  // namespace
+}  // namespace weft::testing
