@@ -15,6 +15,7 @@ weft_vs_ceph, target, verdict, ceph_rounds, weft_rounds.
 import argparse
 import csv
 import math
+import textwrap
 
 import matplotlib
 
@@ -82,7 +83,7 @@ def main():
                         for r in bars], fontsize=9)
     ax.set_ylim(-0.7, len(bars) - 0.3)
     ax.set_xlabel("Weft vs Ceph (> 1x: Weft better; rates weft/ceph, times and p99 ceph/weft)")
-    ax.set_title(args.title, fontsize=10)
+    ax.set_title("\n".join(textwrap.wrap(args.title, 90)), fontsize=10)  # long titles wrap
     ax.grid(axis="x", which="major", alpha=0.3)
 
     footer = "black tick: the metric's target (issue 5); dashed: 0.8x floor"
