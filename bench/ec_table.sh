@@ -21,7 +21,7 @@ mkdir -p "$OUT"
 
 weft_dir=""
 cleanup() {
-  if [[ -n $weft_dir ]]; then WEFT_DIR=$weft_dir "$root/scripts/quickstart.sh" purge >/dev/null 2>&1 || true; fi
+  if [[ -n $weft_dir ]]; then WEFT_DIR=$weft_dir WEFT_MNT=$weft_dir/mnt "$root/scripts/quickstart.sh" purge >/dev/null 2>&1 || true; fi
 }
 trap cleanup EXIT
 
@@ -32,7 +32,7 @@ for profile in $PROFILES; do
   weft_dir=$(mktemp -d /tmp/weft-ectable-cluster.XXXXXX)
   export WEFT_CONF=$weft_dir/weft.conf
   log "profile $profile: starting $osds OSDs"
-  WEFT_DIR=$weft_dir WEFT_OSDS=$osds "$root/scripts/quickstart.sh" >"$OUT/up.$k$m.log" 2>&1
+  WEFT_DIR=$weft_dir WEFT_OSDS=$osds WEFT_MNT=$weft_dir/mnt "$root/scripts/quickstart.sh" >"$OUT/up.$k$m.log" 2>&1
   pool=ec$k$m
   "$bin/weft" pool create "$pool" --ec "$profile" --pg-num "$PG_NUM" --failure-domain osd >/dev/null
   for _ in $(seq 120); do
@@ -50,7 +50,7 @@ for profile in $PROFILES; do
     "$bin/weft" bench "$pool" cleanup >/dev/null 2>&1 || true
     rows+=("| $profile | $size | $(value "$w" "Bandwidth (MB/sec):") | $(value "$w" "p99 Latency(s):") | $(value "$r" "Bandwidth (MB/sec):") | $(value "$r" "p99 Latency(s):") |")
   done
-  WEFT_DIR=$weft_dir "$root/scripts/quickstart.sh" purge >/dev/null 2>&1 || true
+  WEFT_DIR=$weft_dir WEFT_MNT=$weft_dir/mnt "$root/scripts/quickstart.sh" purge >/dev/null 2>&1 || true
   weft_dir=""
 done
 {

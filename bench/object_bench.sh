@@ -154,7 +154,9 @@ weft_part() {
   if [[ ! -x $bin/weft || ! -x $bin/weft-osd || ! -x $bin/weft-mds ]]; then
     log "building Weft"; "$root/scripts/build.sh" >"$OUT/weft.build.log" 2>&1 || die "build failed"
   fi
-  weft_up /tmp/weft-objbench-cluster.XXXXXX "$OUT/weft.up.log" || die "quickstart.sh failed"
+  # Its own mountpoint: ./mnt may hold the developer's quickstart mount.
+  weft_up /tmp/weft-objbench-cluster.XXXXXX "$OUT/weft.up.log" "" WEFT_MNT="$OUT/weft-mnt" ||
+    die "quickstart.sh failed"
   local shape=(--size 3 --min-size 2)
   [[ -z $EC ]] || shape=(--ec "$EC" --failure-domain osd)
   "${W[@]}" pool create "$POOL" "${shape[@]}" --pg-num "$OBJ_PG_NUM" >"$OUT/weft.pool.log" 2>&1 \

@@ -40,13 +40,36 @@ stop_pid() {
 # client died answers every stat with ENOTCONN).
 is_mounted() { awk -v m="$1" '$5 == m { found = 1 } END { exit !found }' /proc/self/mountinfo; }
 
+# Where this cluster's weft-fuse mounted (run/mnt), so that `down` and a
+# second `up` touch only their own mount: another cluster (a benchmark's, a
+# second WEFT_DIR) may be mounted at ./mnt.
+our_mount() {
+  if [[ -f "$dir/run/mnt" ]]; then
+    cat "$dir/run/mnt"
+  elif alive "$dir/run/fuse.pid"; then
+    echo "$mnt"  # mounted before run/mnt was recorded
+  fi
+}
+
 unmount() {
-  is_mounted "$mnt" || return 0
-  if fusermount3 -u "$mnt" 2>/dev/null; then
-    log "unmounted $mnt"
-  else
-    # Busy (a shell inside it) or the client is dead: detach it lazily.
-    fusermount3 -u -z "$mnt" && log "unmounted $mnt (lazily: it was busy or its client was gone)"
+  local m
+  m=$(our_mount)
+  if [[ -n $m ]] && is_mounted "$m"; then
+    if fusermount3 -u "$m" 2>/dev/null; then
+      log "unmounted $m"
+    else
+      # Busy (a shell inside it) or the client is dead: detach it lazily.
+      fusermount3 -u -z "$m" && log "unmounted $m (lazily: it was busy or its client was gone)"
+    fi
+  fi
+  rm -f "$dir/run/mnt"
+}
+
+# A mount at $mnt that is not this cluster's is left alone: say so and stop.
+refuse_foreign_mount() {
+  if is_mounted "$mnt" && [[ "$(our_mount)" != "$mnt" ]]; then
+    log "$mnt is already mounted, not by the cluster in $dir: unmount it or set WEFT_MNT" >&2
+    exit 1
   fi
 }
 
@@ -81,6 +104,7 @@ case "${1:-up}" in
   *) echo "usage: $0 [up|down|purge]" >&2; exit 2 ;;
 esac
 
+refuse_foreign_mount
 "$root/scripts/install-deps.sh"
 "$root/scripts/build.sh"
 mkdir -p "$dir/run" "$dir/log"
@@ -156,6 +180,9 @@ fi
 # The mount: weft-fuse in the foreground of its own session (so that its
 # PID is ours to stop), logging to .weft/log/weft-fuse.log.
 mount_fs() {
+  # WEFT_MNT changed since the last up: the old mount goes first.
+  [[ -n "$(our_mount)" && "$(our_mount)" != "$mnt" ]] && unmount
+  refuse_foreign_mount
   if is_mounted "$mnt"; then
     if alive "$dir/run/fuse.pid" && stat -t "$mnt" >/dev/null 2>&1; then
       log "$mnt is already mounted"
@@ -168,7 +195,11 @@ mount_fs() {
   stop_pid "$dir/run/fuse.pid"
   start fuse "$dir/log/weft-fuse.log" "$bin/weft-fuse" "$mnt" -f -o "conf=$conf,fs=weft"
   for _ in $(seq 300); do
-    is_mounted "$mnt" && { log "mounted weft at $mnt"; return 0; }
+    if is_mounted "$mnt"; then
+      echo "$mnt" >"$dir/run/mnt"
+      log "mounted weft at $mnt"
+      return 0
+    fi
     alive "$dir/run/fuse.pid" || break
     sleep 0.1
   done

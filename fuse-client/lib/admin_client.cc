@@ -72,49 +72,39 @@ absl::Status FinishAdmin(const grpc::Status& transport, const pb::AdminReply& re
 
 }  // namespace
 
-absl::Status AdminClient::OsdSetIn(int32_t id, bool in) {
+template <typename Req>
+absl::Status AdminClient::CallAdmin(AdminMethod<Req> method, const Req& req) {
   return Call([&](pb::Cluster::Stub* stub, std::string* leader) {
     grpc::ClientContext ctx;
     ctx.set_deadline(rpc::DeadlineIn(timeout_ms_));
-    pb::OsdSetRequest req;
-    req.set_id(id);
-    req.set_in(in);
     pb::AdminReply reply;
-    return FinishAdmin(stub->OsdSetIn(&ctx, req, &reply), reply, leader);
+    return FinishAdmin((stub->*method)(&ctx, req, &reply), reply, leader);
   });
+}
+
+absl::Status AdminClient::OsdSetIn(int32_t id, bool in) {
+  pb::OsdSetRequest req;
+  req.set_id(id);
+  req.set_in(in);
+  return CallAdmin(&pb::Cluster::Stub::OsdSetIn, req);
 }
 
 absl::Status AdminClient::SetRatio(const std::string& which, double ratio) {
-  return Call([&](pb::Cluster::Stub* stub, std::string* leader) {
-    grpc::ClientContext ctx;
-    ctx.set_deadline(rpc::DeadlineIn(timeout_ms_));
-    pb::RatioRequest req;
-    req.set_which(which);
-    req.set_ratio(ratio);
-    pb::AdminReply reply;
-    return FinishAdmin(stub->SetRatio(&ctx, req, &reply), reply, leader);
-  });
+  pb::RatioRequest req;
+  req.set_which(which);
+  req.set_ratio(ratio);
+  return CallAdmin(&pb::Cluster::Stub::SetRatio, req);
 }
 
 absl::Status AdminClient::PoolCreate(const pb::PoolCreateRequest& req) {
-  return Call([&](pb::Cluster::Stub* stub, std::string* leader) {
-    grpc::ClientContext ctx;
-    ctx.set_deadline(rpc::DeadlineIn(timeout_ms_));
-    pb::AdminReply reply;
-    return FinishAdmin(stub->PoolCreate(&ctx, req, &reply), reply, leader);
-  });
+  return CallAdmin(&pb::Cluster::Stub::PoolCreate, req);
 }
 
 absl::Status AdminClient::PoolRemove(const std::string& name, const std::string& confirm) {
-  return Call([&](pb::Cluster::Stub* stub, std::string* leader) {
-    grpc::ClientContext ctx;
-    ctx.set_deadline(rpc::DeadlineIn(timeout_ms_));
-    pb::PoolRemoveRequest req;
-    req.set_name(name);
-    req.set_confirm(confirm);
-    pb::AdminReply reply;
-    return FinishAdmin(stub->PoolRemove(&ctx, req, &reply), reply, leader);
-  });
+  pb::PoolRemoveRequest req;
+  req.set_name(name);
+  req.set_confirm(confirm);
+  return CallAdmin(&pb::Cluster::Stub::PoolRemove, req);
 }
 
 absl::StatusOr<pb::StatusReply> AdminClient::Status() {

@@ -39,6 +39,13 @@ class AdminClient {
   // Calls `fn(stub)` on each MDS until one that is not "not the leader"
   // answers; `fn` returns the transport status and the reply's status.
   absl::Status Call(const std::function<absl::Status(pb::Cluster::Stub*, std::string* leader)>& fn);
+  // An admin command answered by an AdminReply: `method` of the leader's
+  // Cluster stub with `req`.
+  template <typename Req>
+  using AdminMethod = grpc::Status (pb::Cluster::Stub::*)(grpc::ClientContext*, const Req&,
+                                                          pb::AdminReply*);
+  template <typename Req>
+  absl::Status CallAdmin(AdminMethod<Req> method, const Req& req);
 
   std::vector<std::string> mds_addrs_;
   int64_t timeout_ms_;

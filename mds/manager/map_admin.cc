@@ -298,12 +298,9 @@ absl::Status MapManager::Status(pb::StatusReply* reply) {
     avail += a.fs_avail_bytes();
     total += a.fs_total_bytes();
     objects += a.objects();
-    if (a.fs_total_bytes() > 0) {
-      double fill = 1.0 - static_cast<double>(a.fs_avail_bytes()) / a.fs_total_bytes();
-      if (fill > worst_fill) {
-        worst_fill = fill;
-        worst = absl::StrCat("osd.", id);
-      }
+    if (const double fill = Fill(a); fill > worst_fill) {
+      worst_fill = fill;
+      worst = absl::StrCat("osd.", id);
     }
   }
   reply->set_bytes_used(used);

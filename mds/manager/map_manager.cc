@@ -260,6 +260,11 @@ void MapManager::OnAliveEvents(const std::vector<etcd::WatchEvent>& events) {
   Reconcile();
 }
 
+double MapManager::Fill(const pb::OsdAlive& stats) {
+  if (stats.fs_total_bytes() == 0) return 0;
+  return 1.0 - static_cast<double>(stats.fs_avail_bytes()) / stats.fs_total_bytes();
+}
+
 void MapManager::Reconcile() {
   absl::flat_hash_map<int32_t, Alive> alive;
   {
@@ -294,9 +299,7 @@ void MapManager::Reconcile() {
           changed = true;
           LOG(INFO) << "event=osd_up osd=" << osd.id.value() << " addr=" << a.addr;
         }
-        const uint64_t total = a.stats.fs_total_bytes();
-        const double fill =
-            total == 0 ? 0 : 1.0 - static_cast<double>(a.stats.fs_avail_bytes()) / total;
+        const double fill = Fill(a.stats);
         if ((fill >= m->full_ratio) != osd.full) {
           osd.full = !osd.full;
           changed = true;

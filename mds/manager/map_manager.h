@@ -82,6 +82,9 @@ class MapManager {
     std::string addr, host, rack;
     pb::OsdAlive stats;
   };
+  // How full an OSD's file system is (0..1) by its published statistics:
+  // what marks it full in the map and what `weft status` warns about.
+  static double Fill(const pb::OsdAlive& stats);
 
   void OnMapBytes(const std::string& bytes, int64_t mod_revision);
   void ElectionLoop();

@@ -447,7 +447,7 @@ TEST_CASE("fuse: mount helper - mount(8) and fstab arguments - failures leave no
 // Bytes the OSDs have read for clients, from `weft status` ("io: osd.N read
 // X B, ..."), after the OSDs published their counters again.
 uint64_t OsdReadBytes(const Cluster& c) {
-  absl::SleepFor(absl::Seconds(3));  // > osd_stats_interval_ms
+  absl::SleepFor(absl::Milliseconds(1500));  // 3x the harness's osd_stats_interval_ms (500)
   const std::string out = c.Weft({"status"}).output;
   uint64_t total = 0;
   for (size_t at = out.find(" read "); at != std::string::npos; at = out.find(" read ", at + 1)) {
