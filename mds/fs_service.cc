@@ -96,6 +96,34 @@ grpc::Status MdsService::FsStatus(grpc::ServerContext*, const pb::FsStatusReques
   return grpc::Status::OK;
 }
 
+grpc::Status MdsService::LeaseStream(grpc::ServerContext* ctx, const pb::SessionRequest* req,
+                                     grpc::ServerWriter<pb::LeaseEvent>* writer) {
+  MdsDaemon* d = daemon_->load();
+  if (d == nullptr) return grpc::Status(grpc::StatusCode::UNAVAILABLE, "the MDS is starting");
+  auto rank = d->RankById(SessionFs(req->session()));
+  if (!rank.ok()) return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION, "no such session");
+  absl::Status status = (*rank)->ServeLeases(
+      req->session(), [ctx] { return ctx->IsCancelled(); },
+      [writer](const pb::LeaseEvent& e) { return writer->Write(e); });
+  if (!status.ok()) {
+    return grpc::Status(absl::IsUnavailable(status) ? grpc::StatusCode::UNAVAILABLE
+                                                    : grpc::StatusCode::FAILED_PRECONDITION,
+                        std::string(status.message()));
+  }
+  return grpc::Status::OK;
+}
+
+grpc::Status MdsService::LeaseAck(grpc::ServerContext*, const pb::LeaseAckRequest* req,
+                                  pb::SessionReply* reply) {
+  WEFT_DAEMON_OR_REPLY(reply);
+  auto rank = d->RankById(SessionFs(req->session()));
+  absl::StatusOr<pb::SessionReply> result =
+      rank.ok() ? (*rank)->LeaseAck(*req) : rank.status();
+  if (result.ok()) *reply = *result;
+  rpc::ToProto(result.status(), reply->mutable_status());
+  return grpc::Status::OK;
+}
+
 grpc::Status FilesystemsService::FsNew(grpc::ServerContext*, const pb::FsNewRequest* req,
                                        pb::AdminReply* reply) {
   WEFT_DAEMON_OR_REPLY(reply);

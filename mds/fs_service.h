@@ -26,6 +26,10 @@ class MdsService final : public pb::Mds::Service {
                          pb::ReconnectReply*) override;
   grpc::Status FsStatus(grpc::ServerContext*, const pb::FsStatusRequest*,
                         pb::FsStatusReply*) override;
+  grpc::Status LeaseStream(grpc::ServerContext*, const pb::SessionRequest*,
+                           grpc::ServerWriter<pb::LeaseEvent>*) override;
+  grpc::Status LeaseAck(grpc::ServerContext*, const pb::LeaseAckRequest*,
+                        pb::SessionReply*) override;
 
  private:
   std::atomic<MdsDaemon*>* const daemon_;

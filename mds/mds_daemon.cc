@@ -19,11 +19,18 @@ absl::StatusOr<DaemonOptions> DaemonOptions::FromConfig(const Config& config) {
   ASSIGN_OR_RETURN(int64_t unsafe, config.GetInt("mds_unsafe_replies", 1));
   ASSIGN_OR_RETURN(int64_t delay, config.GetInt("mds_debug_journal_delay_ms", 0));
   ASSIGN_OR_RETURN(int64_t batch, config.GetInt("mds_journal_batch_ms", o.journal_batch_ms));
+  ASSIGN_OR_RETURN(int64_t lease, config.GetInt("mds_dir_lease_ms", o.dir_lease_ms));
   if (reconnect < 1 || reconnect > 600) {
     return absl::InvalidArgumentError("mds_reconnect_timeout must be within [1, 600] s");
   }
   if (batch < 0 || batch > 1000) {
     return absl::InvalidArgumentError("mds_journal_batch_ms must be within [0, 1000]");
+  }
+  if (lease < 0 || lease * 2 > reconnect * 1000) {
+    // A restarted rank must not serve anyone before the leases of its
+    // earlier life ran out (its reconnect window covers that).
+    return absl::InvalidArgumentError(
+        "mds_dir_lease_ms must be within [0, mds_reconnect_timeout * 500]");
   }
   if (delay < 0 || delay > 60000) {
     return absl::InvalidArgumentError("mds_debug_journal_delay_ms must be within [0, 60000]");
@@ -52,6 +59,7 @@ absl::StatusOr<DaemonOptions> DaemonOptions::FromConfig(const Config& config) {
   o.unsafe_replies = unsafe != 0;
   o.journal_write_delay_ms = delay;
   o.journal_batch_ms = batch;
+  o.dir_lease_ms = lease;
   o.max_object_bytes = max_object;
   return o;
 }
@@ -92,6 +100,7 @@ RankOptions MdsDaemon::RankOptionsFor(const pb::FsInfo& fs) {
   o.unsafe_events_max = options_.unsafe_replies ? 4096 : 0;
   o.journal.write_delay_ms = options_.journal_write_delay_ms;
   o.journal.batch_wait_ms = options_.unsafe_replies ? options_.journal_batch_ms : 0;
+  o.dir_lease_ms = options_.dir_lease_ms;
   o.object_bytes_max = options_.max_object_bytes;
   return o;
 }

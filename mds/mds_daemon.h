@@ -32,6 +32,7 @@ struct DaemonOptions {
   bool unsafe_replies = true;            // mds_unsafe_replies
   int64_t journal_write_delay_ms = 0;    // mds_debug_journal_delay_ms: a fault knob for tests
   int64_t journal_batch_ms = 10;         // mds_journal_batch_ms: unsafe events gather this long
+  int64_t dir_lease_ms = 5000;           // mds_dir_lease_ms: directory leases (0: none)
   uint64_t max_object_bytes = 128ull << 20;  // osd_max_object_size: no layout above it
 
   // Reads the mds_* and fs_default_* keys of the config.

@@ -51,7 +51,9 @@ MdsRank::MdsRank(RankOptions options, client::ObjectClient* objects,
       journal_(&store_, options_.journal),
       cache_(options_.fs_id),
       next_session_((uint64_t{options_.fs_id} << 40) + 1),
-      boot_(NewBootId()) {}
+      boot_(NewBootId()),
+      leases_(absl::Milliseconds(
+          std::clamp<int64_t>(options_.dir_lease_ms, 0, options_.reconnect_timeout_ms / 2))) {}
 
 MdsRank::~MdsRank() { Stop(); }
 
@@ -213,6 +215,8 @@ void MdsRank::CloseSessionLocked(uint64_t session, pb::JournalEvent* event) {
   rec->set_id(session);
   rec->set_closed(true);
   for (uint64_t ino : held) ReleaseStrayLocked(ino, session, event);
+  DropLeasesLocked(session);
+  lease_streams_.erase(session);  // its stream ends
 }
 
 // A stray whose last holder went: its inode goes and its data is purged.
@@ -253,7 +257,10 @@ pb::MetaReply MdsRank::Handle(const pb::MetaRequest& request) {
   }
   if (status.ok()) status = RunOp(request, &reply);
   if (!status.ok()) {
+    google::protobuf::RepeatedPtrField<pb::DirLease> leases;
+    leases.Swap(reply.mutable_leases());  // a lookup's ENOENT grants too
     reply.Clear();
+    leases.Swap(reply.mutable_leases());
     if (IsNeedLoad(status)) status = absl::UnavailableError("metadata kept changing; retry");
     rpc::ToProto(status, reply.mutable_status());
   }

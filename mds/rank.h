@@ -21,6 +21,8 @@
 #pragma once
 
 #include <atomic>
+#include <deque>
+#include <functional>
 #include <optional>
 #include <memory>
 #include <string>
@@ -30,6 +32,7 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/synchronization/mutex.h"
 #include "fuse-client/lib/object_client.h"
+#include "mds/cache/dir_leases.h"
 #include "mds/cache/meta_cache.h"
 #include "mds/fs/layout.h"
 #include "mds/journal/journal.h"
@@ -57,6 +60,10 @@ struct RankOptions {
   // After a restart, how long the rank waits for the sessions it knew to
   // reconnect and resend their unsafe requests before serving new ones.
   int64_t reconnect_timeout_ms = 10000;
+  // Directory leases (mds/cache/dir_leases.h): how long a grant is trusted;
+  // 0 grants none. Must be shorter than reconnect_timeout_ms: a restarted
+  // rank serves nobody before every lease of its earlier life ran out.
+  int64_t dir_lease_ms = 5000;
   JournalOptions journal;
   pb::FileLayout default_layout;          // pool 0 = data_pool, 4 MiB objects
   uint64_t object_bytes_max = 128ull << 20;  // osd_max_object_size: no layout above it
@@ -103,6 +110,15 @@ class MdsRank {
   absl::StatusOr<pb::ReconnectReply> Reconnect(const pb::ReconnectRequest& request);
   uint64_t boot() const { return boot_; }
 
+  // A session's lease stream: registers it (which ends what an earlier
+  // stream of the session held), writes a hello, then every revoke for the
+  // session through `write` until `write` fails, `cancelled` says so, the
+  // session ends or the rank stops.
+  absl::Status ServeLeases(uint64_t session, const std::function<bool()>& cancelled,
+                           const std::function<bool(const pb::LeaseEvent&)>& write);
+  // The client no longer trusts these leases.
+  absl::StatusOr<pb::SessionReply> LeaseAck(const pb::LeaseAckRequest& request);
+
   pb::FsStatusReply Status();
   // Flushes everything dirty and trims the journal (tests, clean shutdown).
   absl::Status FlushAll();
@@ -132,6 +148,17 @@ class MdsRank {
   absl::Status ReleaseOneLocked(uint64_t session, uint64_t ino, bool write,
                                 pb::JournalEvent* event) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void AfterCommitLocked(OpContext& ctx) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Before a change: revokes other sessions' leases on the directories it
+  // changes and waits (releasing mu_) until they are returned or ran out.
+  absl::Status WaitForLeasesLocked(const pb::MetaRequest& request)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // After an operation (done, or a lookup's ENOENT): leases for its reply.
+  void GrantLeasesLocked(const pb::MetaRequest& request, const pb::MetaReply& done,
+                         google::protobuf::RepeatedPtrField<pb::DirLease>* out)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void SendLeaseEventLocked(uint64_t session, const pb::LeaseEvent& event)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void DropLeasesLocked(uint64_t session) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // `replay`: a request resent through Reconnect (its original time and inode).
   absl::Status RunOp(const pb::MetaRequest& request, pb::MetaReply* reply, bool replay = false);
   // Ends the reconnect window once every session is back or it timed out:
@@ -168,6 +195,16 @@ class MdsRank {
   absl::flat_hash_set<uint64_t> awaiting_reconnect_ ABSL_GUARDED_BY(mu_);
   std::vector<pb::MetaRequest> replays_ ABSL_GUARDED_BY(mu_);
   absl::flat_hash_map<uint64_t, RStatDelta> rstat_pending_ ABSL_GUARDED_BY(mu_);
+
+  // Directory leases and the sessions' lease streams.
+  struct LeaseStream {
+    uint64_t gen = 0;                 // which ServeLeases call owns it
+    std::deque<pb::LeaseEvent> queue; // revokes not yet written
+  };
+  DirLeaseTable leases_ ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_map<uint64_t, LeaseStream> lease_streams_ ABSL_GUARDED_BY(mu_);
+  uint64_t lease_stream_gen_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t lease_returns_ ABSL_GUARDED_BY(mu_) = 0;  // bumped when a lease goes
 
   absl::Mutex flush_mu_;  // one flush at a time; taken before mu_
   std::optional<FlushBatch> failed_batch_ ABSL_GUARDED_BY(flush_mu_);

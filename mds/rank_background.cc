@@ -115,6 +115,7 @@ void MdsRank::JanitorLoop() {
     }
     for (auto& [dir, delta] : rstat_pending_) pinned.insert(dir);
     cache_.Trim(options_.cache_max_bytes, pinned);
+    leases_.Expire(absl::Now());
   }
 }
 
@@ -254,6 +255,7 @@ pb::FsStatusReply MdsRank::Status() {
     reply.set_inodes(root->rec.rstat().rfiles() + root->rec.rstat().rsubdirs() + 1);
   }
   reply.set_rss_bytes(RssBytes());
+  reply.set_dir_leases(leases_.size());
   return reply;
 }
 

@@ -98,6 +98,12 @@ absl::Status MdsRank::RunOp(const pb::MetaRequest& request, pb::MetaReply* reply
           wait_seq = seq == s->completed_seq.end() ? 0 : seq->second;
         }
       }
+      if (!reply->replayed() && !replay) {
+        // Other sessions' leases on what this changes come back first.
+        RETURN_IF_ERROR(WaitForLeasesLocked(request));
+        s = cache_.Session(request.session());
+        if (s == nullptr) return Err(ENOTCONN, "no such session");
+      }
       if (!reply->replayed()) {
         pb::JournalEvent event;
         if (request.op_case() == pb::MetaRequest::kSync) {
@@ -121,6 +127,9 @@ absl::Status MdsRank::RunOp(const pb::MetaRequest& request, pb::MetaReply* reply
             load.frags = ctx.load_frags();
             reply->Clear();
           } else if (!status.ok()) {
+            if (request.has_lookup() && StatusToErrno(status) == ENOENT) {
+              GrantLeasesLocked(request, *reply, reply->mutable_leases());
+            }
             return status;
           } else {
             if (ctx.Finish(&event)) {
@@ -138,6 +147,7 @@ absl::Status MdsRank::RunOp(const pb::MetaRequest& request, pb::MetaReply* reply
               ++s->opens[*ino];
               if (ctx.open_write()) ++s->opens_write[*ino];
             }
+            if (!replay) GrantLeasesLocked(request, *reply, reply->mutable_leases());
           }
         }
       }

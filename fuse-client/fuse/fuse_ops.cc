@@ -98,14 +98,15 @@ struct stat ToStat(fuse_req_t req, const Attr& a) {
 }
 
 // Replies with an entry; the kernel now holds one more lookup reference.
-void ReplyEntry(fuse_req_t req, const Attr& a) {
+void ReplyEntry(fuse_req_t req, const Attr& a, double attr_timeout = kAttrTimeoutS,
+                bool from_mds = true) {
   fuse_entry_param e = {};
   e.ino = ToFuse(req, a.ino());
   e.generation = a.generation();
   e.attr = ToStat(req, a);
-  e.attr_timeout = kAttrTimeoutS;
+  e.attr_timeout = attr_timeout;
   e.entry_timeout = kAttrTimeoutS;
-  Fs(req).Remember(a);
+  Fs(req).Remember(a, from_mds);
   if (fuse_reply_entry(req, &e) != 0) Fs(req).Forget(a.ino(), 1);  // request interrupted
 }
 
@@ -142,7 +143,11 @@ void Init(void* userdata, fuse_conn_info* conn) {
 }
 
 void Lookup(fuse_req_t req, fuse_ino_t parent, const char* name) {
-  ReplyEntryOr(req, Fs(req).Lookup(CredsOf(req), ToMds(req, parent), name), "lookup");
+  client::FileSystemClient::LookupInfo info;
+  auto a = Fs(req).Lookup(CredsOf(req), ToMds(req, parent), name, &info);
+  if (!a.ok()) return ReplyError(req, a.status(), "lookup");
+  ReplyEntry(req, *a, std::min(kAttrTimeoutS, absl::ToDoubleSeconds(info.attr_valid)),
+             info.from_mds);
 }
 
 void Forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup) {

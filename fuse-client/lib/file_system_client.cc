@@ -121,12 +121,13 @@ absl::StatusOr<Attr> FileSystemClient::ResolvePath(const std::string& path) {
 
 // ---- cache
 
-void FileSystemClient::Remember(const Attr& attr) {
+void FileSystemClient::Remember(const Attr& attr, bool from_mds) {
   {
     absl::MutexLock lock(&mu_);
     inodes_[attr.ino()].refs++;
   }
-  CacheAttr(attr);
+  // Attributes this client had cached are no fresher for being handed out.
+  if (from_mds) CacheAttr(attr);
 }
 
 void FileSystemClient::Forget(uint64_t ino, uint64_t n) {
@@ -159,12 +160,20 @@ void FileSystemClient::Invalidate(uint64_t ino) {
 
 // ---- MDS calls
 
+namespace {
+
+void ToProto(const Creds& c, pb::Creds* out) {
+  out->Clear();
+  out->set_uid(c.uid);
+  out->set_gid(c.gid);
+  for (uint32_t g : c.groups) out->add_groups(g);
+  out->set_umask(c.umask);
+}
+
+}  // namespace
+
 absl::StatusOr<pb::MetaReply> FileSystemClient::Call(const Creds& c, pb::MetaRequest request) {
-  pb::Creds* creds = request.mutable_creds();
-  creds->set_uid(c.uid);
-  creds->set_gid(c.gid);
-  for (uint32_t g : c.groups) creds->add_groups(g);
-  creds->set_umask(c.umask);
+  ToProto(c, request.mutable_creds());
   return meta_->Call(std::move(request));
 }
 
@@ -181,8 +190,41 @@ absl::StatusOr<Attr> FileSystemClient::FetchAttr(const Creds& c, uint64_t ino) {
 }
 
 absl::StatusOr<Attr> FileSystemClient::Lookup(const Creds& c, uint64_t parent,
-                                              const std::string& name) {
+                                              const std::string& name, LookupInfo* info) {
+  LookupInfo ignored;
+  if (info == nullptr) info = &ignored;
+  info->attr_valid = options_.attr_ttl;
+  info->from_mds = true;
   pb::MetaRequest r;
+  ToProto(c, r.mutable_creds());
+  // Every create starts with the kernel looking up the new name, and the
+  // kernel looks names up again once its entry timeout passed: under a
+  // directory lease both are answered here.
+  const absl::Time now = absl::Now();
+  if (std::optional<uint64_t> known = meta_->leases().Known(parent, name, r.creds(), now)) {
+    if (*known == 0) {
+      local_lookups_.fetch_add(1, std::memory_order_relaxed);
+      return ErrnoError(absl::StatusCode::kNotFound, ENOENT, "no such entry (directory lease)");
+    }
+    std::optional<Attr> cached;
+    {
+      absl::MutexLock lock(&mu_);
+      auto it = inodes_.find(*known);
+      // The attributes as fresh as the kernel's own (every reply refreshes
+      // them), valid for what is left of their time; not when known wrong.
+      if (it != inodes_.end() && it->second.fetched != absl::InfinitePast()) {
+        cached = it->second.attr;
+        info->attr_valid =
+            std::max(absl::ZeroDuration(), options_.attr_ttl - (now - it->second.fetched));
+      }
+    }
+    if (cached.has_value()) {
+      local_lookups_.fetch_add(1, std::memory_order_relaxed);
+      info->from_mds = false;
+      return WithPending(*std::move(cached));
+    }
+    info->attr_valid = options_.attr_ttl;
+  }
   r.mutable_lookup()->set_parent(parent);
   r.mutable_lookup()->set_name(name);
   ASSIGN_OR_RETURN(Attr attr, CallAttr(c, std::move(r)));

@@ -30,6 +30,7 @@
 
 #include <fcntl.h>
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -108,11 +109,19 @@ class FileSystemClient {
   absl::StatusOr<Attr> ResolvePath(const std::string& path);
 
   // ---- inode references (the frontend's lookup counts)
-  void Remember(const Attr& attr);        // one more reference to attr.ino(), caching attr
+  // One more reference to attr.ino(), caching attr if it comes from the MDS.
+  void Remember(const Attr& attr, bool from_mds = true);
   void Forget(uint64_t ino, uint64_t n);  // n fewer; cached state dropped at 0
 
   // ---- namespace
-  absl::StatusOr<Attr> Lookup(const Creds& c, uint64_t parent, const std::string& name);
+  // How a lookup was answered.
+  struct LookupInfo {
+    absl::Duration attr_valid;  // how long the attributes may be cached still
+    bool from_mds = true;       // else from this client's cache, under a directory lease
+  };
+  // Answered without the MDS when a directory lease allows (dir_leases.h).
+  absl::StatusOr<Attr> Lookup(const Creds& c, uint64_t parent, const std::string& name,
+                              LookupInfo* info = nullptr);
   // Cached attributes if fresh, else from the MDS.
   absl::StatusOr<Attr> Getattr(const Creds& c, uint64_t ino);
   // With SA_SIZE, trims the data objects past a smaller size after the MDS
@@ -187,9 +196,12 @@ class FileSystemClient {
   // longer holds the file.
   absl::Status Release(FileHandle fh);
 
+  // Lookups answered under a directory lease, without the MDS.
+  uint64_t local_lookups() const { return local_lookups_.load(); }
 
 
  private:
+  std::atomic<uint64_t> local_lookups_{0};
   // One open(2) of a file by this client.
   struct OpenFile {
     uint64_t ino = 0;

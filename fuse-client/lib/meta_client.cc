@@ -40,12 +40,14 @@ absl::StatusOr<std::unique_ptr<MetaClient>> MetaClient::Connect(MetaClientOption
   }
   RETURN_IF_ERROR(status);
   client->renewer_ = std::thread([c = client.get()] { c->RenewLoop(); });
+  client->lease_thread_ = std::thread([c = client.get()] { c->LeaseLoop(); });
   return client;
 }
 
 MetaClient::~MetaClient() {
   (void)Close();
   if (renewer_.joinable()) renewer_.join();
+  if (lease_thread_.joinable()) lease_thread_.join();
 }
 
 absl::Status MetaClient::Resolve() {
@@ -78,9 +80,15 @@ absl::Status MetaClient::OpenSession(uint64_t reclaim) {
   pb::SessionReply reply;
   RETURN_IF_ERROR(rpc::FromGrpc(stub->SessionOpen(&ctx, req, &reply), "mds"));
   RETURN_IF_ERROR(rpc::FromProto(reply.status()));
+  const bool changed = session_ != 0 && session_ != reply.session();
   session_ = reply.session();
   root_ = reply.root();
   absl::MutexLock lock(&mu_);
+  if (changed) {
+    // Leases were the old session's: gone, and the stream starts over.
+    leases_.DropAll();
+    if (lease_ctx_ != nullptr) lease_ctx_->TryCancel();
+  }
   timeout_ms_ = reply.timeout_ms();
   if (boot_ == 0 || reclaim == 0) boot_ = reply.boot();
   return absl::OkStatus();
@@ -117,6 +125,47 @@ void MetaClient::RenewLoop() {
   }
 }
 
+void MetaClient::LeaseLoop() {
+  for (;;) {
+    grpc::ClientContext ctx;
+    pb::SessionRequest req;
+    req.set_fs(options_.fs);
+    {
+      absl::MutexLock lock(&mu_);
+      if (closed_) return;
+      lease_ctx_ = &ctx;
+      req.set_session(session_);
+    }
+    auto stub = pb::Mds::NewStub(Channel());
+    std::unique_ptr<grpc::ClientReader<pb::LeaseEvent>> reader = stub->LeaseStream(&ctx, req);
+    pb::LeaseEvent event;
+    while (reader->Read(&event)) {
+      if (event.hello()) {
+        leases_.StreamUp();
+        continue;
+      }
+      leases_.Revoke(event.ino(), event.seq());
+      // The MDS waits for this (or for the lease to run out).
+      grpc::ClientContext ack_ctx;
+      ack_ctx.set_deadline(rpc::DeadlineIn(options_.rpc_timeout_ms));
+      pb::LeaseAckRequest ack;
+      ack.set_session(req.session());
+      *ack.add_acks() = event;
+      pb::SessionReply ack_reply;
+      absl::Status acked = rpc::FromGrpc(stub->LeaseAck(&ack_ctx, ack, &ack_reply), "mds");
+      if (!acked.ok()) VLOG(1) << "op=lease_ack ino=" << event.ino() << " status=" << acked;
+    }
+    // No revokes can reach us now: trust nothing until the next hello.
+    leases_.DropAll();
+    absl::Status ended = rpc::FromGrpc(reader->Finish(), "mds");
+    absl::MutexLock lock(&mu_);
+    lease_ctx_ = nullptr;
+    if (closed_) return;
+    VLOG(1) << "op=lease_stream session=" << req.session() << " ended=" << ended;
+    if (mu_.AwaitWithTimeout(absl::Condition(&closed_), absl::Milliseconds(200))) return;
+  }
+}
+
 absl::StatusOr<pb::MetaReply> MetaClient::Call(pb::MetaRequest request) {
   return CallWithTid(std::move(request), NextTid());
 }
@@ -132,6 +181,7 @@ absl::StatusOr<pb::MetaReply> MetaClient::CallWithTid(pb::MetaRequest request, u
   const absl::Time deadline = absl::Now() + absl::Milliseconds(options_.op_timeout_ms);
   absl::StatusOr<pb::MetaReply> result;
   bool keep = false;  // answered unsafe: the tid stays until durable
+  bool answered = false;  // the last attempt got a reply from the MDS
   for (int attempt = 0;; ++attempt) {
     {
       absl::MutexLock lock(&mu_);
@@ -141,7 +191,11 @@ absl::StatusOr<pb::MetaReply> MetaClient::CallWithTid(pb::MetaRequest request, u
     grpc::ClientContext ctx;
     ctx.set_deadline(rpc::DeadlineIn(options_.rpc_timeout_ms));
     pb::MetaReply reply;
+    // A lease in the reply is trusted from before the request left.
+    const absl::Time sent = absl::Now();
+    const uint64_t lease_epoch = leases_.epoch();
     absl::Status status = rpc::FromGrpc(stub->Call(&ctx, request, &reply), "mds");
+    answered = false;
     uint64_t new_boot = 0;
     if (status.ok()) {
       absl::MutexLock lock(&mu_);
@@ -157,7 +211,11 @@ absl::StatusOr<pb::MetaReply> MetaClient::CallWithTid(pb::MetaRequest request, u
       }
       continue;
     }
-    if (status.ok()) status = rpc::FromProto(reply.status());
+    if (status.ok()) {
+      answered = true;
+      status = rpc::FromProto(reply.status());
+      leases_.Observe(request, reply, status.ok() ? 0 : StatusToErrno(status), sent, lease_epoch);
+    }
     if (status.ok()) {
       Observe(reply);
       if (reply.unsafe()) {
@@ -189,6 +247,9 @@ absl::StatusOr<pb::MetaReply> MetaClient::CallWithTid(pb::MetaRequest request, u
     absl::SleepFor(absl::Milliseconds(std::min(1000, 50 << std::min(attempt, 4))));
     (void)Resolve();
   }
+  // Given up without a reply: the change may or may not have happened, and
+  // the MDS does not revoke a session's leases for its own changes.
+  if (!answered) leases_.ForgetAll();
   absl::MutexLock lock(&mu_);
   if (!keep) inflight_.erase(tid);
   return result;
@@ -241,6 +302,7 @@ size_t MetaClient::unsafe_count() {
 
 absl::Status MetaClient::Reconnect(uint64_t boot) {
   absl::MutexLock serial(&reconnect_mu_);
+  leases_.ForgetAll();  // a new incarnation knows nothing of them
   pb::ReconnectRequest req;
   std::function<std::vector<pb::OpenRef>()> open_files;
   {
@@ -314,6 +376,7 @@ absl::Status MetaClient::Close() {
     absl::MutexLock lock(&mu_);
     if (closed_) return absl::OkStatus();
     closed_ = true;
+    if (lease_ctx_ != nullptr) lease_ctx_->TryCancel();
   }
   auto stub = pb::Mds::NewStub(Channel());
   grpc::ClientContext ctx;

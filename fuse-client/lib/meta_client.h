@@ -31,6 +31,7 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "common/rpc/rpc.h"
+#include "fuse-client/lib/dir_leases.h"
 #include "proto/mds.grpc.pb.h"
 
 namespace weft::client {
@@ -65,6 +66,10 @@ class MetaClient {
   // Requests answered unsafe and not yet known durable (tests, status).
   size_t unsafe_count();
 
+  // What this session knows under directory leases (revokes arrive on the
+  // lease stream, kept open by a background thread).
+  DirLeases& leases() { return leases_; }
+
   absl::StatusOr<pb::FsStatusReply> FsStatus();
   // Ends the session now (its open files are released).
   absl::Status Close();
@@ -75,6 +80,8 @@ class MetaClient {
   absl::Status OpenSession(uint64_t reclaim);
   std::shared_ptr<grpc::Channel> Channel();
   void RenewLoop();
+  // Keeps the lease stream open; applies and acknowledges revokes.
+  void LeaseLoop();
   // Takes what a reply says: unsafe requests now durable are dropped; a new
   // boot id means the MDS restarted and Reconnect must run first.
   void Observe(const pb::MetaReply& reply);
@@ -100,7 +107,10 @@ class MetaClient {
   std::function<std::vector<pb::OpenRef>()> open_files_ ABSL_GUARDED_BY(mu_);
   absl::Mutex reconnect_mu_;  // one Reconnect at a time; taken before mu_
   bool closed_ ABSL_GUARDED_BY(mu_) = false;
+  grpc::ClientContext* lease_ctx_ ABSL_GUARDED_BY(mu_) = nullptr;  // to cancel at Close
+  DirLeases leases_;
   std::thread renewer_;
+  std::thread lease_thread_;
 };
 
 // Filesystem administration (weft fs ...): sent to the elected MDS.

@@ -1,0 +1,229 @@
+#include "fuse-client/lib/dir_leases.h"
+
+#include <algorithm>
+#include <cerrno>
+
+#include "absl/time/clock.h"
+
+namespace weft::client {
+namespace {
+
+bool SameCreds(const pb::Creds& a, const pb::Creds& b) {
+  if (a.uid() != b.uid() || a.gid() != b.gid() || a.groups_size() != b.groups_size()) return false;
+  return std::equal(a.groups().begin(), a.groups().end(), b.groups().begin());
+}
+
+constexpr size_t kSearchersMax = 8;
+// A revoke is remembered this long: a grant that crossed it on the wire
+// arrives well before (or is long expired when it does).
+constexpr absl::Duration kRevokeMemory = absl::Minutes(2);
+
+}  // namespace
+
+uint64_t DirLeases::epoch() {
+  absl::MutexLock lock(&mu_);
+  return epoch_;
+}
+
+void DirLeases::StreamUp() {
+  absl::MutexLock lock(&mu_);
+  ++epoch_;
+  up_ = true;
+}
+
+void DirLeases::DropAll() {
+  absl::MutexLock lock(&mu_);
+  ++epoch_;
+  up_ = false;
+  dirs_.clear();
+}
+
+void DirLeases::ForgetAll() {
+  absl::MutexLock lock(&mu_);
+  ++epoch_;
+  dirs_.clear();
+}
+
+void DirLeases::Forget(Dir* d) {
+  d->seq = 0;
+  d->complete = false;
+  d->names.clear();
+  d->absent.clear();
+  d->searchers.clear();
+}
+
+void DirLeases::Revoke(uint64_t ino, uint64_t seq) {
+  absl::MutexLock lock(&mu_);
+  Dir& d = dirs_[ino];
+  d.revoked = std::max(d.revoked, seq);
+  d.revoked_at = absl::Now();
+  if (d.seq != 0 && d.seq <= seq) Forget(&d);
+}
+
+DirLeases::Dir* DirLeases::Held(uint64_t ino, uint64_t seq, absl::Time now) {
+  if (seq == 0) return nullptr;
+  auto it = dirs_.find(ino);
+  if (it == dirs_.end() || it->second.seq != seq || now >= it->second.expires) return nullptr;
+  return &it->second;
+}
+
+uint64_t DirLeases::SeqIn(const pb::MetaReply& reply, uint64_t ino) {
+  for (const pb::DirLease& l : reply.leases()) {
+    if (l.ino() == ino) return l.seq();
+  }
+  return 0;
+}
+
+void DirLeases::Added(uint64_t dir, const std::string& name, uint64_t ino) {
+  // A name that exists: always safe to learn, whatever the lease.
+  auto it = dirs_.find(dir);
+  if (it == dirs_.end()) return;
+  Dir& d = it->second;
+  d.absent.erase(name);
+  if (!d.complete) return;
+  if (d.names.size() >= kCompleteNamesMax) {
+    d.complete = false;  // too big to remember: lookups go to the MDS
+    d.names.clear();
+    return;
+  }
+  d.names[name] = ino;
+}
+
+void DirLeases::Absent(uint64_t dir, uint64_t seq, const std::string& name, absl::Time now) {
+  // Only under the lease the same reply granted: an older one may have been
+  // revoked (and the name created elsewhere) since the MDS answered.
+  Dir* d = Held(dir, seq, now);
+  if (d == nullptr) return;
+  if (d->complete) {
+    d->names.erase(name);
+    return;
+  }
+  if (d->absent.size() >= kAbsentNamesMax) d->absent.clear();
+  d->absent.insert(name);
+}
+
+void DirLeases::Observe(const pb::MetaRequest& r, const pb::MetaReply& reply, int err,
+                        absl::Time sent, uint64_t epoch) {
+  absl::MutexLock lock(&mu_);
+  if (epoch != epoch_ || !up_) return;
+  const absl::Time now = absl::Now();
+  for (const pb::DirLease& l : reply.leases()) {
+    Dir& d = dirs_[l.ino()];
+    if (l.seq() <= d.revoked) continue;  // crossed a revoke on the wire
+    if (d.seq != 0 && l.seq() < d.seq) continue;  // late: a newer lease is held
+    const absl::Time expires = sent + absl::Milliseconds(l.lease_ms());
+    if (d.seq != l.seq()) {
+      // A new lease: what was learnt under an earlier one may be stale.
+      Forget(&d);
+      d.seq = l.seq();
+      d.expires = expires;
+    } else {
+      d.expires = std::max(d.expires, expires);
+    }
+    if (l.searchable() && d.searchers.size() < kSearchersMax &&
+        std::none_of(d.searchers.begin(), d.searchers.end(),
+                     [&](const pb::Creds& c) { return SameCreds(c, r.creds()); })) {
+      pb::Creds& c = d.searchers.emplace_back();
+      c.set_uid(r.creds().uid());
+      c.set_gid(r.creds().gid());
+      *c.mutable_groups() = r.creds().groups();
+    }
+  }
+  using R = pb::MetaRequest;
+  switch (r.op_case()) {
+    case R::kLookup:
+      if (err == ENOENT) Absent(r.lookup().parent(), SeqIn(reply, r.lookup().parent()), r.lookup().name(), now);
+      break;
+    case R::kCreate:
+      if (err == 0 || err == EEXIST) {
+        Added(r.create().parent(), r.create().name(), err == 0 ? reply.attr().ino() : 0);
+      }
+      break;
+    case R::kMkdir:
+      if (err == EEXIST) Added(r.mkdir().parent(), r.mkdir().name(), 0);
+      if (err != 0) break;
+      Added(r.mkdir().parent(), r.mkdir().name(), reply.attr().ino());
+      if (Dir* d = Held(reply.attr().ino(), SeqIn(reply, reply.attr().ino()), now)) {
+        d->complete = true;  // new, so empty: every name is absent
+        d->names.clear();
+        d->absent.clear();
+      }
+      break;
+    case R::kSymlink:
+      if (err == 0 || err == EEXIST) {
+        Added(r.symlink().parent(), r.symlink().name(), err == 0 ? reply.attr().ino() : 0);
+      }
+      break;
+    case R::kLink:
+      if (err == 0 || err == EEXIST) {
+        Added(r.link().new_parent(), r.link().new_name(), err == 0 ? r.link().ino() : 0);
+      }
+      break;
+    case R::kUnlink:
+      if (err == 0) Absent(r.unlink().parent(), SeqIn(reply, r.unlink().parent()), r.unlink().name(), now);
+      break;
+    case R::kRmdir:
+      if (err == 0) Absent(r.rmdir().parent(), SeqIn(reply, r.rmdir().parent()), r.rmdir().name(), now);
+      break;
+    case R::kRename: {
+      const pb::RenameOp& op = r.rename();
+      if (err != 0) break;
+      if ((op.flags() & 2) == 0) {  // RENAME_EXCHANGE leaves both names in place
+        // The new name first: renaming a name onto itself keeps it.
+        uint64_t moved = 0;
+        if (auto src = dirs_.find(op.parent()); src != dirs_.end() && src->second.complete) {
+          if (auto n = src->second.names.find(op.name()); n != src->second.names.end()) moved = n->second;
+        }
+        Added(op.new_parent(), op.new_name(), moved);
+        if (op.parent() != op.new_parent() || op.name() != op.new_name()) {
+          Absent(op.parent(), SeqIn(reply, op.parent()), op.name(), now);
+        }
+      }
+      break;
+    }
+    default:
+      break;
+  }
+  Prune(now);
+}
+
+void DirLeases::Prune(absl::Time now) {
+  if (now - last_prune_ < absl::Seconds(10)) return;
+  last_prune_ = now;
+  absl::erase_if(dirs_, [now](const auto& kv) {
+    const Dir& d = kv.second;
+    const bool lease_gone = d.seq == 0 || now >= d.expires;
+    return lease_gone && (d.revoked == 0 || now - d.revoked_at > kRevokeMemory);
+  });
+}
+
+std::optional<uint64_t> DirLeases::Known(uint64_t dir, const std::string& name,
+                                         const pb::Creds& creds, absl::Time now) {
+  if (name.empty() || name == "." || name == "..") return std::nullopt;
+  absl::MutexLock lock(&mu_);
+  if (!up_) return std::nullopt;
+  auto it = dirs_.find(dir);
+  if (it == dirs_.end()) return std::nullopt;
+  const Dir& d = it->second;
+  if (d.seq == 0 || now >= d.expires) return std::nullopt;
+  if (std::none_of(d.searchers.begin(), d.searchers.end(),
+                   [&](const pb::Creds& c) { return SameCreds(c, creds); })) {
+    return std::nullopt;
+  }
+  if (d.absent.contains(name)) return 0;
+  if (!d.complete) return std::nullopt;
+  auto n = d.names.find(name);
+  if (n == d.names.end()) return 0;
+  if (n->second == 0) return std::nullopt;  // there, but which inode is not known
+  return n->second;
+}
+
+size_t DirLeases::size() {
+  absl::MutexLock lock(&mu_);
+  const absl::Time now = absl::Now();
+  return std::count_if(dirs_.begin(), dirs_.end(), [now](const auto& kv) {
+    return kv.second.seq != 0 && now < kv.second.expires;
+  });
+}
+
+}  // namespace weft::client

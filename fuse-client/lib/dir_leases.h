@@ -1,0 +1,97 @@
+// What a client may know about directories under the MDS's directory leases
+// (mds/cache/dir_leases.h has the protocol): which names are absent, so
+// that a lookup of a name that does not exist — the kernel's first step of
+// every create — is answered here instead of by the MDS, and so is the
+// inode a name in a complete directory stands for.
+//
+// A lease is trusted until `lease_ms` after the request that brought it was
+// sent, and only while the lease stream is up: revokes travel on it. Every
+// reply passes through Observe(), which installs its grants and, under the
+// lease the same reply carries, learns from the operation: a lookup's ENOENT
+// makes the name known absent; a mkdir makes the new directory complete (it
+// is empty, so every name not added since is absent); this client's own
+// creates, links, renames and removals keep complete directories complete.
+// A revoke forgets everything about the directory; completeness comes back
+// only with a new mkdir. Absent names are answered only to credentials that
+// the MDS let search the directory under the same lease.
+//
+// Thread-safe; no I/O.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "proto/mds.pb.h"
+
+namespace weft::client {
+
+class DirLeases {
+ public:
+  // Names remembered per directory beyond which it stops being complete, and
+  // absent names remembered per directory.
+  static constexpr size_t kCompleteNamesMax = 200000;
+  static constexpr size_t kAbsentNamesMax = 4096;
+
+  // Taken when a request is sent; a reply's grants count only if no
+  // DropAll() or StreamUp() happened since.
+  uint64_t epoch();
+  // The lease stream is registered (its hello arrived): grants count again.
+  void StreamUp();
+  // The stream broke, the session changed or the MDS restarted: nothing is
+  // trusted until the next StreamUp().
+  void DropAll();
+  // A request's outcome is unknown (no reply): what this client changed may
+  // not be what it knows, so it forgets everything; the stream stays up.
+  void ForgetAll();
+  // A revoke: forgets the directory if it holds lease `seq` or older.
+  void Revoke(uint64_t ino, uint64_t seq);
+
+  // Takes what a reply says (see above). `status_errno` is the reply's errno
+  // (0 when it succeeded); `sent` and `epoch` are from when it was sent.
+  void Observe(const pb::MetaRequest& request, const pb::MetaReply& reply, int status_errno,
+               absl::Time sent, uint64_t epoch);
+
+  // What this client knows of `name` in `dir` for `creds` now: nothing
+  // (nullopt), absent (0), or the inode it names (complete directories).
+  std::optional<uint64_t> Known(uint64_t dir, const std::string& name, const pb::Creds& creds,
+                                absl::Time now);
+
+  size_t size();  // directories with a trusted lease (tests, status)
+
+ private:
+  struct Dir {
+    uint64_t seq = 0;             // 0: no lease
+    absl::Time expires;
+    uint64_t revoked = 0;         // grants up to this seq were revoked
+    absl::Time revoked_at;
+    bool complete = false;
+    absl::flat_hash_map<std::string, uint64_t> names;  // when complete: every name (inode, 0 unknown)
+    absl::flat_hash_set<std::string> absent;  // known absent (also when not complete)
+    std::vector<pb::Creds> searchers;         // may search it under this lease
+  };
+
+  // The lease `seq` on `ino` if it is the one held and trusted.
+  Dir* Held(uint64_t ino, uint64_t seq, absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The grant of `ino` in `reply`, 0 if none.
+  static uint64_t SeqIn(const pb::MetaReply& reply, uint64_t ino);
+  void Forget(Dir* d) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void Added(uint64_t dir, const std::string& name, uint64_t ino)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void Absent(uint64_t dir, uint64_t seq, const std::string& name, absl::Time now)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void Prune(absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  absl::Mutex mu_;
+  uint64_t epoch_ ABSL_GUARDED_BY(mu_) = 1;
+  bool up_ ABSL_GUARDED_BY(mu_) = false;
+  absl::flat_hash_map<uint64_t, Dir> dirs_ ABSL_GUARDED_BY(mu_);
+  absl::Time last_prune_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace weft::client

@@ -1,0 +1,163 @@
+// Directory leases through two real mounts of one filesystem: a mount that
+// answers lookups of absent names itself (mds/cache/dir_leases.h) must still
+// see at once what the other mount creates, renames and forbids; a client
+// killed while holding a lease, or an MDS restarted under one, must not
+// block or mislead anyone.
+#include <catch2/catch.hpp>
+
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <set>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "tests/harness/mount_fixture.h"
+
+namespace weft::testing {
+namespace {
+
+const UserIds kUser{1000, 1000, {}};
+
+int StatErrno(const std::string& path) {
+  struct stat st;
+  return stat(path.c_str(), &st) == 0 ? 0 : errno;
+}
+
+// Directory leases alive at the MDS.
+uint64_t LeasesAtMds(Cluster& cluster) {
+  auto meta = cluster.Meta("fs1");
+  REQUIRE(meta != nullptr);
+  auto status = meta->FsStatus();
+  INFO(status.status());
+  REQUIRE(status.ok());
+  return status->dir_leases();
+}
+
+struct TwoMounts : MountFixture {
+  TwoMounts() {
+    auto m = Mount::Start(*cluster, "fs1");
+    INFO(m.status());
+    REQUIRE(m.ok());
+    other = std::move(*m);
+  }
+  std::string Q(const std::string& rel) const { return other->Path(rel); }
+  std::unique_ptr<Mount> other;  // unmounted before the fixture's mount and cluster
+};
+
+TEST_CASE("fuse leases: what another mount creates - renames - makes is seen at once",
+          "[fuse][leases]") {
+  TwoMounts f;
+  REQUIRE(mkdir(f.P("d").c_str(), 0755) == 0);
+  // The first lookup of an absent name asks the MDS; the next ones are
+  // answered by the mount under its lease on the new (complete) directory.
+  CHECK(StatErrno(f.P("d/x")) == ENOENT);
+  CHECK(StatErrno(f.P("d/x")) == ENOENT);
+  CHECK(LeasesAtMds(*f.cluster) >= 1);
+
+  WriteFile(f.Q("d/x"), "from the other mount");
+  CHECK(StatErrno(f.P("d/x")) == 0);
+  CHECK(ReadFile(f.P("d/x")) == "from the other mount");
+
+  REQUIRE(mkdir(f.Q("d/sub").c_str(), 0700) == 0);
+  struct stat st = Lstat(f.P("d/sub"));
+  CHECK(S_ISDIR(st.st_mode));
+
+  CHECK(StatErrno(f.P("d/y")) == ENOENT);
+  REQUIRE(rename(f.Q("d/x").c_str(), f.Q("d/y").c_str()) == 0);
+  CHECK(ReadFile(f.P("d/y")) == "from the other mount");
+  REQUIRE(symlink("y", f.Q("d/link").c_str()) == 0);
+  CHECK(StatErrno(f.P("d/link")) == 0);
+  REQUIRE(link(f.Q("d/y").c_str(), f.Q("d/hard").c_str()) == 0);
+  CHECK(ReadFile(f.P("d/hard")) == "from the other mount");
+
+  // Both mounts creating in one directory, turn by turn: the lease goes back
+  // and forth, and each sees every name the other made just before.
+  std::set<std::string> names;
+  for (int i = 0; i < 60; ++i) {
+    const bool mine = i % 2 == 0;
+    const std::string name = absl::StrCat("n", i);
+    CHECK(StatErrno((mine ? f.P("d/") : f.Q("d/")) + name) == ENOENT);
+    WriteFile((mine ? f.P("d/") : f.Q("d/")) + name, name);
+    INFO(name);
+    CHECK(ReadFile((mine ? f.Q("d/") : f.P("d/")) + name) == name);
+    names.insert(name);
+  }
+  for (const std::string& name : names) {
+    INFO(name);
+    CHECK(StatErrno(f.P("d/" + name)) == 0);
+    CHECK(StatErrno(f.Q("d/" + name)) == 0);
+  }
+}
+
+TEST_CASE("fuse leases: a permission change by another mount reaches the lease holder",
+          "[fuse][leases]") {
+  TwoMounts f;
+  REQUIRE(mkdir(f.P("d").c_str(), 0755) == 0);
+  REQUIRE(chmod(f.P("d").c_str(), 0755) == 0);
+  const std::string missing = f.P("d/missing");
+  // uid 1000 may search d: its lookups of absent names become local.
+  CHECK(RunAs(kUser, [&]() -> std::string {
+          for (int i = 0; i < 3; ++i) USER_CHECK(access(missing.c_str(), F_OK) != 0 && errno == ENOENT);
+          return "";
+        }) == "");
+  REQUIRE(chmod(f.Q("d").c_str(), 0700) == 0);
+  // Not ENOENT from what the mount knew: the MDS says the search is denied.
+  CHECK(RunAs(kUser, [&]() -> std::string {
+          USER_CHECK(access(missing.c_str(), F_OK) != 0 && errno == EACCES);
+          return "";
+        }) == "");
+  // The same through the mount that changed it (its own lease went too).
+  REQUIRE(chmod(f.Q("d").c_str(), 0755) == 0);
+  CHECK(RunAs(kUser, [&]() -> std::string {
+          USER_CHECK(access(missing.c_str(), F_OK) != 0 && errno == ENOENT);
+          return "";
+        }) == "");
+  REQUIRE(chmod(f.P("d").c_str(), 0700) == 0);
+  CHECK(RunAs(kUser, [&]() -> std::string {
+          USER_CHECK(access(missing.c_str(), F_OK) != 0 && errno == EACCES);
+          return "";
+        }) == "");
+}
+
+TEST_CASE("fuse leases: a client killed holding a lease delays others only until it runs out",
+          "[fuse][leases]") {
+  TwoMounts f;
+  REQUIRE(mkdir(f.P("d").c_str(), 0755) == 0);
+  CHECK(StatErrno(f.P("d/x")) == ENOENT);
+  CHECK(LeasesAtMds(*f.cluster) >= 1);
+  f.mount->process()->Kill(SIGKILL);
+  f.mount->process()->Wait();
+  // The MDS cannot reach the dead client: the create waits for the lease
+  // (5 s) to run out, then goes through.
+  const absl::Time start = absl::Now();
+  WriteFile(f.Q("d/x"), "after the holder died");
+  const absl::Duration waited = absl::Now() - start;
+  INFO("create waited " << absl::FormatDuration(waited));
+  CHECK(waited < absl::Seconds(30));  // far from any timeout: it did not hang
+  CHECK(ReadFile(f.Q("d/x")) == "after the holder died");
+}
+
+TEST_CASE("fuse leases: after an MDS restart a mount trusts nothing it knew", "[fuse][leases]") {
+  TwoMounts f;
+  REQUIRE(mkdir(f.P("d").c_str(), 0755) == 0);
+  CHECK(StatErrno(f.P("d/x")) == ENOENT);
+  CHECK(StatErrno(f.P("d/x")) == ENOENT);
+  f.cluster->KillMds();
+  auto started = f.cluster->StartMds();
+  INFO(started);
+  REQUIRE(started.ok());
+  WriteFile(f.Q("d/x"), "made after the restart");
+  CHECK(ReadFile(f.P("d/x")) == "made after the restart");
+  // Leases work again with the new incarnation.
+  REQUIRE(mkdir(f.P("e").c_str(), 0755) == 0);
+  CHECK(StatErrno(f.P("e/x")) == ENOENT);
+  WriteFile(f.Q("e/x"), "again");
+  CHECK(ReadFile(f.P("e/x")) == "again");
+}
+
+}  // namespace
+}  // namespace weft::testing

@@ -1,0 +1,210 @@
+// Directory leases: the MDS's table of holders (mds/cache/dir_leases.h) and
+// what a client learns under them (fuse-client/lib/dir_leases.h). The
+// protocol end to end, with real processes, is in
+// tests/cluster/fuse_lease_test.cc.
+#include <catch2/catch.hpp>
+
+#include <cerrno>
+#include <vector>
+
+#include "absl/time/clock.h"
+#include "fuse-client/lib/dir_leases.h"
+#include "mds/cache/dir_leases.h"
+
+namespace weft {
+namespace {
+
+const absl::Time kT0 = absl::FromUnixSeconds(1000);
+constexpr absl::Duration kLease = absl::Seconds(5);
+
+TEST_CASE("mds dir leases: a change revokes other holders and waits for them", "[unit][mds]") {
+  mds::DirLeaseTable t(kLease);
+  const uint64_t a = t.Grant(10, /*session=*/1, kT0);
+  const uint64_t b = t.Grant(10, 2, kT0);
+  REQUIRE(a != 0);
+  REQUIRE(b != 0);
+  CHECK(t.Grant(10, 1, kT0 + absl::Seconds(1)) == a);  // a refresh keeps the number
+
+  std::vector<mds::DirLeaseTable::Revoke> sent;
+  absl::Time until = absl::InfiniteFuture();
+  // Session 1 changes directory 10: only session 2's lease must go.
+  CHECK(t.Conflicts(10, 1, false, kT0, &sent, &until));
+  REQUIRE(sent.size() == 1);
+  CHECK(sent[0].session == 2);
+  CHECK(sent[0].seq == b);
+  CHECK(until > kT0 + kLease);  // the MDS waits past what the client trusts
+  // Sent once; while it is out nobody else gets the directory.
+  sent.clear();
+  CHECK(t.Conflicts(10, 1, false, kT0, &sent, &until));
+  CHECK(sent.empty());
+  CHECK(t.Grant(10, 3, kT0) == 0);
+  CHECK(t.Grant(10, 2, kT0) == 0);
+  CHECK(!t.Ack(2, 10, b + 100));  // a wrong number releases nothing
+  CHECK(t.Ack(2, 10, b));
+  CHECK(!t.Conflicts(10, 1, false, kT0, &sent, &until));
+  // The change went through: others may hold it again, with a new number.
+  const uint64_t b2 = t.Grant(10, 2, kT0);
+  CHECK(b2 > b);
+}
+
+TEST_CASE("mds dir leases: a silent holder's lease runs out - a permission change includes self",
+          "[unit][mds]") {
+  mds::DirLeaseTable t(kLease);
+  REQUIRE(t.Grant(10, 1, kT0) != 0);
+  REQUIRE(t.Grant(10, 2, kT0) != 0);
+  std::vector<mds::DirLeaseTable::Revoke> sent;
+  absl::Time until = absl::InfiniteFuture();
+  CHECK(t.Conflicts(10, 1, true, kT0, &sent, &until));
+  CHECK(sent.size() == 2);  // its own lease too
+  CHECK(t.Conflicts(10, 1, true, until - absl::Milliseconds(1), &sent, &until));
+  CHECK(!t.Conflicts(10, 1, true, until, &sent, &until));
+  CHECK(t.size() == 0);
+
+  // Expire() forgets leases nobody refreshed; DropSession forgets a session.
+  REQUIRE(t.Grant(20, 1, kT0) != 0);
+  REQUIRE(t.Grant(21, 2, kT0) != 0);
+  t.DropSession(2);
+  CHECK(t.size() == 1);
+  t.Expire(kT0 + 2 * kLease);
+  CHECK(t.size() == 0);
+
+  mds::DirLeaseTable off(absl::ZeroDuration());
+  CHECK(off.Grant(10, 1, kT0) == 0);
+}
+
+pb::MetaRequest Req(uint32_t uid) {
+  pb::MetaRequest r;
+  r.mutable_creds()->set_uid(uid);
+  r.mutable_creds()->set_gid(uid);
+  return r;
+}
+
+pb::Creds Who(uint32_t uid) { return Req(uid).creds(); }
+
+void AddLease(pb::MetaReply* reply, uint64_t ino, uint64_t seq, bool searchable) {
+  pb::DirLease* l = reply->add_leases();
+  l->set_ino(ino);
+  l->set_seq(seq);
+  l->set_lease_ms(5000);
+  l->set_searchable(searchable);
+}
+
+// The client of one session: the stream is up, directory 7 was made by a
+// mkdir under lease 3 (in parent 1, lease 2).
+struct Client {
+  client::DirLeases leases;
+  Client() {
+    leases.StreamUp();
+    pb::MetaRequest mk = Req(0);
+    mk.mutable_mkdir()->set_parent(1);
+    mk.mutable_mkdir()->set_name("d");
+    pb::MetaReply reply;
+    reply.mutable_attr()->set_ino(7);
+    AddLease(&reply, 1, 2, true);
+    AddLease(&reply, 7, 3, false);
+    leases.Observe(mk, reply, 0, absl::Now(), leases.epoch());
+    // A create in it: searchable for root from now on.
+    Create("f", 70);
+  }
+  void Create(const std::string& name, uint64_t ino, uint64_t seq = 3) {
+    pb::MetaRequest r = Req(0);
+    r.mutable_create()->set_parent(7);
+    r.mutable_create()->set_name(name);
+    pb::MetaReply reply;
+    reply.mutable_attr()->set_ino(ino);
+    AddLease(&reply, 7, seq, true);
+    leases.Observe(r, reply, 0, absl::Now(), leases.epoch());
+  }
+  std::optional<uint64_t> Known(const std::string& name, uint32_t uid = 0) {
+    return leases.Known(7, name, Who(uid), absl::Now());
+  }
+};
+
+TEST_CASE("client dir leases: a new directory is complete - own changes keep it so",
+          "[unit][client]") {
+  Client c;
+  CHECK(c.Known("f") == 70u);
+  CHECK(c.Known("g") == 0u);           // absent, known without the MDS
+  CHECK(!c.Known("g", 1000).has_value());  // uid 1000 never searched it: ask the MDS
+  CHECK(!c.Known(".").has_value());
+  CHECK(!c.leases.Known(1, "d", Who(0), absl::Now()).has_value());  // parent not complete
+
+  pb::MetaRequest un = Req(0);
+  un.mutable_unlink()->set_parent(7);
+  un.mutable_unlink()->set_name("f");
+  pb::MetaReply reply;
+  AddLease(&reply, 7, 3, true);
+  c.leases.Observe(un, reply, 0, absl::Now(), c.leases.epoch());
+  CHECK(c.Known("f") == 0u);
+
+  pb::MetaRequest mv = Req(0);
+  c.Create("a", 71);
+  mv.mutable_rename()->set_parent(7);
+  mv.mutable_rename()->set_name("a");
+  mv.mutable_rename()->set_new_parent(7);
+  mv.mutable_rename()->set_new_name("b");
+  c.leases.Observe(mv, reply, 0, absl::Now(), c.leases.epoch());
+  CHECK(c.Known("a") == 0u);
+  CHECK(c.Known("b") == 71u);
+}
+
+TEST_CASE("client dir leases: a revoke forgets - a grant that crossed it is ignored",
+          "[unit][client]") {
+  Client c;
+  c.leases.Revoke(7, 3);
+  CHECK(!c.Known("g").has_value());
+  // A reply sent before the revoke, carrying lease 3, arrives after it.
+  c.Create("h", 72, 3);
+  CHECK(!c.Known("g").has_value());
+  // A new lease (4) does not make the directory complete again, but a
+  // lookup's ENOENT under it is remembered.
+  pb::MetaRequest lk = Req(0);
+  lk.mutable_lookup()->set_parent(7);
+  lk.mutable_lookup()->set_name("g");
+  pb::MetaReply reply;
+  AddLease(&reply, 7, 4, true);
+  c.leases.Observe(lk, reply, ENOENT, absl::Now(), c.leases.epoch());
+  CHECK(c.Known("g") == 0u);
+  CHECK(!c.Known("zz").has_value());
+  // An ENOENT under a lease that is not the one held teaches nothing.
+  lk.mutable_lookup()->set_name("old");
+  pb::MetaReply stale;
+  AddLease(&stale, 7, 3, true);
+  c.leases.Observe(lk, stale, ENOENT, absl::Now(), c.leases.epoch());
+  CHECK(!c.Known("old").has_value());
+}
+
+TEST_CASE("client dir leases: expiry - a broken stream - replies from before it", "[unit][client]") {
+  Client c;
+  CHECK(!c.leases.Known(7, "g", Who(0), absl::Now() + absl::Seconds(6)).has_value());
+
+  const uint64_t before = c.leases.epoch();
+  c.leases.DropAll();
+  CHECK(!c.Known("g").has_value());
+  c.leases.StreamUp();
+  // A reply to a request sent before the stream came back grants nothing.
+  pb::MetaRequest mk = Req(0);
+  mk.mutable_mkdir()->set_parent(1);
+  mk.mutable_mkdir()->set_name("e");
+  pb::MetaReply reply;
+  reply.mutable_attr()->set_ino(8);
+  AddLease(&reply, 8, 9, false);
+  c.leases.Observe(mk, reply, 0, absl::Now(), before);
+  CHECK(c.leases.size() == 0);
+  // Sent after it: counted, and trusted for lease_ms from when it was sent.
+  const absl::Time sent = absl::Now() - absl::Seconds(4);
+  c.leases.Observe(mk, reply, 0, sent, c.leases.epoch());
+  CHECK(c.leases.size() == 1);
+  pb::MetaRequest cr = Req(0);
+  cr.mutable_create()->set_parent(8);
+  cr.mutable_create()->set_name("f");
+  pb::MetaReply created;
+  created.mutable_attr()->set_ino(80);
+  AddLease(&created, 8, 9, true);
+  c.leases.Observe(cr, created, 0, sent, c.leases.epoch());
+  CHECK(c.leases.Known(8, "x", Who(0), sent + absl::Milliseconds(4999)) == 0u);
+  CHECK(!c.leases.Known(8, "x", Who(0), sent + absl::Seconds(5)).has_value());
+}
+
+}  // namespace
+}  // namespace weft
