@@ -9,7 +9,9 @@
 // client may safely cache without caps; its own writes, truncates and
 // setattrs refresh the entry at once. Cached entries live while a frontend
 // holds references (Remember/Forget, the FUSE lookup count) or an open file;
-// caps will govern the same entries later, replacing the TTL.
+// caps will govern the same entries later, replacing the TTL. Directory
+// leases (dir_leases.h) are the first such cap: under one, Lookup answers
+// absent names, and names of directories this client made, without the MDS.
 //
 // File data (file_cache.h): writes are buffered per file and written back in
 // the background once `cache.flush_bytes` are pending, after `dirty_expire`,
