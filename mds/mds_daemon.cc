@@ -1,5 +1,7 @@
 #include "mds/mds_daemon.h"
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "common/log/log.h"
@@ -19,7 +21,9 @@ absl::StatusOr<DaemonOptions> DaemonOptions::FromConfig(const Config& config) {
   ASSIGN_OR_RETURN(int64_t unsafe, config.GetInt("mds_unsafe_replies", 1));
   ASSIGN_OR_RETURN(int64_t delay, config.GetInt("mds_debug_journal_delay_ms", 0));
   ASSIGN_OR_RETURN(int64_t batch, config.GetInt("mds_journal_batch_ms", o.journal_batch_ms));
-  ASSIGN_OR_RETURN(int64_t lease, config.GetInt("mds_dir_lease_ms", o.dir_lease_ms));
+  // Unset, the lease follows a short reconnect window down (see below).
+  ASSIGN_OR_RETURN(int64_t lease, config.GetInt("mds_dir_lease_ms",
+                                                std::min<int64_t>(o.dir_lease_ms, reconnect * 500)));
   if (reconnect < 1 || reconnect > 600) {
     return absl::InvalidArgumentError("mds_reconnect_timeout must be within [1, 600] s");
   }
