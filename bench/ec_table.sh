@@ -19,26 +19,18 @@ PG_NUM=${PG_NUM:-32}
 OUT=${OUT:-$(mktemp -d /tmp/weft-ectable.XXXXXX)}
 mkdir -p "$OUT"
 
-weft_dir=""
-cleanup() {
-  if [[ -n $weft_dir ]]; then WEFT_DIR=$weft_dir WEFT_MNT=$weft_dir/mnt "$root/scripts/quickstart.sh" purge >/dev/null 2>&1 || true; fi
-}
-trap cleanup EXIT
+# The exit trap purges the cluster of the profile under way (lib.sh).
+ceph_started=0 weft_dir="" sampler_pid="" failures=()
+trap_exit
 
 rows=()
 for profile in $PROFILES; do
   k=${profile%+*} m=${profile#*+}
-  osds=$((k + m))
-  weft_dir=$(mktemp -d /tmp/weft-ectable-cluster.XXXXXX)
-  export WEFT_CONF=$weft_dir/weft.conf
-  log "profile $profile: starting $osds OSDs"
-  WEFT_DIR=$weft_dir WEFT_OSDS=$osds WEFT_MNT=$weft_dir/mnt "$root/scripts/quickstart.sh" >"$OUT/up.$k$m.log" 2>&1
-  pool=ec$k$m
+  weft_up /tmp/weft-ectable-cluster.XXXXXX "$OUT/up.$k$m.log" "profile $profile: " \
+    WEFT_OSDS=$((k + m)) WEFT_MNT=/tmp/weft-ectable-mnt.$$ || die "quickstart.sh failed"
+  pool=ec$k$m pgs0=$(pg_total)
   "$bin/weft" pool create "$pool" --ec "$profile" --pg-num "$PG_NUM" --failure-domain osd >/dev/null
-  for _ in $(seq 120); do
-    "$bin/weft" status 2>/dev/null | grep -q "pgs: *$PG_NUM active+clean" && break
-    sleep 1
-  done
+  weft_wait_clean $(( pgs0 + PG_NUM )) || die "profile $profile: PGs not active+clean after 300 s"
   for size in $SIZES; do
     bytes=$(numfmt --from=iec "$size")
     w=$OUT/write.$k$m.$size.txt r=$OUT/seq.$k$m.$size.txt
@@ -50,8 +42,7 @@ for profile in $PROFILES; do
     "$bin/weft" bench "$pool" cleanup >/dev/null 2>&1 || true
     rows+=("| $profile | $size | $(value "$w" "Bandwidth (MB/sec):") | $(value "$w" "p99 Latency(s):") | $(value "$r" "Bandwidth (MB/sec):") | $(value "$r" "p99 Latency(s):") |")
   done
-  WEFT_DIR=$weft_dir WEFT_MNT=$weft_dir/mnt "$root/scripts/quickstart.sh" purge >/dev/null 2>&1 || true
-  weft_dir=""
+  weft_purge "profile $profile: "
 done
 {
   echo "# weft bench, one stream, $(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg), ${SECONDS_PER_RUN}s per phase"

@@ -8,9 +8,8 @@
 # back to back, with the ratio per metric and the client's peak RSS.
 #
 # Weft: a fresh 6-OSD `scripts/quickstart.sh` in its own WEFT_DIR (filesystem
-# weft: metadata 3x, data EC 4+2, default layout 4 MiB objects), mounted here
-# with `weft-fuse MNT -o conf=...,fs=weft,log=...`, fsbench.sh, unmount,
-# `quickstart.sh purge`. Ceph: the anchor's up.sh, fsbench.sh in
+# weft: metadata 3x, data EC 4+2, default layout 4 MiB objects) that mounts it
+# at a fresh WEFT_MNT, fsbench.sh, `quickstart.sh purge` (which unmounts). Ceph: the anchor's up.sh, fsbench.sh in
 # /mnt/cephanchor/ec42, down.sh. Each side's client RSS is sampled every
 # second and its VmHWM read before the unmount. Only one cluster runs at a
 # time (an idle cluster still uses CPU).
@@ -89,14 +88,13 @@ metrics=(
 )
 
 # ---------------------------------------------------------------- cleanup --
-# The exit trap stops what the script started (lib.sh), first the load
-# sampler and the mount.
-ceph_started=0 weft_dir="" weft_mnt="" sampler_pid="" load_pid="" failures=() commands=()
-stop_load_and_mount() {
+# The exit trap stops what the script started (lib.sh; the Weft purge also
+# unmounts), first the load sampler.
+ceph_started=0 weft_dir="" sampler_pid="" load_pid="" failures=() commands=()
+stop_load() {
   if [[ -n $load_pid ]]; then kill "$load_pid" 2>/dev/null || true; fi
-  if [[ -n $weft_mnt ]]; then weft_unmount; fi
 }
-trap_exit stop_load_and_mount
+trap_exit stop_load
 
 # ---------------------------------------------------------------- helpers --
 
@@ -220,7 +218,7 @@ run_fsbench() {
 
 # A failed Weft step: keep what explains it beside the figures.
 weft_failure_notes() {
-  local r=$1 steps=$OUT/r$1.weft.steps fuselog=$OUT/r$1.weft-fuse.log
+  local r=$1 steps=$OUT/r$1.weft.steps fuselog=$weft_dir/log/weft-fuse.log
   {
     echo "== failed steps"; cat "$steps/failed" 2>/dev/null || echo "(none recorded by the wrapper)"
     local f
@@ -238,28 +236,6 @@ weft_failure_notes() {
 }
 
 # ------------------------------------------------------------------- weft --
-fs_weft_active() { "$bin/weft" fs status weft 2>/dev/null | grep -q '^  state: active'; }
-
-weft_unmount() {
-  local p; p=$(pid_of weft-fuse "$weft_mnt" || true)
-  if mountpoint -q "$weft_mnt"; then
-    fusermount3 -u "$weft_mnt" 2>>"$OUT/weft.down.log" || {
-      log "fusermount3 -u $weft_mnt failed (busy?): lazy unmount"
-      fusermount3 -u -z "$weft_mnt" 2>>"$OUT/weft.down.log" || true
-    }
-  fi
-  if [[ -n $p ]]; then  # it exits by itself once unmounted
-    for _ in $(seq 100); do kill -0 "$p" 2>/dev/null || break; sleep 0.2; done
-    if kill -0 "$p" 2>/dev/null; then
-      log "weft-fuse $p still running 20 s after the unmount: TERM"; kill -TERM "$p" 2>/dev/null || true
-      for _ in $(seq 50); do kill -0 "$p" 2>/dev/null || break; sleep 0.2; done
-      kill -KILL "$p" 2>/dev/null || true
-    fi
-  fi
-  rmdir "$weft_mnt" 2>/dev/null || true
-  weft_mnt=""
-}
-
 # layout_probe DIR XATTR FILE: into FILE, the layout a new file in DIR gets
 # (fixed at its first write; expected: EC 4+2, 4 MiB objects).
 layout_probe() {
@@ -267,30 +243,23 @@ layout_probe() {
   rm -f "$1/.layout-probe"
 }
 
-# weft_measure R: on the cluster weft_round started, once it is ready: mount
-# (or adopt the mount quickstart.sh made at $WEFT_MNT), fsbench.sh, and on a
-# failure what explains it.
+# weft_measure R MNT: on the cluster weft_round started, mounted at MNT, once
+# it is ready: fsbench.sh, and on a failure what explains it.
 weft_measure() {
-  local r=$1 tag=r$1.weft
-  if ! weft_wait_clean 0 fs_weft_active; then
+  local r=$1 mnt=$2 tag=r$1.weft
+  if ! weft_wait_clean 0 weft_fs_active weft; then
     failures+=("round $r weft: PGs not active+clean or fs weft not active after 300 s ($OUT/weft.status.txt)")
     return 0
   fi
   { "$bin/weft" pool ls; "$bin/weft" fs ls; } >"$OUT/$tag.pools.txt" 2>&1 || true
-  local pidfile=$OUT/$tag.pid/weft-fuse.pid fuselog=$OUT/r$r.weft-fuse.log
-  mkdir -p "$(dirname "$pidfile")"
-  if mountpoint -q "$weft_mnt"; then
-    echo "mounted by quickstart.sh at WEFT_MNT" >>"$OUT/$tag.mount.log"
-  elif ! "$bin/weft-fuse" "$weft_mnt" -o "conf=$WEFT_CONF,fs=weft,log=$fuselog" 2>>"$OUT/$tag.mount.log"; then
-    failures+=("round $r weft: weft-fuse failed to mount: $(tail -1 "$OUT/$tag.mount.log")")
-  fi
-  mountpoint -q "$weft_mnt" || return 0
-  if ! pid_of weft-fuse "$weft_mnt" >"$pidfile"; then
-    failures+=("round $r weft: mounted but no weft-fuse process serves $weft_mnt")
+  # quickstart.sh mounts or fails, and records the client's pid.
+  local pidfile=$weft_dir/run/fuse.pid
+  if ! mountpoint -q "$mnt" || ! kill -0 "$(cat "$pidfile" 2>/dev/null)" 2>/dev/null; then
+    failures+=("round $r weft: $mnt is not mounted by a live weft-fuse after quickstart.sh")
     return 0
   fi
-  layout_probe "$weft_mnt" weft.file.layout "$OUT/$tag.layout.txt"
-  run_fsbench "$r" weft "$weft_mnt" "$pidfile"
+  layout_probe "$mnt" weft.file.layout "$OUT/$tag.layout.txt"
+  run_fsbench "$r" weft "$mnt" "$pidfile"
   "$bin/weft" fs status weft >"$OUT/$tag.fs_status.txt" 2>&1 || true
   if [[ $run_failed == 1 ]]; then
     weft_failure_notes "$r"
@@ -299,16 +268,16 @@ weft_measure() {
 }
 
 weft_round() {
-  local r=$1 tag=r$1.weft
+  local r=$1 tag=r$1.weft mnt
   wait_for_build
-  weft_mnt=$(mktemp -d /tmp/weft-fsbench-mnt.XXXXXX)
-  if weft_up /tmp/weft-fsbench-cluster.XXXXXX "$OUT/$tag.up.log" "round $r: " WEFT_MNT="$weft_mnt"; then
-    weft_measure "$r"
+  mnt=$(mktemp -d /tmp/weft-fsbench-mnt.XXXXXX)
+  if weft_up /tmp/weft-fsbench-cluster.XXXXXX "$OUT/$tag.up.log" "round $r: " WEFT_MNT="$mnt"; then
+    weft_measure "$r" "$mnt"
   else
     failures+=("round $r weft: quickstart.sh failed (see $OUT/$tag.up.log)")
   fi
-  weft_unmount
-  cp "$weft_dir/log/mds.a.log" "$OUT/$tag.mds.log" 2>/dev/null || true
+  local f
+  for f in mds.a weft-fuse; do cp "$weft_dir/log/$f.log" "$OUT/$tag.$f.log" 2>/dev/null || true; done
   weft_purge "round $r: "
 }
 
@@ -378,10 +347,9 @@ for r in $(seq "$RUNS"); do
   done
 done
 [[ $do_weft == 1 ]] && commands+=(
-  "WEFT_DIR=\$(mktemp -d) WEFT_OSDS=6 scripts/quickstart.sh   # fs weft: metadata 3x, data EC 4+2, 4 MiB objects"
-  "weft-fuse WMNT -o conf=\$WEFT_DIR/weft.conf,fs=weft,log=FILE"
+  "WEFT_DIR=\$(mktemp -d) WEFT_OSDS=6 WEFT_MNT=WMNT scripts/quickstart.sh   # fs weft: metadata 3x, data EC 4+2, 4 MiB objects; mounted at WMNT"
   "FSBENCH_SIZE=$FSBENCH_SIZE FSBENCH_JOBS=$FSBENCH_JOBS FSBENCH_RUNTIME=$FSBENCH_RUNTIME fsbench.sh WMNT OUTFILE"
-  "fusermount3 -u WMNT; scripts/quickstart.sh purge")
+  "scripts/quickstart.sh purge   # unmounts WMNT too")
 [[ $do_ceph == 1 ]] && commands+=(
   "$anchor/up.sh   # 6 BlueStore OSDs, 1 MDS, ceph-fuse at $MNT; $MNT/ec42: EC 4+2, 4 MiB objects"
   "FSBENCH_SIZE=$FSBENCH_SIZE FSBENCH_JOBS=$FSBENCH_JOBS FSBENCH_RUNTIME=$FSBENCH_RUNTIME fsbench.sh $MNT/ec42 OUTFILE"

@@ -197,31 +197,40 @@ anchor_down() {
   ceph_started=0
 }
 
-# weft_up TEMPLATE LOG [PREFIX [VAR=VALUE...]]: a fresh 6-OSD
-# scripts/quickstart.sh cluster in a new `mktemp -d TEMPLATE` (weft_dir;
-# WEFT_CONF is exported), VAR=VALUE in its environment, its output in LOG
-# (the tail shown and status 1 when it fails). quickstart.sh also runs
-# install-deps.sh and build.sh (a no-op when the build is up to date).
+# weft_up TEMPLATE LOG [PREFIX [VAR=VALUE...]]: a fresh
+# scripts/quickstart.sh cluster (6 OSDs unless WEFT_OSDS=N is among the
+# VAR=VALUEs) in a new `mktemp -d TEMPLATE` (weft_dir; WEFT_CONF is
+# exported), VAR=VALUE in its environment, its output in LOG (the tail shown
+# and status 1 when it fails). quickstart.sh also runs install-deps.sh and
+# build.sh (a no-op when the build is up to date).
 weft_up() {
-  local template=$1 up_log=$2 prefix=${3:-} t0
+  local template=$1 up_log=$2 prefix=${3:-} t0 osds=6 a
   shift 2; [[ $# == 0 ]] || shift
+  for a in "$@"; do [[ $a != WEFT_OSDS=* ]] || osds=${a#WEFT_OSDS=}; done
   weft_dir=$(mktemp -d "$template") || return 1
   export WEFT_CONF=$weft_dir/weft.conf
-  log "${prefix}starting Weft (6 OSDs) in $weft_dir"
+  log "${prefix}starting Weft ($osds OSDs) in $weft_dir"
   t0=$(date +%s)
-  env WEFT_DIR="$weft_dir" WEFT_OSDS=6 "$@" "$root/scripts/quickstart.sh" >"$up_log" 2>&1 \
+  env WEFT_DIR="$weft_dir" WEFT_OSDS="$osds" "$@" "$root/scripts/quickstart.sh" >"$up_log" 2>&1 \
     || { tail -20 "$up_log" >&2; return 1; }
   log "${prefix}Weft up in $(( $(date +%s) - t0 )) s"
 }
 
+# pg_total [STATUS]: the PG count of all pools in `weft status` (or STATUS).
+pg_total() {
+  sed -n 's/^ *pools: *[0-9]* pools, \([0-9]*\) pgs.*/\1/p' <<<"${1:-$("$bin/weft" status 2>&1 || true)}"
+}
+
 # weft_wait_clean MIN [CMD...]: waits up to 300 s until `weft status` shows
-# at least MIN PGs, every one active+clean, and CMD (when given) succeeds.
-# The last status goes to $OUT/weft.status.txt; status 1 on timeout.
+# at least MIN PGs (count the quickstart's own pools: pg_total before
+# creating yours, plus theirs), every one active+clean, and CMD (when
+# given) succeeds. The last status goes to $OUT/weft.status.txt; status 1
+# on timeout.
 weft_wait_clean() {
   local min=$1 st="" total pgs; shift
   for _ in $(seq 300); do
     st=$("$bin/weft" status 2>&1 || true)
-    total=$(sed -n 's/^ *pools: *[0-9]* pools, \([0-9]*\) pgs.*/\1/p' <<<"$st")
+    total=$(pg_total "$st")
     pgs=$(sed -n 's/^ *pgs: *//p' <<<"$st")
     if [[ -n $total && $total -ge $min && $pgs == "$total active+clean" ]] && { [[ $# == 0 ]] || "$@"; }; then
       echo "$st" >"$OUT/weft.status.txt"; return 0
@@ -231,6 +240,9 @@ weft_wait_clean() {
   echo "$st" >"$OUT/weft.status.txt"
   return 1
 }
+
+# weft_fs_active FS: rank 0 of filesystem FS answers as active.
+weft_fs_active() { "$bin/weft" fs status "$1" 2>/dev/null | grep -q '^  state: active'; }
 
 # weft_purge [PREFIX]: `quickstart.sh purge` of the cluster in $weft_dir, if
 # any.

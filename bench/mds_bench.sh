@@ -35,7 +35,7 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 source "$root/bench/lib.sh"
 anchors=$(cd "${ANCHORS:-$root/../shared/anchors}" && pwd)
 anchor=$anchors/ceph
-bin=$root/build/bin
+bin=${WEFT_BUILD_DIR:-$root/build}/bin
 
 FILES=${FILES:-5000}
 THREADS=${THREADS:-4}
@@ -79,19 +79,23 @@ commands=()
 note_foreign OSD/MDS ceph-osd weft-osd weft-mds ceph-mds
 
 # ------------------------------------------------------------------- weft --
-# weft_fs_ready [FILE]: waits until rank 0 of $FS answers FsStatus as
-# active; FILE gets that last answer.
+# weft_fs_ready [FILE]: waits until rank 0 of $FS answers as active; FILE
+# gets its `weft fs status`.
 weft_fs_ready() {
-  local st=""
-  for _ in $(seq 120); do
-    st=$("${W[@]}" fs status "$FS" 2>&1 || true)
-    if grep -q '^  state: active' <<<"$st"; then
-      [[ -z ${1:-} ]] || echo "$st" >"$1"
-      return 0
-    fi
-    sleep 1
-  done
-  die "filesystem $FS not active after 120 s: $(tr '\n' ' ' <<<"$st")"
+  weft_wait_clean 0 weft_fs_active "$FS" || die "filesystem $FS not active after 300 s"
+  [[ -z ${1:-} ]] || "${W[@]}" fs status "$FS" >"$1" 2>&1 || true
+}
+
+# mdbench_runs SIDE DIR R: mdbench in DIR.private, then with all threads in
+# DIR.shared; the outputs in $OUT/SIDE.{private,shared}.R.txt.
+mdbench_runs() {
+  local side=$1 d=$2 r=$3
+  mkdir -p "$d.private" "$d.shared"
+  run_tool "$side private (run $r)" "$OUT/$side.private.$r.txt" "$OUT/mdbench" "$d.private" "$THREADS" "$FILES"
+  run_tool "$side shared (run $r)" "$OUT/$side.shared.$r.txt" "$OUT/mdbench" "$d.shared" "$THREADS" "$FILES" shared
+  rmdir "$d.private" "$d.shared" 2>/dev/null || true
+  local shown=${d/.$$.$r/.PID.R}  # the commands, once for all runs
+  [[ $r != 1 ]] || commands+=("$OUT/mdbench $shown.private $THREADS $FILES" "$OUT/mdbench $shown.shared $THREADS $FILES shared")
 }
 
 weft_start() {
@@ -101,12 +105,13 @@ weft_start() {
     die "quickstart.sh failed"
   mountpoint -q "$weft_mnt" || die "$weft_mnt is not mounted after quickstart.sh"
   [[ -x $bin/weft-mdbench ]] || die "$bin/weft-mdbench missing after the build"
+  local pgs0; pgs0=$(pg_total)
   {
     "${W[@]}" pool create benchmeta --size 3 --pg-num "$META_PGS" &&
     "${W[@]}" pool create benchdata --size 3 --pg-num "$DATA_PGS"
   } >"$OUT/weft.pool.log" 2>&1 || { cat "$OUT/weft.pool.log" >&2; die "creating the Weft pools failed"; }
   log "waiting for the Weft PGs to be active+clean"
-  weft_wait_clean $(( META_PGS + DATA_PGS )) ||
+  weft_wait_clean $(( pgs0 + META_PGS + DATA_PGS )) ||
     die "Weft PGs not active+clean after 300 s: $(grep -E 'pgs:|HEALTH' "$OUT/weft.status.txt" | tr '\n' ' ')"
   "${W[@]}" fs new "$FS" --metadata-pool benchmeta --data-pool benchdata >>"$OUT/weft.pool.log" 2>&1 \
     || { cat "$OUT/weft.pool.log" >&2; die "weft fs new failed"; }
@@ -144,19 +149,13 @@ weft_part() {
   local pidfile=$weft_dir/run/mds.pid
   start_sampler "$OUT/weft.rss.samples" "$pidfile"
   for r in $(seq "$RUNS"); do
-    local d=$weft_mnt/mdbench.$$.$r
-    mkdir -p "$d.private" "$d.shared"
-    run_tool "weft mount private (run $r)" "$OUT/weft.private.$r.txt" "$OUT/mdbench" "$d.private" "$THREADS" "$FILES"
-    run_tool "weft mount shared (run $r)" "$OUT/weft.shared.$r.txt" "$OUT/mdbench" "$d.shared" "$THREADS" "$FILES" shared
-    rmdir "$d.private" "$d.shared" 2>/dev/null || true
+    mdbench_runs weft "$weft_mnt/mdbench.$$.$r" "$r"
     run_tool "weft gRPC private (run $r)" "$OUT/grpc.private.$r.txt" \
       "$bin/weft-mdbench" -c "$WEFT_CONF" --fs "$FS" --threads "$THREADS" --files "$FILES" --dir "mdbench.$r"
     run_tool "weft gRPC shared (run $r)" "$OUT/grpc.shared.$r.txt" \
       "$bin/weft-mdbench" -c "$WEFT_CONF" --fs "$FS" --threads "$THREADS" --files "$FILES" --shared --dir "mdbench.$r"
   done
   stop_sampler
-  commands+=("$OUT/mdbench $weft_mnt/mdbench.PID.R.private $THREADS $FILES")
-  commands+=("$OUT/mdbench $weft_mnt/mdbench.PID.R.shared $THREADS $FILES shared")
   commands+=("weft-mdbench -c weft.conf --fs $FS --threads $THREADS --files $FILES --dir mdbench.R")
   commands+=("weft-mdbench -c weft.conf --fs $FS --threads $THREADS --files $FILES --shared --dir mdbench.R")
   weft_rss=$(peak_rss "$OUT/weft.rss" "$pidfile")
@@ -175,22 +174,17 @@ ceph_part() {
   local pidfile=$CDIR/run/mds.a.pid
   start_sampler "$OUT/ceph.rss.samples" "$pidfile"
   for r in $(seq "$RUNS"); do
-    local d=$MNT/rep3/mdbench.$$.$r
-    mkdir -p "$d.private" "$d.shared"
-    run_tool "ceph private (run $r)" "$OUT/ceph.private.$r.txt" "$OUT/mdbench" "$d.private" "$THREADS" "$FILES"
-    run_tool "ceph shared (run $r)" "$OUT/ceph.shared.$r.txt" "$OUT/mdbench" "$d.shared" "$THREADS" "$FILES" shared
-    rmdir "$d.private" "$d.shared" 2>/dev/null || true
+    mdbench_runs ceph "$MNT/rep3/mdbench.$$.$r" "$r"
   done
   stop_sampler
   commands+=("$anchor/up.sh   # CDIR=$CDIR, 6 BlueStore-on-file OSDs, 1 MDS, ceph-fuse at $MNT")
-  commands+=("$OUT/mdbench $MNT/rep3/mdbench.PID.R.private $THREADS $FILES")
-  commands+=("$OUT/mdbench $MNT/rep3/mdbench.PID.R.shared $THREADS $FILES shared")
   ceph_rss=$(peak_rss "$OUT/ceph.rss" "$pidfile")
   anchor_down
 }
 
 ceph_rss="" weft_rss="" million_hwm="" weft_mnt=$OUT/weft-mnt
 # Both sides run the same mdbench binary.
+command -v gcc >/dev/null || apt_install gcc
 gcc -O2 -pthread "$anchors/bench/mdbench.c" -o "$OUT/mdbench" || die "compiling mdbench.c failed"
 commands+=("gcc -O2 -pthread $anchors/bench/mdbench.c -o $OUT/mdbench")
 # (plain `if`s: errexit is off inside a function called from an && list)

@@ -30,7 +30,7 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 # shellcheck source=bench/lib.sh
 source "$root/bench/lib.sh"
 anchor=$(cd "$root/../shared/anchors/ceph" && pwd)
-bin=$root/build/bin
+bin=${WEFT_BUILD_DIR:-$root/build}/bin
 
 SECONDS_PER_RUN=${SECONDS_PER_RUN:-30}
 THREADS=${THREADS:-16}
@@ -150,20 +150,18 @@ ceph_part() {
 
 # ------------------------------------------------------------------- weft --
 weft_part() {
-  wait_for_build
-  if [[ ! -x $bin/weft || ! -x $bin/weft-osd || ! -x $bin/weft-mds ]]; then
-    log "building Weft"; "$root/scripts/build.sh" >"$OUT/weft.build.log" 2>&1 || die "build failed"
-  fi
+  wait_for_build  # quickstart.sh builds what is missing
   # Its own mountpoint: ./mnt may hold the developer's quickstart mount.
   weft_up /tmp/weft-objbench-cluster.XXXXXX "$OUT/weft.up.log" "" WEFT_MNT="$OUT/weft-mnt" ||
     die "quickstart.sh failed"
-  local shape=(--size 3 --min-size 2)
+  local shape=(--size 3 --min-size 2) pgs0
+  pgs0=$(pg_total)
   [[ -z $EC ]] || shape=(--ec "$EC" --failure-domain osd)
   "${W[@]}" pool create "$POOL" "${shape[@]}" --pg-num "$OBJ_PG_NUM" >"$OUT/weft.pool.log" 2>&1 \
     || { cat "$OUT/weft.pool.log" >&2; die "creating the Weft pool failed"; }
-  commands+=("WEFT_DIR=\$(mktemp -d) WEFT_OSDS=6 scripts/quickstart.sh; weft pool create $POOL ${shape[*]} --pg-num $OBJ_PG_NUM")
+  commands+=("WEFT_DIR=\$(mktemp -d) WEFT_OSDS=6 WEFT_MNT=$OUT/weft-mnt scripts/quickstart.sh; weft pool create $POOL ${shape[*]} --pg-num $OBJ_PG_NUM")
   log "waiting for the Weft PGs to be active+clean"
-  weft_wait_clean "$OBJ_PG_NUM" ||
+  weft_wait_clean $(( pgs0 + OBJ_PG_NUM )) ||
     die "Weft PGs not active+clean after 300 s: $(grep -E 'pgs:|HEALTH' "$OUT/weft.status.txt" | tr '\n' ' ')"
 
   local pidfiles=("$weft_dir"/run/osd.*.pid)

@@ -6,7 +6,7 @@
 #   scripts/quickstart.sh          install, build, start (or re-start), mount, and print
 #                                  `weft status` and the mount; again: harmless
 #   scripts/quickstart.sh down     unmount and stop everything it started (data is kept)
-#   scripts/quickstart.sh purge    down, then delete ./.weft
+#   scripts/quickstart.sh purge    down, then delete ./.weft and the (empty) mountpoint it used
 #
 # Run as root: it installs packages, links /sbin/mount.fuse.weft to the
 # build (scripts/install-client.sh --link), and mounts with allow_other.
@@ -99,7 +99,12 @@ start() {  # start NAME LOGFILE CMD...
 
 case "${1:-up}" in
   down) down; exit 0 ;;
-  purge) down; rm -rf "$dir"; rmdir "$mnt" 2>/dev/null || true; log "removed $dir"; exit 0 ;;
+  purge)
+    # The directory it mounted on, which need not be today's $WEFT_MNT.
+    m=$(our_mount)
+    down; rm -rf "$dir"
+    [[ -z $m ]] || rmdir "$m" 2>/dev/null || true
+    log "removed $dir"; exit 0 ;;
   up) ;;
   *) echo "usage: $0 [up|down|purge]" >&2; exit 2 ;;
 esac
@@ -121,7 +126,6 @@ mds = 127.0.0.1:$(free_port)
 CONF
 fi
 etcd_addr=$(sed -n 's/^etcd *= *//p' "$conf")
-etcd_port=${etcd_addr##*:}
 
 if ! alive "$dir/run/etcd.pid"; then
   peer_port=$(free_port)
@@ -180,9 +184,11 @@ fi
 # The mount: weft-fuse in the foreground of its own session (so that its
 # PID is ours to stop), logging to .weft/log/weft-fuse.log.
 mount_fs() {
-  # WEFT_MNT changed since the last up: the old mount goes first.
-  [[ -n "$(our_mount)" && "$(our_mount)" != "$mnt" ]] && unmount
-  refuse_foreign_mount
+  # WEFT_MNT changed since the last up: the old mount goes first (the
+  # start of `up` already refused a foreign mount on $mnt).
+  local old
+  old=$(our_mount)
+  [[ -z $old || $old == "$mnt" ]] || unmount
   if is_mounted "$mnt"; then
     if alive "$dir/run/fuse.pid" && stat -t "$mnt" >/dev/null 2>&1; then
       log "$mnt is already mounted"
