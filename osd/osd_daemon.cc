@@ -259,9 +259,7 @@ std::string OsdDaemon::AliveValue() {
   alive.set_started_ms(started_ms_);
   if (auto map = CurrentMap()) alive.set_epoch(map->epoch);
   ObjectStore::Stats stats = store_->GetStats();
-  if (stats.fs_total_bytes > 0) {
-    fill_ = 1.0 - static_cast<double>(stats.fs_avail_bytes) / stats.fs_total_bytes;
-  }
+  if (stats.fs_total_bytes > 0) fill_ = DiskFill(stats.fs_total_bytes, stats.fs_avail_bytes);
   alive.set_bytes_used(stats.bytes_used);
   alive.set_objects(stats.objects);
   alive.set_fs_total_bytes(stats.fs_total_bytes);
@@ -358,10 +356,6 @@ absl::StatusOr<std::shared_ptr<Pg>> OsdDaemon::FindPg(Epoch epoch, uint32_t pool
 
 namespace {
 
-// Past this fill an OSD refuses every write that adds data, the MDS's too:
-// what is left keeps the store itself (LevelDB, deferred writes) working.
-constexpr double kFailsafeFullRatio = 0.97;
-
 bool AddsData(const google::protobuf::RepeatedPtrField<pb::ObjectOp>& ops) {
   for (const pb::ObjectOp& op : ops) {
     switch (op.type()) {
@@ -377,21 +371,22 @@ bool AddsData(const google::protobuf::RepeatedPtrField<pb::ObjectOp>& ops) {
 
 }  // namespace
 
+absl::Status OsdDaemon::CheckFailsafe() {
+  const double fill = fill_.load();
+  if (fill < kFailsafeFullRatio) return absl::OkStatus();
+  return ErrnoToStatus(ENOSPC, absl::StrCat("osd.", options_.id, " is ",
+                                            static_cast<int>(fill * 100),
+                                            "% full, past its failsafe ratio ", kFailsafeFullRatio));
+}
+
 absl::Status OsdDaemon::CheckFull(const pb::OpRequest& req, const OsdMap& map) {
   if (!AddsData(req.ops())) return absl::OkStatus();  // reads, removes, truncates
-  const double failsafe = std::max(kFailsafeFullRatio, map.full_ratio);
-  const double fill = fill_.load();
-  if (fill >= failsafe) {
-    return ErrnoError(absl::StatusCode::kResourceExhausted, ENOSPC,
-                      absl::StrCat("osd.", options_.id, " is ", static_cast<int>(fill * 100),
-                                   "% full, past its failsafe ratio ", failsafe));
-  }
+  RETURN_IF_ERROR(CheckFailsafe());
   if (req.flags() & pb::OPF_FULL_TRY) return absl::OkStatus();
   if (const OsdInfo* full = map.FirstFull()) {
-    return ErrnoError(absl::StatusCode::kResourceExhausted, ENOSPC,
-                      absl::StrCat("cluster full: osd.", full->id.value(),
-                                   " is past the full ratio ", map.full_ratio,
-                                   " (free space, or raise it: weft osd set-full-ratio)"));
+    return ErrnoToStatus(ENOSPC, absl::StrCat("cluster full: osd.", full->id.value(),
+                                              " is past the full ratio ", map.full_ratio,
+                                              " (free space, or raise it: weft osd set-full-ratio)"));
   }
   return absl::OkStatus();
 }
@@ -408,8 +403,16 @@ void OsdDaemon::Op(const pb::OpRequest& req, pb::OpReply* reply) {
     }
   }
   if (pg.ok()) {
-    absl::Status full = CheckFull(req, *map);
-    if (!full.ok()) pg = full;
+    if (absl::Status full = CheckFull(req, *map); !full.ok()) {
+      // A resend of a write applied before the cluster filled (its reply
+      // was lost) gets its original answer, not ENOSPC.
+      if ((*pg)->AnswerIfApplied(req, reply)) {
+        FillStatus(absl::OkStatus(), reply->mutable_status());
+        reply->set_map_epoch(map->epoch);
+        return;
+      }
+      pg = full;
+    }
   }
   if (!pg.ok()) {
     FillStatus(pg.status(), reply->mutable_status());
@@ -449,6 +452,12 @@ void OsdDaemon::RepOp(const pb::RepOpRequest& req, pb::RepOpReply* reply) {
   std::shared_ptr<const OsdMap> map;
   auto pg = FindPg(req.map_epoch(), req.pool(), req.pg_seed(), false, &map);
   if (!pg.ok()) return FillStatus(pg.status(), reply->mutable_status());
+  // Replicas and shards guard their own disk too (the primary checked its own).
+  if (AddsData(req.ops())) {
+    if (absl::Status full = CheckFailsafe(); !full.ok()) {
+      return FillStatus(full, reply->mutable_status());
+    }
+  }
   (*pg)->HandleRepOp(req, reply);
 }
 

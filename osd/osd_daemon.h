@@ -52,9 +52,6 @@ class OsdDaemon {
 
   // Service entry points (the gRPC adapter calls these).
   void Op(const pb::OpRequest& req, pb::OpReply* reply);
-  // ENOSPC for a request that would add data while an OSD is marked full
-  // (unless OPF_FULL_TRY), or while this OSD is past its failsafe ratio.
-  absl::Status CheckFull(const pb::OpRequest& req, const OsdMap& map);
   void PgList(const pb::PgListRequest& req, pb::PgListReply* reply);
   void GetMap(const pb::GetMapRequest& req, pb::GetMapReply* reply);
   void RepOp(const pb::RepOpRequest& req, pb::RepOpReply* reply);
@@ -64,6 +61,11 @@ class OsdDaemon {
   void Rollback(const pb::RollbackRequest& req, pb::PushReply* reply);
 
  private:
+  // ENOSPC for a request that would add data while an OSD is marked full
+  // (unless OPF_FULL_TRY), or while this OSD is past its failsafe ratio.
+  absl::Status CheckFull(const pb::OpRequest& req, const OsdMap& map);
+  // ENOSPC while this OSD's disk is past kFailsafeFullRatio.
+  absl::Status CheckFailsafe();
   absl::Status LoadInitialMap();
   absl::Status Register();
   void WatchMap(int64_t from_revision);

@@ -329,10 +329,10 @@ absl::Status OsdMap::Validate() const {
       return absl::InvalidArgumentError("osdmap: blocklist entry without client");
     }
   }
-  if (!(nearfull_ratio > 0 && nearfull_ratio <= full_ratio && full_ratio <= 1)) {
+  if (!(nearfull_ratio > 0 && nearfull_ratio <= full_ratio && full_ratio <= kFailsafeFullRatio)) {
     return absl::InvalidArgumentError(absl::StrCat("osdmap: ratios nearfull=", nearfull_ratio,
-                                                   " full=", full_ratio,
-                                                   " (want 0 < nearfull <= full <= 1)"));
+                                                   " full=", full_ratio, " (want 0 < nearfull <= full <= ",
+                                                   kFailsafeFullRatio, ", the OSDs' failsafe)"));
   }
   return absl::OkStatus();
 }

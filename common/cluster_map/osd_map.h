@@ -99,6 +99,16 @@ struct BlocklistEntry {
   friend bool operator==(const BlocklistEntry&, const BlocklistEntry&) = default;
 };
 
+// Past this fill of its disk an OSD refuses every write that adds data, the
+// MDS's too: what is left keeps its store (LevelDB, deferred writes)
+// working. The map's full ratio may not exceed it.
+inline constexpr double kFailsafeFullRatio = 0.97;
+
+// The used share of a filesystem from statfs figures (0 when unknown).
+inline double DiskFill(uint64_t total_bytes, uint64_t avail_bytes) {
+  return total_bytes == 0 ? 0 : 1.0 - static_cast<double>(avail_bytes) / total_bytes;
+}
+
 struct OsdMap {
   std::string fsid;
   Epoch epoch = 0;

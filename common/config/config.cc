@@ -3,7 +3,6 @@
 #include <cerrno>
 #include <cstdlib>
 #include <fstream>
-#include <limits>
 #include <sstream>
 
 #include "absl/strings/ascii.h"
@@ -153,14 +152,8 @@ absl::StatusOr<uint64_t> ParseSize(absl::string_view text, uint64_t max) {
   if (digits.empty() || digits.find_first_not_of("0123456789") != absl::string_view::npos) {
     return bad();
   }
-  uint64_t n = 0;
-  bool over = false;
-  for (char c : digits) {
-    const uint64_t d = static_cast<uint64_t>(c - '0');
-    over = over || n > (std::numeric_limits<uint64_t>::max() - d) / 10;
-    if (!over) n = n * 10 + d;
-  }
-  if (over || n > (max >> shift)) {
+  uint64_t n = 0;  // digits only by now: SimpleAtoi fails only past 2^64
+  if (!absl::SimpleAtoi(digits, &n) || n > (max >> shift)) {
     return ErrnoError(absl::StatusCode::kInvalidArgument, EINVAL,
                       absl::StrCat("size '", text, "' is over the limit of ", max, " bytes"));
   }

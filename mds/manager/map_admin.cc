@@ -87,24 +87,21 @@ absl::Status MapManager::SetRatio(const std::string& which, double ratio) {
   if (which != "full" && which != "nearfull") {
     return absl::InvalidArgumentError(absl::StrCat("unknown ratio '", which, "': full or nearfull"));
   }
-  if (!(ratio > 0 && ratio <= 1)) {
-    return absl::InvalidArgumentError(absl::StrCat(which, " ratio must be within (0, 1]"));
+  absl::flat_hash_map<int32_t, Alive> alive;
+  {
+    absl::MutexLock lock(&mu_);
+    alive = alive_;
   }
+  // OsdMap::Validate() refuses a ratio out of range, with the reason.
   absl::Status status = Mutate([&](OsdMap* m) -> absl::Status {
     double& target = which == "full" ? m->full_ratio : m->nearfull_ratio;
     if (target == ratio) return absl::AlreadyExistsError("unchanged");
     target = ratio;
-    if (m->nearfull_ratio > m->full_ratio) {
-      return absl::InvalidArgumentError(absl::StrCat("nearfull ratio ", m->nearfull_ratio,
-                                                     " would exceed the full ratio ",
-                                                     m->full_ratio));
-    }
+    UpdateFullFlags(m, alive);  // against the new ratio, in the same epoch
     return absl::OkStatus();
   });
   if (absl::IsAlreadyExists(status)) return absl::OkStatus();
-  RETURN_IF_ERROR(status);
-  Reconcile();  // full flags against the new ratio
-  return absl::OkStatus();
+  return status;
 }
 
 absl::Status MapManager::OsdSetIn(int32_t id, bool in) {

@@ -261,8 +261,24 @@ void MapManager::OnAliveEvents(const std::vector<etcd::WatchEvent>& events) {
 }
 
 double MapManager::Fill(const pb::OsdAlive& stats) {
-  if (stats.fs_total_bytes() == 0) return 0;
-  return 1.0 - static_cast<double>(stats.fs_avail_bytes()) / stats.fs_total_bytes();
+  return DiskFill(stats.fs_total_bytes(), stats.fs_avail_bytes());
+}
+
+bool MapManager::UpdateFullFlags(OsdMap* m, const absl::flat_hash_map<int32_t, Alive>& alive) {
+  constexpr double kClearMargin = 0.01;
+  bool changed = false;
+  for (OsdInfo& osd : m->osds) {
+    auto it = alive.find(osd.id.value());
+    if (it == alive.end()) continue;  // a down OSD keeps its flag until it reports again
+    const double fill = Fill(it->second.stats);
+    const bool full = osd.full ? fill >= m->full_ratio - kClearMargin : fill >= m->full_ratio;
+    if (full == osd.full) continue;
+    osd.full = full;
+    changed = true;
+    LOG(INFO) << "event=" << (full ? "osd_full" : "osd_not_full") << " osd=" << osd.id.value()
+              << " fill=" << fill << " full_ratio=" << m->full_ratio;
+  }
+  return changed;
 }
 
 void MapManager::Reconcile() {
@@ -299,14 +315,6 @@ void MapManager::Reconcile() {
           changed = true;
           LOG(INFO) << "event=osd_up osd=" << osd.id.value() << " addr=" << a.addr;
         }
-        const double fill = Fill(a.stats);
-        if ((fill >= m->full_ratio) != osd.full) {
-          osd.full = !osd.full;
-          changed = true;
-          LOG(INFO) << "event=" << (osd.full ? "osd_full" : "osd_not_full")
-                    << " osd=" << osd.id.value() << " fill=" << fill
-                    << " full_ratio=" << m->full_ratio;
-        }
       } else if (osd.up) {
         osd.up = false;
         osd.down_at = m->epoch + 1;
@@ -316,6 +324,7 @@ void MapManager::Reconcile() {
       }
     }
     if (came_up) Rebalance(m);
+    changed |= UpdateFullFlags(m, alive);
     return changed ? absl::OkStatus() : absl::AlreadyExistsError("unchanged");
   });
   if (!status.ok() && !absl::IsAlreadyExists(status)) {

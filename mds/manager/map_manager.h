@@ -85,6 +85,11 @@ class MapManager {
   // How full an OSD's file system is (0..1) by its published statistics:
   // what marks it full in the map and what `weft status` warns about.
   static double Fill(const pb::OsdAlive& stats);
+  // Sets the full flag of each OSD in `alive` from its fill against the
+  // map's full ratio; a flag once set stays until the fill is a point under
+  // the ratio, so that a fill hovering at it does not publish an epoch per
+  // statistics report. Returns whether a flag changed.
+  static bool UpdateFullFlags(OsdMap* m, const absl::flat_hash_map<int32_t, Alive>& alive);
 
   void OnMapBytes(const std::string& bytes, int64_t mod_revision);
   void ElectionLoop();

@@ -95,6 +95,10 @@ class Pg : public std::enable_shared_from_this<Pg> {
 
   // Client operations (this OSD must be the active primary, or the request
   // asks for the local copy). Blocking; fills `reply->status`.
+  // A retry of a request already in the log: fills its version and returns
+  // true (the write is not applied again). The daemon asks too before it
+  // refuses a write for a full cluster.
+  bool AnswerIfApplied(const pb::OpRequest& req, pb::OpReply* reply);
   void HandleOp(const pb::OpRequest& req, pb::OpReply* reply);
   void HandleList(const pb::PgListRequest& req, pb::PgListReply* reply);
 
@@ -127,9 +131,6 @@ class Pg : public std::enable_shared_from_this<Pg> {
 
   // Write path (pg.cc).
   absl::Status DoWrite(const pb::OpRequest& req, pb::OpReply* reply);
-  // A retry of a request already in the log: fills its version and returns
-  // true (the write is not applied again).
-  bool AnswerIfApplied(const pb::OpRequest& req, pb::OpReply* reply);
   // `target` now has `oid` (pushed or rebuilt).
   void ClearPeerMissing(OsdId target, const std::string& oid);
   absl::Status CheckPrimary(uint64_t* interval_id);

@@ -15,6 +15,7 @@
 #include <random>
 #include <string>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "tests/harness/cluster.h"
@@ -23,22 +24,11 @@
 namespace weft::testing {
 namespace {
 
-std::string RandomBytes(size_t n, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::string s(n, '\0');
-  for (char& c : s) c = static_cast<char>(rng());
-  return s;
-}
-
 // Waits until the map's full flags say `full` (some up+in OSD marked full,
 // or none).
 bool MapFull(client::ObjectClient& client, bool full) {
-  const absl::Time deadline = absl::Now() + absl::Seconds(30);
-  while (absl::Now() < deadline) {
-    if ((client.map()->FirstFull() != nullptr) == full) return true;
-    client.WaitNewer(client.map()->epoch, absl::Milliseconds(200));
-  }
-  return false;
+  return WaitForMap(client, absl::Seconds(30),
+                    [full](const OsdMap& m) { return (m.FirstFull() != nullptr) == full; });
 }
 
 TEST_CASE("a full cluster refuses new data with ENOSPC - reads - deletes and namespace "
@@ -48,7 +38,9 @@ TEST_CASE("a full cluster refuses new data with ENOSPC - reads - deletes and nam
   Cluster& c = *f.cluster;
   auto objects = c.Client();
   REQUIRE(objects != nullptr);
-  REQUIRE(c.Weft({"pool", "create", "objs", "--size", "3", "--pg-num", "8"}).code == 0);
+  auto pool = c.CreatePool(*objects, "objs", 3, 8);  // waits for active+clean
+  INFO(pool.status());
+  REQUIRE(pool.ok());
 
   const std::string before = RandomBytes(3 << 20, 1);
   WriteFile(f.P("before"), before);
@@ -65,13 +57,13 @@ TEST_CASE("a full cluster refuses new data with ENOSPC - reads - deletes and nam
 
   // The object API: a clear error, nothing stored.
   CommandResult put = c.Weft({"obj", "put", "objs", "refused", f.P("before")});
-  CHECK(put.code != 0);
   INFO(put.output);
+  CHECK(put.code != 0);
   CHECK(put.output.find("cluster full") != std::string::npos);
   CHECK(c.Weft({"obj", "stat", "objs", "refused"}).code != 0);
 
   // Through the mount: the write is buffered, its flush fails with ENOSPC,
-  // and fsync and close report it.
+  // and fsync reports it (close then has nothing left to report).
   {
     const int fd = open(f.P("after").c_str(), O_CREAT | O_WRONLY, 0644);
     REQUIRE(fd >= 0);
@@ -116,16 +108,27 @@ TEST_CASE("full ratios: bad values are refused with the reason", "[cluster]") {
   auto started = Cluster::Start();
   REQUIRE(started.ok());
   Cluster& c = **started;
-  for (const char* bad : {"0", "-0.5", "1.5", "abc", "nan"}) {
+  auto client = c.Client();
+  REQUIRE(client != nullptr);
+  // 0.98: above the OSDs' failsafe (0.97), which no ratio may switch off.
+  for (const char* bad : {"0", "-0.5", "0.98", "1.5", "abc", "nan"}) {
     CommandResult r = c.Weft({"osd", "set-full-ratio", bad});
     INFO(bad << ": " << r.output);
     CHECK(r.code != 0);
+    CHECK(absl::AsciiStrToLower(r.output).find("ratio") != std::string::npos);
   }
-  CommandResult r = c.Weft({"osd", "set-nearfull-ratio", "0.99"});  // above full (0.95)
+  CommandResult r = c.Weft({"osd", "set-nearfull-ratio", "0.96"});  // above full (0.95)
+  INFO(r.output);
   CHECK(r.code != 0);
-  CHECK(r.output.find("exceed") != std::string::npos);
+  CHECK(r.output.find("nearfull <= full") != std::string::npos);
+  client->WaitNewer(client->map()->epoch, absl::Milliseconds(500));
+  CHECK(client->map()->full_ratio == 0.95);  // nothing changed
+  CHECK(client->map()->nearfull_ratio == 0.85);
   CHECK(c.Weft({"osd", "set-full-ratio", "0.9"}).code == 0);
   CHECK(c.Weft({"osd", "set-nearfull-ratio", "0.8"}).code == 0);
+  CHECK(WaitForMap(*client, absl::Seconds(10), [](const OsdMap& m) {
+    return m.full_ratio == 0.9 && m.nearfull_ratio == 0.8;
+  }));
 }
 
 }  // namespace
