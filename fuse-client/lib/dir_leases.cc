@@ -60,10 +60,11 @@ void DirLeases::Revoke(uint64_t ino, uint64_t seq) {
   if (d.seq != 0 && d.seq <= seq) Forget(&d);
 }
 
+bool DirLeases::Trusted(const Dir& d, absl::Time now) { return d.seq != 0 && now < d.expires; }
+
 DirLeases::Dir* DirLeases::Held(uint64_t ino, uint64_t seq, absl::Time now) {
-  if (seq == 0) return nullptr;
   auto it = dirs_.find(ino);
-  if (it == dirs_.end() || it->second.seq != seq || now >= it->second.expires) return nullptr;
+  if (it == dirs_.end() || it->second.seq != seq || !Trusted(it->second, now)) return nullptr;
   return &it->second;
 }
 
@@ -192,8 +193,7 @@ void DirLeases::Prune(absl::Time now) {
   last_prune_ = now;
   absl::erase_if(dirs_, [now](const auto& kv) {
     const Dir& d = kv.second;
-    const bool lease_gone = d.seq == 0 || now >= d.expires;
-    return lease_gone && (d.revoked == 0 || now - d.revoked_at > kRevokeMemory);
+    return !Trusted(d, now) && (d.revoked == 0 || now - d.revoked_at > kRevokeMemory);
   });
 }
 
@@ -205,7 +205,7 @@ std::optional<uint64_t> DirLeases::Known(uint64_t dir, const std::string& name,
   auto it = dirs_.find(dir);
   if (it == dirs_.end()) return std::nullopt;
   const Dir& d = it->second;
-  if (d.seq == 0 || now >= d.expires) return std::nullopt;
+  if (!Trusted(d, now)) return std::nullopt;
   if (std::none_of(d.searchers.begin(), d.searchers.end(),
                    [&](const pb::Creds& c) { return SameCreds(c, creds); })) {
     return std::nullopt;
@@ -221,9 +221,8 @@ std::optional<uint64_t> DirLeases::Known(uint64_t dir, const std::string& name,
 size_t DirLeases::size() {
   absl::MutexLock lock(&mu_);
   const absl::Time now = absl::Now();
-  return std::count_if(dirs_.begin(), dirs_.end(), [now](const auto& kv) {
-    return kv.second.seq != 0 && now < kv.second.expires;
-  });
+  return std::count_if(dirs_.begin(), dirs_.end(),
+                       [now](const auto& kv) { return Trusted(kv.second, now); });
 }
 
 }  // namespace weft::client

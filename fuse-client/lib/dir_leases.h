@@ -76,6 +76,8 @@ class DirLeases {
     std::vector<pb::Creds> searchers;         // may search it under this lease
   };
 
+  // A lease is held and has not run out.
+  static bool Trusted(const Dir& d, absl::Time now);
   // The lease `seq` on `ino` if it is the one held and trusted.
   Dir* Held(uint64_t ino, uint64_t seq, absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The grant of `ino` in `reply`, 0 if none.

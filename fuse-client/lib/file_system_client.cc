@@ -163,7 +163,6 @@ void FileSystemClient::Invalidate(uint64_t ino) {
 namespace {
 
 void ToProto(const Creds& c, pb::Creds* out) {
-  out->Clear();
   out->set_uid(c.uid);
   out->set_gid(c.gid);
   for (uint32_t g : c.groups) out->add_groups(g);
@@ -173,7 +172,7 @@ void ToProto(const Creds& c, pb::Creds* out) {
 }  // namespace
 
 absl::StatusOr<pb::MetaReply> FileSystemClient::Call(const Creds& c, pb::MetaRequest request) {
-  ToProto(c, request.mutable_creds());
+  if (!request.has_creds()) ToProto(c, request.mutable_creds());  // Lookup fills them first
   return meta_->Call(std::move(request));
 }
 
@@ -223,7 +222,6 @@ absl::StatusOr<Attr> FileSystemClient::Lookup(const Creds& c, uint64_t parent,
       info->from_mds = false;
       return WithPending(*std::move(cached));
     }
-    info->attr_valid = options_.attr_ttl;
   }
   r.mutable_lookup()->set_parent(parent);
   r.mutable_lookup()->set_name(name);

@@ -313,6 +313,8 @@ absl::Status FileSystemClient::SendReleases(const std::vector<std::shared_ptr<Op
     more->set_ino(files[i]->ino);
     more->set_write(files[i]->writable());
   }
+  // One caller's credentials for all: the MDS releases what the session
+  // holds and checks no permission on a release.
   absl::Status released = Call(files[0]->creds, std::move(r)).status();
   for (const auto& f : files) Forget(f->ino, 1);
   return released;

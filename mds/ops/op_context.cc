@@ -163,10 +163,10 @@ bool OpContext::HasOpen(uint64_t ino, bool write) {
   return it != table.end() && it->second > 0;
 }
 
-void OpContext::DropLink(pb::InodeRec* inode) {
+bool OpContext::DropLink(pb::InodeRec* inode) {
   inode->set_nlink(inode->nlink() > 0 ? inode->nlink() - 1 : 0);
   inode->set_ctime_ns(now_ns_);
-  if (IsDir(*inode) ? inode->nlink() > 1 : inode->nlink() > 0) return;
+  if (IsDir(*inode) ? inode->nlink() > 1 : inode->nlink() > 0) return true;
   if (!IsDir(*inode)) {
     for (auto& [id, s] : cache_->sessions()) {
       auto it = s.opens.find(inode->ino());
@@ -174,7 +174,7 @@ void OpContext::DropLink(pb::InodeRec* inode) {
         inode->set_nlink(0);
         stray_add_.push_back(inode->ino());
         stray_holders_[inode->ino()] = id;
-        return;
+        return true;
       }
     }
   }
@@ -188,6 +188,7 @@ void OpContext::DropLink(pb::InodeRec* inode) {
     purge_add_.push_back(std::move(purge));
   }
   RemoveInode(inode->ino());
+  return false;
 }
 
 void OpContext::MaybeSplit(uint64_t dir) {

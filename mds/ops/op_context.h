@@ -66,8 +66,9 @@ class OpContext {
   void RemoveInode(uint64_t ino);
   void LinkDentry(uint64_t dir, const std::string& name, const pb::InodeRec& target);
   void UnlinkDentry(uint64_t dir, const std::string& name);
-  // Drops one link of `inode` (already edited): a stray if open, else purged.
-  void DropLink(pb::InodeRec* inode);
+  // Drops one link of `inode` (already edited): a stray if open, else
+  // purged. Returns whether the inode lives on (other links, or open).
+  bool DropLink(pb::InodeRec* inode);
   // Splits the fragment holding `name` if it has grown past the limit.
   void MaybeSplit(uint64_t dir);
   void RStat(uint64_t dir, int64_t bytes, int64_t files, int64_t subdirs);

@@ -32,11 +32,10 @@ absl::Status DoUnlink(OpContext& ctx, const pb::UnlinkOp& op, pb::MetaReply* rep
   TouchDir(ctx, *v.dir);
   ctx.UnlinkDentry(op.parent(), op.name());
   pb::InodeRec* edit = ctx.Edit(inode);
-  ctx.DropLink(edit);  // may remove it
-  ctx.RStat(op.parent(), -static_cast<int64_t>(IsReg(inode) ? inode.size() : 0), -1, 0);
   // The target's new attributes (nlink, ctime), when it lives on (other
   // links, or open): clients replace their cached copy without a lookup.
-  if (auto after = ctx.Inode(inode.ino()); after.ok()) FillAttr(**after, reply->mutable_attr());
+  if (ctx.DropLink(edit)) FillAttr(*edit, reply->mutable_attr());
+  ctx.RStat(op.parent(), -static_cast<int64_t>(IsReg(inode) ? inode.size() : 0), -1, 0);
   return absl::OkStatus();
 }
 
