@@ -61,12 +61,6 @@ double SecondsSince(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
-std::string Xattr(const std::string& path, const std::string& name) {
-  char buf[4096];
-  ssize_t n = getxattr(path.c_str(), name.c_str(), buf, sizeof(buf));
-  return n < 0 ? absl::StrCat("error ", errno) : std::string(buf, n);
-}
-
 // ---- fsx
 
 // "size:xxh3" of a file's content.

@@ -40,14 +40,6 @@ struct Fixture : MountFixture {
   PoolId data_pool;
 };
 
-// getxattr(2), or the errno as "errno=N".
-std::string GetX(const std::string& path, const std::string& name) {
-  char buf[512];
-  ssize_t n = getxattr(path.c_str(), name.c_str(), buf, sizeof(buf));
-  if (n < 0) return absl::StrCat("errno=", errno);
-  return std::string(buf, n);
-}
-
 // setxattr(2): 0 or the errno.
 int SetX(const std::string& path, const std::string& name, const std::string& value) {
   return setxattr(path.c_str(), name.c_str(), value.data(), value.size(), 0) == 0 ? 0 : errno;
@@ -77,15 +69,15 @@ TEST_CASE("fuse layouts: a directory layout places its files data", "[fuse][layo
   Fixture f;
   const std::string wide = f.P("wide");
   REQUIRE(mkdir(wide.c_str(), 0755) == 0);
-  CHECK(GetX(wide, "weft.dir.layout") == absl::StrCat("errno=", ENODATA));
+  CHECK(Xattr(wide, "weft.dir.layout") == absl::StrCat("errno=", ENODATA));
   REQUIRE(SetX(wide, "weft.dir.layout", "stripe_unit=64K stripe_count=2 object_size=256K "
                                         "pool=fs1_data") == 0);
   const std::string want = "stripe_unit=65536 stripe_count=2 object_size=262144 pool=fs1_data";
-  CHECK(GetX(wide, "weft.dir.layout") == want);
+  CHECK(Xattr(wide, "weft.dir.layout") == want);
   CHECK(getxattr(wide.c_str(), "weft.dir.layout", nullptr, 0) ==
         static_cast<ssize_t>(want.size()));
-  CHECK(GetX(wide, "weft.dir.layout.stripe_count") == "2");
-  CHECK(GetX(f.mount->dir(), "weft.dir.layout") ==
+  CHECK(Xattr(wide, "weft.dir.layout.stripe_count") == "2");
+  CHECK(Xattr(f.mount->dir(), "weft.dir.layout") ==
         "stripe_unit=4194304 stripe_count=1 object_size=4194304 pool=fs1_data");
   // Never listed.
   char names[256];
@@ -97,14 +89,14 @@ TEST_CASE("fuse layouts: a directory layout places its files data", "[fuse][layo
   const std::string path = f.P("wide/sub/f");
   const std::string data = RandomBytes(kMiB + 12345, 7);
   WriteFile(path, data);
-  CHECK(GetX(path, "weft.file.layout") == want);
+  CHECK(Xattr(path, "weft.file.layout") == want);
   CHECK(ReadFile(path) == data);
   CheckObjects(*f.objects, f.data_pool, InoOf(path), {64 * kKiB, 2, 256 * kKiB}, data.size());
 
   // A file with data keeps its layout: ENOTEMPTY, as CephFS answers.
   CHECK(SetX(path, "weft.file.layout", "stripe_count=1") == ENOTEMPTY);
   CHECK(SetX(path, "weft.file.layout.object_size", "1M") == ENOTEMPTY);
-  CHECK(GetX(path, "weft.file.layout") == want);
+  CHECK(Xattr(path, "weft.file.layout") == want);
 
   // Bad input is EINVAL and changes nothing.
   for (const std::string bad : {"garbage", "stripe_unit=3K", "stripe_unit=96K object_size=256K",
@@ -113,14 +105,15 @@ TEST_CASE("fuse layouts: a directory layout places its files data", "[fuse][layo
     CHECK(SetX(wide, "weft.dir.layout", bad) == EINVAL);
   }
   CHECK(SetX(wide, "weft.dir.layout.stripe_count", "zero") == EINVAL);
-  CHECK(GetX(wide, "weft.dir.layout") == want);
+  CHECK(Xattr(wide, "weft.dir.layout") == want);
 
   // The README's commands, when the attr tools are installed (scripts/install-deps.sh
   // does not install them: without them this part is skipped, and says so).
   const bool attr_tools =
       access("/usr/bin/setfattr", X_OK) == 0 && access("/usr/bin/getfattr", X_OK) == 0;
-  if (!attr_tools) WARN("setfattr/getfattr not installed: the README's commands are not checked");
-  if (attr_tools) {
+  if (!attr_tools) {
+    WARN("setfattr/getfattr not installed: the README's commands are not checked");
+  } else {
     const std::string tool = f.P("wide/tool");
     REQUIRE(mkdir(tool.c_str(), 0755) == 0);
     CommandResult r = RunCommand({"/usr/bin/setfattr", "-n", "weft.dir.layout", "-v",
@@ -142,9 +135,9 @@ TEST_CASE("fuse layouts: a directory layout places its files data", "[fuse][layo
 
   // Removing the layout makes the directory inherit the default again.
   REQUIRE(removexattr(wide.c_str(), "weft.dir.layout") == 0);
-  CHECK(GetX(wide, "weft.dir.layout") == absl::StrCat("errno=", ENODATA));
+  CHECK(Xattr(wide, "weft.dir.layout") == absl::StrCat("errno=", ENODATA));
   WriteFile(f.P("wide/after"), "x");
-  CHECK(GetX(f.P("wide/after"), "weft.file.layout") ==
+  CHECK(Xattr(f.P("wide/after"), "weft.file.layout") ==
         "stripe_unit=4194304 stripe_count=1 object_size=4194304 pool=fs1_data");
 }
 
@@ -157,7 +150,7 @@ TEST_CASE("fuse layouts: a file layout set on an open empty file is used by its 
   const std::string small = "stripe_unit=4096 stripe_count=1 object_size=8192 pool=fs1_data";
   const std::string value = "stripe_unit=4K object_size=8K";
   CHECK(fsetxattr(fd, "weft.file.layout", value.data(), value.size(), 0) == 0);
-  CHECK(GetX(path, "weft.file.layout") == small);
+  CHECK(Xattr(path, "weft.file.layout") == small);
   const std::string data = RandomBytes(20 * kKiB + 5, 9);
   WriteAll(fd, data, 0);
   REQUIRE(fsync(fd) == 0);
@@ -175,7 +168,7 @@ TEST_CASE("fuse layouts: a file layout set on an open empty file is used by its 
   REQUIRE(SetX(h, "weft.file.layout.stripe_unit", "16K") == 0);
   REQUIRE(SetX(h, "weft.file.layout.object_size", "64K") == 0);
   REQUIRE(SetX(h, "weft.file.layout.stripe_count", "3") == 0);
-  CHECK(GetX(h, "weft.file.layout") ==
+  CHECK(Xattr(h, "weft.file.layout") ==
         "stripe_unit=16384 stripe_count=3 object_size=65536 pool=fs1_data");
   const std::string more = RandomBytes(300 * kKiB, 10);
   WriteFile(h, more);
@@ -197,13 +190,13 @@ TEST_CASE("fuse layouts: a second data pool takes a subtree", "[fuse][layout]") 
   CHECK(ls.output.find("data pools: [fs1_data,fast]") != std::string::npos);
 
   REQUIRE(SetX(f.P("fast"), "weft.dir.layout.pool", "fast") == 0);
-  CHECK(GetX(f.P("fast"), "weft.dir.layout") ==
+  CHECK(Xattr(f.P("fast"), "weft.dir.layout") ==
         "stripe_unit=4194304 stripe_count=1 object_size=4194304 pool=fast");
   REQUIRE(mkdir(f.P("fast/sub").c_str(), 0755) == 0);
   const std::string path = f.P("fast/sub/big");
   const std::string data = RandomBytes(5 * kMiB + 3, 11);
   WriteFile(path, data);
-  CHECK(GetX(path, "weft.file.layout.pool") == "fast");
+  CHECK(Xattr(path, "weft.file.layout.pool") == "fast");
   CHECK(ReadFile(path) == data);
   const uint64_t ino = InoOf(path);
 
@@ -222,7 +215,7 @@ TEST_CASE("fuse layouts: a second data pool takes a subtree", "[fuse][layout]") 
 
   // Files elsewhere stay in the first pool.
   WriteFile(f.P("plain"), "plain data");
-  CHECK(GetX(f.P("plain"), "weft.file.layout.pool") == "fs1_data");
+  CHECK(Xattr(f.P("plain"), "weft.file.layout.pool") == "fs1_data");
   CHECK(f.objects->Stat(f.data_pool, striping::DataObjectName(InoOf(f.P("plain")), 0)).ok());
 }
 

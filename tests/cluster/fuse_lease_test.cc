@@ -5,6 +5,7 @@
 // block or mislead anyone.
 #include <catch2/catch.hpp>
 
+#include <fcntl.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -15,6 +16,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "common/status/status.h"
+#include "fuse-client/lib/file_system_client.h"
 #include "tests/harness/mount_fixture.h"
 
 namespace weft::testing {
@@ -35,6 +38,56 @@ uint64_t LeasesAtMds(Cluster& cluster) {
   INFO(status.status());
   REQUIRE(status.ok());
   return status->dir_leases();
+}
+
+std::unique_ptr<client::FileSystemClient> Connect(Cluster& cluster) {
+  client::FileSystemClientOptions o;
+  o.mds_addrs = cluster.mds_addrs();
+  o.fs = "fs1";
+  auto c = client::FileSystemClient::Connect(o);
+  INFO(c.status());
+  REQUIRE(c.ok());
+  return std::move(*c);
+}
+
+int Errno(const absl::StatusOr<pb::Attr>& a) { return a.ok() ? 0 : StatusToErrno(a.status()); }
+
+TEST_CASE("client leases: absent names are answered without the MDS until another client changes the directory",
+          "[fuse][leases]") {
+  auto cluster = StartClusterWithFs();
+  auto a = Connect(*cluster);
+  auto b = Connect(*cluster);
+  const client::Creds root;
+  // The lease stream comes up just after Connect; grants count from then.
+  uint64_t dir = 0;
+  for (int i = 0; i < 50 && dir == 0; ++i) {
+    auto d = a->Mkdir(root, a->root(), absl::StrCat("d", i), 0755);
+    REQUIRE(d.ok());
+    const uint64_t before = a->local_lookups();
+    CHECK(Errno(a->Lookup(root, d->ino(), "x")) == ENOENT);  // the MDS: grants a searchable lease
+    CHECK(Errno(a->Lookup(root, d->ino(), "x")) == ENOENT);
+    if (a->local_lookups() > before) dir = d->ino();
+    else absl::SleepFor(absl::Milliseconds(100));
+  }
+  REQUIRE(dir != 0);
+  uint64_t local = a->local_lookups();
+  CHECK(Errno(a->Lookup(root, dir, "never-made")) == ENOENT);  // complete: known absent
+  CHECK(a->local_lookups() == ++local);
+
+  auto created = b->Create(root, dir, "x", 0644, O_CREAT | O_EXCL | O_WRONLY);
+  INFO(created.status());
+  REQUIRE(created.ok());
+  CHECK(b->Release(created->fh).ok());
+  // a's lease went back before the create: it asks the MDS, and sees x.
+  CHECK(Errno(a->Lookup(root, dir, "x")) == 0);
+  CHECK(Errno(a->Lookup(root, dir, "y")) == ENOENT);
+  CHECK(a->local_lookups() == local);
+  // Under the new lease the directory is no longer complete, but an absent
+  // name the MDS confirmed is remembered.
+  CHECK(Errno(a->Lookup(root, dir, "y")) == ENOENT);
+  CHECK(a->local_lookups() == local + 1);
+  CHECK(Errno(a->Lookup(root, dir, "z")) == ENOENT);
+  CHECK(a->local_lookups() == local + 1);
 }
 
 struct TwoMounts : MountFixture {

@@ -116,15 +116,6 @@ std::string AclXattr(const std::vector<AclEntry>& entries) {
   return out;
 }
 
-std::string GetXattr(const std::string& path, const char* name) {
-  std::string buf(65536, '\0');
-  ssize_t n = getxattr(path.c_str(), name, buf.data(), buf.size());
-  INFO(path << " " << name << " errno " << errno);
-  REQUIRE(n >= 0);
-  buf.resize(n);
-  return buf;
-}
-
 // ============================================================================
 
 TEST_CASE("fuse posix: namespace operations and their errors", "[fuse][posix]") {
@@ -985,7 +976,7 @@ TEST_CASE("fuse posix: permissions - ownership - sticky and setgid directories -
                                     {kAclOther, 0, kNoId}});
   REQUIRE(setxattr(acl_file.c_str(), "system.posix_acl_access", acl.data(), acl.size(), 0) == 0);
   CHECK(Mode(acl_file) == 0660);  // the group bits show the mask
-  CHECK(GetXattr(acl_file, "system.posix_acl_access") == acl);
+  CHECK(Xattr(acl_file, "system.posix_acl_access") == acl);
   CHECK(RunAs(kUser, [&]() -> std::string {
           int fd = open(acl_file.c_str(), O_RDWR);
           USER_CHECK(fd >= 0);
@@ -1025,7 +1016,7 @@ TEST_CASE("fuse posix: permissions - ownership - sticky and setgid directories -
                                     {kAclMask, 7, kNoId},
                                     {kAclOther, 0, kNoId}});
   REQUIRE(setxattr(f.C("acldir"), "system.posix_acl_default", def.data(), def.size(), 0) == 0);
-  CHECK(GetXattr(f.P("acldir"), "system.posix_acl_default") == def);
+  CHECK(Xattr(f.P("acldir"), "system.posix_acl_default") == def);
   const std::string inherited = f.P("acldir/file");
   {
     int fd = open(inherited.c_str(), O_CREAT | O_WRONLY, 0666);
@@ -1033,7 +1024,7 @@ TEST_CASE("fuse posix: permissions - ownership - sticky and setgid directories -
     close(fd);
   }
   CHECK(Mode(inherited) == 0660);
-  CHECK(GetXattr(inherited, "system.posix_acl_access") ==
+  CHECK(Xattr(inherited, "system.posix_acl_access") ==
         AclXattr({{kAclUserObj, 6, kNoId},
                   {kAclUser, 7, 1000},
                   {kAclGroupObj, 5, kNoId},
@@ -1046,7 +1037,7 @@ TEST_CASE("fuse posix: permissions - ownership - sticky and setgid directories -
           return "";
         }) == "");
   REQUIRE(mkdir(f.C("acldir/sub"), 0777) == 0);
-  CHECK(GetXattr(f.P("acldir/sub"), "system.posix_acl_default") == def);
+  CHECK(Xattr(f.P("acldir/sub"), "system.posix_acl_default") == def);
   CHECK(Mode(f.P("acldir/sub")) == 0770);
   // A malformed ACL is refused by the kernel before it reaches us: an
   // unknown version is EOPNOTSUPP, a truncated entry EINVAL.
@@ -1072,15 +1063,15 @@ TEST_CASE("fuse posix: xattrs - statfs and df show the cluster", "[fuse][posix]"
   CHECK(getxattr(p, "user.a", nullptr, 0) == 7);
   char small[3];
   CHECK(Err(getxattr(p, "user.a", small, sizeof(small))) == ERANGE);
-  CHECK(GetXattr(file, "user.a") == "value-2");
+  CHECK(Xattr(file, "user.a") == "value-2");
   REQUIRE(setxattr(p, "user.empty", "", 0, 0) == 0);
   CHECK(getxattr(p, "user.empty", nullptr, 0) == 0);
   const std::string binary("\0\1\2\xff", 4);
   REQUIRE(setxattr(p, "user.bin", binary.data(), binary.size(), 0) == 0);
-  CHECK(GetXattr(file, "user.bin") == binary);
+  CHECK(Xattr(file, "user.bin") == binary);
   const std::string big(60000, 'v');
   CHECK(setxattr(p, "user.big", big.data(), big.size(), 0) == 0);
-  CHECK(GetXattr(file, "user.big") == big);
+  CHECK(Xattr(file, "user.big") == big);
   CHECK(Err(getxattr(p, "user.none", small, sizeof(small))) == ENODATA);
   ssize_t list_size = listxattr(p, nullptr, 0);
   const std::string want_list = std::string("user.a\0user.big\0user.bin\0user.empty\0", 36);
@@ -1105,12 +1096,12 @@ TEST_CASE("fuse posix: xattrs - statfs and df show the cluster", "[fuse][posix]"
   REQUIRE(mkdir(f.C("dir"), 0777) == 0);
   REQUIRE(chmod(f.C("dir"), 0777) == 0);
   CHECK(setxattr(f.C("dir"), "user.d", "dv", 2, 0) == 0);
-  CHECK(GetXattr(f.P("dir"), "user.d") == "dv");
+  CHECK(Xattr(f.P("dir"), "user.d") == "dv");
   REQUIRE(symlink("x", f.C("sl")) == 0);
   CHECK(Err(lsetxattr(f.C("sl"), "user.s", "v", 1, 0)) == EPERM);
   // trusted.*: root only.
   CHECK(setxattr(p, "trusted.t", "tv", 2, 0) == 0);
-  CHECK(GetXattr(file, "trusted.t") == "tv");
+  CHECK(Xattr(file, "trusted.t") == "tv");
   // Permissions: writing needs write access, reading read access.
   REQUIRE(chmod(p, 0644) == 0);
   const std::string dir = f.P("dir");

@@ -279,7 +279,7 @@ TEST_CASE("unsafe replies lost by kill -9 of the MDS are resent and applied agai
   for (const auto& e : *entries) got[e.name()] = e.ino();
   CHECK(got == expect);  // same names, same inode numbers
   CHECK(Ino(fs.Lookup(sub, "ln")) == link);
-  CHECK(*fs.Readlink(link) == "../g0");
+  CHECK(fs.Readlink(link).value_or("(error)") == "../g0");
   // The open file survived the restart: this session may still report writes.
   auto written = fs.Written(expect["f2"], 200);
   INFO(written.status());

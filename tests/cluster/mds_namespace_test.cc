@@ -76,7 +76,7 @@ TEST_CASE("namespace operations: create - lookup - link counts - symlinks - spec
   REQUIRE(link.ok());
   CHECK(S_ISLNK(link->mode()));
   CHECK(link->size() == 8);
-  CHECK(*fs.Readlink(link->ino()) == "../a.txt");
+  CHECK(fs.Readlink(link->ino()).value_or("(error)") == "../a.txt");
   CHECK(Errno(fs.Readlink(a)) == EINVAL);
   CHECK(Errno(fs.Symlink(d, "empty", "")) == ENOENT);
   CHECK(Errno(fs.Symlink(d, "long", std::string(4096, 'x'))) == ENAMETOOLONG);

@@ -175,17 +175,6 @@ TEST_CASE("clients notice an OSD marked down within the lease time", "[cluster][
   REQUIRE(status.output.find("OSD_DOWN") != std::string::npos);
 }
 
-// Waits up to `timeout` for the client's map to satisfy `pred`.
-template <typename Pred>
-bool MapBecomes(client::ObjectClient& client, absl::Duration timeout, Pred pred) {
-  const absl::Time deadline = absl::Now() + timeout;
-  while (absl::Now() < deadline) {
-    if (pred(*client.map())) return true;
-    client.WaitNewer(client.map()->epoch, absl::Milliseconds(200));
-  }
-  return pred(*client.map());
-}
-
 TEST_CASE("an OSD marked out by the down-out timer is in again when it boots - one set out "
           "by hand stays out - a restarted manager waits a whole grace",
           "[cluster][fault]") {
@@ -200,26 +189,26 @@ TEST_CASE("an OSD marked out by the down-out timer is in again when it boots - o
 
   // Down past the grace: out; back up: in again, with no admin involved.
   c.KillOsd(1);
-  REQUIRE(MapBecomes(*client, absl::Seconds(30), [&](const OsdMap& m) { return !m.IsIn(a); }));
+  REQUIRE(WaitForMap(*client, absl::Seconds(30), [&](const OsdMap& m) { return !m.IsIn(a); }));
   REQUIRE(c.StartOsd(1).ok());
-  CHECK(MapBecomes(*client, absl::Seconds(30),
+  CHECK(WaitForMap(*client, absl::Seconds(30),
                    [&](const OsdMap& m) { return m.IsUp(a) && m.IsIn(a); }));
 
   // Out by hand: a restart does not bring it in.
   REQUIRE(c.Weft({"osd", "out", absl::StrCat(b.value())}).code == 0);
   c.KillOsd(2);
-  REQUIRE(MapBecomes(*client, absl::Seconds(30), [&](const OsdMap& m) { return !m.IsUp(b); }));
+  REQUIRE(WaitForMap(*client, absl::Seconds(30), [&](const OsdMap& m) { return !m.IsUp(b); }));
   REQUIRE(c.StartOsd(2).ok());
-  REQUIRE(MapBecomes(*client, absl::Seconds(30), [&](const OsdMap& m) { return m.IsUp(b); }));
+  REQUIRE(WaitForMap(*client, absl::Seconds(30), [&](const OsdMap& m) { return m.IsUp(b); }));
   CHECK_FALSE(client->map()->IsIn(b));
   REQUIRE(c.Weft({"osd", "in", absl::StrCat(b.value())}).code == 0);
-  REQUIRE(MapBecomes(*client, absl::Seconds(30), [&](const OsdMap& m) { return m.IsIn(b); }));
+  REQUIRE(WaitForMap(*client, absl::Seconds(30), [&](const OsdMap& m) { return m.IsIn(b); }));
 
   // The manager stopped for longer than the grace while an OSD was down
   // (a whole cluster stopped and started again): the new leader does not
   // mark it out at once; it has a grace to boot in.
   c.KillOsd(1);
-  REQUIRE(MapBecomes(*client, absl::Seconds(30), [&](const OsdMap& m) { return !m.IsUp(a); }));
+  REQUIRE(WaitForMap(*client, absl::Seconds(30), [&](const OsdMap& m) { return !m.IsUp(a); }));
   c.KillMds();
   absl::SleepFor(absl::Seconds(options.down_out_interval_s + 2));
   const absl::Time restarted = absl::Now();
@@ -227,11 +216,11 @@ TEST_CASE("an OSD marked out by the down-out timer is in again when it boots - o
   auto fresh = c.Client();  // follows the new manager's maps
   REQUIRE(fresh != nullptr);
   REQUIRE(c.StartOsd(1).ok());
-  REQUIRE(MapBecomes(*fresh, absl::Seconds(30), [&](const OsdMap& m) { return m.IsUp(a); }));
+  REQUIRE(WaitForMap(*fresh, absl::Seconds(30), [&](const OsdMap& m) { return m.IsUp(a); }));
   INFO("up again " << absl::FormatDuration(absl::Now() - restarted) << " after the restart");
-  // It never went out after the restart. It would be in again now either
-  // way (auto-out-in), so the manager's log says: one osd_out, the first one.
-  CHECK(fresh->map()->IsIn(a));
+  // It never went out after the restart. Its being in proves nothing (it
+  // would be in again by now either way: auto-out-in), so the manager's log
+  // says: one osd_out, the first one.
   std::ifstream log(c.dir() + "/mds.a.log");
   const std::string needle = absl::StrCat("event=osd_out osd=", a.value(), " ");
   int outs = 0;

@@ -3,23 +3,14 @@
 #include <catch2/catch.hpp>
 
 #include <stdlib.h>
-#include <sys/stat.h>
 
-#include <fstream>
 #include <string>
 
 #include "tests/harness/cluster.h"
+#include "tests/harness/mount.h"
 
 namespace weft::testing {
 namespace {
-
-bool Mounted(const std::string& path) {
-  std::ifstream in("/proc/self/mountinfo");
-  for (std::string line; std::getline(in, line);) {
-    if (line.find(" " + path + " ") != std::string::npos) return true;
-  }
-  return false;
-}
 
 // One quickstart cluster in its own directory; purged on destruction, also
 // when a check failed.
@@ -54,18 +45,18 @@ TEST_CASE("quickstart: a second cluster refuses a mountpoint in use - down unmou
     CommandResult up = a.Run(mnt, "up");
     INFO(up.output);
     REQUIRE(up.code == 0);
-    REQUIRE(Mounted(mnt));
+    REQUIRE(Mount::IsMounted(mnt));
 
     CommandResult refused = b.Run(mnt, "up");
     INFO(refused.output);
     CHECK(refused.code != 0);
     CHECK(refused.output.find("already mounted, not by the cluster in") != std::string::npos);
     CHECK(b.Run(mnt, "down").code == 0);
-    CHECK(Mounted(mnt));  // a's mount is still there
+    CHECK(Mount::IsMounted(mnt));  // a's mount is still there
 
     CHECK(a.Run(mnt, "up").code == 0);  // again: harmless
     CHECK(a.Run(base + "/elsewhere", "down").code == 0);  // down finds its own mount
-    CHECK_FALSE(Mounted(mnt));
+    CHECK_FALSE(Mount::IsMounted(mnt));
   }
 }
 

@@ -368,6 +368,16 @@ absl::StatusOr<PoolId> Cluster::CreatePool(client::ObjectClient& client, const s
   return pool;
 }
 
+bool WaitForMap(client::ObjectClient& client, absl::Duration timeout,
+                const std::function<bool(const OsdMap&)>& pred) {
+  const absl::Time deadline = absl::Now() + timeout;
+  while (absl::Now() < deadline) {
+    if (pred(*client.map())) return true;
+    client.WaitNewer(client.map()->epoch, absl::Milliseconds(200));
+  }
+  return pred(*client.map());
+}
+
 std::string RandomBytes(size_t n, uint64_t seed) {
   std::mt19937_64 rng(seed);
   std::string s(n, '\0');

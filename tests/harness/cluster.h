@@ -8,6 +8,7 @@
 
 #include <sys/types.h>
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -151,6 +152,9 @@ class Cluster {
 std::string BinPath(const std::string& name);
 // `n` reproducible pseudo-random bytes.
 std::string RandomBytes(size_t n, uint64_t seed);
+// Waits up to `timeout` for `client`'s map to satisfy `pred`; its last word.
+bool WaitForMap(client::ObjectClient& client, absl::Duration timeout,
+                const std::function<bool(const OsdMap&)>& pred);
 int FreePort();
 
 }  // namespace weft::testing

@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -59,6 +60,14 @@ absl::Status WriteWholeFile(const std::string& path, absl::string_view data, mod
   absl::Status status = Annotate(WriteFully(fd, 0, data), path);
   if (close(fd) != 0 && status.ok()) status = ErrnoToStatus(errno, absl::StrCat("close ", path));
   return status;
+}
+
+absl::StatusOr<std::string> GetXattr(const std::string& path, const std::string& name) {
+  std::string buf(65536, '\0');
+  const ssize_t n = getxattr(path.c_str(), name.c_str(), buf.data(), buf.size());
+  if (n < 0) return ErrnoToStatus(errno, absl::StrCat("getxattr ", path, " ", name));
+  buf.resize(n);
+  return buf;
 }
 
 }  // namespace weft::testing

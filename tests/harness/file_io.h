@@ -32,4 +32,7 @@ absl::StatusOr<std::string> ReadWholeFile(const std::string& path, uint64_t slac
 // a write-back filesystem reports failed writes there).
 absl::Status WriteWholeFile(const std::string& path, absl::string_view data, mode_t mode = 0644);
 
+// getxattr(2) of `name` on `path` (values up to 64 KiB).
+absl::StatusOr<std::string> GetXattr(const std::string& path, const std::string& name);
+
 }  // namespace weft::testing

@@ -13,6 +13,8 @@
 #include <memory>
 #include <string>
 
+#include "absl/strings/str_cat.h"
+#include "common/status/status.h"
 #include "tests/harness/cluster.h"
 #include "tests/harness/file_io.h"
 #include "tests/harness/fs_fixture.h"
@@ -71,6 +73,13 @@ inline void WriteFile(const std::string& path, const std::string& data, mode_t m
   const absl::Status s = WriteWholeFile(path, data, mode);
   INFO(s);
   REQUIRE(s.ok());
+}
+
+// getxattr(2) of `name` on `path`: its value, or "errno=N" (to compare with
+// the errno a check expects).
+inline std::string Xattr(const std::string& path, const std::string& name) {
+  absl::StatusOr<std::string> v = GetXattr(path, name);
+  return v.ok() ? *std::move(v) : absl::StrCat("errno=", StatusToErrno(v.status()));
 }
 
 // lstat(2) of `path` (a symlink itself, not its target).
