@@ -64,6 +64,10 @@ struct RankOptions {
   // 0 grants none. Must be shorter than reconnect_timeout_ms: a restarted
   // rank serves nobody before every lease of its earlier life ran out.
   int64_t dir_lease_ms = 5000;
+  // How long an operation waits for another session to flush the buffered
+  // writes of a file it is about to show (a recall); then it goes on with
+  // what the MDS has.
+  int64_t write_recall_timeout_ms = 10000;
   JournalOptions journal;
   pb::FileLayout default_layout;          // pool 0 = data_pool, 4 MiB objects
   uint64_t object_bytes_max = 128ull << 20;  // osd_max_object_size: no layout above it
@@ -159,6 +163,17 @@ class MdsRank {
   void SendLeaseEventLocked(uint64_t session, const pb::LeaseEvent& event)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void DropLeasesLocked(uint64_t session) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // After an operation whose reply shows files that other sessions hold open
+  // for writing (they may buffer writes, also after close): recalls those
+  // writes and waits, releasing mu_, until they are acknowledged or
+  // write_recall_timeout_ms passed. Returns whether it waited; the operation
+  // then runs again, and `recalled` keeps it from asking the same twice.
+  using RecallKey = std::pair<uint64_t, uint64_t>;  // (session, ino)
+  bool RecallWritesLocked(const pb::MetaRequest& request, const pb::MetaReply& reply,
+                          absl::flat_hash_set<RecallKey>* recalled)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // A session's recalls can no longer be answered (its stream ended).
+  void DropRecallsLocked(uint64_t session) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // `replay`: a request resent through Reconnect (its original time and inode).
   absl::Status RunOp(const pb::MetaRequest& request, pb::MetaReply* reply, bool replay = false);
   // Ends the reconnect window once every session is back or it timed out:
@@ -204,7 +219,9 @@ class MdsRank {
   DirLeaseTable leases_ ABSL_GUARDED_BY(mu_);
   absl::flat_hash_map<uint64_t, LeaseStream> lease_streams_ ABSL_GUARDED_BY(mu_);
   uint64_t lease_stream_gen_ ABSL_GUARDED_BY(mu_) = 0;
-  uint64_t lease_returns_ ABSL_GUARDED_BY(mu_) = 0;  // bumped when a lease goes
+  uint64_t lease_returns_ ABSL_GUARDED_BY(mu_) = 0;  // bumped when a lease or recall goes
+  absl::flat_hash_map<RecallKey, uint64_t> write_recalls_ ABSL_GUARDED_BY(mu_);  // -> seq
+  uint64_t next_recall_seq_ ABSL_GUARDED_BY(mu_) = 0;
 
   absl::Mutex flush_mu_;  // one flush at a time; taken before mu_
   std::optional<FlushBatch> failed_batch_ ABSL_GUARDED_BY(flush_mu_);

@@ -131,7 +131,65 @@ void MdsRank::SendLeaseEventLocked(uint64_t session, const pb::LeaseEvent& event
 
 void MdsRank::DropLeasesLocked(uint64_t session) {
   leases_.DropSession(session);
+  DropRecallsLocked(session);
   ++lease_returns_;
+}
+
+void MdsRank::DropRecallsLocked(uint64_t session) {
+  absl::erase_if(write_recalls_, [session](const auto& r) { return r.first.first == session; });
+  ++lease_returns_;
+}
+
+bool MdsRank::RecallWritesLocked(const pb::MetaRequest& request, const pb::MetaReply& reply,
+                                 absl::flat_hash_set<RecallKey>* recalled) {
+  // A flush's own report, and what cannot show a file's size.
+  using R = pb::MetaRequest;
+  if (request.op_case() == R::kWritten || request.op_case() == R::kRelease ||
+      request.op_case() == R::kSync) {
+    return false;
+  }
+  std::vector<uint64_t> shown;
+  if (reply.attr().ino() != 0) shown.push_back(reply.attr().ino());
+  for (const pb::DirEntry& e : reply.entries()) {
+    if (e.attr().ino() != 0) shown.push_back(e.attr().ino());
+  }
+  if (shown.empty()) return false;
+  std::vector<RecallKey> wanted;
+  for (auto& [id, s] : cache_.sessions()) {
+    if (id == request.session() || s.opens_write.empty() || !lease_streams_.contains(id)) continue;
+    for (uint64_t ino : shown) {
+      auto it = s.opens_write.find(ino);
+      if (it == s.opens_write.end() || it->second <= 0) continue;
+      if (recalled->insert({id, ino}).second) wanted.push_back({id, ino});
+    }
+  }
+  if (wanted.empty()) return false;
+  for (const RecallKey& key : wanted) {
+    if (write_recalls_.contains(key)) continue;  // already asked for another request
+    const uint64_t seq = ++next_recall_seq_;
+    write_recalls_[key] = seq;
+    pb::LeaseEvent event;
+    event.set_ino(key.second);
+    event.set_seq(seq);
+    event.set_flush(true);
+    SendLeaseEventLocked(key.first, event);
+  }
+  VLOG(1) << "event=write_recall session=" << request.session() << " n=" << wanted.size();
+  auto answered = [this, &wanted]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    if (stopping_) return true;
+    for (const RecallKey& key : wanted) {
+      if (write_recalls_.contains(key)) return false;
+    }
+    return true;
+  };
+  const absl::Time deadline =
+      absl::Now() + absl::Milliseconds(options_.write_recall_timeout_ms);
+  if (!mu_.AwaitWithDeadline(absl::Condition(&answered), deadline)) {
+    // A client that stopped answering: what the MDS has is all there is.
+    LOG(WARNING) << "event=write_recall_timeout session=" << request.session();
+    for (const RecallKey& key : wanted) write_recalls_.erase(key);
+  }
+  return true;
 }
 
 absl::Status MdsRank::ServeLeases(uint64_t session, const std::function<bool()>& cancelled,
@@ -178,7 +236,10 @@ absl::Status MdsRank::ServeLeases(uint64_t session, const std::function<bool()>&
   auto it = lease_streams_.find(session);
   // Its leases stay until acknowledged or run out: the client may not know
   // yet that the stream is gone.
-  if (it != lease_streams_.end() && it->second.gen == gen) lease_streams_.erase(it);
+  if (it != lease_streams_.end() && it->second.gen == gen) {
+    lease_streams_.erase(it);
+    DropRecallsLocked(session);
+  }
   VLOG(1) << "event=lease_stream_end session=" << session;
   return absl::OkStatus();
 }
@@ -187,7 +248,15 @@ absl::StatusOr<pb::SessionReply> MdsRank::LeaseAck(const pb::LeaseAckRequest& re
   absl::MutexLock lock(&mu_);
   if (cache_.Session(request.session()) == nullptr) return Err(ENOTCONN, "no such session");
   for (const pb::LeaseEvent& e : request.acks()) {
-    if (leases_.Ack(request.session(), e.ino(), e.seq())) ++lease_returns_;
+    if (e.flush()) {
+      auto it = write_recalls_.find(RecallKey{request.session(), e.ino()});
+      if (it != write_recalls_.end() && it->second == e.seq()) {
+        write_recalls_.erase(it);
+        ++lease_returns_;
+      }
+    } else if (leases_.Ack(request.session(), e.ino(), e.seq())) {
+      ++lease_returns_;
+    }
   }
   pb::SessionReply reply;
   reply.set_session(request.session());

@@ -80,6 +80,7 @@ void MdsRank::AfterCommitLocked(OpContext& ctx) {
 }
 
 absl::Status MdsRank::RunOp(const pb::MetaRequest& request, pb::MetaReply* reply, bool replay) {
+  absl::flat_hash_set<RecallKey> recalled;
   for (int attempt = 0; attempt < 32; ++attempt) {
     Load load;
     uint64_t wait_seq = 0;
@@ -131,6 +132,10 @@ absl::Status MdsRank::RunOp(const pb::MetaRequest& request, pb::MetaReply* reply
               GrantLeasesLocked(request, *reply, reply->mutable_leases());
             }
             return status;
+          } else if (!replay && RecallWritesLocked(request, *reply, &recalled)) {
+            // Other sessions flushed what this reply shows: run it again.
+            reply->Clear();
+            continue;
           } else {
             if (ctx.Finish(&event)) {
               if (request.tid() != 0) {

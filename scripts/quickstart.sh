@@ -76,7 +76,10 @@ refuse_foreign_mount() {
 down() {
   unmount
   [[ -d "$dir/run" ]] || { log "nothing running"; return 0; }
-  stop_pid "$dir/run/fuse.pid"  # normally it has exited after the unmount
+  # Normally it exits by itself after the unmount, once it has written back
+  # what closed files still buffered (close does not wait for that).
+  for _ in $(seq 600); do alive "$dir/run/fuse.pid" || break; sleep 0.1; done
+  stop_pid "$dir/run/fuse.pid"
   # All OSDs at once: each takes a second or two to leave cleanly.
   for f in "$dir"/run/osd.*.pid; do
     [[ -e "$f" ]] && alive "$f" && kill -TERM "$(cat "$f")" 2>/dev/null

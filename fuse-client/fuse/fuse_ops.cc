@@ -249,6 +249,11 @@ void Open(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
   fi->fh = opened->fh;
   fi->keep_cache = 0;  // close-to-open: another client may have written
   fi->direct_io = (fi->flags & O_DIRECT) ? 1 : 0;
+  // The kernel may hold this inode's attributes from before another
+  // client's last close, and it clamps reads to the size it holds: it asks
+  // again (the client answers from the open's fresh attributes). Only the
+  // attributes (offset -1); no lock an open holds is taken.
+  if (Ctx(req).se != nullptr) (void)fuse_lowlevel_notify_inval_inode(Ctx(req).se, ino, -1, 0);
   if (fuse_reply_open(req, fi) != 0) (void)Fs(req).Release(opened->fh);
 }
 

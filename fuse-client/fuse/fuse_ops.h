@@ -31,6 +31,7 @@ struct MountContext {
   client::FileSystemClient* fs = nullptr;
   uint64_t base_ino = 1;  // the MDS inode mounted as FUSE's root
   client::GroupsCache groups;  // callers' supplementary groups, briefly
+  fuse_session* se = nullptr;  // for notifications to the kernel
 };
 
 // The operation table; userdata of the session is a MountContext*.

@@ -204,6 +204,7 @@ int Run(int argc, char** argv) {
   MountContext ctx;
   fuse_session* se = fuse_session_new(&args, &Operations(), sizeof(fuse_lowlevel_ops), &ctx);
   if (se == nullptr) Fail(WithFuseMessages("invalid mount options"));
+  ctx.se = se;
 
   if (!cmd.foreground) Detach();
   std::string log_path = mo.log != nullptr ? mo.log : "";

@@ -99,6 +99,7 @@ std::shared_ptr<const FileCache::Batch> FileCache::TakeBatchLocked() {
   dirty_ = ExtentMap();
   batch->end = dirty_end_;
   batch->mtime_ns = dirty_mtime_ns_;
+  batch->times_gen = times_gen_;
   dirty_end_ = 0;
   dirty_mtime_ns_ = 0;  // the batch reports it; later, the MDS's mtime stands (futimens)
   dirty_since_ = absl::InfiniteFuture();
@@ -108,7 +109,25 @@ std::shared_ptr<const FileCache::Batch> FileCache::TakeBatchLocked() {
 
 absl::Status FileCache::WriteBatch(const Batch& batch) {
   RETURN_IF_ERROR(io_->WriteExtents(batch.data, batch.extents));
-  return on_flushed_(batch.end, batch.mtime_ns);
+  int64_t mtime_ns = batch.mtime_ns;
+  {
+    absl::MutexLock lock(&mu_);
+    if (batch.times_gen != times_gen_) mtime_ns = 0;  // explicit times came after
+    reporting_ = mtime_ns != 0;
+  }
+  absl::Status reported = on_flushed_(batch.end, mtime_ns);
+  absl::MutexLock lock(&mu_);
+  reporting_ = false;
+  return reported;
+}
+
+void FileCache::TimesSet() {
+  absl::MutexLock lock(&mu_);
+  ++times_gen_;
+  dirty_mtime_ns_ = 0;
+  // A report already past the check above lands before the caller's setattr.
+  auto quiet = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return !reporting_; };
+  mu_.Await(absl::Condition(&quiet));
 }
 
 std::shared_ptr<const FileCache::Batch> FileCache::FinishBatchLocked(const Batch& batch,
@@ -157,15 +176,17 @@ absl::Status FileCache::Flush() {
   return s;
 }
 
-void FileCache::FlushInBackground(absl::Time dirty_before, bool force) {
+absl::Status FileCache::FlushInBackground(absl::Time dirty_before, bool force) {
   Tasks tasks;
   {
     absl::MutexLock lock(&mu_);
-    if (flushing_ != nullptr || dirty_.empty() || !error_.ok()) return;
-    if (!force && dirty_since_ >= dirty_before) return;
+    RETURN_IF_ERROR(error_);
+    if (flushing_ != nullptr || dirty_.empty()) return absl::OkStatus();
+    if (!force && dirty_since_ >= dirty_before) return absl::OkStatus();
     StartBackgroundLocked(&tasks);
   }
   Submit(std::move(tasks));
+  return absl::OkStatus();
 }
 
 FileCache::Pending FileCache::pending() {
@@ -175,7 +196,7 @@ FileCache::Pending FileCache::pending() {
   p.mtime_ns = dirty_mtime_ns_;
   if (flushing_ != nullptr) {
     p.end = std::max(p.end, flushing_->end);
-    p.mtime_ns = std::max(p.mtime_ns, flushing_->mtime_ns);
+    if (flushing_->times_gen == times_gen_) p.mtime_ns = std::max(p.mtime_ns, flushing_->mtime_ns);
   }
   return p;
 }

@@ -116,8 +116,12 @@ class FileCache : public std::enable_shared_from_this<FileCache> {
   // Writes everything buffered when called to the OSDs and reports it.
   absl::Status Flush();
   // Starts a background flush if something is buffered since before `t`, or
-  // if `force`; returns at once.
-  void FlushInBackground(absl::Time dirty_before, bool force);
+  // if `force`; returns at once, with the error of an earlier flush if any.
+  absl::Status FlushInBackground(absl::Time dirty_before, bool force);
+  // The file's mtime was just set explicitly (utimensat): the writes
+  // buffered so far, and the batch in flight, report no mtime to the MDS.
+  // Waits while a batch is reporting one.
+  void TimesSet();
   // Forgets data read ahead (another client may have written: close-to-open)
   // and buffered bytes at or past `size` (a truncate; after Flush, normally none).
   void DropReadahead();
@@ -137,6 +141,7 @@ class FileCache : public std::enable_shared_from_this<FileCache> {
     ExtentMap extents;
     uint64_t end = 0;
     int64_t mtime_ns = 0;
+    uint64_t times_gen = 0;  // TimesSet calls before it was taken
   };
   struct Chunk {  // data read ahead: [offset, offset + length)
     uint64_t offset = 0;
@@ -189,6 +194,8 @@ class FileCache : public std::enable_shared_from_this<FileCache> {
   std::shared_ptr<const Batch> flushing_ ABSL_GUARDED_BY(mu_);  // the batch in flight
   absl::Status error_ ABSL_GUARDED_BY(mu_);                     // sticky
   int flush_waiters_ ABSL_GUARDED_BY(mu_) = 0;  // Flush() calls: the background stops chaining
+  uint64_t times_gen_ ABSL_GUARDED_BY(mu_) = 0;    // TimesSet calls
+  bool reporting_ ABSL_GUARDED_BY(mu_) = false;   // a batch's mtime is on its way to the MDS
 
   std::map<uint64_t, std::shared_ptr<Chunk>> chunks_ ABSL_GUARDED_BY(mu_);  // by offset
   uint64_t next_read_ ABSL_GUARDED_BY(mu_) = 0;  // where a sequential reader goes on

@@ -81,12 +81,18 @@ FileSystemClient::FileSystemClient(FileSystemClientOptions options,
       budget_(options_.dirty_bytes_max),
       pool_(std::make_unique<ThreadPool>("client-io", options_.io_threads, 4096)),
       release_pool_(std::make_unique<ThreadPool>("client-release", 4, 65536)),
+      recall_pool_(std::make_unique<ThreadPool>("client-recall", 2, 65536)),
       releaser_([this] { ReleaseLoop(); }),
       flusher_([this] { FlushLoop(); }) {
   meta_->SetOpenFiles([this] { return OpenFiles(); });
+  meta_->SetFlushRecall([this](uint64_t ino, std::function<void()> ack) {
+    FlushForRecall(ino, std::move(ack));
+  });
 }
 
 FileSystemClient::~FileSystemClient() {
+  // Recalls are still answered while the releases below write back (after
+  // an unmount another client may already be looking).
   release_pool_.reset();  // releases already asked for run to the end...
   {
     absl::MutexLock lock(&release_mu_);
@@ -99,6 +105,8 @@ FileSystemClient::~FileSystemClient() {
     for (const auto& [fh, f] : handles_) open.push_back(fh);
   }
   for (FileHandle fh : open) (void)Release(fh);
+  meta_->SetFlushRecall(nullptr);  // nothing is buffered any more: acknowledged at once
+  recall_pool_.reset();
   {
     absl::MutexLock lock(&mu_);
     stopping_ = true;
@@ -260,11 +268,17 @@ absl::StatusOr<Attr> FileSystemClient::Setattr(const Creds& c, uint64_t ino,
     ASSIGN_OR_RETURN(auto f, Handle(fh));
     op->set_by_handle(f->writable());
   }
-  // Buffered writes come before this setattr: their size and mtime must
-  // reach the MDS first, or a later flush would undo explicit times
+  // Buffered writes stay buffered through a setattr, except before a
+  // truncate (it trims the objects) and a mode with setuid or setgid (the
+  // flush's WrittenOp would clear them, as a write before the chmod did).
+  // Explicit times are kept: the flushes of earlier writes report no mtime
   // (tar writes, then futimens, then closes).
   std::shared_ptr<FileCache> cache = CacheOf(ino);
-  if (cache != nullptr) RETURN_IF_ERROR(cache->Flush());
+  if (cache != nullptr) {
+    const bool suid = (args.valid & pb::SA_MODE) && (args.mode & (S_ISUID | S_ISGID));
+    if ((args.valid & pb::SA_SIZE) || suid) RETURN_IF_ERROR(cache->Flush());
+    if (args.valid & (pb::SA_MTIME | pb::SA_MTIME_NOW)) cache->TimesSet();
+  }
   if ((args.valid & pb::SA_SIZE) == 0) {
     ASSIGN_OR_RETURN(Attr after, CallAttr(c, std::move(r)));
     return WithPending(std::move(after));

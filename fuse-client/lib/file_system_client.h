@@ -16,8 +16,13 @@
 // File data (file_cache.h): writes are buffered per file and written back in
 // the background once `cache.flush_bytes` are pending, after `dirty_expire`,
 // when the client is over `dirty_bytes_max`, and on Fsync, Release, truncate
-// (all wait). Size and mtime reach the MDS (WrittenOp) as each batch lands;
-// until then this client's attributes show the buffered size and mtime.
+// (all wait), and on close (which starts the write-back and returns).
+// Size and mtime reach the MDS (WrittenOp) as each batch lands; until then
+// this client's attributes show the buffered size and mtime. While this
+// session holds a file open for writing (and until the release that follows
+// the last close, i.e. until the write-back is done), the MDS recalls the
+// buffered writes before it shows the file to any other session: the
+// recall (a LeaseEvent with `flush`) flushes them and is acknowledged.
 // Sequential readers are read ahead. An open drops data read ahead by earlier
 // opens (close-to-open consistency, as NFS); O_DIRECT and O_SYNC/O_DSYNC
 // handles write through and O_DIRECT ones never read ahead.
@@ -182,11 +187,14 @@ class FileSystemClient {
   // OSDs, and its size and mtime (and every earlier namespace change of this
   // client) in the MDS's journal; or the first flush error.
   absl::Status Fsync(FileHandle fh);
-  // close(2): the file's buffered writes reach the OSDs and the MDS (not
-  // necessarily its journal); or the first flush error. Decision: close
-  // waits, so that another client that opens the file next sees the data
-  // (close-to-open, as NFS). CephFS returns at once and relies on caps to
-  // recall the data; once caps exist (issue 6) close can too.
+  // close(2): starts writing the file's buffered data back and returns the
+  // first error of an earlier flush, if any. Decision: close does not wait
+  // (as CephFS, unlike NFS). Another client still sees the data once it
+  // looks: the MDS recalls the buffered writes of a file from the session
+  // holding it open for writing before it shows the file to anyone else, and
+  // this session's release, which says it no longer holds it, follows the
+  // write-back. An error of that write-back reaches no application (fsync
+  // reports errors; close never promised durability).
   absl::Status Flush(FileHandle fh);
   // fsyncdir(2), sync(2): every namespace change answered so far is durable.
   absl::Status SyncMetadata();
@@ -247,6 +255,8 @@ class FileSystemClient {
   std::shared_ptr<FileCache> CacheOf(uint64_t ino);
   // Writes back buffered data older than dirty_expire, every second.
   void FlushLoop();
+  // The MDS recalled the buffered writes of `ino` (MetaClient::FlushRecall).
+  void FlushForRecall(uint64_t ino, std::function<void()> ack);
   // This client's open files, for the MDS after its restart.
   std::vector<pb::OpenRef> OpenFiles();
   // Applies O_TRUNC to a handle just opened (releasing it on failure).
@@ -282,6 +292,9 @@ class FileSystemClient {
   absl::Mutex release_mu_;  // after mu_ if both
   std::vector<std::shared_ptr<OpenFile>> releases_ ABSL_GUARDED_BY(release_mu_);
   bool releases_stop_ ABSL_GUARDED_BY(release_mu_) = false;
+  // Recalls of buffered writes: they wait for flushes too, and must not
+  // queue behind releases.
+  std::unique_ptr<ThreadPool> recall_pool_;
   std::thread releaser_;
   std::thread flusher_;
 };

@@ -105,6 +105,7 @@ absl::Status FileSystemClient::ReportWritten(uint64_t ino, uint64_t end, int64_t
   op->set_ino(ino);
   op->set_end(end);
   op->set_mtime_ns(mtime_ns);
+  op->set_keep_times(mtime_ns == 0);  // FileCache: the times were set after the writes
   return CallAttr(writer, std::move(r)).status();
 }
 
@@ -132,7 +133,7 @@ void FileSystemClient::FlushLoop() {
     // Over half the budget, everything goes; else what is older than dirty_expire.
     const bool force = budget_.bytes() > options_.dirty_bytes_max / 2;
     const absl::Time before = absl::Now() - options_.dirty_expire;
-    for (const auto& cache : caches) cache->FlushInBackground(before, force);
+    for (const auto& cache : caches) (void)cache->FlushInBackground(before, force);
   }
 }
 
@@ -231,7 +232,20 @@ absl::Status FileSystemClient::Fsync(FileHandle fh) {
 
 absl::Status FileSystemClient::Flush(FileHandle fh) {
   ASSIGN_OR_RETURN(std::shared_ptr<OpenFile> f, Handle(fh));
-  return f->cache != nullptr ? f->cache->Flush() : absl::OkStatus();
+  if (f->cache == nullptr) return absl::OkStatus();
+  return f->cache->FlushInBackground(absl::InfiniteFuture(), /*force=*/true);
+}
+
+void FileSystemClient::FlushForRecall(uint64_t ino, std::function<void()> ack) {
+  recall_pool_->Submit([this, ino, ack = std::move(ack)] {
+    std::shared_ptr<FileCache> cache = CacheOf(ino);
+    if (cache != nullptr) {
+      absl::Status flushed = cache->Flush();
+      // The ack goes anyway: the other session sees what the MDS has.
+      if (!flushed.ok()) LOG(WARNING) << "op=recall ino=" << ino << " status=" << flushed;
+    }
+    ack();
+  });
 }
 
 void FileSystemClient::ReleaseInBackground(FileHandle fh) {

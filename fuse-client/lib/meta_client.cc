@@ -144,16 +144,18 @@ void MetaClient::LeaseLoop() {
         leases_.StreamUp();
         continue;
       }
+      if (event.flush()) {
+        auto ack = [this, event] { AckLease(event); };
+        absl::MutexLock lock(&recall_mu_);
+        if (flush_recall_) {
+          flush_recall_(event.ino(), std::move(ack));
+        } else {
+          ack();
+        }
+        continue;
+      }
       leases_.Revoke(event.ino(), event.seq());
-      // The MDS waits for this (or for the lease to run out).
-      grpc::ClientContext ack_ctx;
-      ack_ctx.set_deadline(rpc::DeadlineIn(options_.rpc_timeout_ms));
-      pb::LeaseAckRequest ack;
-      ack.set_session(req.session());
-      *ack.add_acks() = event;
-      pb::SessionReply ack_reply;
-      absl::Status acked = rpc::FromGrpc(stub->LeaseAck(&ack_ctx, ack, &ack_reply), "mds");
-      if (!acked.ok()) VLOG(1) << "op=lease_ack ino=" << event.ino() << " status=" << acked;
+      AckLease(event);  // the MDS waits for this (or for the lease to run out)
     }
     // No revokes can reach us now: trust nothing until the next hello.
     leases_.DropAll();
@@ -164,6 +166,23 @@ void MetaClient::LeaseLoop() {
     VLOG(1) << "op=lease_stream session=" << req.session() << " ended=" << ended;
     if (mu_.AwaitWithTimeout(absl::Condition(&closed_), absl::Milliseconds(200))) return;
   }
+}
+
+void MetaClient::AckLease(const pb::LeaseEvent& event) {
+  auto stub = pb::Mds::NewStub(Channel());
+  grpc::ClientContext ctx;
+  ctx.set_deadline(rpc::DeadlineIn(options_.rpc_timeout_ms));
+  pb::LeaseAckRequest ack;
+  ack.set_session(session_);
+  *ack.add_acks() = event;
+  pb::SessionReply reply;
+  absl::Status acked = rpc::FromGrpc(stub->LeaseAck(&ctx, ack, &reply), "mds");
+  if (!acked.ok()) VLOG(1) << "op=lease_ack ino=" << event.ino() << " status=" << acked;
+}
+
+void MetaClient::SetFlushRecall(FlushRecall handler) {
+  absl::MutexLock lock(&recall_mu_);
+  flush_recall_ = std::move(handler);
 }
 
 absl::StatusOr<pb::MetaReply> MetaClient::Call(pb::MetaRequest request) {

@@ -69,6 +69,13 @@ class MetaClient {
   // What this session knows under directory leases (revokes arrive on the
   // lease stream, kept open by a background thread).
   DirLeases& leases() { return leases_; }
+  // Recalls of buffered writes (LeaseEvent.flush): the MDS is about to show
+  // file `ino` to another session. The handler runs on the lease thread, so
+  // it must return at once and call `ack` once the writes are flushed.
+  // Without a handler (or after SetFlushRecall(nullptr) returned) recalls
+  // are acknowledged at once.
+  using FlushRecall = std::function<void(uint64_t ino, std::function<void()> ack)>;
+  void SetFlushRecall(FlushRecall handler);
 
   absl::StatusOr<pb::FsStatusReply> FsStatus();
   // Ends the session now (its open files are released).
@@ -82,6 +89,7 @@ class MetaClient {
   void RenewLoop();
   // Keeps the lease stream open; applies and acknowledges revokes.
   void LeaseLoop();
+  void AckLease(const pb::LeaseEvent& event);
   // Takes what a reply says: unsafe requests now durable are dropped; a new
   // boot id means the MDS restarted and Reconnect must run first.
   void Observe(const pb::MetaReply& reply);
@@ -109,6 +117,8 @@ class MetaClient {
   bool closed_ ABSL_GUARDED_BY(mu_) = false;
   grpc::ClientContext* lease_ctx_ ABSL_GUARDED_BY(mu_) = nullptr;  // to cancel at Close
   DirLeases leases_;
+  absl::Mutex recall_mu_;  // held while the handler runs
+  FlushRecall flush_recall_ ABSL_GUARDED_BY(recall_mu_);
   std::thread renewer_;
   std::thread lease_thread_;
 };

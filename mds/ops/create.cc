@@ -127,9 +127,11 @@ absl::Status DoWritten(OpContext& ctx, const pb::WrittenOp& op, pb::MetaReply* r
     edit->set_size(op.end());
     ctx.RStat(before.parent(), static_cast<int64_t>(op.end() - before.size()), 0, 0);
   }
-  int64_t mtime = op.mtime_ns() != 0 ? op.mtime_ns() : ctx.now_ns();
-  edit->set_mtime_ns(mtime);
-  edit->set_ctime_ns(mtime);
+  if (!op.keep_times()) {
+    const int64_t mtime = op.mtime_ns() != 0 ? op.mtime_ns() : ctx.now_ns();
+    edit->set_mtime_ns(mtime);
+    edit->set_ctime_ns(mtime);
+  }
   edit->set_mode(ModeAfterWrite(AccessOf(*edit), ctx.cred()));
   FillAttr(*edit, reply->mutable_attr());
   return absl::OkStatus();

@@ -89,6 +89,7 @@ TEST_CASE("fuse layouts: a directory layout places its files data", "[fuse][layo
   const std::string path = f.P("wide/sub/f");
   const std::string data = RandomBytes(kMiB + 12345, 7);
   WriteFile(path, data);
+  SyncFile(path);
   CHECK(Xattr(path, "weft.file.layout") == want);
   CHECK(ReadFile(path) == data);
   CheckObjects(*f.objects, f.data_pool, InoOf(path), {64 * kKiB, 2, 256 * kKiB}, data.size());
@@ -196,6 +197,7 @@ TEST_CASE("fuse layouts: a second data pool takes a subtree", "[fuse][layout]") 
   const std::string path = f.P("fast/sub/big");
   const std::string data = RandomBytes(5 * kMiB + 3, 11);
   WriteFile(path, data);
+  SyncFile(path);
   CHECK(Xattr(path, "weft.file.layout.pool") == "fast");
   CHECK(ReadFile(path) == data);
   const uint64_t ino = InoOf(path);
@@ -215,6 +217,7 @@ TEST_CASE("fuse layouts: a second data pool takes a subtree", "[fuse][layout]") 
 
   // Files elsewhere stay in the first pool.
   WriteFile(f.P("plain"), "plain data");
+  SyncFile(f.P("plain"));
   CHECK(Xattr(f.P("plain"), "weft.file.layout.pool") == "fs1_data");
   CHECK(f.objects->Stat(f.data_pool, striping::DataObjectName(InoOf(f.P("plain")), 0)).ok());
 }

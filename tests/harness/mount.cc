@@ -106,8 +106,9 @@ Mount::~Mount() {
     }
   }
   if (process_) {
-    // Normally it exits by itself once unmounted.
-    for (int i = 0; i < 50 && process_->Running(); ++i) absl::SleepFor(absl::Milliseconds(100));
+    // Normally it exits by itself once unmounted, after writing back what
+    // closed files still buffer (close does not wait for it).
+    for (int i = 0; i < 600 && process_->Running(); ++i) absl::SleepFor(absl::Milliseconds(100));
     if (process_->Running()) process_->Kill(SIGKILL);
     process_->Wait();
   }

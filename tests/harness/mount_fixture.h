@@ -8,7 +8,9 @@
 
 #include <catch2/catch.hpp>
 
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <memory>
 #include <string>
@@ -73,6 +75,20 @@ inline void WriteFile(const std::string& path, const std::string& data, mode_t m
   const absl::Status s = WriteWholeFile(path, data, mode);
   INFO(s);
   REQUIRE(s.ok());
+}
+
+// fsync of the file at `path`: close() only starts the write-back, so a
+// test that looks at the objects themselves (not through the MDS, which
+// recalls it) syncs first.
+inline void SyncFile(const std::string& path) {
+  const int fd = open(path.c_str(), O_RDONLY);
+  INFO("open " << path << ": errno " << (fd >= 0 ? 0 : errno));
+  REQUIRE(fd >= 0);
+  const int rc = fsync(fd);
+  const int err = errno;
+  close(fd);
+  INFO("fsync " << path << ": errno " << (rc == 0 ? 0 : err));
+  REQUIRE(rc == 0);
 }
 
 // getxattr(2) of `name` on `path`: its value, or "errno=N" (to compare with
