@@ -17,7 +17,10 @@
 // primary peers: a write held by at least k shards is rolled forward (the
 // others rebuild the object from k shards), one held by fewer is rolled back
 // from the saved data (see pg_peering.cc). Either way each stripe is entirely
-// old or entirely new.
+// old or entirely new. A write that removes the object saves no data: a
+// remove needs none to complete, so it always rolls forward (the shards that
+// missed it remove their copy in recovery), and the purge of a deleted file
+// does not copy the file through the store's metadata.
 #include <unistd.h>
 
 #include <cstdlib>
@@ -331,14 +334,19 @@ void Pg::EcCommitLocked(const Version& committed, Transaction* txn) {
   txn->PutMeta(kEcCommittedMeta, v.SerializeAsString());
 }
 
-// Saves what `req` overwrites on this shard, for a rollback.
+// Saves what `req` overwrites on this shard, for a rollback; for a write
+// that ends with the object removed, only that it existed.
 static absl::StatusOr<pb::EcRollback> SaveForRollback(ObjectStore* store, const std::string& coll,
-                                                      const pb::RepOpRequest& req) {
+                                                      const pb::RepOpRequest& req, bool removes) {
   pb::EcRollback rb;
   auto meta = store->Stat(coll, req.oid());
   if (absl::IsNotFound(meta.status())) return rb;
   RETURN_IF_ERROR(meta.status());
   rb.set_existed(true);
+  if (removes) {
+    rb.set_data_dropped(true);
+    return rb;
+  }
   rb.set_size(meta->size);
   ToProto(meta->version, rb.mutable_version());
   rb.set_mtime_ns(meta->mtime_ns);
@@ -370,9 +378,10 @@ static absl::StatusOr<pb::EcRollback> SaveForRollback(ObjectStore* store, const 
 }
 
 absl::Status Pg::EcApplySubWrite(const pb::RepOpRequest& req) {
-  ASSIGN_OR_RETURN(pb::EcRollback rb, SaveForRollback(ctx_.store, coll_, req));
-  Transaction txn;
   const LogEntry entry = FromProto(req.entry());
+  ASSIGN_OR_RETURN(pb::EcRollback rb, SaveForRollback(ctx_.store, coll_, req,
+                                                      entry.op == LogEntry::kDelete));
+  Transaction txn;
   {
     absl::MutexLock lock(&mu_);
     if (log_.IsMissing(req.oid())) {
@@ -443,6 +452,9 @@ absl::Status Pg::EcRollbackLocal(const Version& version) {
   for (const auto& [key, value] : pieces) saved += value;
   pb::EcRollback rb;
   if (!rb.ParseFromString(saved)) return absl::DataLossError("rollback data is corrupt");
+  if (rb.data_dropped()) {
+    return absl::FailedPreconditionError("rollback: a remove only rolls forward");
+  }
   Transaction txn;
   if (!rb.existed()) {
     if (ctx_.store->Stat(coll_, oid).ok()) txn.Remove(oid);

@@ -344,6 +344,18 @@ absl::Status Pg::EcRollbackPartial(Epoch epoch, std::vector<Member>* members) {
       have += VersionSet(m.log).count({newest.epoch, newest.seq});
     }
     if (have >= layout_.k) return absl::OkStatus();
+    // A remove rolls forward from any number of shards: completing it needs
+    // no data, and its shards kept none to undo it. The authoritative member
+    // then holds it, and recovery removes the object where it is missing.
+    for (const Member& m : *members) {
+      if (!Same(m.info.last_update, newest) || m.log.empty()) continue;
+      if (m.log.back().op == LogEntry::kDelete) {
+        LOG(INFO) << "pg=" << coll_ << " event=ec_remove_rolled_forward version=" << newest.epoch
+                  << "." << newest.seq << " holders=" << have;
+        return absl::OkStatus();
+      }
+      break;
+    }
     for (Member& m : *members) {
       if (!Same(m.info.last_update, newest) || m.log.empty()) continue;
       if (m.osd == ctx_.whoami) {

@@ -377,6 +377,63 @@ TEST_CASE("erasure 4+2: a primary dying after a partial-stripe write reached N s
   REQUIRE(rollbacks > 0);
 }
 
+TEST_CASE("erasure 4+2: a primary dying after a remove reached N shards: the remove rolls forward "
+          "from any N",
+          "[cluster][ec]") {
+  auto started = Cluster::Start({.osds = 6});
+  REQUIRE(started.ok());
+  Cluster& c = **started;
+  auto client = c.Client();
+  PoolId pool = MakeEcPool(c, *client, "ec", "4+2", 4);
+  const std::string kept_data = RandomBytes(5 * 4 * kChunk + 77, 12);
+  REQUIRE(client->Put(pool, "kept", kept_data).ok());
+  for (int shards = 1; shards <= 5; ++shards) {
+    const std::string name = absl::StrCat("removed", shards);
+    const std::string data = RandomBytes(3 * 4 * kChunk + 999, 20 + shards);
+    REQUIRE(client->Put(pool, name, data).ok());
+    const OsdId primary = Mapping(*client, pool, name).primary;
+    const int victim = IndexOf(c, primary, 6);
+    c.StopOsd(victim);
+    ::setenv("WEFT_FAULT_EC_PARTIAL_WRITE", std::to_string(shards).c_str(), 1);
+    REQUIRE(c.StartOsd(victim).ok());
+    ::unsetenv("WEFT_FAULT_EC_PARTIAL_WRITE");
+    REQUIRE(c.WaitOsdsUp(6, absl::Seconds(30)).ok());
+    REQUIRE(c.WaitClean(absl::Seconds(60)).ok());
+    // The primary applies the remove on `shards` shards and dies; the
+    // client's retry on the next primary finds it done (or does it).
+    absl::Status removed = client->Remove(pool, name);
+    INFO("shards " << shards << ": " << removed);
+    REQUIRE(removed.ok());
+    REQUIRE(!c.OsdRunning(victim));
+    CHECK(absl::IsNotFound(client->Get(pool, name).status()));
+    REQUIRE(c.StartOsd(victim).ok());
+    REQUIRE(c.WaitOsdsUp(6, absl::Seconds(30)).ok());
+    absl::Status clean = c.WaitClean(absl::Seconds(90));
+    INFO(clean);
+    REQUIRE(clean.ok());
+    // Gone through every k shards, not resurrected from the ones that
+    // missed the remove.
+    for (uint32_t mask = 0; mask < 64; ++mask) {
+      if (std::popcount(mask) != 4) continue;
+      auto got = client->EcReadUsing(pool, name, 0, data.size(), mask);
+      INFO("mask " << mask << ": " << got.status());
+      CHECK(!got.ok());
+    }
+    CHECK(absl::IsNotFound(client->Get(pool, name).status()));
+    CheckEveryKShards(*client, pool, "kept", 4, 2, kept_data);
+  }
+  // Below k the remove really went forward (before, it was rolled back from
+  // a saved copy of the whole shard).
+  int forward = 0;
+  for (int i = 0; i < 6; ++i) {
+    std::ifstream log(absl::StrCat(c.dir(), "/osd.", i, ".log"));
+    for (std::string line; std::getline(log, line);) {
+      forward += line.find("event=ec_remove_rolled_forward") != std::string::npos;
+    }
+  }
+  CHECK(forward > 0);
+}
+
 TEST_CASE("erasure 4+2: shard requests for the wrong shard id are refused and change nothing",
           "[cluster][ec]") {
   auto started = Cluster::Start({.osds = 6});
