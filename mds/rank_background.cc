@@ -1,8 +1,10 @@
 // MdsRank: the flusher (write back, trim the journal) and the janitor
 // (session timeouts, recursive statistics, purging, cache trimming).
+#include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <thread>
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
@@ -24,6 +26,9 @@ uint64_t RssBytes() {
 }
 
 constexpr size_t kPurgeBatch = 512;  // files per janitor pass (empty ones cost no I/O)
+// Files purged at once: one at a time left a deleted tree of 6,200 small
+// files in the queue for minutes; more would crowd out clients' I/O.
+constexpr size_t kPurgeInFlight = 8;
 
 }  // namespace
 
@@ -207,24 +212,34 @@ void MdsRank::PurgeSome() {
     }
   }
   if (batch.empty()) return;
-  std::vector<uint64_t> done;
-  for (const pb::PurgeRec& rec : batch) {
+  // The objects of one file go in order; kPurgeInFlight files at a time.
+  auto purge_one = [this](const pb::PurgeRec& rec) {
     const pb::FileLayout& l = rec.layout();
-    bool ok = true;
-    if (l.pool() != 0 && l.object_size() > 0) {
-      uint64_t stripe = std::max<uint64_t>(1, l.stripe_count());
-      uint64_t set_bytes = l.object_size() * stripe;
-      uint64_t objects = (rec.size() + set_bytes - 1) / set_bytes * stripe;
-      for (uint64_t objno = 0; objno < objects; ++objno) {
-        absl::Status status = objects_->Remove(PoolId(l.pool()), DataObject(rec.ino(), objno));
-        if (!status.ok() && !absl::IsNotFound(status)) {
-          LOG(WARNING) << "event=purge_failed ino=" << rec.ino() << " status=\"" << status << "\"";
-          ok = false;
-          break;
-        }
+    if (l.pool() == 0 || l.object_size() == 0) return true;
+    const uint64_t stripe = std::max<uint64_t>(1, l.stripe_count());
+    const uint64_t set_bytes = l.object_size() * stripe;
+    const uint64_t objects = (rec.size() + set_bytes - 1) / set_bytes * stripe;
+    for (uint64_t objno = 0; objno < objects; ++objno) {
+      absl::Status status = objects_->Remove(PoolId(l.pool()), DataObject(rec.ino(), objno));
+      if (!status.ok() && !absl::IsNotFound(status)) {
+        LOG(WARNING) << "event=purge_failed ino=" << rec.ino() << " status=\"" << status << "\"";
+        return false;
       }
     }
-    if (ok) done.push_back(rec.ino());
+    return true;
+  };
+  std::vector<char> purged(batch.size(), 0);
+  std::atomic<size_t> next{0};
+  std::vector<std::thread> workers;
+  for (size_t t = 0; t < std::min(kPurgeInFlight, batch.size()); ++t) {
+    workers.emplace_back([&] {
+      for (size_t i; (i = next.fetch_add(1)) < batch.size();) purged[i] = purge_one(batch[i]);
+    });
+  }
+  for (std::thread& w : workers) w.join();
+  std::vector<uint64_t> done;
+  for (size_t i = 0; i < batch.size(); ++i) {
+    if (purged[i]) done.push_back(batch[i].ino());
   }
   if (done.empty()) return;
   absl::MutexLock lock(&mu_);
