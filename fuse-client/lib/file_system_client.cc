@@ -146,18 +146,21 @@ void FileSystemClient::Forget(uint64_t ino, uint64_t n) {
   if (it->second.refs == 0) inodes_.erase(it);
 }
 
-void FileSystemClient::CacheAttr(const Attr& attr) {
+Attr FileSystemClient::CacheAttr(const Attr& attr) {
   absl::MutexLock lock(&mu_);
   auto it = inodes_.find(attr.ino());
   // Only inodes someone holds are cached; the rest would never be dropped.
-  if (it == inodes_.end()) return;
-  // An older reply must not overwrite a newer one (version grows on each change).
+  if (it == inodes_.end()) return attr;
+  // An older reply must not overwrite a newer one (version grows on each
+  // change): e.g. a getattr answered just before the size report of this
+  // client's own write-back, which closed files still do.
   if (it->second.fetched != absl::InfinitePast() &&
       it->second.attr.version() > attr.version()) {
-    return;
+    return it->second.attr;
   }
   it->second.attr = attr;
   it->second.fetched = absl::Now();
+  return attr;
 }
 
 void FileSystemClient::Invalidate(uint64_t ino) {
@@ -186,8 +189,7 @@ absl::StatusOr<pb::MetaReply> FileSystemClient::Call(const Creds& c, pb::MetaReq
 
 absl::StatusOr<Attr> FileSystemClient::CallAttr(const Creds& c, pb::MetaRequest request) {
   ASSIGN_OR_RETURN(pb::MetaReply reply, Call(c, std::move(request)));
-  CacheAttr(reply.attr());
-  return reply.attr();
+  return CacheAttr(reply.attr());  // or the newer one this client has
 }
 
 absl::StatusOr<Attr> FileSystemClient::FetchAttr(const Creds& c, uint64_t ino) {
@@ -404,6 +406,11 @@ absl::StatusOr<DirPage> FileSystemClient::Readdir(const Creds& c, uint64_t ino, 
   DirPage page;
   page.eof = reply.eof();
   page.entries.assign(reply.entries().begin(), reply.entries().end());
+  // As Getattr would answer: newer cached versions and this client's
+  // buffered or in-flight writes (closed files still write back).
+  for (pb::DirEntry& e : page.entries) {
+    if (e.attr().ino() != 0) *e.mutable_attr() = WithPending(CacheAttr(e.attr()));
+  }
   return page;
 }
 

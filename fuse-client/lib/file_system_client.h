@@ -238,7 +238,8 @@ class FileSystemClient {
   absl::StatusOr<pb::MetaReply> Call(const Creds& c, pb::MetaRequest request);
   absl::StatusOr<Attr> CallAttr(const Creds& c, pb::MetaRequest request);
   absl::StatusOr<Attr> FetchAttr(const Creds& c, uint64_t ino);
-  void CacheAttr(const Attr& attr);
+  // Caches `attr` unless a newer version is cached; returns the newer.
+  Attr CacheAttr(const Attr& attr);
   void Invalidate(uint64_t ino);
   absl::StatusOr<FileData> DataOf(const Attr& attr);
   // After this client changed the layout of the empty file attr.ino() (the

@@ -48,6 +48,7 @@ absl::StatusOr<FileSystemClient::Opened> FileSystemClient::AddHandle(const Creds
   f->flags = flags;
   f->creds = c;
   Opened out;
+  Attr freshest = attr;
   {
     absl::MutexLock lock(&mu_);
     if ((attr.mode() & S_IFMT) == S_IFREG) {
@@ -55,11 +56,19 @@ absl::StatusOr<FileSystemClient::Opened> FileSystemClient::AddHandle(const Creds
     }
     out.fh = next_fh_++;
     handles_[out.fh] = std::move(f);
-    inodes_[attr.ino()].refs++;  // an open file keeps its inode cached
-    inodes_[attr.ino()].attr = attr;
-    inodes_[attr.ino()].fetched = absl::Now();
+    CachedInode& cached = inodes_[attr.ino()];
+    cached.refs++;  // an open file keeps its inode cached
+    // The open's reply may predate the size report of this client's own
+    // write-back after an earlier close (WrittenOp's reply, cached first):
+    // the newer version stands (version grows with each change).
+    if (cached.fetched == absl::InfinitePast() || cached.attr.version() <= attr.version()) {
+      cached.attr = attr;
+      cached.fetched = absl::Now();
+    } else {
+      freshest = cached.attr;
+    }
   }
-  out.attr = WithPending(attr);  // another handle's writes may be buffered
+  out.attr = WithPending(freshest);  // another handle's writes may be buffered
   return out;
 }
 

@@ -5,14 +5,18 @@
 // block or mislead anyone.
 #include <catch2/catch.hpp>
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <set>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
@@ -279,6 +283,58 @@ TEST_CASE("fuse write-back: what one mount wrote and closed is what the other se
     REQUIRE(close(fd) == 0);
     CHECK(Lstat(f.Q("w/t0")).st_mtim.tv_sec > 1600000000);
   }
+}
+
+TEST_CASE("fuse write-back: the writing mount itself sees its data at once after close - reopen - stat - readdir",
+          "[fuse][leases][writeback]") {
+  MountFixture f;
+  REQUIRE(mkdir(f.P("own").c_str(), 0755) == 0);
+  // Replies computed before the write-back's size report reaches the MDS
+  // (an open, a getattr, a readdir) must not win over it. Four threads,
+  // so that replies overtake each other.
+  std::atomic<int> wrong{0};
+  std::string first_wrong;
+  absl::Mutex mu;
+  auto worker = [&](int t) {
+    for (int i = 0; i < 60; ++i) {
+      const std::string path = f.P(absl::StrCat("own/t", t, "f", i % 3));
+      const size_t size = 1000 + static_cast<size_t>(i * 4 + t) * 7919 % (2u << 20);
+      const std::string data = Pattern(size, i * 4 + t);
+      int fd = open(path.c_str(), O_CREAT | O_TRUNC | O_WRONLY, 0644);
+      if (fd < 0 || !WriteFully(fd, 0, data).ok() || close(fd) != 0) {
+        wrong++;
+        continue;
+      }
+      fd = open(path.c_str(), O_RDONLY);
+      struct stat st;
+      std::string back;
+      const bool ok = fd >= 0 && fstat(fd, &st) == 0 && static_cast<size_t>(st.st_size) == size &&
+                      ReadFully(fd, 0, size + 1, &back).ok() && back == data;
+      if (fd >= 0) close(fd);
+      if (!ok) {
+        wrong++;
+        absl::MutexLock lock(&mu);
+        if (first_wrong.empty()) {
+          first_wrong = absl::StrCat(path, " round ", i, " size ", size, " st_size ",
+                                     fd >= 0 ? st.st_size : -1);
+        }
+      }
+      if (i % 20 == 0) {
+        // readdirplus hands attributes to the kernel too.
+        DIR* d = opendir(f.P("own").c_str());
+        if (d != nullptr) {
+          while (readdir(d) != nullptr) {
+          }
+          closedir(d);
+        }
+      }
+    }
+  };
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) threads.emplace_back(worker, t);
+  for (std::thread& t : threads) t.join();
+  INFO(first_wrong);
+  CHECK(wrong == 0);
 }
 
 TEST_CASE("fuse write-back: a file held open for writing is flushed when another mount looks at it",
