@@ -173,6 +173,7 @@ TEST_CASE("fuse layouts: a file layout set on an open empty file is used by its 
         "stripe_unit=16384 stripe_count=3 object_size=65536 pool=fs1_data");
   const std::string more = RandomBytes(300 * kKiB, 10);
   WriteFile(h, more);
+  SyncFile(h);
   CHECK(ReadFile(h) == more);
   CheckObjects(*f.objects, f.data_pool, InoOf(h), {16 * kKiB, 3, 64 * kKiB}, more.size());
 }
