@@ -83,6 +83,27 @@ void WaitUpCount(client::ObjectClient& client, int n) {
   }
 }
 
+// Restarts OSD `victim` (the primary of what comes next) with the fault
+// point that makes its next write reach only `shards` shards before it exits.
+void RestartWithPartialWriteFault(Cluster& c, int victim, int shards) {
+  c.StopOsd(victim);
+  ::setenv("WEFT_FAULT_EC_PARTIAL_WRITE", std::to_string(shards).c_str(), 1);
+  REQUIRE(c.StartOsd(victim).ok());
+  ::unsetenv("WEFT_FAULT_EC_PARTIAL_WRITE");
+  REQUIRE(c.WaitOsdsUp(6, absl::Seconds(30)).ok());
+  REQUIRE(c.WaitClean(absl::Seconds(60)).ok());
+}
+
+// Lines of the 6 OSDs' logs that carry `event`.
+int CountOsdLogEvents(Cluster& c, const std::string& event) {
+  int n = 0;
+  for (int i = 0; i < 6; ++i) {
+    std::ifstream log(absl::StrCat(c.dir(), "/osd.", i, ".log"));
+    for (std::string line; std::getline(log, line);) n += line.find(event) != std::string::npos;
+  }
+  return n;
+}
+
 // Per-OSD read byte counters as `weft status` shows them ("io: osd.N read X B").
 std::map<int, uint64_t> StatusReadBytes(Cluster& c) {
   CommandResult r = c.Weft({"status"});
@@ -342,12 +363,7 @@ TEST_CASE("erasure 4+2: a primary dying after a partial-stripe write reached N s
     const int shards = 1 + round % 5;  // 1..3 roll back, 4..5 roll forward
     const OsdId primary = Mapping(*client, pool, name).primary;
     const int victim = IndexOf(c, primary, 6);
-    c.StopOsd(victim);
-    ::setenv("WEFT_FAULT_EC_PARTIAL_WRITE", std::to_string(shards).c_str(), 1);
-    REQUIRE(c.StartOsd(victim).ok());
-    ::unsetenv("WEFT_FAULT_EC_PARTIAL_WRITE");
-    REQUIRE(c.WaitOsdsUp(6, absl::Seconds(30)).ok());
-    REQUIRE(c.WaitClean(absl::Seconds(60)).ok());
+    RestartWithPartialWriteFault(c, victim, shards);
     const std::string fill(region_len, static_cast<char>('a' + round));
     // The primary dies in the middle; the client retries with the same request
     // id on the next primary: the write ends up applied exactly once.
@@ -367,14 +383,7 @@ TEST_CASE("erasure 4+2: a primary dying after a partial-stripe write reached N s
     CheckEveryKShards(*client, pool, name, 4, 2, base);
   }
   // The rounds below k really were rolled back somewhere.
-  int rollbacks = 0;
-  for (int i = 0; i < 6; ++i) {
-    std::ifstream log(absl::StrCat(c.dir(), "/osd.", i, ".log"));
-    for (std::string line; std::getline(log, line);) {
-      rollbacks += line.find("event=ec_rolled_back") != std::string::npos;
-    }
-  }
-  REQUIRE(rollbacks > 0);
+  REQUIRE(CountOsdLogEvents(c, "event=ec_rolled_back") > 0);
 }
 
 TEST_CASE("erasure 4+2: a primary dying after a remove reached N shards: the remove rolls forward "
@@ -393,12 +402,7 @@ TEST_CASE("erasure 4+2: a primary dying after a remove reached N shards: the rem
     REQUIRE(client->Put(pool, name, data).ok());
     const OsdId primary = Mapping(*client, pool, name).primary;
     const int victim = IndexOf(c, primary, 6);
-    c.StopOsd(victim);
-    ::setenv("WEFT_FAULT_EC_PARTIAL_WRITE", std::to_string(shards).c_str(), 1);
-    REQUIRE(c.StartOsd(victim).ok());
-    ::unsetenv("WEFT_FAULT_EC_PARTIAL_WRITE");
-    REQUIRE(c.WaitOsdsUp(6, absl::Seconds(30)).ok());
-    REQUIRE(c.WaitClean(absl::Seconds(60)).ok());
+    RestartWithPartialWriteFault(c, victim, shards);
     // The primary applies the remove on `shards` shards and dies; the
     // client's retry on the next primary finds it done (or does it).
     absl::Status removed = client->Remove(pool, name);
@@ -424,14 +428,7 @@ TEST_CASE("erasure 4+2: a primary dying after a remove reached N shards: the rem
   }
   // Below k the remove really went forward (before, it was rolled back from
   // a saved copy of the whole shard).
-  int forward = 0;
-  for (int i = 0; i < 6; ++i) {
-    std::ifstream log(absl::StrCat(c.dir(), "/osd.", i, ".log"));
-    for (std::string line; std::getline(log, line);) {
-      forward += line.find("event=ec_remove_rolled_forward") != std::string::npos;
-    }
-  }
-  CHECK(forward > 0);
+  CHECK(CountOsdLogEvents(c, "event=ec_remove_rolled_forward") > 0);
 }
 
 TEST_CASE("erasure 4+2: shard requests for the wrong shard id are refused and change nothing",
