@@ -210,6 +210,7 @@ void MdsRank::CloseSessionLocked(uint64_t session, pb::JournalEvent* event) {
   std::vector<uint64_t> held;
   if (s != nullptr) {
     for (auto& [ino, count] : s->opens) held.push_back(ino);
+    for (auto& [ino, count] : s->opens_write) DropWriterLocked(session, ino);
   }
   pb::SessionRec* rec = event->add_sessions();
   rec->set_id(session);
@@ -282,7 +283,10 @@ absl::StatusOr<pb::ReconnectReply> MdsRank::Reconnect(const pb::ReconnectRequest
     for (const pb::OpenRef& o : request.opens()) {
       if (o.handles() == 0) continue;
       s->opens[o.ino()] = static_cast<int>(o.handles());
-      if (o.writers() > 0) s->opens_write[o.ino()] = static_cast<int>(o.writers());
+      if (o.writers() > 0) {
+        s->opens_write[o.ino()] = static_cast<int>(o.writers());
+        NoteWriterLocked(request.session(), o.ino());
+      }
     }
     for (const pb::MetaRequest& r : request.replays()) {
       if (r.session() != request.session()) return Err(EINVAL, "resent request of another session");

@@ -174,6 +174,9 @@ class MdsRank {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // A session's recalls can no longer be answered (its stream ended).
   void DropRecallsLocked(uint64_t session) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Keeps writers_ in step with a session's opens_write of `ino`.
+  void NoteWriterLocked(uint64_t session, uint64_t ino) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void DropWriterLocked(uint64_t session, uint64_t ino) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // `replay`: a request resent through Reconnect (its original time and inode).
   absl::Status RunOp(const pb::MetaRequest& request, pb::MetaReply* reply, bool replay = false);
   // Ends the reconnect window once every session is back or it timed out:
@@ -221,6 +224,9 @@ class MdsRank {
   uint64_t lease_stream_gen_ ABSL_GUARDED_BY(mu_) = 0;
   uint64_t lease_returns_ ABSL_GUARDED_BY(mu_) = 0;  // bumped when a lease or recall goes
   absl::flat_hash_map<RecallKey, uint64_t> write_recalls_ ABSL_GUARDED_BY(mu_);  // -> seq
+  // ino -> sessions that hold it open for writing: a superset (a closed
+  // session's entries go lazily), each checked against its opens_write.
+  absl::flat_hash_map<uint64_t, absl::flat_hash_set<uint64_t>> writers_ ABSL_GUARDED_BY(mu_);
   uint64_t next_recall_seq_ ABSL_GUARDED_BY(mu_) = 0;
 
   absl::Mutex flush_mu_;  // one flush at a time; taken before mu_

@@ -135,6 +135,25 @@ void MdsRank::DropLeasesLocked(uint64_t session) {
   ++lease_returns_;
 }
 
+void MdsRank::NoteWriterLocked(uint64_t session, uint64_t ino) {
+  const SessionState* s = cache_.Session(session);
+  if (s != nullptr) {
+    auto it = s->opens_write.find(ino);
+    if (it != s->opens_write.end() && it->second > 0) {
+      writers_[ino].insert(session);
+      return;
+    }
+  }
+  DropWriterLocked(session, ino);
+}
+
+void MdsRank::DropWriterLocked(uint64_t session, uint64_t ino) {
+  auto w = writers_.find(ino);
+  if (w == writers_.end()) return;
+  w->second.erase(session);
+  if (w->second.empty()) writers_.erase(w);
+}
+
 void MdsRank::DropRecallsLocked(uint64_t session) {
   absl::erase_if(write_recalls_, [session](const auto& r) { return r.first.first == session; });
   ++lease_returns_;
@@ -155,11 +174,15 @@ bool MdsRank::RecallWritesLocked(const pb::MetaRequest& request, const pb::MetaR
   }
   if (shown.empty()) return false;
   std::vector<RecallKey> wanted;
-  for (auto& [id, s] : cache_.sessions()) {
-    if (id == request.session() || s.opens_write.empty() || !lease_streams_.contains(id)) continue;
-    for (uint64_t ino : shown) {
-      auto it = s.opens_write.find(ino);
-      if (it == s.opens_write.end() || it->second <= 0) continue;
+  for (uint64_t ino : shown) {
+    auto w = writers_.find(ino);
+    if (w == writers_.end()) continue;
+    for (uint64_t id : w->second) {
+      if (id == request.session() || !lease_streams_.contains(id)) continue;
+      const SessionState* s = cache_.Session(id);
+      if (s == nullptr) continue;
+      auto it = s->opens_write.find(ino);
+      if (it == s->opens_write.end() || it->second <= 0) continue;
       if (recalled->insert({id, ino}).second) wanted.push_back({id, ino});
     }
   }

@@ -61,6 +61,7 @@ absl::Status MdsRank::ReleaseOneLocked(uint64_t session, uint64_t ino, bool writ
   auto w = s->opens_write.find(ino);
   if (w != s->opens_write.end() && (write || !s->opens.contains(ino))) {
     if (--w->second <= 0 || !s->opens.contains(ino)) s->opens_write.erase(w);
+    NoteWriterLocked(session, ino);
   }
   if (s->opens.contains(ino)) return absl::OkStatus();
   event->set_op("release");
@@ -150,7 +151,10 @@ absl::Status MdsRank::RunOp(const pb::MetaRequest& request, pb::MetaReply* reply
             }
             if (auto ino = ctx.open_ref()) {
               ++s->opens[*ino];
-              if (ctx.open_write()) ++s->opens_write[*ino];
+              if (ctx.open_write()) {
+                ++s->opens_write[*ino];
+                NoteWriterLocked(request.session(), *ino);
+              }
             }
             if (!replay) GrantLeasesLocked(request, *reply, reply->mutable_leases());
           }
