@@ -222,10 +222,10 @@ class MdsRank {
   DirLeaseTable leases_ ABSL_GUARDED_BY(mu_);
   absl::flat_hash_map<uint64_t, LeaseStream> lease_streams_ ABSL_GUARDED_BY(mu_);
   uint64_t lease_stream_gen_ ABSL_GUARDED_BY(mu_) = 0;
-  uint64_t lease_returns_ ABSL_GUARDED_BY(mu_) = 0;  // bumped when a lease or recall goes
+  uint64_t lease_returns_ ABSL_GUARDED_BY(mu_) = 0;  // bumped when a lease goes
   absl::flat_hash_map<RecallKey, uint64_t> write_recalls_ ABSL_GUARDED_BY(mu_);  // -> seq
-  // ino -> sessions that hold it open for writing: a superset (a closed
-  // session's entries go lazily), each checked against its opens_write.
+  // ino -> sessions that hold it open for writing, kept at open, release,
+  // reconnect and session close; each is checked against its opens_write.
   absl::flat_hash_map<uint64_t, absl::flat_hash_set<uint64_t>> writers_ ABSL_GUARDED_BY(mu_);
   uint64_t next_recall_seq_ ABSL_GUARDED_BY(mu_) = 0;
 

@@ -1,13 +1,12 @@
 // MdsRank: the flusher (write back, trim the journal) and the janitor
 // (session timeouts, recursive statistics, purging, cache trimming).
-#include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
-#include <thread>
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "common/executor/thread_pool.h"
 #include "common/log/log.h"
 #include "common/status/status.h"
 #include "mds/ops/ops.h"
@@ -229,14 +228,13 @@ void MdsRank::PurgeSome() {
     return true;
   };
   std::vector<char> purged(batch.size(), 0);
-  std::atomic<size_t> next{0};
-  std::vector<std::thread> workers;
-  for (size_t t = 0; t < std::min(kPurgeInFlight, batch.size()); ++t) {
-    workers.emplace_back([&] {
-      for (size_t i; (i = next.fetch_add(1)) < batch.size();) purged[i] = purge_one(batch[i]);
-    });
-  }
-  for (std::thread& w : workers) w.join();
+  {
+    ThreadPool pool("mds-purge", static_cast<int>(std::min(kPurgeInFlight, batch.size())),
+                    batch.size());
+    for (size_t i = 0; i < batch.size(); ++i) {
+      pool.Submit([&, i] { purged[i] = purge_one(batch[i]); });
+    }
+  }  // the pool's destructor runs what is queued, then joins
   std::vector<uint64_t> done;
   for (size_t i = 0; i < batch.size(); ++i) {
     if (purged[i]) done.push_back(batch[i].ino());

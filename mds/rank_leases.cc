@@ -156,14 +156,13 @@ void MdsRank::DropWriterLocked(uint64_t session, uint64_t ino) {
 
 void MdsRank::DropRecallsLocked(uint64_t session) {
   absl::erase_if(write_recalls_, [session](const auto& r) { return r.first.first == session; });
-  ++lease_returns_;
 }
 
 bool MdsRank::RecallWritesLocked(const pb::MetaRequest& request, const pb::MetaReply& reply,
                                  absl::flat_hash_set<RecallKey>* recalled) {
   // A flush's own report, and what cannot show a file's size.
   using R = pb::MetaRequest;
-  if (request.op_case() == R::kWritten || request.op_case() == R::kRelease ||
+  if (writers_.empty() || request.op_case() == R::kWritten || request.op_case() == R::kRelease ||
       request.op_case() == R::kSync) {
     return false;
   }
@@ -273,10 +272,8 @@ absl::StatusOr<pb::SessionReply> MdsRank::LeaseAck(const pb::LeaseAckRequest& re
   for (const pb::LeaseEvent& e : request.acks()) {
     if (e.flush()) {
       auto it = write_recalls_.find(RecallKey{request.session(), e.ino()});
-      if (it != write_recalls_.end() && it->second == e.seq()) {
-        write_recalls_.erase(it);
-        ++lease_returns_;
-      }
+      // The waiter's condition reads write_recalls_ itself.
+      if (it != write_recalls_.end() && it->second == e.seq()) write_recalls_.erase(it);
     } else if (leases_.Ack(request.session(), e.ino(), e.seq())) {
       ++lease_returns_;
     }

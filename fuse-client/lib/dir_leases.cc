@@ -1,5 +1,7 @@
 #include "fuse-client/lib/dir_leases.h"
 
+#include <linux/fs.h>  // RENAME_EXCHANGE: the wire carries renameat2's flags
+
 #include <algorithm>
 #include <cerrno>
 
@@ -90,10 +92,11 @@ void DirLeases::Added(uint64_t dir, const std::string& name, uint64_t ino) {
   d.names[name] = ino;
 }
 
-void DirLeases::Absent(uint64_t dir, uint64_t seq, const std::string& name, absl::Time now) {
+void DirLeases::Absent(const pb::MetaReply& reply, uint64_t dir, const std::string& name,
+                       absl::Time now) {
   // Only under the lease the same reply granted: an older one may have been
   // revoked (and the name created elsewhere) since the MDS answered.
-  Dir* d = Held(dir, seq, now);
+  Dir* d = Held(dir, SeqIn(reply, dir), now);
   if (d == nullptr) return;
   if (d->complete) {
     d->names.erase(name);
@@ -130,55 +133,44 @@ void DirLeases::Observe(const pb::MetaRequest& r, const pb::MetaReply& reply, in
       *c.mutable_groups() = r.creds().groups();
     }
   }
+  // A name made (or found there already: EEXIST) by this client's request.
+  auto made = [&](uint64_t dir, const std::string& name, uint64_t ino) {
+    if (err == 0 || err == EEXIST) Added(dir, name, err == 0 ? ino : 0);
+  };
   using R = pb::MetaRequest;
   switch (r.op_case()) {
     case R::kLookup:
-      if (err == ENOENT) Absent(r.lookup().parent(), SeqIn(reply, r.lookup().parent()), r.lookup().name(), now);
+      if (err == ENOENT) Absent(reply, r.lookup().parent(), r.lookup().name(), now);
       break;
-    case R::kCreate:
-      if (err == 0 || err == EEXIST) {
-        Added(r.create().parent(), r.create().name(), err == 0 ? reply.attr().ino() : 0);
-      }
-      break;
+    case R::kCreate: made(r.create().parent(), r.create().name(), reply.attr().ino()); break;
+    case R::kSymlink: made(r.symlink().parent(), r.symlink().name(), reply.attr().ino()); break;
+    case R::kLink: made(r.link().new_parent(), r.link().new_name(), r.link().ino()); break;
     case R::kMkdir:
-      if (err == EEXIST) Added(r.mkdir().parent(), r.mkdir().name(), 0);
+      made(r.mkdir().parent(), r.mkdir().name(), reply.attr().ino());
       if (err != 0) break;
-      Added(r.mkdir().parent(), r.mkdir().name(), reply.attr().ino());
       if (Dir* d = Held(reply.attr().ino(), SeqIn(reply, reply.attr().ino()), now)) {
         d->complete = true;  // new, so empty: every name is absent
         d->names.clear();
         d->absent.clear();
       }
       break;
-    case R::kSymlink:
-      if (err == 0 || err == EEXIST) {
-        Added(r.symlink().parent(), r.symlink().name(), err == 0 ? reply.attr().ino() : 0);
-      }
-      break;
-    case R::kLink:
-      if (err == 0 || err == EEXIST) {
-        Added(r.link().new_parent(), r.link().new_name(), err == 0 ? r.link().ino() : 0);
-      }
-      break;
     case R::kUnlink:
-      if (err == 0) Absent(r.unlink().parent(), SeqIn(reply, r.unlink().parent()), r.unlink().name(), now);
+      if (err == 0) Absent(reply, r.unlink().parent(), r.unlink().name(), now);
       break;
     case R::kRmdir:
-      if (err == 0) Absent(r.rmdir().parent(), SeqIn(reply, r.rmdir().parent()), r.rmdir().name(), now);
+      if (err == 0) Absent(reply, r.rmdir().parent(), r.rmdir().name(), now);
       break;
     case R::kRename: {
       const pb::RenameOp& op = r.rename();
-      if (err != 0) break;
-      if ((op.flags() & 2) == 0) {  // RENAME_EXCHANGE leaves both names in place
-        // The new name first: renaming a name onto itself keeps it.
-        uint64_t moved = 0;
-        if (auto src = dirs_.find(op.parent()); src != dirs_.end() && src->second.complete) {
-          if (auto n = src->second.names.find(op.name()); n != src->second.names.end()) moved = n->second;
-        }
-        Added(op.new_parent(), op.new_name(), moved);
-        if (op.parent() != op.new_parent() || op.name() != op.new_name()) {
-          Absent(op.parent(), SeqIn(reply, op.parent()), op.name(), now);
-        }
+      if (err != 0 || (op.flags() & RENAME_EXCHANGE)) break;  // an exchange keeps both names
+      // The new name first: renaming a name onto itself keeps it.
+      uint64_t moved = 0;
+      if (auto src = dirs_.find(op.parent()); src != dirs_.end() && src->second.complete) {
+        if (auto n = src->second.names.find(op.name()); n != src->second.names.end()) moved = n->second;
+      }
+      Added(op.new_parent(), op.new_name(), moved);
+      if (op.parent() != op.new_parent() || op.name() != op.new_name()) {
+        Absent(reply, op.parent(), op.name(), now);
       }
       break;
     }

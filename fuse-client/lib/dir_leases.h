@@ -85,7 +85,8 @@ class DirLeases {
   void Forget(Dir* d) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Added(uint64_t dir, const std::string& name, uint64_t ino)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void Absent(uint64_t dir, uint64_t seq, const std::string& name, absl::Time now)
+  // `name` is gone from `dir`, under the lease `reply` granted on it.
+  void Absent(const pb::MetaReply& reply, uint64_t dir, const std::string& name, absl::Time now)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Prune(absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 

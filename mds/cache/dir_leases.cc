@@ -50,7 +50,7 @@ bool DirLeaseTable::Conflicts(uint64_t ino, uint64_t session, bool include_self,
   } else if (dir.revoker == session) {
     dir.revoker = 0;
   }
-  if (dir.holders.empty() && dir.revoker == 0) dirs_.erase(it);
+  if (dir.idle()) dirs_.erase(it);
   return alive;
 }
 
@@ -60,7 +60,7 @@ bool DirLeaseTable::Ack(uint64_t session, uint64_t ino, uint64_t seq) {
   auto h = it->second.holders.find(session);
   if (h == it->second.holders.end() || h->second.seq != seq) return false;
   it->second.holders.erase(h);
-  if (it->second.holders.empty() && it->second.revoker == 0) dirs_.erase(it);
+  if (it->second.idle()) dirs_.erase(it);
   return true;
 }
 
@@ -68,7 +68,7 @@ void DirLeaseTable::DropSession(uint64_t session) {
   for (auto it = dirs_.begin(); it != dirs_.end();) {
     it->second.holders.erase(session);
     if (it->second.revoker == session) it->second.revoker = 0;
-    if (it->second.holders.empty() && it->second.revoker == 0) {
+    if (it->second.idle()) {
       dirs_.erase(it++);
     } else {
       ++it;
@@ -81,7 +81,7 @@ void DirLeaseTable::Expire(absl::Time now) {
     Dir& dir = it->second;
     absl::erase_if(dir.holders, [now](const auto& h) { return h.second.expires <= now; });
     if (dir.revoker != 0 && dir.revoke_until <= now) dir.revoker = 0;
-    if (dir.holders.empty() && dir.revoker == 0) {
+    if (dir.idle()) {
       dirs_.erase(it++);
     } else {
       ++it;

@@ -83,6 +83,7 @@ class DirLeaseTable {
     absl::flat_hash_map<uint64_t, Holder> holders;  // session -> lease
     uint64_t revoker = 0;        // the session whose change waits, if any
     absl::Time revoke_until;     // the mark ends by itself then
+    bool idle() const { return holders.empty() && revoker == 0; }  // nothing to keep
   };
 
   absl::Time ExpiryFrom(absl::Time now) const;

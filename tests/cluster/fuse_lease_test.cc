@@ -54,6 +54,15 @@ std::unique_ptr<client::FileSystemClient> Connect(Cluster& cluster) {
   return std::move(*c);
 }
 
+// access(path, F_OK) `times` in a row as uid 1000: "" when each fails with
+// `want`, else what happened.
+std::string AccessFailsAsUser(const std::string& path, int want, int times = 1) {
+  return RunAs(kUser, [&]() -> std::string {
+    for (int i = 0; i < times; ++i) USER_CHECK(access(path.c_str(), F_OK) != 0 && errno == want);
+    return "";
+  });
+}
+
 int Errno(const absl::StatusOr<pb::Attr>& a) { return a.ok() ? 0 : StatusToErrno(a.status()); }
 
 TEST_CASE("client leases: absent names are answered without the MDS until another client changes the directory",
@@ -157,27 +166,15 @@ TEST_CASE("fuse leases: a permission change by another mount reaches the lease h
   REQUIRE(chmod(f.P("d").c_str(), 0755) == 0);
   const std::string missing = f.P("d/missing");
   // uid 1000 may search d: its lookups of absent names become local.
-  CHECK(RunAs(kUser, [&]() -> std::string {
-          for (int i = 0; i < 3; ++i) USER_CHECK(access(missing.c_str(), F_OK) != 0 && errno == ENOENT);
-          return "";
-        }) == "");
+  CHECK(AccessFailsAsUser(missing, ENOENT, 3) == "");
   REQUIRE(chmod(f.Q("d").c_str(), 0700) == 0);
   // Not ENOENT from what the mount knew: the MDS says the search is denied.
-  CHECK(RunAs(kUser, [&]() -> std::string {
-          USER_CHECK(access(missing.c_str(), F_OK) != 0 && errno == EACCES);
-          return "";
-        }) == "");
+  CHECK(AccessFailsAsUser(missing, EACCES) == "");
   // The same through the mount that changed it (its own lease went too).
   REQUIRE(chmod(f.Q("d").c_str(), 0755) == 0);
-  CHECK(RunAs(kUser, [&]() -> std::string {
-          USER_CHECK(access(missing.c_str(), F_OK) != 0 && errno == ENOENT);
-          return "";
-        }) == "");
+  CHECK(AccessFailsAsUser(missing, ENOENT) == "");
   REQUIRE(chmod(f.P("d").c_str(), 0700) == 0);
-  CHECK(RunAs(kUser, [&]() -> std::string {
-          USER_CHECK(access(missing.c_str(), F_OK) != 0 && errno == EACCES);
-          return "";
-        }) == "");
+  CHECK(AccessFailsAsUser(missing, EACCES) == "");
 }
 
 TEST_CASE("fuse leases: a client killed holding a lease delays others only until it runs out",
@@ -340,9 +337,7 @@ TEST_CASE("fuse write-back: the writing mount itself sees its data at once after
 TEST_CASE("fuse write-back: a file held open for writing is flushed when another mount looks at it",
           "[fuse][leases][writeback]") {
   TwoMounts f;
-  // O_CLOEXEC: the MDS restarted below must not inherit it (a daemon holding
-  // a file of the mount keeps the unmount busy).
-  const int fd = open(f.P("held").c_str(), O_CREAT | O_WRONLY | O_CLOEXEC, 0644);
+  const int fd = open(f.P("held").c_str(), O_CREAT | O_WRONLY, 0644);
   REQUIRE(fd >= 0);
   const std::string first = Pattern(100000, 1);
   WriteAll(fd, first, 0);  // buffered: far below the flush threshold, well inside dirty_expire

@@ -5,6 +5,7 @@
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -42,29 +43,37 @@ int FreePort() {
 
 absl::StatusOr<std::unique_ptr<Process>> Process::Spawn(const std::vector<std::string>& argv,
                                                         const std::string& log_path) {
+  // Everything the child needs is prepared here: after fork() in a threaded
+  // process only async-signal-safe calls are allowed until exec.
+  std::vector<char*> args;
+  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
   int log_fd = open(log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
   if (log_fd < 0) return ErrnoToStatus(errno, absl::StrCat("open ", log_path));
+  int null_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+  if (null_fd < 0) {
+    close(log_fd);
+    return ErrnoToStatus(errno, "open /dev/null");
+  }
   pid_t parent = getpid();
   pid_t pid = fork();
-  if (pid < 0) {
-    close(log_fd);
-    return ErrnoToStatus(errno, "fork");
-  }
   if (pid == 0) {
     prctl(PR_SET_PDEATHSIG, SIGKILL);
     if (getppid() != parent) _exit(127);
     setpgid(0, 0);
+    dup2(null_fd, STDIN_FILENO);
     dup2(log_fd, STDOUT_FILENO);
     dup2(log_fd, STDERR_FILENO);
-    int devnull = open("/dev/null", O_RDONLY);
-    dup2(devnull, STDIN_FILENO);
-    std::vector<char*> args;
-    for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-    args.push_back(nullptr);
+    // Nothing else of the test's: a daemon holding a file of a mount (a
+    // test's open descriptor) would keep its unmount busy.
+    syscall(SYS_close_range, 3U, ~0U, 0U);
     execv(args[0], args.data());
     _exit(127);
   }
+  const int fork_errno = errno;
   close(log_fd);
+  close(null_fd);
+  if (pid < 0) return ErrnoToStatus(fork_errno, "fork");
   auto p = std::make_unique<Process>();
   p->pid_ = pid;
   return p;
