@@ -91,6 +91,13 @@ int main(int argc, char** argv) {
   auto max_obj = config->GetInt("osd_max_object_size", static_cast<int64_t>(options.max_object_bytes));
   if (!max_obj.ok()) return Fail(std::string(max_obj.status().message()));
   options.max_object_bytes = static_cast<uint64_t>(*max_obj);
+  auto inline_max =
+      config->GetInt("osd_inline_max_bytes", static_cast<int64_t>(options.inline_max_bytes));
+  if (!inline_max.ok()) return Fail(std::string(inline_max.status().message()));
+  if (*inline_max < 0 || *inline_max > (1 << 20)) {
+    return Fail("osd_inline_max_bytes must be within [0, 1 MiB]");
+  }
+  options.inline_max_bytes = static_cast<uint64_t>(*inline_max);
   auto stats_ms = config->GetInt("osd_stats_interval_ms", options.stats_interval_ms);
   if (!stats_ms.ok()) return Fail(std::string(stats_ms.status().message()));
   options.stats_interval_ms = *stats_ms;

@@ -24,6 +24,7 @@ StoreOptions StoreOptionsFor(const OsdOptions& options) {
   StoreOptions so;
   so.dir = options.data_dir;
   so.max_object_bytes = options.max_object_bytes;
+  so.inline_max_bytes = options.inline_max_bytes;
   so.sync = options.sync;
   return so;
 }

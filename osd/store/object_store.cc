@@ -8,7 +8,10 @@
 //     the locks of its objects (exclusive, ascending key order).
 //  2. Plan: replay the ops on an in-memory ObjectDraft per object and queue
 //     xattr / omap / metadata updates in one KV batch.
-//  3. Prepare the data of each object, choosing one of three paths:
+//  3. Prepare the data of each object, choosing one of four paths:
+//     - inline: the object's new size is at most inline_max_bytes. Its whole
+//       content (without trailing zeros) goes into the batch; a file it had
+//       is unlinked after commit. Nothing is written before the commit point.
 //     - new file: the object is created, replaced (WriteFull, or a write from
 //       offset 0 covering the old size), or its overwrites exceed
 //       deferred_max_bytes. The whole new content goes to a file with a fresh
@@ -254,9 +257,15 @@ absl::Status ObjectStore::PrepareObject(const std::string& coll, ObjectWork* wor
       DropDeferredFor(old.fid, plan);
     }
   } else {
+    const bool inline_data = draft.size() > 0 && draft.size() <= options_.inline_max_bytes;
     const bool new_file = !work->committed_exists || old.fid == 0 || draft.reset() ||
                           draft.ChangedBytes(old.size) > options_.deferred_max_bytes;
-    RETURN_IF_ERROR(new_file ? WriteNewFile(coll, work, plan) : PrepareInPlace(coll, work, plan));
+    if (inline_data) {
+      RETURN_IF_ERROR(WriteInline(coll, work, plan));
+    } else {
+      RETURN_IF_ERROR(new_file ? WriteNewFile(coll, work, plan)
+                               : PrepareInPlace(coll, work, plan));
+    }
     format::Onode onode;
     onode.size = draft.size();
     onode.fid = work->fid;
@@ -264,6 +273,10 @@ absl::Status ObjectStore::PrepareObject(const std::string& coll, ObjectWork* wor
     onode.mtime_ns = draft.mtime_ns();
     plan->batch.Put(format::OnodeKey(coll, work->oid), format::EncodeOnode(onode));
   }
+  // Inline data the new state does not keep.
+  const bool was_inline = work->committed_exists && old.fid == 0 && old.size > 0;
+  const bool is_inline = draft.exists() && work->fid == 0 && draft.size() > 0;
+  if (was_inline && !is_inline) plan->batch.Delete(format::InlineKey(coll, work->oid));
   // Checksum keys past the new end.
   const uint64_t block_bytes = options_.csum_block_bytes;
   const uint64_t old_blocks = common::BlockCount(old_size, block_bytes);
@@ -303,13 +316,7 @@ absl::Status ObjectStore::WriteNewFile(const std::string& coll, ObjectWork* work
   const uint32_t block_bytes = options_.csum_block_bytes;
   for (uint64_t pos = 0; pos < draft.size(); pos += kCopyChunkBytes) {
     const uint64_t length = std::min(kCopyChunkBytes, draft.size() - pos);
-    std::string buf;
-    if (draft.NeedsBase(pos, length)) {
-      ASSIGN_OR_RETURN(buf, ReadVerified(coll, work->oid, old.fid, old.size, pos,
-                                         std::min(pos + length, draft.base_limit()) - pos));
-    }
-    buf.resize(length, '\0');
-    draft.Overlay(pos, &buf);
+    ASSIGN_OR_RETURN(std::string buf, DraftBytes(coll, *work, pos, length));
     // Zero chunks stay holes; the final truncate sets the size.
     if (!IsZero(buf)) RETURN_IF_ERROR(file->Write(pos, buf));
     const std::vector<uint64_t> sums = common::BlockChecksums(buf, block_bytes);
@@ -323,6 +330,26 @@ absl::Status ObjectStore::WriteNewFile(const std::string& coll, ObjectWork* work
     absl::Status status = file->Sync();
     if (!status.ok()) return SetSticky(status);
   }
+  return absl::OkStatus();
+}
+
+absl::Status ObjectStore::WriteInline(const std::string& coll, ObjectWork* work, TxnPlan* plan) {
+  const format::Onode& old = work->committed;
+  const ObjectDraft& draft = work->draft;
+  if (work->committed_exists && old.fid != 0) {
+    work->unlink_fid = old.fid;
+    DropDeferredFor(old.fid, plan);
+  }
+  work->fid = 0;
+  ASSIGN_OR_RETURN(std::string buf, DraftBytes(coll, *work, 0, draft.size()));
+  const uint32_t block_bytes = options_.csum_block_bytes;
+  const std::vector<uint64_t> sums = common::BlockChecksums(buf, block_bytes);
+  for (size_t i = 0; i < sums.size(); ++i) {
+    plan->batch.Put(format::ChecksumKey(coll, work->oid, i), format::EncodeChecksum(sums[i]));
+  }
+  const size_t last = buf.find_last_not_of('\0');
+  buf.resize(last == std::string::npos ? 0 : last + 1);
+  plan->batch.Put(format::InlineKey(coll, work->oid), std::move(buf));
   return absl::OkStatus();
 }
 
@@ -403,22 +430,28 @@ absl::Status ObjectStore::WriteExtension(ObjectWork* work, RandomFile* file, Txn
   return absl::OkStatus();
 }
 
-// The drafted content of block `block`: verified committed bytes where the
-// draft keeps them, overlaid with the new ones.
-absl::StatusOr<std::string> ObjectStore::DraftBlock(const std::string& coll,
-                                                    const ObjectWork& work, uint64_t block) {
+absl::StatusOr<std::string> ObjectStore::DraftBytes(const std::string& coll,
+                                                    const ObjectWork& work, uint64_t pos,
+                                                    uint64_t length) {
   const ObjectDraft& draft = work.draft;
-  const uint64_t start = block * options_.csum_block_bytes;
-  const uint64_t length = std::min<uint64_t>(options_.csum_block_bytes, draft.size() - start);
   std::string buf;
-  if (draft.NeedsBase(start, length)) {
-    const uint64_t base_end = std::min(start + length, draft.base_limit());
+  if (draft.NeedsBase(pos, length)) {
+    const uint64_t base_end = std::min(pos + length, draft.base_limit());
     ASSIGN_OR_RETURN(buf, ReadVerified(coll, work.oid, work.committed.fid, work.committed.size,
-                                       start, base_end - start));
+                                       pos, base_end - pos));
   }
   buf.resize(length, '\0');
-  draft.Overlay(start, &buf);
+  draft.Overlay(pos, &buf);
   return buf;
+}
+
+// The drafted content of block `block`.
+absl::StatusOr<std::string> ObjectStore::DraftBlock(const std::string& coll,
+                                                    const ObjectWork& work, uint64_t block) {
+  const uint64_t start = block * options_.csum_block_bytes;
+  const uint64_t length =
+      std::min<uint64_t>(options_.csum_block_bytes, work.draft.size() - start);
+  return DraftBytes(coll, work, start, length);
 }
 
 bool ObjectStore::HasDeferred(uint64_t fid) {

@@ -95,6 +95,18 @@ absl::Status ObjectStore::FsckObject(const std::string& coll, const std::string&
   if (fid != 0 && !io_->Stat(DataPath(fid)).ok()) {
     return absl::DataLossError(absl::StrCat(where, ": data file ", DataPath(fid), " is missing"));
   }
+  // Inline data exactly when the onode has no file and a size.
+  auto inline_data = kv_->Get(format::InlineKey(coll, oid));
+  if (!inline_data.ok() && !absl::IsNotFound(inline_data.status())) return inline_data.status();
+  const bool want_inline = fid == 0 && size > 0;
+  if (inline_data.ok() != want_inline) {
+    return absl::DataLossError(absl::StrCat(where, want_inline ? ": inline data is missing"
+                                                               : ": has stray inline data"));
+  }
+  if (want_inline && inline_data->size() > size) {
+    return absl::DataLossError(absl::StrCat(where, ": inline data of ", inline_data->size(),
+                                            " bytes for size ", size));
+  }
   if (!deep) return absl::OkStatus();
   LockTable::Guard coll_guard;
   LockTable::Guard guard = LockObjectShared(coll, oid, &coll_guard);
@@ -132,8 +144,8 @@ absl::Status ObjectStore::Fsck(bool deep) {
       return absl::DataLossError(absl::StrCat("fsck: collection ", coll, " has no marker"));
     }
   }
-  // Checksum, xattr and omap keys without an onode.
-  for (char tag : {'K', 'X', 'O'}) {
+  // Checksum, xattr, omap and inline data keys without an onode.
+  for (char tag : {'K', 'X', 'O', 'I'}) {
     std::unique_ptr<common::KvIterator> it = kv_->NewIterator();
     const std::string prefix(1, tag);
     for (it->Seek(prefix); it->Valid() && HasPrefix(it->key(), prefix); it->Next()) {

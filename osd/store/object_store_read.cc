@@ -117,15 +117,26 @@ absl::StatusOr<std::string> ObjectStore::ReadVerified(const std::string& coll,
   const uint64_t aligned_start = span.first * block_bytes;
   const uint64_t aligned_end = std::min(size, (span.first + span.count) * block_bytes);
   ASSIGN_OR_RETURN(std::vector<uint64_t> sums, LoadChecksums(coll, oid, span.first, span.count));
-  auto file = io_->OpenFile(DataPath(fid), OpenMode::kRead);
-  if (absl::IsNotFound(file.status())) {
-    return absl::DataLossError(absl::StrCat("object ", coll, "/", Printable(oid),
-                                            ": data file ", DataPath(fid), " is missing"));
-  }
-  RETURN_IF_ERROR(file.status());
   std::string data;
-  RETURN_IF_ERROR((*file)->Read(aligned_start, aligned_end - aligned_start, &data));
-  // A file shorter than the object reads as zeros there; the checksums decide.
+  if (fid == 0) {  // inline: the KV value holds the bytes up to the trailing zeros
+    auto value = kv_->Get(format::InlineKey(coll, oid));
+    if (absl::IsNotFound(value.status())) {
+      return absl::DataLossError(
+          absl::StrCat("object ", coll, "/", Printable(oid), ": inline data is missing"));
+    }
+    RETURN_IF_ERROR(value.status());
+    if (aligned_start < value->size()) data = value->substr(aligned_start, aligned_end - aligned_start);
+  } else {
+    auto file = io_->OpenFile(DataPath(fid), OpenMode::kRead);
+    if (absl::IsNotFound(file.status())) {
+      return absl::DataLossError(absl::StrCat("object ", coll, "/", Printable(oid),
+                                              ": data file ", DataPath(fid), " is missing"));
+    }
+    RETURN_IF_ERROR(file.status());
+    RETURN_IF_ERROR((*file)->Read(aligned_start, aligned_end - aligned_start, &data));
+  }
+  // A file (or an inline value) shorter than the object reads as zeros
+  // there; the checksums decide.
   data.resize(aligned_end - aligned_start, '\0');
   for (uint64_t i = 0; i < span.count; ++i) {
     const uint64_t pos = i * block_bytes;

@@ -23,10 +23,16 @@
 //   'K' esc(coll) esc(oid) be64(blk)  -> le64 xxHash3 of block blk of the data
 //   'X' esc(coll) esc(oid) name       -> xattr value (raw name)
 //   'O' esc(coll) esc(oid) key        -> omap value (raw key)
+//   'I' esc(coll) esc(oid)            -> inline data: bytes [0, n) of an
+//                                        object whose onode has fid 0 and
+//                                        size > 0, n <= size; bytes [n, size)
+//                                        are zeros (trailing zeros are not
+//                                        stored)
 //   'D' be64(seq)                     -> deferred write record (below)
 //
 // Values (integers little-endian):
-//   onode:     u8 format=1, le64 size, le64 fid (0 = no file), le64 epoch,
+//   onode:     u8 format=1, le64 size, le64 fid (0 = no file: the data is
+//              inline when size > 0), le64 epoch,
 //              le64 seq, le64 mtime_ns (two's complement)
 //   deferred:  u8 format=1, le64 fid, le64 offset, data bytes (rest of value)
 //   superblock: "WEFTOSD\0", le32 format=1, le32 fsid length, fsid bytes,
@@ -159,6 +165,9 @@ std::string OmapKey(absl::string_view coll, absl::string_view oid, absl::string_
 std::string OmapPrefix(absl::string_view coll, absl::string_view oid) {
   return TagObject('O', coll, oid);
 }
+std::string InlineKey(absl::string_view coll, absl::string_view oid) {
+  return TagObject('I', coll, oid);
+}
 std::string DeferredKey(uint64_t seq) {
   std::string key = "D";
   PutBe64(&key, seq);
@@ -215,9 +224,6 @@ absl::StatusOr<Onode> DecodeOnode(absl::string_view value) {
   GetLe(&value, 8, &onode.version.seq);
   GetLe(&value, 8, &mtime);
   onode.mtime_ns = static_cast<int64_t>(mtime);
-  if (onode.size > 0 && onode.fid == 0) {
-    return absl::DataLossError("bad onode record: data without a file");
-  }
   return onode;
 }
 

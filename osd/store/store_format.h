@@ -12,7 +12,8 @@
 
 namespace weft::osd::format {
 
-// The onode: an object's KV record. fid 0 means "no data file" (size 0).
+// The onode: an object's KV record. fid 0 means "no data file": the object
+// is empty, or (size > 0) its data is inline in the KV under InlineKey.
 struct Onode {
   uint64_t size = 0;
   uint64_t fid = 0;
@@ -47,11 +48,12 @@ std::string XattrKey(absl::string_view coll, absl::string_view oid, absl::string
 std::string XattrPrefix(absl::string_view coll, absl::string_view oid);
 std::string OmapKey(absl::string_view coll, absl::string_view oid, absl::string_view key);
 std::string OmapPrefix(absl::string_view coll, absl::string_view oid);
+std::string InlineKey(absl::string_view coll, absl::string_view oid);
 std::string DeferredKey(uint64_t seq);
 std::string DeferredTagPrefix();
-// Every key of a collection with one tag ('M', 'N', 'K', 'X', 'O').
+// Every key of a collection with one tag ('M', 'N', 'K', 'X', 'O', 'I').
 std::string CollectionTagPrefix(char tag, absl::string_view coll);
-constexpr char kTags[] = {'K', 'X', 'O', 'M', 'N'};
+constexpr char kTags[] = {'K', 'X', 'O', 'I', 'M', 'N'};
 
 // Key parsers (false if the key is not of that kind).
 bool ParseCollectionKey(absl::string_view key, std::string* coll);

@@ -96,6 +96,10 @@ absl::Status StoreOptions::Validate() const {
     return absl::InvalidArgumentError(
         absl::StrCat("max_object_bytes must be in (0, 1 TiB], not ", max_object_bytes));
   }
+  if (inline_max_bytes > (1ull << 20)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("inline_max_bytes must be at most 1 MiB, not ", inline_max_bytes));
+  }
   if (deferred_max_bytes > (64ull << 20)) {
     return absl::InvalidArgumentError(
         absl::StrCat("deferred_max_bytes must be at most 64 MiB, not ", deferred_max_bytes));

@@ -168,6 +168,69 @@ TEST_CASE("Objects of many sizes read back exactly", "[store]") {
   CHECK(f.store().Fsck(/*deep=*/true).ok());
 }
 
+TEST_CASE("Small objects keep their data inline and move to a file when they grow", "[store]") {
+  StoreFixture f;
+  f.options().inline_max_bytes = 64 << 10;
+  f.Open();
+  const std::string data_dir = f.options().dir + "/data";
+  auto files = [&data_dir] {
+    return std::distance(std::filesystem::directory_iterator(data_dir),
+                         std::filesystem::directory_iterator());
+  };
+  // 5000 bytes of data and 60000 zeros: inline, without the zeros.
+  std::string expect = Pattern(5000, 1) + std::string(60000, '\0');
+  f.Apply(WriteTxn("a", 0, expect));
+  f.Apply(WriteTxn("b", 0, Pattern(100, 2)), "1.1");
+  CHECK(files() == 0);
+  CHECK(f.ReadAll("a") == expect);
+  CHECK(*f.store().Read("1.0", "a", 4990, 20) == expect.substr(4990, 20));
+  CHECK(f.store().Stat("1.0", "a")->size == expect.size());
+  // A small overwrite and an extension stay inline.
+  f.Apply(WriteTxn("a", 100, "overwrite"));
+  expect.replace(100, 9, "overwrite");
+  f.Apply(WriteTxn("a", expect.size(), "tail"));
+  expect += "tail";
+  CHECK(files() == 0);
+  CHECK(f.ReadAll("a") == expect);
+  // Growing past the limit moves the data to a file.
+  f.Apply(WriteTxn("a", 70000, Pattern(3000, 3)));
+  expect.resize(70000, '\0');
+  expect += Pattern(3000, 3);
+  CHECK(files() == 1);
+  CHECK(f.ReadAll("a") == expect);
+  REQUIRE(f.store().Fsck(true).ok());
+  // Shrinking below it brings the data back and unlinks the file.
+  Transaction shrink;
+  shrink.Truncate("a", 3000);
+  f.Apply(std::move(shrink));
+  expect.resize(3000);
+  CHECK(files() == 0);
+  CHECK(f.ReadAll("a") == expect);
+  REQUIRE(f.store().Fsck(true).ok());
+  f.Close();
+  {
+    auto kv = common::LevelDbStore::Open(f.options().dir + "/meta", {});
+    REQUIRE(kv.ok());
+    auto value = (*kv)->Get(format::InlineKey("1.0", "a"));
+    REQUIRE(value.ok());
+    CHECK(*value == expect);
+  }
+  f.Open();
+  f.Apply(WriteTxn("zeros", 0, std::string(4096, '\0')));  // stores an empty value
+  CHECK(f.ReadAll("zeros") == std::string(4096, '\0'));
+  CHECK(f.ReadAll("a") == expect);
+  // Remove and RemoveCollection leave no inline keys behind (Fsck checks).
+  Transaction remove;
+  remove.Remove("a");
+  f.Apply(std::move(remove));
+  CHECK(absl::IsNotFound(f.store().Read("1.0", "a", 0, 1).status()));
+  REQUIRE(f.store().RemoveCollection("1.1").ok());
+  REQUIRE(f.store().Fsck(true).ok());
+  f.Open();
+  CHECK(f.ReadAll("zeros") == std::string(4096, '\0'));
+  CHECK(f.store().GetStats().objects == 1);
+}
+
 TEST_CASE("Overwrites - extensions - holes and truncates", "[store]") {
   StoreFixture f;
   f.Open();
@@ -459,17 +522,32 @@ TEST_CASE("Limits are rejected and change nothing", "[store]") {
 
 TEST_CASE("A flipped byte on disk is DataLoss - never bad data", "[store]") {
   StoreFixture f;
+  const bool in_file = GENERATE(true, false);
+  INFO((in_file ? "data in a file" : "data inline in the KV"));
+  f.options().inline_max_bytes = in_file ? 0 : 64 << 10;
   f.Open();
   const std::string data = Pattern(3 * 4096 + 100, 9);
   f.Apply(WriteTxn("dir/obj", 0, data));
   f.Close();
-  {
+  if (in_file) {
     std::fstream file(f.OnlyDataFile(), std::ios::in | std::ios::out | std::ios::binary);
     file.seekg(4096 + 17);
     char c;
     file.get(c);
     file.seekp(4096 + 17);
     file.put(static_cast<char>(c ^ 0x01));
+  } else {
+    REQUIRE(std::filesystem::is_empty(f.options().dir + "/data"));
+    auto kv = common::LevelDbStore::Open(f.options().dir + "/meta", {});
+    REQUIRE(kv.ok());
+    const std::string key = format::InlineKey("1.0", "dir/obj");
+    auto value = (*kv)->Get(key);
+    REQUIRE(value.ok());
+    REQUIRE(*value == data);
+    (*value)[4096 + 17] ^= 0x01;
+    common::KvWriteBatch batch;
+    batch.Put(key, *value);
+    REQUIRE((*kv)->Write(batch, true).ok());
   }
   f.Open();
   for (auto [offset, length] : {std::pair<uint64_t, uint64_t>{0, UINT64_MAX}, {4096 + 17, 1},
@@ -495,6 +573,7 @@ TEST_CASE("A flipped byte on disk is DataLoss - never bad data", "[store]") {
 
 TEST_CASE("Many small overwrites trigger deferred flushes", "[store]") {
   StoreFixture f;
+  f.options().inline_max_bytes = 0;  // deferred records are for data files
   f.Open();
   std::string expect = Pattern(64 << 10, 5);
   f.Apply(WriteTxn("o", 0, expect));
@@ -520,6 +599,10 @@ TEST_CASE("Random transactions match a model", "[store]") {
   };
   StoreFixture f;
   f.options().deferred_max_bytes = 3000;
+  // Files only; and objects moving between inline data and files.
+  const uint64_t inline_max = GENERATE(0, 8192);
+  INFO("inline_max_bytes " << inline_max);
+  f.options().inline_max_bytes = inline_max;
   f.Open();
   std::map<std::string, Model> model;
   std::mt19937 rng(1234);
@@ -565,7 +648,10 @@ TEST_CASE("Random transactions match a model", "[store]") {
     }
     f.Apply(std::move(txn));
     model = std::move(next);
-    if (round % 50 == 49) f.Open();
+    if (round % 50 == 49) {
+      f.Open();
+      REQUIRE(f.store().Fsck(true).ok());
+    }
     for (const auto& [oid, m] : model) {
       INFO("round " << round << " oid " << oid);
       REQUIRE(f.ReadAll(oid) == m.data);

@@ -37,12 +37,14 @@ std::string Pattern(size_t n, uint32_t seed) {
 
 // A machine: an in-memory disk and KV, both dying at the same op.
 struct Machine {
-  Machine() {
+  // Objects live in data files unless `inline_max_bytes` says otherwise.
+  explicit Machine(uint64_t inline_max_bytes = 0) {
     options.dir = "/osd";
     options.io = &fio;
     options.kv = &kv;
     options.csum_block_bytes = 4096;
     options.deferred_max_bytes = 8192;
+    options.inline_max_bytes = inline_max_bytes;
     kv.SetWriteHook([this](const common::KvWriteBatch&, bool sync) {
       return fio.MaybeCrash(sync ? "kv-batch-sync" : "kv-batch");
     });
@@ -124,6 +126,7 @@ struct Scenario {
   std::vector<std::string> steps;
   // Checks the new state directly (beyond "old or new").
   std::function<void(ObjectStore&)> check_new;
+  uint64_t inline_max_bytes = 0;
 };
 
 // Whether `steps` occur in `log` in order.
@@ -141,7 +144,7 @@ void RunScenario(const Scenario& sc) {
   std::string old_snap, new_snap;
   int64_t victim_ops = 0;
   {
-    Machine m;
+    Machine m(sc.inline_max_bytes);
     std::unique_ptr<ObjectStore> store = m.Open();
     sc.setup(*store);
     old_snap = Snapshot(*store);
@@ -164,7 +167,7 @@ void RunScenario(const Scenario& sc) {
       const LossMode mode = variant == 0 ? LossMode::kDropUnsynced : LossMode::kRandom;
       const uint64_t seed = static_cast<uint64_t>(k) * 3 + variant;
       INFO("crash at victim step " << k << " of " << victim_ops << ", loss variant " << variant);
-      Machine m;
+      Machine m(sc.inline_max_bytes);
       std::unique_ptr<ObjectStore> store = m.Open();
       sc.setup(*store);
       m.fio.CrashAtOp(m.fio.ops() + k);
@@ -319,6 +322,59 @@ TEST_CASE("Crash while appending", "[crash]") {
                  [](ObjectStore& store) {
                    CheckData(store, "o", kOld.substr(0, 3000) + std::string(6000, '\0'));
                  }});
+  }
+}
+
+TEST_CASE("Crash while objects move between inline data and files", "[crash]") {
+  constexpr uint64_t kInline = 16384;  // kOld (10000 bytes) starts inline
+  SECTION("an inline overwrite") {
+    RunScenario({"inline overwrite", SetupOne, VictimWrite("o", 2000, Pattern(3000, 20)),
+                 {"kv-batch-sync"},
+                 [](ObjectStore& store) {
+                   std::string expect = kOld;
+                   expect.replace(2000, 3000, Pattern(3000, 20));
+                   CheckData(store, "o", expect);
+                 },
+                 kInline});
+  }
+  SECTION("inline data outgrows the limit") {
+    RunScenario({"inline to file", SetupOne, VictimWrite("o", 20000, Pattern(5000, 21)),
+                 {"create /osd/data/", "write /osd/data/", "sync /osd/data/", "syncdir",
+                  "kv-batch-sync"},
+                 [](ObjectStore& store) {
+                   CheckData(store, "o", kOld + std::string(10000, '\0') + Pattern(5000, 21));
+                 },
+                 kInline});
+  }
+  SECTION("a file shrinks under the limit") {
+    RunScenario({"file to inline",
+                 [](ObjectStore& store) {
+                   SetupOne(store);
+                   MustApply(store, Write("o", 10000, Pattern(20000, 22)));
+                 },
+                 [](ObjectStore& store) {
+                   Transaction cut;
+                   cut.Truncate("o", 4000);
+                   cut.SetXattr("o", "x", "cut");
+                   return ApplyTo(store, std::move(cut));
+                 },
+                 {"kv-batch-sync", "unlink /osd/data/"},
+                 [](ObjectStore& store) { CheckData(store, "o", kOld.substr(0, 4000)); },
+                 kInline});
+  }
+  SECTION("an inline object removed") {
+    RunScenario({"inline remove", SetupOne,
+                 [](ObjectStore& store) {
+                   Transaction txn;
+                   txn.Remove("o");
+                   txn.PutMeta("log.2", "remove o");
+                   return ApplyTo(store, std::move(txn));
+                 },
+                 {"kv-batch-sync"},
+                 [](ObjectStore& store) {
+                   CHECK(absl::IsNotFound(store.Read("1.0", "o", 0, 1).status()));
+                 },
+                 kInline});
   }
 }
 
