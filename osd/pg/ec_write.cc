@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <algorithm>
 #include <cstring>
 #include <map>
 
@@ -319,8 +320,14 @@ void Pg::EcNoteCommittedLocked(const Version& committed) {
 void Pg::EcCommitLocked(const Version& committed, Transaction* txn) {
   EcNoteCommittedLocked(committed);
   if (!Less(ec_committed_persisted_, ec_committed_)) return;
-  for (const LogEntry& e : log_.entries()) {
-    if (Less(ec_committed_persisted_, e.version) && !Less(ec_committed_, e.version)) {
+  // The log is in version order: only its tail can be newly committed.
+  const std::deque<LogEntry>& entries = log_.entries();
+  auto first = std::upper_bound(
+      entries.begin(), entries.end(), ec_committed_persisted_,
+      [](const Version& v, const LogEntry& e) { return Less(v, e.version); });
+  for (auto e_it = first; e_it != entries.end(); ++e_it) {
+    const LogEntry& e = *e_it;
+    if (!Less(ec_committed_, e.version)) {
       auto it = ec_rollback_pieces_.find(LogKey(e.version));
       const uint32_t pieces = it == ec_rollback_pieces_.end() ? 1 : it->second;
       for (uint32_t i = 0; i < pieces; ++i) txn->DeleteMeta(RollbackKey(e.version, i));
