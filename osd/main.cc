@@ -98,6 +98,9 @@ int main(int argc, char** argv) {
     return Fail("osd_inline_max_bytes must be within [0, 1 MiB]");
   }
   options.inline_max_bytes = static_cast<uint64_t>(*inline_max);
+  auto commit_delay = config->GetInt("osd_ec_commit_delay_ms", options.ec_commit_delay_ms);
+  if (!commit_delay.ok()) return Fail(std::string(commit_delay.status().message()));
+  options.ec_commit_delay_ms = *commit_delay;
   auto stats_ms = config->GetInt("osd_stats_interval_ms", options.stats_interval_ms);
   if (!stats_ms.ok()) return Fail(std::string(stats_ms.status().message()));
   options.stats_interval_ms = *stats_ms;

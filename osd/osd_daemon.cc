@@ -88,6 +88,7 @@ absl::Status OsdDaemon::Start() {
   ApplyMap(CurrentMap());
   RETURN_IF_ERROR(Register());
   stats_thread_ = std::thread([this] { StatsLoop(); });
+  if (options_.ec_commit_delay_ms > 0) commit_thread_ = std::thread([this] { CommitLoop(); });
   LOG(INFO) << "event=started osd=" << options_.id << " addr=" << address_
             << " data=" << options_.data_dir << " epoch=" << CurrentMap()->epoch;
   return absl::OkStatus();
@@ -295,6 +296,20 @@ void OsdDaemon::StatsLoop() {
   }
 }
 
+void OsdDaemon::CommitLoop() {
+  const absl::Duration tick = absl::Milliseconds(std::max<int64_t>(10, options_.ec_commit_delay_ms / 4));
+  while (!shutdown_.WaitForNotificationWithTimeout(tick)) {
+    std::vector<std::shared_ptr<Pg>> pgs;
+    {
+      absl::MutexLock lock(&pgs_mu_);
+      pgs.reserve(pgs_.size());
+      for (auto& [name, pg] : pgs_) pgs.push_back(pg);
+    }
+    const absl::Time now = absl::Now();
+    for (const auto& pg : pgs) pg->EcFlushCommit(now);
+  }
+}
+
 void OsdDaemon::Wait() { shutdown_.WaitForNotification(); }
 
 void OsdDaemon::RequestShutdown() {
@@ -304,6 +319,7 @@ void OsdDaemon::RequestShutdown() {
 void OsdDaemon::Shutdown() {
   RequestShutdown();
   if (stats_thread_.joinable()) stats_thread_.join();
+  if (commit_thread_.joinable()) commit_thread_.join();
   // No new maps, so no new peering; queued peering and recovery are dropped.
   map_watch_.reset();
   if (background_) background_->Cancel();

@@ -72,6 +72,8 @@ class OsdDaemon {
   void OnMapEvent(const std::string& bytes);
   void ApplyMap(std::shared_ptr<const OsdMap> map);
   void StatsLoop();
+  // Sends EC commit points that waited long enough (Pg::EcFlushCommit).
+  void CommitLoop();
   std::string AliveKey() const;
   std::string AliveValue();
 
@@ -109,6 +111,7 @@ class OsdDaemon {
   absl::Mutex reg_mu_;  // serializes re-registration after a lost lease
   absl::Notification shutdown_;
   std::thread stats_thread_;
+  std::thread commit_thread_;
 };
 
 }  // namespace weft::osd

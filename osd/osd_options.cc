@@ -19,6 +19,9 @@ absl::Status OsdOptions::Validate() const {
   if (stats_interval_ms < 100 || stats_interval_ms > 600000) {
     return absl::InvalidArgumentError("osd_stats_interval_ms must be within [100, 600000]");
   }
+  if (ec_commit_delay_ms < 0 || ec_commit_delay_ms > 10000) {
+    return absl::InvalidArgumentError("osd_ec_commit_delay_ms must be within [0, 10000]");
+  }
   if (pg_log_max_entries < 10) return absl::InvalidArgumentError("pg log needs >= 10 entries");
   if (push_piece_bytes < 4096 || push_piece_bytes > (16ull << 20)) {
     return absl::InvalidArgumentError("push piece must be within [4 KiB, 16 MiB]");

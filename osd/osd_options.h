@@ -25,6 +25,9 @@ struct OsdOptions {
   size_t pg_log_max_entries = 3000;
   int64_t stats_interval_ms = 2000;         // liveness key refresh with statistics
   int64_t peer_timeout_ms = 10000;         // one RPC to another OSD
+  // EC: how long a write's commit point waits to ride on the PG's next
+  // sub-write before it is sent to the shards by itself (0: at once).
+  int64_t ec_commit_delay_ms = 1000;
   uint64_t push_piece_bytes = 8ull << 20;  // recovery moves objects in pieces of this size
   bool sync = true;                        // fsync; off only for tests on tmpfs
 

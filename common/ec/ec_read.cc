@@ -65,6 +65,7 @@ absl::StatusOr<RangeRead> ReadDecoded(const striping::StripeLayout& layout, Eras
       ShardReply& reply = replies[r];
       if (!reply.status.ok()) {
         if (absl::IsNotFound(reply.status) && !first) return reply.status;
+        if (absl::IsAborted(reply.status)) return reply.status;  // only the primary can serve it
         usable[s] = false;
         continue;
       }
@@ -131,6 +132,7 @@ absl::StatusOr<RangeRead> ReadRange(const striping::StripeLayout& layout, Erasur
     for (size_t r = 0; r < reads.size(); ++r) {
       if (!replies[r].status.ok()) {
         if (absl::IsNotFound(replies[r].status)) return replies[r].status;
+        if (absl::IsAborted(replies[r].status)) return replies[r].status;
         usable[reads[r].shard] = false;
         ok = false;
       } else if (first == nullptr) {

@@ -7,7 +7,9 @@
 // the union of those ranges is read from k other shards (data first, then
 // parity) and the missing data shards are decoded. Every shard answers with its
 // object version; answers that disagree mean a write is in flight or was cut
-// short, and the read fails with Aborted (the caller asks the primary).
+// short, and the read fails with Aborted (the caller asks the primary), as it
+// does at once when a shard answers Aborted (the object's newest write is not
+// known to be committed there yet).
 #pragma once
 
 #include <cstdint>
@@ -48,7 +50,8 @@ struct RangeRead {
 
 // Reads logical [a, b) (b > a). `available[s]` says whether shard s may be
 // asked at all (its OSD is up). NotFound when the object does not exist;
-// Unavailable when fewer than k shards answer; Aborted when they disagree.
+// Unavailable when fewer than k shards answer; Aborted when they disagree or one
+// answers Aborted.
 absl::StatusOr<RangeRead> ReadRange(const striping::StripeLayout& layout, ErasureCode* code,
                                     uint64_t a, uint64_t b, const std::vector<bool>& available,
                                     const ShardFetch& fetch);

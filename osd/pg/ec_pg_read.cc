@@ -72,7 +72,8 @@ absl::Status Pg::EcShardRead(const pb::OpRequest& req, pb::OpReply* reply) {
   }
   if (!(req.flags() & (pb::OPF_PRIMARY_READ | pb::OPF_REBUILD_READ)) &&
       Less(committed, meta.version)) {
-    return absl::UnavailableError("the object's last write is not committed on every shard yet");
+    // Aborted, like shards that disagree: the reader asks the primary.
+    return absl::AbortedError("the object's last write is not committed on every shard yet");
   }
   const uint64_t logical_size = ParseU64(logical);
   uint64_t bytes = 0;

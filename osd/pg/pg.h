@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
 #include "common/cluster_map/osd_map.h"
 #include "common/ec/ec_read.h"
 #include "common/ec/erasure_code.h"
@@ -115,6 +116,10 @@ class Pg : public std::enable_shared_from_this<Pg> {
 
   // "active+clean", "peering", ... and the number of local objects.
   std::string StateName();
+  // Erasure pools: sends the commit point to the other shards if one is due
+  // (osd_ec_commit_delay_ms passed without a sub-write carrying it), or now
+  // with `force`. The daemon's commit ticker calls this for every PG.
+  void EcFlushCommit(absl::Time now, bool force = false);
   bool IsPrimary();
 
  private:
@@ -218,6 +223,10 @@ class Pg : public std::enable_shared_from_this<Pg> {
   Version ec_committed_ ABSL_GUARDED_BY(mu_);
   // The commit point on disk: rollback data up to here is deleted.
   Version ec_committed_persisted_ ABSL_GUARDED_BY(mu_);
+  // The commit point the other shards were last told (in a sub-write or a
+  // commit message), and when a newer one goes out by itself.
+  Version ec_commit_told_ ABSL_GUARDED_BY(mu_);
+  absl::Time ec_commit_due_ ABSL_GUARDED_BY(mu_) = absl::InfiniteFuture();
   // The shard position this OSD's objects of the PG were written for; -1 none.
   int32_t ec_stored_shard_ ABSL_GUARDED_BY(mu_) = -1;
   // Erasure pools: pieces of each write's rollback data, by LogKey(version).

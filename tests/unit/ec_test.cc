@@ -270,6 +270,35 @@ TEST_CASE("range reads decode around every pattern of m lost shards", "[ec]") {
   }
 }
 
+TEST_CASE("range reads stop at a shard that answers Aborted - no decode attempt", "[ec]") {
+  auto code = ErasureCode::Create(4, 2);
+  FakeObject o = MakeObject(4, 2, 4096, 100000, code->get());
+  std::vector<bool> up(6, true);
+  int calls = 0;
+  size_t asked = 0;
+  // Shard 1 holds a write it does not know to be committed: only the primary
+  // may serve it, so the reader must not go on to parity.
+  ShardFetch fetch = [&](const std::vector<ShardRead>& reads) {
+    ++calls;
+    asked += reads.size();
+    std::vector<ShardReply> out = FetchFrom(&o)(reads);
+    for (size_t i = 0; i < reads.size(); ++i) {
+      if (reads[i].shard == 1) out[i].status = absl::AbortedError("not committed");
+    }
+    return out;
+  };
+  auto r = ReadRange(o.layout, code->get(), 0, 20000, up, fetch);
+  REQUIRE(absl::IsAborted(r.status()));
+  CHECK(calls == 1);
+  CHECK(asked == 4);
+  // A shard that is merely down is still decoded around.
+  o.broken[1] = true;
+  auto d = ReadRange(o.layout, code->get(), 0, 20000, up, FetchFrom(&o));
+  REQUIRE(d.ok());
+  CHECK(d->data == o.logical.substr(0, 20000));
+  CHECK(d->decoded);
+}
+
 TEST_CASE("stripe layout extents", "[ec]") {
   striping::StripeLayout l{4, 2, 4096};
   REQUIRE(l.stripe_width() == 16384);
