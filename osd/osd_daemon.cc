@@ -297,7 +297,8 @@ void OsdDaemon::StatsLoop() {
 }
 
 void OsdDaemon::CommitLoop() {
-  const absl::Duration tick = absl::Milliseconds(std::max<int64_t>(10, options_.ec_commit_delay_ms / 4));
+  const absl::Duration tick =
+      absl::Milliseconds(std::max<int64_t>(10, options_.ec_commit_delay_ms / 4));
   while (!shutdown_.WaitForNotificationWithTimeout(tick)) {
     std::vector<std::shared_ptr<Pg>> pgs;
     {

@@ -23,8 +23,8 @@
 // does not copy the file through the store's metadata.
 #include <unistd.h>
 
-#include <cstdlib>
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <map>
 
@@ -211,7 +211,7 @@ absl::Status Pg::EcStampSubWrites(uint64_t interval_id, LogEntry* entry,
     sub.set_oid(entry->oid);
     ToProto(*entry, sub.mutable_entry());
     sub.set_mtime_ns(mtime_ns);
-    ToProto(ec_committed_, sub.mutable_committed());  // carries the last write's commit
+    ToProto(ec_committed_, sub.mutable_committed());  // tells the shards of earlier writes
     const OsdId osd = i < interval_.shards.size() ? interval_.shards[i] : kNoOsd;
     if (osd == kNoOsd) continue;  // a hole: rebuilt when an OSD takes the position
     if (osd == ctx_.whoami) {

@@ -252,10 +252,7 @@ absl::Status ObjectStore::PrepareObject(const std::string& coll, ObjectWork* wor
   if (!draft.exists() && !work->committed_exists) return absl::OkStatus();
   if (!draft.exists()) {
     plan->batch.Delete(format::OnodeKey(coll, work->oid));
-    if (old.fid != 0) {
-      work->unlink_fid = old.fid;
-      DropDeferredFor(old.fid, plan);
-    }
+    DropCommittedFile(work, plan);
   } else {
     const bool inline_data = draft.size() > 0 && draft.size() <= options_.inline_max_bytes;
     const bool new_file = !work->committed_exists || old.fid == 0 || draft.reset() ||
@@ -288,6 +285,13 @@ absl::Status ObjectStore::PrepareObject(const std::string& coll, ObjectWork* wor
   return absl::OkStatus();
 }
 
+void ObjectStore::DropCommittedFile(ObjectWork* work, TxnPlan* plan) {
+  const uint64_t fid = work->committed_exists ? work->committed.fid : 0;
+  if (fid == 0) return;
+  work->unlink_fid = fid;
+  DropDeferredFor(fid, plan);
+}
+
 uint64_t ObjectStore::AllocateFid(TxnPlan* plan) {
   absl::MutexLock lock(&mu_);
   const uint64_t fid = next_fid_++;
@@ -298,12 +302,8 @@ uint64_t ObjectStore::AllocateFid(TxnPlan* plan) {
 }
 
 absl::Status ObjectStore::WriteNewFile(const std::string& coll, ObjectWork* work, TxnPlan* plan) {
-  const format::Onode& old = work->committed;
   const ObjectDraft& draft = work->draft;
-  if (work->committed_exists && old.fid != 0) {
-    work->unlink_fid = old.fid;
-    DropDeferredFor(old.fid, plan);
-  }
+  DropCommittedFile(work, plan);
   if (draft.size() == 0) return absl::OkStatus();  // no file
   work->fid = AllocateFid(plan);
   ASSIGN_OR_RETURN(std::unique_ptr<RandomFile> file,
@@ -334,12 +334,8 @@ absl::Status ObjectStore::WriteNewFile(const std::string& coll, ObjectWork* work
 }
 
 absl::Status ObjectStore::WriteInline(const std::string& coll, ObjectWork* work, TxnPlan* plan) {
-  const format::Onode& old = work->committed;
   const ObjectDraft& draft = work->draft;
-  if (work->committed_exists && old.fid != 0) {
-    work->unlink_fid = old.fid;
-    DropDeferredFor(old.fid, plan);
-  }
+  DropCommittedFile(work, plan);
   work->fid = 0;
   ASSIGN_OR_RETURN(std::string buf, DraftBytes(coll, *work, 0, draft.size()));
   const uint32_t block_bytes = options_.csum_block_bytes;

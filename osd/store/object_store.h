@@ -304,6 +304,8 @@ class ObjectStore {
   absl::Status PrepareObject(const std::string& coll, ObjectWork* work, TxnPlan* plan);
   absl::Status WriteNewFile(const std::string& coll, ObjectWork* work, TxnPlan* plan);
   absl::Status WriteInline(const std::string& coll, ObjectWork* work, TxnPlan* plan);
+  // The committed data file (if any) goes after commit, with its deferred records.
+  void DropCommittedFile(ObjectWork* work, TxnPlan* plan);
   // The drafted bytes [pos, pos + length) of the object: committed bytes
   // (verified) where the draft keeps them, overlaid with the new ones.
   absl::StatusOr<std::string> DraftBytes(const std::string& coll, const ObjectWork& work,

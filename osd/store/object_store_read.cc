@@ -125,7 +125,9 @@ absl::StatusOr<std::string> ObjectStore::ReadVerified(const std::string& coll,
           absl::StrCat("object ", coll, "/", Printable(oid), ": inline data is missing"));
     }
     RETURN_IF_ERROR(value.status());
-    if (aligned_start < value->size()) data = value->substr(aligned_start, aligned_end - aligned_start);
+    if (aligned_start < value->size()) {
+      data = value->substr(aligned_start, aligned_end - aligned_start);
+    }
   } else {
     auto file = io_->OpenFile(DataPath(fid), OpenMode::kRead);
     if (absl::IsNotFound(file.status())) {
