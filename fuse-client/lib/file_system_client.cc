@@ -151,16 +151,10 @@ Attr FileSystemClient::CacheAttr(const Attr& attr) {
   auto it = inodes_.find(attr.ino());
   // Only inodes someone holds are cached; the rest would never be dropped.
   if (it == inodes_.end()) return attr;
-  // An older reply must not overwrite a newer one (version grows on each
-  // change): e.g. a getattr answered just before the size report of this
-  // client's own write-back, which closed files still do.
-  if (it->second.fetched != absl::InfinitePast() &&
-      it->second.attr.version() > attr.version()) {
-    return it->second.attr;
-  }
-  it->second.attr = attr;
-  it->second.fetched = absl::Now();
-  return attr;
+  // An older reply must not overwrite a newer one: e.g. a getattr answered
+  // just before the size report of this client's own write-back, which
+  // closed files still do.
+  return it->second.Offer(attr);
 }
 
 void FileSystemClient::Invalidate(uint64_t ino) {

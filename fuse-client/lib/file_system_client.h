@@ -231,6 +231,15 @@ class FileSystemClient {
     Attr attr;
     absl::Time fetched;
     uint64_t refs = 0;
+    // Takes `a` unless a newer version is cached (version grows with each
+    // change); returns the attributes that stand.
+    const Attr& Offer(const Attr& a) {
+      if (fetched == absl::InfinitePast() || attr.version() <= a.version()) {
+        attr = a;
+        fetched = absl::Now();
+      }
+      return attr;
+    }
   };
 
   FileSystemClient(FileSystemClientOptions options, std::unique_ptr<MetaClient> meta,

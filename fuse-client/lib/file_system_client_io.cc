@@ -59,14 +59,8 @@ absl::StatusOr<FileSystemClient::Opened> FileSystemClient::AddHandle(const Creds
     CachedInode& cached = inodes_[attr.ino()];
     cached.refs++;  // an open file keeps its inode cached
     // The open's reply may predate the size report of this client's own
-    // write-back after an earlier close (WrittenOp's reply, cached first):
-    // the newer version stands (version grows with each change).
-    if (cached.fetched == absl::InfinitePast() || cached.attr.version() <= attr.version()) {
-      cached.attr = attr;
-      cached.fetched = absl::Now();
-    } else {
-      freshest = cached.attr;
-    }
+    // write-back after an earlier close (WrittenOp's reply, cached first).
+    freshest = cached.Offer(attr);
   }
   out.attr = WithPending(freshest);  // another handle's writes may be buffered
   return out;

@@ -255,10 +255,15 @@ absl::Status MapManager::Status(pb::StatusReply* reply) {
                          : absl::StrCat("osd.", osd.id.value(), " (never started)"));
     }
   }
-  // PG states: as reported by each PG's primary; "unknown" when it has not.
-  std::map<std::string, std::string> reported;
+  // PG states: as reported by each PG's primary under this map; "unknown"
+  // when it has not yet. A report from before the latest map (OSDs publish
+  // every few seconds) may describe an acting set that no longer exists:
+  // "active+clean" just after an OSD went out would be a claim about the
+  // old shards, so it does not count.
+  std::map<std::string, std::pair<int32_t, std::string>> reported;  // pgid -> (osd, state)
   for (const auto& [id, a] : alive) {
-    for (const auto& pg : a.pgs()) reported[pg.pgid()] = pg.state();
+    if (a.epoch() < map->epoch) continue;
+    for (const auto& pg : a.pgs()) reported[pg.pgid()] = {id, pg.state()};
   }
   uint32_t inactive = 0, degraded = 0, below_min = 0;
   for (const PoolInfo& pool : map->pools) {
@@ -272,7 +277,8 @@ absl::Status MapManager::Status(pb::StatusReply* reply) {
         state = "down";
       } else {
         auto it = reported.find(PgId{pool.id, seed}.ToString());
-        state = it != reported.end() ? it->second : "unknown";
+        const bool current = it != reported.end() && it->second.first == mapping.primary.value();
+        state = current ? it->second.second : "unknown";
       }
       if (acting < pool.min_size) ++below_min;
       if (!IsActive(state)) ++inactive;

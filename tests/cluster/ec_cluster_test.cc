@@ -60,18 +60,16 @@ placement::PgMapping Mapping(client::ObjectClient& client, PoolId pool_id,
 }
 
 // Every way to choose k of the k + m shards reads back `want` at `offset`.
-// Refusals that pass are retried for a few seconds: a shard refuses the
-// newest write of its PG until it learns the write's commit point
-// (osd_ec_commit_delay_ms at the latest: Aborted), and serves nothing until
-// its primary has activated it after a map change (Unavailable).
+// A shard refuses the newest write of its PG (Aborted) until it learns the
+// write's commit point, osd_ec_commit_delay_ms later at the latest: that
+// refusal is retried for a few seconds.
 void CheckEveryKShards(client::ObjectClient& client, PoolId pool, const std::string& oid,
                        uint32_t k, uint32_t m, const std::string& want) {
   for (uint32_t mask = 0; mask < (1u << (k + m)); ++mask) {
     if (std::popcount(mask) != static_cast<int>(k)) continue;
     auto got = client.EcReadUsing(pool, oid, 0, want.size() + 1, mask);
-    const absl::Time deadline = absl::Now() + absl::Seconds(10);
-    while (!got.ok() && (absl::IsAborted(got.status()) || absl::IsUnavailable(got.status())) &&
-           absl::Now() < deadline) {
+    const absl::Time deadline = absl::Now() + absl::Seconds(5);
+    while (!got.ok() && absl::IsAborted(got.status()) && absl::Now() < deadline) {
       absl::SleepFor(absl::Milliseconds(100));
       got = client.EcReadUsing(pool, oid, 0, want.size() + 1, mask);
     }
