@@ -159,7 +159,7 @@ absl::StatusOr<std::unique_ptr<RandomFile>> FaultInjectionFileIo::OpenFile(const
     RETURN_IF_ERROR(CheckReadableLocked());
     if (inode == nullptr) return absl::NotFoundError(absl::StrCat("open ", path, ": no such file"));
     return std::unique_ptr<RandomFile>(
-        new FaultFile(this, path, std::move(inode), mode == OpenMode::kReadWrite));
+        new FaultFile(this, path, std::move(inode), mode != OpenMode::kRead));
   }
   auto [dir_path, name] = SplitPath(path);
   Dir* dir = FindDirLocked(dir_path);

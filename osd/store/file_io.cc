@@ -210,13 +210,14 @@ class PosixFileIoImpl final : public FileIo {
     int flags = O_CLOEXEC;
     switch (mode) {
       case OpenMode::kRead: flags |= O_RDONLY; break;
-      case OpenMode::kReadWrite: flags |= O_RDWR; break;
+      case OpenMode::kReadWrite:
+      case OpenMode::kRewrite: flags |= O_RDWR; break;
       case OpenMode::kCreate: flags |= O_RDWR | O_CREAT | O_EXCL; break;
     }
-    // A new file is written once, whole: bypass the page cache (O_DIRECT),
-    // as copying into it cost more CPU than everything else on the write path.
-    // Filesystems without O_DIRECT (tmpfs) get a plain file.
-    bool direct = mode == OpenMode::kCreate;
+    // A new (or recycled) file is written once, whole: bypass the page cache
+    // (O_DIRECT), as copying into it cost more CPU than everything else on the
+    // write path. Filesystems without O_DIRECT (tmpfs) get a plain file.
+    bool direct = mode == OpenMode::kCreate || mode == OpenMode::kRewrite;
     int fd;
     do {
       fd = ::open(path.c_str(), flags | (direct ? O_DIRECT : 0), 0644);

@@ -43,6 +43,8 @@ enum class OpenMode {
   kRead,       // existing file, read-only
   kReadWrite,  // existing file
   kCreate,     // new file, read-write; AlreadyExists if the path exists
+  kRewrite,    // existing file, read-write, about to be written whole like a
+               // new one (so it may bypass the page cache as kCreate does)
 };
 
 enum class FileType { kFile, kDirectory, kOther };

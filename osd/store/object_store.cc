@@ -14,9 +14,11 @@
 //       is unlinked after commit. Nothing is written before the commit point.
 //     - new file: the object is created, replaced (WriteFull, or a write from
 //       offset 0 covering the old size), or its overwrites exceed
-//       deferred_max_bytes. The whole new content goes to a file with a fresh
-//       id, which is fsynced; the data directory is fsynced once for all files
-//       created meanwhile (group sync).
+//       deferred_max_bytes. The whole new content goes to a file no committed
+//       object references, which is fsynced: a spare (an emptied file of an
+//       earlier object, see RetireFile) or else a new file with a fresh id;
+//       the data directory is fsynced once for all files created meanwhile
+//       (group sync). A spare's directory entry is durable already.
 //     - in place: the bytes past the committed size are written in place and
 //       the file is fsynced (old bytes are untouched: the committed size hides
 //       the new ones until commit). Overwrites of committed bytes become
@@ -28,8 +30,10 @@
 //  4. Commit: one KV batch write (synced). This is the commit point.
 //  5. After commit: write deferred records into their files (no fsync: the
 //     records stay in the KV until Flush syncs the file, and Open replays
-//     them, which is idempotent), shrink truncated files, unlink replaced
-//     files (a lost unlink leaves an orphan that Open removes).
+//     them, which is idempotent), shrink truncated files, retire replaced
+//     files: emptied and kept as spares, or unlinked (a lost unlink leaves
+//     an orphan that Open adopts or removes). A spare is never referenced by
+//     a committed onode, so its content after a crash does not matter.
 // A failed fsync, a failed batch write or a failed step 5 makes the store
 // read-only with a sticky error.
 //
@@ -301,22 +305,74 @@ uint64_t ObjectStore::AllocateFid(TxnPlan* plan) {
   return fid;
 }
 
+absl::StatusOr<std::unique_ptr<RandomFile>> ObjectStore::OpenEmptyFile(TxnPlan* plan,
+                                                                        uint64_t* fid) {
+  for (;;) {
+    {
+      absl::MutexLock lock(&mu_);
+      if (spare_fids_.empty()) break;
+      *fid = spare_fids_.back();
+      spare_fids_.pop_back();
+    }
+    plan->reused_fids.push_back(*fid);
+    auto file = io_->OpenFile(DataPath(*fid), OpenMode::kRewrite);
+    // Spares are empty already; the truncate makes sure of it.
+    if (file.ok()) RETURN_IF_ERROR((*file)->Truncate(0));
+    if (!absl::IsNotFound(file.status())) return file;
+    LOG(WARNING) << "store=" << options_.dir << " spare_missing=" << file.status();
+    plan->reused_fids.pop_back();
+  }
+  *fid = AllocateFid(plan);
+  ASSIGN_OR_RETURN(std::unique_ptr<RandomFile> file,
+                   io_->OpenFile(DataPath(*fid), OpenMode::kCreate));
+  plan->new_fids.push_back(*fid);
+  absl::MutexLock lock(&mu_);
+  ++files_created_;
+  return file;
+}
+
+void ObjectStore::RetireFile(uint64_t fid) {
+  bool keep;
+  {
+    absl::MutexLock lock(&mu_);
+    keep = spare_fids_.size() < kMaxSpareFiles;  // concurrent retires may pass it by a few
+  }
+  if (keep) {
+    auto file = io_->OpenFile(DataPath(fid), OpenMode::kReadWrite);
+    absl::Status status = file.ok() ? (*file)->Truncate(0) : file.status();
+    if (status.ok()) {
+      absl::MutexLock lock(&mu_);
+      spare_fids_.push_back(fid);
+      return;
+    }
+    if (absl::IsNotFound(status)) return;
+    LOG(WARNING) << "store=" << options_.dir << " spare_failed=" << status;
+  }
+  absl::Status status = io_->RemoveFile(DataPath(fid));
+  if (!status.ok()) LOG(WARNING) << "store=" << options_.dir << " unlink_failed=" << status;
+}
+
+size_t ObjectStore::spare_files() const {
+  absl::MutexLock lock(&mu_);
+  return spare_fids_.size();
+}
+
 absl::Status ObjectStore::WriteNewFile(const std::string& coll, ObjectWork* work, TxnPlan* plan) {
   const ObjectDraft& draft = work->draft;
   DropCommittedFile(work, plan);
   if (draft.size() == 0) return absl::OkStatus();  // no file
-  work->fid = AllocateFid(plan);
-  ASSIGN_OR_RETURN(std::unique_ptr<RandomFile> file,
-                   io_->OpenFile(DataPath(work->fid), OpenMode::kCreate));
-  plan->new_fids.push_back(work->fid);
-  {
-    absl::MutexLock lock(&mu_);
-    ++files_created_;
-  }
+  ASSIGN_OR_RETURN(std::unique_ptr<RandomFile> file, OpenEmptyFile(plan, &work->fid));
   const uint32_t block_bytes = options_.csum_block_bytes;
   for (uint64_t pos = 0; pos < draft.size(); pos += kCopyChunkBytes) {
     const uint64_t length = std::min(kCopyChunkBytes, draft.size() - pos);
-    ASSIGN_OR_RETURN(std::string buf, DraftBytes(coll, *work, pos, length));
+    std::string owned;
+    absl::string_view buf;
+    if (auto covered = draft.Covered(pos, length)) {
+      buf = *covered;
+    } else {
+      ASSIGN_OR_RETURN(owned, DraftBytes(coll, *work, pos, length));
+      buf = owned;
+    }
     // Zero chunks stay holes; the final truncate sets the size.
     if (!IsZero(buf)) RETURN_IF_ERROR(file->Write(pos, buf));
     const std::vector<uint64_t> sums = common::BlockChecksums(buf, block_bytes);
@@ -522,10 +578,7 @@ absl::Status ObjectStore::FinishAfterCommit(TxnPlan* plan) {
       absl::Status status = work.file->Truncate(work.draft.size());
       if (!status.ok()) LOG(WARNING) << "store=" << options_.dir << " shrink_failed=" << status;
     }
-    if (work.unlink_fid != 0) {
-      absl::Status status = io_->RemoveFile(DataPath(work.unlink_fid));
-      if (!status.ok()) LOG(WARNING) << "store=" << options_.dir << " unlink_failed=" << status;
-    }
+    if (work.unlink_fid != 0) RetireFile(work.unlink_fid);
   }
   return absl::OkStatus();
 }
@@ -535,6 +588,8 @@ void ObjectStore::DiscardNewFiles(const TxnPlan& plan) {
     absl::Status status = io_->RemoveFile(DataPath(fid));
     if (!status.ok()) VLOG(1) << "store=" << options_.dir << " discard_failed=" << status;
   }
+  // Their entries are durable (they were spares), so they may be spares again.
+  for (uint64_t fid : plan.reused_fids) RetireFile(fid);
 }
 
 void ObjectStore::MaybeFlush() {

@@ -71,11 +71,8 @@ absl::Status ObjectStore::RemoveCollection(const std::string& coll) {
   plan.objects_delta = -static_cast<int64_t>(objects);
   plan.bytes_delta = -static_cast<int64_t>(bytes);
   RETURN_IF_ERROR(Commit(&plan));
-  // 3. Unlink the files (a lost unlink leaves an orphan for Open).
-  for (uint64_t fid : fids) {
-    absl::Status status = io_->RemoveFile(DataPath(fid));
-    if (!status.ok()) LOG(WARNING) << "store=" << options_.dir << " unlink_failed=" << status;
-  }
+  // 3. Retire the files (a lost unlink leaves an orphan for Open).
+  for (uint64_t fid : fids) RetireFile(fid);
   LOG(INFO) << "store=" << options_.dir << " removed_collection=" << coll << " objects=" << objects;
   return absl::OkStatus();
 }
@@ -165,13 +162,35 @@ absl::Status ObjectStore::Fsck(bool deep) {
       return absl::DataLossError(absl::StrCat("fsck: deferred record for dead file ", record.fid));
     }
   }
-  // Data files are all referenced.
+  // Data files are all referenced, or empty spares; spares are not.
+  std::set<uint64_t> spares;
+  {
+    absl::MutexLock lock(&mu_);
+    spares.insert(spare_fids_.begin(), spare_fids_.end());
+  }
   ASSIGN_OR_RETURN(std::vector<std::string> names, io_->ListDir(data_dir_));
   for (const std::string& name : names) {
     uint64_t fid = 0;
-    if (!format::ParseDataFileName(name, &fid) || live.count(fid) == 0) {
+    const bool parsed = format::ParseDataFileName(name, &fid);
+    if (parsed && spares.count(fid) > 0) {
+      if (live.count(fid) > 0) {
+        return absl::DataLossError(absl::StrCat("fsck: spare data file data/", name, " is in use"));
+      }
+      auto file = io_->OpenFile(DataPath(fid), OpenMode::kRead);
+      RETURN_IF_ERROR(file.status());
+      ASSIGN_OR_RETURN(uint64_t size, (*file)->Size());
+      if (size != 0) {
+        return absl::DataLossError(absl::StrCat("fsck: spare data file data/", name, " is not empty"));
+      }
+      spares.erase(fid);
+      continue;
+    }
+    if (!parsed || live.count(fid) == 0) {
       return absl::DataLossError(absl::StrCat("fsck: unreferenced data file data/", name));
     }
+  }
+  if (!spares.empty()) {
+    return absl::DataLossError(absl::StrCat("fsck: spare data file ", *spares.begin(), " is missing"));
   }
   return absl::OkStatus();
 }

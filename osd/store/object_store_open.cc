@@ -163,10 +163,10 @@ absl::Status ObjectStore::Recover() {
   }
   RETURN_IF_ERROR(it->status());
   std::sort(live.begin(), live.end());
-  // 2. Deferred writes, 3. orphans.
+  // 2. Deferred writes, 3. orphans (spares).
   RETURN_IF_ERROR(ReplayDeferred(live));
   uint64_t max_file_fid = 0;
-  RETURN_IF_ERROR(RemoveOrphans(live, &max_file_fid));
+  RETURN_IF_ERROR(AdoptOrphans(live, &max_file_fid));
   // 4. The next file id.
   uint64_t next_fid = 1;
   auto hint = kv_->Get(format::NextFidKey());
@@ -231,9 +231,10 @@ absl::Status ObjectStore::ReplayDeferred(const std::vector<uint64_t>& live_sorte
   return absl::OkStatus();
 }
 
-absl::Status ObjectStore::RemoveOrphans(const std::vector<uint64_t>& live_sorted,
-                                        uint64_t* max_file_fid) {
+absl::Status ObjectStore::AdoptOrphans(const std::vector<uint64_t>& live_sorted,
+                                       uint64_t* max_file_fid) {
   ASSIGN_OR_RETURN(std::vector<std::string> names, io_->ListDir(data_dir_));
+  std::vector<uint64_t> spares;
   uint64_t removed = 0;
   for (const std::string& name : names) {
     uint64_t fid = 0;
@@ -243,10 +244,25 @@ absl::Status ObjectStore::RemoveOrphans(const std::vector<uint64_t>& live_sorted
     }
     *max_file_fid = std::max(*max_file_fid, fid);
     if (IsLive(live_sorted, fid)) continue;
+    if (spares.size() < kMaxSpareFiles) {
+      ASSIGN_OR_RETURN(std::unique_ptr<RandomFile> file,
+                       io_->OpenFile(DataPath(fid), OpenMode::kReadWrite));
+      RETURN_IF_ERROR(file->Truncate(0));
+      spares.push_back(fid);
+      continue;
+    }
     RETURN_IF_ERROR(io_->RemoveFile(DataPath(fid)));
     ++removed;
   }
-  if (removed > 0) LOG(INFO) << "store=" << options_.dir << " orphans_removed=" << removed;
+  // An orphan may be a file created just before a crash: make its entry
+  // durable before a committed onode can come to reference it.
+  if (!spares.empty() && options_.sync) RETURN_IF_ERROR(io_->SyncDir(data_dir_));
+  if (removed > 0 || !spares.empty()) {
+    LOG(INFO) << "store=" << options_.dir << " orphans_removed=" << removed
+              << " spare_files=" << spares.size();
+  }
+  absl::MutexLock lock(&mu_);
+  spare_fids_ = std::move(spares);
   return absl::OkStatus();
 }
 

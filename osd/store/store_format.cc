@@ -4,7 +4,10 @@
 // Directory layout:
 //   <dir>/meta/               LevelDB (absent when a KvStore is injected)
 //   <dir>/data/<fid>          object data; <fid> is 16 lowercase hex digits of
-//                             a 64-bit file id; never reused while referenced
+//                             a 64-bit file id. A file no onode references
+//                             is garbage or a spare: Open empties it and may
+//                             reuse it for another object (same or new fid
+//                             space; nothing on disk marks spares).
 //
 // Escaped strings (collection names and object names inside keys):
 //   esc(s) = s with every 0x00 byte written as 0x00 0xff, then 0x00 0x01.

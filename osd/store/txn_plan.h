@@ -46,6 +46,7 @@ struct TxnPlan {
   common::KvWriteBatch batch;
   std::map<std::string, ObjectWork> objects;  // by oid
   std::vector<uint64_t> new_fids;             // files created before commit
+  std::vector<uint64_t> reused_fids;          // spares written before commit
   std::vector<uint64_t> dropped_deferred;     // seqs whose records the batch deletes
   int64_t objects_delta = 0;
   int64_t bytes_delta = 0;

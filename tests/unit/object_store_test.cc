@@ -199,12 +199,13 @@ TEST_CASE("Small objects keep their data inline and move to a file when they gro
   CHECK(files() == 1);
   CHECK(f.ReadAll("a") == expect);
   REQUIRE(f.store().Fsck(true).ok());
-  // Shrinking below it brings the data back and unlinks the file.
+  // Shrinking below it brings the data back and retires the file (a spare).
   Transaction shrink;
   shrink.Truncate("a", 3000);
   f.Apply(std::move(shrink));
   expect.resize(3000);
-  CHECK(files() == 0);
+  CHECK(files() == 1);
+  CHECK(f.store().spare_files() == 1);
   CHECK(f.ReadAll("a") == expect);
   REQUIRE(f.store().Fsck(true).ok());
   f.Close();
@@ -465,6 +466,92 @@ TEST_CASE("Collections - metadata keys and RemoveCollection", "[store]") {
   CHECK(f.store().GetStats().objects == 2);
   CHECK(f.store().GetStats().bytes_used == 10000);
   CHECK(f.store().GetStats().fs_total_bytes > 0);
+}
+
+// Files in the data directory and how many bytes they hold.
+std::pair<size_t, uint64_t> DataFiles(const std::string& dir) {
+  size_t files = 0;
+  uint64_t bytes = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(dir + "/data")) {
+    ++files;
+    bytes += entry.file_size();
+  }
+  return {files, bytes};
+}
+
+TEST_CASE("Data files of removed and rewritten objects are emptied and reused", "[store]") {
+  StoreFixture f;
+  f.Open();
+  const std::string dir = f.options().dir;
+  for (int i = 0; i < 3; ++i) {
+    f.Apply([&] {
+      Transaction txn;
+      txn.WriteFull("a" + std::to_string(i), Pattern(200 << 10, i));
+      return txn;
+    }());
+  }
+  CHECK(DataFiles(dir) == std::make_pair(size_t{3}, uint64_t{600} << 10));
+  CHECK(f.store().spare_files() == 0);
+
+  // A removed object's file stays, empty, as a spare.
+  Transaction rm;
+  rm.Remove("a0");
+  f.Apply(std::move(rm));
+  CHECK(f.store().spare_files() == 1);
+  CHECK(DataFiles(dir) == std::make_pair(size_t{3}, uint64_t{400} << 10));
+  CHECK(f.store().Fsck(true).ok());
+
+  // The next new object takes it: no new file, and the old bytes never show
+  // through the new object's hole.
+  f.Apply(WriteTxn("b", 150 << 10, "tail"));
+  CHECK(f.store().spare_files() == 0);
+  CHECK(DataFiles(dir).first == 3);
+  CHECK(f.ReadAll("b") == std::string(150 << 10, '\0') + "tail");
+
+  // A rewrite takes a fresh file and its old one becomes the spare.
+  Transaction rewrite;
+  rewrite.WriteFull("a1", Pattern(100 << 10, 7));
+  f.Apply(std::move(rewrite));
+  CHECK(f.store().spare_files() == 1);
+  CHECK(DataFiles(dir).first == 4);
+  Transaction again;
+  again.WriteFull("a2", Pattern(50 << 10, 8));
+  f.Apply(std::move(again));  // takes the spare, leaves its old file as one
+  CHECK(f.store().spare_files() == 1);
+  CHECK(DataFiles(dir).first == 4);
+  CHECK(f.store().Fsck(true).ok());
+
+  // Reopen: unreferenced files are adopted as spares, emptied, even one with
+  // bytes in it (left by a crash in the middle of a write).
+  f.Close();
+  {
+    std::ofstream orphan(dir + "/data/" + format::DataFileName(999), std::ios::binary);
+    orphan << Pattern(10000, 9);
+  }
+  f.Open();
+  CHECK(f.store().spare_files() == 2);
+  CHECK(DataFiles(dir) == std::make_pair(size_t{5}, uint64_t{(100 + 50 + 150) << 10} + 4));
+  CHECK(f.store().Fsck(true).ok());
+  CHECK(f.ReadAll("a1") == Pattern(100 << 10, 7));
+  CHECK(f.ReadAll("a2") == Pattern(50 << 10, 8));
+  CHECK(f.ReadAll("b") == std::string(150 << 10, '\0') + "tail");
+
+  // Removing a collection retires its files the same way.
+  REQUIRE(f.store().RemoveCollection("1.0").ok());
+  CHECK(f.store().spare_files() == 5);
+  CHECK(DataFiles(dir) == std::make_pair(size_t{5}, uint64_t{0}));
+  CHECK(f.store().Fsck(true).ok());
+  for (int i = 0; i < 7; ++i) {
+    f.Apply([&] {
+      Transaction txn;
+      txn.WriteFull("c" + std::to_string(i), Pattern(5000, 20 + i));
+      return txn;
+    }());
+  }
+  CHECK(f.store().spare_files() == 0);
+  CHECK(DataFiles(dir).first == 7);
+  for (int i = 0; i < 7; ++i) CHECK(f.ReadAll("c" + std::to_string(i)) == Pattern(5000, 20 + i));
+  CHECK(f.store().Fsck(true).ok());
 }
 
 TEST_CASE("Limits are rejected and change nothing", "[store]") {

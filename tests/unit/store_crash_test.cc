@@ -241,6 +241,32 @@ TEST_CASE("Crash while creating an object", "[crash]") {
                [](ObjectStore& store) { CheckData(store, "new", Pattern(10000, 3)); }});
 }
 
+TEST_CASE("Crash while creating an object in a spare file", "[crash]") {
+  // The removed object's file is kept, empty, and the new object is written
+  // into it: no create and no directory sync, yet every crash leaves the old
+  // or the new state (a spare is referenced by nothing until the commit).
+  RunScenario({"create in spare",
+               [](ObjectStore& store) {
+                 SetupOne(store);
+                 MustApply(store, Write("gone", 0, Pattern(30000, 30)));
+                 Transaction rm;
+                 rm.Remove("gone");
+                 MustApply(store, std::move(rm));
+                 REQUIRE(store.spare_files() == 1);
+               },
+               [](ObjectStore& store) {
+                 Transaction txn;
+                 txn.Write("new", 4096, Pattern(10000, 31));
+                 txn.SetXattr("new", "x", "1");
+                 return ApplyTo(store, std::move(txn));
+               },
+               {"truncate /osd/data/", "write /osd/data/", "sync /osd/data/", "kv-batch-sync"},
+               [](ObjectStore& store) {
+                 CHECK(store.spare_files() == 0);
+                 CheckData(store, "new", std::string(4096, '\0') + Pattern(10000, 31));
+               }});
+}
+
 TEST_CASE("Crash while replacing an object", "[crash]") {
   SECTION("WriteFull") {
     RunScenario({"replace", SetupOne,
@@ -251,19 +277,19 @@ TEST_CASE("Crash while replacing an object", "[crash]") {
                    return ApplyTo(store, std::move(txn));
                  },
                  {"create", "write", "sync /osd/data/", "syncdir", "kv-batch-sync",
-                  "unlink /osd/data/"},
+                  "truncate /osd/data/"},
                  [](ObjectStore& store) { CheckData(store, "o", Pattern(7000, 4)); }});
   }
   SECTION("a write from 0 covering the object") {
     RunScenario({"covering write", SetupOne,
                  VictimWrite("o", 0, Pattern(12000, 5)),
-                 {"create", "write", "sync", "syncdir", "kv-batch-sync", "unlink"},
+                 {"create", "write", "sync", "syncdir", "kv-batch-sync", "truncate"},
                  [](ObjectStore& store) { CheckData(store, "o", Pattern(12000, 5)); }});
   }
   SECTION("an overwrite too big to defer") {
     RunScenario({"big overwrite", SetupOne,
                  VictimWrite("o", 500, Pattern(9000, 6)),
-                 {"create", "write", "sync", "syncdir", "kv-batch-sync", "unlink"},
+                 {"create", "write", "sync", "syncdir", "kv-batch-sync", "truncate"},
                  [](ObjectStore& store) {
                    std::string expect = kOld;
                    expect.replace(500, 9000, Pattern(9000, 6));
@@ -358,7 +384,7 @@ TEST_CASE("Crash while objects move between inline data and files", "[crash]") {
                    cut.SetXattr("o", "x", "cut");
                    return ApplyTo(store, std::move(cut));
                  },
-                 {"kv-batch-sync", "unlink /osd/data/"},
+                 {"kv-batch-sync", "truncate /osd/data/"},
                  [](ObjectStore& store) { CheckData(store, "o", kOld.substr(0, 4000)); },
                  kInline});
   }
@@ -418,7 +444,7 @@ TEST_CASE("Crash during remove and multi-object transactions", "[crash]") {
                    txn.Remove("o");
                    return ApplyTo(store, std::move(txn));
                  },
-                 {"kv-batch-sync", "unlink /osd/data/"}, nullptr});
+                 {"kv-batch-sync", "truncate /osd/data/"}, nullptr});
   }
   SECTION("every path in one transaction") {
     auto setup = [](ObjectStore& store) {
@@ -439,13 +465,13 @@ TEST_CASE("Crash during remove and multi-object transactions", "[crash]") {
                    txn.PutMeta("info", "v2");
                    return ApplyTo(store, std::move(txn));
                  },
-                 {"create", "sync", "syncdir", "kv-batch-sync", "write /osd/data/", "unlink"},
+                 {"create", "sync", "syncdir", "kv-batch-sync", "write /osd/data/", "truncate"},
                  nullptr});
   }
   SECTION("remove collection") {
     RunScenario({"remove collection", SetupOne,
                  [](ObjectStore& store) { return store.RemoveCollection("1.0"); },
-                 {"kv-batch-sync", "unlink"}, nullptr});
+                 {"kv-batch-sync", "truncate"}, nullptr});
   }
 }
 
@@ -464,15 +490,15 @@ TEST_CASE("Crash while flushing deferred writes", "[crash]") {
 TEST_CASE("Crash while recovering", "[crash]") {
   // Leave deferred records to replay and an orphan: crash after a small
   // overwrite committed but before its file write was synced, and after a
-  // replacement committed but before the old file was unlinked.
+  // replacement committed but before the old file was retired.
   auto prepare = [](Machine& m) {
     std::unique_ptr<ObjectStore> store = m.Open();
     SetupOne(*store);
     MustApply(*store, Write("o", 6000, "deferred"));
     // The replacement's create, write, truncate, sync, syncdir and commit go
-    // through; its unlink of the old file does not.
+    // through; its retirement of the old file does not.
     m.fio.CrashAtOp(m.fio.ops() + 6);
-    // A failed unlink after commit only leaves an orphan: the Apply succeeds.
+    // A failed retirement after commit only leaves an orphan: the Apply succeeds.
     CHECK(store->Apply("1.1", Write("bystander", 0, Pattern(6000, 11))).ok());
     CHECK(m.fio.crashed());
     store.reset();
@@ -490,7 +516,7 @@ TEST_CASE("Crash while recovering", "[crash]") {
     CHECK(expect.find("data=10000") != std::string::npos);
     CHECK(expect.find("data=6000") != std::string::npos);  // the replacement committed
   }
-  REQUIRE(open_ops >= 3);  // replay write, sync, record delete, orphan unlink
+  REQUIRE(open_ops >= 3);  // replay write, sync, record delete, orphan truncate
   for (int64_t k = 0; k < open_ops; ++k) {
     INFO("crash at recovery step " << k);
     Machine m;
