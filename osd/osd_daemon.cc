@@ -466,7 +466,8 @@ void OsdDaemon::GetMap(const pb::GetMapRequest& req, pb::GetMapReply* reply) {
   if (map && map->epoch > req.have_epoch()) reply->set_osdmap(map->Encode());
 }
 
-void OsdDaemon::RepOp(const pb::RepOpRequest& req, pb::RepOpReply* reply) {
+void OsdDaemon::RepOp(pb::RepOpRequest* mutable_req, pb::RepOpReply* reply) {
+  const pb::RepOpRequest& req = *mutable_req;
   std::shared_ptr<const OsdMap> map;
   auto pg = FindPg(req.map_epoch(), req.pool(), req.pg_seed(), false, &map);
   if (!pg.ok()) return FillStatus(pg.status(), reply->mutable_status());
@@ -476,7 +477,7 @@ void OsdDaemon::RepOp(const pb::RepOpRequest& req, pb::RepOpReply* reply) {
       return FillStatus(full, reply->mutable_status());
     }
   }
-  (*pg)->HandleRepOp(req, reply);
+  (*pg)->HandleRepOp(mutable_req, reply);
 }
 
 void OsdDaemon::PgQuery(const pb::PgQueryRequest& req, pb::PgQueryReply* reply) {

@@ -54,7 +54,8 @@ class OsdDaemon {
   void Op(const pb::OpRequest& req, pb::OpReply* reply);
   void PgList(const pb::PgListRequest& req, pb::PgListReply* reply);
   void GetMap(const pb::GetMapRequest& req, pb::GetMapReply* reply);
-  void RepOp(const pb::RepOpRequest& req, pb::RepOpReply* reply);
+  // Moves the ops' data out of `req` into the store.
+  void RepOp(pb::RepOpRequest* req, pb::RepOpReply* reply);
   void PgQuery(const pb::PgQueryRequest& req, pb::PgQueryReply* reply);
   void Push(const pb::PushRequest& req, pb::PushReply* reply);
   void Activate(const pb::ActivateRequest& req, pb::ActivateReply* reply);

@@ -198,7 +198,7 @@ absl::Status Pg::EcStampSubWrites(uint64_t interval_id, LogEntry* entry,
                                   std::vector<pb::RepOpRequest>* subs,
                                   std::vector<PeerClient::RepOpTarget>* targets,
                                   std::vector<const pb::RepOpRequest*>* target_reqs,
-                                  const pb::RepOpRequest** local) {
+                                  pb::RepOpRequest** local) {
   const int64_t mtime_ns = absl::GetCurrentTimeNanos();
   absl::MutexLock lock(&mu_);
   if (interval_.id != interval_id) return OsdError(pb::PG_NOT_ACTIVE, "pg interval changed");
@@ -258,10 +258,10 @@ absl::Status Pg::EcWrite(const pb::OpRequest& req, pb::OpReply* reply) {
   entry.tid = req.reqid().tid();
   std::vector<PeerClient::RepOpTarget> targets;
   std::vector<const pb::RepOpRequest*> target_reqs;
-  const pb::RepOpRequest* local = nullptr;
+  pb::RepOpRequest* local = nullptr;
   RETURN_IF_ERROR(EcStampSubWrites(interval_id, &entry, &subs, &targets, &target_reqs, &local));
   if (const int n = PartialWriteFault(); n >= 0 && old.exists) {
-    if (local != nullptr && n > 0) (void)EcApplySubWrite(*local);
+    if (local != nullptr && n > 0) (void)EcApplySubWrite(local);
     for (int i = 0; i + (local ? 1 : 0) < n && i < static_cast<int>(targets.size()); ++i) {
       (void)ctx_.peers->RepOpEach({targets[i]}, {target_reqs[i]}, [] { return absl::OkStatus(); });
     }
@@ -269,7 +269,7 @@ absl::Status Pg::EcWrite(const pb::OpRequest& req, pb::OpReply* reply) {
     _exit(137);
   }
   std::vector<absl::Status> results = ctx_.peers->RepOpEach(
-      targets, target_reqs, [&] { return local ? EcApplySubWrite(*local) : absl::OkStatus(); });
+      targets, target_reqs, [&] { return local ? EcApplySubWrite(local) : absl::OkStatus(); });
   for (size_t i = 0; i < results.size(); ++i) {
     if (results[i].ok()) continue;
     std::string who = i == 0 ? "local store" : absl::StrCat("osd.", targets[i - 1].osd.value());
@@ -407,7 +407,8 @@ static absl::StatusOr<pb::EcRollback> SaveForRollback(ObjectStore* store, const 
   return rb;
 }
 
-absl::Status Pg::EcApplySubWrite(const pb::RepOpRequest& req) {
+absl::Status Pg::EcApplySubWrite(pb::RepOpRequest* mutable_req) {
+  const pb::RepOpRequest& req = *mutable_req;
   const LogEntry entry = FromProto(req.entry());
   ASSIGN_OR_RETURN(pb::EcRollback rb, SaveForRollback(ctx_.store, coll_, req,
                                                       entry.op == LogEntry::kDelete));
@@ -424,7 +425,7 @@ absl::Status Pg::EcApplySubWrite(const pb::RepOpRequest& req) {
       txn.PutMeta(RollbackKey(entry.version, pieces++), saved.substr(at, kRollbackPieceBytes));
     }
     ec_rollback_pieces_[LogKey(entry.version)] = pieces;
-    AddToTransaction(req.oid(), req.ops(), &txn);
+    AddToTransaction(req.oid(), mutable_req->mutable_ops(), &txn);
     if (entry.op != LogEntry::kDelete) txn.SetVersion(req.oid(), entry.version, req.mtime_ns());
     log_.Append(entry, &txn);
   }
@@ -439,7 +440,8 @@ absl::Status Pg::EcApplySubWrite(const pb::RepOpRequest& req) {
   return status;
 }
 
-void Pg::EcHandleSubWrite(const pb::RepOpRequest& req, pb::RepOpReply* reply) {
+void Pg::EcHandleSubWrite(pb::RepOpRequest* mutable_req, pb::RepOpReply* reply) {
+  const pb::RepOpRequest& req = *mutable_req;
   SectionGuard ordered(&order_);
   absl::Status status;
   {
@@ -458,7 +460,7 @@ void Pg::EcHandleSubWrite(const pb::RepOpRequest& req, pb::RepOpReply* reply) {
           "osd.", ctx_.whoami.value(), " does not hold shard ", req.shard(), " of pg ", coll_));
     }
   }
-  if (status.ok()) status = EcApplySubWrite(req);
+  if (status.ok()) status = EcApplySubWrite(mutable_req);
   FillStatus(status, reply->mutable_status());
 }
 

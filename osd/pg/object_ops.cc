@@ -157,31 +157,42 @@ absl::StatusOr<ResolvedWrite> ResolveWrite(
 }
 
 void AddToTransaction(const std::string& oid,
-                      const google::protobuf::RepeatedPtrField<pb::ObjectOp>& ops,
-                      Transaction* txn) {
-  for (const pb::ObjectOp& op : ops) {
+                      google::protobuf::RepeatedPtrField<pb::ObjectOp>* ops, Transaction* txn) {
+  for (pb::ObjectOp& op : *ops) {
     switch (op.type()) {
       case pb::CREATE: txn->Touch(oid); break;
-      case pb::WRITE: txn->Write(oid, op.offset(), op.data()); break;
-      case pb::WRITE_FULL: txn->WriteFull(oid, op.data()); break;
+      case pb::WRITE: txn->Write(oid, op.offset(), std::move(*op.mutable_data())); break;
+      case pb::WRITE_FULL: txn->WriteFull(oid, std::move(*op.mutable_data())); break;
       case pb::TRUNCATE: txn->Truncate(oid, op.offset()); break;
       case pb::REMOVE: txn->Remove(oid); break;
-      case pb::SETXATTR: txn->SetXattr(oid, op.name(), op.data()); break;
-      case pb::RMXATTR: txn->RmXattr(oid, op.name()); break;
+      case pb::SETXATTR:
+        txn->SetXattr(oid, std::move(*op.mutable_name()), std::move(*op.mutable_data()));
+        break;
+      case pb::RMXATTR: txn->RmXattr(oid, std::move(*op.mutable_name())); break;
       case pb::OMAP_SET: {
         std::vector<std::pair<std::string, std::string>> kvs;
         kvs.reserve(op.kvs_size());
-        for (const auto& kv : op.kvs()) kvs.emplace_back(kv.key(), kv.value());
+        for (auto& kv : *op.mutable_kvs()) {
+          kvs.emplace_back(std::move(*kv.mutable_key()), std::move(*kv.mutable_value()));
+        }
         txn->OmapSet(oid, std::move(kvs));
         break;
       }
       case pb::OMAP_RM:
-        txn->OmapRm(oid, std::vector<std::string>(op.keys().begin(), op.keys().end()));
+        txn->OmapRm(oid, std::vector<std::string>(std::make_move_iterator(op.mutable_keys()->begin()),
+                                                  std::make_move_iterator(op.mutable_keys()->end())));
         break;
       case pb::OMAP_CLEAR: txn->OmapClear(oid); break;
       default: break;  // ResolveWrite admits nothing else
     }
   }
+}
+
+void AddToTransaction(const std::string& oid,
+                      const google::protobuf::RepeatedPtrField<pb::ObjectOp>& ops,
+                      Transaction* txn) {
+  google::protobuf::RepeatedPtrField<pb::ObjectOp> copy = ops;
+  AddToTransaction(oid, &copy, txn);
 }
 
 namespace {

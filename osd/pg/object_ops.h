@@ -40,7 +40,11 @@ absl::StatusOr<ResolvedWrite> ResolveWrite(
     const std::optional<ObjectMeta>& existing,
     const google::protobuf::RepeatedPtrField<pb::ObjectOp>& ops, const ObjectLimits& limits);
 
-// Adds resolved ops on `oid` to `txn` (primary and replicas call this alike).
+// Adds resolved ops on `oid` to `txn` (primary and replicas call this alike),
+// moving their data, names and keys out of `ops`.
+void AddToTransaction(const std::string& oid,
+                      google::protobuf::RepeatedPtrField<pb::ObjectOp>* ops, Transaction* txn);
+// The same for ops that must stay intact: copies them once.
 void AddToTransaction(const std::string& oid,
                       const google::protobuf::RepeatedPtrField<pb::ObjectOp>& ops,
                       Transaction* txn);

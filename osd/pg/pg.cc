@@ -371,8 +371,9 @@ absl::Status Pg::ReplicaCheck(Epoch sender_epoch, bool need_active) {
   return absl::OkStatus();
 }
 
-void Pg::HandleRepOp(const pb::RepOpRequest& req, pb::RepOpReply* reply) {
-  if (ec_) return EcHandleSubWrite(req, reply);
+void Pg::HandleRepOp(pb::RepOpRequest* mutable_req, pb::RepOpReply* reply) {
+  if (ec_) return EcHandleSubWrite(mutable_req, reply);
+  const pb::RepOpRequest& req = *mutable_req;
   SectionGuard ordered(&order_);
   Transaction txn;
   absl::Status status;
@@ -384,7 +385,7 @@ void Pg::HandleRepOp(const pb::RepOpRequest& req, pb::RepOpReply* reply) {
     }
     if (status.ok()) {
       LogEntry entry = FromProto(req.entry());
-      AddToTransaction(req.oid(), req.ops(), &txn);
+      AddToTransaction(req.oid(), mutable_req->mutable_ops(), &txn);
       if (entry.op != LogEntry::kDelete) txn.SetVersion(req.oid(), entry.version, req.mtime_ns());
       log_.Append(entry, &txn);
     }

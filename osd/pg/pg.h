@@ -104,7 +104,7 @@ class Pg : public std::enable_shared_from_this<Pg> {
   void HandleList(const pb::PgListRequest& req, pb::PgListReply* reply);
 
   // From the primary.
-  void HandleRepOp(const pb::RepOpRequest& req, pb::RepOpReply* reply);
+  void HandleRepOp(pb::RepOpRequest* req, pb::RepOpReply* reply);  // moves the data out
   void HandleQuery(const pb::PgQueryRequest& req, pb::PgQueryReply* reply);
   void HandlePush(const pb::PushRequest& req, pb::PushReply* reply);
   void HandleActivate(const pb::ActivateRequest& req, pb::ActivateReply* reply);
@@ -167,9 +167,9 @@ class Pg : public std::enable_shared_from_this<Pg> {
                                 std::vector<pb::RepOpRequest>* subs,
                                 std::vector<PeerClient::RepOpTarget>* targets,
                                 std::vector<const pb::RepOpRequest*>* target_reqs,
-                                const pb::RepOpRequest** local);
-  absl::Status EcApplySubWrite(const pb::RepOpRequest& req);
-  void EcHandleSubWrite(const pb::RepOpRequest& req, pb::RepOpReply* reply);
+                                pb::RepOpRequest** local);
+  absl::Status EcApplySubWrite(pb::RepOpRequest* req);  // moves the data out
+  void EcHandleSubWrite(pb::RepOpRequest* req, pb::RepOpReply* reply);
   // Raises the commit point and drops the rollback data it releases.
   void EcCommitLocked(const Version& committed, Transaction* txn)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

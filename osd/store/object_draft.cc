@@ -132,6 +132,14 @@ void ObjectDraft::Overlay(uint64_t offset, std::string* buf) const {
   }
 }
 
+std::optional<absl::string_view> ObjectDraft::Covered(uint64_t offset, uint64_t length) const {
+  auto it = extents_.upper_bound(offset);
+  if (it == extents_.begin()) return std::nullopt;
+  --it;
+  if (it->first + it->second.size() < offset + length) return std::nullopt;
+  return absl::string_view(it->second).substr(offset - it->first, length);
+}
+
 std::vector<std::pair<uint64_t, uint64_t>> ObjectDraft::ChangedIntervals(uint64_t old_size) const {
   const uint64_t limit = std::min(size_, old_size);
   std::vector<std::pair<uint64_t, uint64_t>> spans;

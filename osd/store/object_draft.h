@@ -12,10 +12,12 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "absl/strings/string_view.h"
 #include "osd/store/object_store.h"
 
 namespace weft::osd {
@@ -46,6 +48,9 @@ class ObjectDraft {
   // `*buf` holds the base bytes of [offset, offset + buf->size()) (anything
   // past the base); replaces every byte that does not come from the base.
   void Overlay(uint64_t offset, std::string* buf) const;
+  // The bytes of [offset, offset + length) when one extent holds them all
+  // (the common whole-object write), without copying; nullopt otherwise.
+  std::optional<absl::string_view> Covered(uint64_t offset, uint64_t length) const;
 
   // The ranges of [0, min(size(), old_size)) whose content differs from the
   // base (new extents, and zeros where the base was cut off), merged and in
