@@ -13,11 +13,18 @@ void ExtentMap::Insert(uint64_t offset, absl::string_view data) {
     auto prev = std::prev(first);
     if (prev->first + prev->second.size() >= offset) first = prev;
   }
-  // Fast path of a sequential writer: the new bytes extend one extent.
+  // Fast path of a sequential writer: the new bytes extend one extent, or
+  // start the next one once it holds kSplitBytes (growing one string by
+  // reallocation copied it over and over and faulted in fresh pages: a fifth
+  // of the client's CPU on a streaming write).
   if (first != extents_.end() && first->first <= offset &&
       first->first + first->second.size() == offset &&
       (std::next(first) == extents_.end() || std::next(first)->first > end)) {
-    first->second.append(data.data(), data.size());
+    if (first->second.size() >= kSplitBytes) {
+      extents_.emplace_hint(std::next(first), offset, std::string(data));
+    } else {
+      first->second.append(data.data(), data.size());
+    }
     bytes_ += data.size();
     return;
   }

@@ -1,7 +1,6 @@
 // Bytes of one file held in memory, by file offset: the client's buffered
-// writes. Extents never overlap and never touch (adjacent writes merge), so a
-// sequential writer keeps one growing extent and its flush is one big write
-// per object.
+// writes. Extents never overlap; a sequential writer's bytes go into touching
+// extents of about kSplitBytes, which the flush regroups by object.
 #pragma once
 
 #include <cstdint>
@@ -15,6 +14,10 @@ namespace weft::client {
 
 class ExtentMap {
  public:
+  // A sequential writer's bytes are kept in extents of about this size;
+  // extents may touch (only overlapping or touching writes merge them).
+  static constexpr uint64_t kSplitBytes = 1 << 20;
+
   // Stores `data` at `offset`, replacing what overlaps it.
   void Insert(uint64_t offset, absl::string_view data);
   // Copies every byte this map holds in [offset, offset + out->size()) into

@@ -94,19 +94,41 @@ absl::Status StripedIo::WriteExtents(const FileData& file, const ExtentMap& exte
 
 absl::Status StripedIo::WriteRanges(
     const FileData& file, const std::vector<std::pair<uint64_t, absl::string_view>>& ranges) {
-  // Every piece of every range, grouped by object: one request per object
-  // (per kMaxWritesPerRequest pieces), all objects in parallel.
+  // Every piece of every range, grouped by object, pieces that touch in the
+  // object joined (a sequential writer's touching extents become one write):
+  // one request per object (per kMaxWritesPerRequest pieces), all objects in
+  // parallel. Planned first, so that each piece's bytes are copied once into
+  // a buffer of the right size.
+  struct Plan {
+    uint64_t object_offset;
+    uint64_t length;
+    std::vector<absl::string_view> parts;
+  };
+  std::map<uint64_t, std::vector<Plan>> plans;
+  for (const auto& [offset, data] : ranges) {
+    for (const auto& e : striping::FileRangeToObjects(file.layout, offset, data.size())) {
+      std::vector<Plan>& v = plans[e.objno];
+      if (v.empty() || v.back().object_offset + v.back().length != e.offset) {
+        v.push_back(Plan{e.offset, 0, {}});
+      }
+      v.back().length += e.length;
+      for (const auto& piece : e.pieces) {
+        v.back().parts.push_back(data.substr(piece.buffer_offset, piece.length));
+      }
+    }
+  }
   struct Piece {
     uint64_t object_offset;
     std::string bytes;
   };
   std::map<uint64_t, std::vector<Piece>> by_object;
-  for (const auto& [offset, data] : ranges) {
-    for (const auto& e : striping::FileRangeToObjects(file.layout, offset, data.size())) {
-      Piece p{e.offset, {}};
-      p.bytes.reserve(e.length);
-      for (const auto& piece : e.pieces) p.bytes.append(data.data() + piece.buffer_offset, piece.length);
-      by_object[e.objno].push_back(std::move(p));
+  for (const auto& [objno, v] : plans) {
+    std::vector<Piece>& pieces = by_object[objno];
+    for (const Plan& plan : v) {
+      Piece p{plan.object_offset, {}};
+      p.bytes.reserve(plan.length);
+      for (absl::string_view part : plan.parts) p.bytes.append(part.data(), part.size());
+      pieces.push_back(std::move(p));
     }
   }
   std::vector<std::pair<uint64_t, std::function<absl::Status()>>> jobs;

@@ -83,6 +83,27 @@ TEST_CASE("extent map: a sequential writer keeps one extent", "[client]") {
   REQUIRE(m.end() == 64000);
 }
 
+TEST_CASE("extent map: a long sequential write is kept in touching extents", "[client]") {
+  ExtentMap m;
+  const uint64_t piece = 768 << 10;
+  for (int i = 0; i < 8; ++i) m.Insert(i * piece, std::string(piece, char('a' + i)));
+  // An extent takes writes while under the split size: two writes each.
+  REQUIRE(m.extents().size() == 4);
+  REQUIRE(m.bytes() == 8 * piece);
+  REQUIRE(m.end() == 8 * piece);
+  for (const auto& [at, bytes] : m.extents()) {
+    REQUIRE(bytes.size() <= 2 * piece);
+    REQUIRE(bytes[0] == char('a' + at / piece));
+  }
+  // An overwrite across a boundary merges only the extents it touches.
+  m.Insert(3 * piece - 10, std::string(20, '#'));
+  std::string out(8 * piece, '?');
+  m.Overlay(0, &out);
+  REQUIRE(out.substr(3 * piece - 11, 22) == "c" + std::string(20, '#') + "d");
+  REQUIRE(out.find('?') == std::string::npos);
+  REQUIRE(m.bytes() == 8 * piece);
+}
+
 TEST_CASE("extent map: slice and truncate clip at the boundaries", "[client]") {
   ExtentMap m;
   m.Insert(10, "abcdef");    // [10, 16)
