@@ -409,7 +409,8 @@ absl::Status OsdDaemon::CheckFull(const pb::OpRequest& req, const OsdMap& map) {
   return absl::OkStatus();
 }
 
-void OsdDaemon::Op(const pb::OpRequest& req, pb::OpReply* reply) {
+void OsdDaemon::Op(pb::OpRequest* mutable_req, pb::OpReply* reply) {
+  const pb::OpRequest& req = *mutable_req;
   std::shared_ptr<const OsdMap> map;
   bool local = req.flags() & pb::OPF_LOCAL;
   auto pg = FindPg(req.map_epoch(), req.pool(), req.pg_seed(), !local, &map);
@@ -440,7 +441,7 @@ void OsdDaemon::Op(const pb::OpRequest& req, pb::OpReply* reply) {
     }
     return;
   }
-  (*pg)->HandleOp(req, reply);
+  (*pg)->HandleOp(mutable_req, reply);
   reply->set_map_epoch(map->epoch);
 }
 

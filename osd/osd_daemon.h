@@ -51,7 +51,8 @@ class OsdDaemon {
   const std::string& address() const { return address_; }
 
   // Service entry points (the gRPC adapter calls these).
-  void Op(const pb::OpRequest& req, pb::OpReply* reply);
+  // Writes move the ops' data out of `req`.
+  void Op(pb::OpRequest* req, pb::OpReply* reply);
   void PgList(const pb::PgListRequest& req, pb::PgListReply* reply);
   void GetMap(const pb::GetMapRequest& req, pb::GetMapReply* reply);
   // Moves the ops' data out of `req` into the store.

@@ -11,7 +11,6 @@ namespace weft::osd {
     return grpc::Status::OK;                                                      \
   }
 
-WEFT_OSD_RPC(Op, OpRequest, OpReply)
 WEFT_OSD_RPC(PgList, PgListRequest, PgListReply)
 WEFT_OSD_RPC(GetMap, GetMapRequest, GetMapReply)
 WEFT_OSD_RPC(PgQuery, PgQueryRequest, PgQueryReply)
@@ -21,9 +20,14 @@ WEFT_OSD_RPC(Rollback, RollbackRequest, PushReply)
 
 #undef WEFT_OSD_RPC
 
-// The synchronous API hands the request over as const, but it belongs to the
-// call and nothing reads it after the handler returns: the write path moves
-// shard data out of it instead of copying megabytes per sub-write.
+// The synchronous API hands requests over as const, but a request belongs to
+// its call and nothing reads it after the handler returns: the write paths
+// move the data out of it instead of copying megabytes per request.
+grpc::Status OsdService::Op(grpc::ServerContext*, const pb::OpRequest* req, pb::OpReply* reply) {
+  daemon_->Op(const_cast<pb::OpRequest*>(req), reply);
+  return grpc::Status::OK;
+}
+
 grpc::Status OsdService::RepOp(grpc::ServerContext*, const pb::RepOpRequest* req,
                                pb::RepOpReply* reply) {
   daemon_->RepOp(const_cast<pb::RepOpRequest*>(req), reply);

@@ -57,15 +57,18 @@ constexpr size_t kRollbackPieceBytes = 8 << 20;
 
 // Applies the resolved client ops to `edit`; user xattr ops after the last
 // removal go to `xattr_ops` (they are sent to every shard).
-absl::Status ApplyToEdit(const google::protobuf::RepeatedPtrField<pb::ObjectOp>& ops,
-                         StripeEdit* edit, std::vector<pb::ObjectOp>* xattr_ops) {
-  for (const pb::ObjectOp& op : ops) {
+// Moves the data out of `ops`.
+absl::Status ApplyToEdit(google::protobuf::RepeatedPtrField<pb::ObjectOp>* ops, StripeEdit* edit,
+                         std::vector<pb::ObjectOp>* xattr_ops) {
+  for (pb::ObjectOp& op : *ops) {
     switch (op.type()) {
       case pb::CREATE: edit->Create(); break;
-      case pb::WRITE: RETURN_IF_ERROR(edit->Write(op.offset(), op.data())); break;
+      case pb::WRITE:
+        RETURN_IF_ERROR(edit->Write(op.offset(), std::move(*op.mutable_data())));
+        break;
       case pb::WRITE_FULL:
         edit->Replace();
-        RETURN_IF_ERROR(edit->Write(0, op.data()));
+        RETURN_IF_ERROR(edit->Write(0, std::move(*op.mutable_data())));
         break;
       case pb::TRUNCATE: RETURN_IF_ERROR(edit->Truncate(op.offset())); break;
       case pb::REMOVE:
@@ -100,20 +103,19 @@ int PartialWriteFault() {
 }  // namespace
 
 // The k + m shard buffers of stripes [first, last]: data chunks copied out of
-// the stripes (zeros for stripes not in `stripes`), parity computed by one
-// ISA-L call over the whole run.
+// the edit's stripes (zeros where it has none), parity computed by one ISA-L
+// call over the whole run.
 static std::vector<std::string> EncodeRun(const striping::StripeLayout& layout,
-                                          ec::ErasureCode* code,
-                                          const std::map<uint64_t, std::string>& stripes,
+                                          ec::ErasureCode* code, const StripeEdit& edit,
                                           uint64_t first, uint64_t last) {
   const uint64_t c = layout.chunk;
   const uint64_t len = (last - first + 1) * c;
   std::vector<std::string> bufs(layout.k + layout.m, std::string(len, '\0'));
   for (uint64_t s = first; s <= last; ++s) {
-    auto it = stripes.find(s);
-    if (it == stripes.end()) continue;  // a hole: zeros
-    for (uint32_t i = 0; i < layout.k; ++i) {
-      std::memcpy(bufs[i].data() + (s - first) * c, it->second.data() + i * c, c);
+    const absl::string_view stripe = edit.Stripe(s);  // shorter: zeros follow
+    for (uint32_t i = 0; i < layout.k && i * c < stripe.size(); ++i) {
+      std::memcpy(bufs[i].data() + (s - first) * c, stripe.data() + i * c,
+                  std::min<uint64_t>(c, stripe.size() - i * c));
     }
   }
   std::vector<const uint8_t*> data(layout.k);
@@ -146,7 +148,7 @@ static std::vector<pb::RepOpRequest> BuildSubWrites(const striping::StripeLayout
   if (edit.rewritten()) {
     if (new_stripes > 0) runs.push_back({0, new_stripes - 1});
   } else {
-    for (const auto& [s, data] : edit.stripes()) {
+    for (uint64_t s : edit.ChangedStripes()) {
       if (!runs.empty() && runs.back().second + 1 == s) {
         runs.back().second = s;
       } else {
@@ -157,18 +159,26 @@ static std::vector<pb::RepOpRequest> BuildSubWrites(const striping::StripeLayout
   if (edit.removed() && old_exists) {
     for (auto& sub : subs) sub.add_ops()->set_type(pb::REMOVE);
   }
-  if (!edit.rewritten() && layout.ShardSize(old_size) != layout.ShardSize(edit.size())) {
-    for (auto& sub : subs) {
-      auto* op = sub.add_ops();
-      op->set_type(pb::TRUNCATE);
-      op->set_offset(layout.ShardSize(edit.size()));
+  if (!edit.rewritten()) {
+    // Shard sizes: first cut what a truncate in the request cut (a later
+    // extension in the same request reads zeros there, not the old bytes),
+    // then set the final size.
+    uint64_t shard_size = layout.ShardSize(old_size);
+    for (uint64_t target : {layout.ShardSize(edit.min_size()), layout.ShardSize(edit.size())}) {
+      if (target == shard_size) continue;
+      for (auto& sub : subs) {
+        auto* op = sub.add_ops();
+        op->set_type(pb::TRUNCATE);
+        op->set_offset(target);
+      }
+      shard_size = target;
     }
   }
   if (edit.rewritten() && runs.empty()) {
     for (auto& sub : subs) sub.add_ops()->set_type(pb::WRITE_FULL);  // empty object
   }
   for (const auto& [first, last] : runs) {
-    std::vector<std::string> bufs = EncodeRun(layout, code, edit.stripes(), first, last);
+    std::vector<std::string> bufs = EncodeRun(layout, code, edit, first, last);
     for (uint32_t i = 0; i < n; ++i) {
       auto* op = subs[i].add_ops();
       if (edit.rewritten()) {
@@ -226,7 +236,8 @@ absl::Status Pg::EcStampSubWrites(uint64_t interval_id, LogEntry* entry,
   return absl::OkStatus();
 }
 
-absl::Status Pg::EcWrite(const pb::OpRequest& req, pb::OpReply* reply) {
+absl::Status Pg::EcWrite(pb::OpRequest* mutable_req, pb::OpReply* reply) {
+  const pb::OpRequest& req = *mutable_req;
   SectionGuard ordered(&order_);
   uint64_t interval_id = 0;
   RETURN_IF_ERROR(CheckPrimary(&interval_id));
@@ -239,15 +250,17 @@ absl::Status Pg::EcWrite(const pb::OpRequest& req, pb::OpReply* reply) {
     existing = ObjectMeta{};
     existing->size = old.size;
   }
-  ASSIGN_OR_RETURN(ResolvedWrite resolved,
-                   ResolveWrite(existing, req.ops(), {ctx_.options->max_object_bytes}));
+  uint64_t bytes = 0;
+  for (const auto& op : req.ops()) bytes += op.data().size();
+  ASSIGN_OR_RETURN(ResolvedWrite resolved, ResolveWrite(existing, mutable_req->mutable_ops(),
+                                                        {ctx_.options->max_object_bytes}));
   StripeEdit edit(layout_, old.exists, old.size, [&](uint64_t s) -> absl::StatusOr<std::string> {
     const uint64_t w = layout_.stripe_width();
     ASSIGN_OR_RETURN(ec::RangeRead r, EcReadRange(oid, s * w, (s + 1) * w));
     return std::move(r.data);
   });
   std::vector<pb::ObjectOp> xattr_ops;
-  RETURN_IF_ERROR(ApplyToEdit(resolved.ops, &edit, &xattr_ops));
+  RETURN_IF_ERROR(ApplyToEdit(&resolved.ops, &edit, &xattr_ops));
   std::vector<pb::RepOpRequest> subs =
       BuildSubWrites(layout_, ec_.get(), edit, old.exists, old.size, xattr_ops);
 
@@ -277,8 +290,6 @@ absl::Status Pg::EcWrite(const pb::OpRequest& req, pb::OpReply* reply) {
     RequestRepeer(interval_id, why);
     return OsdError(pb::PG_NOT_ACTIVE, absl::StrCat("write not acknowledged: ", why.message()));
   }
-  uint64_t bytes = 0;
-  for (const auto& op : req.ops()) bytes += op.data().size();
   ctx_.counters->write_bytes += bytes;
   EcSendCommit(entry.version);
   ToProto(entry.version, reply->mutable_version());

@@ -100,14 +100,15 @@ absl::Status ValidateOps(const std::string& oid,
   return absl::OkStatus();
 }
 
-absl::StatusOr<ResolvedWrite> ResolveWrite(
-    const std::optional<ObjectMeta>& existing,
-    const google::protobuf::RepeatedPtrField<pb::ObjectOp>& ops, const ObjectLimits& limits) {
+absl::StatusOr<ResolvedWrite> ResolveWrite(const std::optional<ObjectMeta>& existing,
+                                           google::protobuf::RepeatedPtrField<pb::ObjectOp>* ops,
+                                           const ObjectLimits& limits) {
   ResolvedWrite out;
   bool exists = existing.has_value();
   uint64_t size = exists ? existing->size : 0;
-  for (const pb::ObjectOp& op : ops) {
-    pb::ObjectOp resolved = op;
+  for (pb::ObjectOp& given : *ops) {
+    pb::ObjectOp resolved = std::move(given);
+    const pb::ObjectOp& op = resolved;  // read before each change below
     switch (op.type()) {
       case pb::CREATE:
         if (exists && op.exclusive()) return absl::AlreadyExistsError("object exists");

@@ -36,9 +36,11 @@ struct ResolvedWrite {
 // Turns client mutations into absolute ones given the object's current state
 // (nullopt = absent): APPEND gets its offset, CREATE's exclusivity and
 // operations on absent objects are checked here, on the primary.
-absl::StatusOr<ResolvedWrite> ResolveWrite(
-    const std::optional<ObjectMeta>& existing,
-    const google::protobuf::RepeatedPtrField<pb::ObjectOp>& ops, const ObjectLimits& limits);
+// The ops are moved into the result (their data is not copied): `ops` is left
+// with moved-from ops, also when this fails.
+absl::StatusOr<ResolvedWrite> ResolveWrite(const std::optional<ObjectMeta>& existing,
+                                           google::protobuf::RepeatedPtrField<pb::ObjectOp>* ops,
+                                           const ObjectLimits& limits);
 
 // Adds resolved ops on `oid` to `txn` (primary and replicas call this alike),
 // moving their data, names and keys out of `ops`.

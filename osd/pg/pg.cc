@@ -176,7 +176,8 @@ absl::Status Pg::CheckPrimary(uint64_t* interval_id) {
   return absl::OkStatus();
 }
 
-void Pg::HandleOp(const pb::OpRequest& req, pb::OpReply* reply) {
+void Pg::HandleOp(pb::OpRequest* mutable_req, pb::OpReply* reply) {
+  const pb::OpRequest& req = *mutable_req;
   ObjectLimits limits{ctx_.options->max_object_bytes};
   bool mutating = false;
   absl::Status status = ValidateOps(req.oid(), req.ops(), limits, &mutating);
@@ -185,7 +186,7 @@ void Pg::HandleOp(const pb::OpRequest& req, pb::OpReply* reply) {
   } else if (status.ok() && ec_) {
     status = (req.flags() & (pb::OPF_LOCAL | pb::OPF_SHARD))
                  ? absl::InvalidArgumentError("a shard or local-copy request may only read")
-                 : EcWrite(req, reply);
+                 : EcWrite(mutable_req, reply);
   } else if (status.ok() && (req.flags() & pb::OPF_SHARD)) {
     status = absl::InvalidArgumentError("shard reads are for erasure-coded pools");
   } else if (status.ok() && (req.flags() & pb::OPF_LOCAL)) {
@@ -204,7 +205,7 @@ void Pg::HandleOp(const pb::OpRequest& req, pb::OpReply* reply) {
       ctx_.counters->read_bytes += bytes;
     }
   } else if (status.ok() && mutating) {
-    status = DoWrite(req, reply);
+    status = DoWrite(mutable_req, reply);
   } else if (status.ok()) {
     uint64_t interval_id = 0;
     status = CheckPrimary(&interval_id);
@@ -249,7 +250,8 @@ void Pg::ClearPeerMissing(OsdId target, const std::string& oid) {
   if (it->second.empty()) peer_missing_.erase(it);
 }
 
-absl::Status Pg::DoWrite(const pb::OpRequest& req, pb::OpReply* reply) {
+absl::Status Pg::DoWrite(pb::OpRequest* mutable_req, pb::OpReply* reply) {
+  const pb::OpRequest& req = *mutable_req;
   SectionGuard ordered(&order_);
   uint64_t interval_id = 0;
   RETURN_IF_ERROR(CheckPrimary(&interval_id));
@@ -263,7 +265,8 @@ absl::Status Pg::DoWrite(const pb::OpRequest& req, pb::OpReply* reply) {
     return stat.status();
   }
   ASSIGN_OR_RETURN(ResolvedWrite resolved,
-                   ResolveWrite(existing, req.ops(), {ctx_.options->max_object_bytes}));
+                   ResolveWrite(existing, mutable_req->mutable_ops(),
+                                {ctx_.options->max_object_bytes}));
   RETURN_IF_ERROR(RecoverBeforeWrite(oid, interval_id));
 
   // Steps under mu_: version, log entry, targets. The log entry enters the

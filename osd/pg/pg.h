@@ -100,7 +100,7 @@ class Pg : public std::enable_shared_from_this<Pg> {
   // true (the write is not applied again). The daemon asks too before it
   // refuses a write for a full cluster.
   bool AnswerIfApplied(const pb::OpRequest& req, pb::OpReply* reply);
-  void HandleOp(const pb::OpRequest& req, pb::OpReply* reply);
+  void HandleOp(pb::OpRequest* req, pb::OpReply* reply);  // writes move the data out
   void HandleList(const pb::PgListRequest& req, pb::PgListReply* reply);
 
   // From the primary.
@@ -135,7 +135,7 @@ class Pg : public std::enable_shared_from_this<Pg> {
   };
 
   // Write path (pg.cc).
-  absl::Status DoWrite(const pb::OpRequest& req, pb::OpReply* reply);
+  absl::Status DoWrite(pb::OpRequest* req, pb::OpReply* reply);
   // `target` now has `oid` (pushed or rebuilt).
   void ClearPeerMissing(OsdId target, const std::string& oid);
   absl::Status CheckPrimary(uint64_t* interval_id);
@@ -161,7 +161,7 @@ class Pg : public std::enable_shared_from_this<Pg> {
   absl::StatusOr<EcObject> EcStat(const std::string& oid);
   absl::StatusOr<ec::RangeRead> EcReadRange(const std::string& oid, uint64_t a, uint64_t b);
   // Erasure writes (ec_write.cc).
-  absl::Status EcWrite(const pb::OpRequest& req, pb::OpReply* reply);
+  absl::Status EcWrite(pb::OpRequest* req, pb::OpReply* reply);
   // Versions the write (under mu_) and addresses each shard's sub-write.
   absl::Status EcStampSubWrites(uint64_t interval_id, LogEntry* entry,
                                 std::vector<pb::RepOpRequest>* subs,

@@ -308,6 +308,21 @@ TEST_CASE("erasure 4+2: overwrites while a shard OSD is down are rebuilt on its 
     REQUIRE(got.ok());
     REQUIRE(*got == data);
   }
+  {
+    // One request that cuts an object and writes past the cut: the cut
+    // stripes read back as zeros, not as their old content.
+    std::string& data = objects["o5"];
+    const uint64_t cut = 4 * kChunk + 10, at = 3 * 4 * kChunk;
+    std::string patch = RandomBytes(3000, 77);
+    REQUIRE(client->Execute(pool, "o5", client::ObjectOperation().Truncate(cut).Write(at, patch))
+                .ok());
+    data.resize(cut);
+    data.resize(at, '\0');
+    data += patch;
+    auto got = client->Get(pool, "o5");
+    REQUIRE(got.ok());
+    REQUIRE(*got == data);
+  }
   RestartAndCheckEveryKShards(c, *client, pool, 2, objects);
 }
 
