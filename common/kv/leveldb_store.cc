@@ -55,6 +55,7 @@ absl::StatusOr<std::unique_ptr<LevelDbStore>> LevelDbStore::Open(const std::stri
   ldb_options.create_if_missing = options.create_if_missing;
   ldb_options.error_if_exists = options.error_if_exists;
   ldb_options.write_buffer_size = options.write_buffer_bytes;
+  ldb_options.compression = options.compress ? leveldb::kSnappyCompression : leveldb::kNoCompression;
   leveldb::Cache* cache = leveldb::NewLRUCache(options.block_cache_bytes);
   ldb_options.block_cache = cache;
   leveldb::DB* db = nullptr;

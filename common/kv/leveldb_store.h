@@ -29,6 +29,7 @@ class LevelDbStore final : public KvStore {
     bool error_if_exists = false;
     size_t block_cache_bytes = 8 << 20;
     size_t write_buffer_bytes = 4 << 20;
+    bool compress = true;  // snappy, per block
   };
 
   // Opens (or creates, per options) the database in directory `path`.
