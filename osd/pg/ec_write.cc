@@ -39,6 +39,7 @@
 #include "osd/pg/osd_error.h"
 #include "osd/pg/pg.h"
 #include "osd/pg/pg_codec.h"
+#include "osd/store/object_draft.h"
 
 namespace weft::osd {
 namespace {
@@ -87,6 +88,19 @@ absl::Status ApplyToEdit(google::protobuf::RepeatedPtrField<pb::ObjectOp>* ops, 
     }
   }
   return absl::OkStatus();
+}
+
+// The length of `data` without its trailing zero bytes.
+size_t WithoutTrailingZeros(absl::string_view data) {
+  constexpr size_t kStep = 4096;
+  size_t end = data.size();
+  while (end > 0) {
+    const size_t from = end > kStep ? end - kStep : 0;
+    if (!IsZero(data.substr(from, end - from))) break;
+    end = from;
+  }
+  while (end > 0 && data[end - 1] == '\0') --end;
+  return end;
 }
 
 // Test fault point: WEFT_FAULT_EC_PARTIAL_WRITE=N in the primary's environment
@@ -182,11 +196,23 @@ static std::vector<pb::RepOpRequest> BuildSubWrites(const striping::StripeLayout
     for (uint32_t i = 0; i < n; ++i) {
       auto* op = subs[i].add_ops();
       if (edit.rewritten()) {
+        // A shard rewritten whole travels without its trailing zeros and is
+        // sized by a truncate: a small object's last stripe is mostly zeros
+        // on every shard (parity of zeros is zero), so a 100-byte file moved
+        // six 64 KiB chunks before.
+        const uint64_t full = bufs[i].size();
+        bufs[i].resize(WithoutTrailingZeros(bufs[i]));
         op->set_type(pb::WRITE_FULL);
-      } else {
-        op->set_type(pb::WRITE);
-        op->set_offset(first * c);
+        op->set_data(std::move(bufs[i]));
+        if (op->data().size() < full) {
+          auto* size = subs[i].add_ops();
+          size->set_type(pb::TRUNCATE);
+          size->set_offset(full);
+        }
+        continue;
       }
+      op->set_type(pb::WRITE);
+      op->set_offset(first * c);
       op->set_data(std::move(bufs[i]));
     }
   }
@@ -411,7 +437,9 @@ static absl::StatusOr<pb::EcRollback> SaveForRollback(ObjectStore* store, const 
       case pb::WRITE: RETURN_IF_ERROR(save(op.offset(), op.offset() + op.data().size())); break;
       case pb::TRUNCATE: RETURN_IF_ERROR(save(op.offset(), meta->size)); break;
       case pb::WRITE_FULL:
-      case pb::REMOVE: RETURN_IF_ERROR(save(0, meta->size)); break;
+      case pb::REMOVE:
+        RETURN_IF_ERROR(save(0, meta->size));
+        return rb;  // all of it: later ops need nothing more
       default: break;
     }
   }

@@ -1,6 +1,7 @@
 #include "osd/store/object_draft.h"
 
 #include <algorithm>
+#include <cstring>
 
 namespace weft::osd {
 
@@ -130,6 +131,20 @@ void ObjectDraft::Overlay(uint64_t offset, std::string* buf) const {
     std::copy_n(it->second.begin() + static_cast<ptrdiff_t>(from - it->first), to - from,
                 buf->begin() + static_cast<ptrdiff_t>(from - offset));
   }
+}
+
+bool IsZero(absl::string_view data) {
+  // The first byte is zero and every byte equals the next one.
+  return data.empty() ||
+         (data[0] == '\0' && std::memcmp(data.data(), data.data() + 1, data.size() - 1) == 0);
+}
+
+bool ObjectDraft::KnownZero() const {
+  if (base_limit_ > 0) return false;
+  for (const auto& [offset, data] : extents_) {
+    if (!IsZero(data)) return false;
+  }
+  return true;
 }
 
 std::optional<absl::string_view> ObjectDraft::Covered(uint64_t offset, uint64_t length) const {

@@ -22,6 +22,9 @@
 
 namespace weft::osd {
 
+// Whether every byte of `data` is zero.
+bool IsZero(absl::string_view data);
+
 class ObjectDraft {
  public:
   // `exists`, `size`, ... describe the committed object.
@@ -43,6 +46,9 @@ class ObjectDraft {
   const Version& version() const { return version_; }
   int64_t mtime_ns() const { return mtime_ns_; }
 
+  // Whether every byte is zero, when that is known without reading the base:
+  // false whenever some byte comes from it.
+  bool KnownZero() const;
   // Whether any byte of [offset, offset + length) comes from the base.
   bool NeedsBase(uint64_t offset, uint64_t length) const;
   // `*buf` holds the base bytes of [offset, offset + buf->size()) (anything

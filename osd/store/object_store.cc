@@ -66,10 +66,6 @@ namespace {
 
 constexpr uint64_t kCopyChunkBytes = 1 << 20;  // a multiple of every block size
 
-bool IsZero(absl::string_view data) {
-  return std::all_of(data.begin(), data.end(), [](char c) { return c == '\0'; });
-}
-
 std::vector<common::BlockSpan> MergeSpans(std::vector<common::BlockSpan> spans) {
   std::sort(spans.begin(), spans.end(),
             [](const auto& a, const auto& b) { return a.first < b.first; });
@@ -258,7 +254,10 @@ absl::Status ObjectStore::PrepareObject(const std::string& coll, ObjectWork* wor
     plan->batch.Delete(format::OnodeKey(coll, work->oid));
     DropCommittedFile(work, plan);
   } else {
-    const bool inline_data = draft.size() > 0 && draft.size() <= options_.inline_max_bytes;
+    // All zeros (the empty data shards of a small EC object): no file, an
+    // empty inline value, whatever inline_max_bytes says.
+    const bool inline_data =
+        draft.size() > 0 && (draft.size() <= options_.inline_max_bytes || draft.KnownZero());
     const bool new_file = !work->committed_exists || old.fid == 0 || draft.reset() ||
                           draft.ChangedBytes(old.size) > options_.deferred_max_bytes;
     if (inline_data) {

@@ -554,6 +554,30 @@ TEST_CASE("Data files of removed and rewritten objects are emptied and reused", 
   CHECK(f.store().Fsck(true).ok());
 }
 
+TEST_CASE("Objects of zeros keep no data file until they get data", "[store]") {
+  StoreFixture f;
+  f.Open();
+  const std::string dir = f.options().dir;
+  f.Apply(WriteTxn("z", 0, std::string(1 << 20, '\0')));
+  Transaction sparse;
+  sparse.Truncate("t", 300000);
+  f.Apply(std::move(sparse));
+  CHECK(DataFiles(dir).first == 0);
+  CHECK(f.ReadAll("z") == std::string(1 << 20, '\0'));
+  CHECK(f.ReadAll("t") == std::string(300000, '\0'));
+  CHECK(f.store().Fsck(true).ok());
+  // A write into one moves it to a file, zeros around the new bytes.
+  f.Apply(WriteTxn("z", 500000, "data"));
+  CHECK(DataFiles(dir).first == 1);
+  std::string expect(1 << 20, '\0');
+  expect.replace(500000, 4, "data");
+  CHECK(f.ReadAll("z") == expect);
+  f.Open();
+  CHECK(f.ReadAll("z") == expect);
+  CHECK(f.ReadAll("t") == std::string(300000, '\0'));
+  CHECK(f.store().Fsck(true).ok());
+}
+
 TEST_CASE("Limits are rejected and change nothing", "[store]") {
   StoreFixture f;
   f.options().max_object_bytes = 1 << 20;
