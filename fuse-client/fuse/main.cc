@@ -34,6 +34,7 @@
 #include "common/log/log.h"
 #include "fuse-client/fuse/fuse_ops.h"
 #include "fuse-client/fuse/mount_helper.h"
+#include "fuse-client/lib/client_config.h"
 
 namespace weft::fuse {
 namespace {
@@ -177,6 +178,8 @@ client::FileSystemClientOptions ClientOptions(const MountOptions& mo) {
   client::FileSystemClientOptions options;
   options.mds_addrs = *mds;
   options.fs = mo.fs;
+  absl::Status tuned = client::ApplyClientConfig(*config, &options);
+  if (!tuned.ok()) Fail(std::string(tuned.message()));
   absl::Status valid = options.Validate();
   if (!valid.ok()) Fail(std::string(valid.message()));
   return options;
