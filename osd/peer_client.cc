@@ -1,6 +1,7 @@
 #include "osd/peer_client.h"
 
 #include "absl/synchronization/blocking_counter.h"
+#include "common/rpc/aliased.h"
 
 namespace weft::osd {
 
@@ -9,9 +10,9 @@ std::unique_ptr<pb::Osd::Stub> PeerClient::Stub(const std::string& addr) {
 }
 
 std::vector<absl::Status> PeerClient::RepOpAll(const std::vector<RepOpTarget>& targets,
-                                               const pb::RepOpRequest& req,
+                                               std::shared_ptr<const pb::RepOpRequest> req,
                                                const std::function<absl::Status()>& local) {
-  std::vector<const pb::RepOpRequest*> reqs(targets.size(), &req);
+  std::vector<std::shared_ptr<const pb::RepOpRequest>> reqs(targets.size(), req);
   return RepOpEach(targets, reqs, local);
 }
 
@@ -45,25 +46,31 @@ std::vector<absl::Status> PeerClient::OpAll(const std::vector<std::string>& addr
   return out;
 }
 
-std::vector<absl::Status> PeerClient::RepOpEach(const std::vector<RepOpTarget>& targets,
-                                                const std::vector<const pb::RepOpRequest*>& reqs,
-                                                const std::function<absl::Status()>& local) {
+std::vector<absl::Status> PeerClient::RepOpEach(
+    const std::vector<RepOpTarget>& targets,
+    const std::vector<std::shared_ptr<const pb::RepOpRequest>>& reqs,
+    const std::function<absl::Status()>& local) {
   struct Call {
     grpc::ClientContext ctx;
     pb::RepOpReply reply;
     grpc::Status status;
-    std::unique_ptr<pb::Osd::Stub> stub;
   };
   std::vector<Call> calls(targets.size());
   absl::BlockingCounter done(static_cast<int>(targets.size()));
+  const pb::RepOpRequest* serialized = nullptr;
+  grpc::ByteBuffer buffer;
   for (size_t i = 0; i < targets.size(); ++i) {
     Call& call = calls[i];
     call.ctx.set_deadline(rpc::DeadlineIn(timeout_ms_));
-    call.stub = Stub(targets[i].addr);
-    call.stub->async()->RepOp(&call.ctx, reqs[i], &call.reply, [&call, &done](grpc::Status s) {
-      call.status = std::move(s);
-      done.DecrementCount();
-    });
+    if (reqs[i].get() != serialized) {  // RepOpAll: one serialization for all
+      buffer = rpc::AliasedMessage(reqs[i]);
+      serialized = reqs[i].get();
+    }
+    rpc::StartUnaryCall(channels_->Get(targets[i].addr).get(), &call.ctx, "/weft.pb.Osd/RepOp",
+                        buffer, &call.reply, [&call, &done](grpc::Status s) {
+                          call.status = std::move(s);
+                          done.DecrementCount();
+                        });
   }
   absl::Status local_status = local();
   done.Wait();

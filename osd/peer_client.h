@@ -3,6 +3,7 @@
 #pragma once
 
 #include <functional>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -26,9 +27,11 @@ class PeerClient {
   // Sends `req` to every target in parallel and runs `local` (the primary's
   // own apply) while they are in flight; returns `local`'s status followed by
   // one status per target. A transport failure or a non-OK reply is an error
-  // for that target.
+  // for that target. The requests' data is sent without a copy (see
+  // common/rpc/aliased.h): gRPC holds `req` until it is done with its bytes,
+  // which must not change meanwhile.
   std::vector<absl::Status> RepOpAll(const std::vector<RepOpTarget>& targets,
-                                     const pb::RepOpRequest& req,
+                                     std::shared_ptr<const pb::RepOpRequest> req,
                                      const std::function<absl::Status()>& local);
 
   absl::Status Query(const std::string& addr, const pb::PgQueryRequest& req,
@@ -42,9 +45,10 @@ class PeerClient {
 
   // Erasure pools: like RepOpAll with one request per target (each shard gets
   // its own chunks); `reqs[i]` goes to `targets[i]`.
-  std::vector<absl::Status> RepOpEach(const std::vector<RepOpTarget>& targets,
-                                      const std::vector<const pb::RepOpRequest*>& reqs,
-                                      const std::function<absl::Status()>& local);
+  std::vector<absl::Status> RepOpEach(
+      const std::vector<RepOpTarget>& targets,
+      const std::vector<std::shared_ptr<const pb::RepOpRequest>>& reqs,
+      const std::function<absl::Status()>& local);
   // Sends `reqs[i]` to `addrs[i]` in parallel; fills `replies` and returns one
   // status per request (transport or reply status).
   std::vector<absl::Status> OpAll(const std::vector<std::string>& addrs,

@@ -152,7 +152,7 @@ int CmdBench(const Config& config, const Args& args) {
           } else {
             client::ObjectOperation op;
             op.WriteFull(std::move(data));
-            s = c->Execute(*pool, name, op).status();
+            s = c->Execute(*pool, name, std::move(op)).status();
           }
           Record(totals, absl::Now() - t0, *block, s);
         }

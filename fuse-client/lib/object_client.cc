@@ -8,6 +8,7 @@
 #include "absl/time/clock.h"
 #include "common/log/log.h"
 #include "common/placement/placement.h"
+#include "common/rpc/aliased.h"
 #include "common/status/status.h"
 #include "proto/mds.grpc.pb.h"
 #include "proto/osd.grpc.pb.h"
@@ -219,24 +220,35 @@ absl::StatusOr<PoolId> ObjectClient::LookupPool(const std::string& name) {
 
 absl::StatusOr<OpResult> ObjectClient::Execute(PoolId pool_id, const std::string& oid,
                                                const ObjectOperation& op, OsdId from_osd) {
+  ObjectOperation copy = op;
+  return Execute(pool_id, oid, std::move(copy), from_osd);
+}
+
+absl::StatusOr<OpResult> ObjectClient::Execute(PoolId pool_id, const std::string& oid,
+                                               ObjectOperation&& op, OsdId from_osd) {
   const absl::Time deadline = absl::Now() + absl::Milliseconds(options_.op_timeout_ms);
-  // Built once: the ops (and their data) are copied into the request a single
-  // time; each attempt only restamps the epoch and the PG.
-  pb::OpRequest req;
+  // Built once, taking the ops and their data; each attempt only restamps the
+  // epoch and the PG. Shared: gRPC may hold the data after an attempt ends.
+  auto shared_req = std::make_shared<pb::OpRequest>();
+  pb::OpRequest& req = *shared_req;
   req.set_pool(pool_id.value());
   req.set_oid(oid);
-  for (const auto& o : op.ops()) *req.add_ops() = o;
+  uint64_t data_bytes = 0;
+  for (pb::ObjectOp& o : std::move(op).TakeOps()) {
+    data_bytes += o.data().size();
+    *req.add_ops() = std::move(o);
+  }
   req.mutable_reqid()->set_client(options_.name);
   req.mutable_reqid()->set_tid(next_tid_++);
   if (from_osd != kNoOsd) req.set_flags(pb::OPF_LOCAL);
   if (options_.full_try) req.set_flags(req.flags() | pb::OPF_FULL_TRY);
   absl::Status last = absl::DeadlineExceededError("no attempt made");
-  if (from_osd == kNoOsd && op.ops().size() == 1 && op.ops()[0].type() == pb::READ &&
-      op.ops()[0].length() > 0) {
+  if (from_osd == kNoOsd && req.ops_size() == 1 && req.ops(0).type() == pb::READ &&
+      req.ops(0).length() > 0) {
     auto m = map();
     const PoolInfo* pool = m->FindPool(pool_id);
     if (pool != nullptr && pool->type == PoolType::kErasure) {
-      auto direct = EcRead(*m, *pool, oid, op.ops()[0]);
+      auto direct = EcRead(*m, *pool, oid, req.ops(0));
       if (direct.ok()) return direct;
       VLOG(1) << "event=ec_direct_read_failed oid=" << oid.substr(0, 64)
               << " status=\"" << direct.status() << "\"";
@@ -264,9 +276,14 @@ absl::StatusOr<OpResult> ObjectClient::Execute(PoolId pool_id, const std::string
     ctx.set_deadline(rpc::DeadlineIn(std::min<int64_t>(
         options_.rpc_timeout_ms, absl::ToInt64Milliseconds(deadline - absl::Now()) + 1)));
     pb::OpReply reply;
+    std::shared_ptr<grpc::Channel> channel = channels_.Get(osd->addr);
+    const grpc::Status sent =
+        data_bytes >= kAliasedDataBytes
+            ? rpc::UnaryCall(channel.get(), &ctx, "/weft.pb.Osd/Op", rpc::AliasedMessage(shared_req),
+                             &reply)
+            : pb::Osd::NewStub(channel)->Op(&ctx, req, &reply);
     absl::Status transport =
-        rpc::FromGrpc(pb::Osd::NewStub(channels_.Get(osd->addr))->Op(&ctx, req, &reply),
-                      absl::StrCat("osd.", target.value(), " ", osd->addr));
+        rpc::FromGrpc(sent, absl::StrCat("osd.", target.value(), " ", osd->addr));
     if (!transport.ok()) {
       // The OSD is unreachable: it is probably dying, and the map will say so.
       last = transport;

@@ -61,6 +61,7 @@ class ObjectOperation {
   ObjectOperation& OmapList(std::string start_after, std::string prefix, uint32_t max_entries);
 
   const std::vector<pb::ObjectOp>& ops() const { return ops_; }
+  std::vector<pb::ObjectOp> TakeOps() && { return std::move(ops_); }
 
  private:
   pb::ObjectOp& Add(pb::OpType type);
@@ -104,6 +105,10 @@ class ObjectClient {
   // shards cannot answer consistently, the primary serves it.
   absl::StatusOr<OpResult> Execute(PoolId pool, const std::string& oid, const ObjectOperation& op,
                                    OsdId from_osd = kNoOsd);
+  // The same, moving the operation's data into the request. Data of 64 KiB
+  // or more then goes to the OSD without another copy (common/rpc/aliased.h).
+  absl::StatusOr<OpResult> Execute(PoolId pool, const std::string& oid, ObjectOperation&& op,
+                                   OsdId from_osd = kNoOsd);
 
   // Whole-object conveniences. Put is atomic up to kMaxPieceBytes; larger
   // objects are written in pieces (the first replaces the object).
@@ -124,6 +129,9 @@ class ObjectClient {
   // the network moved for reads), by OSD id.
   std::map<int32_t, uint64_t> ReceivedBytes();
   static constexpr uint64_t kMaxPieceBytes = 16ull << 20;
+  // Requests carrying at least this much data are sent aliased (no copy);
+  // smaller ones through the generated stub (one thread handoff less).
+  static constexpr uint64_t kAliasedDataBytes = 64 << 10;
 
  private:
   explicit ObjectClient(ClientOptions options);

@@ -141,8 +141,11 @@ absl::Status StripedIo::WriteRanges(
         bytes += pieces[i].bytes.size();
         op.Write(pieces[i].object_offset, std::move(pieces[i].bytes));
       }
-      jobs.emplace_back(bytes, [this, &file, objno = objno, op = std::move(op)]() -> absl::Status {
-        auto r = objects_->Execute(file.pool, striping::DataObjectName(file.ino, objno), op);
+      // Run once: the request takes the data.
+      jobs.emplace_back(bytes, [this, &file, objno = objno,
+                                op = std::move(op)]() mutable -> absl::Status {
+        auto r = objects_->Execute(file.pool, striping::DataObjectName(file.ino, objno),
+                                   std::move(op));
         return r.ok() ? absl::OkStatus() : Annotate(r.status(), "write data object");
       });
     }

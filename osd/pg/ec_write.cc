@@ -231,9 +231,9 @@ static std::vector<pb::RepOpRequest> BuildSubWrites(const striping::StripeLayout
 }
 
 absl::Status Pg::EcStampSubWrites(uint64_t interval_id, LogEntry* entry,
-                                  std::vector<pb::RepOpRequest>* subs,
+                                  std::shared_ptr<std::vector<pb::RepOpRequest>> subs,
                                   std::vector<PeerClient::RepOpTarget>* targets,
-                                  std::vector<const pb::RepOpRequest*>* target_reqs,
+                                  std::vector<std::shared_ptr<const pb::RepOpRequest>>* target_reqs,
                                   pb::RepOpRequest** local) {
   const int64_t mtime_ns = absl::GetCurrentTimeNanos();
   absl::MutexLock lock(&mu_);
@@ -256,7 +256,9 @@ absl::Status Pg::EcStampSubWrites(uint64_t interval_id, LogEntry* entry,
     }
     const OsdInfo* info = map_->FindOsd(osd);
     targets->push_back({osd, info ? info->addr : std::string()});
-    target_reqs->push_back(&sub);
+    // Shares ownership of the whole vector: gRPC may hold a shard's bytes
+    // after the write is answered (see common/rpc/aliased.h).
+    target_reqs->push_back(std::shared_ptr<const pb::RepOpRequest>(subs, &sub));
   }
   if (Less(ec_commit_told_, ec_committed_)) ec_commit_told_ = ec_committed_;
   return absl::OkStatus();
@@ -287,8 +289,8 @@ absl::Status Pg::EcWrite(pb::OpRequest* mutable_req, pb::OpReply* reply) {
   });
   std::vector<pb::ObjectOp> xattr_ops;
   RETURN_IF_ERROR(ApplyToEdit(&resolved.ops, &edit, &xattr_ops));
-  std::vector<pb::RepOpRequest> subs =
-      BuildSubWrites(layout_, ec_.get(), edit, old.exists, old.size, xattr_ops);
+  auto subs = std::make_shared<std::vector<pb::RepOpRequest>>(
+      BuildSubWrites(layout_, ec_.get(), edit, old.exists, old.size, xattr_ops));
 
   LogEntry entry;
   entry.oid = oid;
@@ -296,9 +298,9 @@ absl::Status Pg::EcWrite(pb::OpRequest* mutable_req, pb::OpReply* reply) {
   entry.client = req.reqid().client();
   entry.tid = req.reqid().tid();
   std::vector<PeerClient::RepOpTarget> targets;
-  std::vector<const pb::RepOpRequest*> target_reqs;
+  std::vector<std::shared_ptr<const pb::RepOpRequest>> target_reqs;
   pb::RepOpRequest* local = nullptr;
-  RETURN_IF_ERROR(EcStampSubWrites(interval_id, &entry, &subs, &targets, &target_reqs, &local));
+  RETURN_IF_ERROR(EcStampSubWrites(interval_id, &entry, subs, &targets, &target_reqs, &local));
   if (const int n = PartialWriteFault(); n >= 0 && old.exists) {
     if (local != nullptr && n > 0) (void)EcApplySubWrite(local);
     for (int i = 0; i + (local ? 1 : 0) < n && i < static_cast<int>(targets.size()); ++i) {
@@ -368,8 +370,9 @@ void Pg::EcFlushCommit(absl::Time now, bool force) {
   msg.set_pg_seed(id_.seed);
   msg.set_commit_only(true);
   auto self = shared_from_this();
-  ctx_.background->Submit([self, targets, msg] {
-    self->ctx_.peers->RepOpAll(targets, msg, [] { return absl::OkStatus(); });
+  auto shared = std::make_shared<const pb::RepOpRequest>(std::move(msg));
+  ctx_.background->Submit([self, targets, shared] {
+    self->ctx_.peers->RepOpAll(targets, shared, [] { return absl::OkStatus(); });
   });
 }
 

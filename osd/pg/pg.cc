@@ -273,7 +273,10 @@ absl::Status Pg::DoWrite(pb::OpRequest* mutable_req, pb::OpReply* reply) {
   // in-memory log now; if the write fails anywhere the PG re-peers, which
   // reloads the log from disk.
   const int64_t mtime_ns = absl::GetCurrentTimeNanos();
-  pb::RepOpRequest rep;
+  // Shared: gRPC may hold the replicas' bytes after the write is answered
+  // (common/rpc/aliased.h).
+  auto shared_rep = std::make_shared<pb::RepOpRequest>();
+  pb::RepOpRequest& rep = *shared_rep;
   Transaction txn;
   std::vector<PeerClient::RepOpTarget> targets;
   LogEntry entry;
@@ -305,7 +308,7 @@ absl::Status Pg::DoWrite(pb::OpRequest* mutable_req, pb::OpReply* reply) {
   rep.set_mtime_ns(mtime_ns);
 
   std::vector<absl::Status> results = ctx_.peers->RepOpAll(
-      targets, rep, [&] { return ctx_.store->Apply(coll_, std::move(txn)); });
+      targets, shared_rep, [&] { return ctx_.store->Apply(coll_, std::move(txn)); });
   for (size_t i = 0; i < results.size(); ++i) {
     if (results[i].ok()) continue;
     std::string who = i == 0 ? "local store" : absl::StrCat("osd.", targets[i - 1].osd.value());

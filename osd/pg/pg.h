@@ -164,9 +164,9 @@ class Pg : public std::enable_shared_from_this<Pg> {
   absl::Status EcWrite(pb::OpRequest* req, pb::OpReply* reply);
   // Versions the write (under mu_) and addresses each shard's sub-write.
   absl::Status EcStampSubWrites(uint64_t interval_id, LogEntry* entry,
-                                std::vector<pb::RepOpRequest>* subs,
+                                std::shared_ptr<std::vector<pb::RepOpRequest>> subs,
                                 std::vector<PeerClient::RepOpTarget>* targets,
-                                std::vector<const pb::RepOpRequest*>* target_reqs,
+                                std::vector<std::shared_ptr<const pb::RepOpRequest>>* target_reqs,
                                 pb::RepOpRequest** local);
   absl::Status EcApplySubWrite(pb::RepOpRequest* req);  // moves the data out
   void EcHandleSubWrite(pb::RepOpRequest* req, pb::RepOpReply* reply);

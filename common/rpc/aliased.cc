@@ -1,0 +1,129 @@
+#include "common/rpc/aliased.h"
+
+#include <grpcpp/support/proto_buffer_reader.h>
+
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+#include "absl/synchronization/notification.h"
+#include "google/protobuf/io/coded_stream.h"
+#include "google/protobuf/io/zero_copy_stream.h"
+
+namespace weft::rpc {
+namespace {
+
+using Keep = std::shared_ptr<const google::protobuf::MessageLite>;
+
+void DropKeep(void* keep) { delete static_cast<Keep*>(keep); }
+
+// Collects the serialized message as slices: owned blocks for what protobuf
+// writes, aliased slices for what it hands over (WriteAliasedRaw).
+class SliceStream final : public google::protobuf::io::ZeroCopyOutputStream {
+ public:
+  explicit SliceStream(Keep keep) : keep_(std::move(keep)) {}
+
+  bool Next(void** data, int* size) override {
+    CloseBlock();
+    block_ = grpc_slice_malloc(kBlockBytes);
+    block_open_ = true;
+    *data = GRPC_SLICE_START_PTR(block_);
+    *size = kBlockBytes;
+    block_used_ = kBlockBytes;
+    total_ += kBlockBytes;
+    return true;
+  }
+  void BackUp(int count) override {
+    block_used_ -= count;
+    total_ -= count;
+  }
+  int64_t ByteCount() const override { return total_; }
+  bool AllowsAliasing() const override { return true; }
+  bool WriteAliasedRaw(const void* data, int size) override {
+    CloseBlock();
+    slices_.emplace_back(const_cast<void*>(data), static_cast<size_t>(size), DropKeep,
+                         new Keep(keep_));
+    total_ += size;
+    return true;
+  }
+
+  grpc::ByteBuffer Finish() {
+    CloseBlock();
+    return grpc::ByteBuffer(slices_.data(), slices_.size());
+  }
+
+ private:
+  static constexpr int kBlockBytes = 8192;
+
+  void CloseBlock() {
+    if (!block_open_) return;
+    block_open_ = false;
+    if (block_used_ == 0) {
+      grpc_slice_unref(block_);
+      return;
+    }
+    grpc_slice used = grpc_slice_sub(block_, 0, block_used_);  // its own reference
+    grpc_slice_unref(block_);
+    slices_.emplace_back(used, grpc::Slice::STEAL_REF);
+  }
+
+  Keep keep_;
+  std::vector<grpc::Slice> slices_;
+  grpc_slice block_;
+  bool block_open_ = false;
+  size_t block_used_ = 0;
+  int64_t total_ = 0;
+};
+
+}  // namespace
+
+grpc::ByteBuffer AliasedMessage(std::shared_ptr<const google::protobuf::MessageLite> message) {
+  message->ByteSizeLong();  // caches the sizes SerializeWithCachedSizes writes
+  SliceStream stream(message);
+  {
+    google::protobuf::io::CodedOutputStream coded(&stream);
+    coded.EnableAliasing(true);
+    message->SerializeWithCachedSizes(&coded);
+  }
+  return stream.Finish();
+}
+
+void StartUnaryCall(grpc::Channel* channel, grpc::ClientContext* context, const char* method,
+                    grpc::ByteBuffer request, google::protobuf::MessageLite* reply,
+                    std::function<void(grpc::Status)> done) {
+  struct Call {
+    grpc::ByteBuffer request;
+    grpc::ByteBuffer response;
+  };
+  auto call = std::make_shared<Call>();
+  call->request = std::move(request);
+  grpc::internal::CallbackUnaryCall(
+      channel, grpc::internal::RpcMethod(method, grpc::internal::RpcMethod::NORMAL_RPC), context,
+      &call->request, &call->response,
+      [call, reply, done = std::move(done)](grpc::Status status) {
+        if (status.ok()) {
+          grpc::ProtoBufferReader reader(&call->response);
+          if (!reply->ParseFromZeroCopyStream(&reader)) {
+            status = grpc::Status(grpc::StatusCode::INTERNAL, "unparsable reply");
+          }
+        }
+        call->request.Clear();
+        call->response.Clear();
+        done(std::move(status));
+      });
+}
+
+grpc::Status UnaryCall(grpc::Channel* channel, grpc::ClientContext* context, const char* method,
+                       grpc::ByteBuffer request, google::protobuf::MessageLite* reply) {
+  absl::Notification finished;
+  grpc::Status out;
+  StartUnaryCall(channel, context, method, std::move(request), reply,
+                 [&](grpc::Status status) {
+                   out = std::move(status);
+                   finished.Notify();
+                 });
+  finished.WaitForNotification();
+  return out;
+}
+
+}  // namespace weft::rpc
