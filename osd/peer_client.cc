@@ -66,7 +66,7 @@ std::vector<absl::Status> PeerClient::RepOpEach(
       buffer = rpc::AliasedMessage(reqs[i]);
       serialized = reqs[i].get();
     }
-    rpc::StartUnaryCall(channels_->Get(targets[i].addr).get(), &call.ctx, "/weft.pb.Osd/RepOp",
+    rpc::StartUnaryCall(channels_->Get(targets[i].addr), &call.ctx, "/weft.pb.Osd/RepOp",
                         buffer, &call.reply, [&call, &done](grpc::Status s) {
                           call.status = std::move(s);
                           done.DecrementCount();

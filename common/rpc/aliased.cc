@@ -2,8 +2,7 @@
 
 #include <grpcpp/support/proto_buffer_reader.h>
 
-#include <algorithm>
-#include <cstring>
+#include <string>
 #include <vector>
 
 #include "absl/synchronization/notification.h"
@@ -88,36 +87,40 @@ grpc::ByteBuffer AliasedMessage(std::shared_ptr<const google::protobuf::MessageL
   return stream.Finish();
 }
 
-void StartUnaryCall(grpc::Channel* channel, grpc::ClientContext* context, const char* method,
-                    grpc::ByteBuffer request, google::protobuf::MessageLite* reply,
-                    std::function<void(grpc::Status)> done) {
+void StartUnaryCall(std::shared_ptr<grpc::Channel> channel, grpc::ClientContext* context,
+                    const char* method, grpc::ByteBuffer request,
+                    google::protobuf::MessageLite* reply, std::function<void(grpc::Status)> done) {
+  // Everything the call points into lives until it completes (the callback
+  // holds it), the method name too: the stub hands gRPC its c_str().
   struct Call {
+    std::string method;
     grpc::ByteBuffer request;
     grpc::ByteBuffer response;
   };
   auto call = std::make_shared<Call>();
+  call->method = method;
   call->request = std::move(request);
-  grpc::internal::CallbackUnaryCall(
-      channel, grpc::internal::RpcMethod(method, grpc::internal::RpcMethod::NORMAL_RPC), context,
-      &call->request, &call->response,
-      [call, reply, done = std::move(done)](grpc::Status status) {
-        if (status.ok()) {
-          grpc::ProtoBufferReader reader(&call->response);
-          if (!reply->ParseFromZeroCopyStream(&reader)) {
-            status = grpc::Status(grpc::StatusCode::INTERNAL, "unparsable reply");
-          }
-        }
-        call->request.Clear();
-        call->response.Clear();
-        done(std::move(status));
-      });
+  grpc::GenericStub(std::move(channel))
+      .UnaryCall(context, call->method, grpc::StubOptions(), &call->request, &call->response,
+                 [call, reply, done = std::move(done)](grpc::Status status) {
+                   if (status.ok()) {
+                     grpc::ProtoBufferReader reader(&call->response);
+                     if (!reply->ParseFromZeroCopyStream(&reader)) {
+                       status = grpc::Status(grpc::StatusCode::INTERNAL, "unparsable reply");
+                     }
+                   }
+                   call->request.Clear();
+                   call->response.Clear();
+                   done(std::move(status));
+                 });
 }
 
-grpc::Status UnaryCall(grpc::Channel* channel, grpc::ClientContext* context, const char* method,
-                       grpc::ByteBuffer request, google::protobuf::MessageLite* reply) {
+grpc::Status UnaryCall(std::shared_ptr<grpc::Channel> channel, grpc::ClientContext* context,
+                       const char* method, grpc::ByteBuffer request,
+                       google::protobuf::MessageLite* reply) {
   absl::Notification finished;
   grpc::Status out;
-  StartUnaryCall(channel, context, method, std::move(request), reply,
+  StartUnaryCall(std::move(channel), context, method, std::move(request), reply,
                  [&](grpc::Status status) {
                    out = std::move(status);
                    finished.Notify();

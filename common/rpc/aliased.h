@@ -10,8 +10,8 @@
 // change its bytes fields while any buffer made from it is alive (scalar
 // fields may change: they are copied).
 //
-// UnaryCall sends such a buffer to a method by name ("/weft.pb.Osd/Op") and
-// parses the reply into a generated message.
+// UnaryCall sends such a buffer to a method by name ("/weft.pb.Osd/Op") through
+// gRPC's generic stub and parses the reply into a generated message.
 #pragma once
 
 #include <grpcpp/generic/generic_stub.h>
@@ -19,6 +19,7 @@
 
 #include <functional>
 #include <memory>
+#include <string>
 
 #include "google/protobuf/message_lite.h"
 
@@ -26,16 +27,17 @@ namespace weft::rpc {
 
 grpc::ByteBuffer AliasedMessage(std::shared_ptr<const google::protobuf::MessageLite> message);
 
-// Starts `request` (a buffer from AliasedMessage) to `method` (a string
-// literal: gRPC keeps the pointer); `done` runs on a
+// Starts `request` (a buffer from AliasedMessage) to `method`; `done` runs on a
 // gRPC thread with the transport status, after `*reply` is parsed. `context`,
 // `reply` and `done`'s captures must outlive the call.
-void StartUnaryCall(grpc::Channel* channel, grpc::ClientContext* context, const char* method,
+void StartUnaryCall(std::shared_ptr<grpc::Channel> channel, grpc::ClientContext* context,
+                    const char* method,
                     grpc::ByteBuffer request, google::protobuf::MessageLite* reply,
                     std::function<void(grpc::Status)> done);
 
 // The same, waiting for the answer.
-grpc::Status UnaryCall(grpc::Channel* channel, grpc::ClientContext* context, const char* method,
+grpc::Status UnaryCall(std::shared_ptr<grpc::Channel> channel, grpc::ClientContext* context,
+                       const char* method,
                        grpc::ByteBuffer request, google::protobuf::MessageLite* reply);
 
 }  // namespace weft::rpc

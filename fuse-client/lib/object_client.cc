@@ -279,7 +279,7 @@ absl::StatusOr<OpResult> ObjectClient::Execute(PoolId pool_id, const std::string
     std::shared_ptr<grpc::Channel> channel = channels_.Get(osd->addr);
     const grpc::Status sent =
         data_bytes >= kAliasedDataBytes
-            ? rpc::UnaryCall(channel.get(), &ctx, "/weft.pb.Osd/Op", rpc::AliasedMessage(shared_req),
+            ? rpc::UnaryCall(channel, &ctx, "/weft.pb.Osd/Op", rpc::AliasedMessage(shared_req),
                              &reply)
             : pb::Osd::NewStub(channel)->Op(&ctx, req, &reply);
     absl::Status transport =

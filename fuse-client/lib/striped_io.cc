@@ -95,51 +95,39 @@ absl::Status StripedIo::WriteExtents(const FileData& file, const ExtentMap& exte
 absl::Status StripedIo::WriteRanges(
     const FileData& file, const std::vector<std::pair<uint64_t, absl::string_view>>& ranges) {
   // Every piece of every range, grouped by object, pieces that touch in the
-  // object joined (a sequential writer's touching extents become one write):
-  // one request per object (per kMaxWritesPerRequest pieces), all objects in
-  // parallel. Planned first, so that each piece's bytes are copied once into
-  // a buffer of the right size.
-  struct Plan {
+  // object joined (a sequential writer's touching extents become one write),
+  // each copied once into a buffer of its final size: one request per object
+  // (per kMaxWritesPerRequest writes), all objects in parallel.
+  struct Write {
     uint64_t object_offset;
     uint64_t length;
     std::vector<absl::string_view> parts;
   };
-  std::map<uint64_t, std::vector<Plan>> plans;
+  std::map<uint64_t, std::vector<Write>> by_object;
   for (const auto& [offset, data] : ranges) {
     for (const auto& e : striping::FileRangeToObjects(file.layout, offset, data.size())) {
-      std::vector<Plan>& v = plans[e.objno];
-      if (v.empty() || v.back().object_offset + v.back().length != e.offset) {
-        v.push_back(Plan{e.offset, 0, {}});
+      std::vector<Write>& writes = by_object[e.objno];
+      if (writes.empty() || writes.back().object_offset + writes.back().length != e.offset) {
+        writes.push_back(Write{e.offset, 0, {}});
       }
-      v.back().length += e.length;
+      writes.back().length += e.length;
       for (const auto& piece : e.pieces) {
-        v.back().parts.push_back(data.substr(piece.buffer_offset, piece.length));
+        writes.back().parts.push_back(data.substr(piece.buffer_offset, piece.length));
       }
-    }
-  }
-  struct Piece {
-    uint64_t object_offset;
-    std::string bytes;
-  };
-  std::map<uint64_t, std::vector<Piece>> by_object;
-  for (const auto& [objno, v] : plans) {
-    std::vector<Piece>& pieces = by_object[objno];
-    for (const Plan& plan : v) {
-      Piece p{plan.object_offset, {}};
-      p.bytes.reserve(plan.length);
-      for (absl::string_view part : plan.parts) p.bytes.append(part.data(), part.size());
-      pieces.push_back(std::move(p));
     }
   }
   std::vector<std::pair<uint64_t, std::function<absl::Status()>>> jobs;
-  for (auto& [objno, pieces] : by_object) {
-    for (size_t first = 0; first < pieces.size(); first += kMaxWritesPerRequest) {
-      const size_t last = std::min(pieces.size(), first + kMaxWritesPerRequest);
+  for (const auto& [objno, writes] : by_object) {
+    for (size_t first = 0; first < writes.size(); first += kMaxWritesPerRequest) {
+      const size_t last = std::min(writes.size(), first + kMaxWritesPerRequest);
       ObjectOperation op;
       uint64_t bytes = 0;
       for (size_t i = first; i < last; ++i) {
-        bytes += pieces[i].bytes.size();
-        op.Write(pieces[i].object_offset, std::move(pieces[i].bytes));
+        std::string joined;
+        joined.reserve(writes[i].length);
+        for (absl::string_view part : writes[i].parts) joined.append(part.data(), part.size());
+        bytes += joined.size();
+        op.Write(writes[i].object_offset, std::move(joined));
       }
       // Run once: the request takes the data.
       jobs.emplace_back(bytes, [this, &file, objno = objno,

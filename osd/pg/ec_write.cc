@@ -31,6 +31,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
+#include "common/bytes/zeros.h"
 #include "common/executor/thread_pool.h"
 #include "common/log/log.h"
 #include "common/status/status.h"
@@ -39,7 +40,6 @@
 #include "osd/pg/osd_error.h"
 #include "osd/pg/pg.h"
 #include "osd/pg/pg_codec.h"
-#include "osd/store/object_draft.h"
 
 namespace weft::osd {
 namespace {
@@ -90,19 +90,6 @@ absl::Status ApplyToEdit(google::protobuf::RepeatedPtrField<pb::ObjectOp>* ops, 
   return absl::OkStatus();
 }
 
-// The length of `data` without its trailing zero bytes.
-size_t WithoutTrailingZeros(absl::string_view data) {
-  constexpr size_t kStep = 4096;
-  size_t end = data.size();
-  while (end > 0) {
-    const size_t from = end > kStep ? end - kStep : 0;
-    if (!IsZero(data.substr(from, end - from))) break;
-    end = from;
-  }
-  while (end > 0 && data[end - 1] == '\0') --end;
-  return end;
-}
-
 // Test fault point: WEFT_FAULT_EC_PARTIAL_WRITE=N in the primary's environment
 // applies its next non-creating write on the first N shards only (its own
 // first), then exits as kill -9 would. -1 when unset.
@@ -124,14 +111,20 @@ static std::vector<std::string> EncodeRun(const striping::StripeLayout& layout,
                                           uint64_t first, uint64_t last) {
   const uint64_t c = layout.chunk;
   const uint64_t len = (last - first + 1) * c;
-  std::vector<std::string> bufs(layout.k + layout.m, std::string(len, '\0'));
+  // Data shards are built by appending each stripe's chunk (zeros past its
+  // content), so no data byte is written twice (they were zero-filled, then
+  // copied over).
+  std::vector<std::string> bufs(layout.k + layout.m);
+  for (uint32_t i = 0; i < layout.k; ++i) bufs[i].reserve(len);
   for (uint64_t s = first; s <= last; ++s) {
     const absl::string_view stripe = edit.Stripe(s);  // shorter: zeros follow
-    for (uint32_t i = 0; i < layout.k && i * c < stripe.size(); ++i) {
-      std::memcpy(bufs[i].data() + (s - first) * c, stripe.data() + i * c,
-                  std::min<uint64_t>(c, stripe.size() - i * c));
+    for (uint32_t i = 0; i < layout.k; ++i) {
+      const absl::string_view chunk = i * c < stripe.size() ? stripe.substr(i * c, c) : "";
+      bufs[i].append(chunk.data(), chunk.size());
+      bufs[i].append(c - chunk.size(), '\0');
     }
   }
+  for (uint32_t p = 0; p < layout.m; ++p) bufs[layout.k + p].resize(len);
   std::vector<const uint8_t*> data(layout.k);
   std::vector<uint8_t*> parity(layout.m);
   for (uint32_t i = 0; i < layout.k; ++i) data[i] = reinterpret_cast<uint8_t*>(bufs[i].data());

@@ -1,7 +1,8 @@
 #include "osd/store/object_draft.h"
 
 #include <algorithm>
-#include <cstring>
+
+#include "common/bytes/zeros.h"
 
 namespace weft::osd {
 
@@ -131,12 +132,6 @@ void ObjectDraft::Overlay(uint64_t offset, std::string* buf) const {
     std::copy_n(it->second.begin() + static_cast<ptrdiff_t>(from - it->first), to - from,
                 buf->begin() + static_cast<ptrdiff_t>(from - offset));
   }
-}
-
-bool IsZero(absl::string_view data) {
-  // The first byte is zero and every byte equals the next one.
-  return data.empty() ||
-         (data[0] == '\0' && std::memcmp(data.data(), data.data() + 1, data.size() - 1) == 0);
 }
 
 bool ObjectDraft::KnownZero() const {

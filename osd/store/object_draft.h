@@ -22,9 +22,6 @@
 
 namespace weft::osd {
 
-// Whether every byte of `data` is zero.
-bool IsZero(absl::string_view data);
-
 class ObjectDraft {
  public:
   // `exists`, `size`, ... describe the committed object.

@@ -51,6 +51,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "common/bytes/zeros.h"
 #include "common/checksum/checksum.h"
 #include "common/log/log.h"
 #include "common/status/status.h"
@@ -314,9 +315,9 @@ absl::StatusOr<std::unique_ptr<RandomFile>> ObjectStore::OpenEmptyFile(TxnPlan* 
       spare_fids_.pop_back();
     }
     plan->reused_fids.push_back(*fid);
+    // Spares are empty: RetireFile and AdoptOrphans truncated them, and Fsck
+    // checks it.
     auto file = io_->OpenFile(DataPath(*fid), OpenMode::kRewrite);
-    // Spares are empty already; the truncate makes sure of it.
-    if (file.ok()) RETURN_IF_ERROR((*file)->Truncate(0));
     if (!absl::IsNotFound(file.status())) return file;
     LOG(WARNING) << "store=" << options_.dir << " spare_missing=" << file.status();
     plan->reused_fids.pop_back();
@@ -398,8 +399,7 @@ absl::Status ObjectStore::WriteInline(const std::string& coll, ObjectWork* work,
   for (size_t i = 0; i < sums.size(); ++i) {
     plan->batch.Put(format::ChecksumKey(coll, work->oid, i), format::EncodeChecksum(sums[i]));
   }
-  const size_t last = buf.find_last_not_of('\0');
-  buf.resize(last == std::string::npos ? 0 : last + 1);
+  buf.resize(WithoutTrailingZeros(buf));
   plan->batch.Put(format::InlineKey(coll, work->oid), std::move(buf));
   return absl::OkStatus();
 }

@@ -127,6 +127,8 @@ struct Scenario {
   // Checks the new state directly (beyond "old or new").
   std::function<void(ObjectStore&)> check_new;
   uint64_t inline_max_bytes = 0;
+  // Steps the victim must not take (substrings of op names).
+  std::vector<std::string> absent = {};
 };
 
 // Whether `steps` occur in `log` in order.
@@ -155,6 +157,9 @@ void RunScenario(const Scenario& sc) {
     const std::vector<std::string> log(all.end() - victim_ops, all.end());
     INFO("victim steps:\n  " << absl::StrJoin(log, "\n  "));
     CHECK(HasSteps(log, sc.steps));
+    for (const std::string& step : sc.absent) {
+      for (const std::string& op : log) CHECK(op.find(step) == std::string::npos);
+    }
     new_snap = Snapshot(*store);
     if (sc.check_new) sc.check_new(*store);
     store.reset();
@@ -260,11 +265,13 @@ TEST_CASE("Crash while creating an object in a spare file", "[crash]") {
                  txn.SetXattr("new", "x", "1");
                  return ApplyTo(store, std::move(txn));
                },
-               {"truncate /osd/data/", "write /osd/data/", "sync /osd/data/", "kv-batch-sync"},
+               {"write /osd/data/", "truncate /osd/data/", "sync /osd/data/", "kv-batch-sync"},
                [](ObjectStore& store) {
                  CHECK(store.spare_files() == 0);
                  CheckData(store, "new", std::string(4096, '\0') + Pattern(10000, 31));
-               }});
+               },
+               /*inline_max_bytes=*/0,
+               /*absent=*/{"create ", "syncdir"}});
 }
 
 TEST_CASE("Crash while replacing an object", "[crash]") {
