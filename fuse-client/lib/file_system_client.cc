@@ -408,8 +408,34 @@ absl::StatusOr<DirPage> FileSystemClient::Readdir(const Creds& c, uint64_t ino, 
   return page;
 }
 
+namespace {
+
+// Names whose absence the MDS reports as ENODATA to every caller: reading
+// security.* and ACLs needs no permission, and trusted.* is ENODATA to
+// non-root callers as well (mds/ops/xattr.cc). user.* can be EACCES.
+bool AbsentMeansNoData(const std::string& name) {
+  if (name.empty() || name.size() > 255 || name.find('\0') != std::string::npos) return false;
+  return absl::StartsWith(name, "security.") || absl::StartsWith(name, "trusted.") ||
+         name == "system.posix_acl_access" || name == "system.posix_acl_default";
+}
+
+}  // namespace
+
+bool FileSystemClient::KnownWithoutXattrs(uint64_t ino) {
+  absl::MutexLock lock(&mu_);
+  auto it = inodes_.find(ino);
+  return it != inodes_.end() && absl::Now() - it->second.fetched < options_.attr_ttl &&
+         it->second.attr.no_xattrs();
+}
+
 absl::StatusOr<std::string> FileSystemClient::Getxattr(const Creds& c, uint64_t ino,
                                                        const std::string& name) {
+  // The kernel asks for security.capability before every write and chown
+  // (file_remove_privs): an MDS round trip each, unless the attributes this
+  // client trusts say the inode has no xattrs at all.
+  if (AbsentMeansNoData(name) && KnownWithoutXattrs(ino)) {
+    return ErrnoError(absl::StatusCode::kNotFound, ENODATA, "no such attribute");
+  }
   pb::MetaRequest r;
   r.mutable_getxattr()->set_ino(ino);
   r.mutable_getxattr()->set_name(name);
@@ -433,10 +459,10 @@ absl::Status FileSystemClient::Setxattr(const Creds& c, uint64_t ino, const std:
     if (std::shared_ptr<FileCache> cache = CacheOf(ino)) RETURN_IF_ERROR(cache->Flush());
   }
   ASSIGN_OR_RETURN(pb::MetaReply reply, Call(c, std::move(r)));
-  if (layout) {
-    CacheAttr(reply.attr());
-    RefreshLayout(reply.attr());
-  }
+  // Newer than anything fetched meanwhile: a getxattr after this one
+  // returns must not be answered from attributes that predate it.
+  if (reply.attr().ino() != 0) CacheAttr(reply.attr());
+  if (layout) RefreshLayout(reply.attr());
   return absl::OkStatus();
 }
 
@@ -461,7 +487,9 @@ absl::Status FileSystemClient::Removexattr(const Creds& c, uint64_t ino,
   r.mutable_removexattr()->set_ino(ino);
   r.mutable_removexattr()->set_name(name);
   Invalidate(ino);
-  return Call(c, std::move(r)).status();
+  ASSIGN_OR_RETURN(pb::MetaReply reply, Call(c, std::move(r)));
+  if (reply.attr().ino() != 0) CacheAttr(reply.attr());
+  return absl::OkStatus();
 }
 
 absl::StatusOr<pb::StatfsReply> FileSystemClient::Statfs(const Creds& c) {

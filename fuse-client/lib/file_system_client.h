@@ -250,6 +250,8 @@ class FileSystemClient {
   // Caches `attr` unless a newer version is cached; returns the newer.
   Attr CacheAttr(const Attr& attr);
   void Invalidate(uint64_t ino);
+  // The cached, still trusted attributes of `ino` say it has no xattrs.
+  bool KnownWithoutXattrs(uint64_t ino);
   absl::StatusOr<FileData> DataOf(const Attr& attr);
   // After this client changed the layout of the empty file attr.ino() (the
   // MDS refuses while another client has it open for writing): its open

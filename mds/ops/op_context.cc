@@ -289,6 +289,7 @@ void FillAttr(const pb::InodeRec& rec, pb::Attr* attr) {
   attr->set_version(rec.version());
   attr->set_generation(rec.generation());
   if (rec.has_layout()) *attr->mutable_layout() = rec.layout();
+  attr->set_no_xattrs(rec.xattrs().empty());
 }
 
 }  // namespace weft::mds

@@ -1125,6 +1125,37 @@ TEST_CASE("fuse posix: xattrs - statfs and df show the cluster", "[fuse][posix]"
           return "";
         }) == "");
 
+  // security.* and trusted.*: the client answers "none" from the attributes
+  // it trusts when the inode has no xattrs (the kernel asks for
+  // security.capability before every write); each change is seen at once.
+  const std::string plain = f.P("plain");
+  WriteFile(plain, "p", 0644);
+  const char* q = plain.c_str();
+  CHECK(Err(getxattr(q, "security.capability", small, sizeof(small))) == ENODATA);
+  CHECK(Err(getxattr(q, "system.posix_acl_access", small, sizeof(small))) == ENODATA);
+  REQUIRE(setxattr(q, "security.s", "sv", 2, 0) == 0);
+  CHECK(Xattr(plain, "security.s") == "sv");
+  CHECK(Err(getxattr(q, "security.capability", small, sizeof(small))) == ENODATA);
+  REQUIRE(removexattr(q, "security.s") == 0);
+  CHECK(Err(getxattr(q, "security.s", small, sizeof(small))) == ENODATA);
+  REQUIRE(setxattr(q, "trusted.t", "tv", 2, 0) == 0);
+  CHECK(Xattr(plain, "trusted.t") == "tv");
+  REQUIRE(removexattr(q, "trusted.t") == 0);
+  CHECK(Err(getxattr(q, "trusted.t", small, sizeof(small))) == ENODATA);
+  // A file capability (vfs_cap_data, revision 2: CAP_NET_BIND_SERVICE
+  // permitted) is dropped by a write, as on a local filesystem: the
+  // kernel's getxattr must reach the MDS once the file has xattrs.
+  const uint32_t cap[5] = {0x02000000u, 1u << 10, 0, 0, 0};
+  REQUIRE(setxattr(q, "security.capability", cap, sizeof(cap), 0) == 0);
+  CHECK(getxattr(q, "security.capability", nullptr, 0) == static_cast<ssize_t>(sizeof(cap)));
+  {
+    const int fd = open(q, O_WRONLY);
+    REQUIRE(fd >= 0);
+    CHECK(pwrite(fd, "w", 1, 0) == 1);
+    close(fd);
+  }
+  CHECK(Err(getxattr(q, "security.capability", nullptr, 0)) == ENODATA);
+
   // statfs: the cluster's capacity as `weft status` reports it, not the
   // local filesystem under the mount point.
   struct statvfs vfs;
