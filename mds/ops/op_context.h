@@ -12,12 +12,15 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "common/posix/permission.h"
 #include "mds/cache/meta_cache.h"
-#include "mds/fs/permission.h"
 #include "mds/rank.h"
 #include "proto/mds.pb.h"
 
 namespace weft::mds {
+
+// The POSIX permission rules (common/posix), shared with the client.
+using namespace ::weft::posix;  // NOLINT(build/namespaces)
 
 // The status an operation returns when the context asked for loads.
 absl::Status NeedLoad();

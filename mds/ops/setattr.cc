@@ -4,8 +4,8 @@
 #include <cerrno>
 #include <optional>
 
+#include "common/posix/acl.h"
 #include "common/status/status.h"
-#include "mds/fs/acl.h"
 #include "mds/ops/ops.h"
 
 namespace weft::mds {

@@ -8,8 +8,8 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "common/posix/acl.h"
 #include "common/status/status.h"
-#include "mds/fs/acl.h"
 #include "mds/ops/ops.h"
 
 namespace weft::mds {

@@ -1,7 +1,7 @@
-// Unit tests for mds/fs/acl.* and mds/fs/permission.*: every expectation is
+// Unit tests for common/posix/acl.* and common/posix/permission.*: every expectation is
 // what Linux (ext4/xfs with acl, 6.2+) does, down to the errno.
-#include "mds/fs/acl.h"
-#include "mds/fs/permission.h"
+#include "common/posix/acl.h"
+#include "common/posix/permission.h"
 
 #include <sys/stat.h>
 
@@ -13,7 +13,7 @@
 #include "catch2/catch.hpp"
 #include "common/status/status.h"
 
-namespace weft::mds {
+namespace weft::posix {
 namespace {
 
 // ---------------------------------------------------------------------------
@@ -1004,4 +1004,4 @@ TEST_CASE("mds_permission: SetDefaultAcl on a non-directory: EACCES - removal su
 }
 
 }  // namespace
-}  // namespace weft::mds
+}  // namespace weft::posix

@@ -1,4 +1,4 @@
-#include "mds/fs/acl.h"
+#include "common/posix/acl.h"
 
 #include <algorithm>
 #include <cerrno>
@@ -6,7 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/status/status.h"
 
-namespace weft::mds {
+namespace weft::posix {
 namespace {
 
 constexpr uint16_t kAclPermBits = kAclRead | kAclWrite | kAclExecute;
@@ -241,4 +241,4 @@ bool AclMaskForCreate(Acl* acl, uint32_t* mode) {
   return !AclIsEquivalentToMode(*acl);
 }
 
-}  // namespace weft::mds
+}  // namespace weft::posix

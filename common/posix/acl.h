@@ -28,7 +28,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 
-namespace weft::mds {
+namespace weft::posix {
 
 inline constexpr absl::string_view kXattrPosixAclAccess = "system.posix_acl_access";
 inline constexpr absl::string_view kXattrPosixAclDefault = "system.posix_acl_default";
@@ -133,4 +133,4 @@ Acl AclFromMode(uint32_t mode);
 // (it has a MASK or named entries), i.e. when it must be stored.
 bool AclMaskForCreate(Acl* acl, uint32_t* mode);
 
-}  // namespace weft::mds
+}  // namespace weft::posix

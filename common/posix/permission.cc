@@ -1,4 +1,4 @@
-#include "mds/fs/permission.h"
+#include "common/posix/permission.h"
 
 #include <sys/stat.h>
 
@@ -10,7 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/status/status.h"
 
-namespace weft::mds {
+namespace weft::posix {
 namespace {
 
 constexpr uint32_t kPermBits = 07777;  // rwx for all three classes + suid, sgid, sticky
@@ -328,4 +328,4 @@ absl::StatusOr<std::string> SetDefaultAcl(const AccessAttrs& inode, const Creden
   return EncodeAcl(*acl);
 }
 
-}  // namespace weft::mds
+}  // namespace weft::posix

@@ -2,7 +2,10 @@
 // mounted with acl, kernel 6.2 and later) decision for decision, including the
 // errno it returns. Each function names the kernel code it follows. They are
 // pure: they take what they need from the inode(s) and the caller and say what
-// Linux would do; the MDS op applies the result.
+// Linux would do; the MDS op applies the result. The client applies the same
+// rules to the attribute changes it makes on its own (a file it created and
+// nobody else has seen: fuse-client/lib/file_system_client.cc), so both
+// decide alike.
 //
 // The caller. Linux decides with capabilities; Weft has none, so uid 0 stands
 // for a process holding all of CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH,
@@ -23,9 +26,9 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
-#include "mds/fs/acl.h"
+#include "common/posix/acl.h"
 
-namespace weft::mds {
+namespace weft::posix {
 
 struct Credentials {
   uint32_t uid = 0;
@@ -217,4 +220,4 @@ absl::StatusOr<AclSetResult> SetAccessAcl(const AccessAttrs& inode, const Creden
 absl::StatusOr<std::string> SetDefaultAcl(const AccessAttrs& inode, const Credentials& cred,
                                           absl::string_view value);
 
-}  // namespace weft::mds
+}  // namespace weft::posix
