@@ -157,19 +157,26 @@ class MdsRank {
   absl::Status WaitForLeasesLocked(const pb::MetaRequest& request)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // After an operation (done, or a lookup's ENOENT): leases for its reply.
+  // A create of a new regular file without xattrs by a session with a lease
+  // stream: the session may change its mode, owner and times on its own
+  // until recalled (MetaReply.attr_authority; writers_ brings the recall).
+  void GrantAttrAuthorityLocked(const pb::MetaRequest& request, pb::MetaReply* reply)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void GrantLeasesLocked(const pb::MetaRequest& request, const pb::MetaReply& done,
                          google::protobuf::RepeatedPtrField<pb::DirLease>* out)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void SendLeaseEventLocked(uint64_t session, const pb::LeaseEvent& event)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void DropLeasesLocked(uint64_t session) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // After an operation whose reply shows files that other sessions hold open
-  // for writing (they may buffer writes, also after close): recalls those
+  // After an operation whose reply shows, or that looked at (`touched`),
+  // files that other sessions hold open for writing (they may buffer writes,
+  // also after close, and attribute changes): recalls those
   // writes and waits, releasing mu_, until they are acknowledged or
   // write_recall_timeout_ms passed. Returns whether it waited; the operation
   // then runs again, and `recalled` keeps it from asking the same twice.
   using RecallKey = std::pair<uint64_t, uint64_t>;  // (session, ino)
   bool RecallWritesLocked(const pb::MetaRequest& request, const pb::MetaReply& reply,
+                          const std::vector<uint64_t>& touched,
                           absl::flat_hash_set<RecallKey>* recalled)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // A session's recalls can no longer be answered (its stream ended).

@@ -158,7 +158,23 @@ void MdsRank::DropRecallsLocked(uint64_t session) {
   absl::erase_if(write_recalls_, [session](const auto& r) { return r.first.first == session; });
 }
 
+void MdsRank::GrantAttrAuthorityLocked(const pb::MetaRequest& request, pb::MetaReply* reply) {
+  const pb::Attr& a = reply->attr();
+  if (!request.has_create() || !request.create().open() || !reply->created() ||
+      !lease_streams_.contains(request.session()) || (a.mode() & S_IFMT) != S_IFREG ||
+      !a.no_xattrs() || (a.mode() & (S_ISUID | S_ISGID)) != 0) {
+    return;
+  }
+  // The recall that ends it needs the session counted as a writer.
+  const SessionState* s = cache_.Session(request.session());
+  if (s == nullptr) return;
+  auto it = s->opens_write.find(a.ino());
+  if (it == s->opens_write.end() || it->second <= 0) return;
+  reply->set_attr_authority(true);
+}
+
 bool MdsRank::RecallWritesLocked(const pb::MetaRequest& request, const pb::MetaReply& reply,
+                                 const std::vector<uint64_t>& touched,
                                  absl::flat_hash_set<RecallKey>* recalled) {
   // A flush's own report, and what cannot show a file's size.
   using R = pb::MetaRequest;
@@ -166,7 +182,10 @@ bool MdsRank::RecallWritesLocked(const pb::MetaRequest& request, const pb::MetaR
       request.op_case() == R::kSync) {
     return false;
   }
-  std::vector<uint64_t> shown;
+  // What the reply shows, and what the operation looked at: a permission
+  // decision on a file's mode or owner (also one that failed) needs the
+  // writer's own changes of them (MetaReply.attr_authority) first.
+  std::vector<uint64_t> shown = touched;
   if (reply.attr().ino() != 0) shown.push_back(reply.attr().ino());
   for (const pb::DirEntry& e : reply.entries()) {
     if (e.attr().ino() != 0) shown.push_back(e.attr().ino());

@@ -129,11 +129,16 @@ absl::Status MdsRank::RunOp(const pb::MetaRequest& request, pb::MetaReply* reply
             load.frags = ctx.load_frags();
             reply->Clear();
           } else if (!status.ok()) {
+            if (!replay && RecallWritesLocked(request, *reply, ctx.touched(), &recalled)) {
+              // Decided on a file another session may have changed on its own.
+              reply->Clear();
+              continue;
+            }
             if (request.has_lookup() && StatusToErrno(status) == ENOENT) {
               GrantLeasesLocked(request, *reply, reply->mutable_leases());
             }
             return status;
-          } else if (!replay && RecallWritesLocked(request, *reply, &recalled)) {
+          } else if (!replay && RecallWritesLocked(request, *reply, ctx.touched(), &recalled)) {
             // Other sessions flushed what this reply shows: run it again.
             reply->Clear();
             continue;
@@ -156,7 +161,10 @@ absl::Status MdsRank::RunOp(const pb::MetaRequest& request, pb::MetaReply* reply
                 NoteWriterLocked(request.session(), *ino);
               }
             }
-            if (!replay) GrantLeasesLocked(request, *reply, reply->mutable_leases());
+            if (!replay) {
+              GrantLeasesLocked(request, *reply, reply->mutable_leases());
+              GrantAttrAuthorityLocked(request, reply);
+            }
           }
         }
       }

@@ -5,8 +5,19 @@
 
 #include "common/log/log.h"
 #include "common/status/status.h"
+#include "proto/mds.pb.h"
 
 namespace weft::client {
+
+void AttrChanges::Add(const AttrChanges& later) {
+  if (later.valid & pb::SA_MODE) mode = later.mode;
+  if (later.valid & pb::SA_UID) uid = later.uid;
+  if (later.valid & pb::SA_GID) gid = later.gid;
+  if (later.valid & pb::SA_ATIME) atime_ns = later.atime_ns;
+  if (later.valid & pb::SA_MTIME) mtime_ns = later.mtime_ns;
+  ctime_ns = std::max(ctime_ns, later.ctime_ns);
+  valid |= later.valid;
+}
 
 std::shared_ptr<FileCache> FileCache::Create(FileData data, StripedIo* io, ThreadPool* pool,
                                              DirtyBudget* budget, FileCacheOptions options,
@@ -82,6 +93,7 @@ absl::StatusOr<uint64_t> FileCache::Put(uint64_t offset, const uint64_t* append_
     dirty_end_ = std::max<uint64_t>(dirty_end_, offset + bytes.size());
     written_end_ = std::max<uint64_t>(written_end_, offset + bytes.size());
     dirty_mtime_ns_ = std::max(dirty_mtime_ns_, mtime_ns);
+    attrs_.valid &= ~pb::SA_MTIME;  // this write's mtime is the later one
     if (dirty_since_ == absl::InfiniteFuture()) dirty_since_ = absl::Now();
     DropChunksLocked(offset, bytes.size());
     if (dirty_.bytes() >= options_.flush_bytes && flushing_ == nullptr) {
@@ -100,6 +112,8 @@ std::shared_ptr<const FileCache::Batch> FileCache::TakeBatchLocked() {
   batch->end = dirty_end_;
   batch->mtime_ns = dirty_mtime_ns_;
   batch->times_gen = times_gen_;
+  batch->attrs = attrs_;
+  attrs_ = AttrChanges();
   dirty_end_ = 0;
   dirty_mtime_ns_ = 0;  // the batch reports it; later, the MDS's mtime stands (futimens)
   dirty_since_ = absl::InfiniteFuture();
@@ -108,14 +122,14 @@ std::shared_ptr<const FileCache::Batch> FileCache::TakeBatchLocked() {
 }
 
 absl::Status FileCache::WriteBatch(const Batch& batch) {
-  RETURN_IF_ERROR(io_->WriteExtents(batch.data, batch.extents));
+  if (!batch.extents.empty()) RETURN_IF_ERROR(io_->WriteExtents(batch.data, batch.extents));
   int64_t mtime_ns = batch.mtime_ns;
   {
     absl::MutexLock lock(&mu_);
     if (batch.times_gen != times_gen_) mtime_ns = 0;  // explicit times came after
     reporting_ = mtime_ns != 0;
   }
-  absl::Status reported = on_flushed_(batch.end, mtime_ns);
+  absl::Status reported = on_flushed_(batch.end, mtime_ns, batch.attrs);
   absl::MutexLock lock(&mu_);
   reporting_ = false;
   return reported;
@@ -167,7 +181,7 @@ absl::Status FileCache::Flush() {
     mu_.Await(absl::Condition(&idle));
     flush_waiters_--;
     RETURN_IF_ERROR(error_);
-    if (dirty_.empty()) return absl::OkStatus();
+    if (dirty_.empty() && attrs_.empty()) return absl::OkStatus();
     batch = TakeBatchLocked();
   }
   absl::Status s = WriteBatch(*batch);
@@ -181,7 +195,7 @@ absl::Status FileCache::FlushInBackground(absl::Time dirty_before, bool force) {
   {
     absl::MutexLock lock(&mu_);
     RETURN_IF_ERROR(error_);
-    if (flushing_ != nullptr || dirty_.empty()) return absl::OkStatus();
+    if (flushing_ != nullptr || (dirty_.empty() && attrs_.empty())) return absl::OkStatus();
     if (!force && dirty_since_ >= dirty_before) return absl::OkStatus();
     StartBackgroundLocked(&tasks);
   }
@@ -197,8 +211,39 @@ FileCache::Pending FileCache::pending() {
   if (flushing_ != nullptr) {
     p.end = std::max(p.end, flushing_->end);
     if (flushing_->times_gen == times_gen_) p.mtime_ns = std::max(p.mtime_ns, flushing_->mtime_ns);
+    p.attrs = flushing_->attrs;
   }
+  p.attrs.Add(attrs_);
+  if (dirty_mtime_ns_ != 0) p.attrs.valid &= ~pb::SA_MTIME;  // written since
   return p;
+}
+
+void FileCache::GrantAttrAuthority() {
+  absl::MutexLock lock(&mu_);
+  attr_authority_ = true;
+}
+
+void FileCache::DropAttrAuthority() {
+  absl::MutexLock lock(&mu_);
+  attr_authority_ = false;
+}
+
+bool FileCache::attr_authority() {
+  absl::MutexLock lock(&mu_);
+  return attr_authority_;
+}
+
+bool FileCache::ChangeAttrs(const AttrChanges& change) {
+  absl::MutexLock lock(&mu_);
+  if (!attr_authority_) return false;
+  attrs_.Add(change);
+  if (dirty_since_ == absl::InfiniteFuture()) dirty_since_ = absl::Now();
+  return true;
+}
+
+bool FileCache::attrs_pending() {
+  absl::MutexLock lock(&mu_);
+  return !attrs_.empty() || (flushing_ != nullptr && !flushing_->attrs.empty());
 }
 
 void FileCache::DropReadahead() {

@@ -81,11 +81,28 @@ class DirtyBudget {
   int64_t bytes_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
+// Changes of a file's mode, owner and times that this client made on its own
+// (it created the file and holds MetaReply.attr_authority): explicit values,
+// `valid` among pb::SA_MODE, SA_UID, SA_GID, SA_ATIME, SA_MTIME; `ctime_ns`
+// is the time of the latest change.
+struct AttrChanges {
+  uint32_t valid = 0;
+  uint32_t mode = 0, uid = 0, gid = 0;  // mode: permission bits only
+  int64_t atime_ns = 0, mtime_ns = 0, ctime_ns = 0;
+
+  bool empty() const { return valid == 0; }
+  // `later` on top of these.
+  void Add(const AttrChanges& later);
+};
+
 class FileCache : public std::enable_shared_from_this<FileCache> {
  public:
   // Told after a batch is on the OSDs: the file extends at least to `end`
-  // and was last written at `mtime_ns`. Its error fails the flush.
-  using OnFlushed = std::function<absl::Status(uint64_t end, int64_t mtime_ns)>;
+  // and was last written at `mtime_ns`, and `attrs` changed since the last
+  // batch (reported with it, after the size and mtime). Its error fails the
+  // flush.
+  using OnFlushed =
+      std::function<absl::Status(uint64_t end, int64_t mtime_ns, const AttrChanges& attrs)>;
 
   // Background work holds a reference: `io`, `pool` and `budget` must outlive
   // the pool's last task (the owner destroys the pool first).
@@ -127,11 +144,26 @@ class FileCache : public std::enable_shared_from_this<FileCache> {
   void DropReadahead();
   void Truncated(uint64_t size);
 
+  // Attribute changes made on their own: the file was created by this
+  // session, which holds MetaReply.attr_authority for it, until
+  // DropAttrAuthority (the MDS recalled the file, or the session may no
+  // longer decide alone). ChangeAttrs buffers `change` and returns true
+  // while the authority is held; false (nothing buffered) once dropped.
+  // Flushes report the changes like writes, in order with them.
+  void GrantAttrAuthority();
+  void DropAttrAuthority();
+  bool attr_authority();
+  bool ChangeAttrs(const AttrChanges& change);
+  // Attribute changes buffered or on their way to the MDS.
+  bool attrs_pending();
+
   // Buffered writes not yet reported to the MDS: the file's end and mtime as
-  // this client sees them (end 0 when nothing is pending).
+  // this client sees them (end 0 when nothing is pending), and the attribute
+  // changes (a write after an mtime change drops it: the write's is later).
   struct Pending {
     uint64_t end = 0;
     int64_t mtime_ns = 0;
+    AttrChanges attrs;
   };
   Pending pending();
 
@@ -142,6 +174,7 @@ class FileCache : public std::enable_shared_from_this<FileCache> {
     uint64_t end = 0;
     int64_t mtime_ns = 0;
     uint64_t times_gen = 0;  // TimesSet calls before it was taken
+    AttrChanges attrs;
   };
   struct Chunk {  // data read ahead: [offset, offset + length)
     uint64_t offset = 0;
@@ -196,6 +229,8 @@ class FileCache : public std::enable_shared_from_this<FileCache> {
   int flush_waiters_ ABSL_GUARDED_BY(mu_) = 0;  // Flush() calls: the background stops chaining
   uint64_t times_gen_ ABSL_GUARDED_BY(mu_) = 0;    // TimesSet calls
   bool reporting_ ABSL_GUARDED_BY(mu_) = false;   // a batch's mtime is on its way to the MDS
+  bool attr_authority_ ABSL_GUARDED_BY(mu_) = false;
+  AttrChanges attrs_ ABSL_GUARDED_BY(mu_);  // since the last batch taken
 
   std::map<uint64_t, std::shared_ptr<Chunk>> chunks_ ABSL_GUARDED_BY(mu_);  // by offset
   uint64_t next_read_ ABSL_GUARDED_BY(mu_) = 0;  // where a sequential reader goes on

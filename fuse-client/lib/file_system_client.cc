@@ -1,8 +1,10 @@
 #include "fuse-client/lib/file_system_client.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <optional>
 
 #include "absl/strings/match.h"
@@ -10,6 +12,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "common/log/log.h"
+#include "common/posix/permission.h"
 #include "common/status/status.h"
 
 namespace weft::client {
@@ -88,6 +91,7 @@ FileSystemClient::FileSystemClient(FileSystemClientOptions options,
   meta_->SetFlushRecall([this](uint64_t ino, std::function<void()> ack) {
     FlushForRecall(ino, std::move(ack));
   });
+  meta_->SetStreamLost([this] { DropAttrAuthorities(); });
 }
 
 FileSystemClient::~FileSystemClient() {
@@ -106,6 +110,7 @@ FileSystemClient::~FileSystemClient() {
   }
   for (FileHandle fh : open) (void)Release(fh);
   meta_->SetFlushRecall(nullptr);  // nothing is buffered any more: acknowledged at once
+  meta_->SetStreamLost(nullptr);
   recall_pool_.reset();
   {
     absl::MutexLock lock(&mu_);
@@ -269,11 +274,20 @@ absl::StatusOr<Attr> FileSystemClient::Setattr(const Creds& c, uint64_t ino,
   // flush's WrittenOp would clear them, as a write before the chmod did).
   // Explicit times are kept: the flushes of earlier writes report no mtime
   // (tar writes, then futimens, then closes).
+  // A file this client created and nobody else has seen since: mode, owner
+  // and times change here and reach the MDS with the file's writes (tar's
+  // futimens, fchown, fchmod were three MDS calls per file).
   std::shared_ptr<FileCache> cache = CacheOf(ino);
   if (cache != nullptr) {
     const bool suid = (args.valid & pb::SA_MODE) && (args.mode & (S_ISUID | S_ISGID));
     if ((args.valid & pb::SA_SIZE) || suid) RETURN_IF_ERROR(cache->Flush());
     if (args.valid & (pb::SA_MTIME | pb::SA_MTIME_NOW)) cache->TimesSet();
+    if ((args.valid & pb::SA_SIZE) == 0) {
+      ASSIGN_OR_RETURN(std::optional<Attr> local, SetattrLocally(c, ino, args, cache.get()));
+      if (local.has_value()) return *std::move(local);
+    }
+    // Changes made here come first: the MDS decides on top of them.
+    if (cache->attrs_pending()) RETURN_IF_ERROR(cache->Flush());
   }
   if ((args.valid & pb::SA_SIZE) == 0) {
     ASSIGN_OR_RETURN(Attr after, CallAttr(c, std::move(r)));
@@ -287,6 +301,132 @@ absl::StatusOr<Attr> FileSystemClient::Setattr(const Creds& c, uint64_t ino,
   if (cache != nullptr) cache->Truncated(after.size());
   RETURN_IF_ERROR(TrimAfterTruncate(before, after));
   return after;
+}
+
+absl::StatusOr<std::optional<Attr>> FileSystemClient::SetattrLocally(const Creds& c,
+                                                                     uint64_t ino,
+                                                                     const SetattrArgs& args,
+                                                                     FileCache* cache) {
+  constexpr uint32_t kLocal = pb::SA_MODE | pb::SA_UID | pb::SA_GID | pb::SA_ATIME |
+                              pb::SA_MTIME | pb::SA_ATIME_NOW | pb::SA_MTIME_NOW;
+  constexpr uint32_t kPrivileged = S_ISUID | S_ISGID;
+  if (args.valid == 0 || (args.valid & ~kLocal) != 0 || !cache->attr_authority()) {
+    return std::nullopt;
+  }
+  std::optional<Attr> cached;
+  {
+    absl::MutexLock lock(&mu_);
+    auto it = inodes_.find(ino);
+    if (it != inodes_.end()) cached = it->second.attr;
+  }
+  if (!cached.has_value()) return std::nullopt;
+  // Exact while the authority holds: nobody else changed the file, and
+  // this client's own changes are in the cache or pending.
+  const Attr before = WithPending(*cached);
+  if ((before.mode() & S_IFMT) != S_IFREG || (before.mode() & kPrivileged) != 0 ||
+      !before.no_xattrs() || ((args.valid & pb::SA_MODE) && (args.mode & kPrivileged) != 0)) {
+    return std::nullopt;
+  }
+  posix::Credentials cred;
+  cred.uid = c.uid;
+  cred.gid = c.gid;
+  cred.groups = c.groups;
+  posix::AccessAttrs now;
+  now.mode = before.mode();
+  now.uid = before.uid();
+  now.gid = before.gid();
+  const posix::AccessAttrs at_start = now;
+  const int64_t t = std::max(absl::ToUnixNanos(absl::Now()), before.ctime_ns());
+  AttrChanges change;
+  // In DoSetattr's order (mds/ops/setattr.cc), with its errors.
+  if (args.valid & (pb::SA_UID | pb::SA_GID)) {
+    std::optional<uint32_t> uid, gid;
+    if (args.valid & pb::SA_UID) uid = args.uid;
+    if (args.valid & pb::SA_GID) gid = args.gid;
+    ASSIGN_OR_RETURN(uint32_t mode, posix::ModeForChown(now, cred, uid, gid));
+    if (mode != now.mode) return std::nullopt;  // not without setuid/setgid bits
+    if (uid) {
+      change.valid |= pb::SA_UID;
+      change.uid = now.uid = *uid;
+    }
+    if (gid) {
+      change.valid |= pb::SA_GID;
+      change.gid = now.gid = *gid;
+    }
+  }
+  if (args.valid & pb::SA_MODE) {
+    ASSIGN_OR_RETURN(uint32_t mode, posix::ModeForChmod(now, cred, args.mode));
+    change.valid |= pb::SA_MODE;
+    change.mode = mode & 07777;
+  }
+  const uint32_t time_bits =
+      args.valid & (pb::SA_ATIME | pb::SA_MTIME | pb::SA_ATIME_NOW | pb::SA_MTIME_NOW);
+  if (time_bits != 0) {
+    const bool now_times = time_bits == (pb::SA_ATIME_NOW | pb::SA_MTIME_NOW);
+    RETURN_IF_ERROR(posix::CheckSetTimes(at_start, cred, !now_times));
+    if (args.valid & (pb::SA_ATIME | pb::SA_ATIME_NOW)) {
+      change.valid |= pb::SA_ATIME;
+      change.atime_ns = (args.valid & pb::SA_ATIME) ? args.atime_ns : t;
+    }
+    if (args.valid & (pb::SA_MTIME | pb::SA_MTIME_NOW)) {
+      change.valid |= pb::SA_MTIME;
+      change.mtime_ns = (args.valid & pb::SA_MTIME) ? args.mtime_ns : t;
+    }
+  }
+  change.ctime_ns = t;
+  if (!cache->ChangeAttrs(change)) return std::nullopt;  // recalled meanwhile
+  local_setattrs_++;
+  return WithPending(*std::move(cached));
+}
+
+absl::Status FileSystemClient::SettleAttrs(uint64_t ino, bool drop) {
+  std::shared_ptr<FileCache> cache = CacheOf(ino);
+  if (cache == nullptr) return absl::OkStatus();
+  if (drop) cache->DropAttrAuthority();
+  return cache->attrs_pending() ? cache->Flush() : absl::OkStatus();
+}
+
+absl::Status FileSystemClient::SettleCreated(uint64_t parent, const std::string& name) {
+  std::shared_ptr<FileCache> cache;
+  {
+    absl::MutexLock lock(&mu_);
+    for (const auto& [ino, oc] : caches_) {
+      if (oc.created_parent == parent && oc.created_name == name) cache = oc.cache;
+    }
+  }
+  if (cache == nullptr) return absl::OkStatus();
+  cache->DropAttrAuthority();  // the name may change: no more decisions by it
+  return cache->attrs_pending() ? cache->Flush() : absl::OkStatus();
+}
+
+absl::Status FileSystemClient::SettleAllAttrs() {
+  std::vector<std::shared_ptr<FileCache>> caches;
+  {
+    absl::MutexLock lock(&mu_);
+    for (auto& [ino, oc] : caches_) {
+      if (oc.created_name.empty()) continue;  // never held the authority
+      oc.created_parent = 0;
+      oc.created_name.clear();
+      caches.push_back(oc.cache);
+    }
+  }
+  for (const auto& cache : caches) {
+    cache->DropAttrAuthority();
+    if (cache->attrs_pending()) RETURN_IF_ERROR(cache->Flush());
+  }
+  return absl::OkStatus();
+}
+
+void FileSystemClient::DropAttrAuthorities() {
+  std::vector<std::shared_ptr<FileCache>> caches;
+  {
+    absl::MutexLock lock(&mu_);
+    for (const auto& [ino, oc] : caches_) caches.push_back(oc.cache);
+  }
+  for (const auto& cache : caches) {
+    cache->DropAttrAuthority();
+    if (cache->attrs_pending()) (void)cache->FlushInBackground(absl::InfiniteFuture(), true);
+  }
 }
 
 absl::Status FileSystemClient::TrimAfterTruncate(const Attr& before, const Attr& after) {
@@ -336,6 +476,7 @@ absl::StatusOr<Attr> FileSystemClient::Link(const Creds& c, uint64_t ino, uint64
   r.mutable_link()->set_ino(ino);
   r.mutable_link()->set_new_parent(new_parent);
   r.mutable_link()->set_new_name(new_name);
+  RETURN_IF_ERROR(SettleAllAttrs());  // names change: no file keeps deciding alone
   Invalidate(new_parent);
   return CallAttr(c, std::move(r));
 }
@@ -344,6 +485,7 @@ absl::Status FileSystemClient::Unlink(const Creds& c, uint64_t parent, const std
   pb::MetaRequest r;
   r.mutable_unlink()->set_parent(parent);
   r.mutable_unlink()->set_name(name);
+  RETURN_IF_ERROR(SettleCreated(parent, name));  // a sticky directory checks the owner
   Invalidate(parent);
   ASSIGN_OR_RETURN(pb::MetaReply reply, Call(c, std::move(r)));
   // The target's nlink and ctime changed: the reply carries them unless the
@@ -363,6 +505,7 @@ absl::Status FileSystemClient::Rmdir(const Creds& c, uint64_t parent, const std:
 absl::Status FileSystemClient::Rename(const Creds& c, uint64_t parent, const std::string& name,
                                       uint64_t new_parent, const std::string& new_name,
                                       uint32_t flags) {
+  RETURN_IF_ERROR(SettleAllAttrs());  // owners checked, names change
   auto replaced = Lookup(c, new_parent, new_name);
   pb::MetaRequest r;
   pb::RenameOp* op = r.mutable_rename();
@@ -436,6 +579,7 @@ absl::StatusOr<std::string> FileSystemClient::Getxattr(const Creds& c, uint64_t 
   if (AbsentMeansNoData(name) && KnownWithoutXattrs(ino)) {
     return ErrnoError(absl::StatusCode::kNotFound, ENODATA, "no such attribute");
   }
+  RETURN_IF_ERROR(SettleAttrs(ino, /*drop=*/false));  // reading user.* checks the mode
   pb::MetaRequest r;
   r.mutable_getxattr()->set_ino(ino);
   r.mutable_getxattr()->set_name(name);
@@ -451,6 +595,8 @@ absl::Status FileSystemClient::Setxattr(const Creds& c, uint64_t ino, const std:
   op->set_name(name);
   op->set_value(value);
   op->set_flags(flags);
+  // The file gets xattrs (an ACL changes its mode): the MDS decides from now on.
+  RETURN_IF_ERROR(SettleAttrs(ino, /*drop=*/true));
   Invalidate(ino);  // ctime, and the mode for a POSIX ACL
   const bool layout = absl::StartsWith(name, "weft.file.layout");
   if (layout) {
@@ -476,6 +622,7 @@ void FileSystemClient::RefreshLayout(const Attr& attr) {
 absl::StatusOr<std::vector<std::string>> FileSystemClient::Listxattr(const Creds& c,
                                                                      uint64_t ino) {
   pb::MetaRequest r;
+  RETURN_IF_ERROR(SettleAttrs(ino, /*drop=*/false));
   r.mutable_listxattr()->set_ino(ino);
   ASSIGN_OR_RETURN(pb::MetaReply reply, Call(c, std::move(r)));
   return std::vector<std::string>(reply.names().begin(), reply.names().end());
@@ -486,6 +633,7 @@ absl::Status FileSystemClient::Removexattr(const Creds& c, uint64_t ino,
   pb::MetaRequest r;
   r.mutable_removexattr()->set_ino(ino);
   r.mutable_removexattr()->set_name(name);
+  RETURN_IF_ERROR(SettleAttrs(ino, /*drop=*/true));
   Invalidate(ino);
   ASSIGN_OR_RETURN(pb::MetaReply reply, Call(c, std::move(r)));
   if (reply.attr().ino() != 0) CacheAttr(reply.attr());
@@ -500,6 +648,7 @@ absl::StatusOr<pb::StatfsReply> FileSystemClient::Statfs(const Creds& c) {
 }
 
 absl::Status FileSystemClient::Access(const Creds& c, uint64_t ino, int mask) {
+  RETURN_IF_ERROR(SettleAttrs(ino, /*drop=*/false));
   pb::MetaRequest r;
   r.mutable_access()->set_ino(ino);
   r.mutable_access()->set_mask(static_cast<uint32_t>(mask) & (R_OK | W_OK | X_OK));

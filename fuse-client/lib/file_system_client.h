@@ -40,6 +40,7 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -208,10 +209,13 @@ class FileSystemClient {
 
   // Lookups answered under a directory lease, without the MDS.
   uint64_t local_lookups() const { return local_lookups_.load(); }
+  // Setattrs decided in this client under a file's attribute authority.
+  uint64_t local_setattrs() const { return local_setattrs_.load(); }
 
 
  private:
   std::atomic<uint64_t> local_lookups_{0};
+  std::atomic<uint64_t> local_setattrs_{0};
   // One open(2) of a file by this client.
   struct OpenFile {
     uint64_t ino = 0;
@@ -226,6 +230,11 @@ class FileSystemClient {
     std::shared_ptr<FileCache> cache;
     int handles = 0;
     Creds writer;  // of the latest write: the WrittenOp of a flush runs as them
+    // Where this session created the file, while it holds the file's
+    // attribute authority (FileCache::GrantAttrAuthority): an open of that
+    // name by this client settles the changes first.
+    uint64_t created_parent = 0;
+    std::string created_name;
   };
   struct CachedInode {
     Attr attr;
@@ -260,10 +269,29 @@ class FileSystemClient {
   absl::StatusOr<std::shared_ptr<OpenFile>> Handle(FileHandle fh);
   absl::StatusOr<Opened> AddHandle(const Creds& c, const Attr& attr, int flags);
   std::shared_ptr<FileCache> CacheFor(const Attr& attr) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Tells the MDS that `ino` now extends to `end`, written at `mtime_ns`.
-  absl::Status ReportWritten(uint64_t ino, uint64_t end, int64_t mtime_ns);
-  // `attr` with this client's buffered size and mtime.
+  // Tells the MDS that `ino` now extends to `end`, written at `mtime_ns`,
+  // and the attribute changes made on their own since the last report.
+  absl::Status ReportWritten(uint64_t ino, uint64_t end, int64_t mtime_ns,
+                             const AttrChanges& attrs);
+  // `attr` with this client's buffered size, mtime and attribute changes.
   Attr WithPending(Attr attr);
+  // A setattr decided and applied in this client, which holds the file's
+  // attribute authority (a file it created that nobody else has seen since):
+  // the same permission rules as the MDS (common/posix), the same errors.
+  // nullopt when the MDS must do it (no authority; a size, setuid or setgid;
+  // a file with xattrs).
+  absl::StatusOr<std::optional<Attr>> SetattrLocally(const Creds& c, uint64_t ino,
+                                                     const SetattrArgs& args, FileCache* cache);
+  // Attribute changes made on their own reach the MDS before a request that
+  // decides on them: of `ino` (with `drop`, the file's authority ends too),
+  // of the file this client created as `name` in `parent`, and of the files
+  // whose names a rename or link changes (all of them, authority ending).
+  absl::Status SettleAttrs(uint64_t ino, bool drop);
+  absl::Status SettleCreated(uint64_t parent, const std::string& name);
+  absl::Status SettleAllAttrs();
+  // The lease stream ended: the MDS cannot recall this client now, so no
+  // file keeps its attribute authority.
+  void DropAttrAuthorities();
   std::shared_ptr<FileCache> CacheOf(uint64_t ino);
   // Writes back buffered data older than dirty_expire, every second.
   void FlushLoop();

@@ -1,6 +1,9 @@
 // FileSystemClient: open files and their data (the namespace half is in
 // file_system_client.cc).
 #include <fcntl.h>
+#include <sys/stat.h>
+
+#include <algorithm>
 
 #include "absl/strings/str_cat.h"
 #include "common/log/log.h"
@@ -84,8 +87,9 @@ std::shared_ptr<FileCache> FileSystemClient::CacheFor(const Attr& attr) {
   OpenCache& oc = caches_[ino];
   oc.handles = 1;
   oc.cache = FileCache::Create(*data, &io_, pool_.get(), &budget_, options_.cache,
-                               [this, ino](uint64_t end, int64_t mtime_ns) {
-                                 return ReportWritten(ino, end, mtime_ns);
+                               [this, ino](uint64_t end, int64_t mtime_ns,
+                                           const AttrChanges& attrs) {
+                                 return ReportWritten(ino, end, mtime_ns, attrs);
                                });
   return oc.cache;
 }
@@ -96,7 +100,8 @@ std::shared_ptr<FileCache> FileSystemClient::CacheOf(uint64_t ino) {
   return it == caches_.end() ? nullptr : it->second.cache;
 }
 
-absl::Status FileSystemClient::ReportWritten(uint64_t ino, uint64_t end, int64_t mtime_ns) {
+absl::Status FileSystemClient::ReportWritten(uint64_t ino, uint64_t end, int64_t mtime_ns,
+                                             const AttrChanges& attrs) {
   Creds writer;
   {
     absl::MutexLock lock(&mu_);
@@ -109,6 +114,17 @@ absl::Status FileSystemClient::ReportWritten(uint64_t ino, uint64_t end, int64_t
   op->set_end(end);
   op->set_mtime_ns(mtime_ns);
   op->set_keep_times(mtime_ns == 0);  // FileCache: the times were set after the writes
+  if (!attrs.empty()) {
+    pb::SetattrOp* a = op->mutable_attrs();
+    a->set_ino(ino);
+    a->set_valid(attrs.valid | pb::SA_CTIME);
+    a->set_mode(attrs.mode);
+    a->set_uid(attrs.uid);
+    a->set_gid(attrs.gid);
+    a->set_atime_ns(attrs.atime_ns);
+    a->set_mtime_ns(attrs.mtime_ns);
+    a->set_ctime_ns(attrs.ctime_ns);
+  }
   return CallAttr(writer, std::move(r)).status();
 }
 
@@ -116,6 +132,13 @@ Attr FileSystemClient::WithPending(Attr attr) {
   std::shared_ptr<FileCache> cache = CacheOf(attr.ino());
   if (cache == nullptr) return attr;
   FileCache::Pending p = cache->pending();
+  const AttrChanges& a = p.attrs;
+  if (a.valid & pb::SA_MODE) attr.set_mode((attr.mode() & S_IFMT) | a.mode);
+  if (a.valid & pb::SA_UID) attr.set_uid(a.uid);
+  if (a.valid & pb::SA_GID) attr.set_gid(a.gid);
+  if (a.valid & pb::SA_ATIME) attr.set_atime_ns(a.atime_ns);
+  if (a.valid & pb::SA_MTIME) attr.set_mtime_ns(a.mtime_ns);
+  if (!a.empty()) attr.set_ctime_ns(std::max(attr.ctime_ns(), a.ctime_ns));
   if (p.end > attr.size()) attr.set_size(p.end);
   if (p.mtime_ns > attr.mtime_ns()) {
     attr.set_mtime_ns(p.mtime_ns);
@@ -142,6 +165,7 @@ void FileSystemClient::FlushLoop() {
 
 absl::StatusOr<FileSystemClient::Opened> FileSystemClient::Open(const Creds& c, uint64_t ino,
                                                                 int flags) {
+  RETURN_IF_ERROR(SettleAttrs(ino, /*drop=*/false));  // the MDS checks the mode
   pb::MetaRequest r;
   r.mutable_open()->set_ino(ino);
   r.mutable_open()->set_flags(static_cast<uint32_t>(flags));
@@ -182,9 +206,20 @@ absl::StatusOr<FileSystemClient::Opened> FileSystemClient::Create(const Creds& c
   op->set_exclusive((flags & O_EXCL) != 0);
   op->set_open(true);
   op->set_open_flags(static_cast<uint32_t>(flags));
+  // Without O_EXCL an existing file is opened: the MDS checks its mode.
+  if ((flags & O_EXCL) == 0) RETURN_IF_ERROR(SettleCreated(parent, name));
   Invalidate(parent);
   ASSIGN_OR_RETURN(pb::MetaReply reply, Call(c, std::move(r)));
   ASSIGN_OR_RETURN(Opened opened, AddHandle(c, reply.attr(), flags));
+  if (reply.attr_authority()) {
+    absl::MutexLock lock(&mu_);
+    auto it = caches_.find(opened.attr.ino());
+    if (it != caches_.end() && it->second.cache != nullptr) {
+      it->second.created_parent = parent;
+      it->second.created_name = name;
+      it->second.cache->GrantAttrAuthority();
+    }
+  }
   if (reply.created()) return opened;  // new and empty: nothing to truncate
   return TruncateOnOpen(c, std::move(opened), flags);
 }
@@ -243,6 +278,8 @@ void FileSystemClient::FlushForRecall(uint64_t ino, std::function<void()> ack) {
   recall_pool_->Submit([this, ino, ack = std::move(ack)] {
     std::shared_ptr<FileCache> cache = CacheOf(ino);
     if (cache != nullptr) {
+      // Another session is about to look: from now on the MDS decides.
+      cache->DropAttrAuthority();
       absl::Status flushed = cache->Flush();
       // The ack goes anyway: the other session sees what the MDS has.
       if (!flushed.ok()) LOG(WARNING) << "op=recall ino=" << ino << " status=" << flushed;
@@ -313,9 +350,24 @@ absl::StatusOr<std::shared_ptr<FileSystemClient::OpenFile>> FileSystemClient::En
   }
   // The MDS must still see this session's write open while the flush reports.
   *flushed = f->cache != nullptr ? f->cache->Flush() : absl::OkStatus();
-  absl::MutexLock lock(&mu_);
-  auto it = caches_.find(f->ino);
-  if (it != caches_.end() && --it->second.handles == 0) caches_.erase(it);
+  bool last = false;
+  {
+    absl::MutexLock lock(&mu_);
+    auto it = caches_.find(f->ino);
+    if (it != caches_.end() && --it->second.handles == 0) {
+      caches_.erase(it);
+      last = true;
+    }
+  }
+  if (last && f->cache != nullptr) {
+    // A setattr that found the cache before it went may have changed the
+    // attributes since the flush above: no more of those, and they go too.
+    f->cache->DropAttrAuthority();
+    if (f->cache->attrs_pending()) {
+      absl::Status s = f->cache->Flush();
+      if (flushed->ok()) *flushed = s;
+    }
+  }
   return f;
 }
 

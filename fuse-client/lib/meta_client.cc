@@ -159,6 +159,10 @@ void MetaClient::LeaseLoop() {
     }
     // No revokes can reach us now: trust nothing until the next hello.
     leases_.DropAll();
+    {
+      absl::MutexLock lock(&recall_mu_);
+      if (stream_lost_) stream_lost_();
+    }
     absl::Status ended = rpc::FromGrpc(reader->Finish(), "mds");
     absl::MutexLock lock(&mu_);
     lease_ctx_ = nullptr;
@@ -183,6 +187,11 @@ void MetaClient::AckLease(const pb::LeaseEvent& event) {
 void MetaClient::SetFlushRecall(FlushRecall handler) {
   absl::MutexLock lock(&recall_mu_);
   flush_recall_ = std::move(handler);
+}
+
+void MetaClient::SetStreamLost(std::function<void()> handler) {
+  absl::MutexLock lock(&recall_mu_);
+  stream_lost_ = std::move(handler);
 }
 
 absl::StatusOr<pb::MetaReply> MetaClient::Call(pb::MetaRequest request) {

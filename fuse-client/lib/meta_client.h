@@ -76,6 +76,9 @@ class MetaClient {
   // are acknowledged at once.
   using FlushRecall = std::function<void(uint64_t ino, std::function<void()> ack)>;
   void SetFlushRecall(FlushRecall handler);
+  // Called when the lease stream ends: until the next one is up, the MDS
+  // cannot recall anything this client buffers.
+  void SetStreamLost(std::function<void()> handler);
 
   absl::StatusOr<pb::FsStatusReply> FsStatus();
   // Ends the session now (its open files are released).
@@ -119,6 +122,7 @@ class MetaClient {
   DirLeases leases_;
   absl::Mutex recall_mu_;  // held while the handler runs
   FlushRecall flush_recall_ ABSL_GUARDED_BY(recall_mu_);
+  std::function<void()> stream_lost_ ABSL_GUARDED_BY(recall_mu_);
   std::thread renewer_;
   std::thread lease_thread_;
 };

@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <cerrno>
 
 #include "absl/strings/str_cat.h"
@@ -117,6 +118,33 @@ absl::Status DoOpen(OpContext& ctx, const pb::OpenOp& op, pb::MetaReply* reply) 
   return absl::OkStatus();
 }
 
+namespace {
+
+// What a session changed on its own under MetaReply.attr_authority: it
+// decided permissions itself (common/posix, as DoSetattr would); only the
+// cases that grant allows are taken.
+absl::Status ApplyOwnAttrs(const pb::SetattrOp& a, pb::InodeRec* edit) {
+  constexpr uint32_t kOwn =
+      pb::SA_MODE | pb::SA_UID | pb::SA_GID | pb::SA_ATIME | pb::SA_MTIME | pb::SA_CTIME;
+  constexpr uint32_t kPrivileged = S_ISUID | S_ISGID;
+  if ((a.valid() & ~kOwn) != 0) return Err(EINVAL, "written: attributes other than mode, owner, times");
+  if (!IsReg(*edit) || !edit->xattrs().empty() || (edit->mode() & kPrivileged) != 0) {
+    return Err(EPERM, "written: attributes of this file must go through setattr");
+  }
+  if (a.valid() & pb::SA_MODE) {
+    if (a.mode() & kPrivileged) return Err(EPERM, "written: setuid/setgid must go through setattr");
+    edit->set_mode((edit->mode() & S_IFMT) | (a.mode() & 07777));
+  }
+  if (a.valid() & pb::SA_UID) edit->set_uid(a.uid());
+  if (a.valid() & pb::SA_GID) edit->set_gid(a.gid());
+  if (a.valid() & pb::SA_ATIME) edit->set_atime_ns(a.atime_ns());
+  if (a.valid() & pb::SA_MTIME) edit->set_mtime_ns(a.mtime_ns());
+  if (a.valid() & pb::SA_CTIME) edit->set_ctime_ns(std::max(edit->ctime_ns(), a.ctime_ns()));
+  return absl::OkStatus();
+}
+
+}  // namespace
+
 absl::Status DoWritten(OpContext& ctx, const pb::WrittenOp& op, pb::MetaReply* reply) {
   ASSIGN_OR_RETURN(const pb::InodeRec* inode, ctx.Inode(op.ino()));
   if (!ctx.HasOpen(op.ino(), true)) return Err(EBADF, "file not open for writing by this session");
@@ -133,6 +161,7 @@ absl::Status DoWritten(OpContext& ctx, const pb::WrittenOp& op, pb::MetaReply* r
     edit->set_ctime_ns(mtime);
   }
   edit->set_mode(ModeAfterWrite(AccessOf(*edit), ctx.cred()));
+  if (op.has_attrs()) RETURN_IF_ERROR(ApplyOwnAttrs(op.attrs(), edit));
   FillAttr(*edit, reply->mutable_attr());
   return absl::OkStatus();
 }

@@ -39,6 +39,7 @@ Capacity OpContext::capacity() { return rank_->capacity(); }
 DataPools OpContext::data_pools() { return rank_->data_pools(); }
 
 absl::StatusOr<const pb::InodeRec*> OpContext::Inode(uint64_t ino) {
+  if (std::find(touched_.begin(), touched_.end(), ino) == touched_.end()) touched_.push_back(ino);
   auto e = edits_.find(ino);
   if (e != edits_.end()) return &e->second;
   if (std::find(removed_.begin(), removed_.end(), ino) != removed_.end() ||

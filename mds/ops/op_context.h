@@ -87,6 +87,9 @@ class OpContext {
     return rstat_deltas_;
   }
   void SetOp(const std::string& op) { op_ = op; }
+  // Every inode the operation looked at, in order: another session holding
+  // one of them open for writing is recalled before the answer stands.
+  const std::vector<uint64_t>& touched() const { return touched_; }
 
  private:
   MdsRank* const rank_;
@@ -113,6 +116,7 @@ class OpContext {
   uint64_t reuse_ino_ = 0;
   std::optional<uint64_t> open_ref_;
   bool open_write_ = false;
+  std::vector<uint64_t> touched_;
 };
 
 // Shared by operations.

@@ -13,6 +13,7 @@
 
 #include <atomic>
 #include <cerrno>
+#include <optional>
 #include <set>
 #include <string>
 #include <thread>
@@ -384,6 +385,215 @@ TEST_CASE("fuse write-back: a writer killed with buffered data does not hold the
   CHECK(waited < absl::Seconds(20));  // the recall timeout is 10 s; no hang
   CHECK(ReadFile(f.Q("doomed")) == "the other mount writes it");
   CHECK(ReadFile(f.Q("kept")) == "flushed and closed");
+}
+
+// ---- attribute authority: the creator of a file changes its mode, owner
+// and times on its own until another session looks (MetaReply.attr_authority).
+
+client::SetattrArgs ModeArgs(uint32_t mode) {
+  client::SetattrArgs a;
+  a.valid = pb::SA_MODE;
+  a.mode = mode;
+  return a;
+}
+
+client::SetattrArgs OwnerArgs(std::optional<uint32_t> uid, std::optional<uint32_t> gid) {
+  client::SetattrArgs a;
+  if (uid) {
+    a.valid |= pb::SA_UID;
+    a.uid = *uid;
+  }
+  if (gid) {
+    a.valid |= pb::SA_GID;
+    a.gid = *gid;
+  }
+  return a;
+}
+
+client::SetattrArgs TimesArgs(int64_t atime_ns, int64_t mtime_ns) {
+  client::SetattrArgs a;
+  a.valid = pb::SA_ATIME | pb::SA_MTIME;
+  a.atime_ns = atime_ns;
+  a.mtime_ns = mtime_ns;
+  return a;
+}
+
+client::SetattrArgs NowArgs() {
+  client::SetattrArgs a;
+  a.valid = pb::SA_ATIME_NOW | pb::SA_MTIME_NOW;
+  return a;
+}
+
+// Setattrs by several callers on `ino` through client `c`: the errno of each.
+std::vector<int> Decisions(client::FileSystemClient& c, uint64_t ino) {
+  const client::Creds root;
+  const client::Creds alice{1000, 1000, {1000, 2000}, 0};
+  const client::Creds bob{1001, 1001, {1001}, 0};
+  return {
+      Errno(c.Setattr(bob, ino, ModeArgs(0600), 0)),                      // EPERM: not the owner
+      Errno(c.Setattr(bob, ino, TimesArgs(1, 2), 0)),                     // EPERM
+      Errno(c.Setattr(bob, ino, NowArgs(), 0)),                           // EACCES: no write access
+      Errno(c.Setattr(alice, ino, OwnerArgs(1001, std::nullopt), 0)),     // EPERM
+      Errno(c.Setattr(alice, ino, OwnerArgs(std::nullopt, 3000), 0)),     // EPERM: not her group
+      Errno(c.Setattr(alice, ino, OwnerArgs(std::nullopt, 1000), 0)),     // hers
+      Errno(c.Setattr(alice, ino, ModeArgs(0666), 0)),
+      Errno(c.Setattr(bob, ino, NowArgs(), 0)),                           // may write: may touch
+      Errno(c.Setattr(bob, ino, ModeArgs(0600), 0)),                      // EPERM
+      Errno(c.Setattr(alice, ino, ModeArgs(0640), 0)),
+      Errno(c.Setattr(alice, ino, OwnerArgs(std::nullopt, 2000), 0)),
+      Errno(c.Setattr(root, ino, OwnerArgs(0, 0), 0)),
+      Errno(c.Setattr(alice, ino, ModeArgs(0600), 0)),                    // EPERM: no longer hers
+      Errno(c.Setattr(root, ino, TimesArgs(1000000000 * 1000000000ll + 5,
+                                           1100000000 * 1000000000ll + 7), 0)),
+  };
+}
+
+TEST_CASE("client attributes: the creator changes mode - owner - times on its own until another client looks",
+          "[fuse][leases][attrs]") {
+  auto cluster = StartClusterWithFs();
+  auto a = Connect(*cluster);
+  auto b = Connect(*cluster);
+  const client::Creds root;
+  // Authority comes with creates once a's lease stream is up.
+  uint64_t ino = 0;
+  client::FileHandle fh = 0;
+  for (int i = 0; i < 50 && ino == 0; ++i) {
+    auto created = a->Create(root, a->root(), absl::StrCat("f", i), 0600, O_CREAT | O_EXCL | O_WRONLY);
+    INFO(created.status());
+    REQUIRE(created.ok());
+    const uint64_t before = a->local_setattrs();
+    auto set = a->Setattr(root, created->attr.ino(), OwnerArgs(1000, 2000), created->fh);
+    REQUIRE(set.ok());
+    CHECK(set->uid() == 1000);
+    CHECK(set->gid() == 2000);
+    if (a->local_setattrs() > before) {
+      ino = created->attr.ino();
+      fh = created->fh;
+    } else {
+      CHECK(a->Release(created->fh).ok());
+      absl::SleepFor(absl::Milliseconds(100));
+    }
+  }
+  REQUIRE(ino != 0);
+  REQUIRE(a->Setattr(root, ino, ModeArgs(0640), 0).ok());
+
+  // The same file as the MDS sees it, made by b: a holds no authority there.
+  auto twin = b->Create(root, b->root(), "twin", 0600, O_CREAT | O_EXCL | O_WRONLY);
+  REQUIRE(twin.ok());
+  REQUIRE(b->Setattr(root, twin->attr.ino(), OwnerArgs(1000, 2000), twin->fh).ok());
+  REQUIRE(b->Setattr(root, twin->attr.ino(), ModeArgs(0640), twin->fh).ok());
+  REQUIRE(b->Release(twin->fh).ok());
+
+  // Every decision a takes alone is the MDS's decision, errno for errno.
+  const uint64_t local = a->local_setattrs();
+  const std::vector<int> alone = Decisions(*a, ino);
+  const uint64_t decided_alone = a->local_setattrs() - local;
+  const std::vector<int> by_mds = Decisions(*a, twin->attr.ino());
+  CHECK(a->local_setattrs() == local + decided_alone);  // the twin went to the MDS
+  CHECK(alone == by_mds);
+  CHECK(alone == std::vector<int>{EPERM, EPERM, EACCES, EPERM, EPERM, 0, 0, 0, EPERM, 0, 0, 0,
+                                  EPERM, 0});
+  CHECK(decided_alone == 7);  // every change that succeeded
+
+  // a sees its changes at once; b's look recalls them, and both agree.
+  auto mine = a->Getattr(root, ino);
+  REQUIRE(mine.ok());
+  auto theirs = b->Getattr(root, ino);
+  REQUIRE(theirs.ok());
+  auto twin_now = b->Getattr(root, twin->attr.ino());
+  REQUIRE(twin_now.ok());
+  for (const pb::Attr* at : {&*mine, &*theirs}) {
+    INFO("ino " << at->ino());
+    CHECK((at->mode() & 07777) == (twin_now->mode() & 07777));
+    CHECK(at->uid() == twin_now->uid());
+    CHECK(at->gid() == twin_now->gid());
+    CHECK(at->atime_ns() == 1000000000 * 1000000000ll + 5);
+    CHECK(at->mtime_ns() == 1100000000 * 1000000000ll + 7);
+  }
+  CHECK(theirs->ctime_ns() == mine->ctime_ns());
+  CHECK(mine->ctime_ns() >= mine->btime_ns());
+
+  // After the recall the MDS decides: a changes nothing on its own any more.
+  const uint64_t after_recall = a->local_setattrs();
+  REQUIRE(a->Setattr(root, ino, ModeArgs(0604), 0).ok());
+  CHECK(a->local_setattrs() == after_recall);
+  auto c = Connect(*cluster);
+  auto fresh = c->Getattr(root, ino);
+  REQUIRE(fresh.ok());
+  CHECK((fresh->mode() & 07777) == 0604);
+  CHECK(a->Release(fh).ok());
+}
+
+TEST_CASE("fuse attributes: a creator's own chmod - chown - utimes reach the other mount and survive close",
+          "[fuse][leases][attrs]") {
+  TwoMounts f;
+  REQUIRE(mkdir(f.P("d").c_str(), 0755) == 0);
+  // tar's order on new files, which this mount decides alone.
+  for (int i = 0; i < 20; ++i) {
+    const std::string name = absl::StrCat("d/f", i);
+    const int fd = open(f.P(name).c_str(), O_CREAT | O_EXCL | O_WRONLY, 0600);
+    REQUIRE(fd >= 0);
+    WriteAll(fd, Pattern(100 + i * 1000, i), 0);
+    const struct timespec times[2] = {{UTIME_OMIT, 0}, {1100000000 + i, 7}};
+    REQUIRE(futimens(fd, times) == 0);
+    REQUIRE(fchown(fd, 1000, 1000 + i % 2) == 0);
+    REQUIRE(fchmod(fd, 0640 + i % 8) == 0);
+    if (i % 4 == 0) {
+      // Looked at by the other mount while open: recalled, then the MDS decides.
+      struct stat seen = Lstat(f.Q(name));
+      CHECK(seen.st_uid == 1000);
+      CHECK((seen.st_mode & 07777) == 0640u + i % 8);
+      REQUIRE(fchmod(fd, 0644) == 0);
+    }
+    if (i % 4 == 1) {
+      // A write after the explicit mtime moves it again.
+      WriteAll(fd, "tail", 100 + i * 1000);
+    }
+    REQUIRE(close(fd) == 0);
+  }
+  // This mount at once; the other one too once the attributes its kernel
+  // took at the recall (f0, f4, ...) expired (1 s, until caps).
+  for (int pass = 0; pass < 2; ++pass) {
+    for (int i = 0; i < 20; ++i) {
+      const std::string name = absl::StrCat("d/f", i);
+      std::vector<std::string> paths = {f.P(name)};
+      if (pass == 1) paths.push_back(f.Q(name));
+      for (const std::string& path : paths) {
+        INFO(path << " pass " << pass);
+        struct stat st = Lstat(path);
+        CHECK(st.st_uid == 1000u);
+        CHECK(st.st_gid == 1000u + i % 2);
+        CHECK((st.st_mode & 07777) == (i % 4 == 0 ? 0644u : 0640u + i % 8));
+        if (i % 4 == 1) {
+          CHECK(st.st_mtim.tv_sec > 1600000000);
+          CHECK(st.st_size == 100 + i * 1000 + 4);
+        } else {
+          CHECK(st.st_mtim.tv_sec == 1100000000 + i);
+          CHECK(st.st_mtim.tv_nsec == 7);
+          CHECK(st.st_size == 100 + i * 1000);
+        }
+      }
+    }
+    absl::SleepFor(absl::Milliseconds(1500));
+  }
+  // A sticky directory checks the owner this mount gave the file on its own.
+  REQUIRE(mkdir(f.P("sticky").c_str(), 01777) == 0);
+  REQUIRE(chmod(f.P("sticky").c_str(), 01777) == 0);
+  const int fd = open(f.P("sticky/x").c_str(), O_CREAT | O_EXCL | O_WRONLY, 0644);
+  REQUIRE(fd >= 0);
+  REQUIRE(fchown(fd, 1000, 1000) == 0);
+  const std::string victim = f.P("sticky/x");
+  const UserIds bob{1001, 1001, {1001}};
+  CHECK(RunAs(bob, [&]() -> std::string {
+          USER_CHECK(unlink(victim.c_str()) != 0 && errno == EPERM);
+          return "";
+        }) == "");
+  CHECK(RunAs(kUser, [&]() -> std::string {
+          USER_CHECK(unlink(victim.c_str()) == 0);
+          return "";
+        }) == "");
+  close(fd);
+  CHECK(StatErrno(f.Q("sticky/x")) == ENOENT);
 }
 
 }  // namespace
