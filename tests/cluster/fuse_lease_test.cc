@@ -596,5 +596,50 @@ TEST_CASE("fuse attributes: a creator's own chmod - chown - utimes reach the oth
   CHECK(StatErrno(f.Q("sticky/x")) == ENOENT);
 }
 
+TEST_CASE("fuse attributes: changes made alone survive an MDS restart - and after fsync a killed client",
+          "[fuse][leases][attrs]") {
+  TwoMounts f;
+  const int fd = open(f.P("a").c_str(), O_CREAT | O_EXCL | O_WRONLY, 0600);
+  REQUIRE(fd >= 0);
+  WriteAll(fd, Pattern(5000, 1), 0);
+  REQUIRE(fchown(fd, 1000, 1000) == 0);
+  REQUIRE(fchmod(fd, 0640) == 0);
+  // The MDS restarts under buffered changes: the lease stream breaks, the
+  // client gives up deciding alone and reports them to the new incarnation.
+  f.cluster->KillMds();
+  auto started = f.cluster->StartMds();
+  INFO(started);
+  REQUIRE(started.ok());
+  REQUIRE(fchmod(fd, 0604) == 0);
+  REQUIRE(close(fd) == 0);
+  {
+    struct stat st = Lstat(f.Q("a"));
+    CHECK(st.st_uid == 1000u);
+    CHECK((st.st_mode & 07777) == 0604u);
+    CHECK(st.st_size == 5000);
+  }
+  // fsync makes changes made alone durable like data: a client killed after
+  // it loses none of them.
+  const int fd2 = open(f.P("b").c_str(), O_CREAT | O_EXCL | O_WRONLY, 0600);
+  REQUIRE(fd2 >= 0);
+  WriteAll(fd2, Pattern(3000, 2), 0);
+  const struct timespec times[2] = {{1000000000, 1}, {1100000000, 2}};
+  REQUIRE(futimens(fd2, times) == 0);
+  REQUIRE(fchown(fd2, 1000, 2000) == 0);
+  REQUIRE(fchmod(fd2, 0620) == 0);
+  REQUIRE(fsync(fd2) == 0);
+  f.mount->process()->Kill(SIGKILL);
+  f.mount->process()->Wait();
+  struct stat st = Lstat(f.Q("b"));
+  CHECK(st.st_uid == 1000u);
+  CHECK(st.st_gid == 2000u);
+  CHECK((st.st_mode & 07777) == 0620u);
+  CHECK(st.st_mtim.tv_sec == 1100000000);
+  CHECK(st.st_mtim.tv_nsec == 2);
+  CHECK(st.st_atim.tv_sec == 1000000000);
+  CHECK(st.st_size == 3000);
+  CHECK(ReadFile(f.Q("b")) == Pattern(3000, 2));
+}
+
 }  // namespace
 }  // namespace weft::testing
