@@ -153,7 +153,11 @@ absl::StatusOr<std::string> ObjectStore::ReadVerified(const std::string& coll,
           b * block_bytes, "..", b * block_bytes + block.size(), ")"));
     }
   }
-  return data.substr(offset - aligned_start, end - offset);
+  // In place: a read from a block boundary (whole objects, EC chunks) is
+  // the common case and costs no second copy of its bytes.
+  data.erase(0, offset - aligned_start);
+  data.resize(end - offset);
+  return data;
 }
 
 absl::StatusOr<std::string> ObjectStore::Read(const std::string& coll, const std::string& oid,
