@@ -11,6 +11,10 @@
 // Flush() (fsync, close, truncate, layout and cap changes) writes everything
 // buffered before it was called and waits.
 //
+// Attribute changes this client made on its own (AttrChanges, under the
+// file's attribute authority) travel with the batches the same way: each
+// batch reports those made since the one before, after its size and mtime.
+//
 // Reads see the file as this client wrote it: bytes from the OSDs, then the
 // batch in flight over them, then `dirty_` over that. The buffered bytes are
 // captured before the OSD read starts, so a batch that completes meanwhile is

@@ -23,6 +23,9 @@
 // the last close, i.e. until the write-back is done), the MDS recalls the
 // buffered writes before it shows the file to any other session: the
 // recall (a LeaseEvent with `flush`) flushes them and is acknowledged.
+// A file this session created (MetaReply.attr_authority) also has its mode,
+// owner and times changed here, with the MDS's permission rules, and
+// reported with its writes, until the MDS recalls it (SetattrLocally).
 // Sequential readers are read ahead. An open drops data read ahead by earlier
 // opens (close-to-open consistency, as NFS); O_DIRECT and O_SYNC/O_DSYNC
 // handles write through and O_DIRECT ones never read ahead.
