@@ -390,31 +390,16 @@ absl::Status FileSystemClient::SettleCreated(uint64_t parent, const std::string&
   std::shared_ptr<FileCache> cache;
   {
     absl::MutexLock lock(&mu_);
-    for (const auto& [ino, oc] : caches_) {
-      if (oc.created_parent == parent && oc.created_name == name) cache = oc.cache;
+    for (auto& [ino, oc] : caches_) {
+      if (oc.created_parent != parent || oc.created_name != name) continue;
+      cache = oc.cache;
+      oc.created_parent = 0;  // the name may change: no more decisions by it
+      oc.created_name.clear();
     }
   }
   if (cache == nullptr) return absl::OkStatus();
-  cache->DropAttrAuthority();  // the name may change: no more decisions by it
+  cache->DropAttrAuthority();
   return cache->attrs_pending() ? cache->Flush() : absl::OkStatus();
-}
-
-absl::Status FileSystemClient::SettleAllAttrs() {
-  std::vector<std::shared_ptr<FileCache>> caches;
-  {
-    absl::MutexLock lock(&mu_);
-    for (auto& [ino, oc] : caches_) {
-      if (oc.created_name.empty()) continue;  // never held the authority
-      oc.created_parent = 0;
-      oc.created_name.clear();
-      caches.push_back(oc.cache);
-    }
-  }
-  for (const auto& cache : caches) {
-    cache->DropAttrAuthority();
-    if (cache->attrs_pending()) RETURN_IF_ERROR(cache->Flush());
-  }
-  return absl::OkStatus();
 }
 
 void FileSystemClient::DropAttrAuthorities() {
@@ -476,7 +461,7 @@ absl::StatusOr<Attr> FileSystemClient::Link(const Creds& c, uint64_t ino, uint64
   r.mutable_link()->set_ino(ino);
   r.mutable_link()->set_new_parent(new_parent);
   r.mutable_link()->set_new_name(new_name);
-  RETURN_IF_ERROR(SettleAllAttrs());  // names change: no file keeps deciding alone
+  RETURN_IF_ERROR(SettleAttrs(ino, /*drop=*/true));  // a second name: decided by the MDS from now on
   Invalidate(new_parent);
   return CallAttr(c, std::move(r));
 }
@@ -505,7 +490,9 @@ absl::Status FileSystemClient::Rmdir(const Creds& c, uint64_t parent, const std:
 absl::Status FileSystemClient::Rename(const Creds& c, uint64_t parent, const std::string& name,
                                       uint64_t new_parent, const std::string& new_name,
                                       uint32_t flags) {
-  RETURN_IF_ERROR(SettleAllAttrs());  // owners checked, names change
+  // A sticky directory checks the owners of both names, and both move.
+  RETURN_IF_ERROR(SettleCreated(parent, name));
+  RETURN_IF_ERROR(SettleCreated(new_parent, new_name));
   auto replaced = Lookup(c, new_parent, new_name);
   pb::MetaRequest r;
   pb::RenameOp* op = r.mutable_rename();

@@ -287,11 +287,12 @@ class FileSystemClient {
                                                      const SetattrArgs& args, FileCache* cache);
   // Attribute changes made on their own reach the MDS before a request that
   // decides on them: of `ino` (with `drop`, the file's authority ends too),
-  // of the file this client created as `name` in `parent`, and of the files
-  // whose names a rename or link changes (all of them, authority ending).
+  // and of the file this client created as `name` in `parent` (its
+  // authority ends: an unlink, a rename or an open of the name follows).
+  // Names stay exact: every change of a name of such a file ends its
+  // authority (here, or through the recall when another session does it).
   absl::Status SettleAttrs(uint64_t ino, bool drop);
   absl::Status SettleCreated(uint64_t parent, const std::string& name);
-  absl::Status SettleAllAttrs();
   // The lease stream ended: the MDS cannot recall this client now, so no
   // file keeps its attribute authority.
   void DropAttrAuthorities();

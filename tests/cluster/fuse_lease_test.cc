@@ -594,6 +594,27 @@ TEST_CASE("fuse attributes: a creator's own chmod - chown - utimes reach the oth
         }) == "");
   close(fd);
   CHECK(StatErrno(f.Q("sticky/x")) == ENOENT);
+  // Rename checks the same owner, and the file keeps what was given alone.
+  const int fy = open(f.P("sticky/y").c_str(), O_CREAT | O_EXCL | O_WRONLY, 0644);
+  REQUIRE(fy >= 0);
+  REQUIRE(fchown(fy, 1000, 1000) == 0);
+  REQUIRE(fchmod(fy, 0640) == 0);
+  const std::string from = f.P("sticky/y"), to = f.P("sticky/z");
+  CHECK(RunAs(bob, [&]() -> std::string {
+          USER_CHECK(rename(from.c_str(), to.c_str()) != 0 && errno == EPERM);
+          return "";
+        }) == "");
+  CHECK(RunAs(kUser, [&]() -> std::string {
+          USER_CHECK(rename(from.c_str(), to.c_str()) == 0);
+          return "";
+        }) == "");
+  // No longer decided alone after the rename: this chmod goes to the MDS.
+  REQUIRE(fchmod(fy, 0600) == 0);
+  close(fy);
+  struct stat moved = Lstat(f.Q("sticky/z"));
+  CHECK(moved.st_uid == 1000u);
+  CHECK((moved.st_mode & 07777) == 0600u);
+  CHECK(StatErrno(f.Q("sticky/y")) == ENOENT);
 }
 
 TEST_CASE("fuse attributes: changes made alone survive an MDS restart - and after fsync a killed client",
