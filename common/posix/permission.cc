@@ -328,4 +328,44 @@ absl::StatusOr<std::string> SetDefaultAcl(const AccessAttrs& inode, const Creden
   return EncodeAcl(*acl);
 }
 
+namespace {
+
+// True when `new_mode` drops some of what a write by `cred` would drop from
+// a regular file (S_ISUID, S_ISGID: ModeAfterWrite) and nothing else.
+bool DropsOnlyWhatAWriteWould(const AccessAttrs& inode, const Credentials& cred,
+                              uint32_t new_mode) {
+  const uint32_t old_mode = inode.mode & 07777;
+  const uint32_t after_write = ModeAfterWrite(inode, cred) & 07777;
+  new_mode &= 07777;
+  return (inode.mode & S_IFMT) == S_IFREG && new_mode != old_mode &&
+         (new_mode & ~old_mode) == 0 && (new_mode & after_write) == after_write;
+}
+
+}  // namespace
+
+absl::StatusOr<SetattrResult> DecideSetattr(const AccessAttrs& inode, const Credentials& cred,
+                                            const SetattrAsk& ask) {
+  AccessAttrs now = inode;
+  if (ask.uid || ask.gid) {
+    ASSIGN_OR_RETURN(now.mode, ModeForChown(inode, cred, ask.uid, ask.gid));
+    if (ask.uid) now.uid = *ask.uid;
+    if (ask.gid) now.gid = *ask.gid;
+  }
+  SetattrResult out;
+  if (ask.mode) {
+    if (!OwnerOrRoot(now, cred) && DropsOnlyWhatAWriteWould(now, cred, *ask.mode) &&
+        CheckAccess(now, cred, kMayWrite).ok()) {
+      now.mode = (now.mode & ~07777u) | (*ask.mode & 07777);
+    } else {
+      ASSIGN_OR_RETURN(now.mode, ModeForChmod(now, cred, *ask.mode));
+      ASSIGN_OR_RETURN(out.acl_access, AccessAclForChmod(now, now.mode));
+    }
+  }
+  if (ask.times) RETURN_IF_ERROR(CheckSetTimes(inode, cred, !ask.times_now));
+  out.mode = now.mode;
+  out.uid = now.uid;
+  out.gid = now.gid;
+  return out;
+}
+
 }  // namespace weft::posix

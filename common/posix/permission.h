@@ -154,6 +154,28 @@ absl::Status CheckTruncate(const AccessAttrs& inode, const Credentials& cred);
 // needs the file's gid, hence the inode.)
 uint32_t ModeAfterWrite(const AccessAttrs& inode, const Credentials& cred);
 
+// setattr of owner, mode and times (notify_change, setattr_prepare), size
+// aside: what a chown/chmod/utimes asks, decided as Linux does and in its
+// order -- chown (ModeForChown), then chmod on the result (ModeForChmod; or,
+// for a caller who may write a regular file, only dropping what a write
+// would: the kernel's "kill privileges" sent as a chmod, which Linux applies
+// without a permission check), then times (CheckSetTimes on the inode as it
+// was). The MDS and the client (for files it decides alone) both call this.
+struct SetattrAsk {
+  std::optional<uint32_t> uid, gid, mode;  // absent: unchanged
+  bool times = false;      // atime and/or mtime are set
+  bool times_now = false;  // both to "now" (utimes(NULL)): the weaker check
+};
+struct SetattrResult {
+  uint32_t mode = 0;  // with the type bits
+  uint32_t uid = 0;
+  uint32_t gid = 0;
+  // The access ACL to store after a chmod ("" when the inode has none).
+  std::string acl_access;
+};
+absl::StatusOr<SetattrResult> DecideSetattr(const AccessAttrs& inode, const Credentials& cred,
+                                            const SetattrAsk& ask);
+
 // A new inode in directory `parent`.
 struct NewInodeAttrs {
   uint32_t mode = 0;        // final mode including type bits

@@ -13,6 +13,7 @@
 #include "absl/strings/str_split.h"
 #include "common/log/log.h"
 #include "common/posix/permission.h"
+#include "common/posix/xattr.h"
 #include "common/status/status.h"
 
 namespace weft::client {
@@ -331,47 +332,35 @@ absl::StatusOr<std::optional<Attr>> FileSystemClient::SetattrLocally(const Creds
   cred.uid = c.uid;
   cred.gid = c.gid;
   cred.groups = c.groups;
-  posix::AccessAttrs now;
+  posix::AccessAttrs now;  // no ACL: the file has no xattrs
   now.mode = before.mode();
   now.uid = before.uid();
   now.gid = before.gid();
-  const posix::AccessAttrs at_start = now;
-  const int64_t t = std::max(absl::ToUnixNanos(absl::Now()), before.ctime_ns());
-  AttrChanges change;
-  // In DoSetattr's order (mds/ops/setattr.cc), with its errors.
-  if (args.valid & (pb::SA_UID | pb::SA_GID)) {
-    std::optional<uint32_t> uid, gid;
-    if (args.valid & pb::SA_UID) uid = args.uid;
-    if (args.valid & pb::SA_GID) gid = args.gid;
-    ASSIGN_OR_RETURN(uint32_t mode, posix::ModeForChown(now, cred, uid, gid));
-    if (mode != now.mode) return std::nullopt;  // not without setuid/setgid bits
-    if (uid) {
-      change.valid |= pb::SA_UID;
-      change.uid = now.uid = *uid;
-    }
-    if (gid) {
-      change.valid |= pb::SA_GID;
-      change.gid = now.gid = *gid;
-    }
-  }
-  if (args.valid & pb::SA_MODE) {
-    ASSIGN_OR_RETURN(uint32_t mode, posix::ModeForChmod(now, cred, args.mode));
-    change.valid |= pb::SA_MODE;
-    change.mode = mode & 07777;
-  }
+  // The MDS's own decision (DoSetattr calls the same), with its errors.
   const uint32_t time_bits =
       args.valid & (pb::SA_ATIME | pb::SA_MTIME | pb::SA_ATIME_NOW | pb::SA_MTIME_NOW);
-  if (time_bits != 0) {
-    const bool now_times = time_bits == (pb::SA_ATIME_NOW | pb::SA_MTIME_NOW);
-    RETURN_IF_ERROR(posix::CheckSetTimes(at_start, cred, !now_times));
-    if (args.valid & (pb::SA_ATIME | pb::SA_ATIME_NOW)) {
-      change.valid |= pb::SA_ATIME;
-      change.atime_ns = (args.valid & pb::SA_ATIME) ? args.atime_ns : t;
-    }
-    if (args.valid & (pb::SA_MTIME | pb::SA_MTIME_NOW)) {
-      change.valid |= pb::SA_MTIME;
-      change.mtime_ns = (args.valid & pb::SA_MTIME) ? args.mtime_ns : t;
-    }
+  posix::SetattrAsk ask;
+  if (args.valid & pb::SA_UID) ask.uid = args.uid;
+  if (args.valid & pb::SA_GID) ask.gid = args.gid;
+  if (args.valid & pb::SA_MODE) ask.mode = args.mode;
+  ask.times = time_bits != 0;
+  ask.times_now = time_bits == (pb::SA_ATIME_NOW | pb::SA_MTIME_NOW);
+  ASSIGN_OR_RETURN(posix::SetattrResult decided, posix::DecideSetattr(now, cred, ask));
+  const int64_t t = std::max(absl::ToUnixNanos(absl::Now()), before.ctime_ns());
+  AttrChanges change;
+  if (ask.uid) change.valid |= pb::SA_UID;
+  if (ask.gid) change.valid |= pb::SA_GID;
+  if (ask.mode) change.valid |= pb::SA_MODE;
+  change.uid = decided.uid;
+  change.gid = decided.gid;
+  change.mode = decided.mode & 07777;
+  if (args.valid & (pb::SA_ATIME | pb::SA_ATIME_NOW)) {
+    change.valid |= pb::SA_ATIME;
+    change.atime_ns = (args.valid & pb::SA_ATIME) ? args.atime_ns : t;
+  }
+  if (args.valid & (pb::SA_MTIME | pb::SA_MTIME_NOW)) {
+    change.valid |= pb::SA_MTIME;
+    change.mtime_ns = (args.valid & pb::SA_MTIME) ? args.mtime_ns : t;
   }
   change.ctime_ns = t;
   if (!cache->ChangeAttrs(change)) return std::nullopt;  // recalled meanwhile
@@ -538,19 +527,6 @@ absl::StatusOr<DirPage> FileSystemClient::Readdir(const Creds& c, uint64_t ino, 
   return page;
 }
 
-namespace {
-
-// Names whose absence the MDS reports as ENODATA to every caller: reading
-// security.* and ACLs needs no permission, and trusted.* is ENODATA to
-// non-root callers as well (mds/ops/xattr.cc). user.* can be EACCES.
-bool AbsentMeansNoData(const std::string& name) {
-  if (name.empty() || name.size() > 255 || name.find('\0') != std::string::npos) return false;
-  return absl::StartsWith(name, "security.") || absl::StartsWith(name, "trusted.") ||
-         name == "system.posix_acl_access" || name == "system.posix_acl_default";
-}
-
-}  // namespace
-
 bool FileSystemClient::KnownWithoutXattrs(uint64_t ino) {
   absl::MutexLock lock(&mu_);
   auto it = inodes_.find(ino);
@@ -563,7 +539,8 @@ absl::StatusOr<std::string> FileSystemClient::Getxattr(const Creds& c, uint64_t 
   // The kernel asks for security.capability before every write and chown
   // (file_remove_privs): an MDS round trip each, unless the attributes this
   // client trusts say the inode has no xattrs at all.
-  if (AbsentMeansNoData(name) && KnownWithoutXattrs(ino)) {
+  if (posix::XattrNameValid(name) && posix::AbsentReadsAsNoData(posix::XattrNamespace(name)) &&
+      KnownWithoutXattrs(ino)) {
     return ErrnoError(absl::StatusCode::kNotFound, ENODATA, "no such attribute");
   }
   RETURN_IF_ERROR(SettleAttrs(ino, /*drop=*/false));  // reading user.* checks the mode
@@ -608,8 +585,8 @@ void FileSystemClient::RefreshLayout(const Attr& attr) {
 
 absl::StatusOr<std::vector<std::string>> FileSystemClient::Listxattr(const Creds& c,
                                                                      uint64_t ino) {
-  pb::MetaRequest r;
   RETURN_IF_ERROR(SettleAttrs(ino, /*drop=*/false));
+  pb::MetaRequest r;
   r.mutable_listxattr()->set_ino(ino);
   ASSIGN_OR_RETURN(pb::MetaReply reply, Call(c, std::move(r)));
   return std::vector<std::string>(reply.names().begin(), reply.names().end());

@@ -16,7 +16,6 @@
 namespace weft::mds {
 
 inline constexpr size_t kNameMax = 255;
-inline constexpr size_t kXattrNameMax = 255;
 inline constexpr size_t kXattrValueMax = 64 * 1024;
 inline constexpr size_t kSymlinkMax = 4095;
 inline constexpr uint64_t kRootIno = 1;

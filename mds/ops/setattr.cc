@@ -2,21 +2,12 @@
 #include <sys/stat.h>
 
 #include <cerrno>
-#include <optional>
 
-#include "common/posix/acl.h"
 #include "common/status/status.h"
 #include "mds/ops/ops.h"
 
 namespace weft::mds {
 namespace {
-
-// After chmod, an access ACL follows the new mode bits (posix_acl_chmod).
-absl::Status SyncAclToMode(pb::InodeRec* inode) {
-  ASSIGN_OR_RETURN(std::string acl, AccessAclForChmod(AccessOf(*inode), inode->mode()));
-  if (!acl.empty()) (*inode->mutable_xattrs())["system.posix_acl_access"] = acl;
-  return absl::OkStatus();
-}
 
 absl::Status ApplySize(OpContext& ctx, const pb::SetattrOp& op, const pb::InodeRec& current,
                        pb::InodeRec* edit) {
@@ -34,17 +25,6 @@ absl::Status ApplySize(OpContext& ctx, const pb::SetattrOp& op, const pb::InodeR
   return absl::OkStatus();
 }
 
-// True when `new_mode` drops some of what a write by `cred` would drop
-// from a regular file (S_ISUID, S_ISGID: ModeAfterWrite) and nothing else.
-bool DropsOnlyWhatAWriteWould(const pb::InodeRec& current, const Credentials& cred,
-                              uint32_t new_mode) {
-  const uint32_t old_mode = current.mode() & 07777;
-  const uint32_t after_write = ModeAfterWrite(AccessOf(current), cred) & 07777;
-  new_mode &= 07777;
-  return IsReg(current) && new_mode != old_mode && (new_mode & ~old_mode) == 0 &&
-         (new_mode & after_write) == after_write;
-}
-
 }  // namespace
 
 absl::Status DoSetattr(OpContext& ctx, const pb::SetattrOp& op, pb::MetaReply* reply) {
@@ -55,45 +35,28 @@ absl::Status DoSetattr(OpContext& ctx, const pb::SetattrOp& op, pb::MetaReply* r
     return absl::OkStatus();
   }
   const pb::InodeRec before = *current;
-  pb::InodeRec* edit = ctx.Edit(before);
-  if (valid & (pb::SA_UID | pb::SA_GID)) {
-    std::optional<uint32_t> uid, gid;
-    if (valid & pb::SA_UID) uid = op.uid();
-    if (valid & pb::SA_GID) gid = op.gid();
-    ASSIGN_OR_RETURN(uint32_t mode, ModeForChown(AccessOf(before), ctx.cred(), uid, gid));
-    if (uid) edit->set_uid(*uid);
-    if (gid) edit->set_gid(*gid);
-    edit->set_mode(mode);
-  }
-  if (valid & pb::SA_MODE) {
-    AccessAttrs now = AccessOf(*edit);
-    if (!OwnerOrRoot(now, ctx.cred()) && DropsOnlyWhatAWriteWould(*edit, ctx.cred(), op.mode()) &&
-        CheckAccess(now, ctx.cred(), kMayWrite).ok()) {
-      // The kernel's own "kill privileges" before a write or truncate by a
-      // non-owner (Linux applies it with ATTR_FORCE, no permission check).
-      // FUSE sends it as a chmod from the writer unless the filesystem
-      // handles it, which libfuse 3.14 never tells the kernel. A caller who
-      // may write the file may drop these bits: its write would.
-      edit->set_mode((edit->mode() & ~07777u) | (op.mode() & 07777));
-    } else {
-      ASSIGN_OR_RETURN(uint32_t mode, ModeForChmod(now, ctx.cred(), op.mode()));
-      edit->set_mode(mode);
-      RETURN_IF_ERROR(SyncAclToMode(edit));
-    }
-  }
-  if (valid & pb::SA_SIZE) RETURN_IF_ERROR(ApplySize(ctx, op, before, edit));
   // Only "both times to now" (utimes(NULL)) is the weaker, write-access
   // case; anything else that sets a time is explicit (Linux vfs_utimes).
   const uint32_t time_bits = valid & (pb::SA_ATIME | pb::SA_MTIME | pb::SA_ATIME_NOW | pb::SA_MTIME_NOW);
-  bool now_times = time_bits == (pb::SA_ATIME_NOW | pb::SA_MTIME_NOW);
-  bool explicit_times = time_bits != 0 && !now_times;
-  if (explicit_times || now_times) {
-    RETURN_IF_ERROR(CheckSetTimes(AccessOf(before), ctx.cred(), explicit_times));
-    if (valid & pb::SA_ATIME) edit->set_atime_ns(op.atime_ns());
-    if (valid & pb::SA_MTIME) edit->set_mtime_ns(op.mtime_ns());
-    if (valid & pb::SA_ATIME_NOW) edit->set_atime_ns(ctx.now_ns());
-    if (valid & pb::SA_MTIME_NOW) edit->set_mtime_ns(ctx.now_ns());
+  SetattrAsk ask;
+  if (valid & pb::SA_UID) ask.uid = op.uid();
+  if (valid & pb::SA_GID) ask.gid = op.gid();
+  if (valid & pb::SA_MODE) ask.mode = op.mode();
+  ask.times = time_bits != 0;
+  ask.times_now = time_bits == (pb::SA_ATIME_NOW | pb::SA_MTIME_NOW);
+  ASSIGN_OR_RETURN(SetattrResult decided, DecideSetattr(AccessOf(before), ctx.cred(), ask));
+  pb::InodeRec* edit = ctx.Edit(before);
+  edit->set_uid(decided.uid);
+  edit->set_gid(decided.gid);
+  edit->set_mode(decided.mode);
+  if (!decided.acl_access.empty()) {
+    (*edit->mutable_xattrs())["system.posix_acl_access"] = decided.acl_access;
   }
+  if (valid & pb::SA_SIZE) RETURN_IF_ERROR(ApplySize(ctx, op, before, edit));
+  if (valid & pb::SA_ATIME) edit->set_atime_ns(op.atime_ns());
+  if (valid & pb::SA_MTIME) edit->set_mtime_ns(op.mtime_ns());
+  if (valid & pb::SA_ATIME_NOW) edit->set_atime_ns(ctx.now_ns());
+  if (valid & pb::SA_MTIME_NOW) edit->set_mtime_ns(ctx.now_ns());
   if (valid & pb::SA_CTIME) {
     RETURN_IF_ERROR(CheckSetTimes(AccessOf(before), ctx.cred(), true));
     edit->set_ctime_ns(op.ctime_ns());

@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "common/posix/acl.h"
+#include "common/posix/xattr.h"
 #include "common/status/status.h"
 #include "mds/ops/ops.h"
 
@@ -20,17 +21,6 @@ constexpr uint32_t kXattrReplace = 2;
 constexpr char kAclAccess[] = "system.posix_acl_access";
 constexpr char kAclDefault[] = "system.posix_acl_default";
 
-enum class Ns { kUser, kTrusted, kSecurity, kAcl, kWeft, kUnsupported };
-
-Ns NamespaceOf(const std::string& name) {
-  if (absl::StartsWith(name, "user.")) return Ns::kUser;
-  if (absl::StartsWith(name, "trusted.")) return Ns::kTrusted;
-  if (absl::StartsWith(name, "security.")) return Ns::kSecurity;
-  if (name == kAclAccess || name == kAclDefault) return Ns::kAcl;
-  if (absl::StartsWith(name, "weft.")) return Ns::kWeft;
-  return Ns::kUnsupported;
-}
-
 absl::Status CheckName(const std::string& name) {
   if (name.empty() || name.size() > kXattrNameMax) return Err(ERANGE, "xattr name length");
   if (name.find('\0') != std::string::npos) return Err(EINVAL, "NUL in xattr name");
@@ -38,18 +28,19 @@ absl::Status CheckName(const std::string& name) {
 }
 
 // Linux's xattr_permission(): who may read (kMayRead) or write an attribute.
-absl::Status XattrPermission(OpContext& ctx, const pb::InodeRec& inode, Ns ns, int mask) {
+// posix::AbsentReadsAsNoData (which the client relies on) follows it.
+absl::Status XattrPermission(OpContext& ctx, const pb::InodeRec& inode, XattrNs ns, int mask) {
   const bool write = (mask & kMayWrite) != 0;
   switch (ns) {
-    case Ns::kUnsupported: return Err(EOPNOTSUPP, "unsupported xattr namespace");
-    case Ns::kAcl: case Ns::kWeft: return absl::OkStatus();
-    case Ns::kSecurity:
+    case XattrNs::kUnsupported: return Err(EOPNOTSUPP, "unsupported xattr namespace");
+    case XattrNs::kAcl: case XattrNs::kWeft: return absl::OkStatus();
+    case XattrNs::kSecurity:
       if (write && ctx.cred().uid != 0) return Err(EPERM, "security.* needs root");
       return absl::OkStatus();
-    case Ns::kTrusted:
+    case XattrNs::kTrusted:
       if (ctx.cred().uid != 0) return Err(write ? EPERM : ENODATA, "trusted.* needs root");
       return absl::OkStatus();
-    case Ns::kUser:
+    case XattrNs::kUser:
       if (!IsReg(inode) && !IsDir(inode)) {
         return Err(write ? EPERM : ENODATA, "user.* on a special file");
       }
@@ -85,9 +76,9 @@ absl::StatusOr<std::string> VirtualXattr(OpContext& ctx, const pb::InodeRec& ino
 absl::Status DoGetxattr(OpContext& ctx, const pb::GetxattrOp& op, pb::MetaReply* reply) {
   RETURN_IF_ERROR(CheckName(op.name()));
   ASSIGN_OR_RETURN(const pb::InodeRec* inode, ctx.Inode(op.ino()));
-  Ns ns = NamespaceOf(op.name());
+  XattrNs ns = XattrNamespace(op.name());
   RETURN_IF_ERROR(XattrPermission(ctx, *inode, ns, kMayRead));
-  if (ns == Ns::kWeft) {
+  if (ns == XattrNs::kWeft) {
     ASSIGN_OR_RETURN(std::string value, VirtualXattr(ctx, *inode, op.name()));
     reply->set_value(value);
     return absl::OkStatus();
@@ -106,8 +97,8 @@ absl::Status DoSetxattr(OpContext& ctx, const pb::SetxattrOp& op, pb::MetaReply*
   }
   if (op.value().size() > kXattrValueMax) return Err(E2BIG, "xattr value over 64 KiB");
   ASSIGN_OR_RETURN(const pb::InodeRec* inode, ctx.Inode(op.ino()));
-  Ns ns = NamespaceOf(op.name());
-  if (ns == Ns::kWeft) {
+  XattrNs ns = XattrNamespace(op.name());
+  if (ns == XattrNs::kWeft) {
     LayoutXattr layout = ParseLayoutXattrName(op.name());
     if (layout.target == LayoutTarget::kNone) {
       return Err(EOPNOTSUPP, absl::StrCat(op.name(), " cannot be set"));
@@ -117,7 +108,7 @@ absl::Status DoSetxattr(OpContext& ctx, const pb::SetxattrOp& op, pb::MetaReply*
   RETURN_IF_ERROR(XattrPermission(ctx, *inode, ns, kMayWrite));
   const pb::InodeRec before = *inode;
   bool exists = before.xattrs().contains(op.name());
-  if (ns != Ns::kAcl) {  // Linux ignores the flags for ACLs
+  if (ns != XattrNs::kAcl) {  // Linux ignores the flags for ACLs
     if ((op.flags() & kXattrCreate) && exists) return Err(EEXIST, "xattr exists");
     if ((op.flags() & kXattrReplace) && !exists) return Err(ENODATA, "no such xattr");
   }
@@ -155,7 +146,7 @@ absl::Status DoListxattr(OpContext& ctx, const pb::ListxattrOp& op, pb::MetaRepl
   ASSIGN_OR_RETURN(const pb::InodeRec* inode, ctx.Inode(op.ino()));
   std::vector<std::string> names;
   for (const auto& [name, value] : inode->xattrs()) {
-    if (NamespaceOf(name) == Ns::kTrusted && ctx.cred().uid != 0) continue;
+    if (XattrNamespace(name) == XattrNs::kTrusted && ctx.cred().uid != 0) continue;
     names.push_back(name);
   }
   std::sort(names.begin(), names.end());
@@ -166,8 +157,8 @@ absl::Status DoListxattr(OpContext& ctx, const pb::ListxattrOp& op, pb::MetaRepl
 absl::Status DoRemovexattr(OpContext& ctx, const pb::RemovexattrOp& op, pb::MetaReply* reply) {
   RETURN_IF_ERROR(CheckName(op.name()));
   ASSIGN_OR_RETURN(const pb::InodeRec* inode, ctx.Inode(op.ino()));
-  Ns ns = NamespaceOf(op.name());
-  if (ns == Ns::kWeft) {
+  XattrNs ns = XattrNamespace(op.name());
+  if (ns == XattrNs::kWeft) {
     LayoutXattr layout = ParseLayoutXattrName(op.name());
     if (layout.target == LayoutTarget::kNone) {
       return Err(EOPNOTSUPP, absl::StrCat(op.name(), " cannot be removed"));
@@ -175,7 +166,7 @@ absl::Status DoRemovexattr(OpContext& ctx, const pb::RemovexattrOp& op, pb::Meta
     return RemoveLayoutXattr(ctx, *inode, layout, reply);
   }
   RETURN_IF_ERROR(XattrPermission(ctx, *inode, ns, kMayWrite));
-  if (ns == Ns::kAcl) {
+  if (ns == XattrNs::kAcl) {
     // Removing an ACL is setting an empty one: the owner's right, and no
     // error when there is none (Linux).
     pb::SetxattrOp set;

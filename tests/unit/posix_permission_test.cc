@@ -2,6 +2,7 @@
 // what Linux (ext4/xfs with acl, 6.2+) does, down to the errno.
 #include "common/posix/acl.h"
 #include "common/posix/permission.h"
+#include "common/posix/xattr.h"
 
 #include <sys/stat.h>
 
@@ -1001,6 +1002,80 @@ TEST_CASE("mds_permission: SetDefaultAcl on a non-directory: EACCES - removal su
   REQUIRE(removed.ok());
   CHECK(removed->empty());
   CHECK(ErrnoOf(SetDefaultAcl(Inode(kLnk | 0777, 1000, 100), kOwner, raw)) == EOPNOTSUPP);
+}
+
+TEST_CASE("mds_permission: DecideSetattr - chown then chmod on its result then times", "[setattr]") {
+  SetattrAsk chmod;
+  chmod.mode = 0600;
+  CHECK(ErrnoOf(DecideSetattr(Inode(kReg | 0644, 1000, 100), kStranger, chmod)) == EPERM);
+  SetattrAsk explicit_times;
+  explicit_times.times = true;
+  CHECK(ErrnoOf(DecideSetattr(Inode(kReg | 0666, 1000, 100), kStranger, explicit_times)) == EPERM);
+  SetattrAsk now_times;
+  now_times.times = true;
+  now_times.times_now = true;
+  CHECK(ErrnoOf(DecideSetattr(Inode(kReg | 0644, 1000, 100), kStranger, now_times)) == EACCES);
+  CHECK(DecideSetattr(Inode(kReg | 0666, 1000, 100), kStranger, now_times).ok());
+
+  // The chmod is judged on the group the chown gives: S_ISGID stays for a
+  // member of the new group, goes for one outside it.
+  SetattrAsk both;
+  both.gid = 300;
+  both.mode = 02750;
+  auto kept = DecideSetattr(Inode(kReg | 0644, 1002, 200), kSuppMember, both);
+  REQUIRE(kept.ok());
+  CHECK(kept->gid == 300u);
+  CHECK(kept->mode == (kReg | 02750));
+  both.gid = 200;
+  auto owner_group = DecideSetattr(Inode(kReg | 0644, 1000, 100), kOwner, both);
+  CHECK(ErrnoOf(owner_group) == EPERM);  // 200 is not the owner's group
+  both.gid.reset();
+  auto cleared = DecideSetattr(Inode(kReg | 0644, 1000, 200), kOwner, both);
+  REQUIRE(cleared.ok());
+  CHECK(cleared->mode == (kReg | 0750));
+
+  // A writer who is not the owner may drop what its write would (the
+  // kernel's "kill privileges" sent as a chmod), nothing more.
+  SetattrAsk drop;
+  drop.mode = 0777;
+  auto dropped = DecideSetattr(Inode(kReg | 04777, 1000, 100), kStranger, drop);
+  REQUIRE(dropped.ok());
+  CHECK(dropped->mode == (kReg | 0777));
+  drop.mode = 0775;
+  CHECK(ErrnoOf(DecideSetattr(Inode(kReg | 04777, 1000, 100), kStranger, drop)) == EPERM);
+
+  // chown by root of a setuid file clears it; owner and group change.
+  SetattrAsk chown;
+  chown.uid = 1003;
+  chown.gid = 200;
+  auto owned = DecideSetattr(Inode(kReg | 04755, 1000, 100), kRoot, chown);
+  REQUIRE(owned.ok());
+  CHECK(owned->uid == 1003u);
+  CHECK(owned->gid == 200u);
+  CHECK(owned->mode == (kReg | 0755));
+}
+
+TEST_CASE("mds_permission: xattr namespaces - which absent names read as ENODATA for anyone",
+          "[xattr]") {
+  CHECK(XattrNamespace("user.a") == XattrNs::kUser);
+  CHECK(XattrNamespace("trusted.a") == XattrNs::kTrusted);
+  CHECK(XattrNamespace("security.capability") == XattrNs::kSecurity);
+  CHECK(XattrNamespace("system.posix_acl_access") == XattrNs::kAcl);
+  CHECK(XattrNamespace("system.posix_acl_default") == XattrNs::kAcl);
+  CHECK(XattrNamespace("system.other") == XattrNs::kUnsupported);
+  CHECK(XattrNamespace("weft.dir.rbytes") == XattrNs::kWeft);
+  CHECK(XattrNamespace("user") == XattrNs::kUnsupported);
+  CHECK(AbsentReadsAsNoData(XattrNs::kSecurity));
+  CHECK(AbsentReadsAsNoData(XattrNs::kTrusted));
+  CHECK(AbsentReadsAsNoData(XattrNs::kAcl));
+  CHECK_FALSE(AbsentReadsAsNoData(XattrNs::kUser));  // EACCES without read permission
+  CHECK_FALSE(AbsentReadsAsNoData(XattrNs::kWeft));
+  CHECK_FALSE(AbsentReadsAsNoData(XattrNs::kUnsupported));  // EOPNOTSUPP
+  CHECK(XattrNameValid("user.a"));
+  CHECK(XattrNameValid("user." + std::string(250, 'n')));
+  CHECK_FALSE(XattrNameValid("user." + std::string(251, 'n')));
+  CHECK_FALSE(XattrNameValid(""));
+  CHECK_FALSE(XattrNameValid(std::string("user.\0a", 7)));
 }
 
 }  // namespace
