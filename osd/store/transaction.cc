@@ -28,13 +28,13 @@ absl::Status CheckValue(absl::string_view what, const std::string& key, size_t b
 }
 
 // offset + length must fit in the object size limit (without overflowing).
-absl::Status CheckExtent(const std::string& coll, const Transaction::Op& op, uint64_t length,
-                         uint64_t max_object_bytes) {
-  if (op.offset <= max_object_bytes && length <= max_object_bytes - op.offset) {
+absl::Status CheckExtent(const std::string& coll, const std::string& oid, uint64_t offset,
+                         uint64_t length, uint64_t max_object_bytes) {
+  if (offset <= max_object_bytes && length <= max_object_bytes - offset) {
     return absl::OkStatus();
   }
   return absl::OutOfRangeError(absl::StrCat(
-      "object ", coll, "/", Printable(op.oid), ": ", length, " bytes at offset ", op.offset,
+      "object ", coll, "/", Printable(oid), ": ", length, " bytes at offset ", offset,
       " exceed the maximum object size of ", max_object_bytes, " bytes"));
 }
 
@@ -47,14 +47,11 @@ absl::Status ValidateOp(const std::string& coll, const Transaction::Op& op,
   }
   RETURN_IF_ERROR(CheckName("object name", op.oid, kMaxOidBytes));
   switch (op.type) {
-    case Type::kWrite: return CheckExtent(coll, op, op.data.size(), options.max_object_bytes);
+    case Type::kWrite:
+      return CheckExtent(coll, op.oid, op.offset, op.data.size(), options.max_object_bytes);
     case Type::kWriteFull:
-    case Type::kTruncate: {
-      Transaction::Op at_zero = op;
-      at_zero.offset = 0;
-      const uint64_t size = op.type == Type::kTruncate ? op.offset : op.data.size();
-      return CheckExtent(coll, at_zero, size, options.max_object_bytes);
-    }
+      return CheckExtent(coll, op.oid, 0, op.data.size(), options.max_object_bytes);
+    case Type::kTruncate: return CheckExtent(coll, op.oid, 0, op.offset, options.max_object_bytes);
     case Type::kSetXattr:
       RETURN_IF_ERROR(CheckName("xattr name", op.name, kMaxXattrNameBytes));
       return CheckValue("xattr", op.name, op.data.size(), kMaxXattrValueBytes);
