@@ -10,6 +10,7 @@
 
 #include "absl/time/clock.h"
 #include "common/log/log.h"
+#include "common/posix/acl.h"
 #include "common/status/status.h"
 
 namespace weft::fuse {
@@ -97,22 +98,47 @@ struct stat ToStat(fuse_req_t req, const Attr& a) {
   return st;
 }
 
-// Replies with an entry; the kernel now holds one more lookup reference.
-void ReplyEntry(fuse_req_t req, const Attr& a, double attr_timeout = kAttrTimeoutS,
-                bool from_mds = true) {
+// How long the kernel may keep a name in `parent` (MDS inode): it reaches a
+// name it keeps without asking, whoever calls. Also records where the kernel
+// keeps a directory, for DropKeptNames.
+double EntryTimeout(fuse_req_t req, uint64_t parent, const std::string& name, const Attr& a) {
+  if (S_ISDIR(a.mode()) && name != "." && name != "..") Ctx(req).dirs.Put(a.ino(), parent, name);
+  return Fs(req).SearchableByAll(parent) ? kAttrTimeoutS : 0.0;
+}
+
+// After a change to directory `ino` (MDS inode) that may have made it
+// unsearchable by some callers: unless every caller may still search it,
+// the kernel drops its entry and so the names it keeps under it. Call after
+// replying (the kernel locks the parent for this), with the context taken
+// before: a request is gone once answered.
+void DropKeptNames(MountContext& ctx, uint64_t ino) {
+  if (ctx.se == nullptr || ctx.fs->SearchableByAll(ino)) return;
+  std::optional<std::pair<uint64_t, std::string>> where = ctx.dirs.Where(ino);
+  if (!where.has_value()) return;  // the mount's root, or never given to the kernel
+  const fuse_ino_t parent = where->first == ctx.base_ino ? FUSE_ROOT_ID : where->first;
+  const int err = fuse_lowlevel_notify_inval_entry(ctx.se, parent, where->second.c_str(),
+                                                   where->second.size());
+  if (err != 0 && err != -ENOENT) VLOG(1) << "op=inval_entry dir=" << ino << " err=" << err;
+}
+
+// Replies with an entry for `name` in `parent`; the kernel now holds one
+// more lookup reference.
+void ReplyEntry(fuse_req_t req, uint64_t parent, const std::string& name, const Attr& a,
+                double attr_timeout = kAttrTimeoutS, bool from_mds = true) {
   fuse_entry_param e = {};
   e.ino = ToFuse(req, a.ino());
   e.generation = a.generation();
   e.attr = ToStat(req, a);
   e.attr_timeout = attr_timeout;
-  e.entry_timeout = kAttrTimeoutS;
+  e.entry_timeout = EntryTimeout(req, parent, name, a);
   Fs(req).Remember(a, from_mds);
   if (fuse_reply_entry(req, &e) != 0) Fs(req).Forget(a.ino(), 1);  // request interrupted
 }
 
-void ReplyEntryOr(fuse_req_t req, const absl::StatusOr<Attr>& a, const char* op) {
+void ReplyEntryOr(fuse_req_t req, uint64_t parent, const std::string& name,
+                  const absl::StatusOr<Attr>& a, const char* op) {
   if (!a.ok()) return ReplyError(req, a.status(), op);
-  ReplyEntry(req, *a);
+  ReplyEntry(req, parent, name, *a);
 }
 
 void ReplyOk(fuse_req_t req, const absl::Status& s, const char* op) {
@@ -146,17 +172,21 @@ void Lookup(fuse_req_t req, fuse_ino_t parent, const char* name) {
   client::FileSystemClient::LookupInfo info;
   auto a = Fs(req).Lookup(CredsOf(req), ToMds(req, parent), name, &info);
   if (!a.ok()) return ReplyError(req, a.status(), "lookup");
-  ReplyEntry(req, *a, std::min(kAttrTimeoutS, absl::ToDoubleSeconds(info.attr_valid)),
-             info.from_mds);
+  ReplyEntry(req, ToMds(req, parent), name, *a,
+             std::min(kAttrTimeoutS, absl::ToDoubleSeconds(info.attr_valid)), info.from_mds);
+}
+
+void ForgetOne(fuse_req_t req, uint64_t ino, uint64_t nlookup) {
+  if (Fs(req).Forget(ino, nlookup)) Ctx(req).dirs.Drop(ino);
 }
 
 void Forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup) {
-  Fs(req).Forget(ToMds(req, ino), nlookup);
+  ForgetOne(req, ToMds(req, ino), nlookup);
   fuse_reply_none(req);
 }
 
 void ForgetMulti(fuse_req_t req, size_t count, fuse_forget_data* forgets) {
-  for (size_t i = 0; i < count; ++i) Fs(req).Forget(ToMds(req, forgets[i].ino), forgets[i].nlookup);
+  for (size_t i = 0; i < count; ++i) ForgetOne(req, ToMds(req, forgets[i].ino), forgets[i].nlookup);
   fuse_reply_none(req);
 }
 
@@ -200,23 +230,28 @@ void Setattr(fuse_req_t req, fuse_ino_t ino, struct stat* attr, int to_set, fuse
   auto a = Fs(req).Setattr(CredsOf(req), ToMds(req, ino), args, fi != nullptr ? fi->fh : 0);
   if (!a.ok()) return ReplyError(req, a.status(), "setattr");
   struct stat st = ToStat(req, *a);
+  MountContext& ctx = Ctx(req);
   fuse_reply_attr(req, &st, kAttrTimeoutS);
+  if ((args.valid & pb::SA_MODE) && S_ISDIR(a->mode())) DropKeptNames(ctx, a->ino());
 }
 
 void Mknod(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t mode, dev_t rdev) {
-  ReplyEntryOr(req, Fs(req).Mknod(CredsOf(req), ToMds(req, parent), name, mode, rdev), "mknod");
+  ReplyEntryOr(req, ToMds(req, parent), name, Fs(req).Mknod(CredsOf(req), ToMds(req, parent), name, mode, rdev),
+               "mknod");
 }
 
 void Mkdir(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t mode) {
-  ReplyEntryOr(req, Fs(req).Mkdir(CredsOf(req), ToMds(req, parent), name, mode), "mkdir");
+  ReplyEntryOr(req, ToMds(req, parent), name, Fs(req).Mkdir(CredsOf(req), ToMds(req, parent), name, mode),
+               "mkdir");
 }
 
 void Symlink(fuse_req_t req, const char* link, fuse_ino_t parent, const char* name) {
-  ReplyEntryOr(req, Fs(req).Symlink(CredsOf(req), ToMds(req, parent), name, link), "symlink");
+  ReplyEntryOr(req, ToMds(req, parent), name, Fs(req).Symlink(CredsOf(req), ToMds(req, parent), name, link),
+               "symlink");
 }
 
 void Link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t new_parent, const char* new_name) {
-  ReplyEntryOr(req,
+  ReplyEntryOr(req, ToMds(req, new_parent), new_name,
                Fs(req).Link(CredsOf(req), ToMds(req, ino), ToMds(req, new_parent), new_name),
                "link");
 }
@@ -231,10 +266,13 @@ void Rmdir(fuse_req_t req, fuse_ino_t parent, const char* name) {
 
 void Rename(fuse_req_t req, fuse_ino_t parent, const char* name, fuse_ino_t new_parent,
             const char* new_name, unsigned int flags) {
-  ReplyOk(req,
-          Fs(req).Rename(CredsOf(req), ToMds(req, parent), name, ToMds(req, new_parent), new_name,
-                         flags),
-          "rename");
+  const absl::Status s = Fs(req).Rename(CredsOf(req), ToMds(req, parent), name,
+                                        ToMds(req, new_parent), new_name, flags);
+  if (s.ok()) {
+    Ctx(req).dirs.Rename(ToMds(req, parent), name, ToMds(req, new_parent), new_name,
+                         (flags & RENAME_EXCHANGE) != 0);
+  }
+  ReplyOk(req, s, "rename");
 }
 
 void Readlink(fuse_req_t req, fuse_ino_t ino) {
@@ -269,7 +307,7 @@ void Create(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t mode,
   e.generation = opened->attr.generation();
   e.attr = ToStat(req, opened->attr);
   e.attr_timeout = kAttrTimeoutS;
-  e.entry_timeout = kAttrTimeoutS;
+  e.entry_timeout = EntryTimeout(req, ToMds(req, parent), name, opened->attr);
   Fs(req).Remember(opened->attr);
   if (fuse_reply_create(req, &e, fi) != 0) {
     Fs(req).Forget(opened->attr.ino(), 1);
@@ -339,10 +377,14 @@ void Statfs(fuse_req_t req, fuse_ino_t) {
 
 void Setxattr(fuse_req_t req, fuse_ino_t ino, const char* name, const char* value, size_t size,
               int flags) {
+  MountContext& ctx = Ctx(req);
+  const uint64_t target = ToMds(req, ino);
   ReplyOk(req,
-          Fs(req).Setxattr(CredsOf(req), ToMds(req, ino), name, std::string(value, size),
+          ctx.fs->Setxattr(CredsOf(req), target, name, std::string(value, size),
                            static_cast<uint32_t>(flags)),
           "setxattr");
+  // An ACL may deny some callers the search of a directory (a no-op for files).
+  if (posix::kXattrPosixAclAccess == name) DropKeptNames(ctx, target);
 }
 
 // getxattr/listxattr: size 0 asks for the length; a too-small buffer is ERANGE.
@@ -367,7 +409,11 @@ void Listxattr(fuse_req_t req, fuse_ino_t ino, size_t size) {
 }
 
 void Removexattr(fuse_req_t req, fuse_ino_t ino, const char* name) {
-  ReplyOk(req, Fs(req).Removexattr(CredsOf(req), ToMds(req, ino), name), "removexattr");
+  MountContext& ctx = Ctx(req);
+  const uint64_t target = ToMds(req, ino);
+  ReplyOk(req, ctx.fs->Removexattr(CredsOf(req), target, name), "removexattr");
+  // The mode that the ACL stood for may leave some callers without search.
+  if (posix::kXattrPosixAclAccess == name) DropKeptNames(ctx, target);
 }
 
 void Access(fuse_req_t req, fuse_ino_t ino, int mask) {
@@ -379,7 +425,8 @@ void Access(fuse_req_t req, fuse_ino_t ino, int mask) {
 // continues after it however the directory changed meanwhile.
 class DirFiller {
  public:
-  DirFiller(fuse_req_t req, size_t size, bool plus) : req_(req), buf_(size, '\0'), plus_(plus) {}
+  DirFiller(fuse_req_t req, uint64_t dir, size_t size, bool plus)
+      : req_(req), dir_(dir), buf_(size, '\0'), plus_(plus) {}
   ~DirFiller() {
     // Entries the kernel never received hold no lookup reference.
     for (uint64_t ino : remembered_) Fs(req_).Forget(ino, 1);
@@ -400,7 +447,7 @@ class DirFiller {
       e.generation = d.attr().generation();
       e.attr = ToStat(req_, d.attr());
       e.attr_timeout = kAttrTimeoutS;
-      e.entry_timeout = kAttrTimeoutS;
+      e.entry_timeout = EntryTimeout(req_, dir_, d.name(), d.attr());
     } else {
       e.attr.st_ino = ToFuse(req_, d.ino());
       e.attr.st_mode = d.type() << 12;
@@ -429,6 +476,7 @@ class DirFiller {
   }
 
   fuse_req_t req_;
+  uint64_t dir_;  // MDS inode
   std::string buf_;
   size_t used_ = 0;
   bool plus_;
@@ -438,7 +486,7 @@ class DirFiller {
 void DoReaddir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, bool plus) {
   const uint64_t dir = ToMds(req, ino);
   const Creds creds = CredsOf(req);
-  DirFiller filler(req, size, plus);
+  DirFiller filler(req, dir, size, plus);
   // Read the first page before emitting ".": a directory we may not read fails whole.
   uint64_t cookie = off <= 2 ? 0 : static_cast<uint64_t>(off);
   auto page = Fs(req).Readdir(creds, dir, cookie, 256, plus);
@@ -469,6 +517,54 @@ void Readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, fuse_fi
 }
 
 }  // namespace
+
+void KernelDirs::Put(uint64_t dir, uint64_t parent, const std::string& name) {
+  absl::MutexLock lock(&mu_);
+  PutLocked(dir, Place(parent, name));
+}
+
+void KernelDirs::Drop(uint64_t dir) {
+  absl::MutexLock lock(&mu_);
+  DropLocked(dir);
+}
+
+void KernelDirs::Rename(uint64_t parent, const std::string& name, uint64_t new_parent,
+                        const std::string& new_name, bool exchange) {
+  absl::MutexLock lock(&mu_);
+  const Place from(parent, name), to(new_parent, new_name);
+  auto moved = at_.find(from);
+  auto other = at_.find(to);
+  const std::optional<uint64_t> a =
+      moved != at_.end() ? std::optional<uint64_t>(moved->second) : std::nullopt;
+  const std::optional<uint64_t> b =
+      other != at_.end() ? std::optional<uint64_t>(other->second) : std::nullopt;
+  if (a.has_value()) DropLocked(*a);
+  if (b.has_value()) DropLocked(*b);
+  if (a.has_value()) PutLocked(*a, to);
+  if (b.has_value() && exchange) PutLocked(*b, from);
+}
+
+std::optional<std::pair<uint64_t, std::string>> KernelDirs::Where(uint64_t dir) {
+  absl::MutexLock lock(&mu_);
+  auto it = where_.find(dir);
+  if (it == where_.end()) return std::nullopt;
+  return it->second;
+}
+
+void KernelDirs::PutLocked(uint64_t dir, Place place) {
+  DropLocked(dir);
+  auto old = at_.find(place);
+  if (old != at_.end()) where_.erase(old->second);  // that one is gone from there
+  at_[place] = dir;
+  where_[dir] = std::move(place);
+}
+
+void KernelDirs::DropLocked(uint64_t dir) {
+  auto it = where_.find(dir);
+  if (it == where_.end()) return;
+  at_.erase(it->second);
+  where_.erase(it);
+}
 
 const fuse_lowlevel_ops& Operations() {
   static const fuse_lowlevel_ops ops = [] {

@@ -12,12 +12,27 @@
 // Kernel caching (until capabilities exist): entries and attributes for
 // kAttrTimeoutS seconds, page cache dropped at every open (close-to-open),
 // no writeback cache. Caps will replace the timeouts with invalidations.
+// Permissions are checked by the MDS (and the client under leases), not the
+// kernel (no default_permissions: with it every create and unlink costs the
+// kernel a getattr of the directory). So names are given to the kernel for
+// kAttrTimeoutS only in directories every caller may search, else for 0 s
+// (each walk through them asks), and a directory of this mount that stops
+// being searchable by all has its names dropped from the kernel at once
+// (KernelDirs). A change made through another mount reaches the kernel's
+// names within kAttrTimeoutS.
 #pragma once
 
 #define FUSE_USE_VERSION 35
 #include <fuse_lowlevel.h>
 
 #include <cstdint>
+#include <optional>
+#include <string>
+#include <utility>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
+#include "absl/synchronization/mutex.h"
 
 #include "fuse-client/lib/file_system_client.h"
 #include "fuse-client/lib/groups_cache.h"
@@ -27,11 +42,39 @@ namespace weft::fuse {
 inline constexpr double kAttrTimeoutS = 1.0;
 inline constexpr unsigned kMaxWriteBytes = 1u << 20;  // max_pages 256
 
+// Where the kernel keeps each directory this mount gave it: its parent and
+// name (MDS inode numbers). The kernel walks through the names it keeps
+// without asking anyone, so names are kept only in directories that every
+// caller may search (FileSystemClient::SearchableByAll); when a directory
+// stops being one, dropping its own entry in the kernel (which prunes what
+// the kernel keeps under it) needs to know where it is.
+class KernelDirs {
+ public:
+  void Put(uint64_t dir, uint64_t parent, const std::string& name);
+  void Drop(uint64_t dir);
+  // A rename: the directory at (parent, name), if any, is now at
+  // (new_parent, new_name), and the one there before is gone or, for an
+  // exchange, moved the other way.
+  void Rename(uint64_t parent, const std::string& name, uint64_t new_parent,
+              const std::string& new_name, bool exchange);
+  std::optional<std::pair<uint64_t, std::string>> Where(uint64_t dir);
+
+ private:
+  using Place = std::pair<uint64_t, std::string>;
+  void PutLocked(uint64_t dir, Place place) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void DropLocked(uint64_t dir) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  absl::Mutex mu_;
+  absl::flat_hash_map<uint64_t, Place> where_ ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_map<Place, uint64_t> at_ ABSL_GUARDED_BY(mu_);
+};
+
 struct MountContext {
   client::FileSystemClient* fs = nullptr;
   uint64_t base_ino = 1;  // the MDS inode mounted as FUSE's root
   client::GroupsCache groups;  // callers' supplementary groups, briefly
   fuse_session* se = nullptr;  // for notifications to the kernel
+  KernelDirs dirs;
 };
 
 // The operation table; userdata of the session is a MountContext*.

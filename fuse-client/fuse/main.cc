@@ -220,13 +220,15 @@ int Run(int argc, char** argv) {
     Fail(absl::StrCat("cannot reach filesystem ", options.fs, ": ", fs.status().message()));
   }
   ctx.fs = fs->get();
-  ctx.base_ino = (*fs)->root();
-  if (mo.subdir != nullptr) {
-    auto base = (*fs)->ResolvePath(mo.subdir);
-    if (!base.ok()) Fail(absl::StrCat("subdir ", mo.subdir, ": ", base.status().message()));
-    if (!S_ISDIR(base->mode())) Fail(absl::StrCat("subdir ", mo.subdir, " is not a directory"));
-    ctx.base_ino = base->ino();
-  }
+  const char* subdir = mo.subdir != nullptr ? mo.subdir : "/";
+  auto base = (*fs)->ResolvePath(subdir);
+  if (!base.ok()) Fail(absl::StrCat("subdir ", subdir, ": ", base.status().message()));
+  if (!S_ISDIR(base->mode())) Fail(absl::StrCat("subdir ", subdir, " is not a directory"));
+  ctx.base_ino = base->ino();
+  // The kernel holds its root for the whole mount without ever looking it
+  // up: held here too, its attributes are cached like any other directory's
+  // (whether every caller may search it decides what the kernel keeps).
+  (*fs)->Remember(*base);
 
   if (fuse_set_signal_handlers(se) != 0) Fail("cannot set signal handlers");
   if (fuse_session_mount(se, cmd.mountpoint) != 0) {

@@ -144,12 +144,25 @@ void FileSystemClient::Remember(const Attr& attr, bool from_mds) {
   if (from_mds) CacheAttr(attr);
 }
 
-void FileSystemClient::Forget(uint64_t ino, uint64_t n) {
+bool FileSystemClient::Forget(uint64_t ino, uint64_t n) {
   absl::MutexLock lock(&mu_);
   auto it = inodes_.find(ino);
-  if (it == inodes_.end()) return;
+  if (it == inodes_.end()) return true;
   it->second.refs = it->second.refs > n ? it->second.refs - n : 0;
-  if (it->second.refs == 0) inodes_.erase(it);
+  if (it->second.refs != 0) return false;
+  inodes_.erase(it);
+  return true;
+}
+
+bool FileSystemClient::SearchableByAll(uint64_t dir) {
+  absl::MutexLock lock(&mu_);
+  auto it = inodes_.find(dir);
+  // Attributes known wrong still hold the mode: creates in the directory
+  // invalidate it (its times changed), and this client's own chmod leaves
+  // the new mode cached.
+  if (it == inodes_.end() || it->second.attr.ino() == 0) return false;
+  const Attr& a = it->second.attr;
+  return S_ISDIR(a.mode()) && (a.mode() & 0111) == 0111 && (a.no_acl() || a.no_xattrs());
 }
 
 Attr FileSystemClient::CacheAttr(const Attr& attr) {

@@ -122,7 +122,15 @@ class FileSystemClient {
   // ---- inode references (the frontend's lookup counts)
   // One more reference to attr.ino(), caching attr if it comes from the MDS.
   void Remember(const Attr& attr, bool from_mds = true);
-  void Forget(uint64_t ino, uint64_t n);  // n fewer; cached state dropped at 0
+  // n fewer; cached state dropped at 0 (then true: nobody holds it).
+  bool Forget(uint64_t ino, uint64_t n);
+  // Whether every caller may search `dir`, by its cached attributes: a
+  // directory with all three x bits and no access ACL. Only then may a
+  // frontend let the kernel keep names in it, as the kernel reaches a name
+  // it keeps without asking anyone, whoever the caller. From the mode and
+  // ACL flag last seen, also when the times are known stale; false when
+  // nothing is cached.
+  bool SearchableByAll(uint64_t dir);
 
   // ---- namespace
   // How a lookup was answered.

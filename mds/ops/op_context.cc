@@ -4,6 +4,7 @@
 
 #include "absl/strings/cord.h"
 #include "absl/strings/str_cat.h"
+#include "common/posix/acl.h"
 #include "common/status/status.h"
 
 namespace weft::mds {
@@ -291,6 +292,7 @@ void FillAttr(const pb::InodeRec& rec, pb::Attr* attr) {
   attr->set_generation(rec.generation());
   if (rec.has_layout()) *attr->mutable_layout() = rec.layout();
   attr->set_no_xattrs(rec.xattrs().empty());
+  attr->set_no_acl(!rec.xattrs().contains(std::string(posix::kXattrPosixAclAccess)));
 }
 
 }  // namespace weft::mds

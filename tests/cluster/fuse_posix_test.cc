@@ -809,10 +809,9 @@ TEST_CASE("fuse posix: permissions - ownership - sticky and setgid directories -
                     inner = f.P("noexec/inner"), nowrite_new = f.P("nowrite/new"),
                     root_exec = f.P("pub/plain");
   WriteFile(root_exec, "#!/bin/sh\n", 0644);
-  // Search permission is the MDS's check at lookup: names the kernel has
-  // cached (entry timeout 1 s) are reached without asking it again. Let
-  // them expire, so that the checks below are the MDS's.
-  absl::SleepFor(absl::Milliseconds(1100));
+  // Root just walked to every name above, and the kernel keeps them: it
+  // keeps names only in directories every caller may search (noexec is
+  // not one), so the checks below are the MDS's all the same.
   CHECK(RunAs(kUser, [&]() -> std::string {
           USER_CHECK(open(secret.c_str(), O_RDONLY) < 0 && errno == EACCES);
           int fd = open(group_read.c_str(), O_RDONLY);  // via supplementary group 2000
@@ -832,6 +831,32 @@ TEST_CASE("fuse posix: permissions - ownership - sticky and setgid directories -
           USER_CHECK(chdir(inner.substr(0, inner.rfind('/')).c_str()) != 0 && errno == EACCES);
           return "";
         }) == "");
+  // A name the user reached a moment ago, through a directory that then
+  // loses its search bit (pjdfstest's open/05 pattern): EACCES at once.
+  REQUIRE(mkdir(f.C("pub/shut"), 0755) == 0);
+  const std::string shut = f.P("pub/shut/file");
+  WriteFile(shut, "x", 0644);
+  CHECK(RunAs(kUser, [&]() -> std::string {
+          int fd = open(shut.c_str(), O_RDONLY);
+          USER_CHECK(fd >= 0);
+          close(fd);
+          return "";
+        }) == "");
+  REQUIRE(chmod(f.C("pub/shut"), 0644) == 0);
+  CHECK(RunAs(kUser, [&]() -> std::string {
+          USER_CHECK(open(shut.c_str(), O_RDONLY) < 0 && errno == EACCES);
+          struct stat st;
+          USER_CHECK(stat(shut.c_str(), &st) != 0 && errno == EACCES);
+          USER_CHECK(unlink(shut.c_str()) != 0 && errno == EACCES);
+          return "";
+        }) == "");
+  REQUIRE(chmod(f.C("pub/shut"), 0755) == 0);
+  CHECK(RunAs(kUser, [&]() -> std::string {
+          struct stat st;
+          USER_CHECK(stat(shut.c_str(), &st) == 0);
+          return "";
+        }) == "");
+
   // Root: everything but executing a file without any x bit.
   CHECK(access(secret.c_str(), R_OK | W_OK) == 0);
   CHECK(Err(access(root_exec.c_str(), X_OK)) == EACCES);
@@ -965,7 +990,7 @@ TEST_CASE("fuse posix: permissions - ownership - sticky and setgid directories -
         }) == "");
 
   // POSIX ACLs as raw system.posix_acl_access / _default values (setfacl
-  // is not installed here). The MDS evaluates them; the kernel does not
+  // may not be installed). The MDS evaluates them; the kernel does not
   // (the mount does not ask for FUSE_POSIX_ACL).
   const std::string acl_file = f.P("pub/acl");
   WriteFile(acl_file, "acl", 0600);
@@ -1045,6 +1070,65 @@ TEST_CASE("fuse posix: permissions - ownership - sticky and setgid directories -
   const std::string cut = acl.substr(0, acl.size() - 3);
   CHECK(Err(setxattr(f.C("pub/acl"), "system.posix_acl_access", cut.data(), cut.size(), 0)) ==
         EINVAL);
+
+  // Search permission through names the kernel has just walked for another
+  // caller: the kernel reaches a name it keeps without asking anyone.
+  // Root walks into a directory only root may search; the user right after
+  // is refused all the same.
+  REQUIRE(mkdir(f.C("rootonly"), 0700) == 0);
+  const std::string rootonly = f.P("rootonly/file");
+  WriteFile(rootonly, "r", 0644);
+  CHECK(Lstat(rootonly).st_size == 1);
+  CHECK(RunAs(kUser, [&]() -> std::string {
+          struct stat st;
+          USER_CHECK(stat(rootonly.c_str(), &st) != 0 && errno == EACCES);
+          USER_CHECK(open(rootonly.c_str(), O_RDONLY) < 0 && errno == EACCES);
+          return "";
+        }) == "");
+  // A directory with every x bit whose ACL then denies the user: the names
+  // the user reached before are out of reach at once.
+  REQUIRE(mkdir(f.C("acl-search"), 0755) == 0);
+  const std::string behind = f.P("acl-search/file");
+  WriteFile(behind, "b", 0644);
+  CHECK(RunAs(kUser, [&]() -> std::string {
+          struct stat st;
+          USER_CHECK(stat(behind.c_str(), &st) == 0);
+          return "";
+        }) == "");
+  const std::string deny = AclXattr({{kAclUserObj, 7, kNoId},
+                                     {kAclUser, 0, 1000},
+                                     {kAclGroupObj, 5, kNoId},
+                                     {kAclMask, 5, kNoId},
+                                     {kAclOther, 5, kNoId}});
+  REQUIRE(setxattr(f.C("acl-search"), "system.posix_acl_access", deny.data(), deny.size(), 0) ==
+          0);
+  CHECK(RunAs(kUser, [&]() -> std::string {
+          struct stat st;
+          USER_CHECK(stat(behind.c_str(), &st) != 0 && errno == EACCES);
+          return "";
+        }) == "");
+  CHECK(RunAs(kOther, [&]() -> std::string {  // the others still pass
+          struct stat st;
+          USER_CHECK(stat(behind.c_str(), &st) == 0);
+          return "";
+        }) == "");
+  // The same for a directory renamed after the kernel learnt it: it is
+  // dropped where it is now.
+  REQUIRE(mkdir(f.C("moving"), 0755) == 0);
+  WriteFile(f.P("moving/file"), "m", 0644);
+  REQUIRE(rename(f.C("moving"), f.C("moved-dir")) == 0);
+  const std::string moved_file = f.P("moved-dir/file");
+  CHECK(RunAs(kUser, [&]() -> std::string {
+          struct stat st;
+          USER_CHECK(stat(moved_file.c_str(), &st) == 0);
+          return "";
+        }) == "");
+  REQUIRE(chmod(f.C("moved-dir"), 0700) == 0);
+  CHECK(RunAs(kUser, [&]() -> std::string {
+          struct stat st;
+          USER_CHECK(stat(moved_file.c_str(), &st) != 0 && errno == EACCES);
+          return "";
+        }) == "");
 }
 
 // ============================================================================
