@@ -36,7 +36,8 @@ void ReplyError(fuse_req_t req, const absl::Status& status, const char* op) {
   // What callers get wrong (a missing name, a denied permission) is
   // expected: debug. The rest is loud.
   if (err == ENOENT || err == EEXIST || err == ENODATA || err == ENOTEMPTY || err == EACCES ||
-      err == EPERM || err == ENOTDIR || err == EISDIR || err == ENAMETOOLONG || err == ELOOP) {
+      err == EPERM || err == ENOTDIR || err == EISDIR || err == ENAMETOOLONG || err == ELOOP ||
+      err == EOPNOTSUPP) {
     VLOG(1) << "op=" << op << " errno=" << err << " status=" << status;
   } else {
     LOG(WARNING) << "op=" << op << " errno=" << err << " status=" << status;
@@ -329,6 +330,15 @@ void Write(fuse_req_t req, fuse_ino_t, const char* buf, size_t size, off_t off,
   fuse_reply_write(req, *n);
 }
 
+void Fallocate(fuse_req_t req, fuse_ino_t, int mode, off_t offset, off_t length,
+               fuse_file_info* fi) {
+  if (offset < 0 || length <= 0) return fuse_reply_err(req, EINVAL), void();
+  ReplyOk(req,
+          Fs(req).Fallocate(CredsOf(req), fi->fh, static_cast<uint32_t>(mode),
+                            static_cast<uint64_t>(offset), static_cast<uint64_t>(length)),
+          "fallocate");
+}
+
 // close(2): buffered writes reach the OSDs (close-to-open), and their errors the application.
 void Flush(fuse_req_t req, fuse_ino_t, fuse_file_info* fi) {
   ReplyOk(req, Fs(req).Flush(fi->fh), "flush");
@@ -589,6 +599,7 @@ const fuse_lowlevel_ops& Operations() {
     o.flush = Flush;
     o.release = Release;
     o.fsync = Fsync;
+    o.fallocate = Fallocate;
     o.opendir = Opendir;
     o.readdir = Readdir;
     o.readdirplus = Readdirplus;

@@ -195,6 +195,14 @@ class FileSystemClient {
   // failed background flush of this file fails every later write.
   absl::StatusOr<uint64_t> Write(const Creds& c, FileHandle fh, uint64_t offset,
                                  absl::string_view data);
+  // fallocate(2), as far as a filesystem without space reservation can
+  // honour it: mode 0 makes the size at least offset + length (the new bytes
+  // read as zeros), KEEP_SIZE alone changes nothing, PUNCH_HOLE (with
+  // KEEP_SIZE) and ZERO_RANGE write zeros over the range, within the size
+  // when KEEP_SIZE is given. Space is not reserved and a punched range is
+  // not freed. Other modes: EOPNOTSUPP.
+  absl::Status Fallocate(const Creds& c, FileHandle fh, uint32_t mode, uint64_t offset,
+                         uint64_t length);
   // Everything written to the file through this client is durable on the
   // OSDs, and its size and mtime (and every earlier namespace change of this
   // client) in the MDS's journal; or the first flush error.

@@ -4,6 +4,8 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <limits>
+#include <string>
 
 #include "absl/strings/str_cat.h"
 #include "common/log/log.h"
@@ -260,6 +262,48 @@ absl::StatusOr<uint64_t> FileSystemClient::Write(const Creds& c, FileHandle fh, 
   }
   if (f->write_through()) RETURN_IF_ERROR(f->cache->Flush());
   return data.size();
+}
+
+absl::Status FileSystemClient::Fallocate(const Creds& c, FileHandle fh, uint32_t mode,
+                                         uint64_t offset, uint64_t length) {
+  constexpr uint32_t kKeepSize = 0x01, kPunchHole = 0x02, kZeroRange = 0x10;  // linux/falloc.h
+  const bool zeros = (mode & (kPunchHole | kZeroRange)) != 0;
+  if ((mode & ~(kKeepSize | kPunchHole | kZeroRange)) != 0 ||
+      (mode & (kPunchHole | kZeroRange)) == (kPunchHole | kZeroRange) ||
+      ((mode & kPunchHole) && !(mode & kKeepSize))) {
+    return ErrnoError(absl::StatusCode::kUnimplemented, EOPNOTSUPP,
+                      absl::StrCat("fallocate mode 0x", absl::Hex(mode), " is not supported"));
+  }
+  if (length == 0) return ErrnoError(absl::StatusCode::kInvalidArgument, EINVAL, "length 0");
+  if (length > std::numeric_limits<uint64_t>::max() - offset) {
+    return ErrnoError(absl::StatusCode::kOutOfRange, EFBIG, "past the maximum file size");
+  }
+  ASSIGN_OR_RETURN(std::shared_ptr<OpenFile> f, Handle(fh));
+  if (!f->writable()) {
+    return ErrnoError(absl::StatusCode::kFailedPrecondition, EBADF, "not open for writing");
+  }
+  if (f->cache == nullptr) {
+    return ErrnoError(absl::StatusCode::kInvalidArgument, EINVAL, "file has no valid layout");
+  }
+  const uint64_t end = offset + length;
+  ASSIGN_OR_RETURN(Attr attr, Getattr(c, f->ino));  // buffered writes included
+  const uint64_t size = attr.size();
+  if (zeros) {
+    const uint64_t zero_end = (mode & kKeepSize) ? std::min(end, size) : end;
+    const std::string chunk(std::min<uint64_t>(zero_end > offset ? zero_end - offset : 0, 1 << 20),
+                            '\0');
+    for (uint64_t at = offset; at < zero_end; at += chunk.size()) {
+      const uint64_t n = std::min<uint64_t>(chunk.size(), zero_end - at);
+      RETURN_IF_ERROR(f->cache->Write(at, absl::string_view(chunk.data(), n), NowNs()));
+    }
+    if (f->write_through()) RETURN_IF_ERROR(f->cache->Flush());
+    return absl::OkStatus();
+  }
+  if ((mode & kKeepSize) || end <= size) return absl::OkStatus();
+  SetattrArgs grow;
+  grow.valid = pb::SA_SIZE;
+  grow.size = end;
+  return Setattr(c, f->ino, grow, fh).status();
 }
 
 absl::Status FileSystemClient::Fsync(FileHandle fh) {

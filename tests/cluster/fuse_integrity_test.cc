@@ -129,6 +129,8 @@ void RunFsxCase(FsxCase c) {
                                    << " WEFT_FSX_FILES=" << o.files << " WEFT_FSX_MMAP=" << o.mmap
                                    << " (mount log " << f.mount->log_path() << ")");
   CHECK(result.ok());
+  CHECK(stats.fallocates > 0);
+  CHECK(stats.unsupported == 0);  // every mode fsx asks for is the mount's
 
   // What the run left behind reads the same through a fresh client (the run
   // itself read it back through this one, page cache dropped).

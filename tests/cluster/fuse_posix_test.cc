@@ -17,13 +17,13 @@
 //    leaves atime to the filesystem, and the client does not report reads).
 //  - SEEK_DATA/SEEK_HOLE: the kernel's generic answer, every byte is data.
 //  - st_blocks: size/512 rounded up, also for sparse files.
-//  - search permission on directories is checked by the MDS at lookup: a
-//    name the kernel has cached (entry timeout, 1 s) is reached without a
-//    new check, for any user.
+//  - fallocate reserves no space and a punched hole is not freed (zeros are
+//    written); COLLAPSE_RANGE and INSERT_RANGE are EOPNOTSUPP.
 #include <catch2/catch.hpp>
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <linux/falloc.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
@@ -579,6 +579,56 @@ TEST_CASE("fuse posix: open flags - truncate at every boundary - sparse and open
     // The name is free for a new file.
     WriteFile(f.P("ghost"), "new ghost");
     CHECK(ReadFile(f.P("ghost")) == "new ghost");
+  }
+
+  SECTION("fallocate: growth - keep_size - punch_hole - zero_range - the rest refused") {
+    const std::string path = f.P("falloc");
+    const std::string data = RandomBytes(3 * kObjectSize / 2, 11);
+    WriteFile(path, data);
+    const int fd = open(path.c_str(), O_RDWR);
+    REQUIRE(fd >= 0);
+    struct stat st;
+    // Plain: the size covers the range; what was there stays, the rest is zeros.
+    CHECK(fallocate(fd, 0, 10, 100) == 0);
+    CHECK(fstat(fd, &st) == 0);
+    CHECK(st.st_size == static_cast<off_t>(data.size()));
+    CHECK(fallocate(fd, 0, 2 * kObjectSize, 4096) == 0);
+    CHECK(fstat(fd, &st) == 0);
+    CHECK(st.st_size == 2 * kObjectSize + 4096);
+    CHECK(ReadAt(fd, 0, data.size()) == data);
+    CHECK(ReadAt(fd, data.size(), 2 * kObjectSize + 4096 - data.size()) ==
+          std::string(2 * kObjectSize + 4096 - data.size(), '\0'));
+    // KEEP_SIZE past the end: nothing visible changes.
+    CHECK(fallocate(fd, FALLOC_FL_KEEP_SIZE, 3 * kObjectSize, 4096) == 0);
+    CHECK(fstat(fd, &st) == 0);
+    CHECK(st.st_size == 2 * kObjectSize + 4096);
+    // A hole across the object boundary reads as zeros, the size kept.
+    const uint64_t hole = kObjectSize - 1000, hole_len = 5000;
+    CHECK(fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, hole, hole_len) == 0);
+    std::string expect = data;
+    expect.replace(hole, hole_len, std::string(hole_len, '\0'));
+    CHECK(ReadAt(fd, 0, data.size()) == expect);
+    CHECK(fstat(fd, &st) == 0);
+    CHECK(st.st_size == 2 * kObjectSize + 4096);
+    // PUNCH_HOLE needs KEEP_SIZE (the kernel says so).
+    CHECK(Err(fallocate(fd, FALLOC_FL_PUNCH_HOLE, 0, 10)) == EOPNOTSUPP);
+    // ZERO_RANGE past the end grows the file.
+    CHECK(fallocate(fd, FALLOC_FL_ZERO_RANGE, 20, 10) == 0);
+    expect.replace(20, 10, std::string(10, '\0'));
+    CHECK(ReadAt(fd, 0, data.size()) == expect);
+    CHECK(fallocate(fd, FALLOC_FL_ZERO_RANGE, 2 * kObjectSize, 8192) == 0);
+    CHECK(fstat(fd, &st) == 0);
+    CHECK(st.st_size == 2 * kObjectSize + 8192);
+    CHECK(Err(fallocate(fd, FALLOC_FL_COLLAPSE_RANGE, 0, 4096)) == EOPNOTSUPP);
+    CHECK(Err(fallocate(fd, FALLOC_FL_INSERT_RANGE, 0, 4096)) == EOPNOTSUPP);
+    CHECK(close(fd) == 0);
+    // All of it reached the OSDs and the MDS: a fresh read agrees.
+    CHECK(ReadFile(path).substr(0, data.size()) == expect);
+    // Read-only descriptors are refused by the kernel.
+    const int ro = open(path.c_str(), O_RDONLY);
+    REQUIRE(ro >= 0);
+    CHECK(Err(fallocate(ro, 0, 0, 10)) == EBADF);
+    CHECK(close(ro) == 0);
   }
 }
 

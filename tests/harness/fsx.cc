@@ -1,6 +1,7 @@
 #include "tests/harness/fsx.h"
 
 #include <fcntl.h>
+#include <linux/falloc.h>
 #include <setjmp.h>
 #include <signal.h>
 #include <sys/mman.h>
@@ -102,7 +103,8 @@ class Fsx {
     uint64_t len;
   };
   enum class Op {
-    kWrite, kRead, kTruncate, kMapWrite, kMapRead, kSync, kReopen, kStat, kDrop, kStream
+    kWrite, kRead, kTruncate, kMapWrite, kMapRead, kSync, kReopen, kStat, kDrop, kStream,
+    kFallocate
   };
 
   absl::Status Step();
@@ -131,6 +133,7 @@ class Fsx {
   absl::Status DoStream(File& f);
   absl::Status DoRead(File& f);
   absl::Status DoTruncate(File& f);
+  absl::Status DoFallocate(File& f);
   absl::Status DoMapWrite(File& f);
   absl::Status DoMapRead(File& f);
   absl::Status DoSync(File& f);
@@ -170,7 +173,7 @@ Fsx::Op Fsx::PickOp() {
   static constexpr Weighted kOps[] = {
       {Op::kWrite, 28}, {Op::kRead, 26},   {Op::kTruncate, 7}, {Op::kMapWrite, 8},
       {Op::kMapRead, 6}, {Op::kSync, 4},   {Op::kReopen, 5},   {Op::kStat, 8},
-      {Op::kDrop, 4},
+      {Op::kDrop, 4},    {Op::kFallocate, 4},
   };
   int total = 0;
   for (const Weighted& w : kOps) total += w.weight;
@@ -314,6 +317,7 @@ absl::Status Fsx::Step() {
     case Op::kWrite: return DoWrite(f);
     case Op::kRead: return DoRead(f);
     case Op::kTruncate: return DoTruncate(f);
+    case Op::kFallocate: return DoFallocate(f);
     case Op::kMapWrite: return DoMapWrite(f);
     case Op::kMapRead: return DoMapRead(f);
     case Op::kSync: return DoSync(f);
@@ -388,6 +392,44 @@ absl::Status Fsx::DoTruncate(File& f) {
   f.model.resize(to, '\0');
   stats_.truncates++;
   return CheckSize(f, to, "fstat after ftruncate");
+}
+
+// fallocate in one of the modes a filesystem is asked for most: plain (the
+// size grows to cover the range), KEEP_SIZE, PUNCH_HOLE|KEEP_SIZE and
+// ZERO_RANGE with or without KEEP_SIZE. A mode refused with EOPNOTSUPP is
+// counted and changes nothing.
+absl::Status Fsx::DoFallocate(File& f) {
+  static constexpr struct {
+    int mode;
+    const char* name;
+  } kModes[] = {{0, "plain"},
+                {FALLOC_FL_KEEP_SIZE, "keep_size"},
+                {FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, "punch_hole"},
+                {FALLOC_FL_ZERO_RANGE, "zero_range"},
+                {FALLOC_FL_ZERO_RANGE | FALLOC_FL_KEEP_SIZE, "zero_range|keep_size"}};
+  const auto& m = kModes[Uniform(0, std::size(kModes) - 1)];
+  const uint64_t size = f.model.size();
+  const uint64_t off = std::min(PickOffset(size, true), o_.max_file_bytes - 1);
+  const uint64_t len = std::max<uint64_t>(1, std::min(PickLength(), o_.max_file_bytes - off));
+  Note(absl::StrFormat("fallocate %s %s off=%#x len=%#x end=%#x (size %#x)", f.name, m.name, off,
+                       len, off + len, size));
+  stats_.fallocates++;
+  if (fallocate(f.fd, m.mode, static_cast<off_t>(off), static_cast<off_t>(len)) != 0) {
+    if (errno == EOPNOTSUPP) {
+      stats_.unsupported++;
+      return absl::OkStatus();
+    }
+    return Fail(absl::StrCat("fallocate ", m.name, ": ", ErrnoText(errno)));
+  }
+  const bool keep = (m.mode & FALLOC_FL_KEEP_SIZE) != 0;
+  const uint64_t end = off + len;
+  if (m.mode & (FALLOC_FL_PUNCH_HOLE | FALLOC_FL_ZERO_RANGE)) {
+    const uint64_t zero_end = keep ? std::min(end, size) : end;
+    if (zero_end > off) Apply(f, off, std::string(zero_end - off, '\0'));
+  } else if (!keep && end > size) {
+    f.model.resize(end, '\0');
+  }
+  return CheckSize(f, f.model.size(), "fstat after fallocate");
 }
 
 // A MAP_SHARED, PROT_WRITE mapping of the range, written, msync(MS_SYNC)ed
@@ -622,7 +664,8 @@ std::string FsxStats::Summary() const {
   return absl::StrCat("ops=", ops, " writes=", writes, " reads=", reads, " truncates=", truncates,
                       " map_writes=", map_writes, " map_reads=", map_reads, " syncs=", syncs,
                       " reopens=", reopens, " stats=", stats, " cache_drops=", cache_drops,
-                      " holes=", holes, " streams=", streams, " bytes_written=", bytes_written,
+                      " holes=", holes, " fallocates=", fallocates, " unsupported=", unsupported,
+                      " streams=", streams, " bytes_written=", bytes_written,
                       " bytes_read=", bytes_read);
 }
 

@@ -1,7 +1,8 @@
 // fsx: a random-operation exerciser for files on a mounted filesystem, in the
 // spirit of the classic fsx (as in xfstests). A seeded PRNG drives pwrite at
 // any offset and length (unaligned, across stripe-unit and object boundaries,
-// far past EOF to make holes), pread, ftruncate up and down, MAP_SHARED writes
+// far past EOF to make holes), pread, ftruncate up and down, fallocate (size
+// growth, KEEP_SIZE, PUNCH_HOLE, ZERO_RANGE), MAP_SHARED writes
 // followed by msync, reads through mmap, fsync/fdatasync, dropping the file's
 // clean pages, close and reopen, and fstat; an in-memory model of every file
 // is checked byte for byte after every read and its size after every stat.
@@ -42,6 +43,8 @@ struct FsxStats {
   uint64_t stats = 0;
   uint64_t cache_drops = 0;
   uint64_t holes = 0;  // writes that started past EOF
+  uint64_t fallocates = 0;    // every mode, punched holes and zeroed ranges included
+  uint64_t unsupported = 0;   // fallocates refused with EOPNOTSUPP (the model unchanged)
   uint64_t streams = 0;
   uint64_t bytes_written = 0;
   uint64_t bytes_read = 0;  // bytes compared with the model
