@@ -35,8 +35,8 @@ void Assemble(const striping::StripeLayout& layout, uint64_t a, uint64_t b,
     }
     ptrs[i] = bufs[i].data();
   }
-  out->data.resize(end - a);
-  layout.Gather(a, end, ptrs, base, out->data.data());
+  out->data.clear();
+  layout.Gather(a, end, ptrs, base, &out->data);
 }
 
 // Degraded path: reads `u` from k shards other than `failed` and decodes.

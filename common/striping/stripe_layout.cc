@@ -34,15 +34,16 @@ Extent StripeLayout::ShardExtent(uint32_t shard, uint64_t a, uint64_t b) const {
 }
 
 void StripeLayout::Gather(uint64_t a, uint64_t b, const std::vector<const char*>& bufs,
-                          const std::vector<uint64_t>& base, char* out) const {
+                          const std::vector<uint64_t>& base, std::string* out) const {
   const uint64_t w = stripe_width();
+  out->reserve(out->size() + (b > a ? b - a : 0));
   uint64_t x = a;
   while (x < b) {
     const uint64_t s = x / w;
     const uint32_t i = static_cast<uint32_t>((x % w) / chunk);
     const uint64_t off = x % chunk;
     const uint64_t n = std::min(chunk - off, b - x);
-    std::memcpy(out + (x - a), bufs[i] + (s * chunk + off - base[i]), n);
+    out->append(bufs[i] + (s * chunk + off - base[i]), n);
     x += n;
   }
 }

@@ -37,11 +37,12 @@ struct StripeLayout {
   // of one shard is contiguous).
   Extent ShardExtent(uint32_t shard, uint64_t a, uint64_t b) const;
 
-  // Copies logical [a, b) into `out` (b - a bytes) from data shard buffers:
+  // Appends logical [a, b) (b - a bytes) to `out` from data shard buffers:
   // `bufs[i]` holds shard i's bytes starting at shard offset `base[i]`, and
-  // must cover ShardExtent(i, a, b).
+  // must cover ShardExtent(i, a, b). Appending, not writing into a sized
+  // buffer: sizing a std::string zero-fills it first, 4 MiB per object read.
   void Gather(uint64_t a, uint64_t b, const std::vector<const char*>& bufs,
-              const std::vector<uint64_t>& base, char* out) const;
+              const std::vector<uint64_t>& base, std::string* out) const;
 };
 
 }  // namespace weft::striping
