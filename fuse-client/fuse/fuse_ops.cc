@@ -288,6 +288,9 @@ void Open(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
   fi->fh = opened->fh;
   fi->keep_cache = 0;  // close-to-open: another client may have written
   fi->direct_io = (fi->flags & O_DIRECT) ? 1 : 0;
+  // A reader's close has nothing to flush: no FLUSH round trip for it (the
+  // kernel keeps POSIX locks itself, which FLUSH would otherwise release).
+  fi->noflush = (fi->flags & O_ACCMODE) == O_RDONLY ? 1 : 0;
   // The kernel may hold this inode's attributes from before another
   // client's last close, and it clamps reads to the size it holds: it asks
   // again (the client answers from the open's fresh attributes). Only the
