@@ -132,8 +132,13 @@ void ReplyEntry(fuse_req_t req, uint64_t parent, const std::string& name, const 
   e.attr = ToStat(req, a);
   e.attr_timeout = attr_timeout;
   e.entry_timeout = EntryTimeout(req, parent, name, a);
-  Fs(req).Remember(a, from_mds);
-  if (fuse_reply_entry(req, &e) != 0) Fs(req).Forget(a.ino(), 1);  // request interrupted
+  client::FileSystemClient& fs = Fs(req);
+  fs.Remember(a, from_mds);
+  if (fuse_reply_entry(req, &e) != 0) {
+    fs.Forget(a.ino(), 1);  // request interrupted
+    return;
+  }
+  fs.NoteKernelAttrs(a);
 }
 
 void ReplyEntryOr(fuse_req_t req, uint64_t parent, const std::string& name,
@@ -192,10 +197,11 @@ void ForgetMulti(fuse_req_t req, size_t count, fuse_forget_data* forgets) {
 }
 
 void Getattr(fuse_req_t req, fuse_ino_t ino, fuse_file_info*) {
-  auto a = Fs(req).Getattr(CredsOf(req), ToMds(req, ino));
+  client::FileSystemClient& fs = Fs(req);
+  auto a = fs.Getattr(CredsOf(req), ToMds(req, ino));
   if (!a.ok()) return ReplyError(req, a.status(), "getattr");
   struct stat st = ToStat(req, *a);
-  fuse_reply_attr(req, &st, kAttrTimeoutS);
+  if (fuse_reply_attr(req, &st, kAttrTimeoutS) == 0) fs.NoteKernelAttrs(*a);
 }
 
 void Setattr(fuse_req_t req, fuse_ino_t ino, struct stat* attr, int to_set, fuse_file_info* fi) {
@@ -232,7 +238,7 @@ void Setattr(fuse_req_t req, fuse_ino_t ino, struct stat* attr, int to_set, fuse
   if (!a.ok()) return ReplyError(req, a.status(), "setattr");
   struct stat st = ToStat(req, *a);
   MountContext& ctx = Ctx(req);
-  fuse_reply_attr(req, &st, kAttrTimeoutS);
+  if (fuse_reply_attr(req, &st, kAttrTimeoutS) == 0) ctx.fs->NoteKernelAttrs(*a);
   if ((args.valid & pb::SA_MODE) && S_ISDIR(a->mode())) DropKeptNames(ctx, a->ino());
 }
 
@@ -292,10 +298,13 @@ void Open(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
   // kernel keeps POSIX locks itself, which FLUSH would otherwise release).
   fi->noflush = (fi->flags & O_ACCMODE) == O_RDONLY ? 1 : 0;
   // The kernel may hold this inode's attributes from before another
-  // client's last close, and it clamps reads to the size it holds: it asks
+  // client's last close, and it clamps reads to the size it holds: unless
+  // the open found the version this mount last gave the kernel, it asks
   // again (the client answers from the open's fresh attributes). Only the
   // attributes (offset -1); no lock an open holds is taken.
-  if (Ctx(req).se != nullptr) (void)fuse_lowlevel_notify_inval_inode(Ctx(req).se, ino, -1, 0);
+  if (Ctx(req).se != nullptr && !Fs(req).KernelHas(opened->attr)) {
+    (void)fuse_lowlevel_notify_inval_inode(Ctx(req).se, ino, -1, 0);
+  }
   if (fuse_reply_open(req, fi) != 0) (void)Fs(req).Release(opened->fh);
 }
 
@@ -312,11 +321,14 @@ void Create(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t mode,
   e.attr = ToStat(req, opened->attr);
   e.attr_timeout = kAttrTimeoutS;
   e.entry_timeout = EntryTimeout(req, ToMds(req, parent), name, opened->attr);
-  Fs(req).Remember(opened->attr);
+  client::FileSystemClient& fs = Fs(req);
+  fs.Remember(opened->attr);
   if (fuse_reply_create(req, &e, fi) != 0) {
-    Fs(req).Forget(opened->attr.ino(), 1);
-    (void)Fs(req).Release(opened->fh);
+    fs.Forget(opened->attr.ino(), 1);
+    (void)fs.Release(opened->fh);
+    return;
   }
+  fs.NoteKernelAttrs(opened->attr);
 }
 
 void Read(fuse_req_t req, fuse_ino_t, size_t size, off_t off, fuse_file_info* fi) {

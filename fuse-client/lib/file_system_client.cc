@@ -154,6 +154,18 @@ bool FileSystemClient::Forget(uint64_t ino, uint64_t n) {
   return true;
 }
 
+void FileSystemClient::NoteKernelAttrs(const Attr& a) {
+  absl::MutexLock lock(&mu_);
+  auto it = inodes_.find(a.ino());
+  if (it != inodes_.end()) it->second.kernel_version = a.version();
+}
+
+bool FileSystemClient::KernelHas(const Attr& a) {
+  absl::MutexLock lock(&mu_);
+  auto it = inodes_.find(a.ino());
+  return it != inodes_.end() && a.version() != 0 && it->second.kernel_version == a.version();
+}
+
 bool FileSystemClient::SearchableByAll(uint64_t dir) {
   absl::MutexLock lock(&mu_);
   auto it = inodes_.find(dir);

@@ -131,6 +131,12 @@ class FileSystemClient {
   // ACL flag last seen, also when the times are known stale; false when
   // nothing is cached.
   bool SearchableByAll(uint64_t dir);
+  // The frontend gave the kernel `a` (a reply it sent): the version the
+  // kernel's attributes of a.ino() are at. KernelHas: whether they are at
+  // a.version(), so that an open finding that version need not make the
+  // kernel ask again.
+  void NoteKernelAttrs(const Attr& a);
+  bool KernelHas(const Attr& a);
 
   // ---- namespace
   // How a lookup was answered.
@@ -259,6 +265,7 @@ class FileSystemClient {
     Attr attr;
     absl::Time fetched;
     uint64_t refs = 0;
+    uint64_t kernel_version = 0;  // of the attributes last given to the kernel (0: unknown)
     // Takes `a` unless a newer version is cached (version grows with each
     // change); returns the attributes that stand.
     const Attr& Offer(const Attr& a) {
