@@ -243,18 +243,18 @@ void Setattr(fuse_req_t req, fuse_ino_t ino, struct stat* attr, int to_set, fuse
 }
 
 void Mknod(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t mode, dev_t rdev) {
-  ReplyEntryOr(req, ToMds(req, parent), name, Fs(req).Mknod(CredsOf(req), ToMds(req, parent), name, mode, rdev),
-               "mknod");
+  ReplyEntryOr(req, ToMds(req, parent), name,
+               Fs(req).Mknod(CredsOf(req), ToMds(req, parent), name, mode, rdev), "mknod");
 }
 
 void Mkdir(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t mode) {
-  ReplyEntryOr(req, ToMds(req, parent), name, Fs(req).Mkdir(CredsOf(req), ToMds(req, parent), name, mode),
-               "mkdir");
+  ReplyEntryOr(req, ToMds(req, parent), name,
+               Fs(req).Mkdir(CredsOf(req), ToMds(req, parent), name, mode), "mkdir");
 }
 
 void Symlink(fuse_req_t req, const char* link, fuse_ino_t parent, const char* name) {
-  ReplyEntryOr(req, ToMds(req, parent), name, Fs(req).Symlink(CredsOf(req), ToMds(req, parent), name, link),
-               "symlink");
+  ReplyEntryOr(req, ToMds(req, parent), name,
+               Fs(req).Symlink(CredsOf(req), ToMds(req, parent), name, link), "symlink");
 }
 
 void Link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t new_parent, const char* new_name) {

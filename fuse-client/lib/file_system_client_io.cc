@@ -289,6 +289,11 @@ absl::Status FileSystemClient::Fallocate(const Creds& c, FileHandle fh, uint32_t
   ASSIGN_OR_RETURN(Attr attr, Getattr(c, f->ino));  // buffered writes included
   const uint64_t size = attr.size();
   if (zeros) {
+    {
+      absl::MutexLock lock(&mu_);  // zeros written are a write, by this caller (as in Write)
+      auto it = caches_.find(f->ino);
+      if (it != caches_.end()) it->second.writer = c;
+    }
     const uint64_t zero_end = (mode & kKeepSize) ? std::min(end, size) : end;
     const std::string chunk(std::min<uint64_t>(zero_end > offset ? zero_end - offset : 0, 1 << 20),
                             '\0');
