@@ -543,54 +543,6 @@ void Readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, fuse_fi
 
 }  // namespace
 
-void KernelDirs::Put(uint64_t dir, uint64_t parent, const std::string& name) {
-  absl::MutexLock lock(&mu_);
-  PutLocked(dir, Place(parent, name));
-}
-
-void KernelDirs::Drop(uint64_t dir) {
-  absl::MutexLock lock(&mu_);
-  DropLocked(dir);
-}
-
-void KernelDirs::Rename(uint64_t parent, const std::string& name, uint64_t new_parent,
-                        const std::string& new_name, bool exchange) {
-  absl::MutexLock lock(&mu_);
-  const Place from(parent, name), to(new_parent, new_name);
-  auto moved = at_.find(from);
-  auto other = at_.find(to);
-  const std::optional<uint64_t> a =
-      moved != at_.end() ? std::optional<uint64_t>(moved->second) : std::nullopt;
-  const std::optional<uint64_t> b =
-      other != at_.end() ? std::optional<uint64_t>(other->second) : std::nullopt;
-  if (a.has_value()) DropLocked(*a);
-  if (b.has_value()) DropLocked(*b);
-  if (a.has_value()) PutLocked(*a, to);
-  if (b.has_value() && exchange) PutLocked(*b, from);
-}
-
-std::optional<std::pair<uint64_t, std::string>> KernelDirs::Where(uint64_t dir) {
-  absl::MutexLock lock(&mu_);
-  auto it = where_.find(dir);
-  if (it == where_.end()) return std::nullopt;
-  return it->second;
-}
-
-void KernelDirs::PutLocked(uint64_t dir, Place place) {
-  DropLocked(dir);
-  auto old = at_.find(place);
-  if (old != at_.end()) where_.erase(old->second);  // that one is gone from there
-  at_[place] = dir;
-  where_[dir] = std::move(place);
-}
-
-void KernelDirs::DropLocked(uint64_t dir) {
-  auto it = where_.find(dir);
-  if (it == where_.end()) return;
-  at_.erase(it->second);
-  where_.erase(it);
-}
-
 const fuse_lowlevel_ops& Operations() {
   static const fuse_lowlevel_ops ops = [] {
     fuse_lowlevel_ops o = {};

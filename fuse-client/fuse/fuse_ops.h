@@ -26,48 +26,15 @@
 #include <fuse_lowlevel.h>
 
 #include <cstdint>
-#include <optional>
-#include <string>
-#include <utility>
-
-#include "absl/base/thread_annotations.h"
-#include "absl/container/flat_hash_map.h"
-#include "absl/synchronization/mutex.h"
 
 #include "fuse-client/lib/file_system_client.h"
+#include "fuse-client/fuse/kernel_dirs.h"
 #include "fuse-client/lib/groups_cache.h"
 
 namespace weft::fuse {
 
 inline constexpr double kAttrTimeoutS = 1.0;
 inline constexpr unsigned kMaxWriteBytes = 1u << 20;  // max_pages 256
-
-// Where the kernel keeps each directory this mount gave it: its parent and
-// name (MDS inode numbers). The kernel walks through the names it keeps
-// without asking anyone, so names are kept only in directories that every
-// caller may search (FileSystemClient::SearchableByAll); when a directory
-// stops being one, dropping its own entry in the kernel (which prunes what
-// the kernel keeps under it) needs to know where it is.
-class KernelDirs {
- public:
-  void Put(uint64_t dir, uint64_t parent, const std::string& name);
-  void Drop(uint64_t dir);
-  // A rename: the directory at (parent, name), if any, is now at
-  // (new_parent, new_name), and the one there before is gone or, for an
-  // exchange, moved the other way.
-  void Rename(uint64_t parent, const std::string& name, uint64_t new_parent,
-              const std::string& new_name, bool exchange);
-  std::optional<std::pair<uint64_t, std::string>> Where(uint64_t dir);
-
- private:
-  using Place = std::pair<uint64_t, std::string>;
-  void PutLocked(uint64_t dir, Place place) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void DropLocked(uint64_t dir) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-
-  absl::Mutex mu_;
-  absl::flat_hash_map<uint64_t, Place> where_ ABSL_GUARDED_BY(mu_);
-  absl::flat_hash_map<Place, uint64_t> at_ ABSL_GUARDED_BY(mu_);
-};
 
 struct MountContext {
   client::FileSystemClient* fs = nullptr;

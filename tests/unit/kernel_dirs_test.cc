@@ -1,0 +1,70 @@
+// Where weft-fuse believes the kernel keeps each directory: puts, renames
+// (over another directory, exchanges, onto itself) and forgets.
+#include <catch2/catch.hpp>
+
+#include <optional>
+#include <string>
+#include <utility>
+
+#include "fuse-client/fuse/kernel_dirs.h"
+
+namespace weft::fuse {
+namespace {
+
+using Place = std::optional<std::pair<uint64_t, std::string>>;
+
+Place At(uint64_t parent, const std::string& name) { return std::make_pair(parent, name); }
+
+TEST_CASE("kernel dirs: put - replace - drop", "[unit][fuse]") {
+  KernelDirs dirs;
+  CHECK(dirs.Where(7) == std::nullopt);
+  dirs.Put(7, 1, "a");
+  CHECK(dirs.Where(7) == At(1, "a"));
+  // The same directory given again under another name (a rename seen only
+  // through a later lookup): one place, the newest.
+  dirs.Put(7, 1, "b");
+  CHECK(dirs.Where(7) == At(1, "b"));
+  CHECK(dirs.size() == 1);
+  // Another directory now at 1/b: 7 is no longer there.
+  dirs.Put(8, 1, "b");
+  CHECK(dirs.Where(8) == At(1, "b"));
+  CHECK(dirs.Where(7) == std::nullopt);
+  dirs.Drop(8);
+  CHECK(dirs.Where(8) == std::nullopt);
+  CHECK(dirs.size() == 0);
+  dirs.Drop(8);  // twice: nothing
+  CHECK(dirs.size() == 0);
+}
+
+TEST_CASE("kernel dirs: renames - over another - exchange - files and unknown names",
+          "[unit][fuse]") {
+  KernelDirs dirs;
+  dirs.Put(7, 1, "a");
+  dirs.Put(8, 2, "b");
+  // A plain move across parents.
+  dirs.Rename(1, "a", 3, "c", /*exchange=*/false);
+  CHECK(dirs.Where(7) == At(3, "c"));
+  // Over another directory: the one replaced is gone.
+  dirs.Rename(3, "c", 2, "b", /*exchange=*/false);
+  CHECK(dirs.Where(7) == At(2, "b"));
+  CHECK(dirs.Where(8) == std::nullopt);
+  // An exchange swaps the two places.
+  dirs.Put(9, 4, "d");
+  dirs.Rename(2, "b", 4, "d", /*exchange=*/true);
+  CHECK(dirs.Where(7) == At(4, "d"));
+  CHECK(dirs.Where(9) == At(2, "b"));
+  // An exchange with a name that holds no directory (a file): the directory moves.
+  dirs.Rename(4, "d", 5, "file", /*exchange=*/true);
+  CHECK(dirs.Where(7) == At(5, "file"));
+  // A rename of a name that holds no directory leaves the others alone.
+  dirs.Rename(6, "x", 6, "y", /*exchange=*/false);
+  CHECK(dirs.Where(7) == At(5, "file"));
+  CHECK(dirs.Where(9) == At(2, "b"));
+  // Onto itself: nothing changes.
+  dirs.Rename(2, "b", 2, "b", /*exchange=*/false);
+  CHECK(dirs.Where(9) == At(2, "b"));
+  CHECK(dirs.size() == 2);
+}
+
+}  // namespace
+}  // namespace weft::fuse
