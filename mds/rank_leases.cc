@@ -7,14 +7,13 @@
 
 #include "absl/time/clock.h"
 #include "common/log/log.h"
+#include "common/posix/acl.h"
 #include "common/status/status.h"
 #include "mds/ops/op_context.h"
 #include "mds/rank.h"
 
 namespace weft::mds {
 namespace {
-
-constexpr char kAclAccess[] = "system.posix_acl_access";
 
 struct LeaseChange {
   uint64_t dir;
@@ -41,10 +40,10 @@ std::vector<LeaseChange> ChangesOf(const pb::MetaRequest& r) {
       }
       return {};
     case R::kSetxattr:
-      if (r.setxattr().name() == kAclAccess) return {{r.setxattr().ino(), true}};
+      if (r.setxattr().name() == posix::kXattrPosixAclAccess) return {{r.setxattr().ino(), true}};
       return {};
     case R::kRemovexattr:
-      if (r.removexattr().name() == kAclAccess) return {{r.removexattr().ino(), true}};
+      if (r.removexattr().name() == posix::kXattrPosixAclAccess) return {{r.removexattr().ino(), true}};
       return {};
     default:
       return {};

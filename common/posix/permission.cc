@@ -9,6 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/status/status.h"
+#include "proto/mds.pb.h"
 
 namespace weft::posix {
 namespace {
@@ -342,6 +343,18 @@ bool DropsOnlyWhatAWriteWould(const AccessAttrs& inode, const Credentials& cred,
 }
 
 }  // namespace
+
+SetattrAsk SetattrAskOf(uint32_t valid, uint32_t uid, uint32_t gid, uint32_t mode) {
+  SetattrAsk ask;
+  if (valid & pb::SA_UID) ask.uid = uid;
+  if (valid & pb::SA_GID) ask.gid = gid;
+  if (valid & pb::SA_MODE) ask.mode = mode;
+  const uint32_t time_bits =
+      valid & (pb::SA_ATIME | pb::SA_MTIME | pb::SA_ATIME_NOW | pb::SA_MTIME_NOW);
+  ask.times = time_bits != 0;
+  ask.times_now = time_bits == (pb::SA_ATIME_NOW | pb::SA_MTIME_NOW);
+  return ask;
+}
 
 absl::StatusOr<SetattrResult> DecideSetattr(const AccessAttrs& inode, const Credentials& cred,
                                             const SetattrAsk& ask) {

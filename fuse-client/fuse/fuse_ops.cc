@@ -99,12 +99,16 @@ struct stat ToStat(fuse_req_t req, const Attr& a) {
   return st;
 }
 
-// How long the kernel may keep a name in `parent` (MDS inode): it reaches a
-// name it keeps without asking, whoever calls. Also records where the kernel
-// keeps a directory, for DropKeptNames.
-double EntryTimeout(fuse_req_t req, uint64_t parent, const std::string& name, const Attr& a) {
-  if (S_ISDIR(a.mode()) && name != "." && name != "..") Ctx(req).dirs.Put(a.ino(), parent, name);
+// How long the kernel may keep the names in `parent` (MDS inode): it
+// reaches a name it keeps without asking, whoever calls.
+double EntryTimeout(fuse_req_t req, uint64_t parent) {
   return Fs(req).SearchableByAll(parent) ? kAttrTimeoutS : 0.0;
+}
+
+// The kernel gets an entry for `a` as `name` in `parent`: where it keeps a
+// directory, for DropKeptNames.
+void NoteEntry(fuse_req_t req, uint64_t parent, const std::string& name, const Attr& a) {
+  if (S_ISDIR(a.mode()) && name != "." && name != "..") Ctx(req).dirs.Put(a.ino(), parent, name);
 }
 
 // After a change to directory `ino` (MDS inode) that may have made it
@@ -131,7 +135,8 @@ void ReplyEntry(fuse_req_t req, uint64_t parent, const std::string& name, const 
   e.generation = a.generation();
   e.attr = ToStat(req, a);
   e.attr_timeout = attr_timeout;
-  e.entry_timeout = EntryTimeout(req, parent, name, a);
+  e.entry_timeout = EntryTimeout(req, parent);
+  NoteEntry(req, parent, name, a);
   client::FileSystemClient& fs = Fs(req);
   fs.Remember(a, from_mds);
   if (fuse_reply_entry(req, &e) != 0) {
@@ -320,7 +325,8 @@ void Create(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t mode,
   e.generation = opened->attr.generation();
   e.attr = ToStat(req, opened->attr);
   e.attr_timeout = kAttrTimeoutS;
-  e.entry_timeout = EntryTimeout(req, ToMds(req, parent), name, opened->attr);
+  e.entry_timeout = EntryTimeout(req, ToMds(req, parent));
+  NoteEntry(req, ToMds(req, parent), name, opened->attr);
   client::FileSystemClient& fs = Fs(req);
   fs.Remember(opened->attr);
   if (fuse_reply_create(req, &e, fi) != 0) {
@@ -451,7 +457,8 @@ void Access(fuse_req_t req, fuse_ino_t ino, int mask) {
 class DirFiller {
  public:
   DirFiller(fuse_req_t req, uint64_t dir, size_t size, bool plus)
-      : req_(req), dir_(dir), buf_(size, '\0'), plus_(plus) {}
+      : req_(req), dir_(dir), entry_timeout_(EntryTimeout(req, dir)), buf_(size, '\0'),
+        plus_(plus) {}
   ~DirFiller() {
     // Entries the kernel never received hold no lookup reference.
     for (uint64_t ino : remembered_) Fs(req_).Forget(ino, 1);
@@ -472,7 +479,8 @@ class DirFiller {
       e.generation = d.attr().generation();
       e.attr = ToStat(req_, d.attr());
       e.attr_timeout = kAttrTimeoutS;
-      e.entry_timeout = EntryTimeout(req_, dir_, d.name(), d.attr());
+      e.entry_timeout = entry_timeout_;
+      NoteEntry(req_, dir_, d.name(), d.attr());
     } else {
       e.attr.st_ino = ToFuse(req_, d.ino());
       e.attr.st_mode = d.type() << 12;
@@ -502,6 +510,7 @@ class DirFiller {
 
   fuse_req_t req_;
   uint64_t dir_;  // MDS inode
+  double entry_timeout_;  // of every name in it: one look at its mode per reply
   std::string buf_;
   size_t used_ = 0;
   bool plus_;

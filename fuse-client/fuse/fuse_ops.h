@@ -27,8 +27,8 @@
 
 #include <cstdint>
 
-#include "fuse-client/lib/file_system_client.h"
 #include "fuse-client/fuse/kernel_dirs.h"
+#include "fuse-client/lib/file_system_client.h"
 #include "fuse-client/lib/groups_cache.h"
 
 namespace weft::fuse {

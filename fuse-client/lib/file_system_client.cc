@@ -362,14 +362,7 @@ absl::StatusOr<std::optional<Attr>> FileSystemClient::SetattrLocally(const Creds
   now.uid = before.uid();
   now.gid = before.gid();
   // The MDS's own decision (DoSetattr calls the same), with its errors.
-  const uint32_t time_bits =
-      args.valid & (pb::SA_ATIME | pb::SA_MTIME | pb::SA_ATIME_NOW | pb::SA_MTIME_NOW);
-  posix::SetattrAsk ask;
-  if (args.valid & pb::SA_UID) ask.uid = args.uid;
-  if (args.valid & pb::SA_GID) ask.gid = args.gid;
-  if (args.valid & pb::SA_MODE) ask.mode = args.mode;
-  ask.times = time_bits != 0;
-  ask.times_now = time_bits == (pb::SA_ATIME_NOW | pb::SA_MTIME_NOW);
+  const posix::SetattrAsk ask = posix::SetattrAskOf(args.valid, args.uid, args.gid, args.mode);
   ASSIGN_OR_RETURN(posix::SetattrResult decided, posix::DecideSetattr(now, cred, ask));
   const int64_t t = std::max(absl::ToUnixNanos(absl::Now()), before.ctime_ns());
   AttrChanges change;

@@ -293,6 +293,10 @@ class FileSystemClient {
   // handles write with the new layout from now on.
   void RefreshLayout(const Attr& attr);
   absl::StatusOr<std::shared_ptr<OpenFile>> Handle(FileHandle fh);
+  // `fh` for a write by `c` (Write, Fallocate's zeros): EBADF unless open
+  // for writing, EINVAL without a layout; `c` becomes the file's writer
+  // (the WrittenOp of its flush runs as them).
+  absl::StatusOr<std::shared_ptr<OpenFile>> WriteHandle(const Creds& c, FileHandle fh);
   absl::StatusOr<Opened> AddHandle(const Creds& c, const Attr& attr, int flags);
   std::shared_ptr<FileCache> CacheFor(const Attr& attr) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Tells the MDS that `ino` now extends to `end`, written at `mtime_ns`,

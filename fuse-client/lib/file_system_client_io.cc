@@ -239,8 +239,8 @@ absl::StatusOr<std::string> FileSystemClient::Read(FileHandle fh, uint64_t offse
   return f->cache->Read(offset, length, size, (f->flags & O_DIRECT) == 0);
 }
 
-absl::StatusOr<uint64_t> FileSystemClient::Write(const Creds& c, FileHandle fh, uint64_t offset,
-                                                 absl::string_view data) {
+absl::StatusOr<std::shared_ptr<FileSystemClient::OpenFile>> FileSystemClient::WriteHandle(
+    const Creds& c, FileHandle fh) {
   ASSIGN_OR_RETURN(std::shared_ptr<OpenFile> f, Handle(fh));
   if (!f->writable()) {
     return ErrnoError(absl::StatusCode::kFailedPrecondition, EBADF, "not open for writing");
@@ -248,12 +248,16 @@ absl::StatusOr<uint64_t> FileSystemClient::Write(const Creds& c, FileHandle fh, 
   if (f->cache == nullptr) {
     return ErrnoError(absl::StatusCode::kInvalidArgument, EINVAL, "file has no valid layout");
   }
+  absl::MutexLock lock(&mu_);
+  auto it = caches_.find(f->ino);
+  if (it != caches_.end()) it->second.writer = c;
+  return f;
+}
+
+absl::StatusOr<uint64_t> FileSystemClient::Write(const Creds& c, FileHandle fh, uint64_t offset,
+                                                 absl::string_view data) {
+  ASSIGN_OR_RETURN(std::shared_ptr<OpenFile> f, WriteHandle(c, fh));
   if (data.empty()) return 0;
-  {
-    absl::MutexLock lock(&mu_);
-    auto it = caches_.find(f->ino);
-    if (it != caches_.end()) it->second.writer = c;
-  }
   if (f->flags & O_APPEND) {
     ASSIGN_OR_RETURN(Attr attr, Getattr(c, f->ino));
     RETURN_IF_ERROR(f->cache->Append(attr.size(), data, NowNs()).status());
@@ -278,22 +282,11 @@ absl::Status FileSystemClient::Fallocate(const Creds& c, FileHandle fh, uint32_t
   if (length > std::numeric_limits<uint64_t>::max() - offset) {
     return ErrnoError(absl::StatusCode::kOutOfRange, EFBIG, "past the maximum file size");
   }
-  ASSIGN_OR_RETURN(std::shared_ptr<OpenFile> f, Handle(fh));
-  if (!f->writable()) {
-    return ErrnoError(absl::StatusCode::kFailedPrecondition, EBADF, "not open for writing");
-  }
-  if (f->cache == nullptr) {
-    return ErrnoError(absl::StatusCode::kInvalidArgument, EINVAL, "file has no valid layout");
-  }
+  ASSIGN_OR_RETURN(std::shared_ptr<OpenFile> f, WriteHandle(c, fh));
   const uint64_t end = offset + length;
   ASSIGN_OR_RETURN(Attr attr, Getattr(c, f->ino));  // buffered writes included
   const uint64_t size = attr.size();
   if (zeros) {
-    {
-      absl::MutexLock lock(&mu_);  // zeros written are a write, by this caller (as in Write)
-      auto it = caches_.find(f->ino);
-      if (it != caches_.end()) it->second.writer = c;
-    }
     const uint64_t zero_end = (mode & kKeepSize) ? std::min(end, size) : end;
     const std::string chunk(std::min<uint64_t>(zero_end > offset ? zero_end - offset : 0, 1 << 20),
                             '\0');

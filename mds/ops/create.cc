@@ -7,6 +7,7 @@
 #include <cerrno>
 
 #include "absl/strings/str_cat.h"
+#include "common/posix/acl.h"
 #include "common/status/status.h"
 #include "mds/ops/ops.h"
 
@@ -30,8 +31,8 @@ absl::StatusOr<pb::InodeRec*> MakeInode(OpContext& ctx, uint64_t parent, const s
   const pb::InodeRec dir_copy = *dir;
   pb::InodeRec* inode = ctx.NewInode(attrs.mode, attrs.uid, attrs.gid);
   inode->set_parent(parent);
-  if (!attrs.acl_access.empty()) (*inode->mutable_xattrs())["system.posix_acl_access"] = attrs.acl_access;
-  if (!attrs.acl_default.empty()) (*inode->mutable_xattrs())["system.posix_acl_default"] = attrs.acl_default;
+  if (!attrs.acl_access.empty()) (*inode->mutable_xattrs())[std::string(kXattrPosixAclAccess)] = attrs.acl_access;
+  if (!attrs.acl_default.empty()) (*inode->mutable_xattrs())[std::string(kXattrPosixAclDefault)] = attrs.acl_default;
   if (IsReg(*inode)) *inode->mutable_layout() = layout;
   pb::InodeRec* parent_edit = ctx.Edit(dir_copy);
   parent_edit->set_mtime_ns(ctx.now_ns());

@@ -266,13 +266,13 @@ AccessAttrs AccessOf(const pb::InodeRec& rec) {
   a.mode = rec.mode();
   a.uid = rec.uid();
   a.gid = rec.gid();
-  auto it = rec.xattrs().find("system.posix_acl_access");
+  auto it = rec.xattrs().find(std::string(posix::kXattrPosixAclAccess));
   if (it != rec.xattrs().end()) a.acl_access = it->second;
   return a;
 }
 
 std::string DefaultAcl(const pb::InodeRec& rec) {
-  auto it = rec.xattrs().find("system.posix_acl_default");
+  auto it = rec.xattrs().find(std::string(posix::kXattrPosixAclDefault));
   return it == rec.xattrs().end() ? std::string() : it->second;
 }
 

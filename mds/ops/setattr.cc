@@ -3,6 +3,7 @@
 
 #include <cerrno>
 
+#include "common/posix/acl.h"
 #include "common/status/status.h"
 #include "mds/ops/ops.h"
 
@@ -35,22 +36,14 @@ absl::Status DoSetattr(OpContext& ctx, const pb::SetattrOp& op, pb::MetaReply* r
     return absl::OkStatus();
   }
   const pb::InodeRec before = *current;
-  // Only "both times to now" (utimes(NULL)) is the weaker, write-access
-  // case; anything else that sets a time is explicit (Linux vfs_utimes).
-  const uint32_t time_bits = valid & (pb::SA_ATIME | pb::SA_MTIME | pb::SA_ATIME_NOW | pb::SA_MTIME_NOW);
-  SetattrAsk ask;
-  if (valid & pb::SA_UID) ask.uid = op.uid();
-  if (valid & pb::SA_GID) ask.gid = op.gid();
-  if (valid & pb::SA_MODE) ask.mode = op.mode();
-  ask.times = time_bits != 0;
-  ask.times_now = time_bits == (pb::SA_ATIME_NOW | pb::SA_MTIME_NOW);
+  const SetattrAsk ask = SetattrAskOf(valid, op.uid(), op.gid(), op.mode());
   ASSIGN_OR_RETURN(SetattrResult decided, DecideSetattr(AccessOf(before), ctx.cred(), ask));
   pb::InodeRec* edit = ctx.Edit(before);
   edit->set_uid(decided.uid);
   edit->set_gid(decided.gid);
   edit->set_mode(decided.mode);
   if (!decided.acl_access.empty()) {
-    (*edit->mutable_xattrs())["system.posix_acl_access"] = decided.acl_access;
+    (*edit->mutable_xattrs())[std::string(kXattrPosixAclAccess)] = decided.acl_access;
   }
   if (valid & pb::SA_SIZE) RETURN_IF_ERROR(ApplySize(ctx, op, before, edit));
   if (valid & pb::SA_ATIME) edit->set_atime_ns(op.atime_ns());

@@ -18,8 +18,6 @@ namespace {
 
 constexpr uint32_t kXattrCreate = 1;
 constexpr uint32_t kXattrReplace = 2;
-constexpr char kAclAccess[] = "system.posix_acl_access";
-constexpr char kAclDefault[] = "system.posix_acl_default";
 
 absl::Status CheckName(const std::string& name) {
   if (name.empty() || name.size() > kXattrNameMax) return Err(ERANGE, "xattr name length");
@@ -114,7 +112,7 @@ absl::Status DoSetxattr(OpContext& ctx, const pb::SetxattrOp& op, pb::MetaReply*
   }
   pb::InodeRec* edit = ctx.Edit(before);
   auto& xattrs = *edit->mutable_xattrs();
-  if (op.name() == kAclAccess) {
+  if (op.name() == kXattrPosixAclAccess) {
     ASSIGN_OR_RETURN(AclSetResult r, SetAccessAcl(AccessOf(before), ctx.cred(), op.value()));
     edit->set_mode(r.mode);
     if (r.stored_value.empty()) {
@@ -122,7 +120,7 @@ absl::Status DoSetxattr(OpContext& ctx, const pb::SetxattrOp& op, pb::MetaReply*
     } else {
       xattrs[op.name()] = r.stored_value;
     }
-  } else if (op.name() == kAclDefault) {
+  } else if (op.name() == kXattrPosixAclDefault) {
     ASSIGN_OR_RETURN(std::string stored, SetDefaultAcl(AccessOf(before), ctx.cred(), op.value()));
     if (stored.empty()) {
       xattrs.erase(op.name());

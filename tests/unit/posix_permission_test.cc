@@ -2,6 +2,7 @@
 // what Linux (ext4/xfs with acl, 6.2+) does, down to the errno.
 #include "common/posix/acl.h"
 #include "common/posix/permission.h"
+#include "proto/mds.pb.h"
 #include "common/posix/xattr.h"
 
 #include <sys/stat.h>
@@ -1053,6 +1054,32 @@ TEST_CASE("mds_permission: DecideSetattr - chown then chmod on its result then t
   CHECK(owned->uid == 1003u);
   CHECK(owned->gid == 200u);
   CHECK(owned->mode == (kReg | 0755));
+}
+
+TEST_CASE("mds_permission: a setattr request's mask as the ask DecideSetattr judges",
+          "[setattr]") {
+  const SetattrAsk none = SetattrAskOf(0, 1, 2, 0644);
+  CHECK(!none.uid);
+  CHECK(!none.gid);
+  CHECK(!none.mode);
+  CHECK(!none.times);
+  const SetattrAsk owner = SetattrAskOf(pb::SA_UID | pb::SA_MODE, 1, 2, 0644);
+  CHECK(owner.uid == 1u);
+  CHECK(!owner.gid);
+  CHECK(owner.mode == 0644u);
+  // Only both times to now is the weaker check; one of them, or an
+  // explicit time beside it, is explicit (Linux vfs_utimes).
+  const SetattrAsk both_now = SetattrAskOf(pb::SA_ATIME_NOW | pb::SA_MTIME_NOW, 0, 0, 0);
+  CHECK(both_now.times);
+  CHECK(both_now.times_now);
+  const SetattrAsk one_now = SetattrAskOf(pb::SA_MTIME_NOW, 0, 0, 0);
+  CHECK(one_now.times);
+  CHECK(!one_now.times_now);
+  const SetattrAsk mixed = SetattrAskOf(pb::SA_ATIME | pb::SA_MTIME_NOW, 0, 0, 0);
+  CHECK(mixed.times);
+  CHECK(!mixed.times_now);
+  // Size and ctime are not the ask's business.
+  CHECK(!SetattrAskOf(pb::SA_SIZE | pb::SA_CTIME, 0, 0, 0).times);
 }
 
 TEST_CASE("mds_permission: xattr namespaces - which absent names read as ENODATA for anyone",
