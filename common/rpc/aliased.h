@@ -12,10 +12,18 @@
 //
 // UnaryCall sends such a buffer to a method by name ("/weft.pb.Osd/Op") through
 // gRPC's generic stub and parses the reply into a generated message.
+//
+// UnaryService serves methods on gRPC's synchronous server and can send
+// their replies the same way: an OSD answering a 4 MiB read hands gRPC the
+// read buffer instead of a copy of it.
 #pragma once
 
 #include <grpcpp/generic/generic_stub.h>
 #include <grpcpp/grpcpp.h>
+#include <grpcpp/impl/rpc_service_method.h>
+#include <grpcpp/impl/service_type.h>
+#include <grpcpp/support/method_handler.h>
+#include <grpcpp/support/proto_buffer_reader.h>
 
 #include <functional>
 #include <memory>
@@ -40,4 +48,74 @@ grpc::Status UnaryCall(std::shared_ptr<grpc::Channel> channel, grpc::ClientConte
                        const char* method,
                        grpc::ByteBuffer request, google::protobuf::MessageLite* reply);
 
+// A reply that gRPC serializes with AliasedMessage. The handler fills
+// *get(); gRPC holds the message until it has sent the last aliased byte.
+template <class Message>
+class SharedReply {
+ public:
+  SharedReply() : message_(std::make_shared<Message>()) {}
+  Message* get() const { return message_.get(); }
+  std::shared_ptr<const Message> shared() const { return message_; }
+
+ private:
+  std::shared_ptr<Message> message_;
+};
+
+// A synchronous gRPC service put together method by method, for the services
+// whose replies carry bulk data: the generated base class serializes every
+// reply by copying it and cannot leave out one method without a generic
+// service beside it. Each method is served like a generated one; AddAliased
+// sends its replies with AliasedMessage. `method` is the full name
+// ("/weft.pb.Osd/Op") and must outlive the server.
+class UnaryService : public grpc::Service {
+ public:
+  template <class Request, class Reply>
+  using Handler = std::function<grpc::Status(grpc::ServerContext*, const Request*, Reply*)>;
+
+  template <class Request, class Reply>
+  void Add(const char* method, Handler<Request, Reply> handler) {
+    AddWith<Request, Reply, Reply>(method, std::move(handler));
+  }
+  template <class Request, class Reply>
+  void AddAliased(const char* method, Handler<Request, Reply> handler) {
+    AddWith<Request, Reply, SharedReply<Reply>>(method, std::move(handler));
+  }
+
+ private:
+  template <class Reply>
+  static Reply* Of(Reply* reply) { return reply; }
+  template <class Reply>
+  static Reply* Of(SharedReply<Reply>* reply) { return reply->get(); }
+
+  template <class Request, class Reply, class Sent>
+  void AddWith(const char* method, Handler<Request, Reply> handler) {
+    using MethodHandler = grpc::internal::RpcMethodHandler<UnaryService, Request, Sent>;
+    AddMethod(new grpc::internal::RpcServiceMethod(
+        method, grpc::internal::RpcMethod::NORMAL_RPC,
+        new MethodHandler(
+            [handler = std::move(handler)](UnaryService*, grpc::ServerContext* context,
+                                           const Request* request, Sent* reply) {
+              return handler(context, request, Of(reply));
+            },
+            this)));
+  }
+};
+
 }  // namespace weft::rpc
+
+// How gRPC turns a SharedReply into bytes and back.
+template <class Message>
+class grpc::SerializationTraits<weft::rpc::SharedReply<Message>, void> {
+ public:
+  static grpc::Status Serialize(const weft::rpc::SharedReply<Message>& reply,
+                                grpc::ByteBuffer* buffer, bool* own_buffer) {
+    grpc::ByteBuffer aliased = weft::rpc::AliasedMessage(reply.shared());
+    buffer->Swap(&aliased);
+    *own_buffer = true;
+    return grpc::Status::OK;
+  }
+  static grpc::Status Deserialize(grpc::ByteBuffer* buffer,
+                                  weft::rpc::SharedReply<Message>* reply) {
+    return grpc::SerializationTraits<Message>::Deserialize(buffer, reply->get());
+  }
+};

@@ -166,7 +166,11 @@ class PosixFile final : public RandomFile {
     if (!buffer.Reserve(std::min(kPiece, RoundUp(n)) + 2 * kDirectAlign)) {
       return absl::ResourceExhaustedError("cannot allocate an aligned read buffer");
     }
-    out->resize(n);
+    // Appended piece by piece: resize() would first zero all n bytes that the
+    // copies overwrite (a memset of every read, 5% of the CPU of a 4 MiB read
+    // workload).
+    out->clear();
+    out->reserve(n);
     size_t done = 0;
     while (done < n) {
       const uint64_t want = offset + done;
@@ -187,11 +191,10 @@ class PosixFile final : public RandomFile {
       }
       if (static_cast<size_t>(r) <= skip) break;  // end of file
       const size_t got = std::min(len, static_cast<size_t>(r) - skip);
-      std::memcpy(out->data() + done, buffer.data + skip, got);
+      out->append(buffer.data + skip, got);
       done += got;
       if (got < len) break;  // end of file
     }
-    out->resize(done);
     return absl::OkStatus();
   }
 
