@@ -98,6 +98,11 @@ int main(int argc, char** argv) {
     return Fail("osd_inline_max_bytes must be within [0, 1 MiB]");
   }
   options.inline_max_bytes = static_cast<uint64_t>(*inline_max);
+  auto spare_keep =
+      config->GetInt("osd_spare_keep_bytes", static_cast<int64_t>(options.spare_keep_bytes));
+  if (!spare_keep.ok()) return Fail(std::string(spare_keep.status().message()));
+  if (*spare_keep < 0) return Fail("osd_spare_keep_bytes must not be negative");
+  options.spare_keep_bytes = static_cast<uint64_t>(*spare_keep);
   auto commit_delay = config->GetInt("osd_ec_commit_delay_ms", options.ec_commit_delay_ms);
   if (!commit_delay.ok()) return Fail(std::string(commit_delay.status().message()));
   options.ec_commit_delay_ms = *commit_delay;

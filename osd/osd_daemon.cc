@@ -25,6 +25,7 @@ StoreOptions StoreOptionsFor(const OsdOptions& options) {
   so.dir = options.data_dir;
   so.max_object_bytes = options.max_object_bytes;
   so.inline_max_bytes = options.inline_max_bytes;
+  so.spare_keep_bytes = options.spare_keep_bytes;
   so.sync = options.sync;
   return so;
 }

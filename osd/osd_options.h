@@ -22,6 +22,7 @@ struct OsdOptions {
   int64_t lease_ttl_s = 10;                // liveness: down after this long silent
   uint64_t max_object_bytes = 128ull << 20;
   uint64_t inline_max_bytes = 0;           // objects this small keep their data in LevelDB
+  uint64_t spare_keep_bytes = 1ull << 30;  // removed objects' blocks kept for new files
   size_t pg_log_max_entries = 3000;
   int64_t stats_interval_ms = 2000;         // liveness key refresh with statistics
   int64_t peer_timeout_ms = 10000;         // one RPC to another OSD

@@ -15,8 +15,9 @@
 //     - new file: the object is created, replaced (WriteFull, or a write from
 //       offset 0 covering the old size), or its overwrites exceed
 //       deferred_max_bytes. The whole new content goes to a file no committed
-//       object references, which is fsynced: a spare (an emptied file of an
-//       earlier object, see RetireFile) or else a new file with a fresh id;
+//       object references, which is fsynced: a spare (the file of an earlier
+//       object, see RetireFile; its old bytes are overwritten or cut off
+//       before the commit) or else a new file with a fresh id;
 //       the data directory is fsynced once for all files created meanwhile
 //       (group sync). A spare's directory entry is durable already.
 //     - in place: the bytes past the committed size are written in place and
@@ -31,7 +32,7 @@
 //  5. After commit: write deferred records into their files (no fsync: the
 //     records stay in the KV until Flush syncs the file, and Open replays
 //     them, which is idempotent), shrink truncated files, retire replaced
-//     files: emptied and kept as spares, or unlinked (a lost unlink leaves
+//     files: kept as spares (emptied beyond spare_keep_bytes), or unlinked (a lost unlink leaves
 //     an orphan that Open adopts or removes). A spare is never referenced by
 //     a committed onode, so its content after a crash does not matter.
 // A failed fsync, a failed batch write or a failed step 5 makes the store
@@ -306,21 +307,25 @@ uint64_t ObjectStore::AllocateFid(TxnPlan* plan) {
 }
 
 absl::StatusOr<std::unique_ptr<RandomFile>> ObjectStore::OpenEmptyFile(TxnPlan* plan,
-                                                                        uint64_t* fid) {
+                                                                        uint64_t* fid,
+                                                                        uint64_t* stale_bytes) {
+  *stale_bytes = 0;
   for (;;) {
     {
       absl::MutexLock lock(&mu_);
-      if (spare_fids_.empty()) break;
-      *fid = spare_fids_.back();
-      spare_fids_.pop_back();
+      if (spares_.empty()) break;
+      *fid = spares_.back().fid;
+      *stale_bytes = spares_.back().bytes;
+      spare_bytes_ -= spares_.back().bytes;
+      spares_.pop_back();
     }
     plan->reused_fids.push_back(*fid);
-    // Spares are empty: RetireFile and AdoptOrphans truncated them, and Fsck
-    // checks it.
+    // A spare is as long as RetireFile measured it (Fsck checks it).
     auto file = io_->OpenFile(DataPath(*fid), OpenMode::kRewrite);
     if (!absl::IsNotFound(file.status())) return file;
     LOG(WARNING) << "store=" << options_.dir << " spare_missing=" << file.status();
     plan->reused_fids.pop_back();
+    *stale_bytes = 0;
   }
   *fid = AllocateFid(plan);
   ASSIGN_OR_RETURN(std::unique_ptr<RandomFile> file,
@@ -331,18 +336,33 @@ absl::StatusOr<std::unique_ptr<RandomFile>> ObjectStore::OpenEmptyFile(TxnPlan* 
   return file;
 }
 
+bool ObjectStore::RoomToKeepBlocks(uint64_t bytes) {
+  {
+    absl::MutexLock lock(&mu_);
+    if (spare_bytes_ + bytes > options_.spare_keep_bytes) return false;
+  }
+  auto space = io_->StatFs(data_dir_);
+  return space.ok() && space->avail_bytes > space->total_bytes / 5;
+}
+
 void ObjectStore::RetireFile(uint64_t fid) {
   bool keep;
   {
     absl::MutexLock lock(&mu_);
-    keep = spare_fids_.size() < kMaxSpareFiles;  // concurrent retires may pass it by a few
+    keep = spares_.size() < kMaxSpareFiles;  // concurrent retires may pass it by a few
   }
   if (keep) {
     auto file = io_->OpenFile(DataPath(fid), OpenMode::kReadWrite);
-    absl::Status status = file.ok() ? (*file)->Truncate(0) : file.status();
+    absl::StatusOr<uint64_t> size = file.ok() ? (*file)->Size() : file.status();
+    absl::Status status = size.status();
+    if (status.ok() && *size > 0 && !RoomToKeepBlocks(*size)) {
+      status = (*file)->Truncate(0);
+      *size = 0;
+    }
     if (status.ok()) {
       absl::MutexLock lock(&mu_);
-      spare_fids_.push_back(fid);
+      spares_.push_back({fid, *size});
+      spare_bytes_ += *size;
       return;
     }
     if (absl::IsNotFound(status)) return;
@@ -354,14 +374,20 @@ void ObjectStore::RetireFile(uint64_t fid) {
 
 size_t ObjectStore::spare_files() const {
   absl::MutexLock lock(&mu_);
-  return spare_fids_.size();
+  return spares_.size();
+}
+
+uint64_t ObjectStore::spare_bytes() const {
+  absl::MutexLock lock(&mu_);
+  return spare_bytes_;
 }
 
 absl::Status ObjectStore::WriteNewFile(const std::string& coll, ObjectWork* work, TxnPlan* plan) {
   const ObjectDraft& draft = work->draft;
   DropCommittedFile(work, plan);
   if (draft.size() == 0) return absl::OkStatus();  // no file
-  ASSIGN_OR_RETURN(std::unique_ptr<RandomFile> file, OpenEmptyFile(plan, &work->fid));
+  uint64_t stale = 0;  // an old object's bytes at the start of a spare
+  ASSIGN_OR_RETURN(std::unique_ptr<RandomFile> file, OpenEmptyFile(plan, &work->fid, &stale));
   const uint32_t block_bytes = options_.csum_block_bytes;
   for (uint64_t pos = 0; pos < draft.size(); pos += kCopyChunkBytes) {
     const uint64_t length = std::min(kCopyChunkBytes, draft.size() - pos);
@@ -373,8 +399,9 @@ absl::Status ObjectStore::WriteNewFile(const std::string& coll, ObjectWork* work
       ASSIGN_OR_RETURN(owned, DraftBytes(coll, *work, pos, length));
       buf = owned;
     }
-    // Zero chunks stay holes; the final truncate sets the size.
-    if (!IsZero(buf)) RETURN_IF_ERROR(file->Write(pos, buf));
+    // Zero chunks stay holes, unless a spare has old bytes there; the final
+    // truncate sets the size and cuts off the old bytes past it.
+    if (pos < stale || !IsZero(buf)) RETURN_IF_ERROR(file->Write(pos, buf));
     const std::vector<uint64_t> sums = common::BlockChecksums(buf, block_bytes);
     for (size_t i = 0; i < sums.size(); ++i) {
       plan->batch.Put(format::ChecksumKey(coll, work->oid, pos / block_bytes + i),

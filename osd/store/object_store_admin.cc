@@ -1,5 +1,6 @@
 // Whole-collection and whole-store operations: RemoveCollection and Fsck.
 #include <algorithm>
+#include <map>
 #include <set>
 #include <utility>
 
@@ -162,11 +163,12 @@ absl::Status ObjectStore::Fsck(bool deep) {
       return absl::DataLossError(absl::StrCat("fsck: deferred record for dead file ", record.fid));
     }
   }
-  // Data files are all referenced, or empty spares; spares are not.
-  std::set<uint64_t> spares;
+  // Data files are all referenced, or spares of the size they were kept
+  // with; spares are not.
+  std::map<uint64_t, uint64_t> spares;  // fid -> bytes
   {
     absl::MutexLock lock(&mu_);
-    spares.insert(spare_fids_.begin(), spare_fids_.end());
+    for (const Spare& spare : spares_) spares[spare.fid] = spare.bytes;
   }
   ASSIGN_OR_RETURN(std::vector<std::string> names, io_->ListDir(data_dir_));
   for (const std::string& name : names) {
@@ -179,8 +181,9 @@ absl::Status ObjectStore::Fsck(bool deep) {
       auto file = io_->OpenFile(DataPath(fid), OpenMode::kRead);
       RETURN_IF_ERROR(file.status());
       ASSIGN_OR_RETURN(uint64_t size, (*file)->Size());
-      if (size != 0) {
-        return absl::DataLossError(absl::StrCat("fsck: spare data file data/", name, " is not empty"));
+      if (size != spares[fid]) {
+        return absl::DataLossError(absl::StrCat("fsck: spare data file data/", name, " holds ",
+                                                size, " bytes, not ", spares[fid]));
       }
       spares.erase(fid);
       continue;
@@ -190,7 +193,8 @@ absl::Status ObjectStore::Fsck(bool deep) {
     }
   }
   if (!spares.empty()) {
-    return absl::DataLossError(absl::StrCat("fsck: spare data file ", *spares.begin(), " is missing"));
+    return absl::DataLossError(
+        absl::StrCat("fsck: spare data file ", spares.begin()->first, " is missing"));
   }
   return absl::OkStatus();
 }

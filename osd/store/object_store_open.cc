@@ -274,7 +274,9 @@ absl::Status ObjectStore::AdoptOrphans(const std::vector<uint64_t>& live_sorted,
               << " spare_files=" << spares.size();
   }
   absl::MutexLock lock(&mu_);
-  spare_fids_ = std::move(spares);
+  spares_.clear();
+  spare_bytes_ = 0;
+  for (uint64_t fid : spares) spares_.push_back({fid, 0});
   return absl::OkStatus();
 }
 

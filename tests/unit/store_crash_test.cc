@@ -37,14 +37,16 @@ std::string Pattern(size_t n, uint32_t seed) {
 
 // A machine: an in-memory disk and KV, both dying at the same op.
 struct Machine {
-  // Objects live in data files unless `inline_max_bytes` says otherwise.
-  explicit Machine(uint64_t inline_max_bytes = 0) {
+  // Objects live in data files unless `inline_max_bytes` says otherwise;
+  // spare files are emptied unless `spare_keep_bytes` lets them keep blocks.
+  explicit Machine(uint64_t inline_max_bytes = 0, uint64_t spare_keep_bytes = 0) {
     options.dir = "/osd";
     options.io = &fio;
     options.kv = &kv;
     options.csum_block_bytes = 4096;
     options.deferred_max_bytes = 8192;
     options.inline_max_bytes = inline_max_bytes;
+    options.spare_keep_bytes = spare_keep_bytes;
     kv.SetWriteHook([this](const common::KvWriteBatch&, bool sync) {
       return fio.MaybeCrash(sync ? "kv-batch-sync" : "kv-batch");
     });
@@ -129,6 +131,7 @@ struct Scenario {
   uint64_t inline_max_bytes = 0;
   // Steps the victim must not take (substrings of op names).
   std::vector<std::string> absent = {};
+  uint64_t spare_keep_bytes = 0;
 };
 
 // Whether `steps` occur in `log` in order.
@@ -146,7 +149,7 @@ void RunScenario(const Scenario& sc) {
   std::string old_snap, new_snap;
   int64_t victim_ops = 0;
   {
-    Machine m(sc.inline_max_bytes);
+    Machine m(sc.inline_max_bytes, sc.spare_keep_bytes);
     std::unique_ptr<ObjectStore> store = m.Open();
     sc.setup(*store);
     old_snap = Snapshot(*store);
@@ -172,7 +175,7 @@ void RunScenario(const Scenario& sc) {
       const LossMode mode = variant == 0 ? LossMode::kDropUnsynced : LossMode::kRandom;
       const uint64_t seed = static_cast<uint64_t>(k) * 3 + variant;
       INFO("crash at victim step " << k << " of " << victim_ops << ", loss variant " << variant);
-      Machine m(sc.inline_max_bytes);
+      Machine m(sc.inline_max_bytes, sc.spare_keep_bytes);
       std::unique_ptr<ObjectStore> store = m.Open();
       sc.setup(*store);
       m.fio.CrashAtOp(m.fio.ops() + k);
@@ -272,6 +275,39 @@ TEST_CASE("Crash while creating an object in a spare file", "[crash]") {
                },
                /*inline_max_bytes=*/0,
                /*absent=*/{"create ", "syncdir"}});
+}
+
+TEST_CASE("Crash while creating an object in a spare file that kept an old object's blocks",
+          "[crash]") {
+  // The removed object's file keeps its 30000 bytes (spare_keep_bytes); the
+  // new object, shorter and with a hole at its start, is written over them:
+  // its hole is written as zeros and the old tail is cut off before the
+  // commit, so no crash shows old bytes in the new object.
+  RunScenario({"create in a spare with blocks",
+               [](ObjectStore& store) {
+                 SetupOne(store);
+                 MustApply(store, Write("gone", 0, Pattern(30000, 30)));
+                 Transaction rm;
+                 rm.Remove("gone");
+                 MustApply(store, std::move(rm));
+                 REQUIRE(store.spare_files() == 1);
+                 REQUIRE(store.spare_bytes() == 30000);
+               },
+               [](ObjectStore& store) {
+                 Transaction txn;
+                 txn.Write("new", 4096, Pattern(10000, 31));
+                 return ApplyTo(store, std::move(txn));
+               },
+               {"write /osd/data/", "truncate /osd/data/", "sync /osd/data/", "kv-batch-sync"},
+               [](ObjectStore& store) {
+                 CHECK(store.spare_files() == 0);
+                 CHECK(store.spare_bytes() == 0);
+                 CheckData(store, "new", std::string(4096, '\0') + Pattern(10000, 31));
+                 CHECK(store.Fsck(true).ok());
+               },
+               /*inline_max_bytes=*/0,
+               /*absent=*/{"create ", "syncdir"},
+               /*spare_keep_bytes=*/1 << 20});
 }
 
 TEST_CASE("Crash while replacing an object", "[crash]") {
