@@ -293,6 +293,9 @@ class ObjectStore {
   // (docs/ARCHITECTURE.md). Spares are unreferenced files, so Open adopts
   // whatever orphans it finds, up to this many, and unlinks the rest.
   static constexpr size_t kMaxSpareFiles = 16384;
+  // How many of the most recent spares a new file looks through for one no
+  // longer than its object.
+  static constexpr size_t kSpareSearch = 256;
 
  private:
   // A deferred record that is in the KV; `applied` once written to its file.
@@ -339,13 +342,14 @@ class ObjectStore {
   void DiscardNewFiles(const TxnPlan& plan);
   absl::Status SyncDataDir();
   uint64_t AllocateFid(TxnPlan* plan);
-  // A data file for WriteNewFile, open for writing: a spare when there is
-  // one (no inode to allocate, no directory entry to sync), else a new empty
-  // file. A spare's first *stale_bytes bytes are an old object's: the caller
-  // overwrites or truncates every one of them. Either way the plan records
-  // the file, so that a failed Apply gives it back (DiscardNewFiles).
-  absl::StatusOr<std::unique_ptr<RandomFile>> OpenEmptyFile(TxnPlan* plan, uint64_t* fid,
-                                                            uint64_t* stale_bytes);
+  // A data file for WriteNewFile's `size` bytes, open for writing: a spare
+  // when there is one no longer than `size` (no inode to allocate, no
+  // directory entry to sync, and no blocks to free), else a new empty file.
+  // A spare's first *stale_bytes bytes are an old object's: the caller
+  // overwrites every one of them. Either way the plan records the file, so
+  // that a failed Apply gives it back (DiscardNewFiles).
+  absl::StatusOr<std::unique_ptr<RandomFile>> OpenEmptyFile(TxnPlan* plan, uint64_t size,
+                                                            uint64_t* fid, uint64_t* stale_bytes);
   // `fid` is no longer referenced by any committed object: it is kept as a
   // spare (up to kMaxSpareFiles), with its blocks within spare_keep_bytes
   // and emptied beyond, else unlinked.

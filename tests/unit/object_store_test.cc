@@ -587,19 +587,23 @@ TEST_CASE("Spare files keep their blocks within spare_keep_bytes and never show 
         std::make_pair(size_t{3}, (room ? uint64_t{4400} : uint64_t{2200}) << 10));
   CHECK(f.store().Fsck(true).ok());
 
-  // New objects take the spares, the last retired first: "c" the emptied
-  // one, then "b", shorter than the kept 2200 KiB, with a first MiB of zeros
-  // (a copy chunk the store would leave as a hole in a new file) and zeros
-  // at its end, over the old object's bytes. Neither shows an old byte.
+  // A new object takes the most recent spare no longer than itself: "c"
+  // (250 KiB) the emptied one, never the kept 2200 KiB, which it would have
+  // to truncate; "b" (2400 KiB, its first MiB zeros: a copy chunk the store
+  // leaves as a hole in a new file) the kept one, over the old object's
+  // bytes. Neither shows an old byte.
   f.Apply(WriteTxn("c", 250 << 10, "end"));
-  Transaction small;
-  small.Write("b", 1100 << 10, "tail");
-  small.Truncate("b", 1800 << 10);
-  f.Apply(std::move(small));
+  CHECK(f.store().spare_files() == 1);
+  CHECK(f.store().spare_bytes() == (room ? uint64_t{2200} << 10 : 0));
+  Transaction big;
+  big.Write("b", 1100 << 10, "tail");
+  big.Truncate("b", 2400 << 10);
+  f.Apply(std::move(big));
   CHECK(f.store().spare_files() == 0);
   CHECK(f.store().spare_bytes() == 0);
   CHECK(DataFiles(dir).first == 3);
-  const std::string b = std::string(1100 << 10, '\0') + "tail" + std::string((700 << 10) - 4, '\0');
+  const std::string b =
+      std::string(1100 << 10, '\0') + "tail" + std::string((1300 << 10) - 4, '\0');
   CHECK(f.ReadAll("b") == b);
   CHECK(f.ReadAll("c") == std::string(250 << 10, '\0') + "end");
   CHECK(f.store().Fsck(true).ok());

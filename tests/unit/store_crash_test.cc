@@ -280,9 +280,9 @@ TEST_CASE("Crash while creating an object in a spare file", "[crash]") {
 TEST_CASE("Crash while creating an object in a spare file that kept an old object's blocks",
           "[crash]") {
   // The removed object's file keeps its 30000 bytes (spare_keep_bytes); the
-  // new object, shorter and with a hole at its start, is written over them:
-  // its hole is written as zeros and the old tail is cut off before the
-  // commit, so no crash shows old bytes in the new object.
+  // new object, longer and with a hole at its start, is written over them
+  // (its hole as zeros) before the commit, so no crash shows old bytes in
+  // the new object.
   RunScenario({"create in a spare with blocks",
                [](ObjectStore& store) {
                  SetupOne(store);
@@ -295,14 +295,14 @@ TEST_CASE("Crash while creating an object in a spare file that kept an old objec
                },
                [](ObjectStore& store) {
                  Transaction txn;
-                 txn.Write("new", 4096, Pattern(10000, 31));
+                 txn.Write("new", 20480, Pattern(12000, 31));
                  return ApplyTo(store, std::move(txn));
                },
                {"write /osd/data/", "truncate /osd/data/", "sync /osd/data/", "kv-batch-sync"},
                [](ObjectStore& store) {
                  CHECK(store.spare_files() == 0);
                  CHECK(store.spare_bytes() == 0);
-                 CheckData(store, "new", std::string(4096, '\0') + Pattern(10000, 31));
+                 CheckData(store, "new", std::string(20480, '\0') + Pattern(12000, 31));
                  CHECK(store.Fsck(true).ok());
                },
                /*inline_max_bytes=*/0,
