@@ -314,15 +314,16 @@ absl::StatusOr<std::unique_ptr<RandomFile>> ObjectStore::OpenEmptyFile(TxnPlan* 
   *stale_bytes = 0;
   for (;;) {
     {
-      // The most recent spare no longer than the object: a longer one would
-      // be truncated, freeing blocks (the discards that keeping them avoids;
-      // an untar into spares kept from a purge ran 50% slower). The search
-      // is bounded: past it, a new file.
+      // The most recent spare no longer than the object: a longer one has to
+      // be cut, freeing blocks (the discards that keeping them avoids). The
+      // search is bounded; past it, the most recent spare, cut: still no
+      // inode to create, which costs more.
       absl::MutexLock lock(&mu_);
+      if (spares_.empty()) break;
       size_t i = spares_.size();
       const size_t stop = spares_.size() > kSpareSearch ? spares_.size() - kSpareSearch : 0;
       while (i > stop && spares_[i - 1].bytes > size) --i;
-      if (i == stop) break;
+      if (i == stop) i = spares_.size();
       const Spare spare = spares_[i - 1];
       spares_.erase(spares_.begin() + static_cast<std::ptrdiff_t>(i - 1));
       *fid = spare.fid;
@@ -410,8 +411,8 @@ absl::Status ObjectStore::WriteNewFile(const std::string& coll, ObjectWork* work
       ASSIGN_OR_RETURN(owned, DraftBytes(coll, *work, pos, length));
       buf = owned;
     }
-    // Zero chunks stay holes, unless a spare has old bytes there (a spare is
-    // never longer than the object); the final truncate sets the size.
+    // Zero chunks stay holes, unless a spare has old bytes there; the final
+    // truncate sets the size and cuts off a longer spare's old bytes.
     if (pos < stale || !IsZero(buf)) RETURN_IF_ERROR(file->Write(pos, buf));
     const std::vector<uint64_t> sums = common::BlockChecksums(buf, block_bytes);
     for (size_t i = 0; i < sums.size(); ++i) {

@@ -294,7 +294,7 @@ class ObjectStore {
   // whatever orphans it finds, up to this many, and unlinks the rest.
   static constexpr size_t kMaxSpareFiles = 16384;
   // How many of the most recent spares a new file looks through for one no
-  // longer than its object.
+  // longer than its object before it takes the most recent one.
   static constexpr size_t kSpareSearch = 256;
 
  private:
@@ -343,11 +343,11 @@ class ObjectStore {
   absl::Status SyncDataDir();
   uint64_t AllocateFid(TxnPlan* plan);
   // A data file for WriteNewFile's `size` bytes, open for writing: a spare
-  // when there is one no longer than `size` (no inode to allocate, no
-  // directory entry to sync, and no blocks to free), else a new empty file.
-  // A spare's first *stale_bytes bytes are an old object's: the caller
-  // overwrites every one of them. Either way the plan records the file, so
-  // that a failed Apply gives it back (DiscardNewFiles).
+  // when there is one (no inode to allocate, no directory entry to sync),
+  // preferably one no longer than `size` (no blocks to free), else a new
+  // empty file. A spare's first *stale_bytes bytes are an old object's: the
+  // caller overwrites or truncates every one of them. Either way the plan
+  // records the file, so that a failed Apply gives it back (DiscardNewFiles).
   absl::StatusOr<std::unique_ptr<RandomFile>> OpenEmptyFile(TxnPlan* plan, uint64_t size,
                                                             uint64_t* fid, uint64_t* stale_bytes);
   // `fid` is no longer referenced by any committed object: it is kept as a

@@ -588,8 +588,8 @@ TEST_CASE("Spare files keep their blocks within spare_keep_bytes and never show 
   CHECK(f.store().Fsck(true).ok());
 
   // A new object takes the most recent spare no longer than itself: "c"
-  // (250 KiB) the emptied one, never the kept 2200 KiB, which it would have
-  // to truncate; "b" (2400 KiB, its first MiB zeros: a copy chunk the store
+  // (250 KiB) the emptied one, not the kept 2200 KiB, which it would have
+  // to cut; "b" (2400 KiB, its first MiB zeros: a copy chunk the store
   // leaves as a hole in a new file) the kept one, over the old object's
   // bytes. Neither shows an old byte.
   f.Apply(WriteTxn("c", 250 << 10, "end"));
@@ -608,6 +608,23 @@ TEST_CASE("Spare files keep their blocks within spare_keep_bytes and never show 
   CHECK(f.ReadAll("c") == std::string(250 << 10, '\0') + "end");
   CHECK(f.store().Fsck(true).ok());
 
+  // With no spare short enough, a new object takes the most recent one and
+  // cuts it: "d" (1500 KiB, first MiB zeros) into "b"'s file (2400 KiB kept).
+  Transaction rm_b;
+  rm_b.Remove("b");
+  f.Apply(std::move(rm_b));
+  CHECK(f.store().spare_bytes() == (room ? uint64_t{2400} << 10 : 0));
+  Transaction shorter;
+  shorter.Write("d", 1400 << 10, "mid");
+  shorter.Truncate("d", 1500 << 10);
+  f.Apply(std::move(shorter));
+  CHECK(f.store().spare_files() == 0);
+  CHECK(f.store().spare_bytes() == 0);
+  CHECK(DataFiles(dir).first == 3);
+  CHECK(f.ReadAll("d") ==
+        std::string(1400 << 10, '\0') + "mid" + std::string((100 << 10) - 3, '\0'));
+  CHECK(f.store().Fsck(true).ok());
+
   // Reopen: whatever the spares held, Open empties the unreferenced files.
   Transaction rm;
   rm.Remove("a2");
@@ -617,7 +634,7 @@ TEST_CASE("Spare files keep their blocks within spare_keep_bytes and never show 
   CHECK(f.store().spare_files() == 1);
   CHECK(f.store().spare_bytes() == 0);
   CHECK(f.store().Fsck(true).ok());
-  CHECK(f.ReadAll("b") == b);
+  CHECK(f.ReadAll("c") == std::string(250 << 10, '\0') + "end");
 }
 
 TEST_CASE("Objects of zeros keep no data file until they get data", "[store]") {
