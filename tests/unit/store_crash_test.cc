@@ -249,19 +249,22 @@ TEST_CASE("Crash while creating an object", "[crash]") {
                [](ObjectStore& store) { CheckData(store, "new", Pattern(10000, 3)); }});
 }
 
+// SetupOne, and a 30000-byte object removed: its file is the one spare.
+void SetupSpare(ObjectStore& store) {
+  SetupOne(store);
+  MustApply(store, Write("gone", 0, Pattern(30000, 30)));
+  Transaction rm;
+  rm.Remove("gone");
+  MustApply(store, std::move(rm));
+  REQUIRE(store.spare_files() == 1);
+}
+
 TEST_CASE("Crash while creating an object in a spare file", "[crash]") {
   // The removed object's file is kept, empty, and the new object is written
   // into it: no create and no directory sync, yet every crash leaves the old
   // or the new state (a spare is referenced by nothing until the commit).
   RunScenario({"create in spare",
-               [](ObjectStore& store) {
-                 SetupOne(store);
-                 MustApply(store, Write("gone", 0, Pattern(30000, 30)));
-                 Transaction rm;
-                 rm.Remove("gone");
-                 MustApply(store, std::move(rm));
-                 REQUIRE(store.spare_files() == 1);
-               },
+               SetupSpare,
                [](ObjectStore& store) {
                  Transaction txn;
                  txn.Write("new", 4096, Pattern(10000, 31));
@@ -285,12 +288,7 @@ TEST_CASE("Crash while creating an object in a spare file that kept an old objec
   // the new object.
   RunScenario({"create in a spare with blocks",
                [](ObjectStore& store) {
-                 SetupOne(store);
-                 MustApply(store, Write("gone", 0, Pattern(30000, 30)));
-                 Transaction rm;
-                 rm.Remove("gone");
-                 MustApply(store, std::move(rm));
-                 REQUIRE(store.spare_files() == 1);
+                 SetupSpare(store);
                  REQUIRE(store.spare_bytes() == 30000);
                },
                [](ObjectStore& store) {
