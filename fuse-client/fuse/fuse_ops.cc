@@ -90,8 +90,8 @@ struct stat ToStat(fuse_req_t req, const Attr& a) {
   st.st_gid = a.gid();
   st.st_rdev = a.rdev();
   st.st_size = static_cast<off_t>(a.size());
-  // Not yet true for sparse files: the MDS does not track allocated bytes.
-  st.st_blocks = static_cast<blkcnt_t>((a.size() + 511) / 512);
+  // Holes cost nothing, each data object counts up to its end (InodeRec).
+  st.st_blocks = static_cast<blkcnt_t>((a.allocated() + 511) / 512);
   st.st_blksize = a.layout().stripe_unit() != 0 ? a.layout().stripe_unit() : 4096;
   st.st_atim = Ts(a.atime_ns());
   st.st_mtim = Ts(a.mtime_ns());

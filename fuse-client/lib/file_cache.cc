@@ -122,14 +122,17 @@ std::shared_ptr<const FileCache::Batch> FileCache::TakeBatchLocked() {
 }
 
 absl::Status FileCache::WriteBatch(const Batch& batch) {
-  if (!batch.extents.empty()) RETURN_IF_ERROR(io_->WriteExtents(batch.data, batch.extents));
+  int64_t allocated_delta = 0;
+  if (!batch.extents.empty()) {
+    RETURN_IF_ERROR(io_->WriteExtents(batch.data, batch.extents, &allocated_delta));
+  }
   int64_t mtime_ns = batch.mtime_ns;
   {
     absl::MutexLock lock(&mu_);
     if (batch.times_gen != times_gen_) mtime_ns = 0;  // explicit times came after
     reporting_ = mtime_ns != 0;
   }
-  absl::Status reported = on_flushed_(batch.end, mtime_ns, batch.attrs);
+  absl::Status reported = on_flushed_(batch.end, mtime_ns, allocated_delta, batch.attrs);
   absl::MutexLock lock(&mu_);
   reporting_ = false;
   return reported;
@@ -208,8 +211,10 @@ FileCache::Pending FileCache::pending() {
   Pending p;
   p.end = dirty_end_;
   p.mtime_ns = dirty_mtime_ns_;
+  p.bytes = dirty_.bytes();
   if (flushing_ != nullptr) {
     p.end = std::max(p.end, flushing_->end);
+    p.bytes += flushing_->extents.bytes();
     if (flushing_->times_gen == times_gen_) p.mtime_ns = std::max(p.mtime_ns, flushing_->mtime_ns);
     p.attrs = flushing_->attrs;
   }

@@ -101,12 +101,13 @@ struct AttrChanges {
 
 class FileCache : public std::enable_shared_from_this<FileCache> {
  public:
-  // Told after a batch is on the OSDs: the file extends at least to `end`
-  // and was last written at `mtime_ns`, and `attrs` changed since the last
+  // Told after a batch is on the OSDs: the file extends at least to `end`,
+  // was last written at `mtime_ns`, its objects grew by `allocated_delta`
+  // bytes (StripedIo::WriteExtents), and `attrs` changed since the last
   // batch (reported with it, after the size and mtime). Its error fails the
   // flush.
-  using OnFlushed =
-      std::function<absl::Status(uint64_t end, int64_t mtime_ns, const AttrChanges& attrs)>;
+  using OnFlushed = std::function<absl::Status(uint64_t end, int64_t mtime_ns,
+                                               int64_t allocated_delta, const AttrChanges& attrs)>;
 
   // Background work holds a reference: `io`, `pool` and `budget` must outlive
   // the pool's last task (the owner destroys the pool first).
@@ -167,6 +168,7 @@ class FileCache : public std::enable_shared_from_this<FileCache> {
   struct Pending {
     uint64_t end = 0;
     int64_t mtime_ns = 0;
+    uint64_t bytes = 0;  // buffered or being flushed, not yet reported
     AttrChanges attrs;
   };
   Pending pending();

@@ -302,7 +302,7 @@ class FileSystemClient {
   // Tells the MDS that `ino` now extends to `end`, written at `mtime_ns`,
   // and the attribute changes made on their own since the last report.
   absl::Status ReportWritten(uint64_t ino, uint64_t end, int64_t mtime_ns,
-                             const AttrChanges& attrs);
+                             int64_t allocated_delta, const AttrChanges& attrs);
   // `attr` with this client's buffered size, mtime and attribute changes.
   Attr WithPending(Attr attr);
   // A setattr decided and applied in this client, which holds the file's

@@ -90,8 +90,8 @@ std::shared_ptr<FileCache> FileSystemClient::CacheFor(const Attr& attr) {
   oc.handles = 1;
   oc.cache = FileCache::Create(*data, &io_, pool_.get(), &budget_, options_.cache,
                                [this, ino](uint64_t end, int64_t mtime_ns,
-                                           const AttrChanges& attrs) {
-                                 return ReportWritten(ino, end, mtime_ns, attrs);
+                                           int64_t allocated_delta, const AttrChanges& attrs) {
+                                 return ReportWritten(ino, end, mtime_ns, allocated_delta, attrs);
                                });
   return oc.cache;
 }
@@ -103,7 +103,7 @@ std::shared_ptr<FileCache> FileSystemClient::CacheOf(uint64_t ino) {
 }
 
 absl::Status FileSystemClient::ReportWritten(uint64_t ino, uint64_t end, int64_t mtime_ns,
-                                             const AttrChanges& attrs) {
+                                             int64_t allocated_delta, const AttrChanges& attrs) {
   Creds writer;
   {
     absl::MutexLock lock(&mu_);
@@ -116,6 +116,7 @@ absl::Status FileSystemClient::ReportWritten(uint64_t ino, uint64_t end, int64_t
   op->set_end(end);
   op->set_mtime_ns(mtime_ns);
   op->set_keep_times(mtime_ns == 0);  // FileCache: the times were set after the writes
+  op->set_allocated_delta(allocated_delta);
   if (!attrs.empty()) {
     pb::SetattrOp* a = op->mutable_attrs();
     a->set_ino(ino);
@@ -142,6 +143,10 @@ Attr FileSystemClient::WithPending(Attr attr) {
   if (a.valid & pb::SA_MTIME) attr.set_mtime_ns(a.mtime_ns);
   if (!a.empty()) attr.set_ctime_ns(std::max(attr.ctime_ns(), a.ctime_ns));
   if (p.end > attr.size()) attr.set_size(p.end);
+  // Buffered bytes count as allocated until their flush reports what the
+  // objects really grew by (an overwrite: nothing), like a local file
+  // system's delayed allocation.
+  attr.set_allocated(std::min(attr.size(), attr.allocated() + p.bytes));
   if (p.mtime_ns > attr.mtime_ns()) {
     attr.set_mtime_ns(p.mtime_ns);
     attr.set_ctime_ns(std::max(attr.ctime_ns(), p.mtime_ns));

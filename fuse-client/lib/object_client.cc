@@ -311,6 +311,8 @@ absl::StatusOr<OpResult> ObjectClient::Execute(PoolId pool_id, const std::string
     CountReceived(target.value(), received);
     result.version_epoch = reply.version().epoch();
     result.version_seq = reply.version().seq();
+    result.size_before = reply.size_before();
+    result.size_after = reply.size_after();
     for (auto& r : *reply.mutable_results()) {
       OpResult::Item item;
       item.data = std::move(*r.mutable_data());  // the reply is ours: no copy

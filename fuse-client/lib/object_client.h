@@ -79,6 +79,12 @@ struct OpResult {
   };
   std::vector<Item> items;  // one per operation, in order
   uint64_t version_epoch = 0, version_seq = 0;  // of a mutation
+  // Of a mutation: the object's logical size before and after it (0 when
+  // absent; both 0 when the OSD had already applied it, on a retry).
+  uint64_t size_before = 0, size_after = 0;
+  int64_t SizeChange() const {
+    return static_cast<int64_t>(size_after) - static_cast<int64_t>(size_before);
+  }
 };
 
 struct ObjectStat {

@@ -1,6 +1,7 @@
 #include "fuse-client/lib/striped_io.h"
 
 #include <algorithm>
+#include <atomic>
 #include <map>
 #include <thread>
 
@@ -82,18 +83,20 @@ absl::StatusOr<std::string> StripedIo::Read(const FileData& file, uint64_t offse
 }
 
 absl::Status StripedIo::Write(const FileData& file, uint64_t offset, absl::string_view data) {
-  return WriteRanges(file, {{offset, data}});
+  return WriteRanges(file, {{offset, data}}, nullptr);
 }
 
-absl::Status StripedIo::WriteExtents(const FileData& file, const ExtentMap& extents) {
+absl::Status StripedIo::WriteExtents(const FileData& file, const ExtentMap& extents,
+                                     int64_t* allocated_delta) {
   std::vector<std::pair<uint64_t, absl::string_view>> ranges;
   ranges.reserve(extents.extents().size());
   for (const auto& [offset, bytes] : extents.extents()) ranges.emplace_back(offset, bytes);
-  return WriteRanges(file, ranges);
+  return WriteRanges(file, ranges, allocated_delta);
 }
 
 absl::Status StripedIo::WriteRanges(
-    const FileData& file, const std::vector<std::pair<uint64_t, absl::string_view>>& ranges) {
+    const FileData& file, const std::vector<std::pair<uint64_t, absl::string_view>>& ranges,
+    int64_t* allocated_delta) {
   // Every piece of every range, grouped by object, pieces that touch in the
   // object joined (a sequential writer's touching extents become one write),
   // each copied once into a buffer of its final size: one request per object
@@ -116,6 +119,7 @@ absl::Status StripedIo::WriteRanges(
       }
     }
   }
+  std::atomic<int64_t> grown{0};
   std::vector<std::pair<uint64_t, std::function<absl::Status()>>> jobs;
   for (const auto& [objno, writes] : by_object) {
     for (size_t first = 0; first < writes.size(); first += kMaxWritesPerRequest) {
@@ -130,15 +134,19 @@ absl::Status StripedIo::WriteRanges(
         op.Write(writes[i].object_offset, std::move(joined));
       }
       // Run once: the request takes the data.
-      jobs.emplace_back(bytes, [this, &file, objno = objno,
+      jobs.emplace_back(bytes, [this, &file, &grown, objno = objno,
                                 op = std::move(op)]() mutable -> absl::Status {
         auto r = objects_->Execute(file.pool, striping::DataObjectName(file.ino, objno),
                                    std::move(op));
-        return r.ok() ? absl::OkStatus() : Annotate(r.status(), "write data object");
+        if (!r.ok()) return Annotate(r.status(), "write data object");
+        grown += r->SizeChange();
+        return absl::OkStatus();
       });
     }
   }
-  return RunParallel(std::move(jobs));
+  absl::Status status = RunParallel(std::move(jobs));
+  if (allocated_delta != nullptr) *allocated_delta += grown.load();
+  return status;
 }
 
 absl::Status StripedIo::Trim(const FileData& file, uint64_t old_size, uint64_t new_size) {

@@ -42,8 +42,11 @@ class StripedIo {
   // on error some objects may have been written (POSIX allows a torn write).
   absl::Status Write(const FileData& file, uint64_t offset, absl::string_view data);
   // Writes every extent of `extents` (a flush of buffered writes): one
-  // request per object touched, all objects in parallel.
-  absl::Status WriteExtents(const FileData& file, const ExtentMap& extents);
+  // request per object touched, all objects in parallel. Adds to
+  // `*allocated_delta` (if given) how much the objects' logical sizes grew,
+  // also for the objects written when another failed.
+  absl::Status WriteExtents(const FileData& file, const ExtentMap& extents,
+                            int64_t* allocated_delta = nullptr);
   // Removes or trims the objects that hold bytes in [new_size, old_size).
   absl::Status Trim(const FileData& file, uint64_t old_size, uint64_t new_size);
 
@@ -51,7 +54,8 @@ class StripedIo {
   // Runs `jobs` in parallel (one thread each), each first taking its byte
   // count from the budget; returns the first error.
   absl::Status WriteRanges(const FileData& file,
-                           const std::vector<std::pair<uint64_t, absl::string_view>>& ranges);
+                           const std::vector<std::pair<uint64_t, absl::string_view>>& ranges,
+                           int64_t* allocated_delta);
   absl::Status RunParallel(std::vector<std::pair<uint64_t, std::function<absl::Status()>>> jobs);
   void Acquire(uint64_t bytes);
   void ReleaseBudget(uint64_t bytes);

@@ -33,7 +33,10 @@ absl::StatusOr<pb::InodeRec*> MakeInode(OpContext& ctx, uint64_t parent, const s
   inode->set_parent(parent);
   if (!attrs.acl_access.empty()) (*inode->mutable_xattrs())[std::string(kXattrPosixAclAccess)] = attrs.acl_access;
   if (!attrs.acl_default.empty()) (*inode->mutable_xattrs())[std::string(kXattrPosixAclDefault)] = attrs.acl_default;
-  if (IsReg(*inode)) *inode->mutable_layout() = layout;
+  if (IsReg(*inode)) {
+    *inode->mutable_layout() = layout;
+    inode->set_allocated(0);
+  }
   pb::InodeRec* parent_edit = ctx.Edit(dir_copy);
   parent_edit->set_mtime_ns(ctx.now_ns());
   parent_edit->set_ctime_ns(ctx.now_ns());
@@ -160,6 +163,13 @@ absl::Status DoWritten(OpContext& ctx, const pb::WrittenOp& op, pb::MetaReply* r
     const int64_t mtime = op.mtime_ns() != 0 ? op.mtime_ns() : ctx.now_ns();
     edit->set_mtime_ns(mtime);
     edit->set_ctime_ns(mtime);
+  }
+  if (edit->has_allocated()) {
+    // A report may cross a truncate (the objects it grew were cut after):
+    // keep the count within [0, size].
+    const int64_t grown = static_cast<int64_t>(edit->allocated()) + op.allocated_delta();
+    edit->set_allocated(std::min<uint64_t>(static_cast<uint64_t>(std::max<int64_t>(grown, 0)),
+                                           edit->size()));
   }
   edit->set_mode(ModeAfterWrite(AccessOf(*edit), ctx.cred()));
   if (op.has_attrs()) RETURN_IF_ERROR(ApplyOwnAttrs(op.attrs(), edit));

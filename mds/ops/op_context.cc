@@ -1,5 +1,6 @@
 #include "mds/ops/op_context.h"
 
+#include <algorithm>
 #include <cerrno>
 
 #include "absl/strings/cord.h"
@@ -282,6 +283,7 @@ void FillAttr(const pb::InodeRec& rec, pb::Attr* attr) {
   attr->set_uid(rec.uid());
   attr->set_gid(rec.gid());
   attr->set_size(rec.size());
+  attr->set_allocated(rec.has_allocated() ? std::min(rec.allocated(), rec.size()) : rec.size());
   attr->set_nlink(rec.nlink());
   attr->set_rdev(rec.rdev());
   attr->set_atime_ns(rec.atime_ns());

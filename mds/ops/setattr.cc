@@ -1,6 +1,7 @@
 #include <fcntl.h>
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <cerrno>
 
 #include "common/posix/acl.h"
@@ -21,6 +22,9 @@ absl::Status ApplySize(OpContext& ctx, const pb::SetattrOp& op, const pb::InodeR
     ctx.RStat(current.parent(), static_cast<int64_t>(op.size()) - static_cast<int64_t>(current.size()), 0, 0);
   }
   edit->set_size(op.size());
+  // A cut frees at most what lay past the new size (the client trims the
+  // objects next); growing allocates nothing.
+  if (edit->has_allocated()) edit->set_allocated(std::min(edit->allocated(), op.size()));
   edit->set_mtime_ns(ctx.now_ns());
   edit->set_mode(ModeAfterWrite(AccessOf(*edit), ctx.cred()));
   return absl::OkStatus();

@@ -314,6 +314,8 @@ absl::Status Pg::EcWrite(pb::OpRequest* mutable_req, pb::OpReply* reply) {
   ctx_.counters->write_bytes += bytes;
   EcSendCommit(entry.version);
   ToProto(entry.version, reply->mutable_version());
+  reply->set_size_before(resolved.size_before);
+  reply->set_size_after(resolved.size_after);
   return absl::OkStatus();
 }
 

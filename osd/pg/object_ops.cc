@@ -154,6 +154,8 @@ absl::StatusOr<ResolvedWrite> ResolveWrite(const std::optional<ObjectMeta>& exis
     *out.ops.Add() = std::move(resolved);
   }
   out.deletes = !exists;
+  out.size_before = existing.has_value() ? existing->size : 0;
+  out.size_after = exists ? size : 0;
   return out;
 }
 

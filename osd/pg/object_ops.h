@@ -31,6 +31,8 @@ absl::Status ValidateOps(const std::string& oid,
 struct ResolvedWrite {
   google::protobuf::RepeatedPtrField<pb::ObjectOp> ops;  // no APPEND; CREATE only as a touch
   bool deletes = false;           // the object does not exist afterwards
+  uint64_t size_before = 0;       // logical sizes, 0 when absent
+  uint64_t size_after = 0;
 };
 
 // Turns client mutations into absolute ones given the object's current state

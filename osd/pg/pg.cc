@@ -320,6 +320,8 @@ absl::Status Pg::DoWrite(pb::OpRequest* mutable_req, pb::OpReply* reply) {
   for (const auto& op : rep.ops()) bytes += op.data().size();
   ctx_.counters->write_bytes += bytes;
   ToProto(entry.version, reply->mutable_version());
+  reply->set_size_before(resolved.size_before);
+  reply->set_size_after(resolved.size_after);
   return absl::OkStatus();
 }
 

@@ -16,7 +16,8 @@
 //  - atime: set at creation and by utimensat; reads do not update it (FUSE
 //    leaves atime to the filesystem, and the client does not report reads).
 //  - SEEK_DATA/SEEK_HOLE: the kernel's generic answer, every byte is data.
-//  - st_blocks: size/512 rounded up, also for sparse files.
+//  - st_blocks: per data object, up to its end: a hole inside an object
+//    written further on counts (ext4 counts 4 KiB blocks).
 //  - fallocate reserves no space and a punched hole is not freed (zeros are
 //    written); COLLAPSE_RANGE and INSERT_RANGE are EOPNOTSUPP.
 #include <catch2/catch.hpp>
@@ -532,8 +533,47 @@ TEST_CASE("fuse posix: open flags - truncate at every boundary - sparse and open
     CHECK(lseek(fd, 0, SEEK_DATA) == 0);
     CHECK(lseek(fd, 0, SEEK_HOLE) == far + 1);
     CHECK(Err(lseek(fd, far + 1, SEEK_DATA)) == ENXIO);
-    // Absent: st_blocks counts the holes.
-    CHECK(st.st_blocks == (far + 1 + 511) / 512);
+    // The hole costs nothing: one object of one byte (100 MiB is a
+    // stripe-set boundary), also once flushed.
+    CHECK(st.st_blocks == 1);
+    REQUIRE(fsync(fd) == 0);
+    CHECK(fstat(fd, &st) == 0);
+    CHECK(st.st_blocks == 1);
+    // 4 KiB at the start: object 0 now ends at 4096.
+    WriteAll(fd, std::string(4096, 'a'), 0);
+    REQUIRE(fsync(fd) == 0);
+    CHECK(fstat(fd, &st) == 0);
+    CHECK(st.st_blocks == (4096 + 1 + 511) / 512);
+    // The same bytes again allocate nothing more.
+    WriteAll(fd, std::string(4096, 'b'), 0);
+    REQUIRE(fsync(fd) == 0);
+    CHECK(fstat(fd, &st) == 0);
+    CHECK(st.st_blocks == (4096 + 1 + 511) / 512);
+    close(fd);
+    CHECK(stat(f.C("sparse"), &st) == 0);
+    CHECK(st.st_blocks == (4096 + 1 + 511) / 512);
+  }
+
+  // st_blocks: a file extended by truncate has none; a written one has all
+  // its bytes; a cut frees what lay past it.
+  {
+    fd = open(f.C("blocks"), O_CREAT | O_RDWR, 0644);
+    REQUIRE(fd >= 0);
+    REQUIRE(ftruncate(fd, 1024 * kMiB) == 0);
+    CHECK(fstat(fd, &st) == 0);
+    CHECK(st.st_size == static_cast<off_t>(1024 * kMiB));
+    CHECK(st.st_blocks == 0);
+    REQUIRE(ftruncate(fd, 0) == 0);
+    const off_t written = static_cast<off_t>(3 * kStripeSet + 5);
+    WriteAll(fd, RandomBytes(written, 11), 0);
+    CHECK(fstat(fd, &st) == 0);  // buffered: counted before the flush too
+    CHECK(st.st_blocks == (written + 511) / 512);
+    REQUIRE(fsync(fd) == 0);
+    CHECK(fstat(fd, &st) == 0);
+    CHECK(st.st_blocks == (written + 511) / 512);
+    REQUIRE(ftruncate(fd, 1000) == 0);
+    CHECK(fstat(fd, &st) == 0);
+    CHECK(st.st_blocks == 2);
     close(fd);
   }
 

@@ -252,7 +252,7 @@ TEST_CASE("unsafe replies lost by kill -9 of the MDS are resent and applied agai
   expect["sub"] = sub;
   const uint64_t link = Ino(fs.Symlink(sub, "ln", "../g0"));
   REQUIRE(fs.Open(expect["f2"], O_RDWR).ok());
-  REQUIRE(fs.Written(expect["f2"], 100).ok());
+  REQUIRE(fs.Written(expect["f2"], 100, 100).ok());
   // What a client library reports as its open files when it reconnects.
   f.meta->SetOpenFiles([ino = expect["f2"]] {
     pb::OpenRef o;
@@ -281,10 +281,11 @@ TEST_CASE("unsafe replies lost by kill -9 of the MDS are resent and applied agai
   CHECK(Ino(fs.Lookup(sub, "ln")) == link);
   CHECK(fs.Readlink(link).value_or("(error)") == "../g0");
   // The open file survived the restart: this session may still report writes.
-  auto written = fs.Written(expect["f2"], 200);
+  auto written = fs.Written(expect["f2"], 200, 60);
   INFO(written.status());
   REQUIRE(written.ok());
   CHECK(written->size() == 200);
+  CHECK(written->allocated() == 160);  // the count survived the restart
   REQUIRE(fs.Release(expect["f2"], true).ok());
   f.meta->SetOpenFiles([] { return std::vector<pb::OpenRef>{}; });
   REQUIRE(f.meta->Sync().ok());
@@ -300,6 +301,9 @@ TEST_CASE("unsafe replies lost by kill -9 of the MDS are resent and applied agai
   std::map<std::string, uint64_t> seen;
   for (const auto& e : *again) seen[e.name()] = e.ino();
   CHECK(seen == expect);
+  auto f2 = fresh.Getattr(expect["f2"]);
+  REQUIRE(f2.ok());
+  CHECK(f2->allocated() == 160);
   // New inode numbers never collide with the ones handed out before.
   const uint64_t fresh_ino = Ino(fresh.Create(dir, "new"));
   for (const auto& [name, ino] : expect) CHECK(ino != fresh_ino);

@@ -269,6 +269,7 @@ TEST_CASE("setattr: times with nanoseconds - sizes - and what changes ctime", "[
   auto truncated = fs.Truncate(file, 123456789);
   REQUIRE(truncated.ok());
   CHECK(truncated->size() == 123456789);
+  CHECK(truncated->allocated() == 0);  // extended by a truncate: all hole
   CHECK(truncated->mtime_ns() > attr->ctime_ns());
   CHECK(truncated->ctime_ns() > attr->ctime_ns());
   auto emptied = fs.Truncate(file, 0);
@@ -288,6 +289,20 @@ TEST_CASE("setattr: times with nanoseconds - sizes - and what changes ctime", "[
   CHECK(chown->ctime_ns() > chmod->ctime_ns());
   CHECK(chown->mtime_ns() == chmod->mtime_ns());
   CHECK(Errno(fs.Truncate(file, uint64_t{1} << 62)) == EFBIG);
+
+  // Allocated bytes (st_blocks): what the writers report the objects grew
+  // by, within [0, size], cut by a truncate.
+  REQUIRE(fs.Open(file, O_RDWR).ok());
+  auto grown = fs.Written(file, 5000, 5000);
+  REQUIRE(grown.ok());
+  CHECK(grown->allocated() == 5000);
+  CHECK(fs.Written(file, 5000, 3000)->allocated() == 5000);  // never above the size
+  CHECK(fs.Written(file, 5000, -9000)->allocated() == 0);    // nor below zero
+  CHECK(fs.Written(file, 8000, 8000)->allocated() == 8000);
+  CHECK(fs.Truncate(file, 100)->allocated() == 100);
+  CHECK(fs.Truncate(file, 1 << 20)->allocated() == 100);
+  CHECK(fs.Getattr(file)->allocated() == 100);
+  REQUIRE(fs.Release(file, true).ok());
 }
 
 }  // namespace

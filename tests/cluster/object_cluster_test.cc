@@ -98,7 +98,11 @@ TEST_CASE("partial writes - appends - truncates - xattrs and omap apply atomical
   client::ObjectOperation op;
   std::string patch = RandomBytes(5000, 2);
   op.Write(40000, patch).Append("tail").SetXattr("user.a", "1").OmapSet({{"k1", "v1"}, {"k2", "v2"}});
-  REQUIRE(client->Execute(pool, "o", op).ok());
+  auto done = client->Execute(pool, "o", op);
+  REQUIRE(done.ok());
+  // A mutation's reply tells how the object's size changed (st_blocks).
+  CHECK(done->size_before == 100000);
+  CHECK(done->size_after == 100004);
   want.replace(40000, patch.size(), patch);
   want += "tail";
   REQUIRE(*client->Get(pool, "o") == want);
@@ -113,7 +117,9 @@ TEST_CASE("partial writes - appends - truncates - xattrs and omap apply atomical
 
   client::ObjectOperation trunc;
   trunc.Truncate(10);
-  REQUIRE(client->Execute(pool, "o", trunc).ok());
+  auto cut = client->Execute(pool, "o", trunc);
+  REQUIRE(cut.ok());
+  CHECK(cut->SizeChange() == 10 - 100004);
   REQUIRE(*client->Get(pool, "o") == want.substr(0, 10));
 
   client::ObjectOperation reads;

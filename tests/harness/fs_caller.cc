@@ -263,10 +263,11 @@ absl::Status FsCaller::ReleaseBatch(const std::vector<std::pair<uint64_t, bool>>
   return Call(r).status();
 }
 
-absl::StatusOr<pb::Attr> FsCaller::Written(uint64_t ino, uint64_t end) {
+absl::StatusOr<pb::Attr> FsCaller::Written(uint64_t ino, uint64_t end, int64_t allocated_delta) {
   pb::MetaRequest r;
   r.mutable_written()->set_ino(ino);
   r.mutable_written()->set_end(end);
+  r.mutable_written()->set_allocated_delta(allocated_delta);
   return AttrOf(Call(r));
 }
 

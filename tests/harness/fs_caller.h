@@ -55,7 +55,7 @@ class FsCaller {
   absl::Status Release(uint64_t ino, bool write = false);
   // One request releasing several handles (ino, write), as clients batch them.
   absl::Status ReleaseBatch(const std::vector<std::pair<uint64_t, bool>>& handles);
-  absl::StatusOr<pb::Attr> Written(uint64_t ino, uint64_t end);
+  absl::StatusOr<pb::Attr> Written(uint64_t ino, uint64_t end, int64_t allocated_delta = 0);
 
   absl::StatusOr<pb::MetaReply> Call(pb::MetaRequest request);
 
