@@ -188,6 +188,16 @@ Attr FileSystemClient::CacheAttr(const Attr& attr) {
   return it->second.Offer(attr);
 }
 
+Attr FileSystemClient::Newest(Attr attr) {
+  absl::MutexLock lock(&mu_);
+  auto it = inodes_.find(attr.ino());
+  if (it == inodes_.end() || it->second.fetched == absl::InfinitePast() ||
+      it->second.attr.version() <= attr.version()) {
+    return attr;
+  }
+  return it->second.attr;
+}
+
 void FileSystemClient::Invalidate(uint64_t ino) {
   absl::MutexLock lock(&mu_);
   auto it = inodes_.find(ino);

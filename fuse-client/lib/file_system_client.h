@@ -284,6 +284,8 @@ class FileSystemClient {
   absl::StatusOr<Attr> FetchAttr(const Creds& c, uint64_t ino);
   // Caches `attr` unless a newer version is cached; returns the newer.
   Attr CacheAttr(const Attr& attr);
+  // `attr`, or the newer version cached (without caching `attr`).
+  Attr Newest(Attr attr);
   void Invalidate(uint64_t ino);
   // The cached, still trusted attributes of `ino` say it has no xattrs.
   bool KnownWithoutXattrs(uint64_t ino);

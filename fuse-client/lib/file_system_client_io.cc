@@ -132,9 +132,16 @@ absl::Status FileSystemClient::ReportWritten(uint64_t ino, uint64_t end, int64_t
 }
 
 Attr FileSystemClient::WithPending(Attr attr) {
+  // The buffered state first, then the attributes: a batch that finishes
+  // in between has had its report's reply cached (ReportWritten, before the
+  // batch leaves `pending`), so it is in one or the other. The other order
+  // lost it: a read that took the size from before the report and the
+  // pending bytes from after it was cut short (a reopened file read 0 bytes).
   std::shared_ptr<FileCache> cache = CacheOf(attr.ino());
+  FileCache::Pending p;
+  if (cache != nullptr) p = cache->pending();
+  attr = Newest(std::move(attr));
   if (cache == nullptr) return attr;
-  FileCache::Pending p = cache->pending();
   const AttrChanges& a = p.attrs;
   if (a.valid & pb::SA_MODE) attr.set_mode((attr.mode() & S_IFMT) | a.mode);
   if (a.valid & pb::SA_UID) attr.set_uid(a.uid);

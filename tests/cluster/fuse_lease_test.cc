@@ -13,6 +13,8 @@
 
 #include <atomic>
 #include <cerrno>
+#include <deque>
+#include <fstream>
 #include <optional>
 #include <set>
 #include <string>
@@ -20,6 +22,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
 #include "common/status/status.h"
 #include "fuse-client/lib/file_system_client.h"
@@ -283,6 +286,43 @@ TEST_CASE("fuse write-back: what one mount wrote and closed is what the other se
   }
 }
 
+// The last warning and error lines of a daemon's log.
+std::string ProblemLines(const std::string& path) {
+  std::ifstream in(path);
+  std::deque<std::string> kept;
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.empty() || (line[0] != 'W' && line[0] != 'E')) continue;
+    kept.push_back(line);
+    if (kept.size() > 20) kept.pop_front();
+  }
+  return absl::StrJoin(kept, "\n");
+}
+
+// Where `back` first differs from `data` (the pattern of `seed`), and
+// whether the bytes there are those of an earlier round of the same file
+// (seed - 12, - 24, ...: stale data) or zeros (a hole).
+std::string DescribeMismatch(const std::string& data, const std::string& back, int seed,
+                             int file) {
+  size_t at = 0;
+  while (at < data.size() && at < back.size() && data[at] == back[at]) ++at;
+  if (at == data.size() && back.size() == data.size()) return "";
+  std::string out = absl::StrCat(", first difference at ", at);
+  if (at >= back.size()) return out;
+  size_t run = at;
+  while (run < back.size() && back[run] == '\0') ++run;
+  if (run - at >= 64) absl::StrAppend(&out, ", ", run - at, " zero bytes there");
+  for (int older = seed - 12; older >= 0; older -= 12) {
+    const std::string old = Pattern(back.size(), older);
+    if (old.compare(at, std::min<size_t>(64, back.size() - at), back, at,
+                    std::min<size_t>(64, back.size() - at)) == 0) {
+      absl::StrAppend(&out, ", bytes of seed ", older, " (file f", file, ")");
+      break;
+    }
+  }
+  return out;
+}
+
 TEST_CASE("fuse write-back: the writing mount itself sees its data at once after close - reopen - stat - readdir",
           "[fuse][leases][writeback]") {
   MountFixture f;
@@ -293,8 +333,11 @@ TEST_CASE("fuse write-back: the writing mount itself sees its data at once after
   std::atomic<int> wrong{0};
   std::string first_wrong;
   absl::Mutex mu;
+  // WEFT_WRITEBACK_ROUNDS runs it longer by hand, to chase a rare race.
+  const char* rounds_env = getenv("WEFT_WRITEBACK_ROUNDS");
+  const int rounds = rounds_env != nullptr ? atoi(rounds_env) : 60;
   auto worker = [&](int t) {
-    for (int i = 0; i < 60; ++i) {
+    for (int i = 0; i < rounds; ++i) {
       const std::string path = f.P(absl::StrCat("own/t", t, "f", i % 3));
       const size_t size = 1000 + static_cast<size_t>(i * 4 + t) * 7919 % (2u << 20);
       const std::string data = Pattern(size, i * 4 + t);
@@ -306,15 +349,18 @@ TEST_CASE("fuse write-back: the writing mount itself sees its data at once after
       fd = open(path.c_str(), O_RDONLY);
       struct stat st;
       std::string back;
+      absl::Status read = absl::UnknownError("not read");
       const bool ok = fd >= 0 && fstat(fd, &st) == 0 && static_cast<size_t>(st.st_size) == size &&
-                      ReadFully(fd, 0, size + 1, &back).ok() && back == data;
+                      (read = ReadFully(fd, 0, size + 1, &back)).ok() && back == data;
       if (fd >= 0) close(fd);
       if (!ok) {
         wrong++;
         absl::MutexLock lock(&mu);
         if (first_wrong.empty()) {
           first_wrong = absl::StrCat(path, " round ", i, " size ", size, " st_size ",
-                                     fd >= 0 ? st.st_size : -1);
+                                     fd >= 0 ? st.st_size : -1, " read ", read.ToString(), " ",
+                                     back.size(), " bytes",
+                                     DescribeMismatch(data, back, i * 4 + t, i % 3));
         }
       }
       if (i % 20 == 0) {
@@ -332,6 +378,7 @@ TEST_CASE("fuse write-back: the writing mount itself sees its data at once after
   for (int t = 0; t < 4; ++t) threads.emplace_back(worker, t);
   for (std::thread& t : threads) t.join();
   INFO(first_wrong);
+  if (wrong != 0) INFO("mount log warnings and errors:\n" << ProblemLines(f.mount->log_path()));
   CHECK(wrong == 0);
 }
 
