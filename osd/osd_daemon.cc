@@ -87,6 +87,7 @@ absl::Status OsdDaemon::Start() {
     LoadPg(*id, pool != nullptr ? *pool : PoolInfo{});
   }
   ApplyMap(CurrentMap());
+  WatchMap(map_revision_ + 1);  // nothing published since the initial read is missed
   RETURN_IF_ERROR(Register());
   stats_thread_ = std::thread([this] { StatsLoop(); });
   if (options_.ec_commit_delay_ms > 0) commit_thread_ = std::thread([this] { CommitLoop(); });
@@ -111,7 +112,10 @@ absl::Status OsdDaemon::LoadInitialMap() {
     absl::MutexLock lock(&map_mu_);
     map_ = std::make_shared<const OsdMap>(std::move(map));
   }
-  WatchMap(got.revision + 1);
+  // Start() watches from here once it can apply maps: a map delivered
+  // before the background pool existed made its PGs schedule peering on a
+  // null pool (a crash in about one test run of ten that restarted every daemon).
+  map_revision_ = got.revision;
   return absl::OkStatus();
 }
 
@@ -188,6 +192,14 @@ std::shared_ptr<Pg> OsdDaemon::LoadPg(const PgId& id, const PoolInfo& pool) {
 }
 
 void OsdDaemon::ApplyMap(std::shared_ptr<const OsdMap> map) {
+  // Start() applies the initial map before the watch starts, and the watch
+  // delivers one map at a time; the lock and the epoch check keep that so
+  // for any other caller: a PG handed an older epoch after a newer one
+  // would keep a stale acting set until the next epoch, which may never
+  // come. The same epoch again is fine (PGs loaded since get theirs).
+  absl::MutexLock apply(&apply_mu_);
+  if (map->epoch < applied_epoch_) return;
+  applied_epoch_ = map->epoch;
   const OsdId me(options_.id);
   for (const PoolInfo& pool : map->pools) {
     const placement::PoolPlacement placement(*map, pool);

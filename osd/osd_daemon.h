@@ -7,7 +7,8 @@
 // map manager marks the OSD up when it sees that key. The map is followed
 // through an etcd watch, never by polling.
 //
-// Lock order: map_mu_ before pgs_mu_ before any Pg lock; none held across I/O.
+// Lock order: apply_mu_, then map_mu_ before pgs_mu_ before any Pg lock; none held
+// across I/O.
 #pragma once
 
 #include <grpcpp/grpcpp.h>
@@ -107,6 +108,11 @@ class OsdDaemon {
   absl::Mutex map_mu_;
   std::shared_ptr<const OsdMap> map_ ABSL_GUARDED_BY(map_mu_);
 
+  // ApplyMap runs from Start() and from the map watch: one at a time, and
+  // never an older epoch after a newer one.
+  int64_t map_revision_ = 0;  // etcd revision of the map LoadInitialMap read
+  absl::Mutex apply_mu_;
+  Epoch applied_epoch_ ABSL_GUARDED_BY(apply_mu_) = 0;
   absl::Mutex pgs_mu_;
   absl::flat_hash_map<std::string, std::shared_ptr<Pg>> pgs_ ABSL_GUARDED_BY(pgs_mu_);
 

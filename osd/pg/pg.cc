@@ -76,6 +76,7 @@ void Pg::OnMap(std::shared_ptr<const OsdMap> map, const PoolInfo& pool,
   uint64_t peer_interval = 0;
   {
     absl::MutexLock lock(&mu_);
+    if (map_ != nullptr && map->epoch < map_->epoch) return;  // intervals only move forward
     map_ = map;
     std::vector<OsdId> acting;
     for (OsdId osd : mapping.acting) {
