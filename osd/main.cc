@@ -106,6 +106,14 @@ int main(int argc, char** argv) {
   auto commit_delay = config->GetInt("osd_ec_commit_delay_ms", options.ec_commit_delay_ms);
   if (!commit_delay.ok()) return Fail(std::string(commit_delay.status().message()));
   options.ec_commit_delay_ms = *commit_delay;
+  auto trim_ms = config->GetInt("osd_memory_trim_ms", options.memory_trim_ms);
+  if (!trim_ms.ok()) return Fail(std::string(trim_ms.status().message()));
+  options.memory_trim_ms = *trim_ms;
+  auto trim_free = config->GetInt("osd_memory_trim_free_bytes",
+                                  static_cast<int64_t>(options.memory_trim_free_bytes));
+  if (!trim_free.ok()) return Fail(std::string(trim_free.status().message()));
+  if (*trim_free < 0) return Fail("osd_memory_trim_free_bytes must not be negative");
+  options.memory_trim_free_bytes = static_cast<uint64_t>(*trim_free);
   auto stats_ms = config->GetInt("osd_stats_interval_ms", options.stats_interval_ms);
   if (!stats_ms.ok()) return Fail(std::string(stats_ms.status().message()));
   options.stats_interval_ms = *stats_ms;

@@ -77,6 +77,7 @@ class OsdDaemon {
   void StatsLoop();
   // Sends EC commit points that waited long enough (Pg::EcFlushCommit).
   void CommitLoop();
+  void TrimLoop();
   std::string AliveKey() const;
   std::string AliveValue();
 
@@ -120,6 +121,7 @@ class OsdDaemon {
   absl::Notification shutdown_;
   std::thread stats_thread_;
   std::thread commit_thread_;
+  std::thread trim_thread_;
 };
 
 }  // namespace weft::osd

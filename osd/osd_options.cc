@@ -19,6 +19,9 @@ absl::Status OsdOptions::Validate() const {
   if (stats_interval_ms < 100 || stats_interval_ms > 600000) {
     return absl::InvalidArgumentError("osd_stats_interval_ms must be within [100, 600000]");
   }
+  if (memory_trim_ms < 0 || memory_trim_ms > 3600000) {
+    return absl::InvalidArgumentError("osd_memory_trim_ms must be within [0, 3600000]");
+  }
   if (ec_commit_delay_ms < 0 || ec_commit_delay_ms > 10000) {
     return absl::InvalidArgumentError("osd_ec_commit_delay_ms must be within [0, 10000]");
   }

@@ -199,6 +199,20 @@ TEST_CASE("daemons with a bad data dir or unreachable etcd exit with one line", 
   REQUIRE(r.output.find("etcd") != std::string::npos);
   r = RunCommand({BinPath("weft-mds"), "--name", "z", "-c", conf});
   REQUIRE(r.code == 1);
+  // Bad settings are refused by name before anything starts.
+  for (const std::string bad : {"osd_memory_trim_ms = -1", "osd_memory_trim_ms = 3600001",
+                                "osd_memory_trim_free_bytes = -5",
+                                "osd_memory_trim_free_bytes = lots"}) {
+    const std::string bad_conf = c->dir() + "/bad.conf";
+    std::ofstream(bad_conf) << "fsid = dead\netcd = 127.0.0.1:" << FreePort() << "\n"
+                            << bad << "\n";
+    r = RunCommand({BinPath("weft-osd"), "--id", "9", "--data", c->dir() + "/fresh", "-c",
+                    bad_conf});
+    INFO(bad << ": " << r.output);
+    CHECK(r.code == 1);
+    CHECK(std::count(r.output.begin(), r.output.end(), '\n') == 1);
+    CHECK(r.output.find(bad.substr(0, bad.find(' '))) != std::string::npos);
+  }
   // The running cluster did not notice.
   for (int i = 0; i < 3; ++i) REQUIRE(c->OsdRunning(i));
 }
