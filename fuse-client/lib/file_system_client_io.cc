@@ -300,11 +300,34 @@ absl::Status FileSystemClient::Fallocate(const Creds& c, FileHandle fh, uint32_t
   const uint64_t size = attr.size();
   if (zeros) {
     const uint64_t zero_end = (mode & kKeepSize) ? std::min(end, size) : end;
+    // A punched hole costs nothing: the objects it covers whole go, and
+    // only its ragged edges are written as zeros. Buffered writes land
+    // first, so none lands later over a removed object.
+    std::pair<uint64_t, uint64_t> removed(offset, offset);
+    if ((mode & kPunchHole) && zero_end > offset) {
+      RETURN_IF_ERROR(f->cache->Flush());
+      int64_t allocated_delta = 0;
+      absl::StatusOr<std::pair<uint64_t, uint64_t>> gone =
+          io_.RemoveWholeSets(f->cache->data(), offset, zero_end, &allocated_delta);
+      f->cache->DropReadahead();
+      if (allocated_delta != 0 || gone.ok()) {
+        // Stamps mtime and ctime like a write; size unchanged (end 0).
+        RETURN_IF_ERROR(ReportWritten(f->ino, 0, NowNs(), allocated_delta, AttrChanges()));
+      }
+      RETURN_IF_ERROR(gone.status());
+      removed = *gone;
+    }
     const std::string chunk(std::min<uint64_t>(zero_end > offset ? zero_end - offset : 0, 1 << 20),
                             '\0');
-    for (uint64_t at = offset; at < zero_end; at += chunk.size()) {
-      const uint64_t n = std::min<uint64_t>(chunk.size(), zero_end - at);
+    for (uint64_t at = offset; at < zero_end;) {
+      if (at >= removed.first && at < removed.second) {
+        at = removed.second;
+        continue;
+      }
+      uint64_t n = std::min<uint64_t>(chunk.size(), zero_end - at);
+      if (at < removed.first) n = std::min(n, removed.first - at);
       RETURN_IF_ERROR(f->cache->Write(at, absl::string_view(chunk.data(), n), NowNs()));
+      at += n;
     }
     if (f->write_through()) RETURN_IF_ERROR(f->cache->Flush());
     return absl::OkStatus();

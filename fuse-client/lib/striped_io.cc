@@ -168,4 +168,31 @@ absl::Status StripedIo::Trim(const FileData& file, uint64_t old_size, uint64_t n
   return RunParallel(std::move(jobs));
 }
 
+absl::StatusOr<std::pair<uint64_t, uint64_t>> StripedIo::RemoveWholeSets(
+    const FileData& file, uint64_t offset, uint64_t end, int64_t* allocated_delta) {
+  const uint64_t set = file.layout.set_bytes();
+  if (set == 0 || end <= offset) return std::make_pair(offset, offset);
+  const uint64_t first = offset / set + (offset % set != 0 ? 1 : 0);  // whole sets only
+  const uint64_t last = end / set;
+  if (first >= last) return std::make_pair(offset, offset);
+  std::atomic<int64_t> removed{0};
+  std::vector<std::pair<uint64_t, std::function<absl::Status()>>> jobs;
+  for (uint64_t objno = first * file.layout.stripe_count;
+       objno < last * file.layout.stripe_count; ++objno) {
+    jobs.emplace_back(1, [this, &file, &removed, objno]() -> absl::Status {
+      ObjectOperation op;
+      op.Remove();
+      auto r = objects_->Execute(file.pool, striping::DataObjectName(file.ino, objno), op);
+      if (absl::IsNotFound(r.status())) return absl::OkStatus();  // a hole already
+      if (!r.ok()) return Annotate(r.status(), "remove data object");
+      removed -= r->SizeChange();
+      return absl::OkStatus();
+    });
+  }
+  absl::Status status = RunParallel(std::move(jobs));
+  if (allocated_delta != nullptr) *allocated_delta -= removed.load();
+  RETURN_IF_ERROR(status);
+  return std::make_pair(first * set, last * set);
+}
+
 }  // namespace weft::client

@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -49,6 +50,14 @@ class StripedIo {
                             int64_t* allocated_delta = nullptr);
   // Removes or trims the objects that hold bytes in [new_size, old_size).
   absl::Status Trim(const FileData& file, uint64_t old_size, uint64_t new_size);
+  // fallocate's PUNCH_HOLE: removes every object of each object set lying
+  // wholly inside file bytes [offset, end), whose bytes then read as zeros
+  // and cost nothing. Returns the file range of those sets ([x, x) when
+  // none) and adds to `*allocated_delta` what the removed objects held
+  // (a negative number; also for the objects removed when another failed).
+  absl::StatusOr<std::pair<uint64_t, uint64_t>> RemoveWholeSets(const FileData& file,
+                                                                uint64_t offset, uint64_t end,
+                                                                int64_t* allocated_delta);
 
  private:
   // Runs `jobs` in parallel (one thread each), each first taking its byte

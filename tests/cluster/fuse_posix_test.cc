@@ -18,8 +18,9 @@
 //  - SEEK_DATA/SEEK_HOLE: the kernel's generic answer, every byte is data.
 //  - st_blocks: per data object, up to its end: a hole inside an object
 //    written further on counts (ext4 counts 4 KiB blocks).
-//  - fallocate reserves no space and a punched hole is not freed (zeros are
-//    written); COLLAPSE_RANGE and INSERT_RANGE are EOPNOTSUPP.
+//  - fallocate reserves no space; a punched hole frees the object sets it
+//    covers whole, its edges are written as zeros (and count in st_blocks);
+//    COLLAPSE_RANGE and INSERT_RANGE are EOPNOTSUPP.
 #include <catch2/catch.hpp>
 
 #include <dirent.h>
@@ -669,6 +670,47 @@ TEST_CASE("fuse posix: open flags - truncate at every boundary - sparse and open
     REQUIRE(ro >= 0);
     CHECK(Err(fallocate(ro, 0, 0, 10)) == EBADF);
     CHECK(close(ro) == 0);
+  }
+
+  SECTION("fallocate: a punched hole frees the object sets it covers whole") {
+    const std::string path = f.P("punch");
+    const std::string data = RandomBytes(4 * kStripeSet, 12);
+    const int fd = open(path.c_str(), O_CREAT | O_RDWR, 0644);
+    REQUIRE(fd >= 0);
+    WriteAll(fd, data, 0);
+    REQUIRE(fsync(fd) == 0);
+    struct stat st;
+    CHECK(fstat(fd, &st) == 0);
+    CHECK(st.st_blocks == static_cast<blkcnt_t>(data.size() / 512));
+    const struct timespec before = st.st_mtim;
+    usleep(20000);
+    // Sets 1 and 2 whole (four objects), 100 bytes of sets 0 and 3.
+    const uint64_t hole = kStripeSet - 100, hole_len = 2 * kStripeSet + 200;
+    CHECK(fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, hole, hole_len) == 0);
+    std::string expect = data;
+    expect.replace(hole, hole_len, std::string(hole_len, '\0'));
+    CHECK(ReadAt(fd, 0, data.size()) == expect);
+    REQUIRE(fsync(fd) == 0);
+    CHECK(fstat(fd, &st) == 0);
+    CHECK(st.st_size == static_cast<off_t>(data.size()));
+    CHECK(st.st_blocks == static_cast<blkcnt_t>((data.size() - 2 * kStripeSet) / 512));
+    CHECK((st.st_mtim.tv_sec > before.tv_sec ||
+           (st.st_mtim.tv_sec == before.tv_sec && st.st_mtim.tv_nsec > before.tv_nsec)));
+    // A hole inside one set frees nothing; its bytes still read as zeros.
+    CHECK(fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, 10, 5000) == 0);
+    expect.replace(10, 5000, std::string(5000, '\0'));
+    REQUIRE(fsync(fd) == 0);
+    CHECK(fstat(fd, &st) == 0);
+    CHECK(st.st_blocks == static_cast<blkcnt_t>((data.size() - 2 * kStripeSet) / 512));
+    // Writing into the freed hole again allocates what it writes.
+    WriteAll(fd, std::string(4096, 'x'), static_cast<off_t>(2 * kStripeSet));
+    expect.replace(2 * kStripeSet, 4096, std::string(4096, 'x'));
+    REQUIRE(fsync(fd) == 0);
+    CHECK(fstat(fd, &st) == 0);
+    CHECK(st.st_blocks ==
+          static_cast<blkcnt_t>((data.size() - 2 * kStripeSet + 4096) / 512));
+    CHECK(close(fd) == 0);
+    CHECK(ReadFile(path) == expect);
   }
 }
 
