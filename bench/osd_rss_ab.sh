@@ -7,7 +7,9 @@
 #
 # A setting is KEY=VALUE[,KEY=VALUE...] written into weft.conf before the
 # cluster starts; "-" runs the defaults. Interleave settings and repeat
-# them: this machine is shared and rounds of the same setting differ.
+# them: this machine is shared and rounds of the same setting differ. The
+# page cache is dropped before each phase, as object_bench.sh does
+# (DROP_CACHES=0: not).
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 bin=${WEFT_BUILD_DIR:-$root/build}/bin
@@ -24,7 +26,8 @@ for setting in "$@"; do
   if WEFT_DIR=$dir WEFT_MNT=$dir.mnt "$root/scripts/quickstart.sh" >"$dir.up.log" 2>&1 &&
     "$bin/weft" pool create rb --size 3 --pg-num 128 >/dev/null; then
     sleep 5
-    bw() { "$bin/weft" bench rb "$@" --seconds 30 --threads 16 2>&1 | sed -n 's/^Bandwidth (MB\/sec): *//p'; }
+    drop() { [[ ${DROP_CACHES:-1} == 0 ]] || { sync; echo 3 >/proc/sys/vm/drop_caches; }; }
+    bw() { drop; "$bin/weft" bench rb "$@" --seconds 30 --threads 16 2>&1 | sed -n 's/^Bandwidth (MB\/sec): *//p'; }
     w=$(bw write --block-size 4M) s=$(bw seq)
     hwm=$(for p in "$dir"/run/osd.*.pid; do awk '/VmHWM/ { printf "%d ", $2 / 1024 }' "/proc/$(cat "$p")/status"; done)
     echo "setting=$setting write_MBps=$w seq_MBps=$s peak_rss_MiB_per_osd=$hwm"
