@@ -317,10 +317,10 @@ void OsdDaemon::StatsLoop() {
 // (only the top of the main heap) never reaches it: after a 16-thread write
 // benchmark an OSD held 309 MB from the kernel with 50 MB in use. Giving it
 // back bounds the OSD's resident memory by what it uses plus the threshold.
-// Threshold and interval are high on purpose: every trimmed page faults
-// again when the next request reuses it; trimming every second at 64 MiB
-// cost a quarter of the sequential read bandwidth, at 256 MiB a tenth
-// (docs/ARCHITECTURE.md, OSD memory).
+// The threshold is high on purpose: every trimmed page faults again when
+// the next request reuses it; trimming every second at 64 MiB cost a
+// quarter of the sequential read bandwidth, at 256 MiB a tenth, and every
+// 10 s no longer held 512 MiB (docs/ARCHITECTURE.md, OSD memory).
 void OsdDaemon::TrimLoop() {
   const absl::Duration tick = absl::Milliseconds(options_.memory_trim_ms);
   while (!shutdown_.WaitForNotificationWithTimeout(tick)) {

@@ -32,7 +32,7 @@ struct OsdOptions {
   uint64_t push_piece_bytes = 8ull << 20;  // recovery moves objects in pieces of this size
   // Every memory_trim_ms, once the heap holds memory_trim_free_bytes free,
   // it goes back to the kernel (malloc_trim; OsdDaemon::TrimLoop); 0 = never.
-  int64_t memory_trim_ms = 10000;
+  int64_t memory_trim_ms = 1000;
   uint64_t memory_trim_free_bytes = 256ull << 20;
   bool sync = true;                        // fsync; off only for tests on tmpfs
 
