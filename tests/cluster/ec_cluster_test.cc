@@ -315,7 +315,8 @@ TEST_CASE("erasure 4+2: overwrites while a shard OSD is down are rebuilt on its 
     const uint64_t cut = 4 * kChunk + 10, at = 3 * 4 * kChunk;
     std::string patch = RandomBytes(3000, 77);
     const uint64_t old_size = data.size();
-    auto done = client->Execute(pool, "o5", client::ObjectOperation().Truncate(cut).Write(at, patch));
+    auto done =
+        client->Execute(pool, "o5", client::ObjectOperation().Truncate(cut).Write(at, patch));
     REQUIRE(done.ok());
     CHECK(done->size_before == old_size);  // the sizes a client counts st_blocks by
     CHECK(done->size_after == at + patch.size());
