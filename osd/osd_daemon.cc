@@ -196,9 +196,10 @@ std::shared_ptr<Pg> OsdDaemon::LoadPg(const PgId& id, const PoolInfo& pool) {
 void OsdDaemon::ApplyMap(std::shared_ptr<const OsdMap> map) {
   // Start() applies the initial map before the watch starts, and the watch
   // delivers one map at a time; the lock and the epoch check keep that so
-  // for any other caller: a PG handed an older epoch after a newer one
-  // would keep a stale acting set until the next epoch, which may never
-  // come. The same epoch again is fine (PGs loaded since get theirs).
+  // for any other caller: an older epoch applied after a newer one would
+  // leave PGs on stale acting sets until the next epoch (which may never
+  // come) and drop the PGs, data included, of a pool it does not know yet.
+  // The same epoch again is fine (PGs loaded since get theirs).
   absl::MutexLock apply(&apply_mu_);
   if (map->epoch < applied_epoch_) return;
   applied_epoch_ = map->epoch;

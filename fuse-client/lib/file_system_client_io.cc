@@ -319,16 +319,15 @@ absl::Status FileSystemClient::Fallocate(const Creds& c, FileHandle fh, uint32_t
     }
     const std::string chunk(std::min<uint64_t>(zero_end > offset ? zero_end - offset : 0, 1 << 20),
                             '\0');
-    for (uint64_t at = offset; at < zero_end;) {
-      if (at >= removed.first && at < removed.second) {
-        at = removed.second;
-        continue;
+    auto write_zeros = [&](uint64_t from, uint64_t to) -> absl::Status {
+      for (uint64_t at = from; at < to; at += chunk.size()) {
+        const uint64_t n = std::min<uint64_t>(chunk.size(), to - at);
+        RETURN_IF_ERROR(f->cache->Write(at, absl::string_view(chunk.data(), n), NowNs()));
       }
-      uint64_t n = std::min<uint64_t>(chunk.size(), zero_end - at);
-      if (at < removed.first) n = std::min(n, removed.first - at);
-      RETURN_IF_ERROR(f->cache->Write(at, absl::string_view(chunk.data(), n), NowNs()));
-      at += n;
-    }
+      return absl::OkStatus();
+    };
+    RETURN_IF_ERROR(write_zeros(offset, removed.first));  // before the removed sets
+    RETURN_IF_ERROR(write_zeros(removed.second, zero_end));
     if (f->write_through()) RETURN_IF_ERROR(f->cache->Flush());
     return absl::OkStatus();
   }

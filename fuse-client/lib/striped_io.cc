@@ -149,20 +149,26 @@ absl::Status StripedIo::WriteRanges(
   return status;
 }
 
+absl::StatusOr<int64_t> StripedIo::CutObject(const FileData& file, uint64_t objno,
+                                              uint64_t keep_bytes) {
+  ObjectOperation op;
+  if (keep_bytes == 0) {
+    op.Remove();
+  } else {
+    op.Truncate(keep_bytes);
+  }
+  auto r = objects_->Execute(file.pool, striping::DataObjectName(file.ino, objno), op);
+  if (absl::IsNotFound(r.status())) return 0;  // a hole already
+  if (!r.ok()) return Annotate(r.status(), keep_bytes == 0 ? "remove data object"
+                                                           : "truncate data object");
+  return r->SizeChange();
+}
+
 absl::Status StripedIo::Trim(const FileData& file, uint64_t old_size, uint64_t new_size) {
-  auto plan = striping::TruncatePlan(file.layout, old_size, new_size);
   std::vector<std::pair<uint64_t, std::function<absl::Status()>>> jobs;
-  for (const auto& t : plan) {
-    jobs.emplace_back(1, [this, &file, t]() -> absl::Status {
-      ObjectOperation op;
-      if (t.keep_bytes == 0) {
-        op.Remove();
-      } else {
-        op.Truncate(t.keep_bytes);
-      }
-      auto r = objects_->Execute(file.pool, striping::DataObjectName(file.ino, t.objno), op);
-      if (!r.ok() && !absl::IsNotFound(r.status())) return Annotate(r.status(), "trim data object");
-      return absl::OkStatus();
+  for (const auto& t : striping::TruncatePlan(file.layout, old_size, new_size)) {
+    jobs.emplace_back(1, [this, &file, t] {
+      return CutObject(file, t.objno, t.keep_bytes).status();
     });
   }
   return RunParallel(std::move(jobs));
@@ -175,22 +181,18 @@ absl::StatusOr<std::pair<uint64_t, uint64_t>> StripedIo::RemoveWholeSets(
   const uint64_t first = offset / set + (offset % set != 0 ? 1 : 0);  // whole sets only
   const uint64_t last = end / set;
   if (first >= last) return std::make_pair(offset, offset);
-  std::atomic<int64_t> removed{0};
+  std::atomic<int64_t> shrunk{0};
   std::vector<std::pair<uint64_t, std::function<absl::Status()>>> jobs;
   for (uint64_t objno = first * file.layout.stripe_count;
        objno < last * file.layout.stripe_count; ++objno) {
-    jobs.emplace_back(1, [this, &file, &removed, objno]() -> absl::Status {
-      ObjectOperation op;
-      op.Remove();
-      auto r = objects_->Execute(file.pool, striping::DataObjectName(file.ino, objno), op);
-      if (absl::IsNotFound(r.status())) return absl::OkStatus();  // a hole already
-      if (!r.ok()) return Annotate(r.status(), "remove data object");
-      removed -= r->SizeChange();
+    jobs.emplace_back(1, [this, &file, &shrunk, objno]() -> absl::Status {
+      ASSIGN_OR_RETURN(int64_t change, CutObject(file, objno, 0));
+      shrunk += change;
       return absl::OkStatus();
     });
   }
   absl::Status status = RunParallel(std::move(jobs));
-  if (allocated_delta != nullptr) *allocated_delta -= removed.load();
+  if (allocated_delta != nullptr) *allocated_delta += shrunk.load();
   RETURN_IF_ERROR(status);
   return std::make_pair(first * set, last * set);
 }

@@ -65,6 +65,9 @@ class StripedIo {
   absl::Status WriteRanges(const FileData& file,
                            const std::vector<std::pair<uint64_t, absl::string_view>>& ranges,
                            int64_t* allocated_delta);
+  // Truncates object `objno` to `keep_bytes`, or removes it at 0; returns
+  // how its logical size changed (0 when it did not exist).
+  absl::StatusOr<int64_t> CutObject(const FileData& file, uint64_t objno, uint64_t keep_bytes);
   absl::Status RunParallel(std::vector<std::pair<uint64_t, std::function<absl::Status()>>> jobs);
   void Acquire(uint64_t bytes);
   void ReleaseBudget(uint64_t bytes);

@@ -293,15 +293,18 @@ TEST_CASE("setattr: times with nanoseconds - sizes - and what changes ctime", "[
   // Allocated bytes (st_blocks): what the writers report the objects grew
   // by, within [0, size], cut by a truncate.
   REQUIRE(fs.Open(file, O_RDWR).ok());
-  auto grown = fs.Written(file, 5000, 5000);
-  REQUIRE(grown.ok());
-  CHECK(grown->allocated() == 5000);
-  CHECK(fs.Written(file, 5000, 3000)->allocated() == 5000);  // never above the size
-  CHECK(fs.Written(file, 5000, -9000)->allocated() == 0);    // nor below zero
-  CHECK(fs.Written(file, 8000, 8000)->allocated() == 8000);
-  CHECK(fs.Truncate(file, 100)->allocated() == 100);
-  CHECK(fs.Truncate(file, 1 << 20)->allocated() == 100);
-  CHECK(fs.Getattr(file)->allocated() == 100);
+  auto allocated = [](const absl::StatusOr<pb::Attr>& a) {
+    INFO(a.status());
+    REQUIRE(a.ok());
+    return a->allocated();
+  };
+  CHECK(allocated(fs.Written(file, 5000, 5000)) == 5000);
+  CHECK(allocated(fs.Written(file, 5000, 3000)) == 5000);  // never above the size
+  CHECK(allocated(fs.Written(file, 5000, -9000)) == 0);    // nor below zero
+  CHECK(allocated(fs.Written(file, 8000, 8000)) == 8000);
+  CHECK(allocated(fs.Truncate(file, 100)) == 100);
+  CHECK(allocated(fs.Truncate(file, 1 << 20)) == 100);
+  CHECK(allocated(fs.Getattr(file)) == 100);
   REQUIRE(fs.Release(file, true).ok());
 }
 
