@@ -142,6 +142,16 @@ bool OwnerOrRoot(const AccessAttrs& inode, const Credentials& cred) {
   return cred.uid == inode.uid || cred.IsRoot();
 }
 
+absl::Status CheckHardlinkSource(const AccessAttrs& inode, const Credentials& cred) {
+  if (OwnerOrRoot(inode, cred)) return absl::OkStatus();
+  const bool safe = S_ISREG(inode.mode) && (inode.mode & S_ISUID) == 0 &&
+                    (inode.mode & (S_ISGID | S_IXGRP)) != (S_ISGID | S_IXGRP) &&
+                    CheckAccess(inode, cred, kMayRead | kMayWrite).ok();
+  if (safe) return absl::OkStatus();
+  return Eperm("link: not the owner, and not a file the caller may read and write "
+               "(protected_hardlinks)");
+}
+
 absl::Status CheckAclPermission(const Acl& acl, const AccessAttrs& inode,
                                 const Credentials& cred, int mask) {
   const uint16_t want = static_cast<uint16_t>(static_cast<uint32_t>(mask) & kMayRwx);

@@ -56,6 +56,13 @@ inline constexpr int kMayRead = 4;
 // inode_owner_or_capable: the caller owns the inode or is root.
 bool OwnerOrRoot(const AccessAttrs& inode, const Credentials& cred);
 
+// may_linkat with fs.protected_hardlinks = 1 (Debian's default): the owner
+// and root may link anything; anyone else only a regular file without
+// setuid, without setgid+group-exec, that they may read and write. EPERM
+// otherwise. (The kernel cannot check this on a FUSE mount without
+// default_permissions: it asks the filesystem nothing before the link.)
+absl::Status CheckHardlinkSource(const AccessAttrs& inode, const Credentials& cred);
+
 // generic_permission + acl_permission_check (fs/namei.c) + posix_acl_permission
 // (fs/posix_acl.c). `mask` is any combination of kMay*; 0 always succeeds.
 //  1. The owner is judged by the owner mode bits alone, never by the ACL: an

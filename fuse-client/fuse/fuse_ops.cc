@@ -116,14 +116,26 @@ void NoteEntry(fuse_req_t req, uint64_t parent, const std::string& name, const A
 // the kernel drops its entry and so the names it keeps under it. Call after
 // replying (the kernel locks the parent for this), with the context taken
 // before: a request is gone once answered.
+void DropName(MountContext& ctx, uint64_t parent, const std::string& name) {
+  const fuse_ino_t kernel_parent = parent == ctx.base_ino ? FUSE_ROOT_ID : parent;
+  const int err =
+      fuse_lowlevel_notify_inval_entry(ctx.se, kernel_parent, name.c_str(), name.size());
+  if (err != 0 && err != -ENOENT) VLOG(1) << "op=inval_entry parent=" << parent << " err=" << err;
+}
+
 void DropKeptNames(MountContext& ctx, uint64_t ino) {
   if (ctx.se == nullptr || ctx.fs->SearchableByAll(ino)) return;
   std::optional<std::pair<uint64_t, std::string>> where = ctx.dirs.Where(ino);
   if (!where.has_value()) return;  // the mount's root, or never given to the kernel
-  const fuse_ino_t parent = where->first == ctx.base_ino ? FUSE_ROOT_ID : where->first;
-  const int err = fuse_lowlevel_notify_inval_entry(ctx.se, parent, where->second.c_str(),
-                                                   where->second.size());
-  if (err != 0 && err != -ENOENT) VLOG(1) << "op=inval_entry dir=" << ino << " err=" << err;
+  DropName(ctx, where->first, where->second);
+}
+
+// After a rename (replied to): the kernel moved its entry with the timeout
+// it had where it came from. In a directory not every caller may search it
+// must not be kept (EntryTimeout), or a walk through it would skip the
+// MDS's search check.
+void DropMovedName(MountContext& ctx, uint64_t parent, const std::string& name) {
+  if (ctx.se != nullptr && !ctx.fs->SearchableByAll(parent)) DropName(ctx, parent, name);
 }
 
 // Replies with an entry for `name` in `parent`; the kernel now holds one
@@ -239,6 +251,9 @@ void Setattr(fuse_req_t req, fuse_ino_t ino, struct stat* attr, int to_set, fuse
     args.valid |= pb::SA_MTIME;
     args.mtime_ns = attr->st_mtim.tv_sec * 1000000000ll + attr->st_mtim.tv_nsec;
   }
+  // The kernel sends a setattr without fields for chown(path, -1, -1),
+  // which still sets the change time.
+  if (args.valid == 0) args.valid = pb::SA_CTIME_NOW;
   auto a = Fs(req).Setattr(CredsOf(req), ToMds(req, ino), args, fi != nullptr ? fi->fh : 0);
   if (!a.ok()) return ReplyError(req, a.status(), "setattr");
   struct stat st = ToStat(req, *a);
@@ -280,11 +295,14 @@ void Rename(fuse_req_t req, fuse_ino_t parent, const char* name, fuse_ino_t new_
             const char* new_name, unsigned int flags) {
   const absl::Status s = Fs(req).Rename(CredsOf(req), ToMds(req, parent), name,
                                         ToMds(req, new_parent), new_name, flags);
-  if (s.ok()) {
-    Ctx(req).dirs.Rename(ToMds(req, parent), name, ToMds(req, new_parent), new_name,
-                         (flags & RENAME_EXCHANGE) != 0);
-  }
+  MountContext& ctx = Ctx(req);
+  const uint64_t from = ToMds(req, parent), to = ToMds(req, new_parent);
+  const bool exchange = (flags & RENAME_EXCHANGE) != 0;
+  if (s.ok()) ctx.dirs.Rename(from, name, to, new_name, exchange);
   ReplyOk(req, s, "rename");
+  if (!s.ok()) return;
+  DropMovedName(ctx, to, new_name);
+  if (exchange) DropMovedName(ctx, from, name);
 }
 
 void Readlink(fuse_req_t req, fuse_ino_t ino) {
@@ -378,6 +396,9 @@ void Opendir(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
   auto a = Fs(req).Getattr(CredsOf(req), ToMds(req, ino));
   if (!a.ok()) return ReplyError(req, a.status(), "opendir");
   if (!S_ISDIR(a->mode())) return fuse_reply_err(req, ENOTDIR), void();
+  // Every open of a directory reads it (the kernel refuses a write open).
+  const absl::Status may = Fs(req).MayReadDir(CredsOf(req), *a);
+  if (!may.ok()) return ReplyError(req, may, "opendir");
   fi->fh = 0;
   fuse_reply_open(req, fi);
 }

@@ -77,6 +77,13 @@ uint64_t DirLeases::SeqIn(const pb::MetaReply& reply, uint64_t ino) {
   return 0;
 }
 
+uint64_t DirLeases::InodeKnown(uint64_t dir, const std::string& name) const {
+  auto it = dirs_.find(dir);
+  if (it == dirs_.end() || !it->second.complete) return 0;
+  auto n = it->second.names.find(name);
+  return n != it->second.names.end() ? n->second : 0;
+}
+
 void DirLeases::Added(uint64_t dir, const std::string& name, uint64_t ino) {
   // A name that exists: always safe to learn, whatever the lease.
   auto it = dirs_.find(dir);
@@ -162,12 +169,15 @@ void DirLeases::Observe(const pb::MetaRequest& r, const pb::MetaReply& reply, in
       break;
     case R::kRename: {
       const pb::RenameOp& op = r.rename();
-      if (err != 0 || (op.flags() & RENAME_EXCHANGE)) break;  // an exchange keeps both names
-      // The new name first: renaming a name onto itself keeps it.
-      uint64_t moved = 0;
-      if (auto src = dirs_.find(op.parent()); src != dirs_.end() && src->second.complete) {
-        if (auto n = src->second.names.find(op.name()); n != src->second.names.end()) moved = n->second;
+      if (err != 0) break;
+      const uint64_t moved = InodeKnown(op.parent(), op.name());
+      if (op.flags() & RENAME_EXCHANGE) {  // both names stay, their inodes swap
+        const uint64_t other = InodeKnown(op.new_parent(), op.new_name());
+        Added(op.parent(), op.name(), other);
+        Added(op.new_parent(), op.new_name(), moved);
+        break;
       }
+      // The new name first: renaming a name onto itself keeps it.
       Added(op.new_parent(), op.new_name(), moved);
       if (op.parent() != op.new_parent() || op.name() != op.new_name()) {
         Absent(reply, op.parent(), op.name(), now);
@@ -191,7 +201,10 @@ void DirLeases::Prune(absl::Time now) {
 
 std::optional<uint64_t> DirLeases::Known(uint64_t dir, const std::string& name,
                                          const pb::Creds& creds, absl::Time now) {
-  if (name.empty() || name == "." || name == "..") return std::nullopt;
+  // A name over NAME_MAX is not absent but invalid: the MDS says so, after
+  // its search check (as a local filesystem orders them).
+  constexpr size_t kNameMax = 255;
+  if (name.empty() || name == "." || name == ".." || name.size() > kNameMax) return std::nullopt;
   absl::MutexLock lock(&mu_);
   if (!up_) return std::nullopt;
   auto it = dirs_.find(dir);

@@ -83,6 +83,10 @@ class DirLeases {
   // The grant of `ino` in `reply`, 0 if none.
   static uint64_t SeqIn(const pb::MetaReply& reply, uint64_t ino);
   void Forget(Dir* d) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The inode `name` in `dir` is known to stand for; 0 when not known.
+  uint64_t InodeKnown(uint64_t dir, const std::string& name) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // `name` exists in `dir`, as inode `ino` (0: not known which).
   void Added(uint64_t dir, const std::string& name, uint64_t ino)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // `name` is gone from `dir`, under the lease `reply` granted on it.

@@ -363,17 +363,11 @@ absl::StatusOr<std::optional<Attr>> FileSystemClient::SetattrLocally(const Creds
       !before.no_xattrs() || ((args.valid & pb::SA_MODE) && (args.mode & kPrivileged) != 0)) {
     return std::nullopt;
   }
-  posix::Credentials cred;
-  cred.uid = c.uid;
-  cred.gid = c.gid;
-  cred.groups = c.groups;
-  posix::AccessAttrs now;  // no ACL: the file has no xattrs
-  now.mode = before.mode();
-  now.uid = before.uid();
-  now.gid = before.gid();
-  // The MDS's own decision (DoSetattr calls the same), with its errors.
+  // The MDS's own decision (DoSetattr calls the same), with its errors; no
+  // ACL: the file has no xattrs.
   const posix::SetattrAsk ask = posix::SetattrAskOf(args.valid, args.uid, args.gid, args.mode);
-  ASSIGN_OR_RETURN(posix::SetattrResult decided, posix::DecideSetattr(now, cred, ask));
+  ASSIGN_OR_RETURN(posix::SetattrResult decided,
+                   posix::DecideSetattr(AccessOf(before), CredentialsOf(c), ask));
   const int64_t t = std::max(absl::ToUnixNanos(absl::Now()), before.ctime_ns());
   AttrChanges change;
   if (ask.uid) change.valid |= pb::SA_UID;
@@ -637,6 +631,27 @@ absl::StatusOr<pb::StatfsReply> FileSystemClient::Statfs(const Creds& c) {
   r.mutable_statfs();
   ASSIGN_OR_RETURN(pb::MetaReply reply, Call(c, std::move(r)));
   return reply.statfs();
+}
+
+posix::Credentials CredentialsOf(const Creds& c) {
+  posix::Credentials cred;
+  cred.uid = c.uid;
+  cred.gid = c.gid;
+  cred.groups = c.groups;
+  return cred;
+}
+
+posix::AccessAttrs AccessOf(const Attr& a) {
+  posix::AccessAttrs out;
+  out.mode = a.mode();
+  out.uid = a.uid();
+  out.gid = a.gid();
+  return out;
+}
+
+absl::Status FileSystemClient::MayReadDir(const Creds& c, const Attr& dir) {
+  if (!dir.no_acl() && !dir.no_xattrs()) return Access(c, dir.ino(), R_OK);
+  return posix::CheckAccess(AccessOf(dir), CredentialsOf(c), posix::kMayRead);
 }
 
 absl::Status FileSystemClient::Access(const Creds& c, uint64_t ino, int mask) {

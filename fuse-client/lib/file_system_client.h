@@ -53,6 +53,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "common/executor/thread_pool.h"
+#include "common/posix/permission.h"
 #include "fuse-client/lib/file_cache.h"
 #include "fuse-client/lib/meta_client.h"
 #include "fuse-client/lib/object_client.h"
@@ -91,6 +92,11 @@ struct Creds {
 
 // Attributes as the MDS reports them.
 using Attr = pb::Attr;
+
+// The caller and the inode as common/posix's permission rules take them
+// (AccessOf: without an ACL; only for attributes with no_acl).
+posix::Credentials CredentialsOf(const Creds& c);
+posix::AccessAttrs AccessOf(const Attr& a);
 
 // Which SetattrArgs fields apply: pb::SetattrMask bits (SA_MODE, SA_SIZE, ...).
 struct SetattrArgs {
@@ -181,6 +187,10 @@ class FileSystemClient {
   // be: mode bits, ACLs, root passing except X_OK on a file no one may
   // execute. EACCES when refused.
   absl::Status Access(const Creds& c, uint64_t ino, int mask);
+  // opendir: the caller may read directory `dir` (attributes just fetched).
+  // Decided here from the mode bits when the directory has no ACL, else by
+  // the MDS (Access).
+  absl::Status MayReadDir(const Creds& c, const Attr& dir);
 
   // ---- files
   struct Opened {

@@ -137,7 +137,16 @@ Attr FileSystemClient::WithPending(Attr attr) {
   // batch leaves `pending`), so it is in one or the other. The other order
   // lost it: a read that took the size from before the report and the
   // pending bytes from after it was cut short (a reopened file read 0 bytes).
-  std::shared_ptr<FileCache> cache = CacheOf(attr.ino());
+  std::shared_ptr<FileCache> cache;
+  Creds writer;
+  {
+    absl::MutexLock lock(&mu_);
+    auto it = caches_.find(attr.ino());
+    if (it != caches_.end()) {
+      cache = it->second.cache;
+      writer = it->second.writer;
+    }
+  }
   FileCache::Pending p;
   if (cache != nullptr) p = cache->pending();
   attr = Newest(std::move(attr));
@@ -149,6 +158,12 @@ Attr FileSystemClient::WithPending(Attr attr) {
   if (a.valid & pb::SA_ATIME) attr.set_atime_ns(a.atime_ns);
   if (a.valid & pb::SA_MTIME) attr.set_mtime_ns(a.mtime_ns);
   if (!a.empty()) attr.set_ctime_ns(std::max(attr.ctime_ns(), a.ctime_ns));
+  // The report of buffered writes drops setuid/setgid as the MDS decides
+  // for the writer (ModeAfterWrite); show that now. (The kernel sends a
+  // chmod of its own only for setuid, and setgid with group exec.)
+  if (p.bytes > 0 && (attr.mode() & (S_ISUID | S_ISGID)) != 0) {
+    attr.set_mode(posix::ModeAfterWrite(AccessOf(attr), CredentialsOf(writer)));
+  }
   if (p.end > attr.size()) attr.set_size(p.end);
   // Buffered bytes count as allocated until their flush reports what the
   // objects really grew by (an overwrite: nothing), like a local file

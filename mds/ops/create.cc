@@ -162,7 +162,9 @@ absl::Status DoWritten(OpContext& ctx, const pb::WrittenOp& op, pb::MetaReply* r
   if (!op.keep_times()) {
     const int64_t mtime = op.mtime_ns() != 0 ? op.mtime_ns() : ctx.now_ns();
     edit->set_mtime_ns(mtime);
-    edit->set_ctime_ns(mtime);
+    // Never back: a chmod after the write (its report came later) keeps its
+    // change time.
+    edit->set_ctime_ns(std::max(before.ctime_ns(), mtime));
   }
   if (edit->has_allocated()) {
     // A report may cross a truncate (the objects it grew were cut after):

@@ -12,6 +12,7 @@ absl::Status DoLink(OpContext& ctx, const pb::LinkOp& op, pb::MetaReply* reply) 
   if (IsDir(*target)) return Err(EPERM, "hard link to a directory");
   if (target->nlink() == 0) return Err(ENOENT, "the file was removed");
   if (target->nlink() >= 65000) return Err(EMLINK, "too many links");
+  RETURN_IF_ERROR(CheckHardlinkSource(AccessOf(*target), ctx.cred()));
   const pb::InodeRec target_copy = *target;
   ASSIGN_OR_RETURN(const pb::InodeRec* dir, ParentFor(ctx, op.new_parent(), true));
   ASSIGN_OR_RETURN(auto existing, ctx.Dentry(op.new_parent(), op.new_name()));

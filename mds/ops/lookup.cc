@@ -21,8 +21,9 @@ void TouchDir(OpContext& ctx, const pb::InodeRec& dir) {
 
 absl::Status DoLookup(OpContext& ctx, const pb::LookupOp& op, pb::MetaReply* reply) {
   const std::string& name = op.name();
-  if (name.size() > kNameMax) return Err(ENAMETOOLONG, "name over 255 bytes");
+  // Search permission first, as the kernel's walk checks it before the name.
   ASSIGN_OR_RETURN(const pb::InodeRec* dir, ParentFor(ctx, op.parent(), false));
+  if (name.size() > kNameMax) return Err(ENAMETOOLONG, "name over 255 bytes");
   if (name == ".") {
     FillAttr(*dir, reply->mutable_attr());
     return absl::OkStatus();

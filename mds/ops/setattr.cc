@@ -11,13 +11,20 @@
 namespace weft::mds {
 namespace {
 
-absl::Status ApplySize(OpContext& ctx, const pb::SetattrOp& op, const pb::InodeRec& current,
-                       pb::InodeRec* edit) {
+// truncate(2) checks the file before anything else changes (vfs_truncate,
+// then do_truncate): a truncate that also drops setuid (the kernel sends
+// that as a mode) fails with the truncate's EACCES, not the chmod's EPERM.
+absl::Status CheckSize(OpContext& ctx, const pb::SetattrOp& op, const pb::InodeRec& current) {
   if (IsDir(current)) return Err(EISDIR, "size of a directory");
   if (!IsReg(current)) return Err(EINVAL, "size of a special file");
   bool by_handle = op.by_handle() && ctx.HasOpen(current.ino(), true);
   if (!by_handle) RETURN_IF_ERROR(CheckTruncate(AccessOf(current), ctx.cred()));
   if (op.size() > (uint64_t{1} << 60)) return Err(EFBIG, "size over the maximum file size");
+  return absl::OkStatus();
+}
+
+void ApplySize(OpContext& ctx, const pb::SetattrOp& op, const pb::InodeRec& current,
+               pb::InodeRec* edit) {
   if (op.size() != current.size()) {
     ctx.RStat(current.parent(), static_cast<int64_t>(op.size()) - static_cast<int64_t>(current.size()), 0, 0);
   }
@@ -27,7 +34,6 @@ absl::Status ApplySize(OpContext& ctx, const pb::SetattrOp& op, const pb::InodeR
   if (edit->has_allocated()) edit->set_allocated(std::min(edit->allocated(), op.size()));
   edit->set_mtime_ns(ctx.now_ns());
   edit->set_mode(ModeAfterWrite(AccessOf(*edit), ctx.cred()));
-  return absl::OkStatus();
 }
 
 }  // namespace
@@ -40,6 +46,7 @@ absl::Status DoSetattr(OpContext& ctx, const pb::SetattrOp& op, pb::MetaReply* r
     return absl::OkStatus();
   }
   const pb::InodeRec before = *current;
+  if (valid & pb::SA_SIZE) RETURN_IF_ERROR(CheckSize(ctx, op, before));
   const SetattrAsk ask = SetattrAskOf(valid, op.uid(), op.gid(), op.mode());
   ASSIGN_OR_RETURN(SetattrResult decided, DecideSetattr(AccessOf(before), ctx.cred(), ask));
   pb::InodeRec* edit = ctx.Edit(before);
@@ -49,7 +56,7 @@ absl::Status DoSetattr(OpContext& ctx, const pb::SetattrOp& op, pb::MetaReply* r
   if (!decided.acl_access.empty()) {
     (*edit->mutable_xattrs())[std::string(kXattrPosixAclAccess)] = decided.acl_access;
   }
-  if (valid & pb::SA_SIZE) RETURN_IF_ERROR(ApplySize(ctx, op, before, edit));
+  if (valid & pb::SA_SIZE) ApplySize(ctx, op, before, edit);
   if (valid & pb::SA_ATIME) edit->set_atime_ns(op.atime_ns());
   if (valid & pb::SA_MTIME) edit->set_mtime_ns(op.mtime_ns());
   if (valid & pb::SA_ATIME_NOW) edit->set_atime_ns(ctx.now_ns());

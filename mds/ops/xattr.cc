@@ -166,7 +166,12 @@ absl::Status DoRemovexattr(OpContext& ctx, const pb::RemovexattrOp& op, pb::Meta
   RETURN_IF_ERROR(XattrPermission(ctx, *inode, ns, kMayWrite));
   if (ns == XattrNs::kAcl) {
     // Removing an ACL is setting an empty one: the owner's right, and no
-    // error when there is none (Linux).
+    // error when there is none (Linux), nor a new ctime.
+    if (!OwnerOrRoot(AccessOf(*inode), ctx.cred())) return Err(EPERM, "ACL of another's inode");
+    if (!inode->xattrs().contains(op.name())) {
+      FillAttr(*inode, reply->mutable_attr());
+      return absl::OkStatus();
+    }
     pb::SetxattrOp set;
     set.set_ino(op.ino());
     set.set_name(op.name());

@@ -305,6 +305,22 @@ TEST_CASE("setattr: times with nanoseconds - sizes - and what changes ctime", "[
   CHECK(allocated(fs.Truncate(file, 100)) == 100);
   CHECK(allocated(fs.Truncate(file, 1 << 20)) == 100);
   CHECK(allocated(fs.Getattr(file)) == 100);
+
+  // A write's report arriving after a chmod (write-back) sets the write's
+  // mtime, and leaves the later change time alone.
+  auto before_chmod = fs.Getattr(file);
+  REQUIRE(before_chmod.ok());
+  auto chmod2 = fs.Chmod(file, 0640);
+  REQUIRE(chmod2.ok());
+  pb::MetaRequest late;
+  late.mutable_written()->set_ino(file);
+  late.mutable_written()->set_end(200);
+  late.mutable_written()->set_mtime_ns(before_chmod->ctime_ns() + 1);
+  auto reported = fs.Call(late);
+  INFO(reported.status());
+  REQUIRE(reported.ok());
+  CHECK(reported->attr().mtime_ns() == before_chmod->ctime_ns() + 1);
+  CHECK(reported->attr().ctime_ns() == chmod2->ctime_ns());
   REQUIRE(fs.Release(file, true).ok());
 }
 

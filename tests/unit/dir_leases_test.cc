@@ -4,6 +4,8 @@
 // tests/cluster/fuse_lease_test.cc.
 #include <catch2/catch.hpp>
 
+#include <stdio.h>  // RENAME_EXCHANGE
+
 #include <cerrno>
 #include <vector>
 
@@ -127,6 +129,8 @@ TEST_CASE("client dir leases: a new directory is complete - own changes keep it 
   CHECK(c.Known("g") == 0u);           // absent, known without the MDS
   CHECK(!c.Known("g", 1000).has_value());  // uid 1000 never searched it: ask the MDS
   CHECK(!c.Known(".").has_value());
+  CHECK(c.Known(std::string(255, 'n')) == 0u);
+  CHECK(!c.Known(std::string(256, 'n')).has_value());  // ENAMETOOLONG comes from the MDS
   CHECK(!c.leases.Known(1, "d", Who(0), absl::Now()).has_value());  // parent not complete
 
   pb::MetaRequest un = Req(0);
@@ -146,6 +150,24 @@ TEST_CASE("client dir leases: a new directory is complete - own changes keep it 
   c.leases.Observe(mv, reply, 0, absl::Now(), c.leases.epoch());
   CHECK(c.Known("a") == 0u);
   CHECK(c.Known("b") == 71u);
+
+  // RENAME_EXCHANGE keeps both names and swaps what they stand for.
+  c.Create("c", 72);
+  pb::MetaRequest ex = Req(0);
+  ex.mutable_rename()->set_parent(7);
+  ex.mutable_rename()->set_name("b");
+  ex.mutable_rename()->set_new_parent(7);
+  ex.mutable_rename()->set_new_name("c");
+  ex.mutable_rename()->set_flags(RENAME_EXCHANGE);
+  c.leases.Observe(ex, reply, 0, absl::Now(), c.leases.epoch());
+  CHECK(c.Known("b") == 72u);
+  CHECK(c.Known("c") == 71u);
+  // With a directory whose names are not known (1), the name there is
+  // known to exist only; which inode it is, the MDS says.
+  ex.mutable_rename()->set_new_parent(1);
+  ex.mutable_rename()->set_new_name("d");
+  c.leases.Observe(ex, reply, 0, absl::Now(), c.leases.epoch());
+  CHECK(!c.Known("b").has_value());
 }
 
 TEST_CASE("client dir leases: a revoke forgets - a grant that crossed it is ignored",

@@ -726,6 +726,20 @@ TEST_CASE("mds_permission: CheckTruncate needs write access on a regular file",
   CHECK(ErrnoOf(CheckTruncate(Inode(S_IFIFO | 0666, 1000, 100), kOwner)) == EINVAL);
 }
 
+TEST_CASE("mds_permission: CheckHardlinkSource follows protected_hardlinks",
+          "[permission][link]") {
+  const AccessAttrs f = Inode(kReg | 0640, 1000, 100);
+  CHECK(CheckHardlinkSource(f, kOwner).ok());
+  CHECK(CheckHardlinkSource(Inode(kReg | 0000, 1000, 100), kRoot).ok());
+  CHECK(ErrnoOf(CheckHardlinkSource(f, kMember)) == EPERM);  // may read, not write
+  CHECK(CheckHardlinkSource(Inode(kReg | 0660, 1000, 100), kMember).ok());
+  CHECK(ErrnoOf(CheckHardlinkSource(Inode(kReg | 04666, 1000, 100), kStranger)) == EPERM);
+  CHECK(ErrnoOf(CheckHardlinkSource(Inode(kReg | 02676, 1000, 100), kStranger)) == EPERM);
+  CHECK(CheckHardlinkSource(Inode(kReg | 02666, 1000, 100), kStranger).ok());  // no g+x
+  CHECK(ErrnoOf(CheckHardlinkSource(Inode(S_IFIFO | 0666, 1000, 100), kStranger)) == EPERM);
+  CHECK(CheckHardlinkSource(Inode(S_IFIFO | 0600, 1000, 100), kOwner).ok());
+}
+
 TEST_CASE("mds_permission: ModeAfterWrite drops setuid/setgid for writers without CAP_FSETID",
           "[permission][setattr]") {
   // Owner or not does not matter.
