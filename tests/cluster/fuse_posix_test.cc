@@ -38,6 +38,7 @@
 #include <cerrno>
 #include <cmath>
 #include <cstring>
+#include <filesystem>
 #include <list>
 #include <map>
 #include <set>
@@ -50,6 +51,7 @@
 #include "tests/harness/cluster.h"
 #include "tests/harness/mount.h"
 #include "tests/harness/mount_fixture.h"
+#include "tests/harness/nsfuzz.h"
 
 namespace weft::testing {
 namespace {
@@ -1403,6 +1405,36 @@ TEST_CASE("fuse posix: xattrs - statfs and df show the cluster", "[fuse][posix]"
   CHECK(df.output.find("weft:fs1") != std::string::npos);
   CHECK(df.output.find(std::to_string(static_cast<uint64_t>(vfs.f_blocks) * vfs.f_frsize)) !=
         std::string::npos);
+}
+
+// Random calls by root and two users on the mount and on local disk
+// (tests/harness/nsfuzz.h): results, errnos, attributes, which times
+// changed, and finally the whole trees must agree. WEFT_NSFUZZ_SEEDS runs
+// more seeds (the default is 6 of 300 calls each).
+TEST_CASE("fuse posix: random namespace calls by root and users agree with ext4",
+          "[fuse][posix]") {
+  Fixture f;
+  const char* env = getenv("WEFT_NSFUZZ_SEEDS");
+  const uint64_t seeds = env != nullptr ? std::stoull(env) : 6;
+  for (uint64_t seed = 1; seed <= seeds; ++seed) {
+    char tmpl[] = "/tmp/weft-nsfuzz-XXXXXX";
+    REQUIRE(mkdtemp(tmpl) != nullptr);
+    NsFuzzOptions o;
+    o.reference = tmpl;
+    o.tested = f.P(absl::StrCat("nsfuzz", seed));
+    REQUIRE(mkdir(o.tested.c_str(), 0777) == 0);
+    o.seed = seed;
+    o.ops = 300;
+    o.users = {kUser, kOther};
+    o.kernel_checks_first = true;
+    o.devices = false;  // the mount is nodev: a device there does not open
+    const NsFuzzReport report = RunNsFuzz(o);
+    std::error_code ec;
+    std::filesystem::remove_all(tmpl, ec);
+    INFO("seed " << seed << ": " << Describe(report));
+    CHECK(report.divergence.empty());
+    if (!report.divergence.empty()) break;
+  }
 }
 
 }  // namespace
