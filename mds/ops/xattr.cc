@@ -106,35 +106,42 @@ absl::Status DoSetxattr(OpContext& ctx, const pb::SetxattrOp& op, pb::MetaReply*
   RETURN_IF_ERROR(XattrPermission(ctx, *inode, ns, kMayWrite));
   const pb::InodeRec before = *inode;
   bool exists = before.xattrs().contains(op.name());
-  if (ns != XattrNs::kAcl) {  // Linux ignores the flags for ACLs
-    if ((op.flags() & kXattrCreate) && exists) return Err(EEXIST, "xattr exists");
-    if ((op.flags() & kXattrReplace) && !exists) return Err(ENODATA, "no such xattr");
+  if (ns == XattrNs::kAcl) {  // Linux ignores the flags for ACLs
+    // An ACL the mode bits say all of is not stored; Linux then changes
+    // nothing, ctime included, unless the mode changes or one is removed.
+    uint32_t mode = before.mode();
+    std::string stored;
+    if (op.name() == kXattrPosixAclAccess) {
+      ASSIGN_OR_RETURN(AclSetResult r, SetAccessAcl(AccessOf(before), ctx.cred(), op.value()));
+      mode = r.mode;
+      stored = std::move(r.stored_value);
+    } else {
+      ASSIGN_OR_RETURN(stored, SetDefaultAcl(AccessOf(before), ctx.cred(), op.value()));
+    }
+    if (stored.empty() && !exists && mode == before.mode()) {
+      FillAttr(before, reply->mutable_attr());
+      return absl::OkStatus();
+    }
+    pb::InodeRec* edit = ctx.Edit(before);
+    edit->set_mode(mode);
+    if (stored.empty()) {
+      edit->mutable_xattrs()->erase(op.name());
+    } else {
+      (*edit->mutable_xattrs())[op.name()] = stored;
+    }
+    edit->set_ctime_ns(ctx.now_ns());
+    FillAttr(*edit, reply->mutable_attr());
+    return absl::OkStatus();
+  }
+  if ((op.flags() & kXattrCreate) && exists) return Err(EEXIST, "xattr exists");
+  if ((op.flags() & kXattrReplace) && !exists) return Err(ENODATA, "no such xattr");
+  size_t total = 0;
+  for (const auto& [k, v] : before.xattrs()) total += k.size() + v.size();
+  if (total + op.name().size() + op.value().size() > 1024 * 1024) {
+    return Err(ENOSPC, "over 1 MiB of xattrs on one inode");
   }
   pb::InodeRec* edit = ctx.Edit(before);
-  auto& xattrs = *edit->mutable_xattrs();
-  if (op.name() == kXattrPosixAclAccess) {
-    ASSIGN_OR_RETURN(AclSetResult r, SetAccessAcl(AccessOf(before), ctx.cred(), op.value()));
-    edit->set_mode(r.mode);
-    if (r.stored_value.empty()) {
-      xattrs.erase(op.name());
-    } else {
-      xattrs[op.name()] = r.stored_value;
-    }
-  } else if (op.name() == kXattrPosixAclDefault) {
-    ASSIGN_OR_RETURN(std::string stored, SetDefaultAcl(AccessOf(before), ctx.cred(), op.value()));
-    if (stored.empty()) {
-      xattrs.erase(op.name());
-    } else {
-      xattrs[op.name()] = stored;
-    }
-  } else {
-    size_t total = 0;
-    for (const auto& [k, v] : before.xattrs()) total += k.size() + v.size();
-    if (total + op.name().size() + op.value().size() > 1024 * 1024) {
-      return Err(ENOSPC, "over 1 MiB of xattrs on one inode");
-    }
-    xattrs[op.name()] = op.value();
-  }
+  (*edit->mutable_xattrs())[op.name()] = op.value();
   edit->set_ctime_ns(ctx.now_ns());
   FillAttr(*edit, reply->mutable_attr());
   return absl::OkStatus();
@@ -167,11 +174,6 @@ absl::Status DoRemovexattr(OpContext& ctx, const pb::RemovexattrOp& op, pb::Meta
   if (ns == XattrNs::kAcl) {
     // Removing an ACL is setting an empty one: the owner's right, and no
     // error when there is none (Linux), nor a new ctime.
-    if (!OwnerOrRoot(AccessOf(*inode), ctx.cred())) return Err(EPERM, "ACL of another's inode");
-    if (!inode->xattrs().contains(op.name())) {
-      FillAttr(*inode, reply->mutable_attr());
-      return absl::OkStatus();
-    }
     pb::SetxattrOp set;
     set.set_ino(op.ino());
     set.set_name(op.name());

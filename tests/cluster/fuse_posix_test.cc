@@ -1410,13 +1410,15 @@ TEST_CASE("fuse posix: xattrs - statfs and df show the cluster", "[fuse][posix]"
 // Random calls by root and two users on the mount and on local disk
 // (tests/harness/nsfuzz.h): results, errnos, attributes, which times
 // changed, and finally the whole trees must agree. WEFT_NSFUZZ_SEEDS runs
-// more seeds (the default is 6 of 300 calls each).
+// more seeds (the default is 6 of 300 calls each), from WEFT_NSFUZZ_FIRST.
 TEST_CASE("fuse posix: random namespace calls by root and users agree with ext4",
           "[fuse][posix]") {
   Fixture f;
   const char* env = getenv("WEFT_NSFUZZ_SEEDS");
+  const char* first_env = getenv("WEFT_NSFUZZ_FIRST");
   const uint64_t seeds = env != nullptr ? std::stoull(env) : 6;
-  for (uint64_t seed = 1; seed <= seeds; ++seed) {
+  const uint64_t first = first_env != nullptr ? std::stoull(first_env) : 1;
+  for (uint64_t seed = first; seed < first + seeds; ++seed) {
     char tmpl[] = "/tmp/weft-nsfuzz-XXXXXX";
     REQUIRE(mkdtemp(tmpl) != nullptr);
     NsFuzzOptions o;

@@ -52,6 +52,12 @@ std::string Visible(const struct stat& st) {
   return out;
 }
 
+// Whether `path` (symlinks followed) is a FIFO, socket or device.
+bool Special(const std::string& path) {
+  struct stat st = {};
+  return stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode);
+}
+
 int64_t Ns(const timespec& t) { return t.tv_sec * 1000000000ll + t.tv_nsec; }
 
 // One path's state as lstat sees it, for the checks after each call.
@@ -199,10 +205,10 @@ std::string Generator::Acl() {
 
 Call Generator::Next() {
   Call c;
-  const int kind = Uniform(27);
+  const int kind = Uniform(29);
   Want want = Want::kAny;
   if (kind == 3 || kind == 25) want = Want::kDir;
-  if ((kind >= 7 && kind <= 11) || kind == 17) want = Want::kFile;
+  if ((kind >= 7 && kind <= 11) || kind == 17 || kind >= 27) want = Want::kFile;
   if (kind == 26) want = Want::kLink;
   const std::string p = Path(want);
   const std::string q = Path();
@@ -484,6 +490,55 @@ Call Generator::Next() {
       };
       break;
     }
+    case 27:
+    case 28: {
+      // Calls on a handle: what the open allowed stays allowed through it
+      // (ftruncate of a file created mode 0, fchmod by the owner), and a
+      // file unlinked while open keeps working.
+      const int flags = Pick(std::vector<int>{O_RDWR, O_CREAT | O_RDWR, O_CREAT | O_WRONLY,
+                                              O_RDONLY, O_CREAT | O_EXCL | O_RDWR});
+      const uint32_t mode = FileMode();
+      std::vector<std::pair<int, int64_t>> steps;  // (what, argument)
+      for (int i = 0, n = 1 + Uniform(3); i < n; ++i) steps.emplace_back(Uniform(8), Uniform(20000));
+      const std::string data = Data(3000);
+      c.kind = "handle";
+      c.opens = p;
+      c.text = absl::StrFormat("open %s %#o %o then", p, flags, mode);
+      static const char* const kStep[] = {"ftruncate", "fchmod",  "fchown", "futimens",
+                                          "pwrite",    "fstat",   "fsetxattr", "unlink+fstat"};
+      for (const auto& [what, arg] : steps) absl::StrAppend(&c.text, " ", kStep[what], " ", arg);
+      c.run = [=](const std::string& r) {
+        const std::string path = at(r, p);
+        // The kernel opens these without asking a FUSE filesystem: what
+        // the steps did next would differ with the open.
+        if (Special(path)) return std::string("a special file: not opened");
+        const int fd = open(path.c_str(), flags | O_NONBLOCK, mode);
+        if (fd < 0) return Err();
+        std::string out = "ok";
+        for (const auto& [what, arg] : steps) {
+          struct stat st = {};
+          long rc = 0;
+          switch (what) {
+            case 0: rc = ftruncate(fd, arg); break;
+            case 1: rc = fchmod(fd, static_cast<mode_t>(arg % 2 ? 0600 : 04755)); break;
+            case 2: rc = fchown(fd, arg % 2 ? 1000 : -1, arg % 3 ? 2000 : -1); break;
+            case 3: rc = futimens(fd, nullptr); break;
+            case 4: rc = pwrite(fd, data.data(), data.size(), arg); break;
+            case 6: rc = fsetxattr(fd, "user.h", data.data(), std::min<size_t>(data.size(), 9), 0);
+                    break;
+            case 7: rc = unlink(path.c_str()); [[fallthrough]];
+            case 5:
+              if (rc == 0) rc = fstat(fd, &st);
+              if (rc == 0) absl::StrAppend(&out, " [", Visible(st), "]");
+              break;
+          }
+          absl::StrAppend(&out, " ", rc < 0 ? Err() : "ok");
+        }
+        if (close(fd) != 0) absl::StrAppend(&out, " close ", Err());
+        return out;
+      };
+      break;
+    }
     default: {
       c.kind = "readlink";
       c.text = absl::StrCat("readlink ", p);
@@ -552,11 +607,6 @@ bool KernelCheckedFirst(const std::string& kind, bool special, const std::string
   return (kind == "mknod" || kind == "link") && reference == "EACCES" && tested == "EPERM";
 }
 
-// Whether `path` (symlinks followed) is a FIFO, socket or device.
-bool Special(const std::string& path) {
-  struct stat st = {};
-  return stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode);
-}
 
 std::string Ids(const UserIds& ids) {
   return ids.uid == 0 ? "root" : absl::StrCat("uid ", ids.uid);

@@ -53,7 +53,7 @@ TEST_CASE("nsfuzz: two local trees agree - and the calls both succeed and fail",
   }
   for (const char* kind : {"mkdir", "rmdir", "create", "open", "write", "truncate", "unlink",
                            "rename", "link", "symlink", "chmod", "chown", "utimensat",
-                           "setxattr", "setacl", "stat", "readdir", "readlink"}) {
+                           "setxattr", "setacl", "stat", "readdir", "readlink", "handle"}) {
     INFO(kind << ": " << total[kind].first << " ok, " << total[kind].second << " failed");
     CHECK(total[kind].first > 0);
     CHECK(total[kind].second > 0);
