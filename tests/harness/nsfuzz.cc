@@ -499,7 +499,9 @@ Call Generator::Next() {
                                               O_RDONLY, O_CREAT | O_EXCL | O_RDWR});
       const uint32_t mode = FileMode();
       std::vector<std::pair<int, int64_t>> steps;  // (what, argument)
-      for (int i = 0, n = 1 + Uniform(3); i < n; ++i) steps.emplace_back(Uniform(8), Uniform(20000));
+      for (int i = 0, n = 1 + Uniform(3); i < n; ++i) {
+        steps.emplace_back(Uniform(8), Uniform(20000));
+      }
       const std::string data = Data(3000);
       c.kind = "handle";
       c.opens = p;
@@ -524,8 +526,7 @@ Call Generator::Next() {
             case 2: rc = fchown(fd, arg % 2 ? 1000 : -1, arg % 3 ? 2000 : -1); break;
             case 3: rc = futimens(fd, nullptr); break;
             case 4: rc = pwrite(fd, data.data(), data.size(), arg); break;
-            case 6: rc = fsetxattr(fd, "user.h", data.data(), std::min<size_t>(data.size(), 9), 0);
-                    break;
+            case 6: rc = fsetxattr(fd, "user.h", data.data(), data.size() % 10, 0); break;
             case 7: rc = unlink(path.c_str()); [[fallthrough]];
             case 5:
               if (rc == 0) rc = fstat(fd, &st);
@@ -607,7 +608,6 @@ bool KernelCheckedFirst(const std::string& kind, bool special, const std::string
   return (kind == "mknod" || kind == "link") && reference == "EACCES" && tested == "EPERM";
 }
 
-
 std::string Ids(const UserIds& ids) {
   return ids.uid == 0 ? "root" : absl::StrCat("uid ", ids.uid);
 }
@@ -648,7 +648,9 @@ NsFuzzReport RunNsFuzz(const NsFuzzOptions& options) {
       return absl::StrCat(a, std::string(1, '\0'), b);
     });
     const size_t nul = both.find('\0');
-    if (nul == std::string::npos) return fail(absl::StrCat(call.text, ": the child failed: ", both));
+    if (nul == std::string::npos) {
+      return fail(absl::StrCat(call.text, ": the child failed: ", both));
+    }
     const std::string a = both.substr(0, nul), b = both.substr(nul + 1);
     auto& outcome = report.outcomes[call.kind];
     (a.rfind("ok", 0) == 0 ? outcome.first : outcome.second)++;
