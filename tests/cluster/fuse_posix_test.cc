@@ -1410,7 +1410,8 @@ TEST_CASE("fuse posix: xattrs - statfs and df show the cluster", "[fuse][posix]"
 // Random calls by root and two users on the mount and on local disk
 // (tests/harness/nsfuzz.h): results, errnos, attributes, which times
 // changed, and finally the whole trees must agree. WEFT_NSFUZZ_SEEDS runs
-// more seeds (the default is 6 of 300 calls each), from WEFT_NSFUZZ_FIRST.
+// more seeds (the default is 6 of 300 calls each), from WEFT_NSFUZZ_FIRST,
+// of WEFT_NSFUZZ_CALLS calls.
 TEST_CASE("fuse posix: random namespace calls by root and users agree with ext4",
           "[fuse][posix]") {
   Fixture f;
@@ -1426,7 +1427,8 @@ TEST_CASE("fuse posix: random namespace calls by root and users agree with ext4"
     o.tested = f.P(absl::StrCat("nsfuzz", seed));
     REQUIRE(mkdir(o.tested.c_str(), 0777) == 0);
     o.seed = seed;
-    o.ops = 300;
+    const char* calls = getenv("WEFT_NSFUZZ_CALLS");
+    o.ops = calls != nullptr ? std::stoi(calls) : 300;
     o.users = {kUser, kOther};
     o.kernel_checks_first = true;
     o.devices = false;  // the mount is nodev: a device there does not open
