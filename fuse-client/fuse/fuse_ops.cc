@@ -5,6 +5,7 @@
 #include <sys/statvfs.h>
 #include <sys/xattr.h>
 
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -177,6 +178,10 @@ void Init(void* userdata, fuse_conn_info* conn) {
   if (conn->capable & FUSE_CAP_ATOMIC_O_TRUNC) conn->want |= FUSE_CAP_ATOMIC_O_TRUNC;
   if (conn->capable & FUSE_CAP_READDIRPLUS) conn->want |= FUSE_CAP_READDIRPLUS;
   if (conn->capable & FUSE_CAP_PARALLEL_DIROPS) conn->want |= FUSE_CAP_PARALLEL_DIROPS;
+  // File handles (name_to_handle_at, an NFS re-export) survive the kernel
+  // forgetting the inode: inode numbers are the MDS's, stable, and Lookup
+  // answers "." and "..".
+  if (conn->capable & FUSE_CAP_EXPORT_SUPPORT) conn->want |= FUSE_CAP_EXPORT_SUPPORT;
   // The MDS clears setuid/setgid on write, truncate and chown with the
   // caller's identity (ModeAfterWrite, ModeForChown). Without this the
   // kernel sends a chmod of its own first, as the writer. libfuse 3.14
@@ -192,6 +197,19 @@ void Init(void* userdata, fuse_conn_info* conn) {
 }
 
 void Lookup(fuse_req_t req, fuse_ino_t parent, const char* name) {
+  // Path walks never ask for "." or "..": the kernel's export code does, to
+  // turn an NFS file handle (name_to_handle_at) back into an inode it no
+  // longer caches: "." of any inode, ".." of a directory. The mount's root
+  // is its own parent (a subdir mount must not lead above it).
+  const bool dot = strcmp(name, ".") == 0;
+  if (dot || (strcmp(name, "..") == 0 && parent == FUSE_ROOT_ID)) {
+    auto a = Fs(req).Getattr(CredsOf(req), ToMds(req, parent));
+    if (!a.ok()) return ReplyError(req, a.status(), "lookup");
+    // Removed (its purge may not have run yet): the handle is stale. An
+    // open file is still in the kernel, which asks nothing.
+    if (a->nlink() == 0) return fuse_reply_err(req, ESTALE), void();
+    return ReplyEntry(req, ToMds(req, parent), name, *a, 0.0);
+  }
   client::FileSystemClient::LookupInfo info;
   auto a = Fs(req).Lookup(CredsOf(req), ToMds(req, parent), name, &info);
   if (!a.ok()) return ReplyError(req, a.status(), "lookup");

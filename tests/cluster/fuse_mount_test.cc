@@ -21,6 +21,7 @@
 #include <random>
 #include <set>
 #include <string>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -513,6 +514,74 @@ TEST_CASE("fuse: random reads move only what they ask for - a sequential read mo
   INFO("OSDs read " << seq_moved << " bytes for a sequential read of " << data.size());
   CHECK(seq_moved >= data.size());
   CHECK(seq_moved <= 2 * data.size());
+}
+
+// What an NFS server (knfsd, NFS-Ganesha's VFS FSAL) does with a mount:
+// name_to_handle_at, and later open_by_handle_at through another mount
+// that never saw the inode (the kernel asks the filesystem for ".").
+TEST_CASE("fuse: file handles open through a fresh mount - stale once removed", "[fuse]") {
+  MountFixture f;
+  REQUIRE(mkdir(f.P("d").c_str(), 0755) == 0);
+  REQUIRE(mkdir(f.P("d/sub").c_str(), 0755) == 0);
+  WriteFile(f.P("d/sub/file"), "handle me");
+  WriteFile(f.P("gone"), "x");
+  struct Handle {
+    std::string path;
+    std::vector<char> bytes;
+    ino_t ino = 0;
+  };
+  std::vector<Handle> handles;
+  for (const char* rel : {"d/sub/file", "d/sub", "gone"}) {
+    Handle h;
+    h.path = rel;
+    h.bytes.resize(sizeof(file_handle) + MAX_HANDLE_SZ);
+    auto* fh = reinterpret_cast<file_handle*>(h.bytes.data());
+    fh->handle_bytes = MAX_HANDLE_SZ;
+    int mount_id = 0;
+    INFO(rel);
+    REQUIRE(name_to_handle_at(AT_FDCWD, f.P(rel).c_str(), fh, &mount_id, 0) == 0);
+    struct stat st;
+    REQUIRE(stat(f.P(rel).c_str(), &st) == 0);
+    h.ino = st.st_ino;
+    handles.push_back(std::move(h));
+  }
+  REQUIRE(unlink(f.P("gone").c_str()) == 0);
+  f.Remount();  // a new client and kernel superblock: no inode cached
+  // Closed also when a REQUIRE fails: an open descriptor keeps the unmount busy.
+  struct Fd {
+    int fd;
+    ~Fd() {
+      if (fd >= 0) close(fd);
+    }
+  } mount{open(f.mount->dir().c_str(), O_RDONLY | O_DIRECTORY)};
+  const int mount_fd = mount.fd;
+  REQUIRE(mount_fd >= 0);
+  for (Handle& h : handles) {
+    INFO(h.path);
+    auto* fh = reinterpret_cast<file_handle*>(h.bytes.data());
+    const int fd = open_by_handle_at(mount_fd, fh, O_RDONLY);
+    if (h.path == "gone") {
+      CHECK(fd < 0);
+      CHECK(errno == ESTALE);
+      if (fd >= 0) close(fd);
+      continue;
+    }
+    REQUIRE(fd >= 0);
+    Fd opened{fd};
+    struct stat st;
+    REQUIRE(fstat(fd, &st) == 0);
+    CHECK(st.st_ino == h.ino);
+    if (S_ISREG(st.st_mode)) {
+      char buf[32] = {};
+      CHECK(read(fd, buf, sizeof(buf)) == 9);
+      CHECK(std::string(buf) == "handle me");
+    } else {
+      CHECK(S_ISDIR(st.st_mode));
+      const int child = openat(fd, "file", O_RDONLY);  // lookups below it work
+      CHECK(child >= 0);
+      if (child >= 0) close(child);
+    }
+  }
 }
 
 }  // namespace
