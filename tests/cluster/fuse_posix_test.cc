@@ -38,7 +38,6 @@
 #include <cerrno>
 #include <cmath>
 #include <cstring>
-#include <filesystem>
 #include <list>
 #include <map>
 #include <set>
@@ -52,6 +51,7 @@
 #include "tests/harness/mount.h"
 #include "tests/harness/mount_fixture.h"
 #include "tests/harness/nsfuzz.h"
+#include "tests/harness/temp_dir.h"
 
 namespace weft::testing {
 namespace {
@@ -1420,10 +1420,9 @@ TEST_CASE("fuse posix: random namespace calls by root and users agree with ext4"
   const uint64_t seeds = env != nullptr ? std::stoull(env) : 6;
   const uint64_t first = first_env != nullptr ? std::stoull(first_env) : 1;
   for (uint64_t seed = first; seed < first + seeds; ++seed) {
-    char tmpl[] = "/tmp/weft-nsfuzz-XXXXXX";
-    REQUIRE(mkdtemp(tmpl) != nullptr);
+    TempDir reference("weft-nsfuzz");
     NsFuzzOptions o;
-    o.reference = tmpl;
+    o.reference = reference.path;
     o.tested = f.P(absl::StrCat("nsfuzz", seed));
     REQUIRE(mkdir(o.tested.c_str(), 0777) == 0);
     o.seed = seed;
@@ -1433,8 +1432,6 @@ TEST_CASE("fuse posix: random namespace calls by root and users agree with ext4"
     o.kernel_checks_first = true;
     o.devices = false;  // the mount is nodev: a device there does not open
     const NsFuzzReport report = RunNsFuzz(o);
-    std::error_code ec;
-    std::filesystem::remove_all(tmpl, ec);
     INFO("seed " << seed << ": " << Describe(report));
     CHECK(report.divergence.empty());
     if (!report.divergence.empty()) break;

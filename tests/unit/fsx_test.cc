@@ -5,27 +5,14 @@
 
 #include <stdlib.h>
 
-#include <filesystem>
 #include <string>
 
 #include "absl/strings/str_cat.h"
 #include "tests/harness/fsx.h"
+#include "tests/harness/temp_dir.h"
 
 namespace weft::testing {
 namespace {
-
-struct TempDir {
-  TempDir() {
-    char tmpl[] = "/tmp/weft-fsx-XXXXXX";
-    REQUIRE(mkdtemp(tmpl) != nullptr);
-    path = tmpl;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path, ec);
-  }
-  std::string path;
-};
 
 FsxOptions SmallOptions(const std::string& dir, uint64_t seed) {
   FsxOptions o;

@@ -2,7 +2,6 @@
 #include <catch2/catch.hpp>
 #include <stdlib.h>
 
-#include <filesystem>
 #include <memory>
 #include <string>
 #include <thread>
@@ -10,18 +9,12 @@
 #include "common/kv/kv_store.h"
 #include "common/kv/leveldb_store.h"
 #include "common/kv/mem_store.h"
+#include "tests/harness/temp_dir.h"
 
 namespace weft::common {
 namespace {
 
-struct TempDir {
-  TempDir() {
-    char tmpl[] = "/tmp/weft_kv_test.XXXXXX";
-    path = mkdtemp(tmpl);
-  }
-  ~TempDir() { std::filesystem::remove_all(path); }
-  std::string path;
-};
+using testing::TempDir;
 
 // Runs `body` once per implementation, each in its own SECTION.
 template <typename Body>

@@ -7,26 +7,14 @@
 #include <fcntl.h>
 #include <unistd.h>
 
-#include <filesystem>
+#include <cstdlib>
 #include <string>
 
 #include "tests/harness/nsfuzz.h"
+#include "tests/harness/temp_dir.h"
 
 namespace weft::testing {
 namespace {
-
-struct TempDir {
-  TempDir() {
-    char tmpl[] = "/tmp/weft-nsfuzz-XXXXXX";
-    REQUIRE(mkdtemp(tmpl) != nullptr);
-    path = tmpl;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path, ec);
-  }
-  std::string path;
-};
 
 NsFuzzOptions Options(const TempDir& a, const TempDir& b, uint64_t seed) {
   NsFuzzOptions o;

@@ -14,18 +14,12 @@
 
 #include "common/kv/leveldb_store.h"
 #include "osd/store/store_format.h"
+#include "tests/harness/temp_dir.h"
 
 namespace weft::osd {
 namespace {
 
-struct TempDir {
-  TempDir() {
-    char tmpl[] = "/tmp/weft_store_test.XXXXXX";
-    path = mkdtemp(tmpl);
-  }
-  ~TempDir() { std::filesystem::remove_all(path); }
-  std::string path;
-};
+using testing::TempDir;
 
 std::string Pattern(size_t n, uint32_t seed) {
   std::string s(n, '\0');
