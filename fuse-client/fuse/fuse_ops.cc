@@ -112,11 +112,8 @@ void NoteEntry(fuse_req_t req, uint64_t parent, const std::string& name, const A
   if (S_ISDIR(a.mode()) && name != "." && name != "..") Ctx(req).dirs.Put(a.ino(), parent, name);
 }
 
-// After a change to directory `ino` (MDS inode) that may have made it
-// unsearchable by some callers: unless every caller may still search it,
-// the kernel drops its entry and so the names it keeps under it. Call after
-// replying (the kernel locks the parent for this), with the context taken
-// before: a request is gone once answered.
+// The kernel forgets `name` in `parent` (MDS inode) and what it keeps
+// under it. Call after replying (the kernel locks the parent for this).
 void DropName(MountContext& ctx, uint64_t parent, const std::string& name) {
   const fuse_ino_t kernel_parent = parent == ctx.base_ino ? FUSE_ROOT_ID : parent;
   const int err =
@@ -124,6 +121,11 @@ void DropName(MountContext& ctx, uint64_t parent, const std::string& name) {
   if (err != 0 && err != -ENOENT) VLOG(1) << "op=inval_entry parent=" << parent << " err=" << err;
 }
 
+// After a change to directory `ino` (MDS inode) that may have made it
+// unsearchable by some callers: unless every caller may still search it,
+// the kernel drops its entry and so the names it keeps under it. Call after
+// replying (the kernel locks the parent for this), with the context taken
+// before: a request is gone once answered.
 void DropKeptNames(MountContext& ctx, uint64_t ino) {
   if (ctx.se == nullptr || ctx.fs->SearchableByAll(ino)) return;
   std::optional<std::pair<uint64_t, std::string>> where = ctx.dirs.Where(ino);
