@@ -80,8 +80,8 @@ absl::Status DoRename(OpContext& ctx, const pb::RenameOp& op, pb::MetaReply* rep
   }
   RETURN_IF_ERROR(ValidateName(op.name()));
   RETURN_IF_ERROR(ValidateName(op.new_name()));
-  ASSIGN_OR_RETURN(const pb::InodeRec* from_dir, ParentFor(ctx, op.parent(), true));
-  ASSIGN_OR_RETURN(const pb::InodeRec* to_dir, ParentFor(ctx, op.new_parent(), true));
+  ASSIGN_OR_RETURN(const pb::InodeRec* from_dir, ParentFor(ctx, op.parent(), false));
+  ASSIGN_OR_RETURN(const pb::InodeRec* to_dir, ParentFor(ctx, op.new_parent(), false));
   const pb::InodeRec from_copy = *from_dir, to_copy = *to_dir;
   ASSIGN_OR_RETURN(auto src_d, ctx.Dentry(op.parent(), op.name()));
   if (!src_d) return Err(ENOENT, absl::StrCat("rename ", op.name()));
@@ -96,7 +96,13 @@ absl::Status DoRename(OpContext& ctx, const pb::RenameOp& op, pb::MetaReply* rep
   if (op.parent() == op.new_parent() && op.name() == op.new_name()) return absl::OkStatus();
   if ((op.flags() & kExchange) && !dst_d) return Err(ENOENT, "exchange with a missing name");
   if ((op.flags() & kNoReplace) && dst_d) return Err(EEXIST, "rename: target exists");
+  if (dst_d && dst.ino() == src.ino()) return absl::OkStatus();  // two links of one file
+  // In vfs_rename's order: the source's directory (write, then its sticky
+  // bit), then the target's, then the ".." of a directory that moves.
+  constexpr int kModify = kMayWrite | kMayExec;
+  RETURN_IF_ERROR(CheckAccess(AccessOf(from_copy), ctx.cred(), kModify));
   RETURN_IF_ERROR(CheckStickyDelete(AccessOf(from_copy), AccessOf(src), ctx.cred()));
+  RETURN_IF_ERROR(CheckAccess(AccessOf(to_copy), ctx.cred(), kModify));
   if (dst_d) RETURN_IF_ERROR(CheckStickyDelete(AccessOf(to_copy), AccessOf(dst), ctx.cred()));
   if (IsDir(src) && op.parent() != op.new_parent()) {
     RETURN_IF_ERROR(CheckNotUnder(ctx, op.new_parent(), src.ino()));
@@ -106,7 +112,6 @@ absl::Status DoRename(OpContext& ctx, const pb::RenameOp& op, pb::MetaReply* rep
     RETURN_IF_ERROR(CheckNotUnder(ctx, op.parent(), dst.ino()));
     RETURN_IF_ERROR(CheckAccess(AccessOf(dst), ctx.cred(), kMayWrite));
   }
-  if (dst_d && dst.ino() == src.ino()) return absl::OkStatus();  // two links of one file
   TouchDir(ctx, from_copy);
   TouchDir(ctx, to_copy);
   if (op.flags() & kExchange) return Exchange(ctx, op, src, dst, reply);

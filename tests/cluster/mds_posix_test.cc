@@ -92,6 +92,11 @@ TEST_CASE("permissions: mode bits - groups - sticky and setgid directories - cho
   CHECK(Errno(bob.Rename(tmp, "a", tmp, "stolen")) == EPERM);
   REQUIRE(bob.Create(tmp, "b").ok());
   CHECK(Errno(bob.Rename(tmp, "b", tmp, "a")) == EPERM);  // would replace alice's file
+  // Linux's order: the source's directory and its sticky bit (EPERM) come
+  // before the target directory's write permission (EACCES).
+  uint64_t closed = Ino(root.Mkdir(top, "closed", 0755));
+  CHECK(Errno(bob.Rename(tmp, "a", closed, "a")) == EPERM);
+  CHECK(Errno(bob.Rename(tmp, "b", closed, "b")) == EACCES);
   CHECK(alice.Unlink(tmp, "a").ok());
   CHECK(root.Unlink(tmp, "a2").ok());
 
