@@ -137,16 +137,7 @@ Attr FileSystemClient::WithPending(Attr attr) {
   // batch leaves `pending`), so it is in one or the other. The other order
   // lost it: a read that took the size from before the report and the
   // pending bytes from after it was cut short (a reopened file read 0 bytes).
-  std::shared_ptr<FileCache> cache;
-  Creds writer;
-  {
-    absl::MutexLock lock(&mu_);
-    auto it = caches_.find(attr.ino());
-    if (it != caches_.end()) {
-      cache = it->second.cache;
-      writer = it->second.writer;
-    }
-  }
+  std::shared_ptr<FileCache> cache = CacheOf(attr.ino());
   FileCache::Pending p;
   if (cache != nullptr) p = cache->pending();
   attr = Newest(std::move(attr));
@@ -162,6 +153,12 @@ Attr FileSystemClient::WithPending(Attr attr) {
   // for the writer (ModeAfterWrite); show that now. (The kernel sends a
   // chmod of its own only for setuid, and setgid with group exec.)
   if (p.bytes > 0 && (attr.mode() & (S_ISUID | S_ISGID)) != 0) {
+    Creds writer;
+    {
+      absl::MutexLock lock(&mu_);
+      auto it = caches_.find(attr.ino());
+      if (it != caches_.end()) writer = it->second.writer;
+    }
     attr.set_mode(posix::ModeAfterWrite(AccessOf(attr), CredentialsOf(writer)));
   }
   if (p.end > attr.size()) attr.set_size(p.end);

@@ -21,6 +21,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
+#include "common/posix/acl.h"
 #include "tests/harness/tree.h"
 
 namespace weft::testing {
@@ -52,10 +53,10 @@ std::string Visible(const struct stat& st) {
   return out;
 }
 
-// Whether `path` (symlinks followed) is a FIFO, socket or device.
-bool Special(const std::string& path) {
+// The type of `path`, symlinks followed (S_IFREG, ...); 0 when stat fails.
+mode_t TypeOf(const std::string& path) {
   struct stat st = {};
-  return stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode);
+  return stat(path.c_str(), &st) == 0 ? st.st_mode & S_IFMT : 0;
 }
 
 int64_t Ns(const timespec& t) { return t.tv_sec * 1000000000ll + t.tv_nsec; }
@@ -80,22 +81,6 @@ PathState Probe(const std::string& path) {
   s.mtime = Ns(st.st_mtim);
   s.ctime = Ns(st.st_ctim);
   return s;
-}
-
-// A POSIX ACL xattr (linux/posix_acl_xattr.h): version 2, then {u16 tag,
-// u16 perm, u32 id} per entry, in tag order.
-std::string AclValue(const std::vector<std::tuple<uint16_t, uint16_t, uint32_t>>& entries) {
-  std::string out;
-  auto put = [&out](uint64_t v, int bytes) {
-    for (int i = 0; i < bytes; ++i) out.push_back(static_cast<char>((v >> (8 * i)) & 0xff));
-  };
-  put(2, 4);
-  for (const auto& [tag, perm, id] : entries) {
-    put(tag, 2);
-    put(perm, 2);
-    put(id, 4);
-  }
-  return out;
 }
 
 // One call: what it is (for the history), the paths whose state it may
@@ -189,18 +174,18 @@ class Generator {
 };
 
 std::string Generator::Acl() {
-  constexpr uint16_t kUserObj = 0x01, kUser = 0x02, kGroupObj = 0x04, kGroup = 0x08,
-                     kMask = 0x10, kOther = 0x20;
-  constexpr uint32_t kNoId = 0xffffffff;
-  std::vector<std::tuple<uint16_t, uint16_t, uint32_t>> e;
-  e.emplace_back(kUserObj, Uniform(8), kNoId);
+  posix::Acl acl;
+  auto add = [&acl](uint16_t tag, int perm, uint32_t id = posix::kAclUndefinedId) {
+    acl.entries.push_back({tag, static_cast<uint16_t>(perm), id});
+  };
+  add(posix::kAclUserObj, Uniform(8));
   const bool named = Chance(70);
-  if (named) e.emplace_back(kUser, Uniform(8), Pick(std::vector<uint32_t>{1000, 1001}));
-  e.emplace_back(kGroupObj, Uniform(8), kNoId);
-  if (named && Chance(50)) e.emplace_back(kGroup, Uniform(8), 2000);
-  if (named) e.emplace_back(kMask, Uniform(8), kNoId);
-  e.emplace_back(kOther, Uniform(8), kNoId);
-  return AclValue(e);
+  if (named) add(posix::kAclUser, Uniform(8), Pick(std::vector<uint32_t>{1000, 1001}));
+  add(posix::kAclGroupObj, Uniform(8));
+  if (named && Chance(50)) add(posix::kAclGroup, Uniform(8), 2000);
+  if (named) add(posix::kAclMask, Uniform(8));
+  add(posix::kAclOther, Uniform(8));
+  return posix::EncodeAcl(acl);
 }
 
 Call Generator::Next() {
@@ -221,12 +206,6 @@ Call Generator::Next() {
       c.kind = "mkdir";
       c.text = absl::StrFormat("mkdir %s %o", p, mode);
       c.run = [=](const std::string& r) { return Rc(mkdir(at(r, p).c_str(), mode)); };
-      break;
-    }
-    case 3: {
-      c.kind = "rmdir";
-      c.text = absl::StrCat("rmdir ", p);
-      c.run = [=](const std::string& r) { return Rc(rmdir(at(r, p).c_str())); };
       break;
     }
     case 2:
@@ -303,11 +282,15 @@ Call Generator::Next() {
       c.run = [=](const std::string& r) { return Rc(truncate(at(r, p).c_str(), len)); };
       break;
     }
+    case 3:
     case 12:
     case 13: {
-      c.kind = "unlink";
-      c.text = absl::StrCat("unlink ", p);
-      c.run = [=](const std::string& r) { return Rc(unlink(at(r, p).c_str())); };
+      const bool dir = kind == 3;
+      c.kind = dir ? "rmdir" : "unlink";
+      c.text = absl::StrCat(c.kind, " ", p);
+      c.run = [=](const std::string& r) {
+        return Rc(dir ? rmdir(at(r, p).c_str()) : unlink(at(r, p).c_str()));
+      };
       break;
     }
     case 14:
@@ -515,10 +498,8 @@ Call Generator::Next() {
         // asking a FUSE filesystem, and unlinking a directory differs in
         // which check comes first (kernel_checks_first), so what the steps
         // did next would differ.
-        struct stat st = {};
-        if (stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) {
-          return std::string("not a regular file: not opened");
-        }
+        const mode_t type = TypeOf(path);
+        if (type != 0 && type != S_IFREG) return std::string("not a regular file: not opened");
         const int fd = open(path.c_str(), flags | O_NONBLOCK, mode);
         if (fd < 0) return Err();
         std::string out = "ok";
@@ -644,7 +625,8 @@ NsFuzzReport RunNsFuzz(const NsFuzzOptions& options) {
     for (const std::string& rel : paths) {
       before[rel] = {Probe(options.reference + "/" + rel), Probe(options.tested + "/" + rel)};
     }
-    const bool special = !call.opens.empty() && Special(options.reference + "/" + call.opens);
+    const mode_t type = call.opens.empty() ? 0 : TypeOf(options.reference + "/" + call.opens);
+    const bool special = type != 0 && type != S_IFREG && type != S_IFDIR;  // FIFO, socket, device
     // Both times change by a tick at least (the kernel's coarse clock).
     if (options.times) absl::SleepFor(absl::Milliseconds(5));
     const std::string both = RunAs(caller, [&]() {
