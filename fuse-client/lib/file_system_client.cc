@@ -474,7 +474,9 @@ absl::StatusOr<Attr> FileSystemClient::Link(const Creds& c, uint64_t ino, uint64
   r.mutable_link()->set_new_name(new_name);
   RETURN_IF_ERROR(SettleAttrs(ino, /*drop=*/true));  // a second name: decided by the MDS from now on
   Invalidate(new_parent);
-  return CallAttr(c, std::move(r));
+  // The kernel takes these for the inode: with this client's buffered writes.
+  ASSIGN_OR_RETURN(Attr linked, CallAttr(c, std::move(r)));
+  return WithPending(std::move(linked));
 }
 
 absl::Status FileSystemClient::Unlink(const Creds& c, uint64_t parent, const std::string& name) {

@@ -219,6 +219,17 @@ TEST_CASE("fuse posix: namespace operations and their errors", "[fuse][posix]") 
   CHECK(Lstat(f.P("h2")).st_nlink == 2);
   REQUIRE(rename(f.C("h2"), f.C("d/h3")) == 0);  // same inode: both names stay
   CHECK(Lstat(f.P("h2")).st_nlink == 2);
+  // A link made while written bytes are still buffered: its attributes
+  // (which the kernel keeps for the inode) include them.
+  {
+    const int fd = open(f.C("buffered"), O_CREAT | O_WRONLY, 0644);
+    REQUIRE(fd >= 0);
+    WriteAll(fd, std::string(7905, 'b'), 0);
+    REQUIRE(link(f.C("buffered"), f.C("buffered2")) == 0);
+    CHECK(Lstat(f.P("buffered")).st_size == 7905);
+    CHECK(Lstat(f.P("buffered2")).st_size == 7905);
+    REQUIRE(close(fd) == 0);
+  }
   REQUIRE(mkdir(f.C("p1"), 0755) == 0);
   REQUIRE(mkdir(f.C("p2"), 0755) == 0);
   CHECK(Lstat(f.P("p1")).st_nlink == 2);
