@@ -19,18 +19,21 @@ void AttrChanges::Add(const AttrChanges& later) {
   valid |= later.valid;
 }
 
-std::shared_ptr<FileCache> FileCache::Create(FileData data, StripedIo* io, ThreadPool* pool,
+std::shared_ptr<FileCache> FileCache::Create(FileData data, StripedIo* io,
+                                             ThreadPool* flush_pool, ThreadPool* read_pool,
                                              DirtyBudget* budget, FileCacheOptions options,
                                              OnFlushed on_flushed) {
-  return std::shared_ptr<FileCache>(new FileCache(std::move(data), io, pool, budget,
-                                                  std::move(options), std::move(on_flushed)));
+  return std::shared_ptr<FileCache>(new FileCache(std::move(data), io, flush_pool, read_pool,
+                                                  budget, std::move(options),
+                                                  std::move(on_flushed)));
 }
 
-FileCache::FileCache(FileData data, StripedIo* io, ThreadPool* pool, DirtyBudget* budget,
-                     FileCacheOptions options, OnFlushed on_flushed)
+FileCache::FileCache(FileData data, StripedIo* io, ThreadPool* flush_pool, ThreadPool* read_pool,
+                     DirtyBudget* budget, FileCacheOptions options, OnFlushed on_flushed)
     : max_bytes_(options.max_file_bytes),
       io_(io),
-      pool_(pool),
+      flush_pool_(flush_pool),
+      read_pool_(read_pool),
       budget_(budget),
       options_(std::move(options)),
       on_flushed_(std::move(on_flushed)),
@@ -57,8 +60,8 @@ FileCache::~FileCache() {
   }
 }
 
-void FileCache::Submit(Tasks tasks) {
-  for (auto& t : tasks) pool_->Submit(std::move(t));
+void FileCache::Submit(ThreadPool* pool, Tasks tasks) {
+  for (auto& t : tasks) pool->Submit(std::move(t));
 }
 
 // ---- writes
@@ -100,11 +103,11 @@ absl::StatusOr<uint64_t> FileCache::Put(uint64_t offset, const uint64_t* append_
       StartBackgroundLocked(&tasks);
     }
   }
-  Submit(std::move(tasks));
+  Submit(flush_pool_, std::move(tasks));
   return offset;
 }
 
-std::shared_ptr<const FileCache::Batch> FileCache::TakeBatchLocked() {
+std::shared_ptr<const FileCache::Batch> FileCache::TakeBatchLocked(bool claimed) {
   auto batch = std::make_shared<Batch>();
   batch->data = data_;
   batch->extents = std::move(dirty_);
@@ -118,6 +121,7 @@ std::shared_ptr<const FileCache::Batch> FileCache::TakeBatchLocked() {
   dirty_mtime_ns_ = 0;  // the batch reports it; later, the MDS's mtime stands (futimens)
   dirty_since_ = absl::InfiniteFuture();
   flushing_ = batch;
+  flushing_claimed_ = claimed;
   return batch;
 }
 
@@ -159,15 +163,20 @@ std::shared_ptr<const FileCache::Batch> FileCache::FinishBatchLocked(const Batch
     return nullptr;
   }
   if (!chain || flush_waiters_ > 0 || dirty_.bytes() < options_.flush_bytes) return nullptr;
-  return TakeBatchLocked();
+  return TakeBatchLocked(/*claimed=*/true);
 }
 
 void FileCache::StartBackgroundLocked(Tasks* tasks) {
-  std::shared_ptr<const Batch> batch = TakeBatchLocked();
+  std::shared_ptr<const Batch> batch = TakeBatchLocked(/*claimed=*/false);
   tasks->push_back([self = shared_from_this(), batch] { self->RunBackground(batch); });
 }
 
 void FileCache::RunBackground(std::shared_ptr<const Batch> batch) {
+  {
+    absl::MutexLock lock(&mu_);
+    if (flushing_ != batch || flushing_claimed_) return;  // a Flush() wrote it meanwhile
+    flushing_claimed_ = true;
+  }
   while (batch != nullptr) {
     absl::Status s = WriteBatch(*batch);
     absl::MutexLock lock(&mu_);
@@ -180,12 +189,26 @@ absl::Status FileCache::Flush() {
   {
     absl::MutexLock lock(&mu_);
     flush_waiters_++;
-    auto idle = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return flushing_ == nullptr; };
-    mu_.Await(absl::Condition(&idle));
+    // A batch still queued for the background is written here, not waited
+    // for behind other files' batches (an untar leaves thousands queued,
+    // and the next open of each file settles its attributes through here).
+    auto idle_or_queued = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+      return flushing_ == nullptr || !flushing_claimed_;
+    };
+    for (;;) {
+      mu_.Await(absl::Condition(&idle_or_queued));
+      if (flushing_ == nullptr) break;
+      std::shared_ptr<const Batch> queued = flushing_;
+      flushing_claimed_ = true;
+      mu_.Unlock();
+      absl::Status s = WriteBatch(*queued);
+      mu_.Lock();
+      FinishBatchLocked(*queued, s, /*chain=*/false);
+    }
     flush_waiters_--;
     RETURN_IF_ERROR(error_);
     if (dirty_.empty() && attrs_.empty()) return absl::OkStatus();
-    batch = TakeBatchLocked();
+    batch = TakeBatchLocked(/*claimed=*/true);
   }
   absl::Status s = WriteBatch(*batch);
   absl::MutexLock lock(&mu_);
@@ -202,7 +225,7 @@ absl::Status FileCache::FlushInBackground(absl::Time dirty_before, bool force) {
     if (!force && dirty_since_ >= dirty_before) return absl::OkStatus();
     StartBackgroundLocked(&tasks);
   }
-  Submit(std::move(tasks));
+  Submit(flush_pool_, std::move(tasks));
   return absl::OkStatus();
 }
 
@@ -341,15 +364,10 @@ std::vector<std::shared_ptr<FileCache::Chunk>> FileCache::ReadAheadLocked(uint64
     auto c = std::make_shared<Chunk>();
     c->offset = at;
     c->length = std::min(chunk, size - at);
+    c->data = data_;
+    c->captured = CaptureLocked(c->offset, c->length);
     chunks_.emplace(at, c);
-    ExtentMap captured = CaptureLocked(c->offset, c->length);
-    tasks->push_back([self = shared_from_this(), c, captured = std::move(captured), data = data_] {
-      absl::StatusOr<std::string> bytes = self->io_->Read(data, c->offset, c->length);
-      if (bytes.ok()) captured.Overlay(c->offset, &*bytes);
-      absl::MutexLock lock(&c->mu);
-      c->bytes = std::move(bytes);
-      c->done = true;
-    });
+    tasks->push_back([self = shared_from_this(), c] { self->Fetch(*c); });
   }
   // The chunks holding [offset, offset + length), if they all exist.
   std::vector<std::shared_ptr<Chunk>> covering;
@@ -364,6 +382,21 @@ std::vector<std::shared_ptr<FileCache::Chunk>> FileCache::ReadAheadLocked(uint64
   return covering;
 }
 
+void FileCache::Fetch(Chunk& c) {
+  {
+    absl::MutexLock lock(&c.mu);
+    if (c.claimed) return;
+    c.claimed = true;
+  }
+  // Nothing else touches data and captured once the chunk is claimed.
+  absl::StatusOr<std::string> bytes = io_->Read(c.data, c.offset, c.length);
+  if (bytes.ok()) c.captured.Overlay(c.offset, &*bytes);
+  c.captured = ExtentMap();
+  absl::MutexLock lock(&c.mu);
+  c.bytes = std::move(bytes);
+  c.done = true;
+}
+
 absl::StatusOr<std::string> FileCache::Read(uint64_t offset, uint64_t length, uint64_t size,
                                             bool sequential_ok) {
   if (length == 0) return std::string();
@@ -373,10 +406,11 @@ absl::StatusOr<std::string> FileCache::Read(uint64_t offset, uint64_t length, ui
     absl::MutexLock lock(&mu_);
     chunks = ReadAheadLocked(offset, length, std::max(size, offset + length), &tasks);
   }
-  Submit(std::move(tasks));
+  Submit(read_pool_, std::move(tasks));
   if (chunks.empty()) return ReadThrough(offset, length);
   std::string out(length, '\0');
   for (const auto& c : chunks) {
+    Fetch(*c);  // what the reader waits for, unless a pool thread already has it
     absl::MutexLock lock(&c->mu);
     c->mu.Await(absl::Condition(&c->done));
     if (!c->bytes.ok()) return ReadThrough(offset, length);  // read ahead failed: try once more

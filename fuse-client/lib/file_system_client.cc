@@ -84,6 +84,7 @@ FileSystemClient::FileSystemClient(FileSystemClientOptions options,
       io_(objects_.get(), options_.inflight_bytes_max),
       budget_(options_.dirty_bytes_max),
       pool_(std::make_unique<ThreadPool>("client-io", options_.io_threads, 4096)),
+      read_pool_(std::make_unique<ThreadPool>("client-read", options_.io_threads, 4096)),
       release_pool_(std::make_unique<ThreadPool>("client-release", 4, 65536)),
       recall_pool_(std::make_unique<ThreadPool>("client-recall", 2, 65536)),
       releaser_([this] { ReleaseLoop(); }),
@@ -118,7 +119,8 @@ FileSystemClient::~FileSystemClient() {
     stopping_ = true;
   }
   flusher_.join();
-  pool_.reset();  // waits for readahead still running
+  read_pool_.reset();  // waits for readahead still running
+  pool_.reset();
   (void)meta_->Close();
 }
 

@@ -75,7 +75,7 @@ struct FileSystemClientOptions {
   // file create through the mount was three calls (lookup, create,
   // release), now two and a fraction.
   absl::Duration release_batch = absl::Milliseconds(5);
-  int io_threads = 8;                          // background flushes and readahead
+  int io_threads = 8;                          // background flushes; as many for readahead
   int64_t op_timeout_ms = 120000;
   int64_t connect_timeout_ms = 15000;  // Connect gives up after this (mount time)
 
@@ -367,8 +367,11 @@ class FileSystemClient {
   absl::flat_hash_map<uint64_t, OpenCache> caches_ ABSL_GUARDED_BY(mu_);
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
 
-  // Declared last, so destroyed first: its tasks use everything above.
-  std::unique_ptr<ThreadPool> pool_;
+  // Declared last, so destroyed first: their tasks use everything above.
+  // Write-back batches and readahead have pools of their own, so that a
+  // reader never queues behind a backlog of batches (FileCache).
+  std::unique_ptr<ThreadPool> pool_;       // write-back
+  std::unique_ptr<ThreadPool> read_pool_;  // readahead
   // Background releases: they wait for flushes running in pool_, so they
   // have threads of their own (never the other way round).
   std::unique_ptr<ThreadPool> release_pool_;

@@ -88,7 +88,8 @@ std::shared_ptr<FileCache> FileSystemClient::CacheFor(const Attr& attr) {
   const uint64_t ino = attr.ino();
   OpenCache& oc = caches_[ino];
   oc.handles = 1;
-  oc.cache = FileCache::Create(*data, &io_, pool_.get(), &budget_, options_.cache,
+  oc.cache = FileCache::Create(*data, &io_, pool_.get(), read_pool_.get(), &budget_,
+                               options_.cache,
                                [this, ino](uint64_t end, int64_t mtime_ns,
                                            int64_t allocated_delta, const AttrChanges& attrs) {
                                  return ReportWritten(ino, end, mtime_ns, allocated_delta, attrs);

@@ -1,0 +1,131 @@
+// The client's file cache (fuse-client/lib/file_cache.*) against real OSDs:
+// what a caller waits for never queues behind the background pools. Both
+// pools get one thread, held busy by a task of the test, as after an untar
+// thousands of queued write-back batches hold them; a Flush() and a Read()
+// must still finish, with the right bytes on the OSDs and in the reply.
+#include <catch2/catch.hpp>
+
+#include <future>
+#include <mutex>
+
+#include "absl/synchronization/notification.h"
+#include "fuse-client/lib/file_cache.h"
+#include "tests/harness/cluster.h"
+
+namespace weft::testing {
+namespace {
+
+// A one-thread pool whose thread is busy until Free().
+class HeldPool {
+ public:
+  explicit HeldPool(const std::string& name) : pool_(name, 1, 64) {
+    pool_.Submit([this] { free_.WaitForNotification(); });
+  }
+  ~HeldPool() { Free(); }
+  void Free() {
+    std::call_once(once_, [this] { free_.Notify(); });
+  }
+  ThreadPool* get() { return &pool_; }
+
+ private:
+  absl::Notification free_;
+  std::once_flag once_;
+  ThreadPool pool_;  // last: joined first, while free_ lives
+};
+
+// Waits up to a minute for `f`; a call still waiting then is a failure, and
+// the pools are freed so that it can end (the future's destructor joins it).
+template <typename T>
+T Within(std::future<T>& f, HeldPool& a, HeldPool& b) {
+  if (f.wait_for(std::chrono::seconds(60)) != std::future_status::ready) {
+    a.Free();
+    b.Free();
+    FAIL("the call waited for a busy background pool");
+  }
+  return f.get();
+}
+
+}  // namespace
+
+TEST_CASE("file cache: flush and read finish while the background pools are busy",
+          "[cluster]") {
+  auto c = Cluster::Start();
+  REQUIRE(c.ok());
+  auto objects = (*c)->Client();
+  REQUIRE(objects != nullptr);
+  auto pool = (*c)->CreatePool(*objects, "data", 3, 16);
+  INFO(pool.status());
+  REQUIRE(pool.ok());
+
+  client::StripedIo io(objects.get(), 64u << 20);
+  client::DirtyBudget budget(256u << 20);
+  client::FileData data;
+  data.ino = 0x1234;
+  data.layout = {.stripe_unit = 1u << 20, .stripe_count = 1, .object_size = 1u << 20};
+  data.pool = *pool;
+
+  HeldPool flush_pool("test-flush");
+  HeldPool read_pool("test-read");
+  std::mutex reports_mu;
+  std::vector<uint64_t> reports;  // the end of each batch reported
+  auto cache = client::FileCache::Create(
+      data, &io, flush_pool.get(), read_pool.get(), &budget, {},
+      [&](uint64_t end, int64_t, int64_t, const client::AttrChanges&) {
+        std::lock_guard<std::mutex> lock(reports_mu);
+        reports.push_back(end);
+        return absl::OkStatus();
+      });
+
+  // 3 MiB over three objects, queued for the busy flush pool as a close does.
+  const std::string bytes = RandomBytes(3u << 20, 77);
+  REQUIRE(cache->Write(0, bytes, 1).ok());
+  REQUIRE(cache->FlushInBackground(absl::InfiniteFuture(), /*force=*/true).ok());
+  REQUIRE(cache->pending().bytes == bytes.size());
+
+  // fsync: writes the queued batch itself.
+  auto flushed = std::async(std::launch::async, [&] { return cache->Flush(); });
+  absl::Status s = Within(flushed, flush_pool, read_pool);
+  INFO(s);
+  REQUIRE(s.ok());
+  REQUIRE(cache->pending().bytes == 0);
+  {
+    std::lock_guard<std::mutex> lock(reports_mu);
+    REQUIRE(reports == std::vector<uint64_t>{bytes.size()});
+  }
+  auto stored = io.Read(data, 0, bytes.size());
+  REQUIRE(stored.ok());
+  REQUIRE(*stored == bytes);
+
+  // A sequential reader's first read starts a readahead stream: its chunk is
+  // queued on the busy read pool, and the reader fetches it itself.
+  auto read = std::async(std::launch::async,
+                         [&] { return cache->Read(0, 128u << 10, bytes.size(), true); });
+  absl::StatusOr<std::string> got = Within(read, flush_pool, read_pool);
+  REQUIRE(got.ok());
+  REQUIRE(*got == bytes.substr(0, 128u << 10));
+  // The next read follows on: served from the chunk (nothing buffered since).
+  auto next = std::async(std::launch::async, [&] {
+    return cache->Read(128u << 10, 1u << 20, bytes.size(), true);
+  });
+  got = Within(next, flush_pool, read_pool);
+  REQUIRE(got.ok());
+  REQUIRE(*got == bytes.substr(128u << 10, 1u << 20));
+
+  // The pools' queued tasks now run: the batch written by Flush() is not
+  // written or reported again, and new writes flush as before.
+  flush_pool.Free();
+  read_pool.Free();
+  REQUIRE(cache->Write(10, "later", 2).ok());
+  REQUIRE(cache->Flush().ok());
+  {
+    std::lock_guard<std::mutex> lock(reports_mu);
+    REQUIRE(reports == std::vector<uint64_t>{bytes.size(), 15});
+  }
+  stored = io.Read(data, 0, 16);
+  REQUIRE(stored.ok());
+  std::string want = bytes.substr(0, 16);
+  want.replace(10, 5, "later");
+  REQUIRE(*stored == want);
+}
+
+}  // namespace weft::testing
