@@ -1,5 +1,7 @@
 #include "common/executor/thread_pool.h"
 
+#include <pthread.h>
+
 namespace weft {
 
 ThreadPool::ThreadPool(std::string name, int threads, size_t max_queued)
@@ -38,6 +40,8 @@ size_t ThreadPool::queued() {
 }
 
 void ThreadPool::Run() {
+  // Named for top -H, perf and gdb (the kernel keeps 15 characters).
+  pthread_setname_np(pthread_self(), name_.substr(0, 15).c_str());
   for (;;) {
     std::function<void()> fn;
     {
