@@ -2,12 +2,12 @@
 // (session timeouts, recursive statistics, purging, cache trimming).
 #include <cstdio>
 #include <cstdlib>
-#include <fstream>
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "common/executor/thread_pool.h"
 #include "common/log/log.h"
+#include "common/memory/memory.h"
 #include "common/status/status.h"
 #include "mds/ops/ops.h"
 #include "mds/rank.h"
@@ -16,13 +16,6 @@ namespace weft::mds {
 namespace {
 
 int64_t NowMs() { return absl::ToUnixMillis(absl::Now()); }
-
-uint64_t RssBytes() {
-  std::ifstream statm("/proc/self/statm");
-  uint64_t pages = 0, rss = 0;
-  statm >> pages >> rss;
-  return rss * 4096;
-}
 
 constexpr size_t kPurgeBatch = 512;  // files per janitor pass (empty ones cost no I/O)
 // Files purged at once: one at a time left a deleted tree of 6,200 small
@@ -267,7 +260,7 @@ pb::FsStatusReply MdsRank::Status() {
   if (CInode* root = cache_.Inode(kRootIno)) {  // files and directories, root included
     reply.set_inodes(root->rec.rstat().rfiles() + root->rec.rstat().rsubdirs() + 1);
   }
-  reply.set_rss_bytes(RssBytes());
+  reply.set_rss_bytes(memory::ResidentBytes());
   reply.set_dir_leases(leases_.size());
   return reply;
 }
