@@ -332,10 +332,10 @@ void OsdDaemon::TrimLoop() {
     const uint64_t resident = memory::AnonResidentBytes();
     if (!memory::NeedsHeapCount(resident, free_bytes)) continue;
     const struct mallinfo2 info = mallinfo2();
-    if (!memory::ShouldTrim(resident, info.uordblks, free_bytes)) continue;
+    const uint64_t in_use = info.uordblks + info.hblkhd;  // arenas, and chunks mmapped alone
+    if (!memory::ShouldTrim(resident, in_use, free_bytes)) continue;
     malloc_trim(0);
-    VLOG(1) << "event=memory_trim resident_bytes=" << resident
-            << " in_use_bytes=" << info.uordblks;
+    VLOG(1) << "event=memory_trim resident_bytes=" << resident << " in_use_bytes=" << in_use;
   }
 }
 

@@ -13,12 +13,12 @@ uint64_t ResidentBytes();
 uint64_t AnonResidentBytes();
 
 // Whether to call malloc_trim: when the heap's free memory that is still
-// resident reaches `free_bytes`. `resident` is AnonResidentBytes(); `in_use` is
-// what the heap has handed out (mallinfo2's uordblks), asked for only when
-// `resident` alone allows it (NeedsHeapCount), because mallinfo2 walks every
-// free chunk of every arena under the arena's lock. Its own free count
-// (fordblks) is not used: it keeps counting chunks whose pages an earlier
-// trim already gave back.
+// resident reaches `free_bytes`. `resident` is AnonResidentBytes(); `in_use`
+// is what the heap has handed out (mallinfo2's uordblks plus hblkhd), asked
+// for only when `resident` alone allows it (NeedsHeapCount), because
+// mallinfo2 walks every free chunk of every arena under the arena's lock.
+// Its own free count (fordblks) is not used: it keeps counting chunks whose
+// pages an earlier trim already gave back.
 inline bool NeedsHeapCount(uint64_t resident, uint64_t free_bytes) {
   return resident >= free_bytes;
 }
