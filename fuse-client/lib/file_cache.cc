@@ -185,35 +185,34 @@ void FileCache::RunBackground(std::shared_ptr<const Batch> batch) {
 }
 
 absl::Status FileCache::Flush() {
-  std::shared_ptr<const Batch> batch;
-  {
-    absl::MutexLock lock(&mu_);
-    flush_waiters_++;
-    // A batch still queued for the background is written here, not waited
-    // for behind other files' batches (an untar leaves thousands queued,
-    // and the next open of each file settles its attributes through here).
-    auto idle_or_queued = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-      return flushing_ == nullptr || !flushing_claimed_;
-    };
-    for (;;) {
-      mu_.Await(absl::Condition(&idle_or_queued));
-      if (flushing_ == nullptr) break;
-      std::shared_ptr<const Batch> queued = flushing_;
-      flushing_claimed_ = true;
-      mu_.Unlock();
-      absl::Status s = WriteBatch(*queued);
-      mu_.Lock();
-      FinishBatchLocked(*queued, s, /*chain=*/false);
-    }
-    flush_waiters_--;
-    RETURN_IF_ERROR(error_);
-    if (dirty_.empty() && attrs_.empty()) return absl::OkStatus();
-    batch = TakeBatchLocked(/*claimed=*/true);
-  }
-  absl::Status s = WriteBatch(*batch);
   absl::MutexLock lock(&mu_);
-  FinishBatchLocked(*batch, s, /*chain=*/false);
-  return s;
+  flush_waiters_++;
+  // A batch still queued for the background is written here, not waited
+  // for behind other files' batches (an untar leaves thousands queued, and
+  // the next open of each file settles its attributes through here); then
+  // what is buffered, once.
+  auto idle_or_queued = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return flushing_ == nullptr || !flushing_claimed_;
+  };
+  bool buffered_taken = false;
+  for (;;) {
+    mu_.Await(absl::Condition(&idle_or_queued));
+    std::shared_ptr<const Batch> batch = flushing_;
+    if (batch != nullptr) {
+      flushing_claimed_ = true;
+    } else if (buffered_taken || !error_.ok() || (dirty_.empty() && attrs_.empty())) {
+      break;
+    } else {
+      batch = TakeBatchLocked(/*claimed=*/true);
+      buffered_taken = true;
+    }
+    mu_.Unlock();
+    absl::Status s = WriteBatch(*batch);
+    mu_.Lock();
+    FinishBatchLocked(*batch, s, /*chain=*/false);  // a failure becomes error_
+  }
+  flush_waiters_--;
+  return error_;
 }
 
 absl::Status FileCache::FlushInBackground(absl::Time dirty_before, bool force) {
