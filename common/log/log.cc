@@ -11,6 +11,7 @@
 #include <string>
 
 #include "absl/synchronization/mutex.h"
+#include "common/log/crash_handler.h"
 
 namespace weft::log {
 namespace {
@@ -33,6 +34,7 @@ void SetProgramTag(absl::string_view tag) { *g_tag = std::string(tag); }
 
 void StartProcess(absl::string_view tag) {
   SetProgramTag(tag);
+  InstallCrashHandler(tag);
   absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
 }
 

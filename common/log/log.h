@@ -19,7 +19,8 @@ void SetVerbosity(int level);
 int Verbosity();
 // Prefix for every line, such as "osd.3". Call once at startup.
 void SetProgramTag(absl::string_view tag);
-// What every daemon and the CLI call first: the program tag, and Abseil's
+// What every daemon and the CLI call first: the program tag, the crash
+// handler (common/log/crash_handler.h), and Abseil's
 // mutex deadlock detection turned off. Debian's Abseil leaves it on, which
 // costs a lock-graph update on every Mutex acquisition (2-3 % of the MDS's
 // and weft-fuse's CPU in a create benchmark). Test binaries keep it on.

@@ -1,9 +1,11 @@
 // Faults against real processes: an OSD killed with SIGKILL during writes, a
-// corrupted byte on disk, and how fast clients learn that an OSD is down.
+// corrupted byte on disk, how fast clients learn that an OSD is down, and
+// what a daemon dying of a fatal signal leaves in its log.
 #include <catch2/catch.hpp>
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -13,6 +15,7 @@
 #include <map>
 #include <mutex>
 #include <random>
+#include <sstream>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
@@ -22,6 +25,24 @@
 
 namespace weft::testing {
 namespace {
+
+std::string ReadWholeFile(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+// The crash report a daemon tagged `tag` wrote for `signal_name` in `log`:
+// its lines from the header to the end marker ("" if there is none).
+std::string CrashReport(const std::string& log, const std::string& tag,
+                        const std::string& signal_name) {
+  const size_t head = log.find(absl::StrCat(" ", tag, " crash] *** ", signal_name, " "));
+  if (head == std::string::npos) return "";
+  const size_t end = log.find("crash] *** end of stack", head);
+  if (end == std::string::npos) return "";
+  return log.substr(head, end - head);
+}
 
 PoolId MakePool(Cluster& c, client::ObjectClient& client) {
   auto pool = c.CreatePool(client, "data", 3, 16);
@@ -226,6 +247,45 @@ TEST_CASE("an OSD marked out by the down-out timer is in again when it boots - o
   int outs = 0;
   for (std::string line; std::getline(log, line);) outs += line.find(needle) != std::string::npos;
   CHECK(outs == 1);
+}
+
+TEST_CASE("a daemon dying of a fatal signal logs its stack and dies of it - then restarts",
+          "[cluster][fault]") {
+  auto started = Cluster::Start();
+  REQUIRE(started.ok());
+  Cluster& c = **started;
+  auto client = c.Client();
+  PoolId pool = MakePool(c, *client);
+  const std::string data = RandomBytes(100000, 7);
+  REQUIRE(client->Put(pool, "before", data).ok());
+
+  // An OSD: the exit status is the signal's, as without the handler.
+  REQUIRE(c.SignalOsd(0, SIGSEGV) == 128 + SIGSEGV);
+  const std::string osd_log = ReadWholeFile(c.OsdLogPath(0));
+  const std::string osd_report =
+      CrashReport(osd_log, absl::StrCat("osd.", c.osd_id(0)), "SIGSEGV");
+  INFO(osd_log.substr(osd_log.size() - std::min<size_t>(osd_log.size(), 3000)));
+  REQUIRE_FALSE(osd_report.empty());
+  REQUIRE(osd_report.find("sent by pid") != std::string::npos);
+  REQUIRE(osd_report.find("crash]     @ 0x") != std::string::npos);  // frames
+  REQUIRE(c.StartOsd(0).ok());
+
+  // The MDS (a failed CHECK or LOG(FATAL) ends in SIGABRT).
+  REQUIRE(c.SignalMds(SIGABRT) == 128 + SIGABRT);
+  const std::string mds_log = ReadWholeFile(c.MdsLogPath());
+  const std::string mds_report = CrashReport(mds_log, "mds.a", "SIGABRT");
+  INFO(mds_log.substr(mds_log.size() - std::min<size_t>(mds_log.size(), 3000)));
+  REQUIRE_FALSE(mds_report.empty());
+  REQUIRE(c.StartMds().ok());
+
+  // Both serve again, and nothing acknowledged was lost.
+  REQUIRE(c.WaitOsdsUp(3, absl::Seconds(30)).ok());
+  REQUIRE(c.WaitClean(absl::Seconds(60)).ok());
+  auto got = client->Get(pool, "before");
+  INFO(got.status());
+  REQUIRE(got.ok());
+  REQUIRE(*got == data);
+  REQUIRE(client->Put(pool, "after", data).ok());
 }
 
 }  // namespace weft::testing

@@ -191,7 +191,7 @@ absl::Status Cluster::StartMds() {
   mds_.reset();
   ASSIGN_OR_RETURN(mds_, Process::Spawn({BinPath("weft-mds"), "--name", "a", "-c", conf_path_,
                                          "--lease_ttl_s", "3"},
-                                        dir_ + "/mds.a.log"));
+                                        MdsLogPath()));
   // The MDS answers once it has read the map.
   CommandResult ls;
   for (int i = 0; i < 100; ++i) {
@@ -202,11 +202,12 @@ absl::Status Cluster::StartMds() {
   return absl::InternalError("weft-mds did not come up: " + ls.output);
 }
 
-void Cluster::KillMds() {
-  if (mds_) {
-    mds_->Kill(SIGKILL);
-    mds_->Wait();
-  }
+void Cluster::KillMds() { (void)SignalMds(SIGKILL); }
+
+int Cluster::SignalMds(int sig) {
+  if (!mds_) return -1;
+  mds_->Kill(sig);
+  return mds_->Wait();
 }
 
 void Cluster::StopMds() {
@@ -312,14 +313,20 @@ absl::Status Cluster::StartOsd(int i) {
   ASSIGN_OR_RETURN(osds_[i], Process::Spawn({BinPath("weft-osd"), "--id", std::to_string(id),
                                              "--data", OsdDataDir(i), "-c", conf_path_,
                                              "--host", absl::StrCat("host", i)},
-                                            absl::StrCat(dir_, "/osd.", id, ".log")));
+                                            OsdLogPath(i)));
   return absl::OkStatus();
 }
 
-void Cluster::KillOsd(int i) {
-  if (!osds_.at(i)) return;
-  osds_[i]->Kill(SIGKILL);
-  osds_[i]->Wait();
+void Cluster::KillOsd(int i) { (void)SignalOsd(i, SIGKILL); }
+
+int Cluster::SignalOsd(int i, int sig) {
+  if (!osds_.at(i)) return -1;
+  osds_[i]->Kill(sig);
+  return osds_[i]->Wait();
+}
+
+std::string Cluster::OsdLogPath(int i) const {
+  return absl::StrCat(dir_, "/osd.", osd_ids_.at(i), ".log");
 }
 
 void Cluster::StopOsd(int i) {

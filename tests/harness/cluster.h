@@ -90,6 +90,10 @@ class Cluster {
   // The MDS: restart after a kill, as an operator would.
   absl::Status StartMds();
   void KillMds();  // SIGKILL
+  // Sends `sig` to the MDS and waits for it to end; its exit code (128+signal
+  // if the signal ended it), -1 if it was not running.
+  int SignalMds(int sig);
+  std::string MdsLogPath() const { return dir_ + "/mds.a.log"; }
   void StopMds();  // SIGTERM and wait
   bool MdsRunning();
 
@@ -118,6 +122,8 @@ class Cluster {
 
   absl::Status StartOsd(int i);
   void KillOsd(int i);       // SIGKILL
+  int SignalOsd(int i, int sig);  // as SignalMds
+  std::string OsdLogPath(int i) const;
   void StopOsd(int i);       // SIGTERM and wait
   bool OsdRunning(int i);
   EtcdProcess* etcd() { return etcd_.get(); }
