@@ -31,8 +31,8 @@ absl::StatusOr<pb::InodeRec*> MakeInode(OpContext& ctx, uint64_t parent, const s
   const pb::InodeRec dir_copy = *dir;
   pb::InodeRec* inode = ctx.NewInode(attrs.mode, attrs.uid, attrs.gid);
   inode->set_parent(parent);
-  if (!attrs.acl_access.empty()) (*inode->mutable_xattrs())[std::string(kXattrPosixAclAccess)] = attrs.acl_access;
-  if (!attrs.acl_default.empty()) (*inode->mutable_xattrs())[std::string(kXattrPosixAclDefault)] = attrs.acl_default;
+  if (!attrs.acl_access.empty()) SetXattr(inode, kXattrPosixAclAccess, attrs.acl_access);
+  if (!attrs.acl_default.empty()) SetXattr(inode, kXattrPosixAclDefault, attrs.acl_default);
   if (IsReg(*inode)) {
     *inode->mutable_layout() = layout;
     inode->set_allocated(0);

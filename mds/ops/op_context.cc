@@ -262,19 +262,48 @@ bool OpContext::Finish(pb::JournalEvent* event) {
          !stray_add_.empty() || !purge_add_.empty();
 }
 
+const std::string* FindXattr(const pb::InodeRec& rec, absl::string_view name) {
+  for (const pb::Xattr& x : rec.xattrs()) {
+    if (x.name() == name) return &x.value();
+  }
+  return nullptr;
+}
+
+void SetXattr(pb::InodeRec* rec, absl::string_view name, std::string value) {
+  for (pb::Xattr& x : *rec->mutable_xattrs()) {
+    if (x.name() == name) {
+      x.set_value(std::move(value));
+      return;
+    }
+  }
+  pb::Xattr* x = rec->add_xattrs();
+  x->set_name(std::string(name));
+  x->set_value(std::move(value));
+}
+
+bool RemoveXattr(pb::InodeRec* rec, absl::string_view name) {
+  auto* xattrs = rec->mutable_xattrs();
+  for (int i = 0; i < xattrs->size(); ++i) {
+    if (xattrs->Get(i).name() == name) {
+      xattrs->DeleteSubrange(i, 1);
+      return true;
+    }
+  }
+  return false;
+}
+
 AccessAttrs AccessOf(const pb::InodeRec& rec) {
   AccessAttrs a;
   a.mode = rec.mode();
   a.uid = rec.uid();
   a.gid = rec.gid();
-  auto it = rec.xattrs().find(std::string(posix::kXattrPosixAclAccess));
-  if (it != rec.xattrs().end()) a.acl_access = it->second;
+  if (const std::string* acl = FindXattr(rec, posix::kXattrPosixAclAccess)) a.acl_access = *acl;
   return a;
 }
 
 std::string DefaultAcl(const pb::InodeRec& rec) {
-  auto it = rec.xattrs().find(std::string(posix::kXattrPosixAclDefault));
-  return it == rec.xattrs().end() ? std::string() : it->second;
+  const std::string* acl = FindXattr(rec, posix::kXattrPosixAclDefault);
+  return acl == nullptr ? std::string() : *acl;
 }
 
 void FillAttr(const pb::InodeRec& rec, pb::Attr* attr) {
@@ -294,7 +323,7 @@ void FillAttr(const pb::InodeRec& rec, pb::Attr* attr) {
   attr->set_generation(rec.generation());
   if (rec.has_layout()) *attr->mutable_layout() = rec.layout();
   attr->set_no_xattrs(rec.xattrs().empty());
-  attr->set_no_acl(!rec.xattrs().contains(std::string(posix::kXattrPosixAclAccess)));
+  attr->set_no_acl(FindXattr(rec, posix::kXattrPosixAclAccess) == nullptr);
 }
 
 }  // namespace weft::mds

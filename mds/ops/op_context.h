@@ -120,6 +120,13 @@ class OpContext {
 };
 
 // Shared by operations.
+// An inode's xattr by name: its value, or null.
+const std::string* FindXattr(const pb::InodeRec& rec, absl::string_view name);
+// Sets (adds or replaces) the xattr `name`.
+void SetXattr(pb::InodeRec* rec, absl::string_view name, std::string value);
+// Removes the xattr `name`; false if there was none.
+bool RemoveXattr(pb::InodeRec* rec, absl::string_view name);
+
 AccessAttrs AccessOf(const pb::InodeRec& rec);
 std::string DefaultAcl(const pb::InodeRec& rec);
 void FillAttr(const pb::InodeRec& rec, pb::Attr* attr);

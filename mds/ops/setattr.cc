@@ -54,7 +54,7 @@ absl::Status DoSetattr(OpContext& ctx, const pb::SetattrOp& op, pb::MetaReply* r
   edit->set_gid(decided.gid);
   edit->set_mode(decided.mode);
   if (!decided.acl_access.empty()) {
-    (*edit->mutable_xattrs())[std::string(kXattrPosixAclAccess)] = decided.acl_access;
+    SetXattr(edit, kXattrPosixAclAccess, decided.acl_access);
   }
   if (valid & pb::SA_SIZE) ApplySize(ctx, op, before, edit);
   if (valid & pb::SA_ATIME) edit->set_atime_ns(op.atime_ns());

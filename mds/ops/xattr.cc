@@ -81,9 +81,9 @@ absl::Status DoGetxattr(OpContext& ctx, const pb::GetxattrOp& op, pb::MetaReply*
     reply->set_value(value);
     return absl::OkStatus();
   }
-  auto it = inode->xattrs().find(op.name());
-  if (it == inode->xattrs().end()) return Err(ENODATA, absl::StrCat("no attribute ", op.name()));
-  reply->set_value(it->second);
+  const std::string* value = FindXattr(*inode, op.name());
+  if (value == nullptr) return Err(ENODATA, absl::StrCat("no attribute ", op.name()));
+  reply->set_value(*value);
   return absl::OkStatus();
 }
 
@@ -105,7 +105,7 @@ absl::Status DoSetxattr(OpContext& ctx, const pb::SetxattrOp& op, pb::MetaReply*
   }
   RETURN_IF_ERROR(XattrPermission(ctx, *inode, ns, kMayWrite));
   const pb::InodeRec before = *inode;
-  bool exists = before.xattrs().contains(op.name());
+  bool exists = FindXattr(before, op.name()) != nullptr;
   if (ns == XattrNs::kAcl) {  // Linux ignores the flags for ACLs
     // An ACL the mode bits say all of is not stored; Linux then changes
     // nothing, ctime included, unless the mode changes or one is removed.
@@ -125,9 +125,9 @@ absl::Status DoSetxattr(OpContext& ctx, const pb::SetxattrOp& op, pb::MetaReply*
     pb::InodeRec* edit = ctx.Edit(before);
     edit->set_mode(mode);
     if (stored.empty()) {
-      edit->mutable_xattrs()->erase(op.name());
+      RemoveXattr(edit, op.name());
     } else {
-      (*edit->mutable_xattrs())[op.name()] = stored;
+      SetXattr(edit, op.name(), std::move(stored));
     }
     edit->set_ctime_ns(ctx.now_ns());
     FillAttr(*edit, reply->mutable_attr());
@@ -136,12 +136,12 @@ absl::Status DoSetxattr(OpContext& ctx, const pb::SetxattrOp& op, pb::MetaReply*
   if ((op.flags() & kXattrCreate) && exists) return Err(EEXIST, "xattr exists");
   if ((op.flags() & kXattrReplace) && !exists) return Err(ENODATA, "no such xattr");
   size_t total = 0;
-  for (const auto& [k, v] : before.xattrs()) total += k.size() + v.size();
+  for (const pb::Xattr& x : before.xattrs()) total += x.name().size() + x.value().size();
   if (total + op.name().size() + op.value().size() > 1024 * 1024) {
     return Err(ENOSPC, "over 1 MiB of xattrs on one inode");
   }
   pb::InodeRec* edit = ctx.Edit(before);
-  (*edit->mutable_xattrs())[op.name()] = op.value();
+  SetXattr(edit, op.name(), op.value());
   edit->set_ctime_ns(ctx.now_ns());
   FillAttr(*edit, reply->mutable_attr());
   return absl::OkStatus();
@@ -150,9 +150,9 @@ absl::Status DoSetxattr(OpContext& ctx, const pb::SetxattrOp& op, pb::MetaReply*
 absl::Status DoListxattr(OpContext& ctx, const pb::ListxattrOp& op, pb::MetaReply* reply) {
   ASSIGN_OR_RETURN(const pb::InodeRec* inode, ctx.Inode(op.ino()));
   std::vector<std::string> names;
-  for (const auto& [name, value] : inode->xattrs()) {
-    if (XattrNamespace(name) == XattrNs::kTrusted && ctx.cred().uid != 0) continue;
-    names.push_back(name);
+  for (const pb::Xattr& x : inode->xattrs()) {
+    if (XattrNamespace(x.name()) == XattrNs::kTrusted && ctx.cred().uid != 0) continue;
+    names.push_back(x.name());
   }
   std::sort(names.begin(), names.end());
   for (auto& n : names) reply->add_names(n);
@@ -179,9 +179,9 @@ absl::Status DoRemovexattr(OpContext& ctx, const pb::RemovexattrOp& op, pb::Meta
     set.set_name(op.name());
     return DoSetxattr(ctx, set, reply);
   }
-  if (!inode->xattrs().contains(op.name())) return Err(ENODATA, "no such xattr");
+  if (FindXattr(*inode, op.name()) == nullptr) return Err(ENODATA, "no such xattr");
   pb::InodeRec* edit = ctx.Edit(*inode);
-  edit->mutable_xattrs()->erase(op.name());
+  RemoveXattr(edit, op.name());
   edit->set_ctime_ns(ctx.now_ns());
   FillAttr(*edit, reply->mutable_attr());
   return absl::OkStatus();

@@ -390,6 +390,96 @@ TEST_CASE("fuse posix: namespace operations and their errors", "[fuse][posix]") 
 
 // ============================================================================
 
+// Names on Linux are bytes: anything but NUL and '/'. Latin-1 and other
+// non-UTF-8 names, link targets and xattr names and values must work like
+// any other, and so must the errors that quote them.
+std::set<std::string> DirNames(const std::string& dir) {
+  std::set<std::string> names;
+  DIR* d = opendir(dir.c_str());
+  REQUIRE(d != nullptr);
+  while (dirent* e = readdir(d)) {
+    const std::string name = e->d_name;
+    if (name != "." && name != "..") names.insert(name);
+  }
+  closedir(d);
+  return names;
+}
+
+TEST_CASE("fuse posix: names - link targets and xattrs are bytes - any but NUL and slash",
+          "[fuse][posix]") {
+  Fixture f;
+  const std::string latin1 = "caf\xe9";                          // not UTF-8
+  const std::string high(255, '\xff');                           // the longest name
+  const std::string mixed = "\x80\x01 \xfe.d";                   // control byte, space
+  const std::string utf8 = "\xe6\x97\xa5\xe6\x9c\xac";           // valid UTF-8
+  const std::string target = "\xff/../t\xe9";                    // a symlink's target
+  const std::string xname = "user.\xff\xfe", xvalue("\x00\xff\x80\xe9", 4);
+  REQUIRE(mkdir(f.C("n"), 0755) == 0);
+  for (const std::string& name : {latin1, high, utf8}) {
+    INFO("name of " << name.size() << " bytes");
+    const std::string p = f.P("n/" + name);
+    const int fd = open(p.c_str(), O_CREAT | O_EXCL | O_WRONLY, 0644);
+    REQUIRE(fd >= 0);
+    WriteAll(fd, "content of " + name, 0);
+    REQUIRE(close(fd) == 0);
+    // The errors name it too, and still reach the caller as errnos.
+    REQUIRE(Err(open(p.c_str(), O_CREAT | O_EXCL | O_WRONLY, 0644)) == EEXIST);
+    REQUIRE(Err(mkdir(p.c_str(), 0755)) == EEXIST);
+    REQUIRE(Err(rmdir(p.c_str())) == ENOTDIR);
+  }
+  REQUIRE(mkdir(f.C("n/" + mixed), 0750) == 0);
+  REQUIRE(Err(mkdir(f.C("n/" + mixed + "/sub\xe9"), 0750)) == 0);
+  REQUIRE(Err(rmdir(f.C("n/" + mixed))) == ENOTEMPTY);
+  struct stat st;
+  REQUIRE(Err(lstat(f.C("n/missing\xe9"), &st)) == ENOENT);
+  REQUIRE(Err(unlink(f.C("n/missing\xe9"))) == ENOENT);
+  REQUIRE(symlink(target.c_str(), f.C("n/link\xfe")) == 0);
+  REQUIRE(link(f.C("n/" + latin1), f.C("n/hard\xe9")) == 0);
+  REQUIRE(rename(f.C("n/" + utf8), f.C("n/renamed\xff")) == 0);
+  REQUIRE(setxattr(f.C("n/" + latin1), xname.c_str(), xvalue.data(), xvalue.size(),
+                   XATTR_CREATE) == 0);
+  REQUIRE(Err(setxattr(f.C("n/" + latin1), xname.c_str(), "x", 1, XATTR_CREATE)) == EEXIST);
+  REQUIRE(Err(getxattr(f.C("n/" + latin1), "user.missing\xe9", nullptr, 0)) == ENODATA);
+
+  const std::set<std::string> expected = {latin1,       high,          mixed,
+                                          "link\xfe",   "hard\xe9",    "renamed\xff"};
+  auto check = [&](const char* when) {
+    INFO(when);
+    REQUIRE(DirNames(f.P("n")) == expected);
+    REQUIRE(DirNames(f.P("n/" + mixed)) == std::set<std::string>{"sub\xe9"});
+    REQUIRE(ReadFile(f.P("n/" + latin1)) == "content of " + latin1);
+    REQUIRE(ReadFile(f.P("n/hard\xe9")) == "content of " + latin1);
+    REQUIRE(Lstat(f.P("n/" + latin1)).st_nlink == 2);
+    REQUIRE(ReadFile(f.P("n/" + high)) == "content of " + high);
+    REQUIRE(ReadFile(f.P("n/renamed\xff")) == "content of " + utf8);
+    char buf[256];
+    const ssize_t n = readlink(f.C("n/link\xfe"), buf, sizeof(buf));
+    REQUIRE(n == static_cast<ssize_t>(target.size()));
+    REQUIRE(std::string(buf, n) == target);
+    REQUIRE(Xattr(f.P("n/" + latin1), xname) == xvalue);
+    char list[256];
+    const ssize_t len = listxattr(f.C("n/" + latin1), list, sizeof(list));
+    REQUIRE(len == static_cast<ssize_t>(xname.size() + 1));
+    REQUIRE(std::string(list, len - 1) == xname);
+  };
+  check("as written");
+  f.Remount();
+  check("from a new client");
+  f.mount.reset();
+  const absl::Status restarted = f.cluster->RestartAll(/*crash=*/true);
+  INFO(restarted);
+  REQUIRE(restarted.ok());
+  f.Remount();
+  check("after kill -9 of every daemon: journal replayed");
+  REQUIRE(removexattr(f.C("n/" + latin1), xname.c_str()) == 0);
+  for (const std::string& name : expected) {
+    if (name != mixed) REQUIRE(unlink(f.C("n/" + name)) == 0);
+  }
+  REQUIRE(rmdir(f.C("n/" + mixed + "/sub\xe9")) == 0);
+  REQUIRE(rmdir(f.C("n/" + mixed)) == 0);
+  REQUIRE(DirNames(f.P("n")).empty());
+}
+
 TEST_CASE("fuse posix: open flags - truncate at every boundary - sparse and open-unlinked files",
           "[fuse][posix]") {
   Fixture f;
