@@ -75,7 +75,8 @@ void MonthDay(long days, unsigned* month, unsigned* day) {
   *month = mp < 10 ? mp + 3 : mp - 9;
 }
 
-// Writes `text` as one line of the log: "F<mmdd hh:mm:ss.uuuuuu> <tid> <tag> crash] <text>".
+// Writes `text` as one line of the log:
+// "F<mmdd hh:mm:ss.uuuuuu> <tid> <tag> crash] <text>".
 void WriteLogLine(const char* text) {
   timespec now;
   clock_gettime(CLOCK_REALTIME, &now);
@@ -144,10 +145,13 @@ void OnFatalSignal(int sig, siginfo_t* info, void* context) {
   const long tid = syscall(SYS_gettid);
   long expected = 0;
   if (!g_reporting_tid.compare_exchange_strong(expected, tid)) {
-    // Another thread is reporting and will end the process; a fault in
-    // this very handler ends it at once (the action is back to default).
-    if (expected == tid) raise(sig);
-    for (;;) pause();
+    // A second fault in this very thread: its action is back to the
+    // default, and the signal raised now is delivered once we return.
+    if (expected == tid) {
+      raise(sig);
+      return;
+    }
+    for (;;) pause();  // another thread is reporting and will end the process
   }
   alarm(5);  // a report that hangs (a lock held by the faulting code) still ends
 
