@@ -2,8 +2,6 @@
 // daemons keep serving.
 #include <catch2/catch.hpp>
 
-#include <grpcpp/generic/generic_stub.h>
-
 #include <filesystem>
 #include <fstream>
 
@@ -27,24 +25,9 @@ std::unique_ptr<Cluster> Boot() {
 
 // Sends raw bytes as the body of /weft.pb.Osd/Op.
 grpc::Status SendRaw(const std::string& addr, const std::string& bytes) {
-  auto channel = grpc::CreateChannel(addr, grpc::InsecureChannelCredentials());
-  grpc::GenericStub stub(channel);
-  grpc::CompletionQueue cq;
-  grpc::ClientContext ctx;
-  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
-  grpc::Slice slice(bytes);
-  grpc::ByteBuffer request(&slice, 1), response;
-  auto call = stub.PrepareUnaryCall(&ctx, "/weft.pb.Osd/Op", request, &cq);
-  call->StartCall();
-  grpc::Status status;
-  call->Finish(&response, &status, reinterpret_cast<void*>(1));
-  void* tag = nullptr;
-  bool ok = false;
-  cq.Next(&tag, &ok);
-  cq.Shutdown();
-  while (cq.Next(&tag, &ok)) {
-  }
-  return status;
+  return CallRaw(grpc::CreateChannel(addr, grpc::InsecureChannelCredentials()), "/weft.pb.Osd/Op",
+                 bytes)
+      .status;
 }
 
 }  // namespace

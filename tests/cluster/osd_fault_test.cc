@@ -15,23 +15,19 @@
 #include <map>
 #include <mutex>
 #include <random>
-#include <sstream>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "common/placement/placement.h"
 #include "tests/harness/cluster.h"
+#include "tests/harness/file_io.h"
 
 namespace weft::testing {
 namespace {
 
-std::string ReadWholeFile(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
+// A daemon's whole log ("" if unreadable).
+std::string ReadLog(const std::string& path) { return ReadWholeFile(path).value_or(""); }
 
 // The crash report a daemon tagged `tag` wrote for `signal_name` in `log`:
 // its lines from the header to the end marker ("" if there is none).
@@ -261,7 +257,7 @@ TEST_CASE("a daemon dying of a fatal signal logs its stack and dies of it - then
 
   // An OSD: the exit status is the signal's, as without the handler.
   REQUIRE(c.SignalOsd(0, SIGSEGV) == 128 + SIGSEGV);
-  const std::string osd_log = ReadWholeFile(c.OsdLogPath(0));
+  const std::string osd_log = ReadLog(c.OsdLogPath(0));
   const std::string osd_report =
       CrashReport(osd_log, absl::StrCat("osd.", c.osd_id(0)), "SIGSEGV");
   INFO(osd_log.substr(osd_log.size() - std::min<size_t>(osd_log.size(), 3000)));
@@ -272,7 +268,7 @@ TEST_CASE("a daemon dying of a fatal signal logs its stack and dies of it - then
 
   // The MDS (a failed CHECK or LOG(FATAL) ends in SIGABRT).
   REQUIRE(c.SignalMds(SIGABRT) == 128 + SIGABRT);
-  const std::string mds_log = ReadWholeFile(c.MdsLogPath());
+  const std::string mds_log = ReadLog(c.MdsLogPath());
   const std::string mds_report = CrashReport(mds_log, "mds.a", "SIGABRT");
   INFO(mds_log.substr(mds_log.size() - std::min<size_t>(mds_log.size(), 3000)));
   REQUIRE_FALSE(mds_report.empty());

@@ -10,7 +10,6 @@
 
 #include <google/protobuf/descriptor.h>
 #include <google/protobuf/message.h>
-#include <grpcpp/generic/generic_stub.h>
 
 #include <map>
 #include <memory>
@@ -105,43 +104,54 @@ class RandomFiller {
   }
 
  private:
+  // Sets `f` of `m`, or appends `n` random elements when it is repeated.
   void SetField(gp::Message* m, const gp::FieldDescriptor* f, int depth) {
-    const gp::Reflection* r = m->GetReflection();
-    if (f->is_repeated()) {
-      const size_t n = Below(4);
-      for (size_t k = 0; k < n; ++k) AddOne(m, r, f, depth);
-      return;
-    }
-    switch (f->cpp_type()) {
-      case FD::CPPTYPE_INT32: r->SetInt32(m, f, static_cast<int32_t>(Number())); break;
-      case FD::CPPTYPE_INT64: r->SetInt64(m, f, static_cast<int64_t>(Number())); break;
-      case FD::CPPTYPE_UINT32: r->SetUInt32(m, f, static_cast<uint32_t>(Number())); break;
-      case FD::CPPTYPE_UINT64: r->SetUInt64(m, f, Number()); break;
-      case FD::CPPTYPE_DOUBLE: r->SetDouble(m, f, static_cast<double>(Number())); break;
-      case FD::CPPTYPE_FLOAT: r->SetFloat(m, f, static_cast<float>(Number())); break;
-      case FD::CPPTYPE_BOOL: r->SetBool(m, f, Chance(0.5)); break;
-      case FD::CPPTYPE_ENUM: r->SetEnumValue(m, f, EnumValue(f)); break;
-      case FD::CPPTYPE_STRING: r->SetString(m, f, String(IsBytes(f))); break;
-      case FD::CPPTYPE_MESSAGE:
-        if (depth < 4) Fill(r->MutableMessage(m, f), depth + 1);
-        break;
-    }
+    const size_t n = f->is_repeated() ? Below(4) : 1;
+    for (size_t k = 0; k < n; ++k) PutOne(m, m->GetReflection(), f, depth);
   }
 
-  void AddOne(gp::Message* m, const gp::Reflection* r, const gp::FieldDescriptor* f, int depth) {
+  void PutOne(gp::Message* m, const gp::Reflection* r, const gp::FieldDescriptor* f, int depth) {
+    const bool add = f->is_repeated();
     switch (f->cpp_type()) {
-      case FD::CPPTYPE_INT32: r->AddInt32(m, f, static_cast<int32_t>(Number())); break;
-      case FD::CPPTYPE_INT64: r->AddInt64(m, f, static_cast<int64_t>(Number())); break;
-      case FD::CPPTYPE_UINT32: r->AddUInt32(m, f, static_cast<uint32_t>(Number())); break;
-      case FD::CPPTYPE_UINT64: r->AddUInt64(m, f, Number()); break;
-      case FD::CPPTYPE_DOUBLE: r->AddDouble(m, f, static_cast<double>(Number())); break;
-      case FD::CPPTYPE_FLOAT: r->AddFloat(m, f, static_cast<float>(Number())); break;
-      case FD::CPPTYPE_BOOL: r->AddBool(m, f, Chance(0.5)); break;
-      case FD::CPPTYPE_ENUM: r->AddEnumValue(m, f, EnumValue(f)); break;
-      case FD::CPPTYPE_STRING: r->AddString(m, f, String(IsBytes(f))); break;
+      case FD::CPPTYPE_INT32: {
+        const auto v = static_cast<int32_t>(Number());
+        return add ? r->AddInt32(m, f, v) : r->SetInt32(m, f, v);
+      }
+      case FD::CPPTYPE_INT64: {
+        const auto v = static_cast<int64_t>(Number());
+        return add ? r->AddInt64(m, f, v) : r->SetInt64(m, f, v);
+      }
+      case FD::CPPTYPE_UINT32: {
+        const auto v = static_cast<uint32_t>(Number());
+        return add ? r->AddUInt32(m, f, v) : r->SetUInt32(m, f, v);
+      }
+      case FD::CPPTYPE_UINT64: {
+        const uint64_t v = Number();
+        return add ? r->AddUInt64(m, f, v) : r->SetUInt64(m, f, v);
+      }
+      case FD::CPPTYPE_DOUBLE: {
+        const auto v = static_cast<double>(Number());
+        return add ? r->AddDouble(m, f, v) : r->SetDouble(m, f, v);
+      }
+      case FD::CPPTYPE_FLOAT: {
+        const auto v = static_cast<float>(Number());
+        return add ? r->AddFloat(m, f, v) : r->SetFloat(m, f, v);
+      }
+      case FD::CPPTYPE_BOOL: {
+        const bool v = Chance(0.5);
+        return add ? r->AddBool(m, f, v) : r->SetBool(m, f, v);
+      }
+      case FD::CPPTYPE_ENUM: {
+        const int v = EnumValue(f);
+        return add ? r->AddEnumValue(m, f, v) : r->SetEnumValue(m, f, v);
+      }
+      case FD::CPPTYPE_STRING: {
+        std::string v = String(IsBytes(f));
+        return add ? r->AddString(m, f, std::move(v)) : r->SetString(m, f, std::move(v));
+      }
       case FD::CPPTYPE_MESSAGE:
-        if (depth < 4) Fill(r->AddMessage(m, f), depth + 1);
-        break;
+        if (depth < 4) Fill(add ? r->AddMessage(m, f) : r->MutableMessage(m, f), depth + 1);
+        return;
     }
   }
 
@@ -162,38 +172,17 @@ class RandomFiller {
 // One unary call with serialized bytes. Returns how it ended: the gRPC
 // code for a transport failure ("grpc 3"), else the reply's status code
 // ("ok", "5", "-2"), for the tally of what the handlers answered.
-std::string CallRaw(const std::shared_ptr<grpc::Channel>& channel,
-                    const gp::MethodDescriptor* method, const std::string& body) {
-  grpc::GenericStub stub(channel);
-  grpc::CompletionQueue cq;
-  grpc::ClientContext ctx;
-  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(2));
-  grpc::Slice slice(body);
-  grpc::ByteBuffer request(&slice, 1), response;
-  const std::string path =
-      absl::StrCat("/", method->service()->full_name(), "/", method->name());
-  auto call = stub.PrepareUnaryCall(&ctx, path, request, &cq);
-  call->StartCall();
-  grpc::Status status;
-  call->Finish(&response, &status, reinterpret_cast<void*>(1));
-  void* tag = nullptr;
-  bool ok = false;
-  cq.Next(&tag, &ok);
-  cq.Shutdown();
-  while (cq.Next(&tag, &ok)) {
-  }
-  if (!status.ok()) return absl::StrCat("grpc ", status.error_code());
+std::string Call(const std::shared_ptr<grpc::Channel>& channel,
+                 const gp::MethodDescriptor* method, const std::string& body) {
+  const RawReply raw =
+      CallRaw(channel, absl::StrCat("/", method->service()->full_name(), "/", method->name()),
+              body, absl::Seconds(2));
+  if (!raw.status.ok()) return absl::StrCat("grpc ", raw.status.error_code());
   std::unique_ptr<gp::Message> reply(
       gp::MessageFactory::generated_factory()->GetPrototype(method->output_type())->New());
-  std::vector<grpc::Slice> slices;
-  if (!response.Dump(&slices).ok()) return "unreadable";
-  std::string bytes;
-  for (const auto& piece : slices) {
-    bytes.append(reinterpret_cast<const char*>(piece.begin()), piece.size());
-  }
-  if (!reply->ParseFromString(bytes)) return "unparsable";
+  if (!reply->ParseFromString(raw.body)) return "unparsable";
   const gp::FieldDescriptor* f = reply->GetDescriptor()->FindFieldByName("status");
-  if (f == nullptr || f->cpp_type() != gp::FieldDescriptor::CPPTYPE_MESSAGE) return "ok";
+  if (f == nullptr || f->cpp_type() != FD::CPPTYPE_MESSAGE) return "ok";
   const auto* st =
       dynamic_cast<const pb::Status*>(&reply->GetReflection()->GetMessage(*reply, f));
   if (st == nullptr || st->code() == 0) return "ok";
@@ -339,7 +328,7 @@ TEST_CASE("random requests to every OSD and MDS method never kill a daemon", "[c
           if (OsdId(c.osd_id(static_cast<int>(i))) == primary) target = i;
         }
       }
-      ++answers[CallRaw(osd_channels[target], method, req->SerializeAsString())];
+      ++answers[Call(osd_channels[target], method, req->SerializeAsString())];
       const std::string dead = all_running();
       INFO(method->full_name() << " to osd." << c.osd_id(target) << ": " << Describe(*req));
       REQUIRE(dead.empty());
@@ -347,6 +336,7 @@ TEST_CASE("random requests to every OSD and MDS method never kill a daemon", "[c
     WARN(method->full_name() << ": " << kRequestsPerMethod << " requests in "
                              << absl::FormatDuration(absl::Now() - start) << ", answers "
                              << Tally(answers));
+    REQUIRE(answers.count("unparsable") == 0);  // every reply a daemon sends must parse
   }
   for (const auto* method : mds_methods) {
     session = open_session();  // the fuzzed SessionClose may have ended the last one
@@ -369,7 +359,7 @@ TEST_CASE("random requests to every OSD and MDS method never kill a daemon", "[c
           }
         }
       }
-      ++answers[CallRaw(mds_channel, method, req->SerializeAsString())];
+      ++answers[Call(mds_channel, method, req->SerializeAsString())];
       const std::string dead = all_running();
       INFO(method->full_name() << ": " << Describe(*req));
       REQUIRE(dead.empty());
@@ -377,6 +367,7 @@ TEST_CASE("random requests to every OSD and MDS method never kill a daemon", "[c
     WARN(method->full_name() << ": " << kRequestsPerMethod << " requests in "
                              << absl::FormatDuration(absl::Now() - start) << ", answers "
                              << Tally(answers));
+    REQUIRE(answers.count("unparsable") == 0);  // every reply a daemon sends must parse
   }
 
   // Still serving: the filesystem and the object pool.

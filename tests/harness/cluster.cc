@@ -1,5 +1,7 @@
 #include "tests/harness/cluster.h"
 
+#include <grpcpp/generic/generic_stub.h>
+
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <signal.h>
@@ -414,6 +416,37 @@ std::unique_ptr<client::ObjectClient> Cluster::Client() {
 
 std::unique_ptr<client::AdminClient> Cluster::Admin() {
   return std::make_unique<client::AdminClient>(mds_addrs());
+}
+
+}  // namespace weft::testing
+
+namespace weft::testing {
+
+RawReply CallRaw(const std::shared_ptr<grpc::Channel>& channel, const std::string& method,
+                 const std::string& body, absl::Duration timeout) {
+  grpc::GenericStub stub(channel);
+  grpc::CompletionQueue cq;
+  grpc::ClientContext ctx;
+  ctx.set_deadline(absl::ToChronoTime(absl::Now() + timeout));
+  grpc::Slice slice(body);
+  grpc::ByteBuffer request(&slice, 1), response;
+  auto call = stub.PrepareUnaryCall(&ctx, method, request, &cq);
+  call->StartCall();
+  RawReply reply;
+  call->Finish(&response, &reply.status, reinterpret_cast<void*>(1));
+  void* tag = nullptr;
+  bool ok = false;
+  cq.Next(&tag, &ok);
+  cq.Shutdown();
+  while (cq.Next(&tag, &ok)) {
+  }
+  std::vector<grpc::Slice> slices;
+  if (reply.status.ok() && response.Dump(&slices).ok()) {
+    for (const auto& piece : slices) {
+      reply.body.append(reinterpret_cast<const char*>(piece.begin()), piece.size());
+    }
+  }
+  return reply;
 }
 
 }  // namespace weft::testing

@@ -13,6 +13,8 @@
 #include <string>
 #include <vector>
 
+#include <grpcpp/grpcpp.h>
+
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "fuse-client/lib/admin_client.h"
@@ -162,5 +164,15 @@ std::string RandomBytes(size_t n, uint64_t seed);
 bool WaitForMap(client::ObjectClient& client, absl::Duration timeout,
                 const std::function<bool(const OsdMap&)>& pred);
 int FreePort();
+
+// What a raw unary call got: the transport status and the reply's bytes.
+struct RawReply {
+  grpc::Status status;
+  std::string body;
+};
+// Sends `body` as the request of `method` ("/weft.pb.Osd/Op") on `channel`,
+// bypassing the generated stubs, so tests can send malformed messages.
+RawReply CallRaw(const std::shared_ptr<grpc::Channel>& channel, const std::string& method,
+                 const std::string& body, absl::Duration timeout = absl::Seconds(5));
 
 }  // namespace weft::testing
