@@ -23,6 +23,7 @@ absl::Status FileSystemClientOptions::Validate() const {
   if (fs.empty()) return absl::InvalidArgumentError("no filesystem name");
   if (inflight_bytes_max == 0) return absl::InvalidArgumentError("inflight_bytes_max is 0");
   if (io_threads < 1) return absl::InvalidArgumentError("io_threads must be at least 1");
+  if (writeback_queue < 1) return absl::InvalidArgumentError("writeback_queue is 0");
   if (cache.flush_bytes == 0 || cache.dirty_bytes_max < cache.flush_bytes) {
     return absl::InvalidArgumentError("need 0 < cache.flush_bytes <= cache.dirty_bytes_max");
   }
@@ -83,7 +84,8 @@ FileSystemClient::FileSystemClient(FileSystemClientOptions options,
       objects_(std::move(objects)),
       io_(objects_.get(), options_.inflight_bytes_max),
       budget_(options_.dirty_bytes_max),
-      pool_(std::make_unique<ThreadPool>("client-io", options_.io_threads, 4096)),
+      pool_(std::make_unique<ThreadPool>("client-io", options_.io_threads,
+                                         options_.writeback_queue)),
       read_pool_(std::make_unique<ThreadPool>("client-read", options_.io_threads, 4096)),
       release_pool_(std::make_unique<ThreadPool>("client-release", 4, 65536)),
       recall_pool_(std::make_unique<ThreadPool>("client-recall", 2, 65536)),

@@ -76,6 +76,11 @@ struct FileSystemClientOptions {
   // release), now two and a fraction.
   absl::Duration release_batch = absl::Milliseconds(5);
   int io_threads = 8;                          // background flushes; as many for readahead
+  // Files whose write-back waits for one of those threads, all files
+  // together; a close or write that would queue one more waits instead.
+  // Bounds what a close leaves to do to about a second of small-file writes
+  // (an untar queued thousands, and the reads that followed waited for them).
+  size_t writeback_queue = 256;
   int64_t op_timeout_ms = 120000;
   int64_t connect_timeout_ms = 15000;  // Connect gives up after this (mount time)
 

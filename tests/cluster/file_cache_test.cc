@@ -2,24 +2,29 @@
 // what a caller waits for never queues behind the background pools. Both
 // pools get one thread, held busy by a task of the test, as after an untar
 // thousands of queued write-back batches hold them; a Flush() and a Read()
-// must still finish, with the right bytes on the OSDs and in the reply.
+// must still finish, with the right bytes on the OSDs and in the reply. And
+// the write-back queue is bounded: a close that would queue past it waits.
 #include <catch2/catch.hpp>
 
 #include <future>
 #include <mutex>
 
 #include "absl/synchronization/notification.h"
+#include "absl/time/clock.h"
 #include "fuse-client/lib/file_cache.h"
 #include "tests/harness/cluster.h"
 
 namespace weft::testing {
 namespace {
 
-// A one-thread pool whose thread is busy until Free().
+// A one-thread pool whose thread is busy until Free(), with room for
+// `max_queued` tasks behind it.
 class HeldPool {
  public:
-  explicit HeldPool(const std::string& name) : pool_(name, 1, 64) {
+  explicit HeldPool(const std::string& name, size_t max_queued = 64)
+      : pool_(name, 1, max_queued) {
     pool_.Submit([this] { free_.WaitForNotification(); });
+    while (pool_.queued() > 0) absl::SleepFor(absl::Milliseconds(1));  // the thread took it
   }
   ~HeldPool() { Free(); }
   void Free() {
@@ -126,6 +131,73 @@ TEST_CASE("file cache: flush and read finish while the background pools are busy
   std::string want = bytes.substr(0, 16);
   want.replace(10, 5, "later");
   REQUIRE(*stored == want);
+}
+
+// What FileSystemClient's `writeback_queue` bounds: closes queue one batch
+// per file, and once the queue is full the next close waits for room rather
+// than leaving ever more to write after it returns. Every file still reaches
+// the OSDs intact and is reported once.
+TEST_CASE("file cache: a full write-back queue makes the next close wait - and loses nothing",
+          "[cluster]") {
+  auto c = Cluster::Start();
+  REQUIRE(c.ok());
+  auto objects = (*c)->Client();
+  REQUIRE(objects != nullptr);
+  auto pool = (*c)->CreatePool(*objects, "data", 3, 16);
+  INFO(pool.status());
+  REQUIRE(pool.ok());
+
+  client::StripedIo io(objects.get(), 64u << 20);
+  client::DirtyBudget budget(256u << 20);
+  HeldPool flush_pool("test-flush", /*max_queued=*/2);
+  HeldPool read_pool("test-read");
+  constexpr int kFiles = 12;
+  std::mutex reports_mu;
+  std::vector<int> reports(kFiles, 0);
+  std::vector<std::shared_ptr<client::FileCache>> caches;
+  std::vector<client::FileData> files;
+  std::vector<std::string> contents;
+  for (int i = 0; i < kFiles; ++i) {
+    client::FileData data;
+    data.ino = 0x5000 + i;
+    data.layout = {.stripe_unit = 1u << 20, .stripe_count = 1, .object_size = 1u << 20};
+    data.pool = *pool;
+    files.push_back(data);
+    contents.push_back(RandomBytes(4096 + 1000 * i, 100 + i));
+    caches.push_back(client::FileCache::Create(
+        data, &io, flush_pool.get(), read_pool.get(), &budget, {},
+        [&, i](uint64_t, int64_t, int64_t, const client::AttrChanges&) {
+          std::lock_guard<std::mutex> lock(reports_mu);
+          ++reports[i];
+          return absl::OkStatus();
+        }));
+  }
+  auto close = [&](int i) {
+    absl::Status s = caches[i]->Write(0, contents[i], 1);
+    if (s.ok()) s = caches[i]->FlushInBackground(absl::InfiniteFuture(), /*force=*/true);
+    return s;
+  };
+  // Two closes fill the queue behind the busy thread; the third waits.
+  REQUIRE(close(0).ok());
+  REQUIRE(close(1).ok());
+  auto third = std::async(std::launch::async, [&] { return close(2); });
+  CHECK(third.wait_for(std::chrono::milliseconds(500)) == std::future_status::timeout);
+  // Room again: the waiting close returns, and the rest go through the
+  // two-deep queue one after another.
+  flush_pool.Free();
+  REQUIRE(third.wait_for(std::chrono::seconds(60)) == std::future_status::ready);
+  REQUIRE(third.get().ok());
+  for (int i = 3; i < kFiles; ++i) REQUIRE(close(i).ok());
+  for (int i = 0; i < kFiles; ++i) {
+    INFO("file " << i);
+    REQUIRE(caches[i]->Flush().ok());
+    REQUIRE(caches[i]->pending().bytes == 0);
+    auto stored = io.Read(files[i], 0, contents[i].size());
+    REQUIRE(stored.ok());
+    REQUIRE(*stored == contents[i]);
+  }
+  std::lock_guard<std::mutex> lock(reports_mu);
+  CHECK(reports == std::vector<int>(kFiles, 1));
 }
 
 }  // namespace weft::testing

@@ -27,7 +27,8 @@ TEST_CASE("client config: sizes are read and absent keys keep the defaults", "[c
                                  "client_file_dirty_bytes = 128M\n"
                                  "client_flush_bytes = 16777216\n"
                                  "client_readahead_bytes = 2M\n"
-                                 "client_readahead_max_bytes = 32M\n"),
+                                 "client_readahead_max_bytes = 32M\n"
+                                 "client_writeback_queue = 16\n"),
                             &options)
               .ok());
   CHECK(options.inflight_bytes_max == 64ull << 20);
@@ -36,6 +37,7 @@ TEST_CASE("client config: sizes are read and absent keys keep the defaults", "[c
   CHECK(options.cache.flush_bytes == 16ull << 20);
   CHECK(options.cache.readahead_bytes == 2ull << 20);
   CHECK(options.cache.readahead_max_bytes == 32ull << 20);
+  CHECK(options.writeback_queue == 16);
 }
 
 TEST_CASE("client config: bad values are refused naming the key and change nothing",
@@ -44,7 +46,10 @@ TEST_CASE("client config: bad values are refused naming the key and change nothi
                                 "client_readahead_bytes = -1M\n", "client_dirty_bytes = 2T\n",
                                 "client_flush_bytes = 100M\n",  // above the per-file 64M
                                 "client_readahead_bytes = 128M\n",  // above the max 64M
-                                "client_file_dirty_bytes = 512M\n"}) {  // above the total
+                                "client_file_dirty_bytes = 512M\n",  // above the total
+                                "client_writeback_queue = 0\n", "client_writeback_queue = many\n",
+                                "client_writeback_queue = 65537\n",
+                                "client_writeback_queue = 8M\n"}) {
     INFO(bad);
     FileSystemClientOptions options;
     absl::Status status = ApplyClientConfig(Conf(bad), &options);
@@ -56,6 +61,7 @@ TEST_CASE("client config: bad values are refused naming the key and change nothi
     CHECK(options.cache.flush_bytes == defaults.cache.flush_bytes);
     CHECK(options.cache.readahead_bytes == defaults.cache.readahead_bytes);
     CHECK(options.cache.dirty_bytes_max == defaults.cache.dirty_bytes_max);
+    CHECK(options.writeback_queue == defaults.writeback_queue);
   }
 }
 
