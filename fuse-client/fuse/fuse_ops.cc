@@ -426,8 +426,11 @@ void Opendir(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
 void Releasedir(fuse_req_t req, fuse_ino_t, fuse_file_info*) { fuse_reply_err(req, 0); }
 
 // fsync of a directory: its entries (and every change before) are durable.
-void Fsyncdir(fuse_req_t req, fuse_ino_t, int, fuse_file_info*) {
-  ReplyOk(req, Fs(req).SyncMetadata(), "fsyncdir");
+// Of the mount's root: everything the mount buffered too, as syncfs(2) would
+// (the kernel does not pass syncfs or sync to a FUSE daemon).
+void Fsyncdir(fuse_req_t req, fuse_ino_t ino, int, fuse_file_info*) {
+  const absl::Status s = ino == FUSE_ROOT_ID ? Fs(req).SyncAll() : Fs(req).SyncMetadata();
+  ReplyOk(req, s, "fsyncdir");
 }
 
 void Statfs(fuse_req_t req, fuse_ino_t) {

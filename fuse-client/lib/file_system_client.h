@@ -239,6 +239,12 @@ class FileSystemClient {
   absl::Status Flush(FileHandle fh);
   // fsyncdir(2), sync(2): every namespace change answered so far is durable.
   absl::Status SyncMetadata();
+  // Everything this client buffered, for every file, open or closed, is on
+  // the OSDs and reported, and SyncMetadata; or the first flush error. What
+  // syncfs(2) would do: the kernel never sends FUSE_SYNCFS to a FUSE daemon
+  // (only virtiofs gets it), so the mount runs this for an fsync of its root
+  // directory (`sync MOUNTPOINT`).
+  absl::Status SyncAll();
   // Release on a background thread (the FUSE release: the kernel does not
   // wait for it, and a flush must not hold a FUSE worker). The MDS hears of
   // it within release_batch, with other releases in one call.

@@ -411,6 +411,24 @@ void FileSystemClient::ReleaseLoop() {
 
 absl::Status FileSystemClient::SyncMetadata() { return meta_->Sync(); }
 
+absl::Status FileSystemClient::SyncAll() {
+  std::vector<std::shared_ptr<FileCache>> caches;
+  {
+    absl::MutexLock lock(&mu_);
+    for (const auto& [ino, oc] : caches_) caches.push_back(oc.cache);
+  }
+  // All files start writing back, then each is waited for (a batch still
+  // queued is written by the waiting Flush itself).
+  for (const auto& cache : caches) (void)cache->FlushInBackground(absl::InfiniteFuture(), true);
+  absl::Status first;
+  for (const auto& cache : caches) {
+    absl::Status s = cache->Flush();
+    if (first.ok()) first = std::move(s);
+  }
+  absl::Status synced = meta_->Sync();
+  return first.ok() ? synced : first;
+}
+
 std::vector<pb::OpenRef> FileSystemClient::OpenFiles() {
   absl::flat_hash_map<uint64_t, pb::OpenRef> by_ino;
   absl::MutexLock lock(&mu_);

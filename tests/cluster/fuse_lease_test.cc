@@ -434,6 +434,32 @@ TEST_CASE("fuse write-back: a writer killed with buffered data does not hold the
   CHECK(ReadFile(f.Q("kept")) == "flushed and closed");
 }
 
+// sync(2) and syncfs(2) never reach a FUSE daemon; an fsync of the mount's
+// root directory (`sync MOUNTPOINT`) writes back everything the mount holds.
+// The writer is killed right after it, well within the 5 s after which
+// buffered data goes on its own: what the sync acknowledged must be there.
+TEST_CASE("fuse write-back: an fsync of the mount root writes back every file - open or closed - before a kill",
+          "[fuse][leases][writeback]") {
+  TwoMounts f;
+  const std::string open_bytes = Pattern(300000, 5);
+  const std::string closed_bytes = Pattern(70001, 6);
+  const int fd = open(f.P("still-open").c_str(), O_CREAT | O_WRONLY, 0644);
+  REQUIRE(fd >= 0);
+  WriteAll(fd, open_bytes, 0);
+  WriteFile(f.P("closed"), closed_bytes);
+  const int root = open(f.P("").c_str(), O_RDONLY | O_DIRECTORY);
+  REQUIRE(root >= 0);
+  const absl::Time start = absl::Now();
+  CHECK(fsync(root) == 0);
+  close(root);
+  f.mount->process()->Kill(SIGKILL);
+  f.mount->process()->Wait();
+  INFO("wrote, synced and killed within " << absl::FormatDuration(absl::Now() - start));
+  CHECK(ReadFile(f.Q("still-open")) == open_bytes);
+  CHECK(ReadFile(f.Q("closed")) == closed_bytes);
+  close(fd);  // on the dead mount: the result does not matter
+}
+
 // ---- attribute authority: the creator of a file changes its mode, owner
 // and times on its own until another session looks (MetaReply.attr_authority).
 
