@@ -50,24 +50,35 @@ T Within(std::future<T>& f, HeldPool& a, HeldPool& b) {
   return f.get();
 }
 
+// A cluster with a 3x pool "data" and an object client.
+struct DataPool {
+  DataPool() {
+    auto started = Cluster::Start();
+    REQUIRE(started.ok());
+    cluster = std::move(*started);
+    objects = cluster->Client();
+    REQUIRE(objects != nullptr);
+    auto created = cluster->CreatePool(*objects, "data", 3, 16);
+    INFO(created.status());
+    REQUIRE(created.ok());
+    pool = *created;
+  }
+  std::unique_ptr<Cluster> cluster;
+  std::unique_ptr<client::ObjectClient> objects;
+  PoolId pool{};
+};
+
 }  // namespace
 
 TEST_CASE("file cache: flush and read finish while the background pools are busy",
           "[cluster]") {
-  auto c = Cluster::Start();
-  REQUIRE(c.ok());
-  auto objects = (*c)->Client();
-  REQUIRE(objects != nullptr);
-  auto pool = (*c)->CreatePool(*objects, "data", 3, 16);
-  INFO(pool.status());
-  REQUIRE(pool.ok());
-
-  client::StripedIo io(objects.get(), 64u << 20);
+  DataPool d;
+  client::StripedIo io(d.objects.get(), 64u << 20);
   client::DirtyBudget budget(256u << 20);
   client::FileData data;
   data.ino = 0x1234;
   data.layout = {.stripe_unit = 1u << 20, .stripe_count = 1, .object_size = 1u << 20};
-  data.pool = *pool;
+  data.pool = d.pool;
 
   HeldPool flush_pool("test-flush");
   HeldPool read_pool("test-read");
@@ -139,15 +150,8 @@ TEST_CASE("file cache: flush and read finish while the background pools are busy
 // the OSDs intact and is reported once.
 TEST_CASE("file cache: a full write-back queue makes the next close wait - and loses nothing",
           "[cluster]") {
-  auto c = Cluster::Start();
-  REQUIRE(c.ok());
-  auto objects = (*c)->Client();
-  REQUIRE(objects != nullptr);
-  auto pool = (*c)->CreatePool(*objects, "data", 3, 16);
-  INFO(pool.status());
-  REQUIRE(pool.ok());
-
-  client::StripedIo io(objects.get(), 64u << 20);
+  DataPool d;
+  client::StripedIo io(d.objects.get(), 64u << 20);
   client::DirtyBudget budget(256u << 20);
   HeldPool flush_pool("test-flush", /*max_queued=*/2);
   HeldPool read_pool("test-read");
@@ -161,7 +165,7 @@ TEST_CASE("file cache: a full write-back queue makes the next close wait - and l
     client::FileData data;
     data.ino = 0x5000 + i;
     data.layout = {.stripe_unit = 1u << 20, .stripe_count = 1, .object_size = 1u << 20};
-    data.pool = *pool;
+    data.pool = d.pool;
     files.push_back(data);
     contents.push_back(RandomBytes(4096 + 1000 * i, 100 + i));
     caches.push_back(client::FileCache::Create(
