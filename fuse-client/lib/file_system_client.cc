@@ -418,12 +418,7 @@ absl::Status FileSystemClient::SettleCreated(uint64_t parent, const std::string&
 }
 
 void FileSystemClient::DropAttrAuthorities() {
-  std::vector<std::shared_ptr<FileCache>> caches;
-  {
-    absl::MutexLock lock(&mu_);
-    for (const auto& [ino, oc] : caches_) caches.push_back(oc.cache);
-  }
-  for (const auto& cache : caches) {
+  for (const auto& cache : AllCaches()) {
     cache->DropAttrAuthority();
     if (cache->attrs_pending()) (void)cache->FlushInBackground(absl::InfiniteFuture(), true);
   }

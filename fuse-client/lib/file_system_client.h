@@ -347,6 +347,7 @@ class FileSystemClient {
   // file keeps its attribute authority.
   void DropAttrAuthorities();
   std::shared_ptr<FileCache> CacheOf(uint64_t ino);
+  std::vector<std::shared_ptr<FileCache>> AllCaches() ABSL_LOCKS_EXCLUDED(mu_);
   // Writes back buffered data older than dirty_expire, every second.
   void FlushLoop();
   // The MDS recalled the buffered writes of `ino` (MetaClient::FlushRecall).

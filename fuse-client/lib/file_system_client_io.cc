@@ -103,6 +103,13 @@ std::shared_ptr<FileCache> FileSystemClient::CacheOf(uint64_t ino) {
   return it == caches_.end() ? nullptr : it->second.cache;
 }
 
+std::vector<std::shared_ptr<FileCache>> FileSystemClient::AllCaches() {
+  std::vector<std::shared_ptr<FileCache>> caches;
+  absl::MutexLock lock(&mu_);
+  for (const auto& [ino, oc] : caches_) caches.push_back(oc.cache);
+  return caches;
+}
+
 absl::Status FileSystemClient::ReportWritten(uint64_t ino, uint64_t end, int64_t mtime_ns,
                                              int64_t allocated_delta, const AttrChanges& attrs) {
   Creds writer;
@@ -176,17 +183,15 @@ Attr FileSystemClient::WithPending(Attr attr) {
 
 void FileSystemClient::FlushLoop() {
   for (;;) {
-    std::vector<std::shared_ptr<FileCache>> caches;
     {
       absl::MutexLock lock(&mu_);
       auto stop = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return stopping_; };
       if (mu_.AwaitWithTimeout(absl::Condition(&stop), absl::Seconds(1))) return;
-      for (const auto& [ino, oc] : caches_) caches.push_back(oc.cache);
     }
     // Over half the budget, everything goes; else what is older than dirty_expire.
     const bool force = budget_.bytes() > options_.dirty_bytes_max / 2;
     const absl::Time before = absl::Now() - options_.dirty_expire;
-    for (const auto& cache : caches) (void)cache->FlushInBackground(before, force);
+    for (const auto& cache : AllCaches()) (void)cache->FlushInBackground(before, force);
   }
 }
 
@@ -412,11 +417,7 @@ void FileSystemClient::ReleaseLoop() {
 absl::Status FileSystemClient::SyncMetadata() { return meta_->Sync(); }
 
 absl::Status FileSystemClient::SyncAll() {
-  std::vector<std::shared_ptr<FileCache>> caches;
-  {
-    absl::MutexLock lock(&mu_);
-    for (const auto& [ino, oc] : caches_) caches.push_back(oc.cache);
-  }
+  const std::vector<std::shared_ptr<FileCache>> caches = AllCaches();
   // All files start writing back, then each is waited for (a batch still
   // queued is written by the waiting Flush itself).
   for (const auto& cache : caches) (void)cache->FlushInBackground(absl::InfiniteFuture(), true);

@@ -11,10 +11,14 @@
 #include <google/protobuf/descriptor.h>
 #include <google/protobuf/message.h>
 
+#include <sys/stat.h>
+
+#include <functional>
 #include <map>
 #include <memory>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -110,47 +114,37 @@ class RandomFiller {
     for (size_t k = 0; k < n; ++k) PutOne(m, m->GetReflection(), f, depth);
   }
 
-  void PutOne(gp::Message* m, const gp::Reflection* r, const gp::FieldDescriptor* f, int depth) {
-    const bool add = f->is_repeated();
+  // A value of type T through the reflection's Add (repeated) or Set.
+  template <typename T>
+  using Setter = void (gp::Reflection::*)(gp::Message*, const FD*, T) const;
+  template <typename T>
+  static void Put(gp::Message* m, const gp::Reflection* r, const FD* f, T v, Setter<T> add,
+                  Setter<T> set) {
+    (r->*(f->is_repeated() ? add : set))(m, f, std::move(v));
+  }
+
+  void PutOne(gp::Message* m, const gp::Reflection* r, const FD* f, int depth) {
+    using R = gp::Reflection;
     switch (f->cpp_type()) {
-      case FD::CPPTYPE_INT32: {
-        const auto v = static_cast<int32_t>(Number());
-        return add ? r->AddInt32(m, f, v) : r->SetInt32(m, f, v);
-      }
-      case FD::CPPTYPE_INT64: {
-        const auto v = static_cast<int64_t>(Number());
-        return add ? r->AddInt64(m, f, v) : r->SetInt64(m, f, v);
-      }
-      case FD::CPPTYPE_UINT32: {
-        const auto v = static_cast<uint32_t>(Number());
-        return add ? r->AddUInt32(m, f, v) : r->SetUInt32(m, f, v);
-      }
-      case FD::CPPTYPE_UINT64: {
-        const uint64_t v = Number();
-        return add ? r->AddUInt64(m, f, v) : r->SetUInt64(m, f, v);
-      }
-      case FD::CPPTYPE_DOUBLE: {
-        const auto v = static_cast<double>(Number());
-        return add ? r->AddDouble(m, f, v) : r->SetDouble(m, f, v);
-      }
-      case FD::CPPTYPE_FLOAT: {
-        const auto v = static_cast<float>(Number());
-        return add ? r->AddFloat(m, f, v) : r->SetFloat(m, f, v);
-      }
-      case FD::CPPTYPE_BOOL: {
-        const bool v = Chance(0.5);
-        return add ? r->AddBool(m, f, v) : r->SetBool(m, f, v);
-      }
-      case FD::CPPTYPE_ENUM: {
-        const int v = EnumValue(f);
-        return add ? r->AddEnumValue(m, f, v) : r->SetEnumValue(m, f, v);
-      }
-      case FD::CPPTYPE_STRING: {
-        std::string v = String(IsBytes(f));
-        return add ? r->AddString(m, f, std::move(v)) : r->SetString(m, f, std::move(v));
-      }
+      case FD::CPPTYPE_INT32:
+        return Put(m, r, f, static_cast<int32_t>(Number()), &R::AddInt32, &R::SetInt32);
+      case FD::CPPTYPE_INT64:
+        return Put(m, r, f, static_cast<int64_t>(Number()), &R::AddInt64, &R::SetInt64);
+      case FD::CPPTYPE_UINT32:
+        return Put(m, r, f, static_cast<uint32_t>(Number()), &R::AddUInt32, &R::SetUInt32);
+      case FD::CPPTYPE_UINT64: return Put(m, r, f, Number(), &R::AddUInt64, &R::SetUInt64);
+      case FD::CPPTYPE_DOUBLE:
+        return Put(m, r, f, static_cast<double>(Number()), &R::AddDouble, &R::SetDouble);
+      case FD::CPPTYPE_FLOAT:
+        return Put(m, r, f, static_cast<float>(Number()), &R::AddFloat, &R::SetFloat);
+      case FD::CPPTYPE_BOOL: return Put(m, r, f, Chance(0.5), &R::AddBool, &R::SetBool);
+      case FD::CPPTYPE_ENUM:
+        return Put(m, r, f, EnumValue(f), &R::AddEnumValue, &R::SetEnumValue);
+      case FD::CPPTYPE_STRING:
+        return Put(m, r, f, String(IsBytes(f)), &R::AddString, &R::SetString);
       case FD::CPPTYPE_MESSAGE:
-        if (depth < 4) Fill(add ? r->AddMessage(m, f) : r->MutableMessage(m, f), depth + 1);
+        if (depth < 4) Fill(f->is_repeated() ? r->AddMessage(m, f) : r->MutableMessage(m, f),
+                            depth + 1);
         return;
     }
   }
@@ -189,17 +183,14 @@ std::string Call(const std::shared_ptr<grpc::Channel>& channel,
   return std::to_string(st->code());
 }
 
-// The unary methods of `service` ("weft.pb.Osd"), without those listed.
-std::vector<const gp::MethodDescriptor*> UnaryMethods(const std::string& service,
-                                                      const std::vector<std::string>& skip) {
+// The unary methods of `service` ("weft.pb.Osd").
+std::vector<const gp::MethodDescriptor*> UnaryMethods(const std::string& service) {
   const gp::ServiceDescriptor* s = gp::DescriptorPool::generated_pool()->FindServiceByName(service);
   REQUIRE(s != nullptr);
   std::vector<const gp::MethodDescriptor*> out;
   for (int i = 0; i < s->method_count(); ++i) {
     const gp::MethodDescriptor* m = s->method(i);
-    if (m->client_streaming() || m->server_streaming()) continue;
-    if (std::find(skip.begin(), skip.end(), m->name()) != skip.end()) continue;
-    out.push_back(m);
+    if (!m->client_streaming() && !m->server_streaming()) out.push_back(m);
   }
   return out;
 }
@@ -248,6 +239,8 @@ TEST_CASE("random requests to every OSD and MDS method never kill a daemon", "[c
   auto client = c.Client();
   auto data_pool = c.CreatePool(*client, "data", 3, 8);
   REQUIRE(data_pool.ok());
+  // An object for the requests to find (its name is among the hints); they
+  // may change it as any client could.
   REQUIRE(client->Put(*data_pool, "keep", "original").ok());
 
   // A session of our own, for requests the MDS would otherwise refuse early.
@@ -289,64 +282,69 @@ TEST_CASE("random requests to every OSD and MDS method never kill a daemon", "[c
     REQUIRE(info != nullptr);
     osd_channels.push_back(grpc::CreateChannel(info->addr, grpc::InsecureChannelCredentials()));
   }
-  // Admin methods change the cluster on purpose (pools, OSDs in or out)
-  // and the filesystem methods make filesystems: left to the admin tests.
-  const auto osd_methods = UnaryMethods("weft.pb.Osd", {});
-  const auto mds_methods = UnaryMethods("weft.pb.Mds", {});
-
   constexpr int kRequestsPerMethod = 150;
   RandomFiller fill(20261124, hints);
-  uint64_t tid = 1;
-  for (const auto* method : osd_methods) {
+  // kRequestsPerMethod random requests to `method`, each steered by `steer`,
+  // which returns the channel to send it on and a name for the target.
+  using Steer = std::function<std::pair<std::shared_ptr<grpc::Channel>, std::string>(
+      gp::Message*)>;
+  auto fuzz = [&](const gp::MethodDescriptor* method, const Steer& steer) {
     const absl::Time start = absl::Now();
     std::map<std::string, int> answers;
     for (int n = 0; n < kRequestsPerMethod; ++n) {
       std::unique_ptr<gp::Message> req(
           gp::MessageFactory::generated_factory()->GetPrototype(method->input_type())->New());
       fill.Fill(req.get());
-      size_t target = fill.Below(osd_channels.size());
-      // Mostly the current epoch and a PG of the object pool, sent to its
-      // primary, so that the ops reach the handlers. Otherwise random: an
-      // old epoch is answered at once, a future one waits 3 s for the map.
-      if (fill.Chance(0.85)) {
-        SetUInt(req.get(), "map_epoch", map->epoch);
-        SetUInt(req.get(), "pool", data_pool->value());
-        SetUInt(req.get(), "pg_seed", fill.Below(pool->pg_num));
-        const uint32_t seed = static_cast<uint32_t>(GetUInt(*req, "pg_seed"));
-        const OsdId primary = placement::MapPg(*map, *pool, seed).primary;
-        for (size_t i = 0; i < osd_channels.size(); ++i) {
-          if (OsdId(c.osd_id(static_cast<int>(i))) == primary && fill.Chance(0.8)) target = i;
-        }
-      } else if (fill.Chance(0.8)) {
-        SetUInt(req.get(), "map_epoch", fill.Below(map->epoch + 1));
-      }
-      // Ops name an object: mostly the PG that name maps to.
-      if (auto* op = dynamic_cast<pb::OpRequest*>(req.get()); op != nullptr && fill.Chance(0.8)) {
-        op->set_pg_seed(placement::ObjectToPgSeed(op->oid(), pool->pg_num));
-        const OsdId primary = placement::MapPg(*map, *pool, op->pg_seed()).primary;
-        for (size_t i = 0; i < osd_channels.size(); ++i) {
-          if (OsdId(c.osd_id(static_cast<int>(i))) == primary) target = i;
-        }
-      }
-      ++answers[Call(osd_channels[target], method, req->SerializeAsString())];
+      const auto [channel, target] = steer(req.get());
+      ++answers[Call(channel, method, req->SerializeAsString())];
       const std::string dead = all_running();
-      INFO(method->full_name() << " to osd." << c.osd_id(target) << ": " << Describe(*req));
+      INFO(method->full_name() << " to " << target << ": " << Describe(*req));
       REQUIRE(dead.empty());
     }
     WARN(method->full_name() << ": " << kRequestsPerMethod << " requests in "
                              << absl::FormatDuration(absl::Now() - start) << ", answers "
                              << Tally(answers));
     REQUIRE(answers.count("unparsable") == 0);  // every reply a daemon sends must parse
+  };
+
+  // Every unary method of the Osd and Mds services. The Cluster and
+  // Filesystems services (pools, OSDs in or out, new filesystems) change the
+  // cluster on purpose: left to the admin tests.
+  for (const auto* method : UnaryMethods("weft.pb.Osd")) {
+    fuzz(method, [&](gp::Message* req) {
+      size_t target = fill.Below(osd_channels.size());
+      // Mostly the current epoch and a PG of the object pool, sent to its
+      // primary, so that the ops reach the handlers. Otherwise random: an
+      // old epoch is answered at once, a future one waits 3 s for the map.
+      if (fill.Chance(0.85)) {
+        SetUInt(req, "map_epoch", map->epoch);
+        SetUInt(req, "pool", data_pool->value());
+        SetUInt(req, "pg_seed", fill.Below(pool->pg_num));
+        const uint32_t seed = static_cast<uint32_t>(GetUInt(*req, "pg_seed"));
+        const OsdId primary = placement::MapPg(*map, *pool, seed).primary;
+        for (size_t i = 0; i < osd_channels.size(); ++i) {
+          if (OsdId(c.osd_id(static_cast<int>(i))) == primary && fill.Chance(0.8)) target = i;
+        }
+      } else if (fill.Chance(0.8)) {
+        SetUInt(req, "map_epoch", fill.Below(map->epoch + 1));
+      }
+      // Ops name an object: mostly the PG that name maps to.
+      if (auto* op = dynamic_cast<pb::OpRequest*>(req); op != nullptr && fill.Chance(0.8)) {
+        op->set_pg_seed(placement::ObjectToPgSeed(op->oid(), pool->pg_num));
+        const OsdId primary = placement::MapPg(*map, *pool, op->pg_seed()).primary;
+        for (size_t i = 0; i < osd_channels.size(); ++i) {
+          if (OsdId(c.osd_id(static_cast<int>(i))) == primary) target = i;
+        }
+      }
+      return std::make_pair(osd_channels[target],
+                            absl::StrCat("osd.", c.osd_id(static_cast<int>(target))));
+    });
   }
-  for (const auto* method : mds_methods) {
+  uint64_t tid = 1;
+  for (const auto* method : UnaryMethods("weft.pb.Mds")) {
     session = open_session();  // the fuzzed SessionClose may have ended the last one
-    const absl::Time start = absl::Now();
-    std::map<std::string, int> answers;
-    for (int n = 0; n < kRequestsPerMethod; ++n) {
-      std::unique_ptr<gp::Message> req(
-          gp::MessageFactory::generated_factory()->GetPrototype(method->input_type())->New());
-      fill.Fill(req.get());
-      if (auto* meta = dynamic_cast<pb::MetaRequest*>(req.get()); meta != nullptr) {
+    fuzz(method, [&](gp::Message* req) {
+      if (auto* meta = dynamic_cast<pb::MetaRequest*>(req); meta != nullptr) {
         // Mostly from the live session, as root or a user, with fresh ids:
         // the op itself is what reaches the handlers.
         if (fill.Chance(0.8)) {
@@ -359,20 +357,22 @@ TEST_CASE("random requests to every OSD and MDS method never kill a daemon", "[c
           }
         }
       }
-      ++answers[Call(mds_channel, method, req->SerializeAsString())];
-      const std::string dead = all_running();
-      INFO(method->full_name() << ": " << Describe(*req));
-      REQUIRE(dead.empty());
-    }
-    WARN(method->full_name() << ": " << kRequestsPerMethod << " requests in "
-                             << absl::FormatDuration(absl::Now() - start) << ", answers "
-                             << Tally(answers));
-    REQUIRE(answers.count("unparsable") == 0);  // every reply a daemon sends must parse
+      return std::make_pair(mds_channel, std::string("the MDS"));
+    });
   }
 
-  // Still serving: the filesystem and the object pool.
+  // Still serving: the filesystem (a new session makes a directory) and the
+  // object pool.
   auto meta = c.Meta("fz");
   REQUIRE(meta != nullptr);
+  pb::MetaRequest mkdir;
+  mkdir.mutable_mkdir()->set_parent(meta->root());
+  mkdir.mutable_mkdir()->set_name("after-the-fuzz");
+  mkdir.mutable_mkdir()->set_mode(S_IFDIR | 0755);
+  auto made = meta->Call(std::move(mkdir));
+  INFO(made.status());
+  REQUIRE(made.ok());
+  REQUIRE(made->status().code() == 0);
   auto after_pool = c.CreatePool(*client, "after", 3, 8);
   INFO(after_pool.status());
   REQUIRE(after_pool.ok());

@@ -418,10 +418,6 @@ std::unique_ptr<client::AdminClient> Cluster::Admin() {
   return std::make_unique<client::AdminClient>(mds_addrs());
 }
 
-}  // namespace weft::testing
-
-namespace weft::testing {
-
 RawReply CallRaw(const std::shared_ptr<grpc::Channel>& channel, const std::string& method,
                  const std::string& body, absl::Duration timeout) {
   grpc::GenericStub stub(channel);
