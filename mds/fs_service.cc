@@ -61,16 +61,26 @@ grpc::Status MdsService::SessionClose(grpc::ServerContext*, const pb::SessionReq
 
 grpc::Status MdsService::Call(grpc::ServerContext*, const pb::MetaRequest* req,
                               pb::MetaReply* reply) {
-  WEFT_DAEMON_OR_REPLY(reply);
-  auto rank = d->RankById(SessionFs(req->session()));
+  const absl::Time start = absl::Now();
+  CallOnRank(*req, reply);
+  if (metrics_ != nullptr) {
+    metrics_->Observe(req->op_case(), absl::Now() - start, reply->status().code() != 0);
+  }
+  return grpc::Status::OK;
+}
+
+void MdsService::CallOnRank(const pb::MetaRequest& req, pb::MetaReply* reply) {
+  MdsDaemon* d = daemon_->load();
+  if (d == nullptr) return rpc::ToProto(NotReady(), reply->mutable_status());
+  auto rank = d->RankById(SessionFs(req.session()));
   if (!rank.ok()) {
     absl::Status status = rank.status();
-    if (absl::IsNotFound(status)) status = ErrnoError(absl::StatusCode::kFailedPrecondition, ENOTCONN, "no such session");
-    rpc::ToProto(status, reply->mutable_status());
-    return grpc::Status::OK;
+    if (absl::IsNotFound(status)) {
+      status = ErrnoError(absl::StatusCode::kFailedPrecondition, ENOTCONN, "no such session");
+    }
+    return rpc::ToProto(status, reply->mutable_status());
   }
-  *reply = (*rank)->Handle(*req);
-  return grpc::Status::OK;
+  *reply = (*rank)->Handle(req);
 }
 
 grpc::Status MdsService::Reconnect(grpc::ServerContext*, const pb::ReconnectRequest* req,

@@ -6,6 +6,7 @@
 #include <atomic>
 
 #include "mds/mds_daemon.h"
+#include "mds/mds_metrics.h"
 #include "proto/mds.grpc.pb.h"
 
 namespace weft::mds {
@@ -13,7 +14,9 @@ namespace weft::mds {
 class MdsService final : public pb::Mds::Service {
  public:
   // `daemon` is null until the daemon is up (calls answer UNAVAILABLE).
-  explicit MdsService(std::atomic<MdsDaemon*>* daemon) : daemon_(daemon) {}
+  // `metrics`, if given, times every namespace request (Call).
+  explicit MdsService(std::atomic<MdsDaemon*>* daemon, MdsMetrics* metrics = nullptr)
+      : daemon_(daemon), metrics_(metrics) {}
 
   grpc::Status SessionOpen(grpc::ServerContext*, const pb::SessionOpenRequest*,
                            pb::SessionReply*) override;
@@ -32,7 +35,10 @@ class MdsService final : public pb::Mds::Service {
                         pb::SessionReply*) override;
 
  private:
+  void CallOnRank(const pb::MetaRequest& req, pb::MetaReply* reply);
+
   std::atomic<MdsDaemon*>* const daemon_;
+  MdsMetrics* const metrics_;
 };
 
 class FilesystemsService final : public pb::Filesystems::Service {

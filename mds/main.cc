@@ -18,11 +18,13 @@
 #include "common/config/config.h"
 #include "common/etcd/etcd_client.h"
 #include "common/log/log.h"
+#include "common/metrics/http_server.h"
 #include "common/rpc/rpc.h"
 #include "mds/manager/map_manager.h"
 #include "mds/fs_service.h"
 #include "mds/manager/fs_map.h"
 #include "mds/mds_daemon.h"
+#include "mds/mds_metrics.h"
 #include "mds/mds_service.h"
 
 ABSL_FLAG(std::string, name, "a", "this MDS's name");
@@ -32,6 +34,9 @@ ABSL_FLAG(int64_t, lease_ttl_s, 10, "leader lease TTL in seconds");
 ABSL_FLAG(int64_t, down_out_interval_s, 0,
           "mark a down OSD out after this many seconds (config mon_osd_down_out_interval, "
           "default 600)");
+ABSL_FLAG(std::string, metrics, "",
+          "serve Prometheus metrics on host:port (default: mds_metrics_port on the --addr "
+          "host; none when that is 0)");
 ABSL_FLAG(int, v, 0, "verbose log level");
 
 namespace {
@@ -44,7 +49,8 @@ int Fail(const std::string& what) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  absl::SetProgramUsageMessage("weft-mds --name NAME [-c weft.conf] [--addr HOST:PORT]");
+  absl::SetProgramUsageMessage(
+      "weft-mds --name NAME [-c weft.conf] [--addr HOST:PORT] [--metrics HOST:PORT]");
   std::vector<char*> args(argv, argv + argc);
   static std::string conf_flag = "--conf";
   for (auto& a : args) {
@@ -76,6 +82,15 @@ int main(int argc, char** argv) {
       absl::GetFlag(FLAGS_down_out_interval_s) > 0 ? absl::GetFlag(FLAGS_down_out_interval_s)
                                                     : *grace;
   if (auto status = options.Validate(); !status.ok()) return Fail(std::string(status.message()));
+  auto metrics_port = config->GetInt("mds_metrics_port", 0);
+  if (!metrics_port.ok()) return Fail(std::string(metrics_port.status().message()));
+  if (*metrics_port < 0 || *metrics_port > 65535) {
+    return Fail("mds_metrics_port must be a port, 1 to 65535 (0 = no metrics)");
+  }
+  std::string metrics_addr = absl::GetFlag(FLAGS_metrics);
+  if (metrics_addr.empty() && *metrics_port > 0) {
+    metrics_addr = absl::StrCat(addr.substr(0, addr.rfind(':')), ":", *metrics_port);
+  }
 
   sigset_t signals;
   sigemptyset(&signals);
@@ -88,6 +103,17 @@ int main(int argc, char** argv) {
   auto etcd = weft::etcd::Client::Connect(*endpoints, absl::Seconds(5));
   if (!etcd.ok()) return Fail(std::string(etcd.status().message()));
   weft::mds::MapManager manager(options, etcd->get());
+  // Metrics listen before the election: a bad address stops this MDS before
+  // it can win and hold the maps. Series read the daemon only once it is up.
+  std::atomic<weft::mds::MdsDaemon*> daemon_ptr{nullptr};
+  weft::mds::MdsMetrics metrics(&manager, &daemon_ptr);
+  std::unique_ptr<weft::metrics::HttpServer> metrics_server;
+  if (!metrics_addr.empty()) {
+    auto started = weft::metrics::HttpServer::Start(metrics_addr, metrics.registry());
+    if (!started.ok()) return Fail("metrics: " + std::string(started.status().message()));
+    metrics_server = std::move(*started);
+    LOG(INFO) << "event=metrics_listening addr=" << metrics_server->addr();
+  }
   if (auto status = manager.Start(); !status.ok()) return Fail(std::string(status.message()));
 
   auto daemon_options = weft::mds::DaemonOptions::FromConfig(*config);
@@ -116,8 +142,7 @@ int main(int argc, char** argv) {
   // The namespace services are registered now and served once the object
   // client (which gets its maps from this very server) is connected.
   std::unique_ptr<weft::mds::MdsDaemon> daemon;
-  std::atomic<weft::mds::MdsDaemon*> daemon_ptr{nullptr};
-  weft::mds::MdsService mds_service(&daemon_ptr);
+  weft::mds::MdsService mds_service(&daemon_ptr, &metrics);
   weft::mds::FilesystemsService fs_service(&daemon_ptr, &fsmap);
   builder.RegisterService(&mds_service);
   builder.RegisterService(&fs_service);
@@ -143,6 +168,7 @@ int main(int argc, char** argv) {
   int sig = 0;
   sigwait(&signals, &sig);
   LOG(INFO) << "event=signal sig=" << sig;
+  metrics_server.reset();  // no scrape reads the ranks while they stop
   daemon_ptr.store(nullptr);
   server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(1));
   daemon->Stop();

@@ -271,6 +271,13 @@ absl::StatusOr<std::shared_ptr<MdsRank>> MdsDaemon::RankByName(const std::string
   return NotHere(fs);
 }
 
+std::vector<std::shared_ptr<MdsRank>> MdsDaemon::Ranks() {
+  absl::MutexLock lock(&mu_);
+  std::vector<std::shared_ptr<MdsRank>> out;
+  for (auto& [id, rank] : ranks_) out.push_back(rank);
+  return out;
+}
+
 absl::StatusOr<std::shared_ptr<MdsRank>> MdsDaemon::RankById(uint32_t fs_id) {
   {
     absl::MutexLock lock(&mu_);

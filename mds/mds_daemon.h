@@ -9,6 +9,7 @@
 #include <memory>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "absl/synchronization/mutex.h"
 #include "common/config/config.h"
@@ -56,6 +57,8 @@ class MdsDaemon {
   // where it is served.
   absl::StatusOr<std::shared_ptr<MdsRank>> RankByName(const std::string& fs);
   absl::StatusOr<std::shared_ptr<MdsRank>> RankById(uint32_t fs_id);
+  // The ranks served here now.
+  std::vector<std::shared_ptr<MdsRank>> Ranks();
 
  private:
   void SuperviseLoop();

@@ -2,6 +2,7 @@
 //
 //   weft-osd --mkfs --id N --data DIR [-c weft.conf]    format DIR for osd.N
 //   weft-osd --id N --data DIR [-c weft.conf] [--addr 127.0.0.1:0] [--host H]
+//            [--metrics HOST:PORT]
 //
 // Startup problems (missing or corrupt data dir, unreachable etcd, unknown
 // OSD) are reported in one line and the exit status is 1.
@@ -10,12 +11,14 @@
 
 #include <malloc.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <thread>
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
+#include "absl/strings/str_cat.h"
 #include "common/config/config.h"
 #include "common/log/log.h"
 #include "osd/osd_daemon.h"
@@ -25,6 +28,9 @@ ABSL_FLAG(std::string, data, "", "data directory (one disk)");
 ABSL_FLAG(std::string, conf, "", "config file (default $WEFT_CONF or /etc/weft/weft.conf)");
 ABSL_FLAG(bool, mkfs, false, "format the data directory and exit");
 ABSL_FLAG(std::string, addr, "", "listen address host:port (port 0 = any free port)");
+ABSL_FLAG(std::string, metrics, "",
+          "serve Prometheus metrics on host:port (default: osd_metrics_port + id on the "
+          "--addr host; none when that is 0)");
 ABSL_FLAG(std::string, host, "", "host name used as failure domain (default: hostname)");
 ABSL_FLAG(std::string, rack, "", "rack used as failure domain");
 ABSL_FLAG(int64_t, lease_ttl_s, 0, "liveness lease TTL in seconds (config osd_lease_ttl_s)");
@@ -117,6 +123,16 @@ int main(int argc, char** argv) {
   auto stats_ms = config->GetInt("osd_stats_interval_ms", options.stats_interval_ms);
   if (!stats_ms.ok()) return Fail(std::string(stats_ms.status().message()));
   options.stats_interval_ms = *stats_ms;
+  auto metrics_port = config->GetInt("osd_metrics_port", 0);
+  if (!metrics_port.ok()) return Fail(std::string(metrics_port.status().message()));
+  if (*metrics_port < 0 || *metrics_port + std::max(options.id, 0) > 65535) {
+    return Fail("osd_metrics_port plus the OSD id must be a port, 1 to 65535 (0 = no metrics)");
+  }
+  options.metrics_addr = absl::GetFlag(FLAGS_metrics);
+  if (options.metrics_addr.empty() && *metrics_port > 0) {
+    const std::string host = options.bind_addr.substr(0, options.bind_addr.rfind(':'));
+    options.metrics_addr = absl::StrCat(host, ":", *metrics_port + options.id);
+  }
   options.sync = !absl::GetFlag(FLAGS_nosync);
   if (auto status = options.Validate(); !status.ok()) {
     return Fail(std::string(status.message()));

@@ -58,6 +58,9 @@ absl::Status OsdDaemon::Start() {
   }
   ASSIGN_OR_RETURN(etcd_, etcd::Client::Connect(options_.etcd_endpoints, absl::Seconds(5)));
   RETURN_IF_ERROR(LoadInitialMap());
+  // Before serving: a metrics address that cannot be used stops the daemon
+  // before the cluster sees it up.
+  RETURN_IF_ERROR(StartMetrics());
 
   peers_ = std::make_unique<PeerClient>(&channels_, options_.peer_timeout_ms);
   background_ = std::make_unique<ThreadPool>("osd-bg", 8, 1 << 20);
@@ -362,6 +365,7 @@ void OsdDaemon::RequestShutdown() {
 
 void OsdDaemon::Shutdown() {
   RequestShutdown();
+  metrics_server_.reset();  // no scrape reads what is torn down below
   if (stats_thread_.joinable()) stats_thread_.join();
   if (commit_thread_.joinable()) commit_thread_.join();
   if (trim_thread_.joinable()) trim_thread_.join();
@@ -455,6 +459,9 @@ absl::Status OsdDaemon::CheckFull(const pb::OpRequest& req, const OsdMap& map) {
 
 void OsdDaemon::Op(pb::OpRequest* mutable_req, pb::OpReply* reply) {
   const pb::OpRequest& req = *mutable_req;
+  const bool writes = std::any_of(req.ops().begin(), req.ops().end(),
+                                  [](const pb::ObjectOp& op) { return op.type() >= pb::WRITE; });
+  metrics::ScopedTimer timer(writes ? &write_latency_ : &read_latency_);
   std::shared_ptr<const OsdMap> map;
   bool local = req.flags() & pb::OPF_LOCAL;
   auto pg = FindPg(req.map_epoch(), req.pool(), req.pg_seed(), !local, &map);
@@ -513,6 +520,7 @@ void OsdDaemon::GetMap(const pb::GetMapRequest& req, pb::GetMapReply* reply) {
 
 void OsdDaemon::RepOp(pb::RepOpRequest* mutable_req, pb::RepOpReply* reply) {
   const pb::RepOpRequest& req = *mutable_req;
+  metrics::ScopedTimer timer(&subop_latency_);
   std::shared_ptr<const OsdMap> map;
   auto pg = FindPg(req.map_epoch(), req.pool(), req.pg_seed(), false, &map);
   if (!pg.ok()) return FillStatus(pg.status(), reply->mutable_status());

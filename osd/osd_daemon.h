@@ -24,6 +24,8 @@
 #include "common/cluster_map/osd_map.h"
 #include "common/etcd/etcd_client.h"
 #include "common/executor/thread_pool.h"
+#include "common/metrics/http_server.h"
+#include "common/metrics/metrics.h"
 #include "common/rpc/rpc.h"
 #include "osd/osd_options.h"
 #include "osd/peer_client.h"
@@ -89,6 +91,10 @@ class OsdDaemon {
                                              bool client, std::shared_ptr<const OsdMap>* map);
   std::shared_ptr<Pg> LoadPg(const PgId& id, const PoolInfo& pool);
 
+  // Registers this daemon's series and, when options_.metrics_addr is set,
+  // serves them (osd_metrics.cc).
+  absl::Status StartMetrics();
+
   const OsdOptions options_;
   std::string address_;
   std::unique_ptr<ObjectStore> store_;
@@ -99,6 +105,11 @@ class OsdDaemon {
   std::unique_ptr<PeerClient> peers_;
   std::unique_ptr<ThreadPool> background_;
   OsdCounters counters_;
+  metrics::Registry metrics_;
+  metrics::Histogram read_latency_;   // client ops that change nothing
+  metrics::Histogram write_latency_;  // client ops that change the object
+  metrics::Histogram subop_latency_;  // replica and shard writes from primaries
+  std::unique_ptr<metrics::HttpServer> metrics_server_;
   // This OSD's file system fill (0..1), refreshed with the statistics.
   std::atomic<double> fill_{0};
   std::unique_ptr<grpc::Service> service_;

@@ -34,6 +34,7 @@ struct OsdOptions {
   // it goes back to the kernel (malloc_trim; OsdDaemon::TrimLoop); 0 = never.
   int64_t memory_trim_ms = 1000;
   uint64_t memory_trim_free_bytes = 256ull << 20;
+  std::string metrics_addr;                // Prometheus text on host:port; empty = off
   bool sync = true;                        // fsync; off only for tests on tmpfs
 
   absl::Status Validate() const;

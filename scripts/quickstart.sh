@@ -94,6 +94,26 @@ free_port() {
   python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
 }
 
+# free_ports N: the first port from 9300 where N consecutive ports are free.
+free_ports() {
+  python3 - "$1" <<'PY'
+import socket, sys
+n = int(sys.argv[1])
+def free(p):
+    s = socket.socket()
+    try:
+        s.bind(("127.0.0.1", p)); return True
+    except OSError:
+        return False
+    finally:
+        s.close()
+base = 9300
+while base + n <= 65535 and not all(free(base + i) for i in range(n)):
+    base += n
+print(base)
+PY
+}
+
 start() {  # start NAME LOGFILE CMD...
   local name=$1 logfile=$2; shift 2
   setsid "$@" >>"$logfile" 2>&1 < /dev/null &
@@ -127,6 +147,12 @@ fsid = $fsid
 etcd = 127.0.0.1:$(free_port)
 mds = 127.0.0.1:$(free_port)
 CONF
+fi
+if ! grep -q '^mds_metrics_port' "$conf"; then
+  # Prometheus text at http://127.0.0.1:PORT/metrics: the MDS on the first
+  # port, osd.N on the second plus N (room for 64 OSDs).
+  base=$(free_ports 65)
+  printf 'mds_metrics_port = %s\nosd_metrics_port = %s\n' "$base" $((base + 1)) >> "$conf"
 fi
 etcd_addr=$(sed -n 's/^etcd *= *//p' "$conf")
 
@@ -243,5 +269,7 @@ Weft is running in $dir and mounted at $mnt. To use it:
   weft pool create data --size 3
   weft obj put data hello /etc/hostname && weft obj get data hello
   mount -t fuse.weft weft /mnt/other -o conf=$conf     # another mount, as mount(8) does it
+Prometheus metrics: http://127.0.0.1:$(sed -n 's/^mds_metrics_port *= *//p' "$conf")/metrics (the MDS),
+  http://127.0.0.1:PORT/metrics for osd.N, PORT = $(sed -n 's/^osd_metrics_port *= *//p' "$conf") + N
 Stop it with: scripts/quickstart.sh down
 MSG

@@ -139,6 +139,12 @@ absl::Status Cluster::Boot() {
   dir_ = tmpl;
   ASSIGN_OR_RETURN(etcd_, EtcdProcess::Start(dir_));
   mds_addr_ = absl::StrCat("127.0.0.1:", FreePort());
+  if (options_.metrics) {
+    mds_metrics_addr_ = absl::StrCat("127.0.0.1:", FreePort());
+    for (int i = 0; i < options_.osds; ++i) {
+      osd_metrics_addrs_.push_back(absl::StrCat("127.0.0.1:", FreePort()));
+    }
+  }
   conf_path_ = dir_ + "/weft.conf";
   {
     std::ofstream conf(conf_path_);
@@ -191,9 +197,10 @@ Cluster::~Cluster() {
 
 absl::Status Cluster::StartMds() {
   mds_.reset();
-  ASSIGN_OR_RETURN(mds_, Process::Spawn({BinPath("weft-mds"), "--name", "a", "-c", conf_path_,
-                                         "--lease_ttl_s", "3"},
-                                        MdsLogPath()));
+  std::vector<std::string> argv = {BinPath("weft-mds"), "--name", "a", "-c", conf_path_,
+                                   "--lease_ttl_s", "3"};
+  if (!mds_metrics_addr_.empty()) argv.insert(argv.end(), {"--metrics", mds_metrics_addr_});
+  ASSIGN_OR_RETURN(mds_, Process::Spawn(argv, MdsLogPath()));
   // The MDS answers once it has read the map.
   CommandResult ls;
   for (int i = 0; i < 100; ++i) {
@@ -312,10 +319,13 @@ CommandResult Cluster::Weft(const std::vector<std::string>& args) const {
 absl::Status Cluster::StartOsd(int i) {
   if (osds_.at(i) && osds_[i]->Running()) return absl::OkStatus();
   int id = osd_ids_.at(i);
-  ASSIGN_OR_RETURN(osds_[i], Process::Spawn({BinPath("weft-osd"), "--id", std::to_string(id),
-                                             "--data", OsdDataDir(i), "-c", conf_path_,
-                                             "--host", absl::StrCat("host", i)},
-                                            OsdLogPath(i)));
+  std::vector<std::string> argv = {BinPath("weft-osd"), "--id", std::to_string(id), "--data",
+                                   OsdDataDir(i), "-c", conf_path_, "--host",
+                                   absl::StrCat("host", i)};
+  if (i < static_cast<int>(osd_metrics_addrs_.size())) {
+    argv.insert(argv.end(), {"--metrics", osd_metrics_addrs_[i]});
+  }
+  ASSIGN_OR_RETURN(osds_[i], Process::Spawn(argv, OsdLogPath(i)));
   return absl::OkStatus();
 }
 

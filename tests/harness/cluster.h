@@ -35,6 +35,8 @@ struct ClusterOptions {
   uint64_t fs_object_bytes = 0;
   uint64_t fs_stripe_unit_bytes = 0;
   uint32_t fs_stripe_count = 0;
+  // Every daemon serves Prometheus metrics (`--metrics` on a free port).
+  bool metrics = false;
 };
 
 // The data pool CreateFs makes for a filesystem: replicated `size` times, or
@@ -85,6 +87,9 @@ class Cluster {
   std::vector<std::string> mds_addrs() const { return {mds_addr_}; }
   int osd_id(int i) const { return osd_ids_.at(i); }
   std::string OsdDataDir(int i) const;
+  // Where the daemons serve metrics (ClusterOptions::metrics), "host:port".
+  const std::string& MdsMetricsAddr() const { return mds_metrics_addr_; }
+  const std::string& OsdMetricsAddr(int i) const { return osd_metrics_addrs_.at(i); }
 
   // `weft -c <conf> args...`
   CommandResult Weft(const std::vector<std::string>& args) const;
@@ -151,6 +156,8 @@ class Cluster {
   std::string dir_;
   std::string conf_path_;
   std::string mds_addr_;
+  std::string mds_metrics_addr_;
+  std::vector<std::string> osd_metrics_addrs_;
   std::unique_ptr<EtcdProcess> etcd_;
   std::unique_ptr<Process> mds_;
   std::vector<int> osd_ids_;

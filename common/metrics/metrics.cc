@@ -1,0 +1,231 @@
+#include "common/metrics/metrics.h"
+
+#include <dirent.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "common/memory/memory.h"
+
+namespace weft::metrics {
+namespace {
+
+// Integers (the common case) print without an exponent; other values with
+// the fewest digits that read back as the same double.
+std::string Number(double v) {
+  if (std::isnan(v)) return "NaN";
+  if (std::isinf(v)) return v > 0 ? "+Inf" : "-Inf";
+  if (v == std::floor(v) && std::fabs(v) < 1e15) return absl::StrFormat("%.0f", v);
+  for (int digits = 15; digits < 17; ++digits) {  // the shortest that reads back
+    std::string s = absl::StrFormat("%.*g", digits, v);
+    if (std::strtod(s.c_str(), nullptr) == v) return s;
+  }
+  return absl::StrFormat("%.17g", v);
+}
+
+// Help text escapes backslash and newline.
+std::string EscapeHelp(absl::string_view help) {
+  std::string out;
+  for (char c : help) {
+    if (c == '\\') {
+      out += "\\\\";
+    } else if (c == '\n') {
+      out += "\\n";
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
+std::string Braced(absl::string_view labels, absl::string_view extra = "") {
+  if (labels.empty() && extra.empty()) return "";
+  if (labels.empty()) return absl::StrCat("{", extra, "}");
+  if (extra.empty()) return absl::StrCat("{", labels, "}");
+  return absl::StrCat("{", labels, ",", extra, "}");
+}
+
+}  // namespace
+
+std::vector<double> LatencyBounds() {
+  return {0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01,
+          0.025,  0.05,    0.1,    0.25,  0.5,    1,     2.5, 5, 10};
+}
+
+Histogram::Histogram(std::vector<double> bounds)
+    : bounds_(std::move(bounds)),
+      buckets_(std::make_unique<std::atomic<uint64_t>[]>(bounds_.size() + 1)) {
+  for (size_t i = 0; i <= bounds_.size(); ++i) buckets_[i].store(0);
+}
+
+void Histogram::Observe(double seconds) {
+  if (!(seconds >= 0)) seconds = 0;  // a clock step back, or NaN
+  size_t i = 0;
+  while (i < bounds_.size() && seconds > bounds_[i]) ++i;
+  buckets_[i].fetch_add(1, std::memory_order_relaxed);
+  sum_ns_.fetch_add(static_cast<uint64_t>(std::llround(seconds * 1e9)),
+                    std::memory_order_relaxed);
+}
+
+Histogram::Snapshot Histogram::Take() const {
+  Snapshot s;
+  s.cumulative.reserve(bounds_.size() + 1);
+  uint64_t total = 0;
+  for (size_t i = 0; i <= bounds_.size(); ++i) {
+    total += buckets_[i].load(std::memory_order_relaxed);
+    s.cumulative.push_back(total);
+  }
+  s.count = total;
+  s.sum = static_cast<double>(sum_ns_.load(std::memory_order_relaxed)) / 1e9;
+  return s;
+}
+
+std::string Label(absl::string_view key, absl::string_view value) {
+  std::string out = absl::StrCat(key, "=\"");
+  for (char c : value) {
+    if (c == '\\') {
+      out += "\\\\";
+    } else if (c == '"') {
+      out += "\\\"";
+    } else if (c == '\n') {
+      out += "\\n";
+    } else {
+      out += c;
+    }
+  }
+  out += '"';
+  return out;
+}
+
+void Registry::AddCounter(std::string name, std::string help, std::string labels, Value value) {
+  Add(std::move(name), std::move(help), Type::kCounter, Series{std::move(labels), value});
+}
+
+void Registry::AddGauge(std::string name, std::string help, std::string labels, Value value) {
+  Add(std::move(name), std::move(help), Type::kGauge, Series{std::move(labels), value});
+}
+
+void Registry::AddGauges(std::string name, std::string help, LabeledValues values) {
+  Add(std::move(name), std::move(help), Type::kGauge, Series{"", nullptr, nullptr, values});
+}
+
+void Registry::AddHistogram(std::string name, std::string help, std::string labels,
+                            const Histogram* histogram) {
+  Add(std::move(name), std::move(help), Type::kHistogram,
+      Series{std::move(labels), nullptr, histogram});
+}
+
+void Registry::Add(std::string name, std::string help, Type type, Series series) {
+  absl::MutexLock lock(&mu_);
+  for (Family& f : families_) {
+    if (f.name == name) {
+      f.series.push_back(std::move(series));
+      return;
+    }
+  }
+  families_.push_back(Family{std::move(name), std::move(help), type, {std::move(series)}});
+}
+
+std::string Registry::Render() const {
+  std::vector<Family> families;
+  {
+    absl::MutexLock lock(&mu_);
+    families = families_;  // value functions run without the lock
+  }
+  std::string out;
+  for (const Family& f : families) {
+    const char* type = f.type == Type::kCounter ? "counter"
+                       : f.type == Type::kGauge ? "gauge"
+                                                : "histogram";
+    absl::StrAppend(&out, "# HELP ", f.name, " ", EscapeHelp(f.help), "\n# TYPE ", f.name, " ",
+                    type, "\n");
+    for (const Series& s : f.series) {
+      if (s.many) {
+        for (const auto& [labels, value] : s.many()) {
+          absl::StrAppend(&out, f.name, Braced(labels), " ", Number(value), "\n");
+        }
+        continue;
+      }
+      if (f.type != Type::kHistogram) {
+        absl::StrAppend(&out, f.name, Braced(s.labels), " ", Number(s.value()), "\n");
+        continue;
+      }
+      const Histogram::Snapshot snap = s.histogram->Take();
+      const std::vector<double>& bounds = s.histogram->bounds();
+      for (size_t i = 0; i <= bounds.size(); ++i) {
+        const std::string le =
+            i < bounds.size() ? Label("le", Number(bounds[i])) : Label("le", "+Inf");
+        absl::StrAppend(&out, f.name, "_bucket", Braced(s.labels, le), " ", snap.cumulative[i],
+                        "\n");
+      }
+      absl::StrAppend(&out, f.name, "_sum", Braced(s.labels), " ", Number(snap.sum), "\n");
+      absl::StrAppend(&out, f.name, "_count", Braced(s.labels), " ", snap.count, "\n");
+    }
+  }
+  return out;
+}
+
+namespace {
+
+// Fields of /proc/self/stat after the command name: state is field 3, utime
+// 14, stime 15, starttime 22 (1-based, as proc(5) numbers them).
+std::vector<std::string> StatFields() {
+  std::ifstream in("/proc/self/stat");
+  std::string line;
+  std::getline(in, line);
+  const size_t close = line.rfind(')');
+  std::vector<std::string> fields;
+  if (close == std::string::npos) return fields;
+  std::istringstream rest(line.substr(close + 2));
+  std::string f;
+  while (rest >> f) fields.push_back(f);
+  return fields;  // fields[0] is field 3
+}
+
+double StatField(int n) {
+  std::vector<std::string> f = StatFields();
+  const size_t i = static_cast<size_t>(n - 3);
+  return i < f.size() ? std::strtod(f[i].c_str(), nullptr) : 0;
+}
+
+double BootTime() {
+  std::ifstream in("/proc/stat");
+  std::string key;
+  double value;
+  while (in >> key) {
+    if (key == "btime" && in >> value) return value;
+    in.ignore(1 << 20, '\n');
+  }
+  return 0;
+}
+
+}  // namespace
+
+void AddProcessMetrics(Registry* registry) {
+  const double ticks = static_cast<double>(sysconf(_SC_CLK_TCK));
+  registry->AddCounter("process_cpu_seconds_total", "User and system CPU time spent in seconds.",
+                       "", [ticks] { return (StatField(14) + StatField(15)) / ticks; });
+  registry->AddGauge("process_resident_memory_bytes", "Resident memory size in bytes.", "",
+                     [] { return static_cast<double>(memory::ResidentBytes()); });
+  registry->AddGauge("process_open_fds", "Number of open file descriptors.", "", [] {
+    double n = 0;
+    if (DIR* d = opendir("/proc/self/fd")) {
+      while (readdir(d) != nullptr) ++n;
+      closedir(d);
+      n -= 3;  // ".", ".." and the directory's own descriptor
+    }
+    return n;
+  });
+  const double start = BootTime() + StatField(22) / ticks;
+  registry->AddGauge("process_start_time_seconds",
+                     "Start time of the process since unix epoch in seconds.", "",
+                     [start] { return start; });
+}
+
+}  // namespace weft::metrics

@@ -1,0 +1,79 @@
+#include "mds/mds_metrics.h"
+
+#include <utility>
+#include <vector>
+
+#include "mds/manager/map_manager.h"
+#include "mds/mds_daemon.h"
+#include "proto/mds.pb.h"
+
+namespace weft::mds {
+namespace {
+
+// One gauge per filesystem served here, read from its rank's status.
+metrics::Registry::LabeledValues PerFs(std::atomic<MdsDaemon*>* daemon,
+                                       uint64_t (pb::FsStatusReply::*field)() const) {
+  return [daemon, field] {
+    std::vector<std::pair<std::string, double>> out;
+    MdsDaemon* d = daemon->load();
+    if (d == nullptr) return out;
+    for (const auto& rank : d->Ranks()) {
+      const pb::FsStatusReply status = rank->Status();
+      out.emplace_back(metrics::Label("fs", status.fs()),
+                       static_cast<double>((status.*field)()));
+    }
+    return out;
+  };
+}
+
+}  // namespace
+
+MdsMetrics::MdsMetrics(MapManager* manager, std::atomic<MdsDaemon*>* daemon) {
+  const google::protobuf::OneofDescriptor* oneof =
+      pb::MetaRequest::descriptor()->FindOneofByName("op");
+  const char* latency_help = "Namespace requests from arrival to reply, in seconds.";
+  const char* errors_help = "Namespace requests answered with an error (ENOENT included).";
+  for (int i = 0; i < oneof->field_count(); ++i) {
+    const google::protobuf::FieldDescriptor* field = oneof->field(i);
+    auto op = std::make_unique<Op>();
+    const std::string label = metrics::Label("op", field->name());
+    registry_.AddHistogram("weft_mds_request_latency_seconds", latency_help, label,
+                           &op->latency);
+    registry_.AddCounter("weft_mds_request_errors_total", errors_help, label,
+                         [o = op.get()] { return static_cast<double>(o->errors.load()); });
+    ops_[field->number()] = std::move(op);
+  }
+  using R = pb::FsStatusReply;
+  registry_.AddGauges("weft_mds_sessions", "Client sessions open.", PerFs(daemon, &R::sessions));
+  registry_.AddGauges("weft_mds_cached_inodes", "Inodes in the cache.",
+                      PerFs(daemon, &R::cached_inodes));
+  registry_.AddGauges("weft_mds_cached_dentries", "Dentries in the cache.",
+                      PerFs(daemon, &R::cached_dentries));
+  registry_.AddGauges("weft_mds_dirty_inodes", "Inodes changed but not yet written back.",
+                      PerFs(daemon, &R::dirty_inodes));
+  registry_.AddGauges("weft_mds_journal_bytes", "Bytes in the journal not yet trimmed.",
+                      PerFs(daemon, &R::journal_bytes));
+  registry_.AddGauges("weft_mds_journal_segments", "Journal objects not yet trimmed.",
+                      PerFs(daemon, &R::journal_segments));
+  registry_.AddGauges("weft_mds_strays", "Unlinked inodes still open or not yet purged.",
+                      PerFs(daemon, &R::strays));
+  registry_.AddGauges("weft_mds_purge_queue", "Inodes waiting for their data to be removed.",
+                      PerFs(daemon, &R::purge_queue));
+  registry_.AddGauges("weft_mds_dir_leases", "Directory leases held by clients.",
+                      PerFs(daemon, &R::dir_leases));
+  registry_.AddGauge("weft_mds_osdmap_epoch", "Epoch of the newest OSD map this MDS knows.", "",
+                     [manager] {
+                       auto map = manager->map();
+                       return map ? static_cast<double>(map->epoch) : 0.0;
+                     });
+  metrics::AddProcessMetrics(&registry_);
+}
+
+void MdsMetrics::Observe(int op, absl::Duration took, bool failed) {
+  auto it = ops_.find(op);
+  if (it == ops_.end()) return;  // no op set: refused before any work
+  it->second->latency.Observe(took);
+  if (failed) it->second->errors.fetch_add(1, std::memory_order_relaxed);
+}
+
+}  // namespace weft::mds

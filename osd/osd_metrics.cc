@@ -1,0 +1,60 @@
+// The OSD's Prometheus series. Counters are the ones `weft status` already
+// sums (OsdCounters); latencies are timed around the request handlers, from
+// the request's arrival in the handler to its reply, so a slow disk shows as
+// slow sub-writes on its OSD before anything else.
+#include "common/log/log.h"
+#include "osd/osd_daemon.h"
+
+namespace weft::osd {
+
+absl::Status OsdDaemon::StartMetrics() {
+  const std::string osd = metrics::Label("osd", absl::StrCat(options_.id));
+  auto counter = [&](const char* name, const char* help, const std::atomic<uint64_t>* value) {
+    metrics_.AddCounter(name, help, osd, [value] { return static_cast<double>(value->load()); });
+  };
+  counter("weft_osd_read_bytes_total", "Bytes returned to clients.", &counters_.read_bytes);
+  counter("weft_osd_write_bytes_total", "Bytes written by clients through this OSD as primary.",
+          &counters_.write_bytes);
+  counter("weft_osd_recovery_bytes_total", "Bytes pushed or rebuilt by recovery.",
+          &counters_.recovery_bytes);
+  counter("weft_osd_ops_total", "Client operations served.", &counters_.ops);
+
+  const char* latency_help = "Time from a request's arrival to its reply, in seconds.";
+  metrics_.AddHistogram("weft_osd_op_latency_seconds", latency_help,
+                        absl::StrCat(osd, ",", metrics::Label("op", "read")), &read_latency_);
+  metrics_.AddHistogram("weft_osd_op_latency_seconds", latency_help,
+                        absl::StrCat(osd, ",", metrics::Label("op", "write")), &write_latency_);
+  metrics_.AddHistogram("weft_osd_subop_latency_seconds",
+                        "Time to apply a replica or shard write sent by a primary, in seconds.",
+                        osd, &subop_latency_);
+
+  auto stat = [this](uint64_t ObjectStore::Stats::*field) {
+    return [this, field] { return static_cast<double>(store_->GetStats().*field); };
+  };
+  metrics_.AddGauge("weft_osd_objects", "Objects in the local store.", osd,
+                    stat(&ObjectStore::Stats::objects));
+  metrics_.AddGauge("weft_osd_stored_bytes", "Sum of the local objects' sizes.", osd,
+                    stat(&ObjectStore::Stats::bytes_used));
+  metrics_.AddGauge("weft_osd_fs_size_bytes", "Size of the data directory's file system.", osd,
+                    stat(&ObjectStore::Stats::fs_total_bytes));
+  metrics_.AddGauge("weft_osd_fs_avail_bytes", "Space left on the data directory's file system.",
+                    osd, stat(&ObjectStore::Stats::fs_avail_bytes));
+  metrics_.AddGauge("weft_osd_pgs", "Placement groups this OSD holds.", osd, [this] {
+    absl::MutexLock lock(&pgs_mu_);
+    return static_cast<double>(pgs_.size());
+  });
+  metrics_.AddGauge("weft_osd_map_epoch", "Epoch of the newest map this OSD applied.", osd,
+                    [this] { return static_cast<double>(CurrentMap()->epoch); });
+  metrics::AddProcessMetrics(&metrics_);
+
+  if (options_.metrics_addr.empty()) return absl::OkStatus();
+  auto server = metrics::HttpServer::Start(options_.metrics_addr, &metrics_);
+  if (!server.ok()) {
+    return absl::UnavailableError(absl::StrCat("metrics: ", server.status().message()));
+  }
+  metrics_server_ = std::move(*server);
+  LOG(INFO) << "event=metrics_listening addr=" << metrics_server_->addr();
+  return absl::OkStatus();
+}
+
+}  // namespace weft::osd

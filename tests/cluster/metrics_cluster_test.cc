@@ -1,0 +1,135 @@
+// Prometheus metrics of real daemons: the series follow the I/O and the
+// namespace requests they served, and an unusable metrics address stops a
+// daemon before the cluster sees it.
+#include <catch2/catch.hpp>
+
+#include <string>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "tests/harness/cluster.h"
+#include "tests/harness/fs_caller.h"
+#include "tests/harness/fs_fixture.h"
+#include "tests/harness/http.h"
+
+namespace weft::testing {
+namespace {
+
+std::string Scrape(const std::string& addr) {
+  auto r = HttpGet(addr, "/metrics");
+  INFO(addr << ": " << r.status());
+  REQUIRE(r.ok());
+  REQUIRE(r->code == 200);
+  return r->body;
+}
+
+double Value(const std::string& text, const std::string& series) {
+  auto v = MetricValue(text, series);
+  INFO(series << ": " << v.status());
+  REQUIRE(v.ok());
+  return *v;
+}
+
+// The sum of `name{osd="N"<rest>}` over the cluster's OSDs.
+double OsdSum(Cluster& c, int osds, const std::string& name, const std::string& rest = "") {
+  double sum = 0;
+  for (int i = 0; i < osds; ++i) {
+    const std::string series = absl::StrCat(name, "{osd=\"", c.osd_id(i), "\"", rest, "}");
+    sum += Value(Scrape(c.OsdMetricsAddr(i)), series);
+  }
+  return sum;
+}
+
+TEST_CASE("OSD and MDS metrics follow the requests they served", "[cluster]") {
+  ClusterOptions options;
+  options.metrics = true;
+  auto c = StartClusterWithFs(options);
+  constexpr int kOsds = 3;
+
+  // Objects: three 1 MiB writes to a 3x pool are 3 MiB written by primaries,
+  // each copied to two replicas.
+  auto client = c->Client();
+  REQUIRE(client != nullptr);
+  auto pool = c->CreatePool(*client, "m", 3, 8);
+  REQUIRE(pool.ok());
+  const double written = OsdSum(*c, kOsds, "weft_osd_write_bytes_total");
+  const double subops = OsdSum(*c, kOsds, "weft_osd_subop_latency_seconds_count");
+  const double writes = OsdSum(*c, kOsds, "weft_osd_op_latency_seconds_count", ",op=\"write\"");
+  const std::string data = RandomBytes(1 << 20, 5);
+  for (int i = 0; i < 3; ++i) REQUIRE(client->Put(*pool, absl::StrCat("o", i), data).ok());
+  REQUIRE(client->Get(*pool, "o0").ok());
+  CHECK(OsdSum(*c, kOsds, "weft_osd_write_bytes_total") - written >= 3 << 20);  // and journals
+  CHECK(OsdSum(*c, kOsds, "weft_osd_subop_latency_seconds_count") - subops >= 6);
+  CHECK(OsdSum(*c, kOsds, "weft_osd_op_latency_seconds_count", ",op=\"write\"") - writes >= 3);
+  CHECK(OsdSum(*c, kOsds, "weft_osd_op_latency_seconds_count", ",op=\"read\"") >= 1);
+  CHECK(OsdSum(*c, kOsds, "weft_osd_read_bytes_total") >= 1 << 20);
+  for (int i = 0; i < kOsds; ++i) {
+    const std::string text = Scrape(c->OsdMetricsAddr(i));
+    const std::string osd = absl::StrCat("{osd=\"", c->osd_id(i), "\"}");
+    CHECK(Value(text, "weft_osd_pgs" + osd) > 0);
+    CHECK(Value(text, "weft_osd_map_epoch" + osd) > 0);
+    CHECK(Value(text, "weft_osd_objects" + osd) >= 3);
+    CHECK(Value(text, "weft_osd_fs_avail_bytes" + osd) > 0);
+    CHECK(Value(text, "process_resident_memory_bytes") > 0);
+    // The +Inf bucket holds every observation.
+    CHECK(Value(text, "weft_osd_subop_latency_seconds_bucket" +
+                          absl::StrCat("{osd=\"", c->osd_id(i), "\",le=\"+Inf\"}")) ==
+          Value(text, "weft_osd_subop_latency_seconds_count" + osd));
+  }
+
+  // Namespace requests, counted per operation, errors apart.
+  auto meta = c->Meta("fs1");
+  REQUIRE(meta != nullptr);
+  FsCaller fs(meta.get());
+  const std::string before = Scrape(c->MdsMetricsAddr());
+  const double creates = Value(before, "weft_mds_request_latency_seconds_count{op=\"create\"}");
+  const double lookup_errors = Value(before, "weft_mds_request_errors_total{op=\"lookup\"}");
+  for (int i = 0; i < 5; ++i) REQUIRE(fs.Create(fs.root(), absl::StrCat("f", i)).ok());
+  REQUIRE(Errno(fs.Lookup(fs.root(), "missing")) == ENOENT);
+  const std::string after = Scrape(c->MdsMetricsAddr());
+  CHECK(Value(after, "weft_mds_request_latency_seconds_count{op=\"create\"}") - creates == 5);
+  CHECK(Value(after, "weft_mds_request_errors_total{op=\"lookup\"}") - lookup_errors == 1);
+  CHECK(Value(after, "weft_mds_request_errors_total{op=\"create\"}") == 0);
+  CHECK(Value(after, "weft_mds_sessions{fs=\"fs1\"}") >= 1);
+  CHECK(Value(after, "weft_mds_cached_inodes{fs=\"fs1\"}") >= 6);
+  CHECK(Value(after, "weft_mds_osdmap_epoch") > 0);
+  CHECK(absl::StrContains(after, "# TYPE weft_mds_request_latency_seconds histogram\n"));
+}
+
+TEST_CASE("a metrics address that cannot be used stops the daemon with the reason",
+          "[cluster]") {
+  ClusterOptions options;
+  options.metrics = true;
+  options.osds = 1;
+  auto started = Cluster::Start(options);
+  INFO(started.status());
+  REQUIRE(started.ok());
+  Cluster& c = **started;
+  const std::string taken = c.MdsMetricsAddr();  // the running MDS listens there
+
+  c.StopOsd(0);
+  for (const std::string& addr : {taken, std::string("not-an-address"), std::string(":99999")}) {
+    CommandResult r = RunCommand({BinPath("weft-osd"), "--id", std::to_string(c.osd_id(0)),
+                                  "--data", c.OsdDataDir(0), "-c", c.conf_path(), "--metrics",
+                                  addr});
+    INFO(r.output);
+    CHECK(r.code == 1);
+    CHECK(absl::StrContains(r.output, "weft-osd: metrics: metrics address"));
+  }
+  CommandResult mds = RunCommand({BinPath("weft-mds"), "--name", "b", "-c", c.conf_path(),
+                                  "--addr", absl::StrCat("127.0.0.1:", FreePort()), "--metrics",
+                                  taken});
+  INFO(mds.output);
+  CHECK(mds.code == 1);
+  CHECK(absl::StrContains(mds.output, "weft-mds: metrics: metrics address"));
+  CHECK(absl::StrContains(mds.output, "Address already in use"));
+
+  // Nothing else changed: the OSD comes back on its own address and serves.
+  REQUIRE(c.StartOsd(0).ok());
+  REQUIRE(c.WaitOsdsUp(1, absl::Seconds(30)).ok());
+  CHECK(absl::StrContains(Scrape(c.OsdMetricsAddr(0)), "weft_osd_pgs"));
+  CHECK(absl::StrContains(Scrape(c.MdsMetricsAddr()), "weft_mds_osdmap_epoch"));
+}
+
+}  // namespace
+}  // namespace weft::testing
