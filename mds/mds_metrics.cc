@@ -43,24 +43,24 @@ MdsMetrics::MdsMetrics(MapManager* manager, std::atomic<MdsDaemon*>* daemon) {
                          [o = op.get()] { return static_cast<double>(o->errors.load()); });
     ops_[field->number()] = std::move(op);
   }
+  struct PerFsGauge {
+    const char* name;
+    const char* help;
+    uint64_t (pb::FsStatusReply::*field)() const;
+  };
   using R = pb::FsStatusReply;
-  registry_.AddGauges("weft_mds_sessions", "Client sessions open.", PerFs(daemon, &R::sessions));
-  registry_.AddGauges("weft_mds_cached_inodes", "Inodes in the cache.",
-                      PerFs(daemon, &R::cached_inodes));
-  registry_.AddGauges("weft_mds_cached_dentries", "Dentries in the cache.",
-                      PerFs(daemon, &R::cached_dentries));
-  registry_.AddGauges("weft_mds_dirty_inodes", "Inodes changed but not yet written back.",
-                      PerFs(daemon, &R::dirty_inodes));
-  registry_.AddGauges("weft_mds_journal_bytes", "Bytes in the journal not yet trimmed.",
-                      PerFs(daemon, &R::journal_bytes));
-  registry_.AddGauges("weft_mds_journal_segments", "Journal objects not yet trimmed.",
-                      PerFs(daemon, &R::journal_segments));
-  registry_.AddGauges("weft_mds_strays", "Unlinked inodes still open or not yet purged.",
-                      PerFs(daemon, &R::strays));
-  registry_.AddGauges("weft_mds_purge_queue", "Inodes waiting for their data to be removed.",
-                      PerFs(daemon, &R::purge_queue));
-  registry_.AddGauges("weft_mds_dir_leases", "Directory leases held by clients.",
-                      PerFs(daemon, &R::dir_leases));
+  const PerFsGauge gauges[] = {
+      {"weft_mds_sessions", "Client sessions open.", &R::sessions},
+      {"weft_mds_cached_inodes", "Inodes in the cache.", &R::cached_inodes},
+      {"weft_mds_cached_dentries", "Dentries in the cache.", &R::cached_dentries},
+      {"weft_mds_dirty_inodes", "Inodes changed but not yet written back.", &R::dirty_inodes},
+      {"weft_mds_journal_bytes", "Bytes in the journal not yet trimmed.", &R::journal_bytes},
+      {"weft_mds_journal_segments", "Journal objects not yet trimmed.", &R::journal_segments},
+      {"weft_mds_strays", "Unlinked inodes still open or not yet purged.", &R::strays},
+      {"weft_mds_purge_queue", "Inodes waiting for their data to be removed.", &R::purge_queue},
+      {"weft_mds_dir_leases", "Directory leases held by clients.", &R::dir_leases},
+  };
+  for (const PerFsGauge& g : gauges) registry_.AddGauges(g.name, g.help, PerFs(daemon, g.field));
   registry_.AddGauge("weft_mds_osdmap_epoch", "Epoch of the newest OSD map this MDS knows.", "",
                      [manager] {
                        auto map = manager->map();
