@@ -13,11 +13,13 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <thread>
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "common/config/config.h"
 #include "common/log/log.h"
@@ -134,6 +136,13 @@ int main(int argc, char** argv) {
     options.metrics_addr = absl::StrCat(host, ":", *metrics_port + options.id);
   }
   options.sync = !absl::GetFlag(FLAGS_nosync);
+  // Test fault point: every store commit takes this many ms longer.
+  if (const char* slow = std::getenv("WEFT_FAULT_SLOW_DISK_MS"); slow != nullptr) {
+    if (!absl::SimpleAtoi(slow, &options.fault_commit_delay_ms) ||
+        options.fault_commit_delay_ms < 0) {
+      return Fail("WEFT_FAULT_SLOW_DISK_MS must be a number of milliseconds");
+    }
+  }
   if (auto status = options.Validate(); !status.ok()) {
     return Fail(std::string(status.message()));
   }

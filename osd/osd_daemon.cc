@@ -29,6 +29,7 @@ StoreOptions StoreOptionsFor(const OsdOptions& options) {
   so.inline_max_bytes = options.inline_max_bytes;
   so.spare_keep_bytes = options.spare_keep_bytes;
   so.sync = options.sync;
+  so.fault_commit_delay_ms = options.fault_commit_delay_ms;
   return so;
 }
 
@@ -44,6 +45,10 @@ absl::Status OsdDaemon::Mkfs(const OsdOptions& options) {
 
 absl::Status OsdDaemon::Start() {
   started_ms_ = absl::ToUnixMillis(absl::Now());
+  if (options_.fault_commit_delay_ms > 0) {
+    LOG(WARNING) << "event=fault_point name=slow_disk commit_delay_ms="
+                 << options_.fault_commit_delay_ms;
+  }
   ASSIGN_OR_RETURN(store_, ObjectStore::Open(StoreOptionsFor(options_)));
   const Superblock& sb = store_->superblock();
   if (sb.fsid != options_.fsid) {
@@ -289,6 +294,9 @@ std::string OsdDaemon::AliveValue() {
   alive.set_read_bytes(counters_.read_bytes);
   alive.set_write_bytes(counters_.write_bytes);
   alive.set_recovery_bytes(counters_.recovery_bytes);
+  const CommitWindow window = RecentCommits();
+  alive.set_commits(window.commits);
+  alive.set_commit_latency_us(window.mean_us);
   std::vector<std::shared_ptr<Pg>> pgs;
   {
     absl::MutexLock lock(&pgs_mu_);
@@ -301,6 +309,24 @@ std::string OsdDaemon::AliveValue() {
     stat->set_state(pg->StateName());
   }
   return alive.SerializeAsString();
+}
+
+OsdDaemon::CommitWindow OsdDaemon::RecentCommits() {
+  const metrics::Histogram::Snapshot now = store_->commit_latency().Take();
+  const absl::Time t = absl::Now();
+  absl::MutexLock lock(&commit_window_mu_);
+  commit_samples_.push_back({t, now.count, now.sum});
+  // Keep the newest sample at least a window old as the base of the deltas.
+  while (commit_samples_.size() > 2 && commit_samples_[1].at <= t - kCommitWindow) {
+    commit_samples_.pop_front();
+  }
+  const CommitSample& base = commit_samples_.front();
+  CommitWindow window;
+  window.commits = now.count - base.count;
+  if (window.commits > 0) {
+    window.mean_us = static_cast<uint64_t>((now.sum - base.sum) * 1e6 / window.commits);
+  }
+  return window;
 }
 
 void OsdDaemon::StatsLoop() {

@@ -14,6 +14,7 @@
 #include <grpcpp/grpcpp.h>
 
 #include <atomic>
+#include <deque>
 #include <memory>
 #include <string>
 #include <thread>
@@ -21,6 +22,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
+#include "absl/time/time.h"
 #include "common/cluster_map/osd_map.h"
 #include "common/etcd/etcd_client.h"
 #include "common/executor/thread_pool.h"
@@ -91,6 +93,15 @@ class OsdDaemon {
                                              bool client, std::shared_ptr<const OsdMap>* map);
   std::shared_ptr<Pg> LoadPg(const PgId& id, const PoolInfo& pool);
 
+  // Store commits since about kCommitWindow ago and their mean latency, for
+  // the liveness key (the manager compares OSDs to find a slow disk).
+  struct CommitWindow {
+    uint64_t commits = 0;
+    uint64_t mean_us = 0;
+  };
+  static constexpr absl::Duration kCommitWindow = absl::Seconds(30);
+  CommitWindow RecentCommits();
+
   // Registers this daemon's series and, when options_.metrics_addr is set,
   // serves them (osd_metrics.cc).
   absl::Status StartMetrics();
@@ -110,6 +121,13 @@ class OsdDaemon {
   metrics::Histogram write_latency_;  // client ops that change the object
   metrics::Histogram subop_latency_;  // replica and shard writes from primaries
   std::unique_ptr<metrics::HttpServer> metrics_server_;
+  struct CommitSample {
+    absl::Time at;
+    uint64_t count = 0;
+    double sum = 0;  // seconds
+  };
+  absl::Mutex commit_window_mu_;
+  std::deque<CommitSample> commit_samples_ ABSL_GUARDED_BY(commit_window_mu_);
   // This OSD's file system fill (0..1), refreshed with the statistics.
   std::atomic<double> fill_{0};
   std::unique_ptr<grpc::Service> service_;

@@ -28,6 +28,11 @@ absl::Status OsdDaemon::StartMetrics() {
                         "Time to apply a replica or shard write sent by a primary, in seconds.",
                         osd, &subop_latency_);
 
+  metrics_.AddHistogram("weft_osd_commit_latency_seconds",
+                        "Time for a store transaction to become durable (data files and the "
+                        "KV batch), in seconds.",
+                        osd, &store_->commit_latency());
+
   auto stat = [this](uint64_t ObjectStore::Stats::*field) {
     return [this, field] { return static_cast<double>(store_->GetStats().*field); };
   };

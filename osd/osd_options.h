@@ -34,6 +34,7 @@ struct OsdOptions {
   // it goes back to the kernel (malloc_trim; OsdDaemon::TrimLoop); 0 = never.
   int64_t memory_trim_ms = 1000;
   uint64_t memory_trim_free_bytes = 256ull << 20;
+  int64_t fault_commit_delay_ms = 0;       // tests: a slow disk (WEFT_FAULT_SLOW_DISK_MS)
   std::string metrics_addr;                // Prometheus text on host:port; empty = off
   bool sync = true;                        // fsync; off only for tests on tmpfs
 

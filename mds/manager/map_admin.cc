@@ -6,6 +6,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
 #include "common/ec/erasure_code.h"
@@ -228,6 +229,27 @@ void AddCheck(pb::StatusReply* reply, const std::string& severity, const std::st
 
 bool IsActive(const std::string& state) { return state.rfind("active", 0) == 0; }
 
+// OSD_SLOW_DISK: the up OSDs whose recent commits stand out (slow_disks.h).
+void AddSlowDiskChecks(const OsdMap& map, const std::map<int32_t, pb::OsdAlive>& alive,
+                       const SlowDiskOptions& options, pb::StatusReply* reply) {
+  std::vector<DiskLatency> disks;
+  for (const auto& [id, a] : alive) {
+    const OsdInfo* info = map.FindOsd(OsdId(id));
+    if (info == nullptr || !info->up) continue;
+    disks.push_back({id, a.commits(), static_cast<double>(a.commit_latency_us()) / 1000});
+  }
+  double median_ms = -1;
+  for (const DiskLatency& d : SlowDisks(disks, options, &median_ms)) {
+    std::string message = absl::StrFormat(
+        "osd.%d's disk is slow: %d writes in the last 30 s took %.0f ms on average", d.osd,
+        d.commits, d.mean_ms);
+    if (median_ms >= 0) {
+      absl::StrAppendFormat(&message, " (%.1f ms median of the OSDs)", median_ms);
+    }
+    AddCheck(reply, "WARN", "OSD_SLOW_DISK", message);
+  }
+}
+
 }  // namespace
 
 absl::Status MapManager::Status(pb::StatusReply* reply) {
@@ -333,6 +355,7 @@ absl::Status MapManager::Status(pb::StatusReply* reply) {
     AddCheck(reply, "WARN", "OSD_NEARFULL",
              absl::StrCat(worst, " is ", static_cast<int>(worst_fill * 100), "% full"));
   }
+  AddSlowDiskChecks(*map, alive, options_.slow_disks, reply);
   for (const PoolInfo& pool : map->pools) {
     size_t domains = placement::CountFailureDomains(*map, pool.failure_domain);
     if (domains < pool.size) {

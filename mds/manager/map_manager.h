@@ -19,6 +19,7 @@
 #include "absl/synchronization/notification.h"
 #include "common/cluster_map/osd_map.h"
 #include "common/etcd/etcd_client.h"
+#include "mds/manager/slow_disks.h"
 #include "proto/mds.pb.h"
 
 namespace weft::mds {
@@ -29,6 +30,7 @@ struct ManagerOptions {
   std::string fsid;
   int64_t lease_ttl_s = 10;     // leadership lease
   int64_t down_out_interval_s = 600;
+  SlowDiskOptions slow_disks;   // when `weft status` calls an OSD's disk slow
 
   absl::Status Validate() const;
 };

@@ -53,6 +53,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
 #include "common/bytes/zeros.h"
 #include "common/checksum/checksum.h"
 #include "common/log/log.h"
@@ -147,12 +148,17 @@ absl::Status ObjectStore::ApplyLocked(const std::string& coll, Transaction& txn)
   TxnPlan plan;
   plan.batch.Put(format::CollectionKey(coll), "");
   for (Transaction::Op& op : txn.ops_) RETURN_IF_ERROR(PlanOp(coll, op, &plan));
+  const absl::Time start = absl::Now();
   absl::Status status = PrepareData(coll, &plan);
   if (!status.ok()) {
     DiscardNewFiles(plan);
     return status;
   }
+  if (options_.fault_commit_delay_ms > 0) {
+    absl::SleepFor(absl::Milliseconds(options_.fault_commit_delay_ms));
+  }
   RETURN_IF_ERROR(Commit(&plan));
+  commit_latency_.Observe(absl::Now() - start);
   return FinishAfterCommit(&plan);
 }
 

@@ -39,6 +39,7 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "common/kv/kv_store.h"
+#include "common/metrics/metrics.h"
 #include "osd/store/file_io.h"
 #include "osd/store/lock_table.h"
 
@@ -87,6 +88,9 @@ struct StoreOptions {
   // fsync data files and directories and sync KV batches. Off only in tests:
   // without it nothing survives a power loss.
   bool sync = true;
+  // Tests only: every commit takes this much longer, as on a sick disk that
+  // answers slowly without errors (WEFT_FAULT_SLOW_DISK_MS in weft-osd).
+  int64_t fault_commit_delay_ms = 0;
   FileIo* io = nullptr;            // nullptr = POSIX; not owned
   common::KvStore* kv = nullptr;   // nullptr = LevelDB in <dir>/meta; not owned
 
@@ -262,6 +266,9 @@ class ObjectStore {
     uint64_t fs_avail_bytes = 0;
   };
   Stats GetStats();
+  // How long each Apply took to make its changes durable (data files and
+  // the KV batch, locks already held): the disk's latency as writers see it.
+  const metrics::Histogram& commit_latency() const { return commit_latency_; }
 
   // Syncs the data files that deferred writes went to and drops their KV
   // records. Apply calls this itself when records pile up.
@@ -421,6 +428,7 @@ class ObjectStore {
   absl::CondVar dir_sync_done_;
   uint64_t objects_ ABSL_GUARDED_BY(mu_) = 0;
   uint64_t bytes_used_ ABSL_GUARDED_BY(mu_) = 0;
+  metrics::Histogram commit_latency_;
 };
 
 }  // namespace weft::osd

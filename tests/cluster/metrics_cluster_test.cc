@@ -1,12 +1,16 @@
-// Prometheus metrics of real daemons: the series follow the I/O and the
-// namespace requests they served, and an unusable metrics address stops a
-// daemon before the cluster sees it.
+// Observability of real daemons: Prometheus series follow the I/O and the
+// namespace requests served, an unusable metrics address stops a daemon
+// before the cluster sees it, and `weft status` names a slow disk.
 #include <catch2/catch.hpp>
 
+#include <stdlib.h>
+
+#include <functional>
 #include <string>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
 #include "tests/harness/cluster.h"
 #include "tests/harness/fs_caller.h"
 #include "tests/harness/fs_fixture.h"
@@ -129,6 +133,61 @@ TEST_CASE("a metrics address that cannot be used stops the daemon with the reaso
   REQUIRE(c.WaitOsdsUp(1, absl::Seconds(30)).ok());
   CHECK(absl::StrContains(Scrape(c.OsdMetricsAddr(0)), "weft_osd_pgs"));
   CHECK(absl::StrContains(Scrape(c.MdsMetricsAddr()), "weft_mds_osdmap_epoch"));
+}
+
+// Polls `weft status` for up to `timeout` until `done` says yes; the last output.
+std::string StatusUntil(Cluster& c, const std::function<bool(const std::string&)>& done,
+                        absl::Duration timeout = absl::Seconds(30)) {
+  const absl::Time deadline = absl::Now() + timeout;
+  std::string out;
+  do {
+    CommandResult r = c.Weft({"status"});
+    out = r.output;
+    if (r.code == 0 && done(out)) break;
+    absl::SleepFor(absl::Milliseconds(300));
+  } while (absl::Now() < deadline);
+  return out;
+}
+
+TEST_CASE("weft status names the OSD whose disk is slow - and forgets it once it is fixed",
+          "[cluster]") {
+  ClusterOptions options;
+  options.osds = 4;
+  auto started = Cluster::Start(options);
+  INFO(started.status());
+  REQUIRE(started.ok());
+  Cluster& c = **started;
+  auto client = c.Client();
+  REQUIRE(client != nullptr);
+  auto pool = c.CreatePool(*client, "p", 3, 16);
+  REQUIRE(pool.ok());
+
+  // osd 3 comes back on a disk that answers every commit 150 ms late.
+  c.StopOsd(3);
+  setenv("WEFT_FAULT_SLOW_DISK_MS", "150", 1);
+  const absl::Status restarted = c.StartOsd(3);
+  unsetenv("WEFT_FAULT_SLOW_DISK_MS");
+  REQUIRE(restarted.ok());
+  REQUIRE(c.WaitClean(absl::Seconds(60)).ok());
+  const std::string data = RandomBytes(4096, 3);
+  for (int i = 0; i < 40; ++i) REQUIRE(client->Put(*pool, absl::StrCat("o", i), data).ok());
+
+  auto slow = [&](int i) { return absl::StrCat("osd.", c.osd_id(i), "'s disk is slow"); };
+  std::string status =
+      StatusUntil(c, [&](const std::string& s) { return absl::StrContains(s, slow(3)); });
+  INFO(status);
+  CHECK(absl::StartsWith(status, "HEALTH_WARN"));
+  CHECK(absl::StrContains(status, "[WARN] OSD_SLOW_DISK: " + slow(3)));
+  for (int i = 0; i < 3; ++i) CHECK_FALSE(absl::StrContains(status, slow(i)));
+  for (int i = 0; i < 40; ++i) REQUIRE(*client->Get(*pool, absl::StrCat("o", i)) == data);
+
+  // Replaced by a healthy disk (the same store, without the delay).
+  c.StopOsd(3);
+  REQUIRE(c.StartOsd(3).ok());
+  REQUIRE(c.WaitClean(absl::Seconds(60)).ok());
+  for (int i = 0; i < 40; ++i) REQUIRE(client->Put(*pool, absl::StrCat("n", i), data).ok());
+  status = StatusUntil(c, [](const std::string& s) { return !absl::StrContains(s, "is slow"); });
+  CHECK_FALSE(absl::StrContains(status, "OSD_SLOW_DISK"));
 }
 
 }  // namespace
