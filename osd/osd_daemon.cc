@@ -296,7 +296,7 @@ std::string OsdDaemon::AliveValue() {
   alive.set_recovery_bytes(counters_.recovery_bytes);
   const CommitWindow window = RecentCommits();
   alive.set_commits(window.commits);
-  alive.set_commit_latency_us(window.mean_us);
+  alive.set_commit_latency_us(window.median_us);
   std::vector<std::shared_ptr<Pg>> pgs;
   {
     absl::MutexLock lock(&pgs_mu_);
@@ -312,20 +312,22 @@ std::string OsdDaemon::AliveValue() {
 }
 
 OsdDaemon::CommitWindow OsdDaemon::RecentCommits() {
-  const metrics::Histogram::Snapshot now = store_->commit_latency().Take();
+  const metrics::Histogram& latency = store_->commit_latency();
   const absl::Time t = absl::Now();
   absl::MutexLock lock(&commit_window_mu_);
-  commit_samples_.push_back({t, now.count, now.sum});
+  commit_samples_.push_back({t, latency.Take()});
   // Keep the newest sample at least a window old as the base of the deltas.
   while (commit_samples_.size() > 2 && commit_samples_[1].at <= t - kCommitWindow) {
     commit_samples_.pop_front();
   }
-  const CommitSample& base = commit_samples_.front();
+  const metrics::Histogram::Snapshot& base = commit_samples_.front().latency;
+  const metrics::Histogram::Snapshot& now = commit_samples_.back().latency;
   CommitWindow window;
   window.commits = now.count - base.count;
-  if (window.commits > 0) {
-    window.mean_us = static_cast<uint64_t>((now.sum - base.sum) * 1e6 / window.commits);
-  }
+  // The median, not the mean: a few large writes take long on any disk; a
+  // sick disk makes every commit slow.
+  const double median = metrics::Quantile(latency, base, now, 0.5);
+  if (median > 0) window.median_us = static_cast<uint64_t>(median * 1e6);
   return window;
 }
 

@@ -93,11 +93,11 @@ class OsdDaemon {
                                              bool client, std::shared_ptr<const OsdMap>* map);
   std::shared_ptr<Pg> LoadPg(const PgId& id, const PoolInfo& pool);
 
-  // Store commits since about kCommitWindow ago and their mean latency, for
-  // the liveness key (the manager compares OSDs to find a slow disk).
+  // Store commits since about kCommitWindow ago and their median latency,
+  // for the liveness key (the manager compares OSDs to find a slow disk).
   struct CommitWindow {
     uint64_t commits = 0;
-    uint64_t mean_us = 0;
+    uint64_t median_us = 0;
   };
   static constexpr absl::Duration kCommitWindow = absl::Seconds(30);
   CommitWindow RecentCommits();
@@ -123,8 +123,7 @@ class OsdDaemon {
   std::unique_ptr<metrics::HttpServer> metrics_server_;
   struct CommitSample {
     absl::Time at;
-    uint64_t count = 0;
-    double sum = 0;  // seconds
+    metrics::Histogram::Snapshot latency;
   };
   absl::Mutex commit_window_mu_;
   std::deque<CommitSample> commit_samples_ ABSL_GUARDED_BY(commit_window_mu_);

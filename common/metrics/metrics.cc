@@ -86,6 +86,27 @@ Histogram::Snapshot Histogram::Take() const {
   return s;
 }
 
+double Quantile(const Histogram& h, const Histogram::Snapshot& before,
+                const Histogram::Snapshot& after, double q) {
+  const std::vector<double>& bounds = h.bounds();
+  const uint64_t total = after.count - before.count;
+  if (total == 0) return -1;
+  const double rank = q * static_cast<double>(total);
+  uint64_t below = 0;  // observations in the buckets before i
+  for (size_t i = 0; i <= bounds.size(); ++i) {
+    const uint64_t upto = after.cumulative[i] - before.cumulative[i];
+    if (static_cast<double>(upto) < rank) {
+      below = upto;
+      continue;
+    }
+    if (i == bounds.size()) return bounds.empty() ? 0 : bounds.back();
+    const double lower = i == 0 ? 0 : bounds[i - 1];
+    const double in_bucket = static_cast<double>(upto - below);
+    return lower + (bounds[i] - lower) * (rank - static_cast<double>(below)) / in_bucket;
+  }
+  return bounds.empty() ? 0 : bounds.back();
+}
+
 std::string Label(absl::string_view key, absl::string_view value) {
   std::string out = absl::StrCat(key, "=\"");
   for (char c : value) {

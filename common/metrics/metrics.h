@@ -48,6 +48,13 @@ class Histogram {
   std::atomic<uint64_t> sum_ns_{0};
 };
 
+// The q-quantile (0 < q < 1), in seconds, of what `h` observed between two
+// of its snapshots, interpolated linearly inside the bucket that holds it as
+// Prometheus's histogram_quantile does (a quantile in the +Inf bucket is
+// the largest bound); -1 when nothing was observed in between.
+double Quantile(const Histogram& h, const Histogram::Snapshot& before,
+                const Histogram::Snapshot& after, double q);
+
 // Times a scope into a histogram.
 class ScopedTimer {
  public:

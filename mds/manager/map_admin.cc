@@ -241,11 +241,9 @@ void AddSlowDiskChecks(const OsdMap& map, const std::map<int32_t, pb::OsdAlive>&
   double median_ms = -1;
   for (const DiskLatency& d : SlowDisks(disks, options, &median_ms)) {
     std::string message = absl::StrFormat(
-        "osd.%d's disk is slow: %d writes in the last 30 s took %.0f ms on average", d.osd,
-        d.commits, d.mean_ms);
-    if (median_ms >= 0) {
-      absl::StrAppendFormat(&message, " (%.1f ms median of the OSDs)", median_ms);
-    }
+        "osd.%d's disk is slow: half of its %d writes in the last 30 s took over %.0f ms", d.osd,
+        d.commits, d.latency_ms);
+    if (median_ms >= 0) absl::StrAppendFormat(&message, " (%.1f ms on the median OSD)", median_ms);
     AddCheck(reply, "WARN", "OSD_SLOW_DISK", message);
   }
 }

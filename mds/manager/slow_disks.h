@@ -1,8 +1,9 @@
 // Finding the OSD whose disk is sick: slow, but without errors. The seeds'
 // clusters lost most of their throughput to one such disk before anyone
 // noticed, since every write waits for its slowest replica. Each OSD
-// publishes the mean latency of its recent store commits; an OSD stands out
-// when its mean is far above the others'.
+// publishes the median latency of its recent store commits (a median, as a
+// few large writes are slow on any disk, a sick disk makes every commit
+// slow); an OSD stands out when its median is far above the others'.
 #pragma once
 
 #include <cstdint>
@@ -14,7 +15,7 @@ namespace weft::mds {
 struct DiskLatency {
   int32_t osd = -1;
   uint64_t commits = 0;  // in the window
-  double mean_ms = 0;
+  double latency_ms = 0;  // the median commit's
 };
 
 struct SlowDiskOptions {
@@ -28,10 +29,10 @@ struct SlowDiskOptions {
 };
 
 // The slow ones among `disks`, in the order given. An OSD is slow when it
-// committed at least min_commits and its mean is at least floor_ms and
-// either at least absolute_ms or at least `ratio` times the median of the
-// means of the OSDs that committed at least min_commits (when three or more
-// did: with fewer there is nothing to compare with).
+// committed at least min_commits and its latency is at least floor_ms and
+// either at least absolute_ms or at least `ratio` times the median latency
+// of the OSDs that committed at least min_commits (when three or more did:
+// with fewer there is nothing to compare with).
 std::vector<DiskLatency> SlowDisks(const std::vector<DiskLatency>& disks,
                                    const SlowDiskOptions& options, double* median_ms = nullptr);
 

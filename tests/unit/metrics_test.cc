@@ -81,6 +81,27 @@ TEST_CASE("a histogram counts into cumulative buckets with a sum", "[unit]") {
           "weft_lat_seconds_count{op=\"read\"} 5\n");
 }
 
+TEST_CASE("quantiles between two snapshots interpolate inside their bucket", "[unit]") {
+  Histogram h({0.001, 0.01, 0.1});
+  const Histogram::Snapshot empty = h.Take();
+  REQUIRE(Quantile(h, empty, h.Take(), 0.5) == -1);
+  for (int i = 0; i < 90; ++i) h.Observe(0.0005);  // old history
+  const Histogram::Snapshot base = h.Take();
+  for (int i = 0; i < 10; ++i) h.Observe(0.005);  // (0.001, 0.01]
+  for (int i = 0; i < 10; ++i) h.Observe(0.05);   // (0.01, 0.1]
+  const Histogram::Snapshot now = h.Take();
+  // Only the 20 observations since `base`: the median is the 10th, at the
+  // top of the second bucket; the 0.75-quantile half-way into the third.
+  REQUIRE(Quantile(h, base, now, 0.5) == Approx(0.01));
+  REQUIRE(Quantile(h, base, now, 0.75) == Approx(0.055));
+  REQUIRE(Quantile(h, empty, now, 0.5) == Approx(0.001 * 55 / 90));  // rank 55 of 110
+  h.Observe(7);
+  h.Observe(8);
+  h.Observe(9);
+  const Histogram::Snapshot after = h.Take();
+  REQUIRE(Quantile(h, now, after, 0.5) == 0.1);  // in +Inf: the largest bound
+}
+
 TEST_CASE("histograms take observations from many threads", "[unit]") {
   Histogram h;
   std::vector<std::thread> threads;

@@ -20,7 +20,7 @@ TEST_CASE("one disk far slower than the others is slow", "[unit]") {
   auto slow = SlowDisks({{0, 100, 3}, {1, 100, 4}, {2, 100, 260}, {3, 100, 5}}, o, &median);
   REQUIRE(Ids(slow) == std::vector<int32_t>{2});
   REQUIRE(median == Approx(4.5));
-  REQUIRE(slow[0].mean_ms == 260);
+  REQUIRE(slow[0].latency_ms == 260);
 }
 
 TEST_CASE("slow needs the ratio - the floor - and enough commits", "[unit]") {
