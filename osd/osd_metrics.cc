@@ -1,7 +1,7 @@
 // The OSD's Prometheus series. Counters are the ones `weft status` already
-// sums (OsdCounters); latencies are timed around the request handlers, from
-// the request's arrival in the handler to its reply, so a slow disk shows as
-// slow sub-writes on its OSD before anything else.
+// sums (OsdCounters); request latencies are timed around the handlers, from
+// a request's arrival in its handler to the reply, and the store's commit
+// latency (the disk as writers see it) is the one slow-disk detection uses.
 #include "common/log/log.h"
 #include "osd/osd_daemon.h"
 
@@ -12,7 +12,8 @@ absl::Status OsdDaemon::StartMetrics() {
   auto counter = [&](const char* name, const char* help, const std::atomic<uint64_t>* value) {
     metrics_.AddCounter(name, help, osd, [value] { return static_cast<double>(value->load()); });
   };
-  counter("weft_osd_read_bytes_total", "Bytes returned to clients.", &counters_.read_bytes);
+  counter("weft_osd_read_bytes_total", "Bytes sent for reads, to clients and peers.",
+          &counters_.read_bytes);
   counter("weft_osd_write_bytes_total", "Bytes written by clients through this OSD as primary.",
           &counters_.write_bytes);
   counter("weft_osd_recovery_bytes_total", "Bytes pushed or rebuilt by recovery.",
