@@ -14,8 +14,8 @@ namespace weft::mds {
 class MdsService final : public pb::Mds::Service {
  public:
   // `daemon` is null until the daemon is up (calls answer UNAVAILABLE).
-  // `metrics`, if given, times every namespace request (Call).
-  explicit MdsService(std::atomic<MdsDaemon*>* daemon, MdsMetrics* metrics = nullptr)
+  // `metrics` times every namespace request (Call).
+  MdsService(std::atomic<MdsDaemon*>* daemon, MdsMetrics* metrics)
       : daemon_(daemon), metrics_(metrics) {}
 
   grpc::Status SessionOpen(grpc::ServerContext*, const pb::SessionOpenRequest*,

@@ -82,15 +82,9 @@ int main(int argc, char** argv) {
       absl::GetFlag(FLAGS_down_out_interval_s) > 0 ? absl::GetFlag(FLAGS_down_out_interval_s)
                                                     : *grace;
   if (auto status = options.Validate(); !status.ok()) return Fail(std::string(status.message()));
-  auto metrics_port = config->GetInt("mds_metrics_port", 0);
-  if (!metrics_port.ok()) return Fail(std::string(metrics_port.status().message()));
-  if (*metrics_port < 0 || *metrics_port > 65535) {
-    return Fail("mds_metrics_port must be a port, 1 to 65535 (0 = no metrics)");
-  }
-  std::string metrics_addr = absl::GetFlag(FLAGS_metrics);
-  if (metrics_addr.empty() && *metrics_port > 0) {
-    metrics_addr = absl::StrCat(addr.substr(0, addr.rfind(':')), ":", *metrics_port);
-  }
+  auto metrics_addr = weft::metrics::ListenAddr(*config, "mds_metrics_port", 0, addr,
+                                                absl::GetFlag(FLAGS_metrics));
+  if (!metrics_addr.ok()) return Fail(std::string(metrics_addr.status().message()));
 
   sigset_t signals;
   sigemptyset(&signals);
@@ -108,11 +102,10 @@ int main(int argc, char** argv) {
   std::atomic<weft::mds::MdsDaemon*> daemon_ptr{nullptr};
   weft::mds::MdsMetrics metrics(&manager, &daemon_ptr);
   std::unique_ptr<weft::metrics::HttpServer> metrics_server;
-  if (!metrics_addr.empty()) {
-    auto started = weft::metrics::HttpServer::Start(metrics_addr, metrics.registry());
-    if (!started.ok()) return Fail("metrics: " + std::string(started.status().message()));
+  if (!metrics_addr->empty()) {
+    auto started = weft::metrics::HttpServer::Start(*metrics_addr, metrics.registry());
+    if (!started.ok()) return Fail(std::string(started.status().message()));
     metrics_server = std::move(*started);
-    LOG(INFO) << "event=metrics_listening addr=" << metrics_server->addr();
   }
   if (auto status = manager.Start(); !status.ok()) return Fail(std::string(status.message()));
 

@@ -10,20 +10,39 @@
 namespace weft::mds {
 namespace {
 
-// One gauge per filesystem served here, read from its rank's status.
-metrics::Registry::LabeledValues PerFs(std::atomic<MdsDaemon*>* daemon,
-                                       uint64_t (pb::FsStatusReply::*field)() const) {
-  return [daemon, field] {
-    std::vector<std::pair<std::string, double>> out;
-    MdsDaemon* d = daemon->load();
-    if (d == nullptr) return out;
-    for (const auto& rank : d->Ranks()) {
-      const pb::FsStatusReply status = rank->Status();
-      out.emplace_back(metrics::Label("fs", status.fs()),
-                       static_cast<double>((status.*field)()));
+// A gauge of every filesystem served here, read from its rank's status.
+struct PerFsGauge {
+  const char* name;
+  const char* help;
+  uint64_t (pb::FsStatusReply::*field)() const;
+};
+using R = pb::FsStatusReply;
+constexpr PerFsGauge kPerFs[] = {
+    {"weft_mds_sessions", "Client sessions open.", &R::sessions},
+    {"weft_mds_cached_inodes", "Inodes in the cache.", &R::cached_inodes},
+    {"weft_mds_cached_dentries", "Dentries in the cache.", &R::cached_dentries},
+    {"weft_mds_dirty_inodes", "Inodes changed but not yet written back.", &R::dirty_inodes},
+    {"weft_mds_journal_bytes", "Bytes in the journal not yet trimmed.", &R::journal_bytes},
+    {"weft_mds_journal_segments", "Journal objects not yet trimmed.", &R::journal_segments},
+    {"weft_mds_strays", "Unlinked inodes still open or not yet purged.", &R::strays},
+    {"weft_mds_purge_queue", "Inodes waiting for their data to be removed.", &R::purge_queue},
+    {"weft_mds_dir_leases", "Directory leases held by clients.", &R::dir_leases},
+};
+
+// One row per rank: its status is taken once per scrape for every column.
+std::vector<metrics::Registry::Row> PerFsRows(std::atomic<MdsDaemon*>* daemon) {
+  std::vector<metrics::Registry::Row> rows;
+  MdsDaemon* d = daemon->load();
+  if (d == nullptr) return rows;
+  for (const auto& rank : d->Ranks()) {
+    const pb::FsStatusReply status = rank->Status();
+    metrics::Registry::Row row{metrics::Label("fs", status.fs()), {}};
+    for (const PerFsGauge& g : kPerFs) {
+      row.values.push_back(static_cast<double>((status.*g.field)()));
     }
-    return out;
-  };
+    rows.push_back(std::move(row));
+  }
+  return rows;
 }
 
 }  // namespace
@@ -43,24 +62,9 @@ MdsMetrics::MdsMetrics(MapManager* manager, std::atomic<MdsDaemon*>* daemon) {
                          [o = op.get()] { return static_cast<double>(o->errors.load()); });
     ops_[field->number()] = std::move(op);
   }
-  struct PerFsGauge {
-    const char* name;
-    const char* help;
-    uint64_t (pb::FsStatusReply::*field)() const;
-  };
-  using R = pb::FsStatusReply;
-  const PerFsGauge gauges[] = {
-      {"weft_mds_sessions", "Client sessions open.", &R::sessions},
-      {"weft_mds_cached_inodes", "Inodes in the cache.", &R::cached_inodes},
-      {"weft_mds_cached_dentries", "Dentries in the cache.", &R::cached_dentries},
-      {"weft_mds_dirty_inodes", "Inodes changed but not yet written back.", &R::dirty_inodes},
-      {"weft_mds_journal_bytes", "Bytes in the journal not yet trimmed.", &R::journal_bytes},
-      {"weft_mds_journal_segments", "Journal objects not yet trimmed.", &R::journal_segments},
-      {"weft_mds_strays", "Unlinked inodes still open or not yet purged.", &R::strays},
-      {"weft_mds_purge_queue", "Inodes waiting for their data to be removed.", &R::purge_queue},
-      {"weft_mds_dir_leases", "Directory leases held by clients.", &R::dir_leases},
-  };
-  for (const PerFsGauge& g : gauges) registry_.AddGauges(g.name, g.help, PerFs(daemon, g.field));
+  std::vector<metrics::Registry::Column> columns;
+  for (const PerFsGauge& g : kPerFs) columns.push_back({g.name, g.help});
+  registry_.AddGaugeTable(std::move(columns), [daemon] { return PerFsRows(daemon); });
   registry_.AddGauge("weft_mds_osdmap_epoch", "Epoch of the newest OSD map this MDS knows.", "",
                      [manager] {
                        auto map = manager->map();

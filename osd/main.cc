@@ -11,7 +11,6 @@
 
 #include <malloc.h>
 
-#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <thread>
@@ -20,9 +19,9 @@
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
 #include "absl/strings/numbers.h"
-#include "absl/strings/str_cat.h"
 #include "common/config/config.h"
 #include "common/log/log.h"
+#include "common/metrics/http_server.h"
 #include "osd/osd_daemon.h"
 
 ABSL_FLAG(int32_t, id, -1, "OSD id, as allocated by `weft osd create`");
@@ -125,16 +124,10 @@ int main(int argc, char** argv) {
   auto stats_ms = config->GetInt("osd_stats_interval_ms", options.stats_interval_ms);
   if (!stats_ms.ok()) return Fail(std::string(stats_ms.status().message()));
   options.stats_interval_ms = *stats_ms;
-  auto metrics_port = config->GetInt("osd_metrics_port", 0);
-  if (!metrics_port.ok()) return Fail(std::string(metrics_port.status().message()));
-  if (*metrics_port < 0 || *metrics_port + std::max(options.id, 0) > 65535) {
-    return Fail("osd_metrics_port plus the OSD id must be a port, 1 to 65535 (0 = no metrics)");
-  }
-  options.metrics_addr = absl::GetFlag(FLAGS_metrics);
-  if (options.metrics_addr.empty() && *metrics_port > 0) {
-    const std::string host = options.bind_addr.substr(0, options.bind_addr.rfind(':'));
-    options.metrics_addr = absl::StrCat(host, ":", *metrics_port + options.id);
-  }
+  auto metrics_addr = weft::metrics::ListenAddr(*config, "osd_metrics_port", options.id,
+                                                options.bind_addr, absl::GetFlag(FLAGS_metrics));
+  if (!metrics_addr.ok()) return Fail(std::string(metrics_addr.status().message()));
+  options.metrics_addr = *metrics_addr;
   options.sync = !absl::GetFlag(FLAGS_nosync);
   // Test fault point: every store commit takes this many ms longer.
   if (const char* slow = std::getenv("WEFT_FAULT_SLOW_DISK_MS"); slow != nullptr) {

@@ -2,7 +2,7 @@
 // sums (OsdCounters); request latencies are timed around the handlers, from
 // a request's arrival in its handler to the reply, and the store's commit
 // latency (the disk as writers see it) is the one slow-disk detection uses.
-#include "common/log/log.h"
+#include "common/status/status.h"
 #include "osd/osd_daemon.h"
 
 namespace weft::osd {
@@ -54,12 +54,7 @@ absl::Status OsdDaemon::StartMetrics() {
   metrics::AddProcessMetrics(&metrics_);
 
   if (options_.metrics_addr.empty()) return absl::OkStatus();
-  auto server = metrics::HttpServer::Start(options_.metrics_addr, &metrics_);
-  if (!server.ok()) {
-    return absl::UnavailableError(absl::StrCat("metrics: ", server.status().message()));
-  }
-  metrics_server_ = std::move(*server);
-  LOG(INFO) << "event=metrics_listening addr=" << metrics_server_->addr();
+  ASSIGN_OR_RETURN(metrics_server_, metrics::HttpServer::Start(options_.metrics_addr, &metrics_));
   return absl::OkStatus();
 }
 

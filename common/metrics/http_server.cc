@@ -17,6 +17,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "common/log/log.h"
+#include "common/status/status.h"
 
 namespace weft::metrics {
 namespace {
@@ -71,29 +72,41 @@ void SendAll(int fd, absl::string_view data) {
   }
 }
 
-void Reply(int fd, int code, absl::string_view reason, absl::string_view content_type,
-           absl::string_view body, bool head, absl::string_view extra_headers = "") {
-  std::string out = absl::StrCat("HTTP/1.0 ", code, " ", reason, "\r\nContent-Type: ",
-                                 content_type, "\r\nContent-Length: ", body.size(),
-                                 "\r\nConnection: close\r\n", extra_headers, "\r\n");
-  if (!head) absl::StrAppend(&out, body);
-  SendAll(fd, out);
+// Sends the answer (headers, then the body unless `head`). After a refusal
+// the request may have bytes we never read (a body, over-long headers):
+// closing with them unread would reset the connection and could destroy the
+// answer before the client reads it, so what still comes is read and
+// dropped until the client closes or `deadline`.
+void Reply(int fd, absl::Time deadline, int code, absl::string_view reason,
+           absl::string_view content_type, absl::string_view body, bool head,
+           absl::string_view extra_headers = "") {
+  SendAll(fd, absl::StrCat("HTTP/1.0 ", code, " ", reason, "\r\nContent-Type: ", content_type,
+                           "\r\nContent-Length: ", body.size(), "\r\nConnection: close\r\n",
+                           extra_headers, "\r\n"));
+  if (!head) SendAll(fd, body);
   if (code < 400) return;
-  // A refused request may have bytes we never read (a body, over-long
-  // headers); closing with them unread would reset the connection and could
-  // destroy the answer before the client reads it. Read what comes (up to
-  // the socket's timeout) until the client closes.
   shutdown(fd, SHUT_WR);
   char buf[4096];
-  for (size_t drained = 0; drained < (1 << 20);) {
+  while (absl::Now() < deadline) {
     const ssize_t n = recv(fd, buf, sizeof(buf), 0);
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) return;
-    drained += static_cast<size_t>(n);
   }
 }
 
 }  // namespace
+
+absl::StatusOr<std::string> ListenAddr(const Config& config, const std::string& key, int offset,
+                                       const std::string& service_addr, const std::string& flag) {
+  if (!flag.empty()) return flag;
+  ASSIGN_OR_RETURN(int64_t port, config.GetInt(key, 0));
+  if (port < 0 || port + offset > 65535) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        key, offset > 0 ? " plus the OSD id" : "", " must be a port, 1 to 65535 (0 = no metrics)"));
+  }
+  if (port == 0) return std::string();
+  return absl::StrCat(service_addr.substr(0, service_addr.rfind(':')), ":", port + offset);
+}
 
 absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(const std::string& addr,
                                                               const Registry* registry,
@@ -115,7 +128,7 @@ absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(const std::string&
   for (addrinfo* ai = found; ai != nullptr; ai = ai->ai_next) {
     fd = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC, ai->ai_protocol);
     if (fd < 0) {
-      why = Errno("socket");
+      why = Errno(absl::StrCat("metrics address ", addr, ": socket"));
       continue;
     }
     const int one = 1;
@@ -129,13 +142,14 @@ absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(const std::string&
   if (fd < 0) return why;
   const int wake = eventfd(0, EFD_CLOEXEC);
   if (wake < 0) {
-    absl::Status status = Errno("eventfd");
+    absl::Status status = Errno("metrics server: eventfd");
     close(fd);
     return status;
   }
   auto server = std::unique_ptr<HttpServer>(
       new HttpServer(fd, wake, Bound(fd), registry, io_timeout));
   server->thread_ = std::thread([s = server.get()] { s->Loop(); });
+  LOG(INFO) << "event=metrics_listening addr=" << server->addr();
   return server;
 }
 
@@ -184,7 +198,7 @@ void HttpServer::Serve(int fd) {
   while (request.find("\r\n\r\n") == std::string::npos &&
          request.find("\n\n") == std::string::npos) {
     if (request.size() >= kMaxRequestBytes) {
-      return Reply(fd, 431, "Request Header Fields Too Large", "text/plain",
+      return Reply(fd, deadline, 431, "Request Header Fields Too Large", "text/plain",
                    "request headers over 8 KiB\n", false);
     }
     if (absl::Now() > deadline) return;  // a client trickling bytes
@@ -198,23 +212,23 @@ void HttpServer::Serve(int fd) {
   std::vector<std::string> words = absl::StrSplit(line, ' ', absl::SkipEmpty());
   if (words.size() != 3 || words[2].rfind("HTTP/", 0) != 0 || words[1].empty() ||
       words[1][0] != '/') {
-    return Reply(fd, 400, "Bad Request", "text/plain", "malformed request line\n", false);
+    return Reply(fd, deadline, 400, "Bad Request", "text/plain", "malformed request line\n", false);
   }
   const std::string& method = words[0];
   const bool head = method == "HEAD";
   if (method != "GET" && !head) {
-    return Reply(fd, 405, "Method Not Allowed", "text/plain", "only GET and HEAD\n", false,
-                 "Allow: GET, HEAD\r\n");
+    return Reply(fd, deadline, 405, "Method Not Allowed", "text/plain", "only GET and HEAD\n",
+                 false, "Allow: GET, HEAD\r\n");
   }
   const std::string path = words[1].substr(0, words[1].find('?'));
   if (path == "/metrics") {
-    return Reply(fd, 200, "OK", "text/plain; version=0.0.4; charset=utf-8",
+    return Reply(fd, deadline, 200, "OK", "text/plain; version=0.0.4; charset=utf-8",
                  registry_->Render(), head);
   }
   if (path == "/") {
-    return Reply(fd, 200, "OK", "text/plain", "weft metrics: GET /metrics\n", head);
+    return Reply(fd, deadline, 200, "OK", "text/plain", "weft metrics: GET /metrics\n", head);
   }
-  return Reply(fd, 404, "Not Found", "text/plain", "not found; try /metrics\n", head);
+  return Reply(fd, deadline, 404, "Not Found", "text/plain", "not found; try /metrics\n", head);
 }
 
 }  // namespace weft::metrics

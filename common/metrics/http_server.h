@@ -12,14 +12,22 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "common/config/config.h"
 #include "common/metrics/metrics.h"
 
 namespace weft::metrics {
 
+// Where a daemon serves metrics: `flag` (its --metrics) when given; else,
+// when weft.conf sets `key` to a port, that port plus `offset` (osd.N adds
+// N) on the host of `service_addr`, the daemon's own "host:port"; "" for
+// none. A value that is not a port is an error that names the key.
+absl::StatusOr<std::string> ListenAddr(const Config& config, const std::string& key, int offset,
+                                       const std::string& service_addr, const std::string& flag);
+
 class HttpServer {
  public:
   // Listens on `addr` ("host:port"; port 0 picks a free one) and serves
-  // `registry`, which must outlive the server.
+  // `registry`, which must outlive the server. Errors name the address.
   static absl::StatusOr<std::unique_ptr<HttpServer>> Start(
       const std::string& addr, const Registry* registry,
       absl::Duration io_timeout = absl::Seconds(2));

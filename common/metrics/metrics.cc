@@ -5,7 +5,9 @@
 
 #include <cmath>
 #include <cstdlib>
+#include <ctime>
 #include <fstream>
+#include <map>
 #include <sstream>
 #include <utility>
 
@@ -29,14 +31,17 @@ std::string Number(double v) {
   return absl::StrFormat("%.17g", v);
 }
 
-// Help text escapes backslash and newline.
-std::string EscapeHelp(absl::string_view help) {
+// The exposition format escapes backslash and newline in help texts, and
+// the double quote too in label values.
+std::string Escape(absl::string_view text, bool quote) {
   std::string out;
-  for (char c : help) {
+  for (char c : text) {
     if (c == '\\') {
       out += "\\\\";
     } else if (c == '\n') {
       out += "\\n";
+    } else if (c == '"' && quote) {
+      out += "\\\"";
     } else {
       out += c;
     }
@@ -108,20 +113,7 @@ double Quantile(const Histogram& h, const Histogram::Snapshot& before,
 }
 
 std::string Label(absl::string_view key, absl::string_view value) {
-  std::string out = absl::StrCat(key, "=\"");
-  for (char c : value) {
-    if (c == '\\') {
-      out += "\\\\";
-    } else if (c == '"') {
-      out += "\\\"";
-    } else if (c == '\n') {
-      out += "\\n";
-    } else {
-      out += c;
-    }
-  }
-  out += '"';
-  return out;
+  return absl::StrCat(key, "=\"", Escape(value, /*quote=*/true), "\"");
 }
 
 void Registry::AddCounter(std::string name, std::string help, std::string labels, Value value) {
@@ -132,8 +124,14 @@ void Registry::AddGauge(std::string name, std::string help, std::string labels, 
   Add(std::move(name), std::move(help), Type::kGauge, Series{std::move(labels), value});
 }
 
-void Registry::AddGauges(std::string name, std::string help, LabeledValues values) {
-  Add(std::move(name), std::move(help), Type::kGauge, Series{"", nullptr, nullptr, values});
+void Registry::AddGaugeTable(std::vector<Column> columns, Rows rows) {
+  auto table = std::make_shared<const Table>(Table{std::move(rows)});
+  for (size_t i = 0; i < columns.size(); ++i) {
+    Series series;
+    series.table = table;
+    series.column = i;
+    Add(std::move(columns[i].name), std::move(columns[i].help), Type::kGauge, std::move(series));
+  }
 }
 
 void Registry::AddHistogram(std::string name, std::string help, std::string labels,
@@ -159,17 +157,22 @@ std::string Registry::Render() const {
     absl::MutexLock lock(&mu_);
     families = families_;  // value functions run without the lock
   }
+  std::map<const Table*, std::vector<Row>> rows;  // each table read once
   std::string out;
   for (const Family& f : families) {
     const char* type = f.type == Type::kCounter ? "counter"
                        : f.type == Type::kGauge ? "gauge"
                                                 : "histogram";
-    absl::StrAppend(&out, "# HELP ", f.name, " ", EscapeHelp(f.help), "\n# TYPE ", f.name, " ",
-                    type, "\n");
+    absl::StrAppend(&out, "# HELP ", f.name, " ", Escape(f.help, /*quote=*/false), "\n# TYPE ",
+                    f.name, " ", type, "\n");
     for (const Series& s : f.series) {
-      if (s.many) {
-        for (const auto& [labels, value] : s.many()) {
-          absl::StrAppend(&out, f.name, Braced(labels), " ", Number(value), "\n");
+      if (s.table != nullptr) {
+        auto [it, fresh] = rows.try_emplace(s.table.get());
+        if (fresh) it->second = s.table->rows();
+        for (const Row& row : it->second) {
+          if (s.column >= row.values.size()) continue;
+          absl::StrAppend(&out, f.name, Braced(row.labels), " ", Number(row.values[s.column]),
+                          "\n");
         }
         continue;
       }
@@ -194,25 +197,20 @@ std::string Registry::Render() const {
 
 namespace {
 
-// Fields of /proc/self/stat after the command name: state is field 3, utime
-// 14, stime 15, starttime 22 (1-based, as proc(5) numbers them).
-std::vector<std::string> StatFields() {
+// Field `n` of /proc/self/stat (1-based, as proc(5) numbers them; the
+// command name, field 2, may hold spaces, so fields count from its ')').
+double StatField(int n) {
   std::ifstream in("/proc/self/stat");
   std::string line;
   std::getline(in, line);
   const size_t close = line.rfind(')');
-  std::vector<std::string> fields;
-  if (close == std::string::npos) return fields;
+  if (close == std::string::npos || n < 3) return 0;
   std::istringstream rest(line.substr(close + 2));
   std::string f;
-  while (rest >> f) fields.push_back(f);
-  return fields;  // fields[0] is field 3
-}
-
-double StatField(int n) {
-  std::vector<std::string> f = StatFields();
-  const size_t i = static_cast<size_t>(n - 3);
-  return i < f.size() ? std::strtod(f[i].c_str(), nullptr) : 0;
+  for (int i = 3; rest >> f; ++i) {
+    if (i == n) return std::strtod(f.c_str(), nullptr);
+  }
+  return 0;
 }
 
 double BootTime() {
@@ -229,9 +227,12 @@ double BootTime() {
 }  // namespace
 
 void AddProcessMetrics(Registry* registry) {
-  const double ticks = static_cast<double>(sysconf(_SC_CLK_TCK));
   registry->AddCounter("process_cpu_seconds_total", "User and system CPU time spent in seconds.",
-                       "", [ticks] { return (StatField(14) + StatField(15)) / ticks; });
+                       "", [] {
+                         timespec ts{};
+                         clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+                         return static_cast<double>(ts.tv_sec) + ts.tv_nsec / 1e9;
+                       });
   registry->AddGauge("process_resident_memory_bytes", "Resident memory size in bytes.", "",
                      [] { return static_cast<double>(memory::ResidentBytes()); });
   registry->AddGauge("process_open_fds", "Number of open file descriptors.", "", [] {
@@ -243,7 +244,7 @@ void AddProcessMetrics(Registry* registry) {
     }
     return n;
   });
-  const double start = BootTime() + StatField(22) / ticks;
+  const double start = BootTime() + StatField(22) / static_cast<double>(sysconf(_SC_CLK_TCK));
   registry->AddGauge("process_start_time_seconds",
                      "Start time of the process since unix epoch in seconds.", "",
                      [start] { return start; });

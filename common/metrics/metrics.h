@@ -82,10 +82,20 @@ class Registry {
   // `labels` is empty or a comma-separated list of Label()s.
   void AddCounter(std::string name, std::string help, std::string labels, Value value);
   void AddGauge(std::string name, std::string help, std::string labels, Value value);
-  // A gauge family whose series are known only when scraped (one per
-  // filesystem, say): `values` returns (labels, value) pairs.
-  using LabeledValues = std::function<std::vector<std::pair<std::string, double>>()>;
-  void AddGauges(std::string name, std::string help, LabeledValues values);
+  // Gauge families whose series are known only when scraped (one per
+  // filesystem, say), read together: `rows` returns, per series, its labels
+  // and one value per column; each column is a family. `rows` runs once per
+  // scrape for all the columns.
+  struct Column {
+    std::string name;
+    std::string help;
+  };
+  struct Row {
+    std::string labels;
+    std::vector<double> values;  // one per column
+  };
+  using Rows = std::function<std::vector<Row>()>;
+  void AddGaugeTable(std::vector<Column> columns, Rows rows);
   // `histogram` must outlive the registry.
   void AddHistogram(std::string name, std::string help, std::string labels,
                     const Histogram* histogram);
@@ -95,11 +105,16 @@ class Registry {
 
  private:
   enum class Type { kCounter, kGauge, kHistogram };
+  struct Table {
+    Rows rows;
+  };
+  // One of: a value, a histogram, or a column of a table.
   struct Series {
     std::string labels;
     Value value;
     const Histogram* histogram = nullptr;
-    LabeledValues many;
+    std::shared_ptr<const Table> table;
+    size_t column = 0;
   };
   struct Family {
     std::string name;

@@ -12,6 +12,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "common/config/config.h"
 #include "common/metrics/http_server.h"
 #include "common/metrics/metrics.h"
 #include "tests/harness/http.h"
@@ -32,9 +33,10 @@ TEST_CASE("the registry renders families once with their series in order", "[uni
   r.AddGauge("weft_fill", "Fill.", "", [] { return 0.25; });
   r.AddCounter("weft_reads_total", "ignored: the family has its help", Label("osd", "2"),
                [] { return 3.0; });
-  r.AddGauges("weft_sessions", "Sessions.", [] {
-    return std::vector<std::pair<std::string, double>>{{Label("fs", "a"), 2},
-                                                       {Label("fs", "b"), 0}};
+  int table_reads = 0;
+  r.AddGaugeTable({{"weft_sessions", "Sessions."}, {"weft_inodes", "Inodes."}}, [&] {
+    ++table_reads;
+    return std::vector<Registry::Row>{{Label("fs", "a"), {2, 10}}, {Label("fs", "b"), {0, 1}}};
   });
   reads = 9;  // read when rendered, not when added
   REQUIRE(r.Render() ==
@@ -48,7 +50,12 @@ TEST_CASE("the registry renders families once with their series in order", "[uni
           "# HELP weft_sessions Sessions.\n"
           "# TYPE weft_sessions gauge\n"
           "weft_sessions{fs=\"a\"} 2\n"
-          "weft_sessions{fs=\"b\"} 0\n");
+          "weft_sessions{fs=\"b\"} 0\n"
+          "# HELP weft_inodes Inodes.\n"
+          "# TYPE weft_inodes gauge\n"
+          "weft_inodes{fs=\"a\"} 10\n"
+          "weft_inodes{fs=\"b\"} 1\n");
+  REQUIRE(table_reads == 1);  // once per scrape for all its columns
 }
 
 TEST_CASE("label values are escaped", "[unit]") {
@@ -214,6 +221,32 @@ TEST_CASE("a silent client is dropped after the timeout", "[unit]") {
   silent.join();
   REQUIRE(silent_got.ok());
   REQUIRE(silent_got->empty());  // closed by the server, unanswered
+}
+
+TEST_CASE("a daemon's metrics address: the flag - else the config port on its own host",
+          "[unit]") {
+  auto config = [](const std::string& text) {
+    auto c = Config::Parse(text, "test");
+    REQUIRE(c.ok());
+    return *c;
+  };
+  const Config none = config("");
+  REQUIRE(ListenAddr(none, "osd_metrics_port", 2, "10.0.0.5:0", "").value() == "");
+  REQUIRE(ListenAddr(none, "osd_metrics_port", 2, "10.0.0.5:0", "1.2.3.4:9").value() ==
+          "1.2.3.4:9");
+  const Config set = config("osd_metrics_port = 9301\nmds_metrics_port = 0\n");
+  REQUIRE(ListenAddr(set, "osd_metrics_port", 2, "10.0.0.5:0", "").value() == "10.0.0.5:9303");
+  REQUIRE(ListenAddr(set, "osd_metrics_port", 0, "[::1]:6800", "").value() == "[::1]:9301");
+  REQUIRE(ListenAddr(set, "osd_metrics_port", 2, "10.0.0.5:0", "127.0.0.1:1").value() ==
+          "127.0.0.1:1");  // the flag wins
+  REQUIRE(ListenAddr(set, "mds_metrics_port", 0, "10.0.0.1:6789", "").value() == "");
+  for (const char* bad : {"osd_metrics_port = 65535\n", "osd_metrics_port = -1\n",
+                          "osd_metrics_port = http\n"}) {
+    auto addr = ListenAddr(config(bad), "osd_metrics_port", 3, "10.0.0.5:0", "");
+    INFO(bad);
+    REQUIRE_FALSE(addr.ok());
+    REQUIRE(absl::StrContains(addr.status().message(), "osd_metrics_port"));
+  }
 }
 
 TEST_CASE("bad listen addresses are refused with the reason", "[unit]") {
