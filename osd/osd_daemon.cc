@@ -16,6 +16,7 @@
 #include "common/placement/placement.h"
 #include "common/status/status.h"
 #include "osd/osd_service.h"
+#include "osd/pg/object_ops.h"
 #include "osd/pg/osd_error.h"
 #include "proto/mds.pb.h"
 
@@ -488,7 +489,7 @@ absl::Status OsdDaemon::CheckFull(const pb::OpRequest& req, const OsdMap& map) {
 void OsdDaemon::Op(pb::OpRequest* mutable_req, pb::OpReply* reply) {
   const pb::OpRequest& req = *mutable_req;
   const bool writes = std::any_of(req.ops().begin(), req.ops().end(),
-                                  [](const pb::ObjectOp& op) { return op.type() >= pb::WRITE; });
+                                  [](const pb::ObjectOp& op) { return IsMutation(op.type()); });
   metrics::ScopedTimer timer(writes ? &write_latency_ : &read_latency_);
   std::shared_ptr<const OsdMap> map;
   bool local = req.flags() & pb::OPF_LOCAL;

@@ -5,9 +5,10 @@
 #include "osd/pg/pg_codec.h"
 
 namespace weft::osd {
+bool IsMutation(pb::OpType type) { return type >= pb::WRITE && type <= pb::OMAP_CLEAR; }
+
 namespace {
 
-bool IsMutation(pb::OpType type) { return type >= pb::WRITE && type <= pb::OMAP_CLEAR; }
 bool IsRead(pb::OpType type) { return type >= pb::READ && type <= pb::OMAP_LIST; }
 
 absl::Status CheckRange(uint64_t offset, uint64_t length, const ObjectLimits& limits) {

@@ -23,6 +23,9 @@ struct ObjectLimits {
 inline constexpr size_t kMaxObjectNameBytes = 4096;
 inline constexpr size_t kMaxOpsPerRequest = 256;
 
+// Whether an op changes the object (WRITE through OMAP_CLEAR).
+bool IsMutation(pb::OpType type);
+
 // Checks names, op types and sizes; sets *mutating. Changes nothing.
 absl::Status ValidateOps(const std::string& oid,
                          const google::protobuf::RepeatedPtrField<pb::ObjectOp>& ops,
