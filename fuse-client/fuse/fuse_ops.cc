@@ -5,10 +5,13 @@
 #include <sys/statvfs.h>
 #include <sys/xattr.h>
 
+#include <algorithm>
 #include <cstring>
+#include <memory>
 #include <string>
 #include <vector>
 
+#include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
 #include "common/log/log.h"
 #include "common/posix/acl.h"
@@ -101,10 +104,66 @@ struct stat ToStat(fuse_req_t req, const Attr& a) {
 }
 
 // How long the kernel may keep the names in `parent` (MDS inode): it
-// reaches a name it keeps without asking, whoever calls.
+// reaches a name it keeps without asking, whoever calls, so only in a
+// directory every caller may search; and only while this mount holds the
+// directory's lease, whose revoke expires them (OnDirRevoked).
 double EntryTimeout(fuse_req_t req, uint64_t parent) {
-  return Fs(req).SearchableByAll(parent) ? kAttrTimeoutS : 0.0;
+  client::FileSystemClient& fs = Fs(req);
+  if (!fs.SearchableByAll(parent)) return 0.0;
+  return std::min(kAttrTimeoutS, absl::ToDoubleSeconds(fs.DirLeaseRemaining(parent)));
 }
+
+// A name about to be given to the kernel: its timeout, decided under a
+// ticket so that a revoke between the decision and the reply is noticed.
+struct NameGrant {
+  KernelNames::Ticket ticket = 0;
+  double timeout = 0.0;
+};
+
+NameGrant GrantName(fuse_req_t req, uint64_t parent) {
+  NameGrant g;
+  g.ticket = Ctx(req).names.Begin();
+  g.timeout = EntryTimeout(req, parent);
+  return g;
+}
+
+// The kernel's entry for `name` in `parent` (MDS inode) runs out now: its
+// next use asks. The entry itself stays (a process inside a directory keeps
+// its path), unlike DropName's. Not while a request on `parent` runs.
+void ExpireName(MountContext& ctx, uint64_t parent, const std::string& name) {
+  if (ctx.se == nullptr) return;
+  const fuse_ino_t kernel_parent = parent == ctx.base_ino ? FUSE_ROOT_ID : parent;
+  // Kernels before 6.2 ignore the flag and drop the entry.
+  const int err = fuse_lowlevel_notify_expire_entry(ctx.se, kernel_parent, name.c_str(),
+                                                    name.size(), FUSE_LL_EXPIRE_ONLY);
+  if (err != 0 && err != -ENOENT) VLOG(1) << "op=expire_entry parent=" << parent << " err=" << err;
+}
+
+// The kernel got `name` in `parent` under `grant` (call after replying, with
+// the context taken before): recorded for the lease's revoke, or expired at
+// once if the revoke came first.
+void NoteGiven(MountContext& ctx, const NameGrant& grant, uint64_t parent,
+               const std::string& name) {
+  if (grant.timeout <= 0.0 || name == "." || name == "..") return;
+  const absl::Time expires = absl::Now() + absl::Seconds(grant.timeout);
+  if (!ctx.names.Given(grant.ticket, parent, name, expires)) ExpireName(ctx, parent, name);
+}
+
+// Marks a request that the kernel runs holding directory `dir` (MDS inode)
+// locked — a change in it, or of it — for as long as it runs here: a revoke
+// of the directory's lease then does not wait for the kernel's names in it
+// to expire, as the MDS may hold this very request for that revoke.
+class BusyDir {
+ public:
+  BusyDir(fuse_req_t req, uint64_t dir) : names_(Ctx(req).names), dir_(dir) { names_.Enter(dir_); }
+  ~BusyDir() { names_.Leave(dir_); }
+  BusyDir(const BusyDir&) = delete;
+  BusyDir& operator=(const BusyDir&) = delete;
+
+ private:
+  KernelNames& names_;
+  const uint64_t dir_;
+};
 
 // The kernel gets an entry for `a` as `name` in `parent`: where it keeps a
 // directory, for DropKeptNames.
@@ -133,32 +192,40 @@ void DropKeptNames(MountContext& ctx, uint64_t ino) {
   DropName(ctx, where->first, where->second);
 }
 
-// After a rename (replied to): the kernel moved its entry with the timeout
-// it had where it came from. In a directory not every caller may search it
-// must not be kept (EntryTimeout), or a walk through it would skip the
-// MDS's search check.
-void DropMovedName(MountContext& ctx, uint64_t parent, const std::string& name) {
-  if (ctx.se != nullptr && !ctx.fs->SearchableByAll(parent)) DropName(ctx, parent, name);
+// After a rename (replied to): the kernel moved its entry to `name` in
+// `parent` with the timeout it had where it came from. It keeps it only as a
+// name given now would be kept (`grant`): in a directory not every caller
+// may search it goes, or a walk through it would skip the MDS's search
+// check; without a lease on `parent` covering its timeout it runs out now.
+void SettleMovedName(MountContext& ctx, const NameGrant& grant, uint64_t parent,
+                     const std::string& name) {
+  if (ctx.se == nullptr) return;
+  if (!ctx.fs->SearchableByAll(parent)) return DropName(ctx, parent, name);
+  if (grant.timeout < kAttrTimeoutS) return ExpireName(ctx, parent, name);
+  NoteGiven(ctx, grant, parent, name);
 }
 
 // Replies with an entry for `name` in `parent`; the kernel now holds one
 // more lookup reference.
 void ReplyEntry(fuse_req_t req, uint64_t parent, const std::string& name, const Attr& a,
                 double attr_timeout = kAttrTimeoutS, bool from_mds = true) {
+  MountContext& ctx = Ctx(req);
+  const NameGrant grant = GrantName(req, parent);
   fuse_entry_param e = {};
   e.ino = ToFuse(req, a.ino());
   e.generation = a.generation();
   e.attr = ToStat(req, a);
   e.attr_timeout = attr_timeout;
-  e.entry_timeout = EntryTimeout(req, parent);
+  e.entry_timeout = grant.timeout;
   NoteEntry(req, parent, name, a);
-  client::FileSystemClient& fs = Fs(req);
+  client::FileSystemClient& fs = *ctx.fs;
   fs.Remember(a, from_mds);
   if (fuse_reply_entry(req, &e) != 0) {
     fs.Forget(a.ino(), 1);  // request interrupted
     return;
   }
   fs.NoteKernelAttrs(a);
+  NoteGiven(ctx, grant, parent, name);
 }
 
 void ReplyEntryOr(fuse_req_t req, uint64_t parent, const std::string& name,
@@ -274,6 +341,7 @@ void Setattr(fuse_req_t req, fuse_ino_t ino, struct stat* attr, int to_set, fuse
   // The kernel sends a setattr without fields for chown(path, -1, -1),
   // which still sets the change time.
   if (args.valid == 0) args.valid = pb::SA_CTIME_NOW;
+  BusyDir busy(req, ToMds(req, ino));  // a no-op for files
   auto a = Fs(req).Setattr(CredsOf(req), ToMds(req, ino), args, fi != nullptr ? fi->fh : 0);
   if (!a.ok()) return ReplyError(req, a.status(), "setattr");
   struct stat st = ToStat(req, *a);
@@ -283,46 +351,53 @@ void Setattr(fuse_req_t req, fuse_ino_t ino, struct stat* attr, int to_set, fuse
 }
 
 void Mknod(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t mode, dev_t rdev) {
+  BusyDir busy(req, ToMds(req, parent));
   ReplyEntryOr(req, ToMds(req, parent), name,
                Fs(req).Mknod(CredsOf(req), ToMds(req, parent), name, mode, rdev), "mknod");
 }
 
 void Mkdir(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t mode) {
+  BusyDir busy(req, ToMds(req, parent));
   ReplyEntryOr(req, ToMds(req, parent), name,
                Fs(req).Mkdir(CredsOf(req), ToMds(req, parent), name, mode), "mkdir");
 }
 
 void Symlink(fuse_req_t req, const char* link, fuse_ino_t parent, const char* name) {
+  BusyDir busy(req, ToMds(req, parent));
   ReplyEntryOr(req, ToMds(req, parent), name,
                Fs(req).Symlink(CredsOf(req), ToMds(req, parent), name, link), "symlink");
 }
 
 void Link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t new_parent, const char* new_name) {
+  BusyDir busy(req, ToMds(req, new_parent));
   ReplyEntryOr(req, ToMds(req, new_parent), new_name,
                Fs(req).Link(CredsOf(req), ToMds(req, ino), ToMds(req, new_parent), new_name),
                "link");
 }
 
 void Unlink(fuse_req_t req, fuse_ino_t parent, const char* name) {
+  BusyDir busy(req, ToMds(req, parent));
   ReplyOk(req, Fs(req).Unlink(CredsOf(req), ToMds(req, parent), name), "unlink");
 }
 
 void Rmdir(fuse_req_t req, fuse_ino_t parent, const char* name) {
+  BusyDir busy(req, ToMds(req, parent));
   ReplyOk(req, Fs(req).Rmdir(CredsOf(req), ToMds(req, parent), name), "rmdir");
 }
 
 void Rename(fuse_req_t req, fuse_ino_t parent, const char* name, fuse_ino_t new_parent,
             const char* new_name, unsigned int flags) {
-  const absl::Status s = Fs(req).Rename(CredsOf(req), ToMds(req, parent), name,
-                                        ToMds(req, new_parent), new_name, flags);
   MountContext& ctx = Ctx(req);
   const uint64_t from = ToMds(req, parent), to = ToMds(req, new_parent);
+  BusyDir busy_from(req, from), busy_to(req, to);
+  const absl::Status s = ctx.fs->Rename(CredsOf(req), from, name, to, new_name, flags);
   const bool exchange = (flags & RENAME_EXCHANGE) != 0;
   if (s.ok()) ctx.dirs.Rename(from, name, to, new_name, exchange);
+  const NameGrant to_grant = GrantName(req, to), from_grant = GrantName(req, from);
   ReplyOk(req, s, "rename");
   if (!s.ok()) return;
-  DropMovedName(ctx, to, new_name);
-  if (exchange) DropMovedName(ctx, from, name);
+  SettleMovedName(ctx, to_grant, to, new_name);
+  if (exchange) SettleMovedName(ctx, from_grant, from, name);
 }
 
 void Readlink(fuse_req_t req, fuse_ino_t ino) {
@@ -353,19 +428,23 @@ void Open(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
 
 void Create(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t mode,
             fuse_file_info* fi) {
-  auto opened = Fs(req).Create(CredsOf(req), ToMds(req, parent), name, mode, fi->flags);
+  MountContext& ctx = Ctx(req);
+  const uint64_t dir = ToMds(req, parent);
+  BusyDir busy(req, dir);
+  auto opened = ctx.fs->Create(CredsOf(req), dir, name, mode, fi->flags);
   if (!opened.ok()) return ReplyError(req, opened.status(), "create");
   fi->fh = opened->fh;
   fi->keep_cache = 0;
   fi->direct_io = (fi->flags & O_DIRECT) ? 1 : 0;
+  const NameGrant grant = GrantName(req, dir);
   fuse_entry_param e = {};
   e.ino = ToFuse(req, opened->attr.ino());
   e.generation = opened->attr.generation();
   e.attr = ToStat(req, opened->attr);
   e.attr_timeout = kAttrTimeoutS;
-  e.entry_timeout = EntryTimeout(req, ToMds(req, parent));
-  NoteEntry(req, ToMds(req, parent), name, opened->attr);
-  client::FileSystemClient& fs = Fs(req);
+  e.entry_timeout = grant.timeout;
+  NoteEntry(req, dir, name, opened->attr);
+  client::FileSystemClient& fs = *ctx.fs;
   fs.Remember(opened->attr);
   if (fuse_reply_create(req, &e, fi) != 0) {
     fs.Forget(opened->attr.ino(), 1);
@@ -373,6 +452,7 @@ void Create(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t mode,
     return;
   }
   fs.NoteKernelAttrs(opened->attr);
+  NoteGiven(ctx, grant, dir, name);
 }
 
 void Read(fuse_req_t req, fuse_ino_t, size_t size, off_t off, fuse_file_info* fi) {
@@ -454,6 +534,7 @@ void Setxattr(fuse_req_t req, fuse_ino_t ino, const char* name, const char* valu
               int flags) {
   MountContext& ctx = Ctx(req);
   const uint64_t target = ToMds(req, ino);
+  BusyDir busy(req, target);  // a no-op for files
   ReplyOk(req,
           ctx.fs->Setxattr(CredsOf(req), target, name, std::string(value, size),
                            static_cast<uint32_t>(flags)),
@@ -486,6 +567,7 @@ void Listxattr(fuse_req_t req, fuse_ino_t ino, size_t size) {
 void Removexattr(fuse_req_t req, fuse_ino_t ino, const char* name) {
   MountContext& ctx = Ctx(req);
   const uint64_t target = ToMds(req, ino);
+  BusyDir busy(req, target);  // a no-op for files
   ReplyOk(req, ctx.fs->Removexattr(CredsOf(req), target, name), "removexattr");
   // The mode that the ACL stood for may leave some callers without search.
   if (posix::kXattrPosixAclAccess == name) DropKeptNames(ctx, target);
@@ -501,7 +583,7 @@ void Access(fuse_req_t req, fuse_ino_t ino, int mask) {
 class DirFiller {
  public:
   DirFiller(fuse_req_t req, uint64_t dir, size_t size, bool plus)
-      : req_(req), dir_(dir), entry_timeout_(EntryTimeout(req, dir)), buf_(size, '\0'),
+      : req_(req), ctx_(Ctx(req)), dir_(dir), grant_(GrantName(req, dir)), buf_(size, '\0'),
         plus_(plus) {}
   ~DirFiller() {
     // Entries the kernel never received hold no lookup reference.
@@ -523,7 +605,7 @@ class DirFiller {
       e.generation = d.attr().generation();
       e.attr = ToStat(req_, d.attr());
       e.attr_timeout = kAttrTimeoutS;
-      e.entry_timeout = entry_timeout_;
+      e.entry_timeout = grant_.timeout;
       NoteEntry(req_, dir_, d.name(), d.attr());
     } else {
       e.attr.st_ino = ToFuse(req_, d.ino());
@@ -533,12 +615,15 @@ class DirFiller {
     if (e.ino != 0) {
       Fs(req_).Remember(d.attr());
       remembered_.push_back(d.ino());
+      if (grant_.timeout > 0.0) given_.push_back(d.name());
     }
     return true;
   }
 
   void Reply() {
-    if (fuse_reply_buf(req_, buf_.data(), used_) == 0) remembered_.clear();
+    if (fuse_reply_buf(req_, buf_.data(), used_) != 0) return;
+    remembered_.clear();
+    for (const std::string& name : given_) NoteGiven(ctx_, grant_, dir_, name);
   }
 
  private:
@@ -553,12 +638,14 @@ class DirFiller {
   }
 
   fuse_req_t req_;
-  uint64_t dir_;  // MDS inode
-  double entry_timeout_;  // of every name in it: one look at its mode per reply
+  MountContext& ctx_;
+  uint64_t dir_;      // MDS inode
+  NameGrant grant_;   // of every name in it: one look at its mode and lease per reply
   std::string buf_;
   size_t used_ = 0;
   bool plus_;
   std::vector<uint64_t> remembered_;
+  std::vector<std::string> given_;  // names with a timeout
 };
 
 void DoReaddir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, bool plus) {
@@ -595,6 +682,28 @@ void Readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, fuse_fi
 }
 
 }  // namespace
+
+void OnDirRevoked(MountContext& ctx, uint64_t dir) {
+  // Longer only when the MDS holds a request of this mount that the kernel
+  // runs holding the directory, one that started after the Busy check below.
+  constexpr absl::Duration kExpireWait = absl::Seconds(1);
+  std::vector<std::string> names = ctx.names.Revoke(dir, absl::Now());
+  if (names.empty()) return;
+  auto done = std::make_shared<absl::Notification>();
+  ctx.expirer->Submit([&ctx, dir, names = std::move(names), done] {
+    for (const std::string& name : names) ExpireName(ctx, dir, name);
+    done->Notify();
+  });
+  // The kernel lets go of the directory once that request is answered, and
+  // the names expire then; the MDS may be holding the request for this very
+  // revoke (this mount's own chmod of the directory, or a change racing
+  // another mount's).
+  if (ctx.names.Busy(dir)) return;
+  if (!done->WaitForNotificationWithTimeout(kExpireWait)) {
+    LOG(WARNING) << "op=lease_revoke dir=" << dir
+                 << " names kept by the kernel not expired within 1 s; acknowledged anyway";
+  }
+}
 
 const fuse_lowlevel_ops& Operations() {
   static const fuse_lowlevel_ops ops = [] {

@@ -9,25 +9,32 @@
 // filesystem root, or subdir=); every other inode number is the MDS's own.
 // The kernel's lookup counts are kept by FileSystemClient (Remember/Forget).
 //
-// Kernel caching (until capabilities exist): entries and attributes for
-// kAttrTimeoutS seconds, page cache dropped at every open (close-to-open),
-// no writeback cache. Caps will replace the timeouts with invalidations.
-// Permissions are checked by the MDS (and the client under leases), not the
-// kernel (no default_permissions: with it every create and unlink costs the
-// kernel a getattr of the directory). So names are given to the kernel for
-// kAttrTimeoutS only in directories every caller may search, else for 0 s
-// (each walk through them asks), and a directory of this mount that stops
-// being searchable by all has its names dropped from the kernel at once
-// (KernelDirs). A change made through another mount reaches the kernel's
-// names within kAttrTimeoutS.
+// Kernel caching (until capabilities exist): attributes for kAttrTimeoutS
+// seconds, page cache dropped at every open (close-to-open), no writeback
+// cache. Names are kept by the kernel only under the directory's lease
+// (KernelNames): for at most kAttrTimeoutS and the lease's remaining time,
+// and expired in the kernel when the lease is revoked, before the revoke is
+// acknowledged, so a name another mount renames or removes is never reached
+// through this one afterwards. Permissions are checked by the MDS (and the
+// client under leases), not the kernel (no default_permissions: with it
+// every create and unlink costs the kernel a getattr of the directory). So
+// names are given to the kernel only in directories every caller may
+// search, else for 0 s (each walk through them asks), and a directory of
+// this mount that stops being searchable by all has its names dropped from
+// the kernel at once (KernelDirs). A change of attributes made through
+// another mount reaches the kernel's attributes within kAttrTimeoutS (at
+// once on open).
 #pragma once
 
 #define FUSE_USE_VERSION 35
 #include <fuse_lowlevel.h>
 
 #include <cstdint>
+#include <memory>
 
+#include "common/executor/thread_pool.h"
 #include "fuse-client/fuse/kernel_dirs.h"
+#include "fuse-client/fuse/kernel_names.h"
 #include "fuse-client/lib/file_system_client.h"
 #include "fuse-client/lib/groups_cache.h"
 
@@ -42,9 +49,20 @@ struct MountContext {
   client::GroupsCache groups;  // callers' supplementary groups, briefly
   fuse_session* se = nullptr;  // for notifications to the kernel
   KernelDirs dirs;
+  KernelNames names;
+  // Expires names of revoked directories in the kernel (a notification may
+  // wait for a request of this mount holding the directory). Started once
+  // the daemon has detached (threads do not survive a fork).
+  std::unique_ptr<ThreadPool> expirer;
 };
 
 // The operation table; userdata of the session is a MountContext*.
 const fuse_lowlevel_ops& Operations();
+
+// The lease on `dir` (MDS inode) was revoked: the names the kernel keeps in
+// it are expired before this returns, unless a request of this mount holds
+// the directory in the kernel (then right after it), or that takes longer
+// than a second. For FileSystemClient::SetDirRevoked.
+void OnDirRevoked(MountContext& ctx, uint64_t dir);
 
 }  // namespace weft::fuse

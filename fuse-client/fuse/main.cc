@@ -225,6 +225,8 @@ int Run(int argc, char** argv) {
   if (!base.ok()) Fail(absl::StrCat("subdir ", subdir, ": ", base.status().message()));
   if (!S_ISDIR(base->mode())) Fail(absl::StrCat("subdir ", subdir, " is not a directory"));
   ctx.base_ino = base->ino();
+  ctx.expirer = std::make_unique<ThreadPool>("fuse-expire", 2, 65536);
+  (*fs)->SetDirRevoked([&ctx](uint64_t dir) { OnDirRevoked(ctx, dir); });
   // The kernel holds its root for the whole mount without ever looking it
   // up: held here too, its attributes are cached like any other directory's
   // (whether every caller may search it decides what the kernel keeps).
@@ -245,6 +247,8 @@ int Run(int argc, char** argv) {
   int rc = cmd.singlethread ? fuse_session_loop(se) : fuse_session_loop_mt(se, &loop);
 
   LOG(INFO) << "unmounting mountpoint=" << cmd.mountpoint << " rc=" << rc;
+  (*fs)->SetDirRevoked(nullptr);
+  ctx.expirer.reset();  // notifies the session: before it goes
   fuse_session_unmount(se);
   fuse_remove_signal_handlers(se);
   fuse_session_destroy(se);

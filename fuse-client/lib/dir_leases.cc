@@ -223,6 +223,14 @@ std::optional<uint64_t> DirLeases::Known(uint64_t dir, const std::string& name,
   return n->second;
 }
 
+absl::Duration DirLeases::Remaining(uint64_t dir, absl::Time now) {
+  absl::MutexLock lock(&mu_);
+  if (!up_) return absl::ZeroDuration();
+  auto it = dirs_.find(dir);
+  if (it == dirs_.end() || !Trusted(it->second, now)) return absl::ZeroDuration();
+  return it->second.expires - now;
+}
+
 size_t DirLeases::size() {
   absl::MutexLock lock(&mu_);
   const absl::Time now = absl::Now();

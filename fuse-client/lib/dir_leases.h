@@ -62,6 +62,11 @@ class DirLeases {
   std::optional<uint64_t> Known(uint64_t dir, const std::string& name, const pb::Creds& creds,
                                 absl::Time now);
 
+  // How much longer this client trusts its lease on `dir` (zero: none held,
+  // or the stream is down). What the kernel keeps of the directory's names
+  // must run out by then: a revoke reaches this client only while it holds one.
+  absl::Duration Remaining(uint64_t dir, absl::Time now);
+
   size_t size();  // directories with a trusted lease (tests, status)
 
  private:

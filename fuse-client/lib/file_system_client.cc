@@ -181,6 +181,14 @@ bool FileSystemClient::SearchableByAll(uint64_t dir) {
   return S_ISDIR(a.mode()) && (a.mode() & 0111) == 0111 && (a.no_acl() || a.no_xattrs());
 }
 
+absl::Duration FileSystemClient::DirLeaseRemaining(uint64_t dir) {
+  return meta_->leases().Remaining(dir, absl::Now());
+}
+
+void FileSystemClient::SetDirRevoked(std::function<void(uint64_t dir)> handler) {
+  meta_->SetDirRevoked(std::move(handler));
+}
+
 Attr FileSystemClient::CacheAttr(const Attr& attr) {
   absl::MutexLock lock(&mu_);
   auto it = inodes_.find(attr.ino());

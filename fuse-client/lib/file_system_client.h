@@ -142,6 +142,14 @@ class FileSystemClient {
   // ACL flag last seen, also when the times are known stale; false when
   // nothing is cached.
   bool SearchableByAll(uint64_t dir);
+  // How long a frontend may let the kernel keep names in `dir` without
+  // asking: while this session holds the directory's lease, whose revoke
+  // (SetDirRevoked) comes before any other session changes a name in it.
+  // Zero without a lease.
+  absl::Duration DirLeaseRemaining(uint64_t dir);
+  // `handler` runs for every revoked directory lease before the revoke is
+  // acknowledged (MetaClient::SetDirRevoked); nullptr removes it.
+  void SetDirRevoked(std::function<void(uint64_t dir)> handler);
   // The frontend gave the kernel `a` (a reply it sent): the version the
   // kernel's attributes of a.ino() are at. KernelHas: whether they are at
   // a.version(), so that an open finding that version need not make the

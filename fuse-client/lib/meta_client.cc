@@ -155,6 +155,10 @@ void MetaClient::LeaseLoop() {
         continue;
       }
       leases_.Revoke(event.ino(), event.seq());
+      {
+        absl::MutexLock lock(&recall_mu_);
+        if (dir_revoked_) dir_revoked_(event.ino());
+      }
       AckLease(event);  // the MDS waits for this (or for the lease to run out)
     }
     // No revokes can reach us now: trust nothing until the next hello.
@@ -192,6 +196,11 @@ void MetaClient::SetFlushRecall(FlushRecall handler) {
 void MetaClient::SetStreamLost(std::function<void()> handler) {
   absl::MutexLock lock(&recall_mu_);
   stream_lost_ = std::move(handler);
+}
+
+void MetaClient::SetDirRevoked(DirRevoked handler) {
+  absl::MutexLock lock(&recall_mu_);
+  dir_revoked_ = std::move(handler);
 }
 
 absl::StatusOr<pb::MetaReply> MetaClient::Call(pb::MetaRequest request) {

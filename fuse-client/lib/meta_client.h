@@ -79,6 +79,13 @@ class MetaClient {
   // Called when the lease stream ends: until the next one is up, the MDS
   // cannot recall anything this client buffers.
   void SetStreamLost(std::function<void()> handler);
+  // Called on the lease thread for each revoked directory lease, after the
+  // client forgot what it knew of the directory and before the revoke is
+  // acknowledged: what the handler does before it returns happens before
+  // the other session's change. It may block (the lease thread waits), but
+  // not on a request of this session that the MDS holds for the revoke.
+  using DirRevoked = std::function<void(uint64_t ino)>;
+  void SetDirRevoked(DirRevoked handler);
 
   absl::StatusOr<pb::FsStatusReply> FsStatus();
   // Ends the session now (its open files are released).
@@ -123,6 +130,7 @@ class MetaClient {
   absl::Mutex recall_mu_;  // held while the handler runs
   FlushRecall flush_recall_ ABSL_GUARDED_BY(recall_mu_);
   std::function<void()> stream_lost_ ABSL_GUARDED_BY(recall_mu_);
+  DirRevoked dir_revoked_ ABSL_GUARDED_BY(recall_mu_);
   std::thread renewer_;
   std::thread lease_thread_;
 };
