@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <sys/xattr.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstring>
@@ -41,7 +42,7 @@ void ReplyError(fuse_req_t req, const absl::Status& status, const char* op) {
   // expected: debug. The rest is loud.
   if (err == ENOENT || err == EEXIST || err == ENODATA || err == ENOTEMPTY || err == EACCES ||
       err == EPERM || err == ENOTDIR || err == EISDIR || err == ENAMETOOLONG || err == ELOOP ||
-      err == EOPNOTSUPP) {
+      err == EOPNOTSUPP || err == ENXIO) {
     VLOG(1) << "op=" << op << " errno=" << err << " status=" << status;
   } else {
     LOG(WARNING) << "op=" << op << " errno=" << err << " status=" << status;
@@ -488,6 +489,15 @@ void Release(fuse_req_t req, fuse_ino_t, fuse_file_info* fi) {
   fuse_reply_err(req, 0);
 }
 
+// Only SEEK_DATA and SEEK_HOLE come here (the kernel does the others).
+void Lseek(fuse_req_t req, fuse_ino_t, off_t off, int whence, fuse_file_info* fi) {
+  if (whence != SEEK_DATA && whence != SEEK_HOLE) return fuse_reply_err(req, EINVAL), void();
+  if (off < 0) return fuse_reply_err(req, ENXIO), void();
+  auto r = Fs(req).Seek(fi->fh, static_cast<uint64_t>(off), whence == SEEK_HOLE);
+  if (!r.ok()) return ReplyError(req, r.status(), "lseek");
+  fuse_reply_lseek(req, static_cast<off_t>(*r));
+}
+
 void Fsync(fuse_req_t req, fuse_ino_t, int, fuse_file_info* fi) {
   ReplyOk(req, Fs(req).Fsync(fi->fh), "fsync");
 }
@@ -726,6 +736,7 @@ const fuse_lowlevel_ops& Operations() {
     o.read = Read;
     o.write = Write;
     o.flush = Flush;
+    o.lseek = Lseek;
     o.release = Release;
     o.fsync = Fsync;
     o.fallocate = Fallocate;

@@ -236,6 +236,10 @@ class FileSystemClient {
   // OSDs, and its size and mtime (and every earlier namespace change of this
   // client) in the MDS's journal; or the first flush error.
   absl::Status Fsync(FileHandle fh);
+  // lseek(2)'s SEEK_DATA (`hole` false) and SEEK_HOLE (true) from `offset`
+  // (StripedIo::Seek, after flushing what this client buffers for the
+  // file). ENXIO at or past the end.
+  absl::StatusOr<uint64_t> Seek(FileHandle fh, uint64_t offset, bool hole);
   // close(2): starts writing the file's buffered data back and returns the
   // first error of an earlier flush, if any. Decision: close does not wait
   // (as CephFS, unlike NFS). Another client still sees the data once it

@@ -362,6 +362,19 @@ absl::Status FileSystemClient::Fsync(FileHandle fh) {
   return meta_->Sync();  // the size and mtime just reported, and what came before
 }
 
+absl::StatusOr<uint64_t> FileSystemClient::Seek(FileHandle fh, uint64_t offset, bool hole) {
+  ASSIGN_OR_RETURN(std::shared_ptr<OpenFile> f, Handle(fh));
+  if (f->cache == nullptr) {
+    return ErrnoError(absl::StatusCode::kInvalidArgument, EINVAL, "file has no valid layout");
+  }
+  RETURN_IF_ERROR(f->cache->Flush());  // what it buffers is data too: on the OSDs first
+  ASSIGN_OR_RETURN(Attr attr, Getattr(f->creds, f->ino));
+  if (offset >= attr.size()) {
+    return ErrnoError(absl::StatusCode::kOutOfRange, ENXIO, "offset at or past the end of the file");
+  }
+  return io_.Seek(f->cache->data(), attr.size(), offset, hole);
+}
+
 absl::Status FileSystemClient::Flush(FileHandle fh) {
   ASSIGN_OR_RETURN(std::shared_ptr<OpenFile> f, Handle(fh));
   if (f->cache == nullptr) return absl::OkStatus();

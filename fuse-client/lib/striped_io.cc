@@ -1,10 +1,12 @@
 #include "fuse-client/lib/striped_io.h"
 
 #include <algorithm>
+#include <cerrno>
 #include <atomic>
 #include <map>
 #include <thread>
 
+#include "absl/container/flat_hash_map.h"
 #include "common/status/status.h"
 
 namespace weft::client {
@@ -195,6 +197,36 @@ absl::StatusOr<std::pair<uint64_t, uint64_t>> StripedIo::RemoveWholeSets(
   if (allocated_delta != nullptr) *allocated_delta += shrunk.load();
   RETURN_IF_ERROR(status);
   return std::make_pair(first * set, last * set);
+}
+
+absl::StatusOr<uint64_t> StripedIo::Seek(const FileData& file, uint64_t size, uint64_t offset,
+                                          bool hole, size_t max_objects) {
+  const uint64_t unit = file.layout.stripe_unit;
+  if (unit == 0) return absl::InvalidArgumentError("file has no valid layout");
+  absl::flat_hash_map<uint64_t, uint64_t> ends;  // objno -> object size (0: none)
+  // One stripe unit at a time: within it, [pos, data_end) is data and
+  // [data_end, unit_end) a hole.
+  for (uint64_t pos = offset; pos < size;) {
+    const striping::ObjectPos at = striping::FileToObject(file.layout, pos);
+    const uint64_t unit_end = std::min(size, (pos / unit + 1) * unit);
+    auto it = ends.find(at.objno);
+    if (it == ends.end()) {
+      if (ends.size() >= max_objects) return hole ? size : pos;  // the rest counts as data
+      absl::StatusOr<ObjectStat> st =
+          objects_->Stat(file.pool, striping::DataObjectName(file.ino, at.objno));
+      if (!st.ok() && !absl::IsNotFound(st.status())) {
+        return Annotate(st.status(), "stat data object");
+      }
+      it = ends.emplace(at.objno, st.ok() ? st->size : 0).first;
+    }
+    const uint64_t data_end =
+        it->second > at.offset ? std::min(unit_end, pos + (it->second - at.offset)) : pos;
+    if (!hole && data_end > pos) return pos;
+    if (hole && data_end < unit_end) return data_end;
+    pos = unit_end;
+  }
+  if (hole) return size;
+  return ErrnoError(absl::StatusCode::kOutOfRange, ENXIO, "no data at or after the offset");
 }
 
 }  // namespace weft::client

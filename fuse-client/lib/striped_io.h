@@ -58,6 +58,15 @@ class StripedIo {
   absl::StatusOr<std::pair<uint64_t, uint64_t>> RemoveWholeSets(const FileData& file,
                                                                 uint64_t offset, uint64_t end,
                                                                 int64_t* allocated_delta);
+  // lseek(2)'s SEEK_DATA (`hole` false) or SEEK_HOLE (true) from `offset`
+  // in a file of `size` bytes (offset < size; the caller flushed what it
+  // buffers). Data is every object's bytes up to its end; a missing object
+  // and what lies past an object's end are holes (a hole inside an object
+  // is data, as POSIX allows). Objects are looked at (STAT) one by one, at
+  // most `max_objects`; past that the rest of the file counts as data.
+  // SEEK_DATA with no data left: ENXIO.
+  absl::StatusOr<uint64_t> Seek(const FileData& file, uint64_t size, uint64_t offset, bool hole,
+                                size_t max_objects = 256);
 
  private:
   // Runs `jobs` in parallel (one thread each), each first taking its byte

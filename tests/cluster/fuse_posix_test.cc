@@ -15,7 +15,8 @@
 // docs/ARCHITECTURE.md ("Client and FUSE mount"):
 //  - atime: set at creation and by utimensat; reads do not update it (FUSE
 //    leaves atime to the filesystem, and the client does not report reads).
-//  - SEEK_DATA/SEEK_HOLE: the kernel's generic answer, every byte is data.
+//  - SEEK_DATA/SEEK_HOLE: holes are missing objects and what lies past an
+//    object's end; a hole inside an object counts as data.
 //  - st_blocks: per data object, up to its end: a hole inside an object
 //    written further on counts (ext4 counts 4 KiB blocks).
 //  - fallocate reserves no space; a punched hole frees the object sets it
@@ -633,10 +634,14 @@ TEST_CASE("fuse posix: open flags - truncate at every boundary - sparse and open
     CHECK(nonzero_chunks == 0);
     CHECK(ReadAt(fd, far - 3, 10) == std::string("\0\0\0!", 4));
     CHECK(lseek(fd, 0, SEEK_END) == far + 1);
-    // Absent: holes are not reported (the kernel's generic lseek: all data).
-    CHECK(lseek(fd, 0, SEEK_DATA) == 0);
-    CHECK(lseek(fd, 0, SEEK_HOLE) == far + 1);
+    // Holes are the objects never written (the byte, still buffered, is
+    // flushed first): data only at `far`, a hole up to it.
+    CHECK(lseek(fd, 0, SEEK_DATA) == far);
+    CHECK(lseek(fd, 0, SEEK_HOLE) == 0);
+    CHECK(lseek(fd, 5 * kMiB + 3, SEEK_HOLE) == static_cast<off_t>(5 * kMiB + 3));
+    CHECK(lseek(fd, far, SEEK_HOLE) == far + 1);  // the end of the file counts as a hole
     CHECK(Err(lseek(fd, far + 1, SEEK_DATA)) == ENXIO);
+    CHECK(Err(lseek(fd, far + 1, SEEK_HOLE)) == ENXIO);
     // The hole costs nothing: one object of one byte (100 MiB is a
     // stripe-set boundary), also once flushed.
     CHECK(st.st_blocks == 1);
@@ -648,6 +653,11 @@ TEST_CASE("fuse posix: open flags - truncate at every boundary - sparse and open
     REQUIRE(fsync(fd) == 0);
     CHECK(fstat(fd, &st) == 0);
     CHECK(st.st_blocks == (4096 + 1 + 511) / 512);
+    CHECK(lseek(fd, 0, SEEK_DATA) == 0);
+    CHECK(lseek(fd, 100, SEEK_DATA) == 100);
+    CHECK(lseek(fd, 0, SEEK_HOLE) == 4096);
+    // The next stripe unit is the second object's (stripe_count 2): a hole.
+    CHECK(lseek(fd, 4096, SEEK_DATA) == far);
     // The same bytes again allocate nothing more.
     WriteAll(fd, std::string(4096, 'b'), 0);
     REQUIRE(fsync(fd) == 0);
