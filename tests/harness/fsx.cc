@@ -104,7 +104,7 @@ class Fsx {
   };
   enum class Op {
     kWrite, kRead, kTruncate, kMapWrite, kMapRead, kSync, kReopen, kStat, kDrop, kStream,
-    kFallocate
+    kFallocate, kSeek
   };
 
   absl::Status Step();
@@ -140,6 +140,7 @@ class Fsx {
   absl::Status DoReopen(File& f);
   absl::Status DoStat(File& f, bool by_path);
   absl::Status DoDrop(File& f);
+  absl::Status DoSeek(File& f);
 
   absl::Status Open(File& f, int flags);
   absl::Status CheckSize(File& f, uint64_t size, const char* how);
@@ -173,7 +174,7 @@ Fsx::Op Fsx::PickOp() {
   static constexpr Weighted kOps[] = {
       {Op::kWrite, 28}, {Op::kRead, 26},   {Op::kTruncate, 7}, {Op::kMapWrite, 8},
       {Op::kMapRead, 6}, {Op::kSync, 4},   {Op::kReopen, 5},   {Op::kStat, 8},
-      {Op::kDrop, 4},    {Op::kFallocate, 4},
+      {Op::kDrop, 4},    {Op::kFallocate, 4}, {Op::kSeek, 3},
   };
   int total = 0;
   for (const Weighted& w : kOps) total += w.weight;
@@ -325,6 +326,7 @@ absl::Status Fsx::Step() {
     case Op::kStat: return DoStat(f, Chance(30));
     case Op::kDrop: return DoDrop(f);
     case Op::kStream: return DoStream(f);
+    case Op::kSeek: return DoSeek(f);
   }
   return absl::OkStatus();
 }
@@ -520,6 +522,45 @@ absl::Status Fsx::DoDrop(File& f) {
   return absl::OkStatus();
 }
 
+// lseek's SEEK_DATA or SEEK_HOLE from an offset in or just past the file.
+// A filesystem may call any hole data, but a hole reads as zeros: SEEK_DATA
+// may skip only zeros of the model (all of them to the end: ENXIO), and
+// SEEK_HOLE lands on a zero byte or at the end.
+absl::Status Fsx::DoSeek(File& f) {
+  const bool hole = Chance(50);
+  const uint64_t size = f.model.size();
+  const uint64_t off = std::min(PickOffset(size, false), size + 3);
+  Note(absl::StrFormat("lseek %s %#x %s", f.name, off, hole ? "SEEK_HOLE" : "SEEK_DATA"));
+  stats_.seeks++;
+  const off_t r = lseek(f.fd, static_cast<off_t>(off), hole ? SEEK_HOLE : SEEK_DATA);
+  const int err = r < 0 ? errno : 0;
+  auto zeros = [&](uint64_t from, uint64_t to) {
+    return std::all_of(f.model.begin() + from, f.model.begin() + to,
+                       [](char c) { return c == 0; });
+  };
+  if (off >= size) {
+    if (err == ENXIO) return absl::OkStatus();
+    return Fail(absl::StrFormat("lseek at or past the end (%#x): %s, expected ENXIO", size,
+                                r < 0 ? ErrnoText(err) : absl::StrFormat("%#x", r)));
+  }
+  if (r < 0) {
+    if (!hole && err == ENXIO && zeros(off, size)) return absl::OkStatus();
+    return Fail(absl::StrCat("lseek: ", ErrnoText(err)));
+  }
+  const uint64_t at = static_cast<uint64_t>(r);
+  if (at < off || at > size || (!hole && at == size)) {
+    return Fail(absl::StrFormat("lseek: %#x, outside [%#x, %#x%s", at, off, size,
+                                hole ? "]" : ")"));
+  }
+  if (!hole && !zeros(off, at)) {
+    return Fail(absl::StrFormat("SEEK_DATA skipped data: %#x from %#x", at, off));
+  }
+  if (hole && at < size && f.model[at] != 0) {
+    return Fail(absl::StrFormat("SEEK_HOLE landed on data at %#x", at));
+  }
+  return absl::OkStatus();
+}
+
 // ---- checks
 
 absl::Status Fsx::Open(File& f, int flags) {
@@ -665,7 +706,7 @@ std::string FsxStats::Summary() const {
                       " map_writes=", map_writes, " map_reads=", map_reads, " syncs=", syncs,
                       " reopens=", reopens, " stats=", stats, " cache_drops=", cache_drops,
                       " holes=", holes, " fallocates=", fallocates, " unsupported=", unsupported,
-                      " streams=", streams, " bytes_written=", bytes_written,
+                      " streams=", streams, " seeks=", seeks, " bytes_written=", bytes_written,
                       " bytes_read=", bytes_read);
 }
 

@@ -4,8 +4,9 @@
 // far past EOF to make holes), pread, ftruncate up and down, fallocate (size
 // growth, KEEP_SIZE, PUNCH_HOLE, ZERO_RANGE), MAP_SHARED writes
 // followed by msync, reads through mmap, fsync/fdatasync, dropping the file's
-// clean pages, close and reopen, and fstat; an in-memory model of every file
-// is checked byte for byte after every read and its size after every stat.
+// clean pages, close and reopen, fstat, and SEEK_DATA/SEEK_HOLE; an
+// in-memory model of every file is checked byte for byte after every read,
+// its size after every stat, and its zeros under every hole a seek reports.
 //
 // Written bytes depend on (op index, file offset), so a wrong byte read back
 // can be traced to the operation that wrote it ("stale data from op #12").
@@ -46,6 +47,7 @@ struct FsxStats {
   uint64_t fallocates = 0;    // every mode, punched holes and zeroed ranges included
   uint64_t unsupported = 0;   // fallocates refused with EOPNOTSUPP (the model unchanged)
   uint64_t streams = 0;
+  uint64_t seeks = 0;  // SEEK_DATA and SEEK_HOLE
   uint64_t bytes_written = 0;
   uint64_t bytes_read = 0;  // bytes compared with the model
 
