@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <limits>
 #include <memory>
 #include <string>
 #include <vector>
@@ -84,6 +85,18 @@ timespec Ts(int64_t ns) {
     t.tv_sec -= 1;
   }
   return t;
+}
+
+// A time as nanoseconds since the epoch, the MDS's unit. Times it cannot
+// hold (before 1677-09-21, after 2262-04-11) are clamped to its ends, as the
+// kernel clamps times to the range a local filesystem stores, instead of
+// wrapping around to another century.
+int64_t Nanos(const timespec& t) {
+  constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
+  constexpr int64_t kMin = std::numeric_limits<int64_t>::min();
+  if (t.tv_sec > kMax / 1000000000 - 1) return kMax;
+  if (t.tv_sec < kMin / 1000000000 + 1) return kMin;
+  return t.tv_sec * 1000000000ll + t.tv_nsec;
 }
 
 struct stat ToStat(fuse_req_t req, const Attr& a) {
@@ -331,13 +344,13 @@ void Setattr(fuse_req_t req, fuse_ino_t ino, struct stat* attr, int to_set, fuse
     args.valid |= pb::SA_ATIME_NOW;
   } else if (to_set & FUSE_SET_ATTR_ATIME) {
     args.valid |= pb::SA_ATIME;
-    args.atime_ns = attr->st_atim.tv_sec * 1000000000ll + attr->st_atim.tv_nsec;
+    args.atime_ns = Nanos(attr->st_atim);
   }
   if (to_set & FUSE_SET_ATTR_MTIME_NOW) {
     args.valid |= pb::SA_MTIME_NOW;
   } else if (to_set & FUSE_SET_ATTR_MTIME) {
     args.valid |= pb::SA_MTIME;
-    args.mtime_ns = attr->st_mtim.tv_sec * 1000000000ll + attr->st_mtim.tv_nsec;
+    args.mtime_ns = Nanos(attr->st_mtim);
   }
   // The kernel sends a setattr without fields for chown(path, -1, -1),
   // which still sets the change time.

@@ -174,7 +174,8 @@ Attr FileSystemClient::WithPending(Attr attr) {
   // objects really grew by (an overwrite: nothing), like a local file
   // system's delayed allocation.
   attr.set_allocated(std::min(attr.size(), attr.allocated() + p.bytes));
-  if (p.mtime_ns > attr.mtime_ns()) {
+  // 0: nothing buffered (not 1970: an mtime set before 1970 stays).
+  if (p.mtime_ns != 0 && p.mtime_ns > attr.mtime_ns()) {
     attr.set_mtime_ns(p.mtime_ns);
     attr.set_ctime_ns(std::max(attr.ctime_ns(), p.mtime_ns));
   }

@@ -829,6 +829,46 @@ TEST_CASE("fuse posix: open flags - truncate at every boundary - sparse and open
 
 // ============================================================================
 
+// Found by smbtorture's smb2.timestamps through Samba: a time past 2262
+// wrapped to 1970 (or 1715), one before 1677 to 2184, and a time before
+// 1970 set through an open descriptor (futimens, as smbd does) read back as
+// the epoch until the file was closed.
+TEST_CASE("fuse posix: times before 1970 - and past what nanoseconds hold - are kept or clamped",
+          "[fuse][posix]") {
+  Fixture f;
+  const std::string file = f.P("t");
+  WriteFile(file, "x");
+  auto set = [&](int64_t sec) {
+    const timespec ts[2] = {{sec, 0}, {sec, 0}};
+    REQUIRE(utimensat(AT_FDCWD, file.c_str(), ts, 0) == 0);
+    return Lstat(file);
+  };
+  // Before 1970, by path.
+  struct stat st = set(-86400 * 365);
+  CHECK(st.st_mtim.tv_sec == -86400 * 365);
+  CHECK(st.st_atim.tv_sec == -86400 * 365);
+  // 2300-01-01 and 1600-01-01: the ends of the range, never another century.
+  st = set(10413792000);
+  CHECK(st.st_mtim.tv_sec == 9223372036);
+  CHECK(st.st_atim.tv_sec == 9223372036);
+  st = set(-11676096000);
+  CHECK(st.st_mtim.tv_sec == -9223372037);
+
+  // Before 1970 through an open descriptor, seen at once and after close.
+  const int fd = open(file.c_str(), O_RDWR);
+  REQUIRE(fd >= 0);
+  const timespec neg[2] = {{-1, 0}, {-1, 0}};
+  REQUIRE(futimens(fd, neg) == 0);
+  REQUIRE(fstat(fd, &st) == 0);
+  CHECK(st.st_mtim.tv_sec == -1);
+  CHECK(st.st_mtim.tv_nsec == 0);
+  CHECK(st.st_atim.tv_sec == -1);
+  close(fd);
+  st = Lstat(file);
+  CHECK(st.st_mtim.tv_sec == -1);
+  CHECK(st.st_mtim.tv_nsec == 0);
+}
+
 TEST_CASE("fuse posix: which operations change atime - mtime - ctime", "[fuse][posix]") {
   Fixture f;
   REQUIRE(mkdir(f.C("d"), 0777) == 0);
