@@ -674,11 +674,13 @@ class DirFiller {
 void DoReaddir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, bool plus) {
   const uint64_t dir = ToMds(req, ino);
   const Creds creds = CredsOf(req);
-  DirFiller filler(req, dir, size, plus);
   // Read the first page before emitting ".": a directory we may not read fails whole.
   uint64_t cookie = off <= 2 ? 0 : static_cast<uint64_t>(off);
   auto page = Fs(req).Readdir(creds, dir, cookie, 256, plus);
   if (!page.ok()) return ReplyError(req, page.status(), "readdir");
+  // After the first page: its reply may have brought the lease the names'
+  // timeout comes from (a directory listed for the first time).
+  DirFiller filler(req, dir, size, plus);
   if (off < 1 && !filler.AddDot(".", dir, 1)) return filler.Reply();
   if (off < 2) {
     auto parent = Fs(req).Lookup(creds, dir, "..");

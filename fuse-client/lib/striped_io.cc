@@ -1,8 +1,8 @@
 #include "fuse-client/lib/striped_io.h"
 
 #include <algorithm>
-#include <cerrno>
 #include <atomic>
+#include <cerrno>
 #include <map>
 #include <thread>
 
