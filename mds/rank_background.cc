@@ -9,6 +9,8 @@
 #include "common/log/log.h"
 #include "common/memory/memory.h"
 #include "common/status/status.h"
+#include "common/striping/striping.h"
+#include "fuse-client/lib/data_objects.h"
 #include "mds/ops/ops.h"
 #include "mds/rank.h"
 
@@ -210,9 +212,18 @@ void MdsRank::PurgeSome() {
     if (l.pool() == 0 || l.object_size() == 0) return true;
     const uint64_t stripe = std::max<uint64_t>(1, l.stripe_count());
     const uint64_t set_bytes = l.object_size() * stripe;
-    const uint64_t objects = (rec.size() + set_bytes - 1) / set_bytes * stripe;
-    for (uint64_t objno = 0; objno < objects; ++objno) {
-      absl::Status status = objects_->Remove(PoolId(l.pool()), DataObject(rec.ino(), objno));
+    const uint64_t possible = (rec.size() + set_bytes - 1) / set_bytes * stripe;
+    // A sparse file may have few of its possible objects: past a small
+    // number they are listed, not each removed in turn.
+    auto existing = client::DataObjectsIn(objects_, PoolId(l.pool()), rec.ino(), 0, possible);
+    if (!existing.ok()) {
+      LOG(WARNING) << "event=purge_failed ino=" << rec.ino() << " status=\"" << existing.status()
+                   << "\"";
+      return false;
+    }
+    for (uint64_t objno : *existing) {
+      absl::Status status =
+          objects_->Remove(PoolId(l.pool()), striping::DataObjectName(rec.ino(), objno));
       if (!status.ok() && !absl::IsNotFound(status)) {
         LOG(WARNING) << "event=purge_failed ino=" << rec.ino() << " status=\"" << status << "\"";
         return false;

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_format.h"
 
 namespace weft::striping {
@@ -74,24 +76,47 @@ uint64_t ObjectBytesBelow(const Layout& l, uint64_t objno, uint64_t file_size) {
   return (rel / row) * l.stripe_unit + partial;
 }
 
-std::vector<ObjectTrim> TruncatePlan(const Layout& l, uint64_t old_size, uint64_t new_size) {
-  std::vector<ObjectTrim> out;
-  if (new_size >= old_size) return out;
+std::optional<ObjectTrim> TrimOf(const Layout& l, uint64_t objno, uint64_t old_size,
+                                 uint64_t new_size) {
+  const uint64_t had = ObjectBytesBelow(l, objno, old_size);
+  const uint64_t keep = ObjectBytesBelow(l, objno, new_size);
+  if (keep >= had) return std::nullopt;
+  return ObjectTrim{objno, keep};
+}
+
+std::pair<uint64_t, uint64_t> TruncateRange(const Layout& l, uint64_t old_size,
+                                            uint64_t new_size) {
+  if (new_size >= old_size) return {0, 0};
   const uint64_t first_set = new_size / l.set_bytes();
   const uint64_t last_set = (old_size - 1) / l.set_bytes();
-  for (uint64_t set = first_set; set <= last_set; ++set) {
-    for (uint64_t pos = 0; pos < l.stripe_count; ++pos) {
-      const uint64_t objno = set * l.stripe_count + pos;
-      const uint64_t had = ObjectBytesBelow(l, objno, old_size);
-      const uint64_t keep = ObjectBytesBelow(l, objno, new_size);
-      if (keep < had) out.push_back(ObjectTrim{objno, keep});
-    }
+  return {first_set * l.stripe_count, (last_set + 1) * l.stripe_count};
+}
+
+std::vector<ObjectTrim> TruncatePlan(const Layout& l, uint64_t old_size, uint64_t new_size) {
+  std::vector<ObjectTrim> out;
+  const auto [first, last] = TruncateRange(l, old_size, new_size);
+  for (uint64_t objno = first; objno < last; ++objno) {
+    if (auto trim = TrimOf(l, objno, old_size, new_size)) out.push_back(*trim);
   }
   return out;
 }
 
 std::string DataObjectName(uint64_t ino, uint64_t objno) {
   return absl::StrFormat("%x.%08x", ino, objno);
+}
+
+std::string DataObjectPrefix(uint64_t ino) { return absl::StrFormat("%x.", ino); }
+
+std::optional<uint64_t> DataObjectNumber(uint64_t ino, absl::string_view name) {
+  const std::string prefix = DataObjectPrefix(ino);
+  uint64_t objno = 0;
+  if (!absl::StartsWith(name, prefix) ||
+      !absl::SimpleHexAtoi(name.substr(prefix.size()), &objno)) {
+    return std::nullopt;
+  }
+  // Only the name DataObjectName gives (lower case, no sign, no extra zeros).
+  if (DataObjectName(ino, objno) != name) return std::nullopt;
+  return objno;
 }
 
 }  // namespace weft::striping

@@ -13,15 +13,17 @@
 //   obj_off   = (stripe % (os / su)) * su + offset % su
 //
 // Data object names: "<ino hex>.<objno as 8 hex digits>" (DataObjectName).
-// This is the same format as mds/fs/names.cc DataObject(), which the MDS uses
-// to purge a file's objects after unlink; the two must stay identical.
+// The MDS purges a file's objects after unlink with these names too.
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/strings/string_view.h"
 
 namespace weft::striping {
 
@@ -77,10 +79,21 @@ struct ObjectTrim {
   uint64_t objno = 0;
   uint64_t keep_bytes = 0;  // 0: remove the object; else truncate it to this size
 };
+// What a truncate from `old_size` to `new_size` does to object `objno`; none
+// when the object keeps every byte it may hold.
+std::optional<ObjectTrim> TrimOf(const Layout& layout, uint64_t objno, uint64_t old_size,
+                                 uint64_t new_size);
+// The objects a truncate may touch: [first, last) by objno.
+std::pair<uint64_t, uint64_t> TruncateRange(const Layout& layout, uint64_t old_size,
+                                            uint64_t new_size);
 // Every object that may hold bytes in [new_size, old_size), sorted by objno.
 std::vector<ObjectTrim> TruncatePlan(const Layout& layout, uint64_t old_size, uint64_t new_size);
 
 // "<ino hex>.<objno 8 hex>", e.g. "10000.0000002a".
 std::string DataObjectName(uint64_t ino, uint64_t objno);
+// "<ino hex>.": what the names of `ino`'s data objects begin with.
+std::string DataObjectPrefix(uint64_t ino);
+// The object number in a data object name of `ino`; none if it is not one.
+std::optional<uint64_t> DataObjectNumber(uint64_t ino, absl::string_view name);
 
 }  // namespace weft::striping

@@ -377,7 +377,8 @@ absl::Status ObjectClient::Remove(PoolId pool, const std::string& oid) {
   return Execute(pool, oid, op).status();
 }
 
-absl::StatusOr<std::vector<std::string>> ObjectClient::ListPg(PoolId pool_id, uint32_t seed) {
+absl::StatusOr<std::vector<std::string>> ObjectClient::ListPg(PoolId pool_id, uint32_t seed,
+                                                              const std::string& prefix) {
   std::vector<std::string> out;
   std::string after;
   const absl::Time deadline = absl::Now() + absl::Milliseconds(options_.op_timeout_ms);
@@ -398,6 +399,7 @@ absl::StatusOr<std::vector<std::string>> ObjectClient::ListPg(PoolId pool_id, ui
     req.set_pg_seed(seed);
     req.set_start_after(after);
     req.set_max_entries(1000);
+    req.set_prefix(prefix);
     grpc::ClientContext ctx;
     ctx.set_deadline(rpc::DeadlineIn(options_.rpc_timeout_ms));
     pb::PgListReply reply;
@@ -418,13 +420,14 @@ absl::StatusOr<std::vector<std::string>> ObjectClient::ListPg(PoolId pool_id, ui
   return absl::DeadlineExceededError(absl::StrCat("listing pg timed out: ", last.message()));
 }
 
-absl::StatusOr<std::vector<std::string>> ObjectClient::List(PoolId pool_id) {
+absl::StatusOr<std::vector<std::string>> ObjectClient::List(PoolId pool_id,
+                                                            const std::string& prefix) {
   auto m = map();
   const PoolInfo* pool = m->FindPool(pool_id);
   if (pool == nullptr) return absl::NotFoundError("pool does not exist");
   std::vector<std::string> out;
   for (uint32_t seed = 0; seed < pool->pg_num; ++seed) {
-    ASSIGN_OR_RETURN(auto names, ListPg(pool_id, seed));
+    ASSIGN_OR_RETURN(auto names, ListPg(pool_id, seed, prefix));
     out.insert(out.end(), names.begin(), names.end());
   }
   return out;

@@ -122,8 +122,9 @@ class ObjectClient {
   absl::StatusOr<std::string> Get(PoolId pool, const std::string& oid, OsdId from_osd = kNoOsd);
   absl::StatusOr<ObjectStat> Stat(PoolId pool, const std::string& oid);
   absl::Status Remove(PoolId pool, const std::string& oid);
-  // Every object name in the pool, sorted per PG.
-  absl::StatusOr<std::vector<std::string>> List(PoolId pool);
+  // Every object name in the pool that begins with `prefix`, sorted per PG:
+  // one request per PG (and page), whatever the number of names.
+  absl::StatusOr<std::vector<std::string>> List(PoolId pool, const std::string& prefix = "");
 
   const std::string& name() const { return options_.name; }
   // Erasure pools, for checks and tools: reads [offset, offset + length) using
@@ -144,7 +145,8 @@ class ObjectClient {
   absl::Status FetchMap();
   void WatchLoop();
   void Install(const std::string& bytes);
-  absl::StatusOr<std::vector<std::string>> ListPg(PoolId pool, uint32_t seed);
+  absl::StatusOr<std::vector<std::string>> ListPg(PoolId pool, uint32_t seed,
+                                                  const std::string& prefix);
   // The direct shard read of an erasure pool (object_client_ec.cc).
   absl::StatusOr<OpResult> EcRead(const OsdMap& map, const PoolInfo& pool, const std::string& oid,
                                   const pb::ObjectOp& op, uint32_t shard_mask = ~0u);

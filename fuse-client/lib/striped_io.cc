@@ -4,10 +4,12 @@
 #include <atomic>
 #include <cerrno>
 #include <map>
+#include <optional>
 #include <thread>
 
 #include "absl/container/flat_hash_map.h"
 #include "common/status/status.h"
+#include "fuse-client/lib/data_objects.h"
 
 namespace weft::client {
 
@@ -167,9 +169,15 @@ absl::StatusOr<int64_t> StripedIo::CutObject(const FileData& file, uint64_t objn
 }
 
 absl::Status StripedIo::Trim(const FileData& file, uint64_t old_size, uint64_t new_size) {
+  const auto [first, last] = striping::TruncateRange(file.layout, old_size, new_size);
+  ASSIGN_OR_RETURN(std::vector<uint64_t> candidates,
+                   DataObjectsIn(objects_, file.pool, file.ino, first, last));
   std::vector<std::pair<uint64_t, std::function<absl::Status()>>> jobs;
-  for (const auto& t : striping::TruncatePlan(file.layout, old_size, new_size)) {
-    jobs.emplace_back(1, [this, &file, t] {
+  for (uint64_t objno : candidates) {
+    const std::optional<striping::ObjectTrim> t =
+        striping::TrimOf(file.layout, objno, old_size, new_size);
+    if (!t) continue;
+    jobs.emplace_back(1, [this, &file, t = *t] {
       return CutObject(file, t.objno, t.keep_bytes).status();
     });
   }
@@ -183,10 +191,12 @@ absl::StatusOr<std::pair<uint64_t, uint64_t>> StripedIo::RemoveWholeSets(
   const uint64_t first = offset / set + (offset % set != 0 ? 1 : 0);  // whole sets only
   const uint64_t last = end / set;
   if (first >= last) return std::make_pair(offset, offset);
+  ASSIGN_OR_RETURN(std::vector<uint64_t> candidates,
+                   DataObjectsIn(objects_, file.pool, file.ino, first * file.layout.stripe_count,
+                                 last * file.layout.stripe_count));
   std::atomic<int64_t> shrunk{0};
   std::vector<std::pair<uint64_t, std::function<absl::Status()>>> jobs;
-  for (uint64_t objno = first * file.layout.stripe_count;
-       objno < last * file.layout.stripe_count; ++objno) {
+  for (uint64_t objno : candidates) {
     jobs.emplace_back(1, [this, &file, &shrunk, objno]() -> absl::Status {
       ASSIGN_OR_RETURN(int64_t change, CutObject(file, objno, 0));
       shrunk += change;

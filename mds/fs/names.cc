@@ -82,8 +82,4 @@ std::string TableObject(uint32_t fs, absl::string_view table) {
   return absl::StrCat("fs", fs, ".", table);
 }
 
-std::string DataObject(uint64_t ino, uint64_t objno) {
-  return absl::StrFormat("%x.%08x", ino, objno);
-}
-
 }  // namespace weft::mds

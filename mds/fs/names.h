@@ -54,7 +54,5 @@ std::string DirFragObject(uint32_t fs, uint64_t dir, Frag frag);
 std::string JournalHeadObject(uint32_t fs);
 std::string JournalSegmentObject(uint32_t fs, uint64_t segment);
 std::string TableObject(uint32_t fs, absl::string_view table);  // sessions, strays, purge, inotable
-// Data object `objno` of file `ino` in its data pool.
-std::string DataObject(uint64_t ino, uint64_t objno);
 
 }  // namespace weft::mds

@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <chrono>
+#include <set>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "common/log/log.h"
@@ -347,7 +349,7 @@ void Pg::HandleList(const pb::PgListRequest& req, pb::PgListReply* reply) {
   if (status.ok()) {
     uint32_t max = req.max_entries() == 0 ? 1000 : std::min<uint32_t>(req.max_entries(), 10000);
     bool more = false;
-    auto objects = ctx_.store->ListObjects(coll_, req.start_after(), max, &more);
+    auto objects = ctx_.store->ListObjects(coll_, req.start_after(), max, &more, req.prefix());
     if (objects.ok()) {
       for (const auto& [oid, meta] : *objects) {
         auto* o = reply->add_objects();
@@ -355,12 +357,34 @@ void Pg::HandleList(const pb::PgListRequest& req, pb::PgListReply* reply) {
         o->set_size(meta.size);
         ToProto(meta.version, o->mutable_version());
       }
+      // An erasure primary serves before it has rebuilt its own shards: the
+      // objects it still lacks exist too. Named on the last page, unsized.
+      if (!more) AddSelfMissing(req, reply);
       reply->set_more(more);
     } else if (!absl::IsNotFound(objects.status())) {
       status = objects.status();
     }
   }
   FillStatus(status, reply->mutable_status());
+}
+
+void Pg::AddSelfMissing(const pb::PgListRequest& req, pb::PgListReply* reply) {
+  std::set<std::string> names;
+  {
+    absl::MutexLock lock(&mu_);
+    auto it = peer_missing_.find(ctx_.whoami);
+    if (it == peer_missing_.end()) return;
+    for (const std::string& oid : it->second) {
+      if (absl::StartsWith(oid, req.prefix()) && oid > req.start_after()) names.insert(oid);
+    }
+  }
+  for (const auto& o : reply->objects()) names.erase(o.oid());
+  if (names.empty()) return;
+  for (const std::string& oid : names) reply->add_objects()->set_oid(oid);
+  auto by_name = [](const pb::ObjectVersion& a, const pb::ObjectVersion& b) {
+    return a.oid() < b.oid();
+  };
+  std::sort(reply->mutable_objects()->begin(), reply->mutable_objects()->end(), by_name);
 }
 
 // --- Replica side -----------------------------------------------------------

@@ -186,6 +186,8 @@ class Pg : public std::enable_shared_from_this<Pg> {
                                               uint64_t length);
 
   absl::Status EcRollbackPartial(Epoch epoch, std::vector<PeerMember>* members);
+  // Adds to the last page of a listing the objects this primary still lacks.
+  void AddSelfMissing(const pb::PgListRequest& req, pb::PgListReply* reply);
   absl::Status EcRebuildIfMoved(const PeerMember& self, const PeerMember& auth, bool auth_remote,
                                 std::set<std::string>* self_missing);
 

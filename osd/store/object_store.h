@@ -242,10 +242,11 @@ class ObjectStore {
       const std::string& coll, const std::string& oid, const std::string& start_after,
       const std::string& prefix, uint32_t max_entries, bool* more);
 
-  // Objects with name > start_after (bytewise order), at most max_entries.
-  // An unknown collection lists nothing.
+  // Objects with name > start_after (bytewise order) that begin with
+  // name_prefix, at most max_entries. An unknown collection lists nothing.
   absl::StatusOr<std::vector<std::pair<std::string, ObjectMeta>>> ListObjects(
-      const std::string& coll, const std::string& start_after, uint32_t max_entries, bool* more);
+      const std::string& coll, const std::string& start_after, uint32_t max_entries, bool* more,
+      const std::string& name_prefix = "");
   absl::StatusOr<std::vector<std::string>> ListCollections();
 
   // Removes the collection: objects, their data, metadata keys. OK if absent.

@@ -246,17 +246,19 @@ absl::StatusOr<std::vector<std::pair<std::string, std::string>>> ObjectStore::Om
 }
 
 absl::StatusOr<std::vector<std::pair<std::string, ObjectMeta>>> ObjectStore::ListObjects(
-    const std::string& coll, const std::string& start_after, uint32_t max_entries, bool* more) {
+    const std::string& coll, const std::string& start_after, uint32_t max_entries, bool* more,
+    const std::string& name_prefix) {
   if (more != nullptr) *more = false;
   RETURN_IF_ERROR(CheckReadName("collection name", coll, kMaxCollectionNameBytes));
   LockTable::Guard coll_guard = coll_locks_.Lock({coll}, LockTable::Mode::kShared);
-  const std::string prefix = format::OnodePrefix(coll);
-  // Escaped names sort like the names, so keys after start_after's key are
-  // the objects named after it.
+  // Escaped names sort like the names, and a name's escaped bytes begin with
+  // its prefix's: the objects named name_prefix... are one run of keys.
+  const std::string prefix = format::OnodeNamePrefix(coll, name_prefix);
   const std::string after_key = start_after.empty() ? prefix : format::OnodeKey(coll, start_after);
   std::vector<std::pair<std::string, ObjectMeta>> out;
   std::unique_ptr<common::KvIterator> it = kv_->NewIterator();
-  for (it->Seek(after_key); it->Valid() && HasPrefix(it->key(), prefix); it->Next()) {
+  for (it->Seek(std::max(after_key, prefix)); it->Valid() && HasPrefix(it->key(), prefix);
+       it->Next()) {
     if (!start_after.empty() && it->key() == after_key) continue;
     if (out.size() >= max_entries) {
       if (more != nullptr) *more = true;

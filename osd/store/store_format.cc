@@ -104,11 +104,19 @@ std::string TagObject(char tag, absl::string_view coll, absl::string_view oid) {
 
 }  // namespace
 
-void AppendEscaped(absl::string_view s, std::string* out) {
+namespace {
+// The escaped bytes of `s` without the terminator: a prefix of the escaped
+// form of every string starting with `s`.
+void AppendEscapedBytes(absl::string_view s, std::string* out) {
   for (char c : s) {
     out->push_back(c);
     if (c == '\0') out->push_back('\xff');
   }
+}
+}  // namespace
+
+void AppendEscaped(absl::string_view s, std::string* out) {
+  AppendEscapedBytes(s, out);
   out->push_back('\0');
   out->push_back('\x01');
 }
@@ -147,6 +155,11 @@ std::string OnodeKey(absl::string_view coll, absl::string_view oid) {
   return TagObject('N', coll, oid);
 }
 std::string OnodePrefix(absl::string_view coll) { return TagColl('N', coll); }
+std::string OnodeNamePrefix(absl::string_view coll, absl::string_view name_prefix) {
+  std::string key = TagColl('N', coll);
+  AppendEscapedBytes(name_prefix, &key);
+  return key;
+}
 std::string OnodeTagPrefix() { return "N"; }
 std::string ChecksumKey(absl::string_view coll, absl::string_view oid, uint64_t block) {
   std::string key = TagObject('K', coll, oid);

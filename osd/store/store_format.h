@@ -41,6 +41,8 @@ std::string CollectionKeyPrefix();                       // every collection
 std::string MetaKey(absl::string_view coll, absl::string_view key);
 std::string OnodeKey(absl::string_view coll, absl::string_view oid);
 std::string OnodePrefix(absl::string_view coll);         // every onode of coll
+std::string OnodeNamePrefix(absl::string_view coll,  // onodes of coll named name_prefix...
+                            absl::string_view name_prefix);
 std::string OnodeTagPrefix();                            // every onode of the store
 std::string ChecksumKey(absl::string_view coll, absl::string_view oid, uint64_t block);
 std::string ChecksumPrefix(absl::string_view coll, absl::string_view oid);

@@ -825,6 +825,50 @@ TEST_CASE("fuse posix: open flags - truncate at every boundary - sparse and open
     CHECK(close(fd) == 0);
     CHECK(ReadFile(path) == expect);
   }
+
+  // 2^40 possible objects: cut one remove per possible object, none of these
+  // calls would return (the test's timeout would end it).
+  SECTION("a sparse file of the maximum size is punched - truncated and removed at once") {
+    constexpr off_t kMax = off_t{1} << 60;  // the largest file size
+    constexpr off_t kMid = off_t{1} << 40;  // a whole object set, far inside
+    const std::string path = f.P("huge");
+    const int fd = open(path.c_str(), O_CREAT | O_RDWR, 0644);
+    REQUIRE(fd >= 0);
+    const std::string head = RandomBytes(4096, 21), mid = RandomBytes(4096, 22),
+                      tail = RandomBytes(4096, 23);
+    WriteAll(fd, head, 0);
+    WriteAll(fd, mid, kMid);
+    WriteAll(fd, tail, kMax - 4096);
+    CHECK(Err(pwrite(fd, "x", 1, kMax)) == EFBIG);
+    REQUIRE(fsync(fd) == 0);
+    struct stat st;
+    CHECK(fstat(fd, &st) == 0);
+    CHECK(st.st_size == kMax);
+    const blkcnt_t blocks = st.st_blocks;
+    // Every set but the first and the last, whole: only the middle object goes.
+    CHECK(fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, kStripeSet,
+                    kMax - 2 * kStripeSet) == 0);
+    REQUIRE(fsync(fd) == 0);
+    CHECK(fstat(fd, &st) == 0);
+    CHECK(st.st_blocks == blocks - 4096 / 512);
+    CHECK(ReadAt(fd, kMid, 4096) == std::string(4096, '\0'));
+    CHECK(ReadAt(fd, 0, 4096) == head);
+    CHECK(ReadAt(fd, kMax - 4096, 4096) == tail);
+    WriteAll(fd, mid, kMid);  // again, for the truncate to cut
+    CHECK(ftruncate(fd, 4096) == 0);
+    REQUIRE(fsync(fd) == 0);
+    CHECK(fstat(fd, &st) == 0);
+    CHECK(st.st_size == 4096);
+    CHECK(st.st_blocks == 4096 / 512);
+    // Grown again: what the truncate cut reads as zeros, not as old data.
+    CHECK(ftruncate(fd, kMax) == 0);
+    CHECK(ReadAt(fd, kMid, 4096) == std::string(4096, '\0'));
+    CHECK(ReadAt(fd, kMax - 4096, 4096) == std::string(4096, '\0'));
+    CHECK(ReadAt(fd, 0, 4096) == head);
+    WriteAll(fd, tail, kMax - 4096);
+    CHECK(close(fd) == 0);
+    CHECK(unlink(path.c_str()) == 0);  // the MDS's purge: tests/cluster/mds_fault_test.cc
+  }
 }
 
 // ============================================================================

@@ -15,6 +15,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "common/striping/striping.h"
 #include "mds/fs/names.h"
 #include "tests/harness/cluster.h"
 #include "tests/harness/fs_fixture.h"
@@ -197,8 +198,9 @@ TEST_CASE("an unlinked file stays usable while open and its data is purged after
     uint64_t ino = Ino(created);
     const uint64_t object_size = created->layout().object_size();
     // Two objects of data, written as a client would.
-    REQUIRE(objects->Put(*pool, mds::DataObject(ino, 0), std::string(object_size, 'x')).ok());
-    REQUIRE(objects->Put(*pool, mds::DataObject(ino, 1), "tail").ok());
+    const std::string full(object_size, 'x');
+    REQUIRE(objects->Put(*pool, striping::DataObjectName(ino, 0), full).ok());
+    REQUIRE(objects->Put(*pool, striping::DataObjectName(ino, 1), "tail").ok());
     REQUIRE(fs.Written(ino, object_size + 4).ok());
     REQUIRE(fs.Unlink(fs.root(), name).ok());
     auto attr = fs.Getattr(ino);
@@ -210,13 +212,13 @@ TEST_CASE("an unlinked file stays usable while open and its data is purged after
       f.RestartMds();
     }
     absl::SleepFor(absl::Seconds(1));
-    CHECK(objects->Stat(*pool, mds::DataObject(ino, 0)).ok());
+    CHECK(objects->Stat(*pool, striping::DataObjectName(ino, 0)).ok());
     CHECK(Status(*f.meta).strays() == 1);
     REQUIRE(fs.Release(ino).ok());
     bool gone = false;
     for (int i = 0; i < 100 && !gone; ++i) {
-      gone = absl::IsNotFound(objects->Stat(*pool, mds::DataObject(ino, 0)).status()) &&
-             absl::IsNotFound(objects->Stat(*pool, mds::DataObject(ino, 1)).status());
+      gone = absl::IsNotFound(objects->Stat(*pool, striping::DataObjectName(ino, 0)).status()) &&
+             absl::IsNotFound(objects->Stat(*pool, striping::DataObjectName(ino, 1)).status());
       if (!gone) absl::SleepFor(absl::Milliseconds(100));
     }
     CHECK(gone);
@@ -225,6 +227,46 @@ TEST_CASE("an unlinked file stays usable while open and its data is purged after
     CHECK(status.strays() == 0);
     CHECK(status.purge_queue() == 0);
   }
+}
+
+// 2^60 bytes in 4 MiB objects is 2^38 possible objects: removed one by one,
+// the purge of this file would never end, and no other file's after it.
+TEST_CASE("the purge of a sparse file of the maximum size removes what exists - and ends",
+          "[mds][fault]") {
+  FsFixture f;
+  FsCaller fs(f.meta.get());
+  auto objects = f.cluster->Client();
+  REQUIRE(objects != nullptr);
+  auto pool = objects->LookupPool("fs1_data");
+  REQUIRE(pool.ok());
+  auto created = fs.Create(fs.root(), "huge", 0644, false);
+  const uint64_t ino = Ino(created);
+  const pb::FileLayout& layout = created->layout();
+  const uint64_t max_size = uint64_t{1} << 60;
+  const uint64_t last = max_size / layout.object_size() - 1;  // stripe count 1 or not
+  const std::vector<uint64_t> present = {0, 1, 1 << 20, last};
+  for (uint64_t objno : present) {
+    REQUIRE(objects->Put(*pool, striping::DataObjectName(ino, objno), "data").ok());
+  }
+  // Names that only look alike belong to others and stay.
+  const std::string other = striping::DataObjectName(ino * 16, 0);
+  REQUIRE(objects->Put(*pool, other, "keep").ok());
+  REQUIRE(fs.Written(ino, max_size).ok());
+  REQUIRE(fs.Unlink(fs.root(), "huge").ok());
+  REQUIRE(fs.Release(ino).ok());
+  bool gone = false;
+  for (int i = 0; i < 300 && !gone; ++i) {
+    gone = Status(*f.meta).purge_queue() == 0;
+    if (!gone) absl::SleepFor(absl::Milliseconds(100));
+  }
+  CHECK(gone);
+  for (uint64_t objno : present) {
+    INFO("objno " << objno);
+    CHECK(absl::IsNotFound(objects->Stat(*pool, striping::DataObjectName(ino, objno)).status()));
+  }
+  auto kept = objects->Get(*pool, other);
+  REQUIRE(kept.ok());
+  CHECK(*kept == "keep");
 }
 
 TEST_CASE("unsafe replies lost by kill -9 of the MDS are resent and applied again in order",

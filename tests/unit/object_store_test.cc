@@ -5,6 +5,7 @@
 #include <sys/statvfs.h>
 #include <stdlib.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -12,6 +13,7 @@
 #include <string>
 #include <thread>
 
+#include "absl/strings/escaping.h"
 #include "common/kv/leveldb_store.h"
 #include "osd/store/store_format.h"
 #include "tests/harness/temp_dir.h"
@@ -422,6 +424,52 @@ TEST_CASE("ListObjects pages through names in byte order", "[store]") {
   CHECK(seen == names);
   for (const std::string& name : names) CHECK(f.ReadAll(name) == name);
   CHECK(f.store().ListObjects("9.9", "", 10, &more)->empty());
+}
+
+TEST_CASE("ListObjects with a name prefix pages through exactly the names that begin with it",
+          "[store]") {
+  StoreFixture f;
+  f.Open();
+  const std::vector<std::string> names = {
+      "1a", "1a.", "1a.00000000", "1a.00000001", "1a.ffffffffff", "1a0.00000000", "1a/",
+      "1b.00000000", "1.00000000", std::string("1a.\0", 4), std::string("1a\0.", 4), "",
+      "a"};
+  for (size_t i = 0; i < names.size(); ++i) {
+    if (names[i].empty()) continue;
+    Transaction txn;
+    txn.WriteFull(names[i], "x");
+    f.Apply(std::move(txn));
+  }
+  Transaction other;
+  other.Touch("1a.00000002");
+  f.Apply(std::move(other), "1.1");
+  for (const std::string& prefix : {std::string("1a."), std::string("1a"), std::string("1a\0", 3),
+                                   std::string("2"), std::string()}) {
+    std::vector<std::string> expect;
+    for (const std::string& name : names) {
+      if (!name.empty() && name.compare(0, prefix.size(), prefix) == 0) expect.push_back(name);
+    }
+    std::sort(expect.begin(), expect.end());
+    for (uint32_t page_size : {1u, 2u, 100u}) {
+      INFO("prefix \"" << absl::CHexEscape(prefix) << "\" page " << page_size);
+      std::vector<std::string> seen;
+      std::string after;
+      bool more = true;
+      while (more) {
+        auto page = f.store().ListObjects("1.0", after, page_size, &more, prefix);
+        REQUIRE(page.ok());
+        for (const auto& [name, meta] : *page) seen.push_back(name);
+        if (!page->empty()) after = page->back().first;
+      }
+      CHECK(seen == expect);
+    }
+  }
+  // A start_after before the prefix's names starts at the first of them.
+  bool more = false;
+  auto from_before = f.store().ListObjects("1.0", "0", 100, &more, "1a.");
+  REQUIRE(from_before.ok());
+  REQUIRE(!from_before->empty());
+  CHECK(from_before->front().first == "1a.");
 }
 
 TEST_CASE("Collections - metadata keys and RemoveCollection", "[store]") {

@@ -119,9 +119,24 @@ TEST_CASE("striping: ObjectBytesBelow and TruncatePlan match the model", "[strip
   }
 }
 
-TEST_CASE("striping: data object names match the MDS's format", "[striping]") {
+TEST_CASE("striping: data object names - their prefix - and their numbers read back",
+          "[striping]") {
   CHECK(DataObjectName(0x10000, 42) == "10000.0000002a");
   CHECK(DataObjectName(0x1abc, 0) == "1abc.00000000");
+  CHECK(DataObjectPrefix(0x1abc) == "1abc.");
+  for (uint64_t objno : {uint64_t{0}, uint64_t{42}, uint64_t{0xffffffff}, uint64_t{1} << 38,
+                         ~uint64_t{0}}) {
+    INFO(objno);
+    CHECK(DataObjectNumber(0x1abc, DataObjectName(0x1abc, objno)) == objno);
+  }
+  // Another file's objects, and names no file's object has.
+  CHECK(!DataObjectNumber(0x1abc, DataObjectName(0x1abc0, 1)));
+  CHECK(!DataObjectNumber(0x1abc, DataObjectName(0x1ab, 1)));
+  for (const char* bad : {"1abc.", "1abc.0000002", "1abc.0000002A", "1abc.0000002x",
+                          "1abc.00000000000000002a", "1abc.000000002a", "1abc-0000002a"}) {
+    INFO(bad);
+    CHECK(!DataObjectNumber(0x1abc, bad));
+  }
 }
 
 }  // namespace
