@@ -125,6 +125,7 @@ class FileCache : public std::enable_shared_from_this<FileCache> {
   ~FileCache();  // returns what is still buffered to the budget
 
   FileData data();
+  uint64_t max_file_bytes() const { return max_bytes_; }
   // A new layout for the file (set while it is still empty: nothing is
   // buffered or on the OSDs under the old one). Drops data read ahead.
   void SetData(const FileData& data);

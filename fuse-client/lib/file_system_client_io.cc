@@ -315,15 +315,20 @@ absl::Status FileSystemClient::Fallocate(const Creds& c, FileHandle fh, uint32_t
   }
   ASSIGN_OR_RETURN(std::shared_ptr<OpenFile> f, WriteHandle(c, fh));
   const uint64_t end = offset + length;
+  if (!(mode & kKeepSize) && end > f->cache->max_file_bytes()) {  // before changing anything
+    return ErrnoError(absl::StatusCode::kOutOfRange, EFBIG, "past the maximum file size");
+  }
   ASSIGN_OR_RETURN(Attr attr, Getattr(c, f->ino));  // buffered writes included
   const uint64_t size = attr.size();
   if (zeros) {
-    const uint64_t zero_end = (mode & kKeepSize) ? std::min(end, size) : end;
-    // A punched hole costs nothing: the objects it covers whole go, and
-    // only its ragged edges are written as zeros. Buffered writes land
-    // first, so none lands later over a removed object.
+    // Past the size the file reads as zeros already: a range beyond it only
+    // grows the size (below), whatever its length. Within it, a punched or
+    // zeroed range costs nothing: the objects it covers whole go, and only
+    // its ragged edges are written as zeros. Buffered writes land first, so
+    // none lands later over a removed object.
+    const uint64_t zero_end = std::min(end, size);
     std::pair<uint64_t, uint64_t> removed(offset, offset);
-    if ((mode & kPunchHole) && zero_end > offset) {
+    if (zero_end > offset) {
       RETURN_IF_ERROR(f->cache->Flush());
       int64_t allocated_delta = 0;
       absl::StatusOr<std::pair<uint64_t, uint64_t>> gone =
@@ -348,7 +353,6 @@ absl::Status FileSystemClient::Fallocate(const Creds& c, FileHandle fh, uint32_t
     RETURN_IF_ERROR(write_zeros(offset, removed.first));  // before the removed sets
     RETURN_IF_ERROR(write_zeros(removed.second, zero_end));
     if (f->write_through()) RETURN_IF_ERROR(f->cache->Flush());
-    return absl::OkStatus();
   }
   if ((mode & kKeepSize) || end <= size) return absl::OkStatus();
   SetattrArgs grow;

@@ -866,8 +866,28 @@ TEST_CASE("fuse posix: open flags - truncate at every boundary - sparse and open
     CHECK(ReadAt(fd, kMax - 4096, 4096) == std::string(4096, '\0'));
     CHECK(ReadAt(fd, 0, 4096) == head);
     WriteAll(fd, tail, kMax - 4096);
+    // Zeroing most of it removes the middle set again and writes nothing.
+    WriteAll(fd, mid, kMid);
+    CHECK(fallocate(fd, FALLOC_FL_ZERO_RANGE, kStripeSet, kMax - 2 * kStripeSet) == 0);
+    CHECK(ReadAt(fd, kMid, 4096) == std::string(4096, '\0'));
+    CHECK(ReadAt(fd, kMax - 4096, 4096) == tail);
     CHECK(close(fd) == 0);
     CHECK(unlink(path.c_str()) == 0);  // the MDS's purge: tests/cluster/mds_fault_test.cc
+    // Zeroing past the end of a file only grows it: nothing is written.
+    const int zfd = open(f.C("zeroed"), O_CREAT | O_RDWR, 0644);
+    REQUIRE(zfd >= 0);
+    WriteAll(zfd, head, 0);
+    CHECK(fallocate(zfd, FALLOC_FL_ZERO_RANGE, 100, off_t{1} << 50) == 0);
+    // Refused before anything changed.
+    CHECK(Err(fallocate(zfd, FALLOC_FL_ZERO_RANGE, 0, kMax + 1)) == EFBIG);
+    CHECK(Err(fallocate(zfd, 0, 0, kMax + 1)) == EFBIG);
+    REQUIRE(fsync(zfd) == 0);
+    CHECK(fstat(zfd, &st) == 0);
+    CHECK(st.st_size == 100 + (off_t{1} << 50));
+    CHECK(st.st_blocks <= static_cast<blkcnt_t>(2 * kStripeSet / 512));  // the first set at most
+    CHECK(ReadAt(zfd, 0, 4096) == head.substr(0, 100) + std::string(3996, '\0'));
+    CHECK(ReadAt(zfd, off_t{1} << 49, 4096) == std::string(4096, '\0'));
+    CHECK(close(zfd) == 0);
   }
 }
 
