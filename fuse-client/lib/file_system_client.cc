@@ -213,7 +213,11 @@ Attr FileSystemClient::Newest(Attr attr) {
 void FileSystemClient::Invalidate(uint64_t ino) {
   absl::MutexLock lock(&mu_);
   auto it = inodes_.find(ino);
-  if (it != inodes_.end()) it->second.fetched = absl::InfinitePast();
+  if (it == inodes_.end()) return;
+  it->second.fetched = absl::InfinitePast();
+  it->second.xattrs.clear();
+  it->second.xattr_names[0].reset();
+  it->second.xattr_names[1].reset();
 }
 
 // ---- MDS calls
@@ -565,6 +569,104 @@ bool FileSystemClient::KnownWithoutXattrs(uint64_t ino) {
          it->second.attr.no_xattrs();
 }
 
+namespace {
+
+// Values up to this size are kept by the client, up to kCachedXattrs names
+// per inode (Samba reads user.DOSATTRIB, about 60 bytes, at every open).
+constexpr size_t kCachedXattrBytes = 4096;
+constexpr size_t kCachedXattrs = 32;
+
+absl::Status NoData() {
+  return ErrnoError(absl::StatusCode::kNotFound, ENODATA, "no such attribute");
+}
+
+// Whether `c` may read xattr `name` of an inode with `attr` for sure, as the
+// MDS decides (mds/ops/xattr.cc): anyone reads security.* and the ACLs, root
+// everything, and the owner user.* while the owner class may read (which an
+// ACL never changes). Other callers ask the MDS.
+bool SurelyReadable(const Creds& c, const Attr& attr, posix::XattrNs ns) {
+  switch (ns) {
+    case posix::XattrNs::kSecurity:
+    case posix::XattrNs::kAcl:
+      return true;
+    case posix::XattrNs::kTrusted:
+      return c.uid == 0;
+    case posix::XattrNs::kUser:
+      return c.uid == 0 || (c.uid == attr.uid() && (attr.mode() & S_IRUSR) != 0);
+    default:
+      return false;  // weft.* are virtual: counted on the MDS, no version of their own
+  }
+}
+
+}  // namespace
+
+const FileSystemClient::CachedInode* FileSystemClient::TrustedXattrs(uint64_t ino) {
+  auto it = inodes_.find(ino);
+  if (it == inodes_.end()) return nullptr;
+  const CachedInode& ci = it->second;
+  if (absl::Now() - ci.fetched >= options_.attr_ttl || ci.attr.version() != ci.xattrs_version) {
+    return nullptr;
+  }
+  return &ci;
+}
+
+FileSystemClient::CachedInode* FileSystemClient::XattrsAt(uint64_t ino, uint64_t version) {
+  auto it = inodes_.find(ino);
+  if (version == 0 || it == inodes_.end()) return nullptr;
+  CachedInode& ci = it->second;
+  if (ci.attr.version() != version) return nullptr;  // changed meanwhile: the answer may be older
+  if (ci.xattrs_version != version) {
+    ci.xattrs.clear();
+    ci.xattr_names[0].reset();
+    ci.xattr_names[1].reset();
+    ci.xattrs_version = version;
+  }
+  return &ci;
+}
+
+std::optional<absl::StatusOr<std::string>> FileSystemClient::CachedXattr(
+    const Creds& c, uint64_t ino, const std::string& name) {
+  absl::MutexLock lock(&mu_);
+  const CachedInode* ci = TrustedXattrs(ino);
+  const posix::XattrNs ns = posix::XattrNamespace(name);
+  if (ci == nullptr || !SurelyReadable(c, ci->attr, ns)) return std::nullopt;
+  auto x = ci->xattrs.find(name);
+  if (x != ci->xattrs.end()) {
+    if (!x->second.has_value()) return absl::StatusOr<std::string>(NoData());
+    return absl::StatusOr<std::string>(*x->second);
+  }
+  // Not in the list of names this caller would be given: absent.
+  const auto& names = ci->xattr_names[c.uid == 0 ? 1 : 0];
+  if (names && std::find(names->begin(), names->end(), name) == names->end() &&
+      (c.uid == 0 || ns != posix::XattrNs::kTrusted)) {
+    return absl::StatusOr<std::string>(NoData());
+  }
+  return std::nullopt;
+}
+
+uint64_t FileSystemClient::KeepAttrOf(const pb::MetaReply& reply) {
+  const uint64_t version = reply.attr().version();
+  // A newer version cached meanwhile: the answer may be older than it.
+  return CacheAttr(reply.attr()).version() == version ? version : 0;
+}
+
+uint64_t FileSystemClient::TrustedVersion(uint64_t ino) {
+  absl::MutexLock lock(&mu_);
+  auto it = inodes_.find(ino);
+  if (it == inodes_.end() || absl::Now() - it->second.fetched >= options_.attr_ttl) return 0;
+  return it->second.attr.version();
+}
+
+void FileSystemClient::RememberXattr(uint64_t ino, uint64_t version, const std::string& name,
+                                     std::optional<std::string> value) {
+  if (value && value->size() > kCachedXattrBytes) return;
+  absl::MutexLock lock(&mu_);
+  CachedInode* ci = XattrsAt(ino, version);
+  if (ci == nullptr) return;
+  if (ci->xattrs.size() >= kCachedXattrs && !ci->xattrs.contains(name)) return;
+  ci->xattrs[name] = std::move(value);
+}
+
 absl::StatusOr<std::string> FileSystemClient::Getxattr(const Creds& c, uint64_t ino,
                                                        const std::string& name) {
   // The kernel asks for security.capability before every write and chown
@@ -572,14 +674,40 @@ absl::StatusOr<std::string> FileSystemClient::Getxattr(const Creds& c, uint64_t 
   // client trusts say the inode has no xattrs at all.
   if (posix::XattrNameValid(name) && posix::AbsentReadsAsNoData(posix::XattrNamespace(name)) &&
       KnownWithoutXattrs(ino)) {
-    return ErrnoError(absl::StatusCode::kNotFound, ENODATA, "no such attribute");
+    return NoData();
   }
   RETURN_IF_ERROR(SettleAttrs(ino, /*drop=*/false));  // reading user.* checks the mode
+  // Gateways read the same few xattrs at every open (Samba's DOS attributes
+  // and ACLs): answered here while the inode's version stands.
+  if (auto cached = CachedXattr(c, ino, name)) {
+    local_xattrs_.fetch_add(1, std::memory_order_relaxed);
+    return *std::move(cached);
+  }
+  return FetchXattr(c, ino, name, TrustedVersion(ino));
+}
+
+absl::StatusOr<std::string> FileSystemClient::FetchXattr(const Creds& c, uint64_t ino,
+                                                         const std::string& name,
+                                                         uint64_t version) {
   pb::MetaRequest r;
   r.mutable_getxattr()->set_ino(ino);
   r.mutable_getxattr()->set_name(name);
-  ASSIGN_OR_RETURN(pb::MetaReply reply, Call(c, std::move(r)));
-  return reply.value();
+  absl::StatusOr<pb::MetaReply> reply = Call(c, std::move(r));
+  const posix::XattrNs ns = posix::XattrNamespace(name);
+  if (ns == posix::XattrNs::kWeft || ns == posix::XattrNs::kUnsupported ||
+      !posix::XattrNameValid(name)) {
+    if (!reply.ok()) return reply.status();
+    return reply->value();
+  }
+  if (!reply.ok()) {
+    if (StatusToErrno(reply.status()) == ENODATA) RememberXattr(ino, version, name, std::nullopt);
+    return reply.status();
+  }
+  // The value comes with the attributes it belongs to (an MDS from before
+  // that sends none: kept at the version known before the call, if any).
+  if (reply->attr().ino() == ino) version = KeepAttrOf(*reply);
+  RememberXattr(ino, version, name, reply->value());
+  return reply->value();
 }
 
 absl::Status FileSystemClient::Setxattr(const Creds& c, uint64_t ino, const std::string& name,
@@ -617,10 +745,26 @@ void FileSystemClient::RefreshLayout(const Attr& attr) {
 absl::StatusOr<std::vector<std::string>> FileSystemClient::Listxattr(const Creds& c,
                                                                      uint64_t ino) {
   RETURN_IF_ERROR(SettleAttrs(ino, /*drop=*/false));
+  // Anyone may list; only trusted.* is left out for callers other than root
+  // (mds/ops/xattr.cc), so two lists per inode version answer everyone.
+  const int as_root = c.uid == 0 ? 1 : 0;
+  {
+    absl::MutexLock lock(&mu_);
+    const CachedInode* ci = TrustedXattrs(ino);
+    if (ci != nullptr && ci->xattr_names[as_root]) {
+      local_xattrs_.fetch_add(1, std::memory_order_relaxed);
+      return *ci->xattr_names[as_root];
+    }
+  }
+  const uint64_t version = TrustedVersion(ino);
   pb::MetaRequest r;
   r.mutable_listxattr()->set_ino(ino);
   ASSIGN_OR_RETURN(pb::MetaReply reply, Call(c, std::move(r)));
-  return std::vector<std::string>(reply.names().begin(), reply.names().end());
+  std::vector<std::string> names(reply.names().begin(), reply.names().end());
+  const uint64_t at = reply.attr().ino() == ino ? KeepAttrOf(reply) : version;
+  absl::MutexLock lock(&mu_);
+  if (CachedInode* ci = XattrsAt(ino, at)) ci->xattr_names[as_root] = names;
+  return names;
 }
 
 absl::Status FileSystemClient::Removexattr(const Creds& c, uint64_t ino,

@@ -269,11 +269,13 @@ class FileSystemClient {
   uint64_t local_lookups() const { return local_lookups_.load(); }
   // Setattrs decided in this client under a file's attribute authority.
   uint64_t local_setattrs() const { return local_setattrs_.load(); }
-
+  // Getxattrs answered from values read at the inode's current version.
+  uint64_t local_xattrs() const { return local_xattrs_.load(); }
 
  private:
   std::atomic<uint64_t> local_lookups_{0};
   std::atomic<uint64_t> local_setattrs_{0};
+  std::atomic<uint64_t> local_xattrs_{0};
   // One open(2) of a file by this client.
   struct OpenFile {
     uint64_t ino = 0;
@@ -299,6 +301,13 @@ class FileSystemClient {
     absl::Time fetched;
     uint64_t refs = 0;
     uint64_t kernel_version = 0;  // of the attributes last given to the kernel (0: unknown)
+    // Xattr values (none: absent) read while the attributes were at version
+    // `xattrs_version`; good while they are trusted and still at it (every
+    // change of an xattr, the mode or the owner makes a new version).
+    uint64_t xattrs_version = 0;
+    absl::flat_hash_map<std::string, std::optional<std::string>> xattrs;
+    // The names listed, as root sees them [1] (trusted.* too) and as others do [0].
+    std::optional<std::vector<std::string>> xattr_names[2];
     // Takes `a` unless a newer version is cached (version grows with each
     // change); returns the attributes that stand.
     const Attr& Offer(const Attr& a) {
@@ -322,6 +331,27 @@ class FileSystemClient {
   void Invalidate(uint64_t ino);
   // The cached, still trusted attributes of `ino` say it has no xattrs.
   bool KnownWithoutXattrs(uint64_t ino);
+  // Xattr `name` of `ino` as read at the trusted attributes' version, if
+  // `c` may read it without asking the MDS (ENODATA when it is absent).
+  std::optional<absl::StatusOr<std::string>> CachedXattr(const Creds& c, uint64_t ino,
+                                                         const std::string& name);
+  // Caches the attributes an xattr reply came with; returns their version
+  // if they stand (0 if a newer version was cached meanwhile).
+  uint64_t KeepAttrOf(const pb::MetaReply& reply);
+  // The version of the trusted attributes of `ino` (0: none trusted).
+  uint64_t TrustedVersion(uint64_t ino);
+  // Asks the MDS, and keeps the answer if the inode was at `version` (0:
+  // unknown, nothing kept).
+  absl::StatusOr<std::string> FetchXattr(const Creds& c, uint64_t ino, const std::string& name,
+                                         uint64_t version);
+  // Keeps what the MDS answered for `name` if `ino` is still at `version`.
+  void RememberXattr(uint64_t ino, uint64_t version, const std::string& name,
+                     std::optional<std::string> value);
+  // The xattrs of `ino` at `version`, for root or not: the entry to fill,
+  // started afresh at a new version; null if `ino` is no longer at it.
+  CachedInode* XattrsAt(uint64_t ino, uint64_t version) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The cached, trusted entry of `ino` whose xattrs are of its version.
+  const CachedInode* TrustedXattrs(uint64_t ino) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::StatusOr<FileData> DataOf(const Attr& attr);
   // After this client changed the layout of the empty file attr.ino() (the
   // MDS refuses while another client has it open for writing): its open

@@ -84,6 +84,7 @@ absl::Status DoGetxattr(OpContext& ctx, const pb::GetxattrOp& op, pb::MetaReply*
   const std::string* value = FindXattr(*inode, op.name());
   if (value == nullptr) return Err(ENODATA, absl::StrCat("no attribute ", op.name()));
   reply->set_value(*value);
+  FillAttr(*inode, reply->mutable_attr());  // the version the client may keep the value at
   return absl::OkStatus();
 }
 
@@ -156,6 +157,7 @@ absl::Status DoListxattr(OpContext& ctx, const pb::ListxattrOp& op, pb::MetaRepl
   }
   std::sort(names.begin(), names.end());
   for (auto& n : names) reply->add_names(n);
+  FillAttr(*inode, reply->mutable_attr());
   return absl::OkStatus();
 }
 

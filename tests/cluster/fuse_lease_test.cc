@@ -107,6 +107,105 @@ TEST_CASE("client leases: absent names are answered without the MDS until anothe
   CHECK(a->local_lookups() == local + 1);
 }
 
+std::string XattrOf(client::FileSystemClient& c, const client::Creds& creds, uint64_t ino,
+                    const std::string& name) {
+  auto v = c.Getxattr(creds, ino, name);
+  return v.ok() ? "=" + *v : absl::StrCat("errno ", StatusToErrno(v.status()));
+}
+
+TEST_CASE("client xattrs: read once per inode version - own changes at once - another "
+          "client's within the attribute timeout - never past a permission",
+          "[fuse][leases]") {
+  auto cluster = StartClusterWithFs();
+  auto a = Connect(*cluster);
+  auto b = Connect(*cluster);
+  const client::Creds root;
+  const client::Creds user{1000, 1000, {}, 022};
+  auto created = a->Create(root, a->root(), "x", 0600, O_CREAT | O_EXCL | O_WRONLY);
+  INFO(created.status());
+  REQUIRE(created.ok());
+  const uint64_t ino = created->attr.ino();
+  REQUIRE(a->Setxattr(root, ino, "user.dos", "v1", 0).ok());
+  REQUIRE(Errno(a->Getattr(root, ino)) == 0);  // trusted attributes to read at
+  uint64_t local = a->local_xattrs();
+  CHECK(XattrOf(*a, root, ino, "user.dos") == "=v1");  // the MDS
+  CHECK(XattrOf(*a, root, ino, "user.dos") == "=v1");  // kept
+  CHECK(XattrOf(*a, root, ino, "security.none") == absl::StrCat("errno ", ENODATA));
+  CHECK(XattrOf(*a, root, ino, "security.none") == absl::StrCat("errno ", ENODATA));
+  CHECK(a->local_xattrs() == local + 2);
+  // Mode 0600 of root's: what root read is still the MDS's answer to others.
+  CHECK(XattrOf(*a, user, ino, "user.dos") == absl::StrCat("errno ", EACCES));
+  CHECK(a->local_xattrs() == local + 2);
+  // Virtual xattrs always ask: they change without the inode's version.
+  CHECK(XattrOf(*a, root, ino, "weft.file.layout").rfind("=", 0) == 0);
+  CHECK(XattrOf(*a, root, ino, "weft.file.layout").rfind("=", 0) == 0);
+  CHECK(a->local_xattrs() == local + 2);
+
+  // This client's own changes are seen at once.
+  REQUIRE(a->Setxattr(root, ino, "user.dos", "v2", 0).ok());
+  CHECK(XattrOf(*a, root, ino, "user.dos") == "=v2");
+  REQUIRE(a->Removexattr(root, ino, "user.dos").ok());
+  CHECK(XattrOf(*a, root, ino, "user.dos") == absl::StrCat("errno ", ENODATA));
+  REQUIRE(a->Setxattr(root, ino, "security.none", "s", 0).ok());
+  CHECK(XattrOf(*a, root, ino, "security.none") == "=s");
+  REQUIRE(a->Setxattr(root, ino, "user.dos", "v3", 0).ok());
+  REQUIRE(a->Setxattr(root, ino, "trusted.t", "t", 0).ok());
+  CHECK(XattrOf(*a, root, ino, "user.dos") == "=v3");
+  CHECK(XattrOf(*a, root, ino, "user.dos") == "=v3");
+  // Lists: root's has trusted.*, others' not; a name not listed is absent.
+  using Names = std::vector<std::string>;
+  const Names all = {"security.none", "trusted.t", "user.dos"};
+  const Names others = {"security.none", "user.dos"};
+  local = a->local_xattrs();
+  CHECK(a->Listxattr(root, ino).value_or(Names{}) == all);
+  CHECK(a->Listxattr(user, ino).value_or(Names{}) == others);
+  CHECK(a->Listxattr(root, ino).value_or(Names{}) == all);
+  CHECK(a->Listxattr(user, ino).value_or(Names{}) == others);
+  CHECK(XattrOf(*a, root, ino, "user.unlisted") == absl::StrCat("errno ", ENODATA));
+  CHECK(XattrOf(*a, user, ino, "security.unlisted") == absl::StrCat("errno ", ENODATA));
+  CHECK(a->local_xattrs() == local + 4);
+  CHECK(XattrOf(*a, user, ino, "trusted.t") == absl::StrCat("errno ", ENODATA));
+
+  // Another client's: once the attributes read with the value run out
+  // (1 s), never an answer that was not true at some point.
+  REQUIRE(b->Setxattr(root, ino, "user.dos", "v4", 0).ok());
+  std::string seen;
+  for (int i = 0; i < 40 && seen != "=v4"; ++i) {
+    seen = XattrOf(*a, root, ino, "user.dos");
+    CHECK((seen == "=v3" || seen == "=v4"));
+    absl::SleepFor(absl::Milliseconds(100));
+  }
+  CHECK(seen == "=v4");
+  REQUIRE(b->Setxattr(root, ino, "user.new", "n", 0).ok());
+  Names listed;
+  for (int i = 0; i < 40 && listed.size() != 4; ++i) {
+    listed = a->Listxattr(root, ino).value_or(Names{});
+    CHECK((listed == all || listed.size() == 4));
+    absl::SleepFor(absl::Milliseconds(100));
+  }
+  CHECK(listed == Names{"security.none", "trusted.t", "user.dos", "user.new"});
+  CHECK(XattrOf(*a, root, ino, "user.new") == "=n");
+  REQUIRE(b->Removexattr(root, ino, "user.dos").ok());
+  for (int i = 0; i < 40 && seen != absl::StrCat("errno ", ENODATA); ++i) {
+    seen = XattrOf(*a, root, ino, "user.dos");
+    absl::SleepFor(absl::Milliseconds(100));
+  }
+  CHECK(seen == absl::StrCat("errno ", ENODATA));
+  // A chmod by the other client reaches the permission decision too.
+  REQUIRE(a->Setxattr(root, ino, "user.dos", "v5", 0).ok());
+  client::SetattrArgs chown;
+  chown.valid = pb::SA_UID | pb::SA_MODE;
+  chown.uid = 1000;
+  chown.mode = 0600;
+  REQUIRE(Errno(b->Setattr(root, ino, chown, 0)) == 0);
+  for (int i = 0; i < 40 && seen != "=v5"; ++i) {
+    seen = XattrOf(*a, user, ino, "user.dos");  // the owner now
+    absl::SleepFor(absl::Milliseconds(100));
+  }
+  CHECK(seen == "=v5");
+  CHECK(a->Release(created->fh).ok());
+}
+
 struct TwoMounts : MountFixture {
   TwoMounts() {
     auto m = Mount::Start(*cluster, "fs1");
