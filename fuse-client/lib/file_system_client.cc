@@ -809,6 +809,21 @@ absl::Status FileSystemClient::MayReadDir(const Creds& c, const Attr& dir) {
 
 absl::Status FileSystemClient::Access(const Creds& c, uint64_t ino, int mask) {
   RETURN_IF_ERROR(SettleAttrs(ino, /*drop=*/false));
+  // Without an ACL the mode bits decide, by the rules the MDS applies
+  // (posix::CheckAccess): answered here from trusted attributes, like
+  // getattr. (Samba calls access(2) before most operations.)
+  std::optional<Attr> attr;
+  {
+    absl::MutexLock lock(&mu_);
+    auto it = inodes_.find(ino);
+    if (it != inodes_.end() && absl::Now() - it->second.fetched < options_.attr_ttl) {
+      attr = it->second.attr;
+    }
+  }
+  if (attr && (attr->no_acl() || attr->no_xattrs())) {
+    local_access_.fetch_add(1, std::memory_order_relaxed);
+    return posix::CheckAccess(AccessOf(*attr), CredentialsOf(c), mask & (R_OK | W_OK | X_OK));
+  }
   pb::MetaRequest r;
   r.mutable_access()->set_ino(ino);
   r.mutable_access()->set_mask(static_cast<uint32_t>(mask) & (R_OK | W_OK | X_OK));

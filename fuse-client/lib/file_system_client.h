@@ -196,9 +196,10 @@ class FileSystemClient {
   absl::StatusOr<std::vector<std::string>> Listxattr(const Creds& c, uint64_t ino);
   absl::Status Removexattr(const Creds& c, uint64_t ino, const std::string& name);
   absl::StatusOr<pb::StatfsReply> Statfs(const Creds& c);
-  // R_OK/W_OK/X_OK (F_OK = 0), decided by the MDS as an open or exec would
-  // be: mode bits, ACLs, root passing except X_OK on a file no one may
-  // execute. EACCES when refused.
+  // R_OK/W_OK/X_OK (F_OK = 0), decided as an open or exec would be: mode
+  // bits, ACLs, root passing except X_OK on a file no one may execute.
+  // EACCES when refused. Decided here from trusted attributes when the inode
+  // has no ACL (the MDS's rules, common/posix), else by the MDS.
   absl::Status Access(const Creds& c, uint64_t ino, int mask);
   // opendir: the caller may read directory `dir` (attributes just fetched).
   // Decided here from the mode bits when the directory has no ACL, else by
@@ -271,11 +272,14 @@ class FileSystemClient {
   uint64_t local_setattrs() const { return local_setattrs_.load(); }
   // Getxattrs answered from values read at the inode's current version.
   uint64_t local_xattrs() const { return local_xattrs_.load(); }
+  // Access checks decided from trusted attributes without an ACL.
+  uint64_t local_access() const { return local_access_.load(); }
 
  private:
   std::atomic<uint64_t> local_lookups_{0};
   std::atomic<uint64_t> local_setattrs_{0};
   std::atomic<uint64_t> local_xattrs_{0};
+  std::atomic<uint64_t> local_access_{0};
   // One open(2) of a file by this client.
   struct OpenFile {
     uint64_t ino = 0;

@@ -24,6 +24,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
+#include "common/posix/acl.h"
 #include "common/status/status.h"
 #include "fuse-client/lib/file_system_client.h"
 #include "tests/harness/mount_fixture.h"
@@ -203,6 +204,64 @@ TEST_CASE("client xattrs: read once per inode version - own changes at once - an
     absl::SleepFor(absl::Milliseconds(100));
   }
   CHECK(seen == "=v5");
+  CHECK(a->Release(created->fh).ok());
+}
+
+TEST_CASE("client access: decided from trusted attributes without an ACL - by the MDS with one "
+          "- another client's chmod within the attribute timeout",
+          "[fuse][leases]") {
+  auto cluster = StartClusterWithFs();
+  auto a = Connect(*cluster);
+  auto b = Connect(*cluster);
+  const client::Creds root;
+  const client::Creds owner{1000, 1000, {}, 022};
+  const client::Creds member{1001, 2000, {1000}, 022};  // in the file's group
+  const client::Creds other{1002, 2000, {}, 022};
+  auto created = a->Create(root, a->root(), "f", 0640, O_CREAT | O_EXCL | O_WRONLY);
+  REQUIRE(created.ok());
+  const uint64_t ino = created->attr.ino();  // held open: a client caches what it holds
+  client::SetattrArgs give;
+  give.valid = pb::SA_UID | pb::SA_GID;
+  give.uid = 1000;
+  give.gid = 1000;
+  REQUIRE(Errno(a->Setattr(root, ino, give, 0)) == 0);
+  auto access = [&](const client::Creds& c, int mask) {
+    return StatusToErrno(a->Access(c, ino, mask));
+  };
+  REQUIRE(Errno(a->Getattr(root, ino)) == 0);
+  const uint64_t local = a->local_access();
+  CHECK(access(owner, R_OK | W_OK) == 0);
+  CHECK(access(owner, X_OK) == EACCES);
+  CHECK(access(member, R_OK) == 0);
+  CHECK(access(member, W_OK) == EACCES);
+  CHECK(access(other, R_OK) == EACCES);
+  CHECK(access(root, R_OK | W_OK) == 0);
+  CHECK(access(root, X_OK) == EACCES);  // no one may execute it
+  CHECK(a->local_access() == local + 7);
+  // With an ACL the MDS decides: a named user gets what the mode bits deny.
+  posix::Acl named;
+  named.entries = {{posix::kAclUserObj, 6},           {posix::kAclUser, 6, 1002},
+                   {posix::kAclGroupObj, 4},          {posix::kAclMask, 6},
+                   {posix::kAclOther, 0}};
+  const std::string acl = posix::EncodeAcl(named);
+  REQUIRE(a->Setxattr(root, ino, "system.posix_acl_access", acl, 0).ok());
+  REQUIRE(Errno(a->Getattr(root, ino)) == 0);
+  CHECK(access(other, R_OK | W_OK) == 0);
+  CHECK(a->local_access() == local + 7);
+  REQUIRE(a->Removexattr(root, ino, "system.posix_acl_access").ok());
+  // Another client's chmod: seen once the attributes run out (1 s).
+  REQUIRE(Errno(a->Getattr(root, ino)) == 0);
+  CHECK(access(other, R_OK) == EACCES);
+  client::SetattrArgs open_up;
+  open_up.valid = pb::SA_MODE;
+  open_up.mode = 0644;
+  REQUIRE(Errno(b->Setattr(root, ino, open_up, 0)) == 0);
+  int seen = EACCES;
+  for (int i = 0; i < 40 && seen != 0; ++i) {
+    seen = access(other, R_OK);
+    absl::SleepFor(absl::Milliseconds(100));
+  }
+  CHECK(seen == 0);
   CHECK(a->Release(created->fh).ok());
 }
 
