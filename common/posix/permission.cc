@@ -152,6 +152,34 @@ absl::Status CheckHardlinkSource(const AccessAttrs& inode, const Credentials& cr
                "(protected_hardlinks)");
 }
 
+bool AclGrantsEveryone(const Acl& acl, int mask) {
+  const uint16_t want = static_cast<uint16_t>(static_cast<uint32_t>(mask) & kMayRwx);
+  const uint16_t mask_perm = MaskPerm(acl);
+  for (const AclEntry& e : acl.entries) {
+    switch (e.tag) {
+      case kAclUserObj:
+      case kAclOther:
+        if ((e.perm & want) != want) return false;
+        break;
+      case kAclUser:
+      case kAclGroupObj:
+      case kAclGroup:
+        if ((e.perm & mask_perm & want) != want) return false;
+        break;
+      default:
+        break;  // the mask itself grants nothing
+    }
+  }
+  return true;
+}
+
+bool SearchableByEveryone(uint32_t mode, const std::string& acl_access) {
+  if (!S_ISDIR(mode)) return false;
+  if (acl_access.empty()) return (mode & 0111) == 0111;
+  absl::StatusOr<Acl> acl = ParseAcl(acl_access);
+  return acl.ok() && AclGrantsEveryone(*acl, kMayExec);
+}
+
 absl::Status CheckAclPermission(const Acl& acl, const AccessAttrs& inode,
                                 const Credentials& cred, int mask) {
   const uint16_t want = static_cast<uint16_t>(static_cast<uint32_t>(mask) & kMayRwx);

@@ -91,6 +91,16 @@ absl::Status CheckAccess(const AccessAttrs& inode, const Credentials& cred, int 
 absl::Status CheckAclPermission(const Acl& acl, const AccessAttrs& inode,
                                 const Credentials& cred, int mask);
 
+// Whether every caller, whoever it is, gets `mask` on an inode with `acl`
+// (canonical, valid): each entry grants it, the named and group entries
+// through the mask.
+bool AclGrantsEveryone(const Acl& acl, int mask);
+
+// Whether every caller may search directory `inode` (its mode, and its
+// access ACL if it has one); false for anything but a directory and for an
+// ACL that does not parse.
+bool SearchableByEveryone(uint32_t mode, const std::string& acl_access);
+
 // Removing, or renaming away, `victim` from directory `dir` (check_sticky /
 // __check_sticky, used by may_delete). The caller has already checked w+x on
 // `dir`. When `dir` has S_ISVTX, only the owner of `victim`, the owner of `dir`

@@ -178,7 +178,9 @@ bool FileSystemClient::SearchableByAll(uint64_t dir) {
   // the new mode cached.
   if (it == inodes_.end() || it->second.attr.ino() == 0) return false;
   const Attr& a = it->second.attr;
-  return S_ISDIR(a.mode()) && (a.mode() & 0111) == 0111 && (a.no_acl() || a.no_xattrs());
+  if (!S_ISDIR(a.mode())) return false;
+  if (a.no_acl() || a.no_xattrs()) return (a.mode() & 0111) == 0111;
+  return a.searchable_by_all();  // the MDS read the ACL (Samba gives every directory one)
 }
 
 absl::Duration FileSystemClient::DirLeaseRemaining(uint64_t dir) {

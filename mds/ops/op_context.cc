@@ -1,5 +1,7 @@
 #include "mds/ops/op_context.h"
 
+#include <sys/stat.h>
+
 #include <algorithm>
 #include <cerrno>
 
@@ -323,7 +325,12 @@ void FillAttr(const pb::InodeRec& rec, pb::Attr* attr) {
   attr->set_generation(rec.generation());
   if (rec.has_layout()) *attr->mutable_layout() = rec.layout();
   attr->set_no_xattrs(rec.xattrs().empty());
-  attr->set_no_acl(FindXattr(rec, posix::kXattrPosixAclAccess) == nullptr);
+  const std::string* acl = FindXattr(rec, posix::kXattrPosixAclAccess);
+  attr->set_no_acl(acl == nullptr);
+  if (S_ISDIR(rec.mode())) {
+    attr->set_searchable_by_all(
+        posix::SearchableByEveryone(rec.mode(), acl == nullptr ? std::string() : *acl));
+  }
 }
 
 }  // namespace weft::mds

@@ -9,6 +9,7 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/stat.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -27,6 +28,7 @@
 #include "common/posix/acl.h"
 #include "common/status/status.h"
 #include "fuse-client/lib/file_system_client.h"
+#include "tests/harness/http.h"
 #include "tests/harness/mount_fixture.h"
 
 namespace weft::testing {
@@ -263,6 +265,62 @@ TEST_CASE("client access: decided from trusted attributes without an ACL - by th
   }
   CHECK(seen == 0);
   CHECK(a->Release(created->fh).ok());
+}
+
+double MdsLookups(Cluster& cluster) {
+  auto page = HttpGet(cluster.MdsMetricsAddr(), "/metrics");
+  REQUIRE(page.ok());
+  auto v = MetricValue(page->body, "weft_mds_request_latency_seconds_count{op=\"lookup\"}");
+  return v.ok() ? *v : 0;  // no lookup served yet
+}
+
+// MDS lookups for `stats` stats of each of `names` (paths) in a row.
+double LookupsFor(Cluster& cluster, const std::vector<std::string>& names, int stats) {
+  const double before = MdsLookups(cluster);
+  for (int i = 0; i < stats; ++i) {
+    for (const std::string& name : names) CHECK(StatErrno(name) == 0);
+  }
+  return MdsLookups(cluster) - before;
+}
+
+// Samba gives every directory an ACL. When the ACL lets everyone search, the
+// kernel may keep the names in it (as it does under the mode bits alone);
+// when it stops someone, every walk must reach the client again.
+TEST_CASE("fuse leases: names are kept in a directory whose ACL lets everyone search - not in "
+          "one whose ACL stops someone",
+          "[fuse][leases]") {
+  ClusterOptions options;
+  options.metrics = true;
+  MountFixture f(options);
+  auto acl_dir = [&](const std::string& name, uint16_t named_perm) {
+    const std::string dir = f.P(name);
+    REQUIRE(mkdir(dir.c_str(), 0755) == 0);
+    posix::Acl acl;
+    acl.entries = {{posix::kAclUserObj, 7},  {posix::kAclUser, named_perm, 1002},
+                   {posix::kAclGroupObj, 5}, {posix::kAclMask, 7},
+                   {posix::kAclOther, 5}};
+    const std::string value = posix::EncodeAcl(acl);
+    REQUIRE(setxattr(dir.c_str(), "system.posix_acl_access", value.data(), value.size(), 0) == 0);
+    std::vector<std::string> files;
+    for (int i = 0; i < 10; ++i) {
+      files.push_back(dir + "/f" + std::to_string(i));
+      WriteFile(files.back(), "x");
+    }
+    return files;
+  };
+  const std::vector<std::string> open_to_all = acl_dir("all", 7);
+  const std::vector<std::string> one_stopped = acl_dir("stopped", 6);  // uid 1002: no x
+  // Well within a second, the entries' longest timeout.
+  CHECK(StatErrno(open_to_all[0]) == 0);
+  CHECK(LookupsFor(*f.cluster, open_to_all, 5) <= 2 * open_to_all.size());
+  CHECK(LookupsFor(*f.cluster, one_stopped, 5) >= 5 * one_stopped.size());
+  // And the one stopped is: uid 1002 cannot reach a name there, even right
+  // after root did.
+  CHECK(RunAs(UserIds{1002, 1002, {}}, [&]() -> std::string {
+          USER_CHECK(StatErrno(one_stopped[0]) == EACCES);
+          USER_CHECK(StatErrno(open_to_all[0]) == 0);
+          return "";
+        }) == "");
 }
 
 struct TwoMounts : MountFixture {

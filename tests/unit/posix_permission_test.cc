@@ -1119,5 +1119,65 @@ TEST_CASE("mds_permission: xattr namespaces - which absent names read as ENODATA
   CHECK_FALSE(XattrNameValid(std::string("user.\0a", 7)));
 }
 
+// Every caller a check can tell apart: the owner, each named user, members
+// of the owning group and of each named group (alone, and in several), and
+// a stranger.
+std::vector<Credentials> EveryKindOfCaller(const Acl& acl, uint32_t owner, uint32_t group) {
+  std::vector<Credentials> out = {Cred(owner, group), Cred(5000, group), Cred(5001, 5002)};
+  std::vector<uint32_t> gids = {group};
+  for (const AclEntry& entry : acl.entries) {
+    if (entry.tag == kAclUser) out.push_back(Cred(entry.id, 5002));
+    if (entry.tag == kAclGroup) {
+      out.push_back(Cred(5003, entry.id));
+      gids.push_back(entry.id);
+    }
+  }
+  out.push_back(Cred(5004, 5002, gids));
+  return out;
+}
+
+TEST_CASE("mds_permission: AclGrantsEveryone - SearchableByEveryone agree with the check of "
+          "every caller",
+          "[acl]") {
+  const uint32_t owner = 1000, group = 100;
+  uint64_t seed = 7;
+  auto next = [&seed] {
+    seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+    return static_cast<uint16_t>(seed >> 61);  // 0..7
+  };
+  int grants = 0, refusals = 0;
+  for (int round = 0; round < 2000; ++round) {
+    Acl acl = MakeAcl({e::UserObj(next()), e::GroupObj(next()), e::Other(next())});
+    const int named = round % 4;
+    for (int i = 0; i < named; ++i) {
+      acl.entries.push_back(i % 2 == 0 ? e::User(2000 + i, next()) : e::Group(3000 + i, next()));
+    }
+    if (named > 0 || round % 3 == 0) acl.entries.push_back(e::Mask(next()));
+    const std::string wire = EncodeAcl(acl);
+    auto parsed = ParseAcl(wire);
+    REQUIRE(parsed.ok());
+    const AccessAttrs inode = Inode(kDir | 0755, owner, group, wire);
+    for (int mask : {kMayExec, kMayRead, kMayRead | kMayExec}) {
+      bool everyone = true;
+      for (const Credentials& c : EveryKindOfCaller(*parsed, owner, group)) {
+        everyone = everyone && CheckAclPermission(*parsed, inode, c, mask).ok();
+      }
+      INFO("round " << round << " mask " << mask);
+      CHECK(AclGrantsEveryone(*parsed, mask) == everyone);
+      if (mask == kMayExec) {
+        CHECK(SearchableByEveryone(kDir | 0755, wire) == everyone);
+        everyone ? ++grants : ++refusals;
+      }
+    }
+  }
+  CHECK(grants > 50);
+  CHECK(refusals > 50);
+  // Without an ACL the three x bits decide; only directories count.
+  CHECK(SearchableByEveryone(kDir | 0711, ""));
+  CHECK(!SearchableByEveryone(kDir | 0710, ""));
+  CHECK(!SearchableByEveryone(kReg | 0777, ""));
+  CHECK(!SearchableByEveryone(kDir | 0777, "not an acl"));
+}
+
 }  // namespace
 }  // namespace weft::posix
