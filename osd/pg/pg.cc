@@ -358,8 +358,9 @@ void Pg::HandleList(const pb::PgListRequest& req, pb::PgListReply* reply) {
         ToProto(meta.version, o->mutable_version());
       }
       // An erasure primary serves before it has rebuilt its own shards: the
-      // objects it still lacks exist too. Named on the last page, unsized.
-      if (!more) AddSelfMissing(req, reply);
+      // objects it still lacks exist too. Named on the last page, unsized,
+      // for clients only: peering lists members (OPF_LOCAL) by version.
+      if (!more && !(req.flags() & pb::OPF_LOCAL)) AddSelfMissing(req, reply);
       reply->set_more(more);
     } else if (!absl::IsNotFound(objects.status())) {
       status = objects.status();
