@@ -179,8 +179,11 @@ bool FileSystemClient::SearchableByAll(uint64_t dir) {
   if (it == inodes_.end() || it->second.attr.ino() == 0) return false;
   const Attr& a = it->second.attr;
   if (!S_ISDIR(a.mode())) return false;
-  if (a.no_acl() || a.no_xattrs()) return (a.mode() & 0111) == 0111;
-  return a.searchable_by_all();  // the MDS read the ACL (Samba gives every directory one)
+  // Without an ACL from the mode, which this client may have changed itself
+  // (attribute authority); with one the MDS read it (Samba gives every
+  // directory one, and a client with xattrs on an inode decides nothing).
+  if (a.no_acl() || a.no_xattrs()) return posix::SearchableByEveryone(a.mode(), "");
+  return a.searchable_by_all();
 }
 
 absl::Duration FileSystemClient::DirLeaseRemaining(uint64_t dir) {
@@ -215,11 +218,7 @@ Attr FileSystemClient::Newest(Attr attr) {
 void FileSystemClient::Invalidate(uint64_t ino) {
   absl::MutexLock lock(&mu_);
   auto it = inodes_.find(ino);
-  if (it == inodes_.end()) return;
-  it->second.fetched = absl::InfinitePast();
-  it->second.xattrs.clear();
-  it->second.xattr_names[0].reset();
-  it->second.xattr_names[1].reset();
+  if (it != inodes_.end()) it->second.fetched = absl::InfinitePast();
 }
 
 // ---- MDS calls
@@ -292,15 +291,21 @@ absl::StatusOr<Attr> FileSystemClient::Lookup(const Creds& c, uint64_t parent,
   return WithPending(std::move(attr));
 }
 
+FileSystemClient::CachedInode* FileSystemClient::TrustedLocked(uint64_t ino) {
+  auto it = inodes_.find(ino);
+  if (it == inodes_.end() || absl::Now() - it->second.fetched >= options_.attr_ttl) return nullptr;
+  return &it->second;
+}
+
+std::optional<Attr> FileSystemClient::TrustedAttr(uint64_t ino) {
+  absl::MutexLock lock(&mu_);
+  const CachedInode* ci = TrustedLocked(ino);
+  if (ci == nullptr) return std::nullopt;
+  return ci->attr;
+}
+
 absl::StatusOr<Attr> FileSystemClient::Getattr(const Creds& c, uint64_t ino) {
-  std::optional<Attr> attr;
-  {
-    absl::MutexLock lock(&mu_);
-    auto it = inodes_.find(ino);
-    if (it != inodes_.end() && absl::Now() - it->second.fetched < options_.attr_ttl) {
-      attr = it->second.attr;
-    }
-  }
+  std::optional<Attr> attr = TrustedAttr(ino);
   if (!attr.has_value()) {
     ASSIGN_OR_RETURN(attr, FetchAttr(c, ino));
   }
@@ -566,9 +571,8 @@ absl::StatusOr<DirPage> FileSystemClient::Readdir(const Creds& c, uint64_t ino, 
 
 bool FileSystemClient::KnownWithoutXattrs(uint64_t ino) {
   absl::MutexLock lock(&mu_);
-  auto it = inodes_.find(ino);
-  return it != inodes_.end() && absl::Now() - it->second.fetched < options_.attr_ttl &&
-         it->second.attr.no_xattrs();
+  const CachedInode* ci = TrustedLocked(ino);
+  return ci != nullptr && ci->attr.no_xattrs();
 }
 
 namespace {
@@ -577,6 +581,14 @@ namespace {
 // per inode (Samba reads user.DOSATTRIB, about 60 bytes, at every open).
 constexpr size_t kCachedXattrBytes = 4096;
 constexpr size_t kCachedXattrs = 32;
+
+// The names whose answers are kept: virtual weft.* values change without
+// the inode's version, and invalid names are the MDS's to refuse.
+bool KeptXattr(const std::string& name) {
+  const posix::XattrNs ns = posix::XattrNamespace(name);
+  return posix::XattrNameValid(name) && ns != posix::XattrNs::kWeft &&
+         ns != posix::XattrNs::kUnsupported;
+}
 
 absl::Status NoData() {
   return ErrnoError(absl::StatusCode::kNotFound, ENODATA, "no such attribute");
@@ -603,13 +615,8 @@ bool SurelyReadable(const Creds& c, const Attr& attr, posix::XattrNs ns) {
 }  // namespace
 
 const FileSystemClient::CachedInode* FileSystemClient::TrustedXattrs(uint64_t ino) {
-  auto it = inodes_.find(ino);
-  if (it == inodes_.end()) return nullptr;
-  const CachedInode& ci = it->second;
-  if (absl::Now() - ci.fetched >= options_.attr_ttl || ci.attr.version() != ci.xattrs_version) {
-    return nullptr;
-  }
-  return &ci;
+  const CachedInode* ci = TrustedLocked(ino);
+  return ci != nullptr && ci->attr.version() == ci->xattrs_version ? ci : nullptr;
 }
 
 FileSystemClient::CachedInode* FileSystemClient::XattrsAt(uint64_t ino, uint64_t version) {
@@ -653,15 +660,13 @@ uint64_t FileSystemClient::KeepAttrOf(const pb::MetaReply& reply) {
 }
 
 uint64_t FileSystemClient::TrustedVersion(uint64_t ino) {
-  absl::MutexLock lock(&mu_);
-  auto it = inodes_.find(ino);
-  if (it == inodes_.end() || absl::Now() - it->second.fetched >= options_.attr_ttl) return 0;
-  return it->second.attr.version();
+  std::optional<Attr> attr = TrustedAttr(ino);
+  return attr ? attr->version() : 0;
 }
 
 void FileSystemClient::RememberXattr(uint64_t ino, uint64_t version, const std::string& name,
                                      std::optional<std::string> value) {
-  if (value && value->size() > kCachedXattrBytes) return;
+  if (!KeptXattr(name) || (value && value->size() > kCachedXattrBytes)) return;
   absl::MutexLock lock(&mu_);
   CachedInode* ci = XattrsAt(ino, version);
   if (ci == nullptr) return;
@@ -695,16 +700,13 @@ absl::StatusOr<std::string> FileSystemClient::FetchXattr(const Creds& c, uint64_
   r.mutable_getxattr()->set_ino(ino);
   r.mutable_getxattr()->set_name(name);
   absl::StatusOr<pb::MetaReply> reply = Call(c, std::move(r));
-  const posix::XattrNs ns = posix::XattrNamespace(name);
-  if (ns == posix::XattrNs::kWeft || ns == posix::XattrNs::kUnsupported ||
-      !posix::XattrNameValid(name)) {
-    if (!reply.ok()) return reply.status();
-    return reply->value();
-  }
   if (!reply.ok()) {
-    if (StatusToErrno(reply.status()) == ENODATA) RememberXattr(ino, version, name, std::nullopt);
+    if (KeptXattr(name) && StatusToErrno(reply.status()) == ENODATA) {
+      RememberXattr(ino, version, name, std::nullopt);
+    }
     return reply.status();
   }
+  if (!KeptXattr(name)) return reply->value();
   // The value comes with the attributes it belongs to (an MDS from before
   // that sends none: kept at the version known before the call, if any).
   if (reply->attr().ino() == ino) version = KeepAttrOf(*reply);
@@ -814,14 +816,7 @@ absl::Status FileSystemClient::Access(const Creds& c, uint64_t ino, int mask) {
   // Without an ACL the mode bits decide, by the rules the MDS applies
   // (posix::CheckAccess): answered here from trusted attributes, like
   // getattr. (Samba calls access(2) before most operations.)
-  std::optional<Attr> attr;
-  {
-    absl::MutexLock lock(&mu_);
-    auto it = inodes_.find(ino);
-    if (it != inodes_.end() && absl::Now() - it->second.fetched < options_.attr_ttl) {
-      attr = it->second.attr;
-    }
-  }
+  std::optional<Attr> attr = TrustedAttr(ino);
   if (attr && (attr->no_acl() || attr->no_xattrs())) {
     local_access_.fetch_add(1, std::memory_order_relaxed);
     return posix::CheckAccess(AccessOf(*attr), CredentialsOf(c), mask & (R_OK | W_OK | X_OK));

@@ -351,6 +351,10 @@ class FileSystemClient {
   // Keeps what the MDS answered for `name` if `ino` is still at `version`.
   void RememberXattr(uint64_t ino, uint64_t version, const std::string& name,
                      std::optional<std::string> value);
+  // The entry of `ino` if its attributes are trusted (fetched within
+  // attr_ttl), else null.
+  CachedInode* TrustedLocked(uint64_t ino) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  std::optional<Attr> TrustedAttr(uint64_t ino);
   // The xattrs of `ino` at `version`, for root or not: the entry to fill,
   // started afresh at a new version; null if `ino` is no longer at it.
   CachedInode* XattrsAt(uint64_t ino, uint64_t version) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

@@ -116,18 +116,33 @@ std::string XattrOf(client::FileSystemClient& c, const client::Creds& creds, uin
   return v.ok() ? "=" + *v : absl::StrCat("errno ", StatusToErrno(v.status()));
 }
 
+// Two client libraries on one filesystem (no kernel), and a file of root's
+// that `a` created and holds open: a client caches only what it holds.
+struct TwoClients {
+  TwoClients(const std::string& name, uint32_t mode)
+      : cluster(StartClusterWithFs()), a(Connect(*cluster)), b(Connect(*cluster)) {
+    auto created = a->Create(client::Creds{}, a->root(), name, mode, O_CREAT | O_EXCL | O_WRONLY);
+    INFO(created.status());
+    REQUIRE(created.ok());
+    held = *created;
+  }
+  ~TwoClients() { (void)a->Release(held.fh); }
+  uint64_t ino() const { return held.attr.ino(); }
+
+  std::unique_ptr<Cluster> cluster;
+  std::unique_ptr<client::FileSystemClient> a, b;
+  client::FileSystemClient::Opened held;
+};
+
 TEST_CASE("client xattrs: read once per inode version - own changes at once - another "
           "client's within the attribute timeout - never past a permission",
           "[fuse][leases]") {
-  auto cluster = StartClusterWithFs();
-  auto a = Connect(*cluster);
-  auto b = Connect(*cluster);
+  TwoClients f("x", 0600);
+  auto& a = f.a;
+  auto& b = f.b;
+  const uint64_t ino = f.ino();
   const client::Creds root;
   const client::Creds user{1000, 1000, {}, 022};
-  auto created = a->Create(root, a->root(), "x", 0600, O_CREAT | O_EXCL | O_WRONLY);
-  INFO(created.status());
-  REQUIRE(created.ok());
-  const uint64_t ino = created->attr.ino();
   REQUIRE(a->Setxattr(root, ino, "user.dos", "v1", 0).ok());
   REQUIRE(Errno(a->Getattr(root, ino)) == 0);  // trusted attributes to read at
   uint64_t local = a->local_xattrs();
@@ -206,22 +221,19 @@ TEST_CASE("client xattrs: read once per inode version - own changes at once - an
     absl::SleepFor(absl::Milliseconds(100));
   }
   CHECK(seen == "=v5");
-  CHECK(a->Release(created->fh).ok());
 }
 
 TEST_CASE("client access: decided from trusted attributes without an ACL - by the MDS with one "
           "- another client's chmod within the attribute timeout",
           "[fuse][leases]") {
-  auto cluster = StartClusterWithFs();
-  auto a = Connect(*cluster);
-  auto b = Connect(*cluster);
+  TwoClients f("f", 0640);
+  auto& a = f.a;
+  auto& b = f.b;
+  const uint64_t ino = f.ino();
   const client::Creds root;
   const client::Creds owner{1000, 1000, {}, 022};
   const client::Creds member{1001, 2000, {1000}, 022};  // in the file's group
   const client::Creds other{1002, 2000, {}, 022};
-  auto created = a->Create(root, a->root(), "f", 0640, O_CREAT | O_EXCL | O_WRONLY);
-  REQUIRE(created.ok());
-  const uint64_t ino = created->attr.ino();  // held open: a client caches what it holds
   client::SetattrArgs give;
   give.valid = pb::SA_UID | pb::SA_GID;
   give.uid = 1000;
@@ -264,7 +276,6 @@ TEST_CASE("client access: decided from trusted attributes without an ACL - by th
     absl::SleepFor(absl::Milliseconds(100));
   }
   CHECK(seen == 0);
-  CHECK(a->Release(created->fh).ok());
 }
 
 double MdsLookups(Cluster& cluster) {

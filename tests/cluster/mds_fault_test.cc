@@ -183,14 +183,21 @@ TEST_CASE("kill -9 of the MDS during concurrent creates - renames and unlinks lo
   }
 }
 
-TEST_CASE("an unlinked file stays usable while open and its data is purged after the last close - "
-          "also across an MDS restart", "[mds][fault]") {
-  FsFixture f;
-  FsCaller fs(f.meta.get());
+// An object client and fs1's data pool, where tests put and look at a
+// file's data objects themselves.
+std::pair<std::unique_ptr<client::ObjectClient>, PoolId> DataPool(FsFixture& f) {
   auto objects = f.cluster->Client();
   REQUIRE(objects != nullptr);
   auto pool = objects->LookupPool("fs1_data");
   REQUIRE(pool.ok());
+  return {std::move(objects), *pool};
+}
+
+TEST_CASE("an unlinked file stays usable while open and its data is purged after the last close - "
+          "also across an MDS restart", "[mds][fault]") {
+  FsFixture f;
+  FsCaller fs(f.meta.get());
+  auto [objects, pool] = DataPool(f);
   for (bool restart : {false, true}) {
     INFO("restart " << restart);
     const std::string name = restart ? "b" : "a";
@@ -199,8 +206,8 @@ TEST_CASE("an unlinked file stays usable while open and its data is purged after
     const uint64_t object_size = created->layout().object_size();
     // Two objects of data, written as a client would.
     const std::string full(object_size, 'x');
-    REQUIRE(objects->Put(*pool, striping::DataObjectName(ino, 0), full).ok());
-    REQUIRE(objects->Put(*pool, striping::DataObjectName(ino, 1), "tail").ok());
+    REQUIRE(objects->Put(pool, striping::DataObjectName(ino, 0), full).ok());
+    REQUIRE(objects->Put(pool, striping::DataObjectName(ino, 1), "tail").ok());
     REQUIRE(fs.Written(ino, object_size + 4).ok());
     REQUIRE(fs.Unlink(fs.root(), name).ok());
     auto attr = fs.Getattr(ino);
@@ -212,13 +219,13 @@ TEST_CASE("an unlinked file stays usable while open and its data is purged after
       f.RestartMds();
     }
     absl::SleepFor(absl::Seconds(1));
-    CHECK(objects->Stat(*pool, striping::DataObjectName(ino, 0)).ok());
+    CHECK(objects->Stat(pool, striping::DataObjectName(ino, 0)).ok());
     CHECK(Status(*f.meta).strays() == 1);
     REQUIRE(fs.Release(ino).ok());
     bool gone = false;
     for (int i = 0; i < 100 && !gone; ++i) {
-      gone = absl::IsNotFound(objects->Stat(*pool, striping::DataObjectName(ino, 0)).status()) &&
-             absl::IsNotFound(objects->Stat(*pool, striping::DataObjectName(ino, 1)).status());
+      gone = absl::IsNotFound(objects->Stat(pool, striping::DataObjectName(ino, 0)).status()) &&
+             absl::IsNotFound(objects->Stat(pool, striping::DataObjectName(ino, 1)).status());
       if (!gone) absl::SleepFor(absl::Milliseconds(100));
     }
     CHECK(gone);
@@ -235,10 +242,7 @@ TEST_CASE("the purge of a sparse file of the maximum size removes what exists - 
           "[mds][fault]") {
   FsFixture f;
   FsCaller fs(f.meta.get());
-  auto objects = f.cluster->Client();
-  REQUIRE(objects != nullptr);
-  auto pool = objects->LookupPool("fs1_data");
-  REQUIRE(pool.ok());
+  auto [objects, pool] = DataPool(f);
   auto created = fs.Create(fs.root(), "huge", 0644, false);
   const uint64_t ino = Ino(created);
   const pb::FileLayout& layout = created->layout();
@@ -246,11 +250,11 @@ TEST_CASE("the purge of a sparse file of the maximum size removes what exists - 
   const uint64_t last = max_size / layout.object_size() - 1;  // stripe count 1 or not
   const std::vector<uint64_t> present = {0, 1, 1 << 20, last};
   for (uint64_t objno : present) {
-    REQUIRE(objects->Put(*pool, striping::DataObjectName(ino, objno), "data").ok());
+    REQUIRE(objects->Put(pool, striping::DataObjectName(ino, objno), "data").ok());
   }
   // Names that only look alike belong to others and stay.
   const std::string other = striping::DataObjectName(ino * 16, 0);
-  REQUIRE(objects->Put(*pool, other, "keep").ok());
+  REQUIRE(objects->Put(pool, other, "keep").ok());
   REQUIRE(fs.Written(ino, max_size).ok());
   REQUIRE(fs.Unlink(fs.root(), "huge").ok());
   REQUIRE(fs.Release(ino).ok());
@@ -262,9 +266,9 @@ TEST_CASE("the purge of a sparse file of the maximum size removes what exists - 
   CHECK(gone);
   for (uint64_t objno : present) {
     INFO("objno " << objno);
-    CHECK(absl::IsNotFound(objects->Stat(*pool, striping::DataObjectName(ino, objno)).status()));
+    CHECK(absl::IsNotFound(objects->Stat(pool, striping::DataObjectName(ino, objno)).status()));
   }
-  auto kept = objects->Get(*pool, other);
+  auto kept = objects->Get(pool, other);
   REQUIRE(kept.ok());
   CHECK(*kept == "keep");
 }
