@@ -130,13 +130,15 @@ void MetaClient::LeaseLoop() {
     grpc::ClientContext ctx;
     pb::SessionRequest req;
     req.set_fs(options_.fs);
+    std::string addr;
     {
       absl::MutexLock lock(&mu_);
       if (closed_) return;
       lease_ctx_ = &ctx;
       req.set_session(session_);
+      addr = addr_;
     }
-    auto stub = pb::Mds::NewStub(Channel());
+    auto stub = pb::Mds::NewStub(stream_channels_.Get(addr));
     std::unique_ptr<grpc::ClientReader<pb::LeaseEvent>> reader = stub->LeaseStream(&ctx, req);
     pb::LeaseEvent event;
     while (reader->Read(&event)) {

@@ -111,6 +111,9 @@ class MetaClient {
 
   const MetaClientOptions options_;
   rpc::ChannelCache channels_;
+  // The lease stream's own connection: a thread parked on it must not be
+  // the one that polls the replies of calls (fuse-client/fuse/main.cc).
+  rpc::ChannelCache stream_channels_;
   std::atomic<uint64_t> next_tid_{1};
   uint64_t session_ = 0;
   uint64_t root_ = 1;

@@ -191,7 +191,7 @@ void ObjectClient::WatchLoop() {
       if (stopping_) return;
       watch_ctx_ = &ctx;
     }
-    auto stub = pb::Cluster::NewStub(channels_.Get(addr));
+    auto stub = pb::Cluster::NewStub(stream_channels_.Get(addr));
     pb::MapRequest req;
     req.set_have_epoch(map()->epoch);
     auto reader = stub->WatchMap(&ctx, req);

@@ -155,6 +155,7 @@ class ObjectClient {
 
   const ClientOptions options_;
   rpc::ChannelCache channels_;
+  rpc::ChannelCache stream_channels_;  // the map watch's own connection (as MetaClient's)
   std::atomic<uint64_t> next_tid_{1};
 
   absl::Mutex mu_;
