@@ -273,6 +273,11 @@ bool FileCache::attrs_pending() {
   return !attrs_.empty() || (flushing_ != nullptr && !flushing_->attrs.empty());
 }
 
+bool FileCache::clean() {
+  absl::MutexLock lock(&mu_);
+  return flushing_ == nullptr && dirty_.empty() && attrs_.empty();
+}
+
 void FileCache::DropReadahead() {
   absl::MutexLock lock(&mu_);
   chunks_.clear();

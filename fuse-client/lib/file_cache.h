@@ -170,6 +170,8 @@ class FileCache : public std::enable_shared_from_this<FileCache> {
   bool ChangeAttrs(const AttrChanges& change);
   // Attribute changes buffered or on their way to the MDS.
   bool attrs_pending();
+  // Nothing buffered and nothing on its way: Flush returns at once.
+  bool clean();
 
   // Buffered writes not yet reported to the MDS: the file's end and mtime as
   // this client sees them (end 0 when nothing is pending), and the attribute

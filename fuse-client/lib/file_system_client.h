@@ -258,9 +258,10 @@ class FileSystemClient {
   // (only virtiofs gets it), so the mount runs this for an fsync of its root
   // directory (`sync MOUNTPOINT`).
   absl::Status SyncAll();
-  // Release on a background thread (the FUSE release: the kernel does not
-  // wait for it, and a flush must not hold a FUSE worker). The MDS hears of
-  // it within release_batch, with other releases in one call.
+  // Release for the FUSE release (the kernel does not wait for it): a
+  // handle with something to write back ends on a background thread, as a
+  // flush must not hold a FUSE worker. The MDS hears of it within
+  // release_batch, with other releases in one call.
   void ReleaseInBackground(FileHandle fh);
   // Flushes as Fsync, then ends the handle; the MDS learns this session no
   // longer holds the file.

@@ -401,7 +401,7 @@ void FileSystemClient::FlushForRecall(uint64_t ino, std::function<void()> ack) {
 }
 
 void FileSystemClient::ReleaseInBackground(FileHandle fh) {
-  release_pool_->Submit([this, fh] {
+  auto end = [this, fh] {
     absl::Status flushed;
     absl::StatusOr<std::shared_ptr<OpenFile>> f = EndHandle(fh, &flushed);
     if (!f.ok() || !flushed.ok()) {
@@ -410,7 +410,13 @@ void FileSystemClient::ReleaseInBackground(FileHandle fh) {
     if (!f.ok()) return;
     absl::MutexLock lock(&release_mu_);
     releases_.push_back(*std::move(f));
-  });
+  };
+  // A handle with nothing to write back ends here: handing it to the pool
+  // cost a thread wakeup per closed file (a reader's, an empty create's).
+  // Only a flush, which may wait for the OSDs, goes to the pool.
+  absl::StatusOr<std::shared_ptr<OpenFile>> f = Handle(fh);
+  if (f.ok() && ((*f)->cache == nullptr || (*f)->cache->clean())) return end();
+  release_pool_->Submit(std::move(end));
 }
 
 void FileSystemClient::ReleaseLoop() {
