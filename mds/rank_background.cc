@@ -1,7 +1,12 @@
 // MdsRank: the flusher (write back, trim the journal) and the janitor
 // (session timeouts, recursive statistics, purging, cache trimming).
+#include <atomic>
 #include <cstdio>
 #include <cstdlib>
+#include <functional>
+#include <memory>
+#include <utility>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
@@ -20,8 +25,8 @@ namespace {
 int64_t NowMs() { return absl::ToUnixMillis(absl::Now()); }
 
 constexpr size_t kPurgeBatch = 512;  // files per janitor pass (empty ones cost no I/O)
-// Files purged at once: one at a time left a deleted tree of 6,200 small
-// files in the queue for minutes; more would crowd out clients' I/O.
+// Listings and removes in flight: one file at a time left a deleted tree of
+// 6,200 small files in the queue for minutes; more would crowd out clients' I/O.
 constexpr size_t kPurgeInFlight = 8;
 
 }  // namespace
@@ -206,42 +211,52 @@ void MdsRank::PurgeSome() {
     }
   }
   if (batch.empty()) return;
-  // The objects of one file go in order; kPurgeInFlight files at a time.
-  auto purge_one = [this](const pb::PurgeRec& rec) {
-    const pb::FileLayout& l = rec.layout();
-    if (l.pool() == 0 || l.object_size() == 0) return true;
+  // First each file's objects are found (a sparse file may have few of its
+  // possible objects: past a small number they are listed, not each removed
+  // in turn), then all of them are removed from one queue, kPurgeInFlight
+  // at a time whatever file they belong to: a large file's objects one
+  // after the other held the whole batch back for minutes.
+  std::vector<std::vector<uint64_t>> objects(batch.size());
+  std::unique_ptr<std::atomic<bool>[]> failed(new std::atomic<bool>[batch.size()]);
+  for (size_t i = 0; i < batch.size(); ++i) failed[i] = false;
+  auto fail = [&](size_t i, const absl::Status& status) {
+    LOG(WARNING) << "event=purge_failed ino=" << batch[i].ino() << " status=\"" << status << "\"";
+    failed[i] = true;
+  };
+  auto run = [&](size_t jobs, const std::function<void(size_t)>& job) {
+    std::atomic<size_t> next{0};
+    const size_t threads = std::min(kPurgeInFlight, jobs);
+    ThreadPool pool("mds-purge", static_cast<int>(threads), threads);
+    for (size_t t = 0; t < threads; ++t) {
+      pool.Submit([&] {
+        for (size_t j = next++; j < jobs; j = next++) job(j);
+      });
+    }
+  };  // the pool's destructor joins
+  run(batch.size(), [&](size_t i) {
+    const pb::FileLayout& l = batch[i].layout();
+    if (l.pool() == 0 || l.object_size() == 0) return;
     const uint64_t stripe = std::max<uint64_t>(1, l.stripe_count());
     const uint64_t set_bytes = l.object_size() * stripe;
-    const uint64_t possible = (rec.size() + set_bytes - 1) / set_bytes * stripe;
-    // A sparse file may have few of its possible objects: past a small
-    // number they are listed, not each removed in turn.
-    auto existing = client::DataObjectsIn(objects_, PoolId(l.pool()), rec.ino(), 0, possible);
-    if (!existing.ok()) {
-      LOG(WARNING) << "event=purge_failed ino=" << rec.ino() << " status=\"" << existing.status()
-                   << "\"";
-      return false;
-    }
-    for (uint64_t objno : *existing) {
-      absl::Status status =
-          objects_->Remove(PoolId(l.pool()), striping::DataObjectName(rec.ino(), objno));
-      if (!status.ok() && !absl::IsNotFound(status)) {
-        LOG(WARNING) << "event=purge_failed ino=" << rec.ino() << " status=\"" << status << "\"";
-        return false;
-      }
-    }
-    return true;
-  };
-  std::vector<char> purged(batch.size(), 0);
-  {
-    ThreadPool pool("mds-purge", static_cast<int>(std::min(kPurgeInFlight, batch.size())),
-                    batch.size());
-    for (size_t i = 0; i < batch.size(); ++i) {
-      pool.Submit([&, i] { purged[i] = purge_one(batch[i]); });
-    }
-  }  // the pool's destructor runs what is queued, then joins
+    const uint64_t possible = (batch[i].size() + set_bytes - 1) / set_bytes * stripe;
+    auto existing = client::DataObjectsIn(objects_, PoolId(l.pool()), batch[i].ino(), 0, possible);
+    if (!existing.ok()) return fail(i, existing.status());
+    objects[i] = *std::move(existing);
+  });
+  std::vector<std::pair<size_t, uint64_t>> removes;  // (file, object number)
+  for (size_t i = 0; i < batch.size(); ++i) {
+    for (uint64_t objno : objects[i]) removes.emplace_back(i, objno);
+  }
+  run(removes.size(), [&](size_t j) {
+    const auto [i, objno] = removes[j];
+    if (failed[i]) return;  // kept in the queue for the next pass anyway
+    absl::Status status = objects_->Remove(PoolId(batch[i].layout().pool()),
+                                           striping::DataObjectName(batch[i].ino(), objno));
+    if (!status.ok() && !absl::IsNotFound(status)) fail(i, status);
+  });
   std::vector<uint64_t> done;
   for (size_t i = 0; i < batch.size(); ++i) {
-    if (purged[i]) done.push_back(batch[i].ino());
+    if (!failed[i]) done.push_back(batch[i].ino());
   }
   if (done.empty()) return;
   absl::MutexLock lock(&mu_);
