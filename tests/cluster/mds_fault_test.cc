@@ -273,6 +273,55 @@ TEST_CASE("the purge of a sparse file of the maximum size removes what exists - 
   CHECK(*kept == "keep");
 }
 
+// One janitor pass purges up to 512 files from one queue of removes, eight
+// at a time: each file's objects go, and nothing of a file still linked or
+// of a name that only looks alike.
+TEST_CASE("the purge of many files at once removes each one's objects and nothing else",
+          "[mds][fault]") {
+  FsFixture f;
+  FsCaller fs(f.meta.get());
+  auto [objects, pool] = DataPool(f);
+  std::map<uint64_t, uint64_t> removed;  // inode -> its number of objects
+  std::vector<std::string> kept;         // object names that must stay
+  for (int i = 0; i < 13; ++i) {
+    const std::string name = absl::StrCat("f", i);
+    auto created = fs.Create(fs.root(), name, 0644, false);
+    const uint64_t ino = Ino(created);
+    const uint64_t count = (i % 5) * 7 + 1;
+    for (uint64_t objno = 0; objno < count; ++objno) {
+      REQUIRE(objects->Put(pool, striping::DataObjectName(ino, objno), "data").ok());
+    }
+    REQUIRE(fs.Written(ino, count * created->layout().object_size()).ok());
+    kept.push_back(striping::DataObjectName(ino * 16, 0));  // looks alike, is not
+    REQUIRE(objects->Put(pool, kept.back(), "keep").ok());
+    if (i == 6) {  // stays linked: its objects stay too
+      for (uint64_t objno = 0; objno < count; ++objno) {
+        kept.push_back(striping::DataObjectName(ino, objno));
+      }
+    } else {
+      REQUIRE(fs.Unlink(fs.root(), name).ok());
+      removed[ino] = count;
+    }
+    REQUIRE(fs.Release(ino).ok());
+  }
+  bool gone = false;
+  for (int i = 0; i < 300 && !gone; ++i) {
+    gone = Status(*f.meta).purge_queue() == 0;
+    if (!gone) absl::SleepFor(absl::Milliseconds(100));
+  }
+  CHECK(gone);
+  for (const auto& [ino, count] : removed) {
+    for (uint64_t objno = 0; objno < count; ++objno) {
+      INFO("ino " << ino << " objno " << objno);
+      CHECK(absl::IsNotFound(objects->Stat(pool, striping::DataObjectName(ino, objno)).status()));
+    }
+  }
+  for (const std::string& name : kept) {
+    INFO(name);
+    CHECK(objects->Stat(pool, name).ok());
+  }
+}
+
 TEST_CASE("unsafe replies lost by kill -9 of the MDS are resent and applied again in order",
           "[mds][fault]") {
   // The journal writer waits 1.5 s before each write: replies come back
