@@ -16,6 +16,7 @@ namespace {
 
 std::unique_ptr<Cluster> Boot() {
   auto c = Cluster::Start();
+  INFO(c.status());
   REQUIRE(c.ok());
   auto client = (*c)->Client();
   REQUIRE(client != nullptr);

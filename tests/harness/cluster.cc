@@ -24,6 +24,7 @@
 #include "absl/time/clock.h"
 #include "common/log/log.h"
 #include "common/status/status.h"
+#include "tests/harness/file_io.h"
 
 namespace weft::testing {
 
@@ -208,7 +209,8 @@ absl::Status Cluster::StartMds() {
     if (ls.code == 0) return absl::OkStatus();
     absl::SleepFor(absl::Milliseconds(100));
   }
-  return absl::InternalError("weft-mds did not come up: " + ls.output);
+  return absl::InternalError(absl::StrCat("weft-mds did not come up: ", ls.output,
+                                          "; its log: ", LogTail(MdsLogPath(), 5)));
 }
 
 void Cluster::KillMds() { (void)SignalMds(SIGKILL); }

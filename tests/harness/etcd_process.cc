@@ -12,17 +12,14 @@
 
 #include <cerrno>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 #include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_join.h"
-#include "absl/strings/str_split.h"
 #include "common/etcd/etcd_client.h"
 #include "common/log/log.h"
 #include "common/status/status.h"
+#include "tests/harness/file_io.h"
 
 namespace weft::testing {
 namespace {
@@ -199,14 +196,6 @@ absl::Status EtcdProcess::Restart() {
   return SpawnAndWait();
 }
 
-std::string EtcdProcess::Tail() const {
-  std::ifstream in(LogPath());
-  std::stringstream buffer;
-  buffer << in.rdbuf();
-  std::vector<std::string> lines = absl::StrSplit(buffer.str(), '\n', absl::SkipEmpty());
-  const size_t keep = 3;
-  if (lines.size() > keep) lines.erase(lines.begin(), lines.end() - keep);
-  return absl::StrJoin(lines, " | ");
-}
+std::string EtcdProcess::Tail() const { return LogTail(LogPath(), 3); }
 
 }  // namespace weft::testing

@@ -6,8 +6,13 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <fstream>
+#include <sstream>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "common/status/status.h"
 
 namespace weft::testing {
@@ -68,6 +73,15 @@ absl::StatusOr<std::string> GetXattr(const std::string& path, const std::string&
   if (n < 0) return ErrnoToStatus(errno, absl::StrCat("getxattr ", path, " ", name));
   buf.resize(n);
   return buf;
+}
+
+std::string LogTail(const std::string& path, size_t lines) {
+  std::ifstream in(path);
+  std::stringstream buffer;
+  buffer << in.rdbuf();
+  std::vector<std::string> all = absl::StrSplit(buffer.str(), '\n', absl::SkipEmpty());
+  if (all.size() > lines) all.erase(all.begin(), all.end() - static_cast<ptrdiff_t>(lines));
+  return absl::StrJoin(all, " | ");
 }
 
 }  // namespace weft::testing

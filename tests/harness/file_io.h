@@ -35,4 +35,8 @@ absl::Status WriteWholeFile(const std::string& path, absl::string_view data, mod
 // getxattr(2) of `name` on `path` (values up to 64 KiB).
 absl::StatusOr<std::string> GetXattr(const std::string& path, const std::string& name);
 
+// The last `lines` non-empty lines of the file at `path`, joined by " | "
+// (empty if it cannot be read): a daemon's log for an error message.
+std::string LogTail(const std::string& path, size_t lines);
+
 }  // namespace weft::testing
