@@ -535,7 +535,14 @@ absl::Status FileSystemClient::Rename(const Creds& c, uint64_t parent, const std
   Invalidate(parent);
   Invalidate(new_parent);
   absl::StatusOr<pb::MetaReply> reply = Call(c, std::move(r));
-  if (replaced.ok()) Invalidate(replaced->ino());
+  if (replaced.ok()) {
+    Invalidate(replaced->ino());
+    // A write-back of the replaced file may be answered after this with its
+    // attributes from before the rename (nlink 1), which would be trusted
+    // again: the attributes fetched now are newer, and the cache keeps the
+    // newest version.
+    if (reply.ok() && CacheOf(replaced->ino()) != nullptr) (void)FetchAttr(c, replaced->ino());
+  }
   if (!reply.ok()) return reply.status();
   // The moved inode's ctime changed: the reply carries its new attributes.
   if (reply->attr().ino() != 0) CacheAttr(reply->attr());
