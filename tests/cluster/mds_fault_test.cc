@@ -236,6 +236,15 @@ TEST_CASE("an unlinked file stays usable while open and its data is purged after
   }
 }
 
+// Whether the MDS's purge queue is empty within 30 s.
+bool PurgeQueueEmpties(FsFixture& f) {
+  for (int i = 0; i < 300; ++i) {
+    if (Status(*f.meta).purge_queue() == 0) return true;
+    absl::SleepFor(absl::Milliseconds(100));
+  }
+  return false;
+}
+
 // 2^60 bytes in 4 MiB objects is 2^38 possible objects: removed one by one,
 // the purge of this file would never end, and no other file's after it.
 TEST_CASE("the purge of a sparse file of the maximum size removes what exists - and ends",
@@ -258,12 +267,7 @@ TEST_CASE("the purge of a sparse file of the maximum size removes what exists - 
   REQUIRE(fs.Written(ino, max_size).ok());
   REQUIRE(fs.Unlink(fs.root(), "huge").ok());
   REQUIRE(fs.Release(ino).ok());
-  bool gone = false;
-  for (int i = 0; i < 300 && !gone; ++i) {
-    gone = Status(*f.meta).purge_queue() == 0;
-    if (!gone) absl::SleepFor(absl::Milliseconds(100));
-  }
-  CHECK(gone);
+  CHECK(PurgeQueueEmpties(f));
   for (uint64_t objno : present) {
     INFO("objno " << objno);
     CHECK(absl::IsNotFound(objects->Stat(pool, striping::DataObjectName(ino, objno)).status()));
@@ -304,12 +308,7 @@ TEST_CASE("the purge of many files at once removes each one's objects and nothin
     }
     REQUIRE(fs.Release(ino).ok());
   }
-  bool gone = false;
-  for (int i = 0; i < 300 && !gone; ++i) {
-    gone = Status(*f.meta).purge_queue() == 0;
-    if (!gone) absl::SleepFor(absl::Milliseconds(100));
-  }
-  CHECK(gone);
+  CHECK(PurgeQueueEmpties(f));
   for (const auto& [ino, count] : removed) {
     for (uint64_t objno = 0; objno < count; ++objno) {
       INFO("ino " << ino << " objno " << objno);
