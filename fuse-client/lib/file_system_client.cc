@@ -178,10 +178,10 @@ bool FileSystemClient::SearchableByAll(uint64_t dir) {
   // the new mode cached.
   if (it == inodes_.end() || it->second.attr.ino() == 0) return false;
   const Attr& a = it->second.attr;
-  if (!S_ISDIR(a.mode())) return false;
   // Without an ACL from the mode, which this client may have changed itself
   // (attribute authority); with one the MDS read it (Samba gives every
   // directory one, and a client with xattrs on an inode decides nothing).
+  // Both are false for anything but a directory.
   if (a.no_acl() || a.no_xattrs()) return posix::SearchableByEveryone(a.mode(), "");
   return a.searchable_by_all();
 }
@@ -667,8 +667,9 @@ uint64_t FileSystemClient::KeepAttrOf(const pb::MetaReply& reply) {
 }
 
 uint64_t FileSystemClient::TrustedVersion(uint64_t ino) {
-  std::optional<Attr> attr = TrustedAttr(ino);
-  return attr ? attr->version() : 0;
+  absl::MutexLock lock(&mu_);
+  const CachedInode* ci = TrustedLocked(ino);  // no copy of the attributes for a number
+  return ci != nullptr ? ci->attr.version() : 0;
 }
 
 void FileSystemClient::RememberXattr(uint64_t ino, uint64_t version, const std::string& name,
