@@ -63,6 +63,7 @@ grpc::Status MdsService::Call(grpc::ServerContext*, const pb::MetaRequest* req,
                               pb::MetaReply* reply) {
   const absl::Time start = absl::Now();
   CallOnRank(*req, reply);
+  reply->set_tid(req->tid());
   metrics_->Observe(req->op_case(), absl::Now() - start, reply->status().code() != 0);
   return grpc::Status::OK;
 }

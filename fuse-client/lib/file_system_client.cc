@@ -95,7 +95,10 @@ FileSystemClient::FileSystemClient(FileSystemClientOptions options,
   meta_->SetFlushRecall([this](uint64_t ino, std::function<void()> ack) {
     FlushForRecall(ino, std::move(ack));
   });
-  meta_->SetStreamLost([this] { DropAttrAuthorities(); });
+  meta_->SetStreamLost([this] {
+    DropAttrAuthorities();
+    ForgetVersions();
+  });
 }
 
 FileSystemClient::~FileSystemClient() {
@@ -140,12 +143,13 @@ absl::StatusOr<Attr> FileSystemClient::ResolvePath(const std::string& path) {
 // ---- cache
 
 void FileSystemClient::Remember(const Attr& attr, bool from_mds) {
-  {
-    absl::MutexLock lock(&mu_);
-    inodes_[attr.ino()].refs++;
-  }
-  // Attributes this client had cached are no fresher for being handed out.
-  if (from_mds) CacheAttr(attr);
+  absl::MutexLock lock(&mu_);
+  auto [it, added] = inodes_.try_emplace(attr.ino());
+  it->second.refs++;
+  // An inode held already had the reply offered when it came (CacheAttr),
+  // which may have refused it; attributes this client had cached are no
+  // fresher for being handed out.
+  if (added && from_mds) it->second.Offer(attr, 0);
 }
 
 bool FileSystemClient::Forget(uint64_t ino, uint64_t n) {
@@ -194,7 +198,7 @@ void FileSystemClient::SetDirRevoked(std::function<void(uint64_t dir)> handler) 
   meta_->SetDirRevoked(std::move(handler));
 }
 
-Attr FileSystemClient::CacheAttr(const Attr& attr) {
+Attr FileSystemClient::CacheAttr(const Attr& attr, uint64_t tid) {
   absl::MutexLock lock(&mu_);
   auto it = inodes_.find(attr.ino());
   // Only inodes someone holds are cached; the rest would never be dropped.
@@ -202,23 +206,33 @@ Attr FileSystemClient::CacheAttr(const Attr& attr) {
   // An older reply must not overwrite a newer one: e.g. a getattr answered
   // just before the size report of this client's own write-back, which
   // closed files still do.
-  return it->second.Offer(attr);
+  return it->second.Offer(attr, tid);
 }
 
 Attr FileSystemClient::Newest(Attr attr) {
   absl::MutexLock lock(&mu_);
   auto it = inodes_.find(attr.ino());
-  if (it == inodes_.end() || it->second.fetched == absl::InfinitePast() ||
-      it->second.attr.version() <= attr.version()) {
-    return attr;
-  }
+  if (it == inodes_.end() || it->second.attr.version() <= attr.version()) return attr;
   return it->second.attr;
 }
 
 void FileSystemClient::Invalidate(uint64_t ino) {
+  const uint64_t next = meta_->TidsIssued();
   absl::MutexLock lock(&mu_);
   auto it = inodes_.find(ino);
-  if (it != inodes_.end()) it->second.fetched = absl::InfinitePast();
+  if (it == inodes_.end()) return;
+  it->second.fetched = absl::InfinitePast();
+  it->second.stale_below = next;
+}
+
+void FileSystemClient::ForgetVersions() {
+  const uint64_t next = meta_->TidsIssued();
+  absl::MutexLock lock(&mu_);
+  for (auto& [ino, ci] : inodes_) {
+    ci.fetched = absl::InfinitePast();
+    ci.stale_below = next;
+    ci.attr.set_version(0);  // the mode stays for SearchableByAll
+  }
 }
 
 // ---- MDS calls
@@ -241,7 +255,14 @@ absl::StatusOr<pb::MetaReply> FileSystemClient::Call(const Creds& c, pb::MetaReq
 
 absl::StatusOr<Attr> FileSystemClient::CallAttr(const Creds& c, pb::MetaRequest request) {
   ASSIGN_OR_RETURN(pb::MetaReply reply, Call(c, std::move(request)));
-  return CacheAttr(reply.attr());  // or the newer one this client has
+  return CacheAttr(reply);  // or the newer one this client has
+}
+
+absl::StatusOr<pb::MetaReply> FileSystemClient::CallInDir(const Creds& c,
+                                                         pb::MetaRequest request, uint64_t dir) {
+  absl::StatusOr<pb::MetaReply> reply = Call(c, std::move(request));
+  Invalidate(dir);  // also after a failure, which may come after the change
+  return reply;
 }
 
 absl::StatusOr<Attr> FileSystemClient::FetchAttr(const Creds& c, uint64_t ino) {
@@ -459,8 +480,8 @@ absl::StatusOr<Attr> FileSystemClient::Mknod(const Creds& c, uint64_t parent,
   op->set_mode(mode);
   op->set_rdev(rdev);
   op->set_exclusive(true);
-  Invalidate(parent);
-  return CallAttr(c, std::move(r));
+  ASSIGN_OR_RETURN(pb::MetaReply reply, CallInDir(c, std::move(r), parent));
+  return CacheAttr(reply);
 }
 
 absl::StatusOr<Attr> FileSystemClient::Mkdir(const Creds& c, uint64_t parent,
@@ -469,8 +490,8 @@ absl::StatusOr<Attr> FileSystemClient::Mkdir(const Creds& c, uint64_t parent,
   r.mutable_mkdir()->set_parent(parent);
   r.mutable_mkdir()->set_name(name);
   r.mutable_mkdir()->set_mode(mode);
-  Invalidate(parent);
-  return CallAttr(c, std::move(r));
+  ASSIGN_OR_RETURN(pb::MetaReply reply, CallInDir(c, std::move(r), parent));
+  return CacheAttr(reply);
 }
 
 absl::StatusOr<Attr> FileSystemClient::Symlink(const Creds& c, uint64_t parent,
@@ -480,8 +501,8 @@ absl::StatusOr<Attr> FileSystemClient::Symlink(const Creds& c, uint64_t parent,
   r.mutable_symlink()->set_parent(parent);
   r.mutable_symlink()->set_name(name);
   r.mutable_symlink()->set_target(target);
-  Invalidate(parent);
-  return CallAttr(c, std::move(r));
+  ASSIGN_OR_RETURN(pb::MetaReply reply, CallInDir(c, std::move(r), parent));
+  return CacheAttr(reply);
 }
 
 absl::StatusOr<Attr> FileSystemClient::Link(const Creds& c, uint64_t ino, uint64_t new_parent,
@@ -491,10 +512,9 @@ absl::StatusOr<Attr> FileSystemClient::Link(const Creds& c, uint64_t ino, uint64
   r.mutable_link()->set_new_parent(new_parent);
   r.mutable_link()->set_new_name(new_name);
   RETURN_IF_ERROR(SettleAttrs(ino, /*drop=*/true));  // a second name: decided by the MDS from now on
-  Invalidate(new_parent);
+  ASSIGN_OR_RETURN(pb::MetaReply reply, CallInDir(c, std::move(r), new_parent));
   // The kernel takes these for the inode: with this client's buffered writes.
-  ASSIGN_OR_RETURN(Attr linked, CallAttr(c, std::move(r)));
-  return WithPending(std::move(linked));
+  return WithPending(CacheAttr(reply));
 }
 
 absl::Status FileSystemClient::Unlink(const Creds& c, uint64_t parent, const std::string& name) {
@@ -502,11 +522,10 @@ absl::Status FileSystemClient::Unlink(const Creds& c, uint64_t parent, const std
   r.mutable_unlink()->set_parent(parent);
   r.mutable_unlink()->set_name(name);
   RETURN_IF_ERROR(SettleCreated(parent, name));  // a sticky directory checks the owner
-  Invalidate(parent);
-  ASSIGN_OR_RETURN(pb::MetaReply reply, Call(c, std::move(r)));
+  ASSIGN_OR_RETURN(pb::MetaReply reply, CallInDir(c, std::move(r), parent));
   // The target's nlink and ctime changed: the reply carries them unless the
   // inode is gone (then nothing can ask for its attributes again).
-  if (reply.attr().ino() != 0) CacheAttr(reply.attr());
+  if (reply.attr().ino() != 0) CacheAttr(reply);
   return absl::OkStatus();
 }
 
@@ -514,8 +533,7 @@ absl::Status FileSystemClient::Rmdir(const Creds& c, uint64_t parent, const std:
   pb::MetaRequest r;
   r.mutable_rmdir()->set_parent(parent);
   r.mutable_rmdir()->set_name(name);
-  Invalidate(parent);
-  return Call(c, std::move(r)).status();
+  return CallInDir(c, std::move(r), parent).status();
 }
 
 absl::Status FileSystemClient::Rename(const Creds& c, uint64_t parent, const std::string& name,
@@ -532,20 +550,15 @@ absl::Status FileSystemClient::Rename(const Creds& c, uint64_t parent, const std
   op->set_new_parent(new_parent);
   op->set_new_name(new_name);
   op->set_flags(flags);
+  absl::StatusOr<pb::MetaReply> reply = Call(c, std::move(r));
   Invalidate(parent);
   Invalidate(new_parent);
-  absl::StatusOr<pb::MetaReply> reply = Call(c, std::move(r));
-  if (replaced.ok()) {
-    Invalidate(replaced->ino());
-    // A write-back of the replaced file may be answered after this with its
-    // attributes from before the rename (nlink 1), which would be trusted
-    // again: the attributes fetched now are newer, and the cache keeps the
-    // newest version.
-    if (reply.ok() && CacheOf(replaced->ino()) != nullptr) (void)FetchAttr(c, replaced->ino());
-  }
+  // Its link count went down; a write-back of it answered before the
+  // rename may come back after this, and is not trusted.
+  if (replaced.ok()) Invalidate(replaced->ino());
   if (!reply.ok()) return reply.status();
   // The moved inode's ctime changed: the reply carries its new attributes.
-  if (reply->attr().ino() != 0) CacheAttr(reply->attr());
+  if (reply->attr().ino() != 0) CacheAttr(*reply);
   return absl::OkStatus();
 }
 
@@ -571,7 +584,7 @@ absl::StatusOr<DirPage> FileSystemClient::Readdir(const Creds& c, uint64_t ino, 
   // As Getattr would answer: newer cached versions and this client's
   // buffered or in-flight writes (closed files still write back).
   for (pb::DirEntry& e : page.entries) {
-    if (e.attr().ino() != 0) *e.mutable_attr() = WithPending(CacheAttr(e.attr()));
+    if (e.attr().ino() != 0) *e.mutable_attr() = WithPending(CacheAttr(e.attr(), reply.tid()));
   }
   return page;
 }
@@ -663,7 +676,7 @@ std::optional<absl::StatusOr<std::string>> FileSystemClient::CachedXattr(
 uint64_t FileSystemClient::KeepAttrOf(const pb::MetaReply& reply) {
   const uint64_t version = reply.attr().version();
   // A newer version cached meanwhile: the answer may be older than it.
-  return CacheAttr(reply.attr()).version() == version ? version : 0;
+  return CacheAttr(reply).version() == version ? version : 0;
 }
 
 uint64_t FileSystemClient::TrustedVersion(uint64_t ino) {
@@ -742,7 +755,7 @@ absl::Status FileSystemClient::Setxattr(const Creds& c, uint64_t ino, const std:
   ASSIGN_OR_RETURN(pb::MetaReply reply, Call(c, std::move(r)));
   // Newer than anything fetched meanwhile: a getxattr after this one
   // returns must not be answered from attributes that predate it.
-  if (reply.attr().ino() != 0) CacheAttr(reply.attr());
+  if (reply.attr().ino() != 0) CacheAttr(reply);
   if (layout) RefreshLayout(reply.attr());
   return absl::OkStatus();
 }
@@ -787,7 +800,7 @@ absl::Status FileSystemClient::Removexattr(const Creds& c, uint64_t ino,
   RETURN_IF_ERROR(SettleAttrs(ino, /*drop=*/true));
   Invalidate(ino);
   ASSIGN_OR_RETURN(pb::MetaReply reply, Call(c, std::move(r)));
-  if (reply.attr().ino() != 0) CacheAttr(reply.attr());
+  if (reply.attr().ino() != 0) CacheAttr(reply);
   return absl::OkStatus();
 }
 

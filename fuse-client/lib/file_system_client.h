@@ -313,12 +313,19 @@ class FileSystemClient {
     absl::flat_hash_map<std::string, std::optional<std::string>> xattrs;
     // The names listed, as root sees them [1] (trusted.* too) and as others do [0].
     std::optional<std::vector<std::string>> xattr_names[2];
-    // Takes `a` unless a newer version is cached (version grows with each
-    // change); returns the attributes that stand.
-    const Attr& Offer(const Attr& a) {
-      if (fetched == absl::InfinitePast() || attr.version() <= a.version()) {
+    // Replies to requests numbered below this (MetaRequest.tid) may
+    // predate a change this client made, and are not trusted (Invalidate).
+    uint64_t stale_below = 0;
+    // Keeps `a`, the answer to request `tid`, unless a newer version is
+    // cached (the version grows with each change): `attr` is the newest
+    // known. It is trusted if `tid` was sent after the last Invalidate, as
+    // an older request may have been answered before the change. Returns
+    // the newest attributes.
+    const Attr& Offer(const Attr& a, uint64_t tid) {
+      const bool fresh = tid >= stale_below;
+      if (a.version() > attr.version() || (a.version() == attr.version() && fresh)) {
         attr = a;
-        fetched = absl::Now();
+        fetched = fresh ? absl::Now() : absl::InfinitePast();
       }
       return attr;
     }
@@ -328,12 +335,26 @@ class FileSystemClient {
                    std::unique_ptr<ObjectClient> objects);
   absl::StatusOr<pb::MetaReply> Call(const Creds& c, pb::MetaRequest request);
   absl::StatusOr<Attr> CallAttr(const Creds& c, pb::MetaRequest request);
+  // Calls for a change of a name in `dir`: the MDS answers without the
+  // directory's new times and link count, so its cached ones are dropped.
+  absl::StatusOr<pb::MetaReply> CallInDir(const Creds& c, pb::MetaRequest request, uint64_t dir);
   absl::StatusOr<Attr> FetchAttr(const Creds& c, uint64_t ino);
-  // Caches `attr` unless a newer version is cached; returns the newer.
-  Attr CacheAttr(const Attr& attr);
-  // `attr`, or the newer version cached (without caching `attr`).
+  // Caches `attr`, the answer to request `tid`, unless it may be older
+  // than what is known (CachedInode::Offer); returns the newer.
+  Attr CacheAttr(const Attr& attr, uint64_t tid);
+  Attr CacheAttr(const pb::MetaReply& reply) { return CacheAttr(reply.attr(), reply.tid()); }
+  // `attr`, or the newer version cached, trusted or not (without caching
+  // `attr`).
   Attr Newest(Attr attr);
+  // The cached attributes of `ino` are known wrong after a change this
+  // client made that the MDS answered without them (a name in the
+  // directory `ino`, the replaced inode of a rename): they are fetched
+  // again, and replies to requests sent before this are not cached, as
+  // the MDS may have answered them before the change.
   void Invalidate(uint64_t ino);
+  // The MDS may have restarted, and numbers versions on from what it had
+  // made durable: every cached inode is invalidated, its version forgotten.
+  void ForgetVersions();
   // The cached, still trusted attributes of `ino` say it has no xattrs.
   bool KnownWithoutXattrs(uint64_t ino);
   // Xattr `name` of `ino` as read at the trusted attributes' version, if
@@ -371,7 +392,8 @@ class FileSystemClient {
   // for writing, EINVAL without a layout; `c` becomes the file's writer
   // (the WrittenOp of its flush runs as them).
   absl::StatusOr<std::shared_ptr<OpenFile>> WriteHandle(const Creds& c, FileHandle fh);
-  absl::StatusOr<Opened> AddHandle(const Creds& c, const Attr& attr, int flags);
+  // For the reply to an open or a create (its attributes and tid).
+  absl::StatusOr<Opened> AddHandle(const Creds& c, const pb::MetaReply& reply, int flags);
   std::shared_ptr<FileCache> CacheFor(const Attr& attr) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Tells the MDS that `ino` now extends to `end`, written at `mtime_ns`,
   // and the attribute changes made on their own since the last report.

@@ -46,8 +46,9 @@ absl::StatusOr<std::shared_ptr<FileSystemClient::OpenFile>> FileSystemClient::Ha
 }
 
 absl::StatusOr<FileSystemClient::Opened> FileSystemClient::AddHandle(const Creds& c,
-                                                                     const Attr& attr,
+                                                                     const pb::MetaReply& reply,
                                                                      int flags) {
+  const Attr& attr = reply.attr();
   auto f = std::make_shared<OpenFile>();
   f->ino = attr.ino();
   f->flags = flags;
@@ -65,7 +66,7 @@ absl::StatusOr<FileSystemClient::Opened> FileSystemClient::AddHandle(const Creds
     cached.refs++;  // an open file keeps its inode cached
     // The open's reply may predate the size report of this client's own
     // write-back after an earlier close (WrittenOp's reply, cached first).
-    freshest = cached.Offer(attr);
+    freshest = cached.Offer(attr, reply.tid());
   }
   out.attr = WithPending(freshest);  // another handle's writes may be buffered
   return out;
@@ -203,7 +204,7 @@ absl::StatusOr<FileSystemClient::Opened> FileSystemClient::Open(const Creds& c, 
   r.mutable_open()->set_ino(ino);
   r.mutable_open()->set_flags(static_cast<uint32_t>(flags));
   ASSIGN_OR_RETURN(pb::MetaReply reply, Call(c, std::move(r)));
-  ASSIGN_OR_RETURN(Opened opened, AddHandle(c, reply.attr(), flags));
+  ASSIGN_OR_RETURN(Opened opened, AddHandle(c, reply, flags));
   return TruncateOnOpen(c, std::move(opened), flags);
 }
 
@@ -241,9 +242,8 @@ absl::StatusOr<FileSystemClient::Opened> FileSystemClient::Create(const Creds& c
   op->set_open_flags(static_cast<uint32_t>(flags));
   // Without O_EXCL an existing file is opened: the MDS checks its mode.
   if ((flags & O_EXCL) == 0) RETURN_IF_ERROR(SettleCreated(parent, name));
-  Invalidate(parent);
-  ASSIGN_OR_RETURN(pb::MetaReply reply, Call(c, std::move(r)));
-  ASSIGN_OR_RETURN(Opened opened, AddHandle(c, reply.attr(), flags));
+  ASSIGN_OR_RETURN(pb::MetaReply reply, CallInDir(c, std::move(r), parent));
+  ASSIGN_OR_RETURN(Opened opened, AddHandle(c, reply, flags));
   if (reply.attr_authority()) {
     absl::MutexLock lock(&mu_);
     auto it = caches_.find(opened.attr.ino());

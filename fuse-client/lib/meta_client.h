@@ -58,6 +58,9 @@ class MetaClient {
   // Same with a given tid (a retry after a lost reply).
   absl::StatusOr<pb::MetaReply> CallWithTid(pb::MetaRequest request, uint64_t tid);
   uint64_t NextTid() { return next_tid_.fetch_add(1); }
+  // The tid the next request gets: a request numbered at or above it
+  // leaves after this call returns.
+  uint64_t TidsIssued() const { return next_tid_.load(); }
 
   // Returns once every change this session was answered so far is durable.
   absl::Status Sync();

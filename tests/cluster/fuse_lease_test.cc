@@ -901,6 +901,85 @@ TEST_CASE("client attributes: the creator changes mode - owner - times on its ow
   CHECK(a->Release(fh).ok());
 }
 
+// Attributes the MDS gave before a change this client made come back after
+// it: a listing of the directory answered just before a rename, and the
+// size report of a write-back. The rename's reply does not carry the
+// replaced file or the directory, so their cached attributes must not be
+// trusted again from such replies (FileSystemClient::Invalidate). A second
+// thread lists the directory without pause so that its replies race with
+// every change; each change is checked right after it returns.
+TEST_CASE("client attributes: replies from before this client's rename - unlink - create are not trusted after it",
+          "[fuse][leases][attrs]") {
+  auto cluster = StartClusterWithFs();
+  auto a = Connect(*cluster);
+  const client::Creds root;
+  auto dir = a->Mkdir(root, a->root(), "d", 0755);
+  REQUIRE(dir.ok());
+  a->Remember(*dir);  // held, as the kernel holds what it looked up
+  const uint64_t d = dir->ino();
+  for (int i = 0; i < 200; ++i) {
+    auto f = a->Create(root, d, absl::StrCat("filler", i), 0644, O_CREAT | O_EXCL | O_WRONLY);
+    REQUIRE(f.ok());
+    REQUIRE(a->Release(f->fh).ok());
+  }
+  std::atomic<bool> stop{false};
+  std::atomic<int> listings{0};
+  // The root's listing carries the directory's attributes, its own those
+  // of the files.
+  std::thread lister([&] {
+    while (!stop.load()) {
+      for (uint64_t listed : {a->root(), d}) {
+        uint64_t cookie = 0;
+        for (bool eof = false; !eof && !stop.load();) {
+          auto page = a->Readdir(root, listed, cookie, 512, /*with_attrs=*/true);
+          if (!page.ok() || page->entries.empty()) break;
+          cookie = page->entries.back().cookie();
+          eof = page->eof;
+        }
+      }
+      listings.fetch_add(1);
+    }
+  });
+  auto nlink = [&](uint64_t ino) -> int64_t {
+    auto at = a->Getattr(root, ino);
+    return at.ok() ? static_cast<int64_t>(at->nlink()) : -StatusToErrno(at.status());
+  };
+  auto dir_mtime = [&]() -> int64_t {
+    auto at = a->Getattr(root, d);
+    return at.ok() ? at->mtime_ns() : 0;
+  };
+  int stale_nlink = 0, stale_mtime = 0;
+  for (int i = 0; i < 60; ++i) {
+    // Held open with bytes written back after the close of another handle.
+    auto victim = a->Create(root, d, absl::StrCat("v", i), 0644, O_CREAT | O_EXCL | O_RDWR);
+    REQUIRE(victim.ok());
+    if (dir_mtime() < victim->attr.ctime_ns()) ++stale_mtime;
+    REQUIRE(a->Write(root, victim->fh, 0, "written back").ok());
+    auto other = a->Open(root, victim->attr.ino(), O_RDONLY);
+    REQUIRE(other.ok());
+    REQUIRE(a->Release(other->fh).ok());
+    if (i % 2 == 0) {
+      auto repl = a->Create(root, d, absl::StrCat("r", i), 0644, O_CREAT | O_EXCL | O_WRONLY);
+      REQUIRE(repl.ok());
+      REQUIRE(a->Release(repl->fh).ok());
+      REQUIRE(a->Rename(root, d, absl::StrCat("r", i), d, absl::StrCat("v", i), 0).ok());
+      auto moved = a->Lookup(root, d, absl::StrCat("v", i));
+      REQUIRE(moved.ok());
+      if (dir_mtime() < moved->ctime_ns()) ++stale_mtime;
+    } else {
+      REQUIRE(a->Unlink(root, d, absl::StrCat("v", i)).ok());
+    }
+    if (nlink(victim->attr.ino()) != 0) ++stale_nlink;
+    REQUIRE(a->Release(victim->fh).ok());
+  }
+  stop = true;
+  lister.join();
+  INFO("listings " << listings.load());
+  CHECK(listings.load() > 60);  // the replies did race with the changes
+  CHECK(stale_nlink == 0);
+  CHECK(stale_mtime == 0);
+}
+
 TEST_CASE("fuse attributes: a creator's own chmod - chown - utimes reach the other mount and survive close",
           "[fuse][leases][attrs]") {
   TwoMounts f;
