@@ -374,12 +374,12 @@ absl::StatusOr<Attr> FileSystemClient::Setattr(const Creds& c, uint64_t ino,
     return WithPending(std::move(after));
   }
   // A truncate: the MDS gets the new size first, so that no reader sees data
-  // past it, then the objects beyond it are trimmed (a truncate up trims
-  // nothing; the hole reads as zeros).
-  ASSIGN_OR_RETURN(Attr before, FetchAttr(c, ino));
-  ASSIGN_OR_RETURN(Attr after, CallAttr(c, std::move(r)));
-  if (cache != nullptr) cache->Truncated(after.size());
-  RETURN_IF_ERROR(TrimAfterTruncate(before, after));
+  // past it, then the objects beyond it are trimmed up to the size it
+  // replaced (a truncate up trims nothing; the hole reads as zeros).
+  ASSIGN_OR_RETURN(pb::MetaReply reply, Call(c, std::move(r)));
+  const Attr after = CacheAttr(reply);
+  if (cache != nullptr) cache->Truncated(reply.attr().size());
+  RETURN_IF_ERROR(TrimAfterTruncate(reply.attr(), reply.prior_size()));
   return after;
 }
 
@@ -464,10 +464,10 @@ void FileSystemClient::DropAttrAuthorities() {
   }
 }
 
-absl::Status FileSystemClient::TrimAfterTruncate(const Attr& before, const Attr& after) {
-  if (after.size() >= before.size()) return absl::OkStatus();
+absl::Status FileSystemClient::TrimAfterTruncate(const Attr& after, uint64_t prior_size) {
+  if (after.size() >= prior_size) return absl::OkStatus();
   ASSIGN_OR_RETURN(FileData data, DataOf(after));
-  return io_.Trim(data, before.size(), after.size());
+  return io_.Trim(data, prior_size, after.size());
 }
 
 absl::StatusOr<Attr> FileSystemClient::Mknod(const Creds& c, uint64_t parent,

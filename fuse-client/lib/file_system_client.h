@@ -429,7 +429,9 @@ class FileSystemClient {
   std::vector<pb::OpenRef> OpenFiles();
   // Applies O_TRUNC to a handle just opened (releasing it on failure).
   absl::StatusOr<Opened> TruncateOnOpen(const Creds& c, Opened opened, int flags);
-  absl::Status TrimAfterTruncate(const Attr& before, const Attr& after);
+  // After the MDS cut the size to after.size(): the objects' bytes from
+  // there up to `prior_size`, the size the MDS replaced, are removed.
+  absl::Status TrimAfterTruncate(const Attr& after, uint64_t prior_size);
   // What Release does before telling the MDS: the handle goes, its data is
   // flushed. Returns the handle, or EBADF.
   absl::StatusOr<std::shared_ptr<OpenFile>> EndHandle(FileHandle fh, absl::Status* flushed);

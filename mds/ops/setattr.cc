@@ -56,7 +56,10 @@ absl::Status DoSetattr(OpContext& ctx, const pb::SetattrOp& op, pb::MetaReply* r
   if (!decided.acl_access.empty()) {
     SetXattr(edit, kXattrPosixAclAccess, decided.acl_access);
   }
-  if (valid & pb::SA_SIZE) ApplySize(ctx, op, before, edit);
+  if (valid & pb::SA_SIZE) {
+    ApplySize(ctx, op, before, edit);
+    reply->set_prior_size(before.size());
+  }
   if (valid & pb::SA_ATIME) edit->set_atime_ns(op.atime_ns());
   if (valid & pb::SA_MTIME) edit->set_mtime_ns(op.mtime_ns());
   if (valid & pb::SA_ATIME_NOW) edit->set_atime_ns(ctx.now_ns());
