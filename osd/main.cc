@@ -136,6 +136,12 @@ int main(int argc, char** argv) {
       return Fail("WEFT_FAULT_SLOW_DISK_MS must be a number of milliseconds");
     }
   }
+  if (const char* delay = std::getenv("WEFT_FAULT_RECOVERY_DELAY_MS"); delay != nullptr) {
+    if (!absl::SimpleAtoi(delay, &options.fault_recovery_delay_ms) ||
+        options.fault_recovery_delay_ms < 0) {
+      return Fail("WEFT_FAULT_RECOVERY_DELAY_MS must be a number of milliseconds");
+    }
+  }
   if (auto status = options.Validate(); !status.ok()) {
     return Fail(std::string(status.message()));
   }

@@ -301,7 +301,11 @@ absl::Status Pg::Peer(uint64_t interval_id) {
             << " auth=osd." << members[auth].osd.value() << " recovering=" << recover;
   if (recover) {
     auto self_ptr = shared_from_this();
-    ctx_.background->Submit([self_ptr, interval_id] { self_ptr->RecoverAll(interval_id); });
+    const int64_t delay_ms = ctx_.options->fault_recovery_delay_ms;
+    ctx_.background->Submit([self_ptr, interval_id, delay_ms] {
+      if (delay_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(delay_ms));
+      self_ptr->RecoverAll(interval_id);
+    });
   }
   return absl::OkStatus();
 }
