@@ -45,6 +45,22 @@ PoolId MakeEcPool(Cluster& c, client::ObjectClient& client, const std::string& n
   return *pool;
 }
 
+// A cluster of 6 OSDs with the EC 4+2 pool "ec" of `pg_num` PGs (failure
+// domain osd), clean, and a client.
+struct Ec42 {
+  explicit Ec42(int pg_num) {
+    auto started = Cluster::Start({.osds = 6});
+    REQUIRE(started.ok());
+    cluster = std::move(*started);
+    client = cluster->Client();
+    REQUIRE(client != nullptr);
+    pool = MakeEcPool(*cluster, *client, "ec", "4+2", pg_num);
+  }
+  std::unique_ptr<Cluster> cluster;
+  std::unique_ptr<client::ObjectClient> client;
+  PoolId pool{};
+};
+
 // The index (in the cluster) of OSD `id`.
 int IndexOf(Cluster& c, OsdId id, int osds) {
   for (int i = 0; i < osds; ++i) {
@@ -194,11 +210,10 @@ TEST_CASE("erasure pool profiles: bad ones refused with the reason - pool ls sho
 TEST_CASE("erasure 4+2: 200 mixed objects survive two killed shard OSDs - a 1-byte read moves "
           "at most one chunk",
           "[cluster][ec]") {
-  auto started = Cluster::Start({.osds = 6});
-  REQUIRE(started.ok());
-  Cluster& c = **started;
-  auto client = c.Client();
-  PoolId pool = MakeEcPool(c, *client, "ec", "4+2", 16);
+  Ec42 f(16);
+  Cluster& c = *f.cluster;
+  auto& client = f.client;
+  const PoolId pool = f.pool;
   std::mt19937 rng(42);
   std::map<std::string, std::string> objects;
   const std::vector<size_t> edge = {0, 1, 4095, 4096, kChunk - 1, kChunk, kChunk + 1,
@@ -279,11 +294,10 @@ TEST_CASE("erasure 4+2: 200 mixed objects survive two killed shard OSDs - a 1-by
 
 TEST_CASE("erasure 4+2: overwrites while a shard OSD is down are rebuilt on its return",
           "[cluster][ec]") {
-  auto started = Cluster::Start({.osds = 6});
-  REQUIRE(started.ok());
-  Cluster& c = **started;
-  auto client = c.Client();
-  PoolId pool = MakeEcPool(c, *client, "ec", "4+2", 8);
+  Ec42 f(8);
+  Cluster& c = *f.cluster;
+  auto& client = f.client;
+  const PoolId pool = f.pool;
   std::map<std::string, std::string> objects;
   for (int i = 0; i < 12; ++i) {
     std::string name = absl::StrCat("o", i);
@@ -339,11 +353,10 @@ TEST_CASE("erasure 4+2: overwrites while a shard OSD is down are rebuilt on its 
 TEST_CASE("erasure 4+2: a primary back without the shards written while it was down lists and "
           "reads them before it rebuilds them",
           "[cluster][ec]") {
-  auto started = Cluster::Start({.osds = 6});
-  REQUIRE(started.ok());
-  Cluster& c = **started;
-  auto client = c.Client();
-  PoolId pool = MakeEcPool(c, *client, "ec", "4+2", 8);
+  Ec42 f(8);
+  Cluster& c = *f.cluster;
+  auto& client = f.client;
+  const PoolId pool = f.pool;
   std::map<std::string, std::string> objects;
   for (int i = 0; i < 16; ++i) {
     const std::string name = absl::StrCat("a", i);
@@ -456,11 +469,10 @@ TEST_CASE("erasure 4+2 with inline shard data: small objects survive overwrites 
 TEST_CASE("erasure 4+2: the primary killed during partial-stripe writes leaves every stripe "
           "old or new",
           "[cluster][ec]") {
-  auto started = Cluster::Start({.osds = 6});
-  REQUIRE(started.ok());
-  Cluster& c = **started;
-  auto client = c.Client();
-  PoolId pool = MakeEcPool(c, *client, "ec", "4+2", 4);
+  Ec42 f(4);
+  Cluster& c = *f.cluster;
+  auto& client = f.client;
+  const PoolId pool = f.pool;
   const uint64_t w = 4 * kChunk;
   // The region rewritten each time covers the end of stripe 1 and the start
   // of stripe 2: every write is a partial-stripe write on two stripes.
@@ -507,11 +519,10 @@ TEST_CASE("erasure 4+2: the primary killed during partial-stripe writes leaves e
 TEST_CASE("erasure 4+2: a primary dying after a partial-stripe write reached N shards: rolled "
           "back below k - forward from k",
           "[cluster][ec]") {
-  auto started = Cluster::Start({.osds = 6});
-  REQUIRE(started.ok());
-  Cluster& c = **started;
-  auto client = c.Client();
-  PoolId pool = MakeEcPool(c, *client, "ec", "4+2", 4);
+  Ec42 f(4);
+  Cluster& c = *f.cluster;
+  auto& client = f.client;
+  const PoolId pool = f.pool;
   const uint64_t w = 4 * kChunk;
   const uint64_t region_off = w - 5000, region_len = 2 * kChunk + 10000;
   const std::string name = "victim";
@@ -547,11 +558,10 @@ TEST_CASE("erasure 4+2: a primary dying after a partial-stripe write reached N s
 TEST_CASE("erasure 4+2: a primary dying after a remove reached N shards: the remove rolls forward "
           "from any N",
           "[cluster][ec]") {
-  auto started = Cluster::Start({.osds = 6});
-  REQUIRE(started.ok());
-  Cluster& c = **started;
-  auto client = c.Client();
-  PoolId pool = MakeEcPool(c, *client, "ec", "4+2", 4);
+  Ec42 f(4);
+  Cluster& c = *f.cluster;
+  auto& client = f.client;
+  const PoolId pool = f.pool;
   const std::string kept_data = RandomBytes(5 * 4 * kChunk + 77, 12);
   REQUIRE(client->Put(pool, "kept", kept_data).ok());
   for (int shards = 1; shards <= 5; ++shards) {
@@ -591,11 +601,10 @@ TEST_CASE("erasure 4+2: a primary dying after a remove reached N shards: the rem
 
 TEST_CASE("erasure 4+2: shard requests for the wrong shard id are refused and change nothing",
           "[cluster][ec]") {
-  auto started = Cluster::Start({.osds = 6});
-  REQUIRE(started.ok());
-  Cluster& c = **started;
-  auto client = c.Client();
-  PoolId pool = MakeEcPool(c, *client, "ec", "4+2", 4);
+  Ec42 f(4);
+  Cluster& c = *f.cluster;
+  auto& client = f.client;
+  const PoolId pool = f.pool;
   const std::string data = RandomBytes(300000, 5);
   REQUIRE(client->Put(pool, "x", data).ok());
   const placement::PgMapping mapping = Mapping(*client, pool, "x");
