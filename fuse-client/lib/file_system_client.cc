@@ -1,6 +1,7 @@
 #include "fuse-client/lib/file_system_client.h"
 
 #include <fcntl.h>
+#include <linux/fs.h>  // RENAME_EXCHANGE: the wire carries renameat2's flags
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -225,6 +226,15 @@ void FileSystemClient::Invalidate(uint64_t ino) {
   it->second.stale_below = next;
 }
 
+void FileSystemClient::KeepGone(const Attr& last) {
+  absl::MutexLock lock(&mu_);
+  auto it = inodes_.find(last.ino());
+  if (it == inodes_.end()) return;
+  it->second.attr = last;
+  it->second.fetched = absl::Now();
+  it->second.gone = true;
+}
+
 void FileSystemClient::ForgetVersions() {
   const uint64_t next = meta_->TidsIssued();
   absl::MutexLock lock(&mu_);
@@ -314,7 +324,8 @@ absl::StatusOr<Attr> FileSystemClient::Lookup(const Creds& c, uint64_t parent,
 
 FileSystemClient::CachedInode* FileSystemClient::TrustedLocked(uint64_t ino) {
   auto it = inodes_.find(ino);
-  if (it == inodes_.end() || absl::Now() - it->second.fetched >= options_.attr_ttl) return nullptr;
+  if (it == inodes_.end()) return nullptr;
+  if (!it->second.gone && absl::Now() - it->second.fetched >= options_.attr_ttl) return nullptr;
   return &it->second;
 }
 
@@ -533,7 +544,9 @@ absl::Status FileSystemClient::Rmdir(const Creds& c, uint64_t parent, const std:
   pb::MetaRequest r;
   r.mutable_rmdir()->set_parent(parent);
   r.mutable_rmdir()->set_name(name);
-  return CallInDir(c, std::move(r), parent).status();
+  ASSIGN_OR_RETURN(pb::MetaReply reply, CallInDir(c, std::move(r), parent));
+  if (reply.attr().ino() != 0) KeepGone(reply.attr());
+  return absl::OkStatus();
 }
 
 absl::Status FileSystemClient::Rename(const Creds& c, uint64_t parent, const std::string& name,
@@ -557,6 +570,13 @@ absl::Status FileSystemClient::Rename(const Creds& c, uint64_t parent, const std
   // rename may come back after this, and is not trusted.
   if (replaced.ok()) Invalidate(replaced->ino());
   if (!reply.ok()) return reply.status();
+  if (replaced.ok() && S_ISDIR(replaced->mode()) && (flags & RENAME_EXCHANGE) == 0) {
+    // An empty directory replaced: removed, at the rename's time.
+    Attr last = *replaced;
+    last.set_nlink(0);
+    last.set_ctime_ns(reply->attr().ctime_ns());
+    KeepGone(last);
+  }
   // The moved inode's ctime changed: the reply carries its new attributes.
   if (reply->attr().ino() != 0) CacheAttr(*reply);
   return absl::OkStatus();
@@ -571,6 +591,11 @@ absl::StatusOr<std::string> FileSystemClient::Readlink(const Creds& c, uint64_t 
 
 absl::StatusOr<DirPage> FileSystemClient::Readdir(const Creds& c, uint64_t ino, uint64_t cookie,
                                                   uint32_t max_entries, bool with_attrs) {
+  {
+    absl::MutexLock lock(&mu_);
+    auto it = inodes_.find(ino);
+    if (it != inodes_.end() && it->second.gone) return DirPage{.entries = {}, .eof = true};
+  }
   pb::MetaRequest r;
   pb::ReaddirOp* op = r.mutable_readdir();
   op->set_ino(ino);

@@ -316,12 +316,17 @@ class FileSystemClient {
     // Replies to requests numbered below this (MetaRequest.tid) may
     // predate a change this client made, and are not trusted (Invalidate).
     uint64_t stale_below = 0;
+    // A directory this client removed (rmdir, or replaced by a rename):
+    // the MDS no longer knows it, and `attr` (nlink 0) stands while it is
+    // held (KeepGone).
+    bool gone = false;
     // Keeps `a`, the answer to request `tid`, unless a newer version is
     // cached (the version grows with each change): `attr` is the newest
     // known. It is trusted if `tid` was sent after the last Invalidate, as
     // an older request may have been answered before the change. Returns
     // the newest attributes.
     const Attr& Offer(const Attr& a, uint64_t tid) {
+      if (gone) return attr;
       const bool fresh = tid >= stale_below;
       if (a.version() > attr.version() || (a.version() == attr.version() && fresh)) {
         attr = a;
@@ -352,6 +357,9 @@ class FileSystemClient {
   // again, and replies to requests sent before this are not cached, as
   // the MDS may have answered them before the change.
   void Invalidate(uint64_t ino);
+  // `last` is how the directory last.ino() ended (nlink 0): kept, if held,
+  // as its attributes from now on (CachedInode::gone).
+  void KeepGone(const Attr& last);
   // The MDS may have restarted, and numbers versions on from what it had
   // made durable: every cached inode is invalidated, its version forgotten.
   void ForgetVersions();

@@ -39,7 +39,7 @@ absl::Status DoUnlink(OpContext& ctx, const pb::UnlinkOp& op, pb::MetaReply* rep
   return absl::OkStatus();
 }
 
-absl::Status DoRmdir(OpContext& ctx, const pb::RmdirOp& op, pb::MetaReply*) {
+absl::Status DoRmdir(OpContext& ctx, const pb::RmdirOp& op, pb::MetaReply* reply) {
   if (op.name() == ".") return Err(EINVAL, "rmdir .");
   if (op.name() == "..") return Err(ENOTEMPTY, "rmdir ..");
   RETURN_IF_ERROR(ValidateName(op.name()));
@@ -56,6 +56,13 @@ absl::Status DoRmdir(OpContext& ctx, const pb::RmdirOp& op, pb::MetaReply*) {
   ctx.UnlinkDentry(op.parent(), op.name());
   ctx.RemoveInode(inode.ino());
   ctx.RStat(op.parent(), 0, 0, -1);
+  // The directory as it ends, for a client that holds it open: fstat of it
+  // gives nlink 0 (as on Linux), and nothing can ask the MDS any more.
+  pb::InodeRec last = inode;
+  last.set_nlink(0);
+  last.set_ctime_ns(ctx.now_ns());
+  last.set_version(inode.version() + 1);
+  FillAttr(last, reply->mutable_attr());
   return absl::OkStatus();
 }
 

@@ -708,6 +708,34 @@ TEST_CASE("fuse posix: open flags - truncate at every boundary - sparse and open
     close(fd);
   }
 
+  // A directory removed while open, by rmdir or by a rename over it: fstat
+  // gives nlink 0, also past the attribute timeout (the MDS no longer
+  // knows it), and it lists nothing, as on Linux.
+  {
+    REQUIRE(mkdir(f.C("gone"), 0755) == 0);
+    REQUIRE(mkdir(f.C("over"), 0755) == 0);
+    REQUIRE(mkdir(f.C("mover"), 0755) == 0);
+    const int gone = open(f.C("gone"), O_RDONLY | O_DIRECTORY);
+    const int over = open(f.C("over"), O_RDONLY | O_DIRECTORY);
+    REQUIRE(gone >= 0);
+    REQUIRE(over >= 0);
+    REQUIRE(rmdir(f.C("gone")) == 0);
+    REQUIRE(rename(f.C("mover"), f.C("over")) == 0);
+    for (int round = 0; round < 2; ++round) {
+      INFO("round " << round);
+      for (int dfd : {gone, over}) {
+        CHECK(fstat(dfd, &st) == 0);
+        CHECK(st.st_nlink == 0);
+        CHECK(S_ISDIR(st.st_mode));
+      }
+      absl::SleepFor(absl::Milliseconds(1500));  // past the 1 s attribute timeout
+    }
+    CHECK(DirNames(absl::StrCat("/proc/self/fd/", gone)).empty());
+    CHECK(Err(openat(gone, "new", O_CREAT | O_WRONLY, 0644)) == ENOENT);
+    close(gone);
+    close(over);
+  }
+
   // Unlinked but open: read, write, truncate through the descriptor; nlink 0.
   {
     WriteFile(f.P("ghost"), "boo");
