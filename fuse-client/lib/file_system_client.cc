@@ -1,7 +1,6 @@
 #include "fuse-client/lib/file_system_client.h"
 
 #include <fcntl.h>
-#include <linux/fs.h>  // RENAME_EXCHANGE: the wire carries renameat2's flags
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -555,7 +554,6 @@ absl::Status FileSystemClient::Rename(const Creds& c, uint64_t parent, const std
   // A sticky directory checks the owners of both names, and both move.
   RETURN_IF_ERROR(SettleCreated(parent, name));
   RETURN_IF_ERROR(SettleCreated(new_parent, new_name));
-  auto replaced = Lookup(c, new_parent, new_name);
   pb::MetaRequest r;
   pb::RenameOp* op = r.mutable_rename();
   op->set_parent(parent);
@@ -565,20 +563,18 @@ absl::Status FileSystemClient::Rename(const Creds& c, uint64_t parent, const std
   op->set_flags(flags);
   absl::StatusOr<pb::MetaReply> reply = Call(c, std::move(r));
   Invalidate(parent);
-  Invalidate(new_parent);
-  // Its link count went down; a write-back of it answered before the
-  // rename may come back after this, and is not trusted.
-  if (replaced.ok()) Invalidate(replaced->ino());
+  if (new_parent != parent) Invalidate(new_parent);
   if (!reply.ok()) return reply.status();
-  if (replaced.ok() && S_ISDIR(replaced->mode()) && (flags & RENAME_EXCHANGE) == 0) {
-    // An empty directory replaced: removed, at the rename's time.
-    Attr last = *replaced;
-    last.set_nlink(0);
-    last.set_ctime_ns(reply->attr().ctime_ns());
-    KeepGone(last);
-  }
-  // The moved inode's ctime changed: the reply carries its new attributes.
+  // The moved inode's ctime changed, and the replaced one's link count: the
+  // reply carries both at their new versions, newer than any write-back
+  // report of the replaced file answered before the rename.
   if (reply->attr().ino() != 0) CacheAttr(*reply);
+  const Attr& replaced = reply->replaced();
+  if (S_ISDIR(replaced.mode()) && replaced.nlink() == 0) {
+    KeepGone(replaced);  // an empty directory, removed
+  } else if (replaced.ino() != 0) {
+    CacheAttr(replaced, reply->tid());
+  }
   return absl::OkStatus();
 }
 

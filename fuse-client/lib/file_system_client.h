@@ -353,9 +353,9 @@ class FileSystemClient {
   Attr Newest(Attr attr);
   // The cached attributes of `ino` are known wrong after a change this
   // client made that the MDS answered without them (a name in the
-  // directory `ino`, the replaced inode of a rename): they are fetched
-  // again, and replies to requests sent before this are not cached, as
-  // the MDS may have answered them before the change.
+  // directory `ino`): they are fetched again, and replies to requests sent
+  // before this are not trusted, as the MDS may have answered them before
+  // the change.
   void Invalidate(uint64_t ino);
   // `last` is how the directory last.ino() ended (nlink 0): kept, if held,
   // as its attributes from now on (CachedInode::gone).

@@ -36,6 +36,11 @@ absl::Status DoWritten(OpContext& ctx, const pb::WrittenOp& op, pb::MetaReply* r
 absl::StatusOr<const pb::InodeRec*> ParentFor(OpContext& ctx, uint64_t parent, bool modify);
 // A directory's mtime and ctime set to now.
 void TouchDir(OpContext& ctx, const pb::InodeRec& dir);
+// Removes the empty directory `dir` from `parent` (its link count and
+// statistics; the dentry is the caller's) and fills `last` with how it
+// ends, nlink 0, for a client that holds it open (mds/ops/unlink.cc).
+void RemoveDir(OpContext& ctx, const pb::InodeRec& parent, const pb::InodeRec& dir,
+               pb::Attr* last);
 
 // Layouts (mds/ops/layout.cc).
 // What a new file in `dir` gets: the dir_layout of `dir` or of its nearest

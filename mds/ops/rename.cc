@@ -59,6 +59,7 @@ absl::Status Exchange(OpContext& ctx, const pb::RenameOp& op, const pb::InodeRec
   Reparent(ctx, a, op.parent(), op.new_parent());
   Reparent(ctx, b, op.new_parent(), op.parent());
   FillAttr(*a, reply->mutable_attr());
+  FillAttr(*b, reply->mutable_replaced());
   return absl::OkStatus();
 }
 
@@ -71,8 +72,10 @@ absl::Status CheckReplace(OpContext& ctx, const pb::InodeRec& src, const pb::Ino
 
 }  // namespace
 
-// The reply carries the moved inode's new attributes (its ctime changed), so
-// that a client can refresh what it caches of it.
+// The reply carries the moved inode's new attributes (its ctime changed), and
+// as `replaced` those of the inode the new name pointed to (its nlink went
+// down; a removed directory's last ones; the other inode of an exchange), so
+// that a client can refresh what it caches of them.
 absl::Status DoRename(OpContext& ctx, const pb::RenameOp& op, pb::MetaReply* reply) {
   if ((op.flags() & ~(kNoReplace | kExchange)) != 0 ||
       (op.flags() & (kNoReplace | kExchange)) == (kNoReplace | kExchange)) {
@@ -117,13 +120,11 @@ absl::Status DoRename(OpContext& ctx, const pb::RenameOp& op, pb::MetaReply* rep
   if (op.flags() & kExchange) return Exchange(ctx, op, src, dst, reply);
   if (dst_d) {
     RETURN_IF_ERROR(CheckReplace(ctx, src, dst));
-    pb::InodeRec* victim = ctx.Edit(dst);
     if (IsDir(dst)) {
-      ctx.Edit(to_copy)->set_nlink(ctx.Edit(to_copy)->nlink() - 1);
-      ctx.RemoveInode(dst.ino());
-      ctx.RStat(op.new_parent(), 0, 0, -1);
+      RemoveDir(ctx, to_copy, dst, reply->mutable_replaced());
     } else {
-      ctx.DropLink(victim);
+      pb::InodeRec* victim = ctx.Edit(dst);
+      if (ctx.DropLink(victim)) FillAttr(*victim, reply->mutable_replaced());
       ctx.RStat(op.new_parent(), -static_cast<int64_t>(IsReg(dst) ? dst.size() : 0), -1, 0);
     }
   }

@@ -24,6 +24,20 @@ absl::StatusOr<Victim> FindVictim(OpContext& ctx, uint64_t parent, const std::st
 
 }  // namespace
 
+void RemoveDir(OpContext& ctx, const pb::InodeRec& parent, const pb::InodeRec& dir,
+               pb::Attr* last) {
+  pb::InodeRec* p = ctx.Edit(parent);
+  p->set_nlink(p->nlink() - 1);
+  ctx.RemoveInode(dir.ino());
+  ctx.RStat(parent.ino(), 0, 0, -1);
+  // fstat of it gives nlink 0 on Linux, and nothing can ask the MDS any more.
+  pb::InodeRec end = dir;
+  end.set_nlink(0);
+  end.set_ctime_ns(ctx.now_ns());
+  end.set_version(dir.version() + 1);
+  FillAttr(end, last);
+}
+
 absl::Status DoUnlink(OpContext& ctx, const pb::UnlinkOp& op, pb::MetaReply* reply) {
   RETURN_IF_ERROR(ValidateName(op.name()));
   ASSIGN_OR_RETURN(Victim v, FindVictim(ctx, op.parent(), op.name()));
@@ -49,20 +63,9 @@ absl::Status DoRmdir(OpContext& ctx, const pb::RmdirOp& op, pb::MetaReply* reply
   const pb::InodeRec inode = *v.inode;
   const pb::InodeRec dir = *v.dir;
   RETURN_IF_ERROR(ctx.CheckEmpty(inode.ino()));
-  pb::InodeRec* parent = ctx.Edit(dir);
-  parent->set_mtime_ns(ctx.now_ns());
-  parent->set_ctime_ns(ctx.now_ns());
-  parent->set_nlink(parent->nlink() - 1);
+  TouchDir(ctx, dir);
   ctx.UnlinkDentry(op.parent(), op.name());
-  ctx.RemoveInode(inode.ino());
-  ctx.RStat(op.parent(), 0, 0, -1);
-  // The directory as it ends, for a client that holds it open: fstat of it
-  // gives nlink 0 (as on Linux), and nothing can ask the MDS any more.
-  pb::InodeRec last = inode;
-  last.set_nlink(0);
-  last.set_ctime_ns(ctx.now_ns());
-  last.set_version(inode.version() + 1);
-  FillAttr(last, reply->mutable_attr());
+  RemoveDir(ctx, dir, inode, reply->mutable_attr());
   return absl::OkStatus();
 }
 

@@ -133,8 +133,11 @@ TEST_CASE("rename: over files and empty directories - across directories - flags
   uint64_t x = Ino(fs.Create(a, "x"));
   uint64_t y = Ino(fs.Create(b, "y"));
 
-  // Across directories, replacing a file: the old target is gone.
-  REQUIRE(fs.Rename(a, "x", b, "y").ok());
+  // Across directories, replacing a file: the old target is gone, and the
+  // reply names nothing replaced (as unlink's names nothing).
+  auto replaced = fs.Rename(a, "x", b, "y");
+  REQUIRE(replaced.ok());
+  CHECK(replaced->ino() == 0);
   CHECK(Ino(fs.Lookup(b, "y")) == x);
   CHECK(Errno(fs.Lookup(a, "x")) == ENOENT);
   CHECK(Errno(fs.Getattr(y)) == ESTALE);
@@ -147,6 +150,15 @@ TEST_CASE("rename: over files and empty directories - across directories - flags
   REQUIRE(fs.Rename(b, "y", b, "y2").ok());
   CHECK(Ino(fs.Lookup(b, "y")) == x);
   CHECK(fs.Getattr(x)->nlink() == 2);
+  // Over a file that lives on through another link: the reply carries it,
+  // one link less, at the version the MDS now has.
+  REQUIRE(fs.Create(a, "w").ok());
+  replaced = fs.Rename(a, "w", b, "y2");  // x keeps "y"
+  REQUIRE(replaced.ok());
+  CHECK(replaced->ino() == x);
+  CHECK(replaced->nlink() == 1);
+  CHECK(replaced->version() == fs.Getattr(x)->version());
+  REQUIRE(fs.Unlink(b, "y2").ok());
 
   // Directories: over an empty one, not over a non-empty one, nor kinds mixed.
   uint64_t d1 = Ino(fs.Mkdir(a, "d1"));
@@ -156,7 +168,10 @@ TEST_CASE("rename: over files and empty directories - across directories - flags
   CHECK(Errno(fs.Rename(a, "d1", b, "y")) == ENOTDIR);
   CHECK(fs.Getattr(a)->nlink() == 3);
   CHECK(fs.Getattr(b)->nlink() == 3);
-  REQUIRE(fs.Rename(a, "d1", b, "d2").ok());  // d2 is empty: replaced
+  replaced = fs.Rename(a, "d1", b, "d2");  // d2 is empty: replaced
+  REQUIRE(replaced.ok());
+  CHECK(replaced->ino() == d2);  // as it ends, for a client holding it open
+  CHECK(replaced->nlink() == 0);
   CHECK(Ino(fs.Lookup(b, "d2")) == d1);
   CHECK(Errno(fs.Getattr(d2)) == ESTALE);
   CHECK(fs.Getattr(a)->nlink() == 2);
@@ -177,7 +192,9 @@ TEST_CASE("rename: over files and empty directories - across directories - flags
   CHECK(Ino(fs.Lookup(a, "fresh")) == x);
   CHECK(Errno(fs.Rename(a, "fresh", b, "nothing", kExchange)) == ENOENT);
   CHECK(Errno(fs.Rename(a, "fresh", b, "d2", kExchange | kNoReplace)) == EINVAL);
-  REQUIRE(fs.Rename(a, "fresh", b, "d2", kExchange).ok());
+  replaced = fs.Rename(a, "fresh", b, "d2", kExchange);
+  REQUIRE(replaced.ok());
+  CHECK(replaced->ino() == d1);  // the other inode, moved too
   CHECK(Ino(fs.Lookup(a, "fresh")) == d1);
   CHECK(Ino(fs.Lookup(b, "d2")) == x);
   CHECK(Ino(fs.Lookup(d1, "..")) == a);

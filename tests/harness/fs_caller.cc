@@ -133,8 +133,9 @@ absl::Status FsCaller::Rmdir(uint64_t parent, const std::string& name) {
   return Call(r).status();
 }
 
-absl::Status FsCaller::Rename(uint64_t parent, const std::string& name, uint64_t new_parent,
-                              const std::string& new_name, uint32_t flags) {
+absl::StatusOr<pb::Attr> FsCaller::Rename(uint64_t parent, const std::string& name,
+                                          uint64_t new_parent, const std::string& new_name,
+                                          uint32_t flags) {
   pb::MetaRequest r;
   auto* op = r.mutable_rename();
   op->set_parent(parent);
@@ -142,7 +143,8 @@ absl::Status FsCaller::Rename(uint64_t parent, const std::string& name, uint64_t
   op->set_new_parent(new_parent);
   op->set_new_name(new_name);
   op->set_flags(flags);
-  return Call(r).status();
+  ASSIGN_OR_RETURN(pb::MetaReply reply, Call(r));
+  return reply.replaced();
 }
 
 absl::StatusOr<std::string> FsCaller::Readlink(uint64_t ino) {

@@ -34,8 +34,10 @@ class FsCaller {
   absl::StatusOr<pb::Attr> Link(uint64_t ino, uint64_t parent, const std::string& name);
   absl::Status Unlink(uint64_t parent, const std::string& name);
   absl::Status Rmdir(uint64_t parent, const std::string& name);
-  absl::Status Rename(uint64_t parent, const std::string& name, uint64_t new_parent,
-                      const std::string& new_name, uint32_t flags = 0);
+  // The reply's `replaced`: what the new name pointed to, after the rename
+  // (no ino when there was nothing, or a file that is gone).
+  absl::StatusOr<pb::Attr> Rename(uint64_t parent, const std::string& name, uint64_t new_parent,
+                                  const std::string& new_name, uint32_t flags = 0);
   absl::StatusOr<std::string> Readlink(uint64_t ino);
   absl::StatusOr<pb::Attr> Chmod(uint64_t ino, uint32_t mode);
   absl::StatusOr<pb::Attr> Chown(uint64_t ino, int64_t uid, int64_t gid);  // -1 = unchanged
