@@ -20,6 +20,11 @@ absl::StatusOr<DaemonOptions> DaemonOptions::FromConfig(const Config& config) {
   ASSIGN_OR_RETURN(int64_t reconnect, config.GetInt("mds_reconnect_timeout", 10));
   ASSIGN_OR_RETURN(int64_t unsafe, config.GetInt("mds_unsafe_replies", 1));
   ASSIGN_OR_RETURN(int64_t delay, config.GetInt("mds_debug_journal_delay_ms", 0));
+  ASSIGN_OR_RETURN(int64_t inline_max,
+                   config.GetInt("mds_inline_max_bytes", static_cast<int64_t>(o.inline_max_bytes)));
+  if (inline_max < 0 || inline_max > (1 << 20)) {
+    return absl::InvalidArgumentError("mds_inline_max_bytes must be within [0, 1 MiB]");
+  }
   ASSIGN_OR_RETURN(int64_t batch, config.GetInt("mds_journal_batch_ms", o.journal_batch_ms));
   // Unset, the lease follows a short reconnect window down (see below).
   ASSIGN_OR_RETURN(int64_t lease, config.GetInt("mds_dir_lease_ms",
@@ -65,6 +70,7 @@ absl::StatusOr<DaemonOptions> DaemonOptions::FromConfig(const Config& config) {
   o.journal_batch_ms = batch;
   o.dir_lease_ms = lease;
   o.max_object_bytes = max_object;
+  o.inline_max_bytes = static_cast<uint64_t>(inline_max);
   return o;
 }
 
@@ -106,6 +112,7 @@ RankOptions MdsDaemon::RankOptionsFor(const pb::FsInfo& fs) {
   o.journal.batch_wait_ms = options_.unsafe_replies ? options_.journal_batch_ms : 0;
   o.dir_lease_ms = options_.dir_lease_ms;
   o.object_bytes_max = options_.max_object_bytes;
+  o.inline_max_bytes = options_.inline_max_bytes;
   return o;
 }
 

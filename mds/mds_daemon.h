@@ -35,6 +35,7 @@ struct DaemonOptions {
   int64_t journal_batch_ms = 10;         // mds_journal_batch_ms: unsafe events gather this long
   int64_t dir_lease_ms = 5000;           // mds_dir_lease_ms: directory leases (0: none)
   uint64_t max_object_bytes = 128ull << 20;  // osd_max_object_size: no layout above it
+  uint64_t inline_max_bytes = 64 << 10;  // mds_inline_max_bytes: small files' data in the MDS
 
   // Reads the mds_* and fs_default_* keys of the config.
   static absl::StatusOr<DaemonOptions> FromConfig(const Config& config);

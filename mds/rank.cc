@@ -175,6 +175,7 @@ absl::StatusOr<pb::SessionReply> MdsRank::SessionOpen(const std::string& client,
   reply.set_timeout_ms(options_.session_timeout_ms);
   reply.set_fs_id(options_.fs_id);
   reply.set_boot(boot_);
+  reply.set_inline_max_bytes(options_.inline_max_bytes);
   return reply;
 }
 
@@ -189,6 +190,7 @@ absl::StatusOr<pb::SessionReply> MdsRank::SessionRenew(uint64_t session) {
   reply.set_timeout_ms(options_.session_timeout_ms);
   reply.set_fs_id(options_.fs_id);
   reply.set_boot(boot_);
+  reply.set_inline_max_bytes(options_.inline_max_bytes);
   return reply;
 }
 
@@ -231,7 +233,7 @@ void MdsRank::ReleaseStrayLocked(uint64_t ino, uint64_t releasing, pb::JournalEv
   event->add_stray_remove(ino);
   event->add_removed_inodes(ino);
   CInode* inode = cache_.Inode(ino);
-  if (inode != nullptr && inode->rec.size() == 0) return;  // no data to purge
+  if (inode != nullptr && !HasDataObjects(inode->rec)) return;  // no data to purge
   pb::PurgeRec* purge = event->add_purge_add();
   purge->set_ino(ino);
   if (inode != nullptr) {

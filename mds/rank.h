@@ -43,6 +43,14 @@ namespace weft::mds {
 
 class OpContext;
 
+// Inline data to write to a file's first object, as of its inline_version.
+struct InlineMove {
+  uint64_t ino = 0;
+  PoolId pool;
+  std::string data;
+  uint64_t inline_version = 0;
+};
+
 struct RankOptions {
   uint32_t fs_id = 0;
   std::string fs_name;
@@ -71,6 +79,9 @@ struct RankOptions {
   JournalOptions journal;
   pb::FileLayout default_layout;          // pool 0 = data_pool, 4 MiB objects
   uint64_t object_bytes_max = 128ull << 20;  // osd_max_object_size: no layout above it
+  // New regular files keep up to this many bytes of data in their inode
+  // (InodeRec.data_inline), never more than their layout's stripe unit; 0: none.
+  uint64_t inline_max_bytes = 0;
 };
 
 // Capacity for statfs, from the cluster map manager.
@@ -137,7 +148,11 @@ class MdsRank {
   struct Load {
     std::vector<uint64_t> inodes;
     std::vector<std::pair<uint64_t, Frag>> frags;
+    std::vector<uint64_t> inline_data;
   };
+  // Writes a file's inline data to its first object (an operation's
+  // OpContext::MoveInline), outside mu_.
+  absl::Status WriteMove(const InlineMove& move);
   absl::Status LoadMissing(const Load& load);
   uint64_t CommitLocked(pb::JournalEvent* event) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void CloseSessionLocked(uint64_t session, pb::JournalEvent* event)
@@ -235,6 +250,10 @@ class MdsRank {
   // reconnect and session close; each is checked against its opens_write.
   absl::flat_hash_map<uint64_t, absl::flat_hash_set<uint64_t>> writers_ ABSL_GUARDED_BY(mu_);
   uint64_t next_recall_seq_ ABSL_GUARDED_BY(mu_) = 0;
+  // Files whose inline data a request is moving to objects: one at a time,
+  // so that no late write of old bytes lands after the move was recorded
+  // and clients wrote objects.
+  absl::flat_hash_set<uint64_t> moving_ ABSL_GUARDED_BY(mu_);
 
   absl::Mutex flush_mu_;  // one flush at a time; taken before mu_
   std::optional<FlushBatch> failed_batch_ ABSL_GUARDED_BY(flush_mu_);

@@ -177,8 +177,11 @@ bool MdsRank::RecallWritesLocked(const pb::MetaRequest& request, const pb::MetaR
                                  absl::flat_hash_set<RecallKey>* recalled) {
   // A flush's own report, and what cannot show a file's size.
   using R = pb::MetaRequest;
+  // A move of inline data comes from a flush too (the writers' own reports
+  // then find the file moved).
   if (writers_.empty() || request.op_case() == R::kWritten || request.op_case() == R::kRelease ||
-      request.op_case() == R::kSync) {
+      request.op_case() == R::kSync ||
+      (request.op_case() == R::kInlineData && request.inline_data().uninline())) {
     return false;
   }
   // What the reply shows, and what the operation looked at: a permission

@@ -1,10 +1,12 @@
 // MdsRank: running one request (see the flow in rank.h).
 #include <cerrno>
 
+#include "absl/cleanup/cleanup.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "common/log/log.h"
 #include "common/status/status.h"
+#include "common/striping/striping.h"
 #include "mds/ops/ops.h"
 #include "mds/rank.h"
 
@@ -33,6 +35,7 @@ absl::Status MdsRank::Dispatch(OpContext& ctx, const pb::MetaRequest& r, pb::Met
     case R::kOpen: return DoOpen(ctx, r.open(), reply);
     case R::kWritten: ctx.SetOp("written"); return DoWritten(ctx, r.written(), reply);
     case R::kAccess: return DoAccess(ctx, r.access(), reply);
+    case R::kInlineData: ctx.SetOp("inline"); return DoInline(ctx, r.inline_data(), reply);
     case R::kRelease: return absl::OkStatus();  // handled by RunOp
     case R::kSync: return absl::OkStatus();     // handled by RunOp
     case R::OP_NOT_SET: break;
@@ -82,8 +85,18 @@ void MdsRank::AfterCommitLocked(OpContext& ctx) {
 
 absl::Status MdsRank::RunOp(const pb::MetaRequest& request, pb::MetaReply* reply, bool replay) {
   absl::flat_hash_set<RecallKey> recalled;
+  // A move of inline data this request makes (moving_ holds the file until
+  // the request ends), and what it moved: (ino, inline_version).
+  uint64_t moving = 0;
+  std::optional<std::pair<uint64_t, uint64_t>> moved;
+  absl::Cleanup end_move = [&] {
+    if (moving == 0) return;
+    absl::MutexLock lock(&mu_);
+    moving_.erase(moving);
+  };
   for (int attempt = 0; attempt < 32; ++attempt) {
     Load load;
+    std::optional<InlineMove> move;
     uint64_t wait_seq = 0;
     {
       absl::MutexLock lock(&mu_);
@@ -123,11 +136,29 @@ absl::Status MdsRank::RunOp(const pb::MetaRequest& request, pb::MetaReply* reply
                                   : absl::ToUnixNanos(absl::Now());
           OpContext ctx(this, &cache_, request, now);
           if (replay) ctx.ReuseIno(request.replay_ino());
+          ctx.SetMoved(moved);
           absl::Status status = Dispatch(ctx, request, reply);
           if (IsNeedLoad(status) && ctx.loads_pending()) {
             load.inodes = ctx.load_inodes();
             load.frags = ctx.load_frags();
+            load.inline_data = ctx.load_inline();
             reply->Clear();
+          } else if (IsNeedMove(status) && ctx.move()) {
+            reply->Clear();
+            const uint64_t ino = ctx.move()->ino;
+            if (moving != ino) {
+              if (moving_.contains(ino)) {
+                // Another request moves it: its result decides this one.
+                auto free = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+                  return stopping_ || !moving_.contains(ino);
+                };
+                mu_.Await(absl::Condition(&free));
+                continue;
+              }
+              moving_.insert(ino);
+              moving = ino;
+            }
+            move = *ctx.move();
           } else if (!status.ok()) {
             if (!replay && RecallWritesLocked(request, *reply, ctx.touched(), &recalled)) {
               // Decided on a file another session may have changed on its own.
@@ -148,7 +179,13 @@ absl::Status MdsRank::RunOp(const pb::MetaRequest& request, pb::MetaReply* reply
                 event.set_session(request.session());
                 event.set_tid(request.tid());
                 event.set_oldest_tid(request.oldest_tid());
-                event.set_reply(reply->SerializeAsString());
+                if (reply->has_inline_data()) {
+                  pb::MetaReply kept = *reply;  // a retry reads the bytes again
+                  kept.clear_inline_data();
+                  event.set_reply(kept.SerializeAsString());
+                } else {
+                  event.set_reply(reply->SerializeAsString());
+                }
               }
               wait_seq = CommitLocked(&event);
               reply->set_time_ns(now);
@@ -169,8 +206,13 @@ absl::Status MdsRank::RunOp(const pb::MetaRequest& request, pb::MetaReply* reply
         }
       }
     }
-    if (!load.inodes.empty() || !load.frags.empty()) {
+    if (!load.inodes.empty() || !load.frags.empty() || !load.inline_data.empty()) {
       RETURN_IF_ERROR(LoadMissing(load));
+      continue;
+    }
+    if (move) {
+      RETURN_IF_ERROR(WriteMove(*move));
+      moved = std::make_pair(move->ino, move->inline_version);
       continue;
     }
     if (wait_seq == 0) return absl::OkStatus();
@@ -195,6 +237,11 @@ absl::Status MdsRank::LoadMissing(const Load& load) {
   if (!load.inodes.empty()) {
     ASSIGN_OR_RETURN(inodes, store_.LoadInodes(load.inodes));
   }
+  std::vector<std::pair<uint64_t, pb::InlineRec>> inline_data;
+  for (uint64_t ino : load.inline_data) {
+    ASSIGN_OR_RETURN(pb::InlineRec data, store_.LoadInline(ino));
+    inline_data.emplace_back(ino, std::move(data));
+  }
   std::vector<std::pair<std::pair<uint64_t, Frag>, std::vector<pb::DentryRec>>> frags;
   for (const auto& [dir, frag] : load.frags) {
     ASSIGN_OR_RETURN(auto entries, store_.LoadFrag(dir, frag));
@@ -210,6 +257,24 @@ absl::Status MdsRank::LoadMissing(const Load& load) {
     if (!found.contains(ino) && cache_.Inode(ino) == nullptr) cache_.MarkAbsent(ino);
   }
   for (auto& [key, entries] : frags) cache_.MergeFrag(key.first, key.second, entries);
+  for (auto& [ino, data] : inline_data) cache_.MergeInline(ino, data);
+  return absl::OkStatus();
+}
+
+absl::Status MdsRank::WriteMove(const InlineMove& move) {
+  // The whole object replaced: bytes an earlier, unrecorded move left in it
+  // (the MDS stopped before its event) go too.
+  client::ObjectOperation op;
+  op.WriteFull(move.data);
+  absl::StatusOr<client::OpResult> done =
+      objects_->Execute(move.pool, striping::DataObjectName(move.ino, 0), op);
+  if (!done.ok()) {
+    LOG(WARNING) << "event=inline_move_failed ino=" << move.ino << " status=\"" << done.status()
+                 << "\"";
+    return Annotate(done.status(), absl::StrCat("moving the inline data of inode ", move.ino));
+  }
+  VLOG(1) << "event=inline_moved ino=" << move.ino << " bytes=" << move.data.size()
+          << " inline_version=" << move.inline_version;
   return absl::OkStatus();
 }
 

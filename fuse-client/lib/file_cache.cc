@@ -126,6 +126,28 @@ std::shared_ptr<const FileCache::Batch> FileCache::TakeBatchLocked(bool claimed)
 }
 
 absl::Status FileCache::WriteBatch(const Batch& batch) {
+  bool inline_on = false, fits = false;
+  {
+    absl::MutexLock lock(&mu_);
+    inline_on = inline_on_;
+    fits = inline_on && batch.extents.end() <= inline_limit_;
+  }
+  if (fits) {
+    int64_t mtime_ns = batch.mtime_ns;
+    {
+      absl::MutexLock lock(&mu_);
+      if (batch.times_gen != times_gen_) mtime_ns = 0;  // explicit times came after
+      reporting_ = mtime_ns != 0;
+    }
+    absl::StatusOr<bool> applied = WriteInline(batch, mtime_ns);
+    {
+      absl::MutexLock lock(&mu_);
+      reporting_ = false;
+    }
+    RETURN_IF_ERROR(applied.status());
+    if (*applied) return absl::OkStatus();
+  }
+  if (inline_on) RETURN_IF_ERROR(MoveToObjects());
   int64_t allocated_delta = 0;
   if (!batch.extents.empty()) {
     RETURN_IF_ERROR(io_->WriteExtents(batch.data, batch.extents, &allocated_delta));
@@ -140,6 +162,104 @@ absl::Status FileCache::WriteBatch(const Batch& batch) {
   absl::MutexLock lock(&mu_);
   reporting_ = false;
   return reported;
+}
+
+absl::StatusOr<bool> FileCache::WriteInline(const Batch& batch, int64_t mtime_ns) {
+  ASSIGN_OR_RETURN(InlineWritten w,
+                   inline_hooks_.write(batch.end, mtime_ns, batch.attrs, batch.extents));
+  absl::MutexLock lock(&mu_);
+  if (!w.applied) return false;
+  // The copy follows if nothing else changed the inode in between.
+  if (inline_copy_.has_value() && w.version == inline_version_ + 1) {
+    for (const auto& [at, bytes] : batch.extents.extents()) {
+      if (inline_copy_->size() < at + bytes.size()) inline_copy_->resize(at + bytes.size(), '\0');
+      inline_copy_->replace(at, bytes.size(), bytes);
+    }
+    inline_version_ = w.version;
+  } else {
+    inline_copy_.reset();
+  }
+  return true;
+}
+
+void FileCache::EnableInline(InlineHooks hooks, uint64_t limit, uint64_t version,
+                             const std::string* bytes) {
+  inline_hooks_ = std::move(hooks);
+  absl::MutexLock lock(&mu_);
+  inline_on_ = true;
+  inline_limit_ = limit;
+  inline_version_ = version;
+  if (bytes != nullptr) inline_copy_ = *bytes;
+}
+
+void FileCache::NoteInline(bool on, uint64_t version, const std::string* bytes) {
+  absl::MutexLock lock(&mu_);
+  if (!inline_on_) return;
+  if (!on) {
+    inline_on_ = false;
+    inline_copy_.reset();
+    return;
+  }
+  if (bytes != nullptr && version >= inline_version_) {
+    inline_copy_ = *bytes;
+    inline_version_ = version;
+  } else if (version > inline_version_) {
+    inline_copy_.reset();
+  }
+}
+
+bool FileCache::inline_on() {
+  absl::MutexLock lock(&mu_);
+  return inline_on_;
+}
+
+bool FileCache::InlineCovers(uint64_t end) {
+  absl::MutexLock lock(&mu_);
+  return inline_on_ && end <= inline_limit_;
+}
+
+absl::Status FileCache::MoveToObjects() {
+  {
+    absl::MutexLock lock(&mu_);
+    if (!inline_on_) return absl::OkStatus();
+  }
+  RETURN_IF_ERROR(inline_hooks_.move());
+  absl::MutexLock lock(&mu_);
+  inline_on_ = false;
+  inline_copy_.reset();
+  chunks_.clear();  // read from the copy
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::string> FileCache::ReadBase(const FileData& data, uint64_t offset,
+                                                uint64_t length) {
+  auto slice = [&](const std::string& bytes) {
+    std::string out(length, '\0');
+    if (offset < bytes.size()) {
+      const uint64_t n = std::min<uint64_t>(length, bytes.size() - offset);
+      out.replace(0, n, bytes, offset, n);
+    }
+    return out;
+  };
+  bool on = false;
+  {
+    absl::MutexLock lock(&mu_);
+    if (inline_on_ && inline_copy_.has_value()) return slice(*inline_copy_);
+    on = inline_on_;
+  }
+  if (!on) return io_->Read(data, offset, length);
+  ASSIGN_OR_RETURN(InlineFetched f, inline_hooks_.fetch());
+  {
+    absl::MutexLock lock(&mu_);
+    if (f.on && inline_on_) {
+      inline_copy_ = f.bytes;
+      inline_version_ = f.version;
+      return slice(f.bytes);
+    }
+    inline_on_ = false;  // moved to objects meanwhile
+    inline_copy_.reset();
+  }
+  return io_->Read(data, offset, length);
 }
 
 void FileCache::TimesSet() {
@@ -314,7 +434,7 @@ absl::StatusOr<std::string> FileCache::ReadThrough(uint64_t offset, uint64_t len
     captured = CaptureLocked(offset, length);
     data = data_;
   }
-  ASSIGN_OR_RETURN(std::string out, io_->Read(data, offset, length));
+  ASSIGN_OR_RETURN(std::string out, ReadBase(data, offset, length));
   captured.Overlay(offset, &out);
   return out;
 }
@@ -393,7 +513,7 @@ void FileCache::Fetch(Chunk& c) {
     c.claimed = true;
   }
   // Nothing else touches data and captured once the chunk is claimed.
-  absl::StatusOr<std::string> bytes = io_->Read(c.data, c.offset, c.length);
+  absl::StatusOr<std::string> bytes = ReadBase(c.data, c.offset, c.length);
   if (bytes.ok()) c.captured.Overlay(c.offset, &*bytes);
   c.captured = ExtentMap();
   absl::MutexLock lock(&c.mu);

@@ -34,6 +34,14 @@
 // Flush() (fsync, release, an open settling attributes) writes a batch still
 // queued itself: a `cat` of the last file right after an untar took 20 s.
 //
+// Inline data (EnableInline): while the MDS keeps the file's bytes in its
+// inode (Attr.data_inline), a batch that fits goes to the MDS with its
+// report (WrittenOp.inline_writes) instead of to the OSDs, and reads take
+// the bytes from a copy fetched from the MDS (at the open, or when the
+// attributes show a newer version), with zeros past them. A batch that does
+// not fit, or that the MDS refuses, first has the MDS move the bytes to the
+// file's first object; from then on the file is like any other.
+//
 // A failed flush is a sticky error (as LevelDB's after a failed sync): the
 // next Write, Flush and Read of the file return it, so close() and fsync()
 // report lost writes, and the application stops writing.
@@ -46,6 +54,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -173,6 +182,39 @@ class FileCache : public std::enable_shared_from_this<FileCache> {
   // Nothing buffered and nothing on its way: Flush returns at once.
   bool clean();
 
+  // Inline data: how the MDS answers for it.
+  struct InlineWritten {
+    bool applied = false;  // else refused: the bytes go to objects
+    uint64_t version = 0;  // of the inode after them
+  };
+  struct InlineFetched {
+    bool on = false;  // false: the data is in objects now
+    std::string bytes;
+    uint64_t version = 0;
+  };
+  struct InlineHooks {
+    // A batch within the limit, with its bytes (WrittenOp.inline_writes).
+    std::function<absl::StatusOr<InlineWritten>(uint64_t end, int64_t mtime_ns,
+                                                const AttrChanges& attrs,
+                                                const ExtentMap& extents)>
+        write;
+    std::function<absl::Status()> move;  // to objects (InlineOp.uninline)
+    std::function<absl::StatusOr<InlineFetched>()> fetch;
+  };
+  // The file's data is inline (as of `version`, with `bytes` if known):
+  // batches of at most `limit` bytes from offset 0 go to the MDS.
+  void EnableInline(InlineHooks hooks, uint64_t limit, uint64_t version,
+                    const std::string* bytes);
+  // What an open, or the attributes a read goes by, say: `on`
+  // (Attr.data_inline) at `version`, with the bytes if the reply had them.
+  // A newer version drops the copy; off is for good.
+  void NoteInline(bool on, uint64_t version, const std::string* bytes);
+  bool inline_on();
+  // The data is inline and bytes up to `end` may stay so.
+  bool InlineCovers(uint64_t end);
+  // Has the MDS move the data to objects (before a hole is punched).
+  absl::Status MoveToObjects();
+
   // Buffered writes not yet reported to the MDS: the file's end and mtime as
   // this client sees them (end 0 when nothing is pending), and the attribute
   // changes (a write after an mtime change drops it: the write's is later).
@@ -226,6 +268,10 @@ class FileCache : public std::enable_shared_from_this<FileCache> {
   // The buffered bytes of [offset, offset + length), batch then dirty.
   ExtentMap CaptureLocked(uint64_t offset, uint64_t length) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::StatusOr<std::string> ReadThrough(uint64_t offset, uint64_t length);
+  // The file's bytes without what is buffered: the inline copy, else the OSDs.
+  absl::StatusOr<std::string> ReadBase(const FileData& data, uint64_t offset, uint64_t length);
+  // Reports `batch` to the MDS with its bytes; false if they must go to objects.
+  absl::StatusOr<bool> WriteInline(const Batch& batch, int64_t mtime_ns);
   void DropChunksLocked(uint64_t offset, uint64_t length) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Issues chunks up to `until` (clamped to `size`) as tasks for read_pool_;
   // chunks covering [offset, offset + length) are returned if all exist.
@@ -256,6 +302,12 @@ class FileCache : public std::enable_shared_from_this<FileCache> {
   bool reporting_ ABSL_GUARDED_BY(mu_) = false;   // a batch's mtime is on its way to the MDS
   bool attr_authority_ ABSL_GUARDED_BY(mu_) = false;
   AttrChanges attrs_ ABSL_GUARDED_BY(mu_);  // since the last batch taken
+
+  InlineHooks inline_hooks_;  // set once, before any other use
+  bool inline_on_ ABSL_GUARDED_BY(mu_) = false;
+  uint64_t inline_limit_ ABSL_GUARDED_BY(mu_) = 0;
+  std::optional<std::string> inline_copy_ ABSL_GUARDED_BY(mu_);  // none: fetch first
+  uint64_t inline_version_ ABSL_GUARDED_BY(mu_) = 0;             // of the copy
 
   std::map<uint64_t, std::shared_ptr<Chunk>> chunks_ ABSL_GUARDED_BY(mu_);  // by offset
   uint64_t next_read_ ABSL_GUARDED_BY(mu_) = 0;  // where a sequential reader goes on

@@ -475,7 +475,8 @@ void FileSystemClient::DropAttrAuthorities() {
 }
 
 absl::Status FileSystemClient::TrimAfterTruncate(const Attr& after, uint64_t prior_size) {
-  if (after.size() >= prior_size) return absl::OkStatus();
+  // Inline data: the MDS cut the bytes it keeps, and no object has any.
+  if (after.size() >= prior_size || after.data_inline()) return absl::OkStatus();
   ASSIGN_OR_RETURN(FileData data, DataOf(after));
   return io_.Trim(data, prior_size, after.size());
 }

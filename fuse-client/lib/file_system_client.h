@@ -402,11 +402,19 @@ class FileSystemClient {
   absl::StatusOr<std::shared_ptr<OpenFile>> WriteHandle(const Creds& c, FileHandle fh);
   // For the reply to an open or a create (its attributes and tid).
   absl::StatusOr<Opened> AddHandle(const Creds& c, const pb::MetaReply& reply, int flags);
-  std::shared_ptr<FileCache> CacheFor(const Attr& attr) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // `inline_bytes`: the file's inline data at attr.version(), if the reply had it.
+  std::shared_ptr<FileCache> CacheFor(const Attr& attr, const std::string* inline_bytes)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // What a file with inline data asks the MDS (FileCache::InlineHooks).
+  FileCache::InlineHooks InlineHooksFor(uint64_t ino);
   // Tells the MDS that `ino` now extends to `end`, written at `mtime_ns`,
   // and the attribute changes made on their own since the last report.
   absl::Status ReportWritten(uint64_t ino, uint64_t end, int64_t mtime_ns,
                              int64_t allocated_delta, const AttrChanges& attrs);
+  // The WrittenOp, with the bytes of `inline_writes` if given (inline data).
+  absl::StatusOr<pb::MetaReply> CallWritten(uint64_t ino, uint64_t end, int64_t mtime_ns,
+                                            int64_t allocated_delta, const AttrChanges& attrs,
+                                            const ExtentMap* inline_writes);
   // `attr` with this client's buffered size, mtime and attribute changes.
   Attr WithPending(Attr attr);
   // A setattr decided and applied in this client, which holds the file's

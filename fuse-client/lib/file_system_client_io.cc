@@ -58,7 +58,7 @@ absl::StatusOr<FileSystemClient::Opened> FileSystemClient::AddHandle(const Creds
   {
     absl::MutexLock lock(&mu_);
     if ((attr.mode() & S_IFMT) == S_IFREG) {
-      f->cache = CacheFor(attr);
+      f->cache = CacheFor(attr, reply.has_inline_data() ? &reply.inline_data() : nullptr);
     }
     out.fh = next_fh_++;
     handles_[out.fh] = std::move(f);
@@ -72,12 +72,14 @@ absl::StatusOr<FileSystemClient::Opened> FileSystemClient::AddHandle(const Creds
   return out;
 }
 
-std::shared_ptr<FileCache> FileSystemClient::CacheFor(const Attr& attr) {
+std::shared_ptr<FileCache> FileSystemClient::CacheFor(const Attr& attr,
+                                                      const std::string* inline_bytes) {
   auto it = caches_.find(attr.ino());
   if (it != caches_.end()) {
     it->second.handles++;
     // Close-to-open: what was read ahead before this open may be stale.
     it->second.cache->DropReadahead();
+    it->second.cache->NoteInline(attr.data_inline(), attr.version(), inline_bytes);
     return it->second.cache;
   }
   absl::StatusOr<FileData> data = DataOf(attr);
@@ -95,7 +97,47 @@ std::shared_ptr<FileCache> FileSystemClient::CacheFor(const Attr& attr) {
                                            int64_t allocated_delta, const AttrChanges& attrs) {
                                  return ReportWritten(ino, end, mtime_ns, allocated_delta, attrs);
                                });
+  if (attr.data_inline()) {
+    const uint64_t limit = std::min<uint64_t>(meta_->inline_max_bytes(), data->layout.stripe_unit);
+    oc.cache->EnableInline(InlineHooksFor(ino), limit, attr.version(), inline_bytes);
+  }
   return oc.cache;
+}
+
+FileCache::InlineHooks FileSystemClient::InlineHooksFor(uint64_t ino) {
+  FileCache::InlineHooks hooks;
+  hooks.write = [this, ino](uint64_t end, int64_t mtime_ns, const AttrChanges& attrs,
+                            const ExtentMap& extents) -> absl::StatusOr<FileCache::InlineWritten> {
+    ASSIGN_OR_RETURN(pb::MetaReply reply, CallWritten(ino, end, mtime_ns, 0, attrs, &extents));
+    FileCache::InlineWritten w;
+    w.applied = !reply.inline_refused();
+    w.version = reply.attr().version();
+    return w;
+  };
+  auto inline_op = [this, ino](bool uninline) -> absl::StatusOr<pb::MetaReply> {
+    Creds writer;
+    {
+      absl::MutexLock lock(&mu_);
+      auto it = caches_.find(ino);
+      if (it != caches_.end()) writer = it->second.writer;
+    }
+    pb::MetaRequest r;
+    r.mutable_inline_data()->set_ino(ino);
+    r.mutable_inline_data()->set_uninline(uninline);
+    ASSIGN_OR_RETURN(pb::MetaReply reply, Call(writer, std::move(r)));
+    CacheAttr(reply);
+    return reply;
+  };
+  hooks.move = [inline_op]() { return inline_op(true).status(); };
+  hooks.fetch = [inline_op]() -> absl::StatusOr<FileCache::InlineFetched> {
+    ASSIGN_OR_RETURN(pb::MetaReply reply, inline_op(false));
+    FileCache::InlineFetched f;
+    f.on = reply.attr().data_inline() && reply.has_inline_data();
+    f.bytes = reply.inline_data();
+    f.version = reply.attr().version();
+    return f;
+  };
+  return hooks;
 }
 
 std::shared_ptr<FileCache> FileSystemClient::CacheOf(uint64_t ino) {
@@ -113,6 +155,14 @@ std::vector<std::shared_ptr<FileCache>> FileSystemClient::AllCaches() {
 
 absl::Status FileSystemClient::ReportWritten(uint64_t ino, uint64_t end, int64_t mtime_ns,
                                              int64_t allocated_delta, const AttrChanges& attrs) {
+  return CallWritten(ino, end, mtime_ns, allocated_delta, attrs, nullptr).status();
+}
+
+absl::StatusOr<pb::MetaReply> FileSystemClient::CallWritten(uint64_t ino, uint64_t end,
+                                                            int64_t mtime_ns,
+                                                            int64_t allocated_delta,
+                                                            const AttrChanges& attrs,
+                                                            const ExtentMap* inline_writes) {
   Creds writer;
   {
     absl::MutexLock lock(&mu_);
@@ -137,7 +187,17 @@ absl::Status FileSystemClient::ReportWritten(uint64_t ino, uint64_t end, int64_t
     a->set_mtime_ns(attrs.mtime_ns);
     a->set_ctime_ns(attrs.ctime_ns);
   }
-  return CallAttr(writer, std::move(r)).status();
+  if (inline_writes != nullptr) {
+    op->set_inline_report(true);
+    for (const auto& [at, bytes] : inline_writes->extents()) {
+      pb::InlineExtent* e = op->add_inline_writes();
+      e->set_offset(at);
+      e->set_data(bytes);
+    }
+  }
+  ASSIGN_OR_RETURN(pb::MetaReply reply, Call(writer, std::move(r)));
+  CacheAttr(reply);  // or the newer one this client has
+  return reply;
 }
 
 Attr FileSystemClient::WithPending(Attr attr) {
@@ -265,6 +325,8 @@ absl::StatusOr<std::string> FileSystemClient::Read(FileHandle fh, uint64_t offse
   }
   ASSIGN_OR_RETURN(Attr attr, Getattr(f->creds, f->ino));
   const uint64_t size = attr.size();  // Getattr includes buffered writes
+  // A newer version may have other bytes (another client's); moved: for good.
+  f->cache->NoteInline(attr.data_inline(), attr.version(), nullptr);
   if (offset >= size || length == 0) return std::string();
   length = std::min(length, size - offset);
   return f->cache->Read(offset, length, size, (f->flags & O_DIRECT) == 0);
@@ -328,8 +390,11 @@ absl::Status FileSystemClient::Fallocate(const Creds& c, FileHandle fh, uint32_t
     // none lands later over a removed object.
     const uint64_t zero_end = std::min(end, size);
     std::pair<uint64_t, uint64_t> removed(offset, offset);
-    if (zero_end > offset) {
+    if (zero_end > offset && f->cache->InlineCovers(zero_end)) {
+      // Inline data: the zeros are written like any bytes (below).
+    } else if (zero_end > offset) {
       RETURN_IF_ERROR(f->cache->Flush());
+      RETURN_IF_ERROR(f->cache->MoveToObjects());  // whole sets go from the objects
       int64_t allocated_delta = 0;
       absl::StatusOr<std::pair<uint64_t, uint64_t>> gone =
           io_.RemoveWholeSets(f->cache->data(), offset, zero_end, &allocated_delta);
@@ -377,6 +442,8 @@ absl::StatusOr<uint64_t> FileSystemClient::Seek(FileHandle fh, uint64_t offset, 
   if (offset >= attr.size()) {
     return ErrnoError(absl::StatusCode::kOutOfRange, ENXIO, "offset at or past the end of the file");
   }
+  f->cache->NoteInline(attr.data_inline(), attr.version(), nullptr);
+  if (f->cache->inline_on()) return hole ? attr.size() : offset;  // all data, no holes
   return io_.Seek(f->cache->data(), attr.size(), offset, hole);
 }
 

@@ -83,6 +83,7 @@ absl::Status MetaClient::OpenSession(uint64_t reclaim) {
   const bool changed = session_ != 0 && session_ != reply.session();
   session_ = reply.session();
   root_ = reply.root();
+  inline_max_bytes_ = reply.inline_max_bytes();
   absl::MutexLock lock(&mu_);
   if (changed) {
     // Leases were the old session's: gone, and the stream starts over.

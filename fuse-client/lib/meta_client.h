@@ -52,6 +52,8 @@ class MetaClient {
 
   uint64_t session() const { return session_; }
   uint64_t root() const { return root_; }
+  // How many bytes a file may keep inline in the MDS (SessionReply); 0: none.
+  uint64_t inline_max_bytes() const { return inline_max_bytes_.load(); }
 
   // Sends `request` with this session and the next tid.
   absl::StatusOr<pb::MetaReply> Call(pb::MetaRequest request);
@@ -120,6 +122,7 @@ class MetaClient {
   std::atomic<uint64_t> next_tid_{1};
   uint64_t session_ = 0;
   uint64_t root_ = 1;
+  std::atomic<uint64_t> inline_max_bytes_{0};
 
   absl::Mutex mu_;
   std::string addr_ ABSL_GUARDED_BY(mu_);

@@ -78,7 +78,18 @@ void MetaCache::MergeInode(const pb::InodeRec& rec) {
   auto inode = std::make_unique<CInode>();
   inode->rec = rec;
   inode->last_used = Tick();
+  inline_bytes_ += InlineBytes(inode->rec);
   inodes_[rec.ino()] = std::move(inode);
+}
+
+void MetaCache::MergeInline(uint64_t ino, const pb::InlineRec& data) {
+  auto it = inodes_.find(ino);
+  if (it == inodes_.end()) return;
+  pb::InodeRec& rec = it->second->rec;
+  if (!rec.data_inline() || rec.has_inline_data()) return;
+  if (rec.inline_version() != data.inline_version()) return;
+  rec.set_inline_data(data.data());
+  inline_bytes_ += data.data().size();
 }
 
 void MetaCache::MergeFrag(uint64_t dir, Frag frag, const std::vector<pb::DentryRec>& entries) {
@@ -137,7 +148,17 @@ void MetaCache::Apply(const pb::JournalEvent& ev) {
   for (const pb::InodeRec& rec : ev.inodes()) {
     auto& slot = inodes_[rec.ino()];
     if (!slot) slot = std::make_unique<CInode>();
+    inline_bytes_ -= InlineBytes(slot->rec);
+    // An event carries inline bytes only where they changed: the cached
+    // ones stand otherwise (or stay unloaded).
+    std::string kept;
+    const bool keep = rec.data_inline() && !rec.has_inline_data() &&
+                      slot->rec.data_inline() && slot->rec.has_inline_data();
+    if (keep) kept = std::move(*slot->rec.mutable_inline_data());
     slot->rec = rec;
+    if (keep) slot->rec.set_inline_data(std::move(kept));
+    if (!rec.data_inline()) slot->rec.clear_inline_data();
+    inline_bytes_ += InlineBytes(slot->rec);
     slot->last_used = Tick();
     slot->dirty = true;
     dirty_inodes_.insert(rec.ino());
@@ -150,6 +171,7 @@ void MetaCache::Apply(const pb::JournalEvent& ev) {
     if (it != inodes_.end()) {
       frags = SortedFrags({it->second->rec.frags().begin(), it->second->rec.frags().end()});
       if ((it->second->rec.mode() & 0170000) != 0040000) frags.clear();
+      inline_bytes_ -= InlineBytes(it->second->rec);
       inodes_.erase(it);
     }
     if (!frags.empty()) {
@@ -227,13 +249,29 @@ void MetaCache::AddInodeUpdates(FlushBatch* batch) {
     auto it = inodes_.find(ino);
     if (it == inodes_.end()) continue;
     it->second->dirty = false;
-    batch->updates[InodeTableObject(fs_, ino)].set.emplace_back(
-        InodeKey(ino), it->second->rec.SerializeAsString());
+    const pb::InodeRec& rec = it->second->rec;
+    ObjectUpdate& u = batch->updates[InodeTableObject(fs_, ino)];
+    if (rec.has_inline_data()) {
+      // The bytes under a key of their own, so that loading the inode
+      // (a listing with attributes) does not read them.
+      pb::InodeRec bare = rec;
+      bare.clear_inline_data();
+      u.set.emplace_back(InodeKey(ino), bare.SerializeAsString());
+      pb::InlineRec data;
+      data.set_inline_version(rec.inline_version());
+      data.set_data(rec.inline_data());
+      u.set.emplace_back(InlineKey(ino), data.SerializeAsString());
+    } else {
+      u.set.emplace_back(InodeKey(ino), rec.SerializeAsString());
+      if ((rec.mode() & 0170000) == 0100000 && !rec.data_inline()) u.rm.push_back(InlineKey(ino));
+    }
     ++batch->inodes;
   }
   dirty_inodes_.clear();
   for (uint64_t ino : removed_inodes_) {
-    batch->updates[InodeTableObject(fs_, ino)].rm.push_back(InodeKey(ino));
+    ObjectUpdate& u = batch->updates[InodeTableObject(fs_, ino)];
+    u.rm.push_back(InodeKey(ino));
+    u.rm.push_back(InlineKey(ino));
   }
   removed_inodes_.clear();
 }
@@ -391,7 +429,9 @@ void MetaCache::Trim(size_t max_bytes, const absl::flat_hash_set<uint64_t>& pinn
       dentries_ -= d->second->entries.size();
       dirs_.erase(d);
     } else {
-      inodes_.erase(ino);
+      auto it = inodes_.find(ino);
+      inline_bytes_ -= InlineBytes(it->second->rec);
+      inodes_.erase(it);
     }
   }
 }

@@ -91,6 +91,9 @@ class MetaCache {
 
   // Merges what a load returned (never overrides newer cached state).
   void MergeInode(const pb::InodeRec& rec);
+  // Inline bytes loaded for `ino`: kept if its cached inode lacks them and
+  // is at their version.
+  void MergeInline(uint64_t ino, const pb::InlineRec& data);
   void MergeFrag(uint64_t dir, Frag frag, const std::vector<pb::DentryRec>& entries);
 
   // Applies a journal event (live or replayed).
@@ -123,7 +126,9 @@ class MetaCache {
   // bench/mds_bench.sh.
   static constexpr size_t kInodeBytes = 1024;
   static constexpr size_t kDentryBytes = 256;
-  size_t EstimatedBytes() const { return inodes_.size() * kInodeBytes + dentries_ * kDentryBytes; }
+  size_t EstimatedBytes() const {
+    return inodes_.size() * kInodeBytes + dentries_ * kDentryBytes + inline_bytes_;
+  }
   // Drops the least recently used clean inodes and directory overlays until
   // the estimate is under 90 % of `max_bytes`. Dirty entries, `pinned` inodes
   // and the root stay.
@@ -141,8 +146,13 @@ class MetaCache {
   void AddDirUpdates(FlushBatch* batch);
   void AddTableUpdates(FlushBatch* batch);
 
+  static size_t InlineBytes(const pb::InodeRec& rec) {
+    return rec.has_inline_data() ? rec.inline_data().size() : 0;
+  }
+
   const uint32_t fs_;
   uint64_t clock_ = 0;
+  size_t inline_bytes_ = 0;  // cached inline data, all inodes
   absl::flat_hash_map<uint64_t, std::unique_ptr<CInode>> inodes_;
   absl::flat_hash_set<uint64_t> dirty_inodes_;
   absl::flat_hash_set<uint64_t> removed_inodes_;     // to delete from the table

@@ -68,6 +68,8 @@ std::string InodeTableObject(uint32_t fs, uint64_t ino) {
 
 std::string InodeKey(uint64_t ino) { return absl::StrFormat("%016x", ino); }
 
+std::string InlineKey(uint64_t ino) { return absl::StrFormat("%016x.d", ino); }
+
 std::string DirFragObject(uint32_t fs, uint64_t dir, Frag frag) {
   return absl::StrFormat("fs%u.dir.%x.%08x", fs, dir, frag);
 }

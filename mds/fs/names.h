@@ -50,6 +50,9 @@ std::vector<Frag> SortedFrags(const std::vector<Frag>& frags);
 // Object names in the metadata pool of filesystem `fs`.
 std::string InodeTableObject(uint32_t fs, uint64_t ino);
 std::string InodeKey(uint64_t ino);
+// A file's inline data (pb::InlineRec), beside its inode in the same object:
+// loading an inode does not read it.
+std::string InlineKey(uint64_t ino);
 std::string DirFragObject(uint32_t fs, uint64_t dir, Frag frag);
 std::string JournalHeadObject(uint32_t fs);
 std::string JournalSegmentObject(uint32_t fs, uint64_t segment);

@@ -36,6 +36,7 @@ absl::StatusOr<pb::InodeRec*> MakeInode(OpContext& ctx, uint64_t parent, const s
   if (IsReg(*inode)) {
     *inode->mutable_layout() = layout;
     inode->set_allocated(0);
+    StartInline(ctx, inode);
   }
   pb::InodeRec* parent_edit = ctx.Edit(dir_copy);
   parent_edit->set_mtime_ns(ctx.now_ns());
@@ -85,6 +86,7 @@ absl::Status DoCreate(OpContext& ctx, const pb::CreateOp& op, pb::MetaReply* rep
   if (type == S_IFCHR || type == S_IFBLK) inode->set_rdev(op.rdev());
   if (op.open()) ctx.OpenRef(inode->ino(), (OpenMask(op.open_flags()) & kMayWrite) != 0);
   reply->set_created(true);
+  if (inode->data_inline()) reply->set_inline_data("");
   FillAttr(*inode, reply->mutable_attr());
   return absl::OkStatus();
 }
@@ -117,6 +119,11 @@ absl::Status DoOpen(OpContext& ctx, const pb::OpenOp& op, pb::MetaReply* reply) 
   if (IsDir(*inode) && (mask & kMayWrite)) return Err(EISDIR, "open a directory for writing");
   if (IsSymlink(*inode)) return Err(ELOOP, "open a symbolic link");
   RETURN_IF_ERROR(CheckAccess(AccessOf(*inode), ctx.cred(), mask));
+  if (IsReg(*inode) && inode->data_inline()) {
+    // The opener reads them from here: a small file costs no OSD read.
+    ASSIGN_OR_RETURN(const std::string* data, ctx.InlineData(*inode));
+    reply->set_inline_data(*data);
+  }
   ctx.OpenRef(inode->ino(), (mask & kMayWrite) != 0);
   FillAttr(*inode, reply->mutable_attr());
   return absl::OkStatus();
@@ -153,8 +160,29 @@ absl::Status DoWritten(OpContext& ctx, const pb::WrittenOp& op, pb::MetaReply* r
   ASSIGN_OR_RETURN(const pb::InodeRec* inode, ctx.Inode(op.ino()));
   if (!ctx.HasOpen(op.ino(), true)) return Err(EBADF, "file not open for writing by this session");
   if (op.end() > (uint64_t{1} << 60)) return Err(EFBIG, "write past the maximum file size");
+  if (!op.inline_report() && inode->data_inline() && inode->allocated() > 0) {
+    return Err(EINVAL, absl::StrCat("inode ", op.ino(),
+                                    " keeps its data in the MDS: objects written before a move"));
+  }
+  if (op.inline_report()) {
+    if (!InlineWritesFit(ctx, op, *inode)) {
+      // Nothing changes: the client moves the data and writes objects.
+      reply->set_inline_refused(true);
+      FillAttr(*inode, reply->mutable_attr());
+      return absl::OkStatus();
+    }
+    RETURN_IF_ERROR(ctx.InlineData(*inode).status());
+  }
   const pb::InodeRec before = *inode;
   pb::InodeRec* edit = ctx.Edit(before);
+  if (op.inline_report()) {
+    ApplyInlineWrites(ctx, op, edit);
+  } else if (edit->data_inline()) {
+    // Objects written to a file without inline bytes: its data lives there.
+    edit->set_data_inline(false);
+    edit->clear_inline_data();
+    edit->set_inline_version(before.inline_version() + 1);
+  }
   if (op.end() > before.size()) {
     edit->set_size(op.end());
     ctx.RStat(before.parent(), static_cast<int64_t>(op.end() - before.size()), 0, 0);
@@ -166,7 +194,7 @@ absl::Status DoWritten(OpContext& ctx, const pb::WrittenOp& op, pb::MetaReply* r
     // change time.
     edit->set_ctime_ns(std::max(before.ctime_ns(), mtime));
   }
-  if (edit->has_allocated()) {
+  if (edit->has_allocated() && !edit->data_inline()) {
     // A report may cross a truncate (the objects it grew were cut after):
     // keep the count within [0, size].
     const int64_t grown = static_cast<int64_t>(edit->allocated()) + op.allocated_delta();

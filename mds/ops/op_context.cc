@@ -13,6 +13,7 @@
 namespace weft::mds {
 namespace {
 constexpr absl::string_view kNeedLoadPayload = "weft/need-load";
+constexpr absl::string_view kNeedMovePayload = "weft/need-move";
 }  // namespace
 
 absl::Status NeedLoad() {
@@ -23,6 +24,16 @@ absl::Status NeedLoad() {
 
 bool IsNeedLoad(const absl::Status& status) {
   return status.GetPayload(kNeedLoadPayload).has_value();
+}
+
+absl::Status NeedMove() {
+  absl::Status status(absl::StatusCode::kUnavailable, "inline data to move");
+  status.SetPayload(kNeedMovePayload, absl::Cord("1"));
+  return status;
+}
+
+bool IsNeedMove(const absl::Status& status) {
+  return status.GetPayload(kNeedMovePayload).has_value();
 }
 
 absl::Status Err(int err, absl::string_view message) {
@@ -105,6 +116,17 @@ absl::Status OpContext::CheckEmpty(uint64_t dir) {
   return absl::OkStatus();
 }
 
+absl::StatusOr<const std::string*> OpContext::InlineData(const pb::InodeRec& rec) {
+  if (rec.has_inline_data()) return &rec.inline_data();
+  load_inline_.push_back(rec.ino());
+  return NeedLoad();
+}
+
+absl::Status OpContext::MoveInline(InlineMove move) {
+  move_ = std::move(move);
+  return NeedMove();
+}
+
 pb::InodeRec* OpContext::Edit(const pb::InodeRec& current) {
   auto [it, inserted] = edits_.try_emplace(current.ino(), current);
   if (inserted) it->second.set_version(current.version() + 1);
@@ -184,8 +206,8 @@ bool OpContext::DropLink(pb::InodeRec* inode) {
     }
   }
   // Data objects exist up to the size the writers reported; a file that
-  // never had data has nothing to purge.
-  if (IsReg(*inode) && inode->size() > 0) {
+  // never had data, or has it inline, has nothing to purge.
+  if (HasDataObjects(*inode)) {
     pb::PurgeRec purge;
     purge.set_ino(inode->ino());
     purge.set_size(inode->size());
@@ -249,7 +271,13 @@ void OpContext::RStat(uint64_t dir, int64_t bytes, int64_t files, int64_t subdir
 
 bool OpContext::Finish(pb::JournalEvent* event) {
   event->set_op(op_);
-  for (auto& [ino, rec] : edits_) *event->add_inodes() = rec;
+  for (auto& [ino, rec] : edits_) {
+    pb::InodeRec* out = event->add_inodes();
+    *out = rec;
+    if (std::find(inline_changed_.begin(), inline_changed_.end(), ino) == inline_changed_.end()) {
+      out->clear_inline_data();  // unchanged: the cache keeps its copy (MetaCache::Apply)
+    }
+  }
   for (uint64_t ino : removed_) event->add_removed_inodes(ino);
   for (auto& s : splits_) *event->add_splits() = s;
   for (auto& d : unlinked_) *event->add_removed_dentries() = d;
@@ -324,6 +352,7 @@ void FillAttr(const pb::InodeRec& rec, pb::Attr* attr) {
   attr->set_version(rec.version());
   attr->set_generation(rec.generation());
   if (rec.has_layout()) *attr->mutable_layout() = rec.layout();
+  attr->set_data_inline(rec.data_inline());
   attr->set_no_xattrs(rec.xattrs().empty());
   const std::string* acl = FindXattr(rec, posix::kXattrPosixAclAccess);
   attr->set_no_acl(acl == nullptr);

@@ -25,6 +25,10 @@ using namespace ::weft::posix;  // NOLINT(build/namespaces)
 // The status an operation returns when the context asked for loads.
 absl::Status NeedLoad();
 bool IsNeedLoad(const absl::Status& status);
+// The status an operation returns when it asked for the move of a file's
+// inline data to its first object (OpContext::MoveInline).
+absl::Status NeedMove();
+bool IsNeedMove(const absl::Status& status);
 
 // errno-carrying errors, shorthand for operations.
 absl::Status Err(int err, absl::string_view message);
@@ -59,7 +63,24 @@ class OpContext {
   absl::Status LoadAllFrags(uint64_t dir);
   // Asks for one fragment; always NeedLoad.
   absl::Status LoadFrag(uint64_t dir, Frag frag);
-  bool loads_pending() const { return !load_inodes_.empty() || !load_frags_.empty(); }
+  // The inline bytes of `rec` (data_inline), or NeedLoad.
+  absl::StatusOr<const std::string*> InlineData(const pb::InodeRec& rec);
+  // The operation changed the inline bytes of `ino` (edited): the event
+  // carries them. Other events leave them out.
+  void InlineChanged(uint64_t ino) { inline_changed_.push_back(ino); }
+  // Asks the rank to write `move` to the file's first object, outside its
+  // lock, and run the operation again; returns NeedMove.
+  absl::Status MoveInline(InlineMove move);
+  const std::optional<InlineMove>& move() const { return move_; }
+  // The inline data moved by this request so far: (ino, inline_version).
+  void SetMoved(std::optional<std::pair<uint64_t, uint64_t>> moved) { moved_ = moved; }
+  bool Moved(uint64_t ino, uint64_t inline_version) const {
+    return moved_ && moved_->first == ino && moved_->second == inline_version;
+  }
+  bool loads_pending() const {
+    return !load_inodes_.empty() || !load_frags_.empty() || !load_inline_.empty();
+  }
+  const std::vector<uint64_t>& load_inline() const { return load_inline_; }
   const std::vector<uint64_t>& load_inodes() const { return load_inodes_; }
   const std::vector<std::pair<uint64_t, Frag>>& load_frags() const { return load_frags_; }
 
@@ -101,6 +122,10 @@ class OpContext {
   std::string op_;
   std::vector<uint64_t> load_inodes_;
   std::vector<std::pair<uint64_t, Frag>> load_frags_;
+  std::vector<uint64_t> load_inline_;
+  std::vector<uint64_t> inline_changed_;
+  std::optional<InlineMove> move_;
+  std::optional<std::pair<uint64_t, uint64_t>> moved_;
   std::map<uint64_t, pb::InodeRec> edits_;
   std::vector<uint64_t> removed_;
   std::vector<pb::DentryRec> linked_;
@@ -134,5 +159,12 @@ inline bool IsDir(const pb::InodeRec& rec) { return (rec.mode() & 0170000) == 00
 inline bool IsReg(const pb::InodeRec& rec) { return (rec.mode() & 0170000) == 0100000; }
 inline bool IsSymlink(const pb::InodeRec& rec) { return (rec.mode() & 0170000) == 0120000; }
 inline uint32_t DirentType(uint32_t mode) { return (mode >> 12) & 017; }
+// Whether data objects of the file may exist (a purge removes them). A file
+// whose data is inline has none: a move to objects that the MDS did not
+// record (it stopped between the object write and the event) leaves one
+// object behind, a known leak (docs/ARCHITECTURE.md, "Inline data").
+inline bool HasDataObjects(const pb::InodeRec& rec) {
+  return IsReg(rec) && rec.size() > 0 && !rec.data_inline();
+}
 
 }  // namespace weft::mds

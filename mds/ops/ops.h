@@ -30,6 +30,20 @@ absl::Status DoStatfs(OpContext& ctx, const pb::StatfsOp& op, pb::MetaReply* rep
 absl::Status DoOpen(OpContext& ctx, const pb::OpenOp& op, pb::MetaReply* reply);
 absl::Status DoAccess(OpContext& ctx, const pb::AccessOp& op, pb::MetaReply* reply);
 absl::Status DoWritten(OpContext& ctx, const pb::WrittenOp& op, pb::MetaReply* reply);
+absl::Status DoInline(OpContext& ctx, const pb::InlineOp& op, pb::MetaReply* reply);
+
+// Inline data (mds/ops/inline.cc).
+// How many bytes `rec` may keep inline: the rank's limit, within its first
+// stripe unit (so that a move writes one object).
+uint64_t InlineLimit(OpContext& ctx, const pb::InodeRec& rec);
+// A new regular file starts with empty inline data when the rank keeps any.
+void StartInline(OpContext& ctx, pb::InodeRec* rec);
+// Whether WrittenOp.inline_writes fit in the inline data of `rec`.
+bool InlineWritesFit(OpContext& ctx, const pb::WrittenOp& op, const pb::InodeRec& rec);
+// Applies them to `edit` (they fit, its bytes are loaded).
+void ApplyInlineWrites(OpContext& ctx, const pb::WrittenOp& op, pb::InodeRec* edit);
+// Cuts the inline bytes of `edit` (loaded) to `size`.
+void CutInline(OpContext& ctx, uint64_t size, pb::InodeRec* edit);
 
 // Shared checks.
 // The parent directory with search (and, when `modify`, write) permission.

@@ -29,6 +29,7 @@ void ApplySize(OpContext& ctx, const pb::SetattrOp& op, const pb::InodeRec& curr
     ctx.RStat(current.parent(), static_cast<int64_t>(op.size()) - static_cast<int64_t>(current.size()), 0, 0);
   }
   edit->set_size(op.size());
+  CutInline(ctx, op.size(), edit);
   // A cut frees at most what lay past the new size (the client trims the
   // objects next); growing allocates nothing.
   if (edit->has_allocated()) edit->set_allocated(std::min(edit->allocated(), op.size()));
@@ -46,7 +47,13 @@ absl::Status DoSetattr(OpContext& ctx, const pb::SetattrOp& op, pb::MetaReply* r
     return absl::OkStatus();
   }
   const pb::InodeRec before = *current;
-  if (valid & pb::SA_SIZE) RETURN_IF_ERROR(CheckSize(ctx, op, before));
+  if (valid & pb::SA_SIZE) {
+    RETURN_IF_ERROR(CheckSize(ctx, op, before));
+    // A cut of inline data needs its bytes (their length is `allocated`).
+    if (before.data_inline() && op.size() < before.allocated()) {
+      RETURN_IF_ERROR(ctx.InlineData(before).status());
+    }
+  }
   const SetattrAsk ask = SetattrAskOf(valid, op.uid(), op.gid(), op.mode());
   ASSIGN_OR_RETURN(SetattrResult decided, DecideSetattr(AccessOf(before), ctx.cred(), ask));
   pb::InodeRec* edit = ctx.Edit(before);

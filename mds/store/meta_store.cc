@@ -87,6 +87,23 @@ absl::StatusOr<std::vector<pb::InodeRec>> MetaStore::LoadInodes(
   return out;
 }
 
+absl::StatusOr<pb::InlineRec> MetaStore::LoadInline(uint64_t ino) {
+  const std::string oid = InodeTableObject(fs_, ino);
+  client::ObjectOperation op;
+  op.OmapGet({InlineKey(ino)});
+  auto result = objects_->Execute(pool_, oid, op);
+  pb::InlineRec rec;
+  if (absl::IsNotFound(result.status())) return rec;
+  if (!result.ok()) return Annotate(result.status(), absl::StrCat("load inline data of ", ino));
+  for (const auto& [k, v] : result->items.at(0).kvs) {
+    if (k != InlineKey(ino)) continue;
+    if (!rec.ParseFromString(v)) {
+      return absl::DataLossError(absl::StrCat("inline data of ", ino, " does not parse"));
+    }
+  }
+  return rec;
+}
+
 absl::StatusOr<std::vector<pb::DentryRec>> MetaStore::LoadFrag(uint64_t dir, Frag frag) {
   const std::string oid = DirFragObject(fs_, dir, frag);
   ASSIGN_OR_RETURN(auto kvs, ListOmap(oid));

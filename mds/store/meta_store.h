@@ -36,6 +36,8 @@ class MetaStore {
   absl::StatusOr<pb::InodeRec> LoadInode(uint64_t ino);
   // The inodes of `inos` that exist (one request per inode table object).
   absl::StatusOr<std::vector<pb::InodeRec>> LoadInodes(const std::vector<uint64_t>& inos);
+  // The inline data of `ino` as last flushed (none stored: empty, version 0).
+  absl::StatusOr<pb::InlineRec> LoadInline(uint64_t ino);
   // Every entry of a fragment (an absent object is an empty fragment).
   absl::StatusOr<std::vector<pb::DentryRec>> LoadFrag(uint64_t dir, Frag frag);
   // Every key/value of a table object (sessions, strays, purge, inotable).

@@ -216,11 +216,14 @@ TEST_CASE("fuse layouts: a second data pool takes a subtree", "[fuse][layout]") 
   CHECK(std::find(listed.begin(), listed.end(), striping::DataObjectName(ino, 2)) ==
         listed.end());
 
-  // Files elsewhere stay in the first pool.
-  WriteFile(f.P("plain"), "plain data");
+  // Files elsewhere stay in the first pool (past the MDS's inline limit, so
+  // that the data is in objects).
+  const std::string plain = RandomBytes(200 * kKiB, 12);
+  WriteFile(f.P("plain"), plain);
   SyncFile(f.P("plain"));
   CHECK(Xattr(f.P("plain"), "weft.file.layout.pool") == "fs1_data");
   CHECK(f.objects->Stat(f.data_pool, striping::DataObjectName(InoOf(f.P("plain")), 0)).ok());
+  CHECK(ReadFile(f.P("plain")) == plain);
 }
 
 }  // namespace
