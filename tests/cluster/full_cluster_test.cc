@@ -80,6 +80,22 @@ TEST_CASE("a full cluster refuses new data with ENOSPC - reads - deletes and nam
       CHECK(fsync_errno == ENOSPC);
     }
   }
+  // A small file, whose bytes the MDS would keep inline: refused the same.
+  {
+    const int fd = open(f.P("small").c_str(), O_CREAT | O_WRONLY, 0644);
+    REQUIRE(fd >= 0);
+    const ssize_t n = write(fd, "small", 5);
+    const int write_errno = n < 0 ? errno : 0;
+    const int fsync_rc = fsync(fd);
+    const int fsync_errno = errno;
+    close(fd);
+    if (n < 0) {
+      CHECK(write_errno == ENOSPC);
+    } else {
+      CHECK(fsync_rc == -1);
+      CHECK(fsync_errno == ENOSPC);
+    }
+  }
   // Namespace changes and deletes go on: they are how space comes back.
   CHECK(mkdir(f.P("dir").c_str(), 0755) == 0);
   const int empty = open(f.P("dir/empty").c_str(), O_CREAT | O_EXCL | O_WRONLY, 0644);
