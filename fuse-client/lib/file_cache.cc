@@ -175,10 +175,12 @@ absl::StatusOr<bool> FileCache::WriteInline(const Batch& batch, int64_t mtime_ns
       if (inline_copy_->size() < at + bytes.size()) inline_copy_->resize(at + bytes.size(), '\0');
       inline_copy_->replace(at, bytes.size(), bytes);
     }
-    inline_version_ = w.version;
   } else {
     inline_copy_.reset();
   }
+  // The newest version known: a fetch answered before this write landed
+  // is not kept (ReadBase).
+  inline_version_ = std::max(inline_version_, w.version);
   return true;
 }
 
@@ -252,8 +254,13 @@ absl::StatusOr<std::string> FileCache::ReadBase(const FileData& data, uint64_t o
   {
     absl::MutexLock lock(&mu_);
     if (f.on && inline_on_) {
-      inline_copy_ = f.bytes;
-      inline_version_ = f.version;
+      // Right for this read either way (what it captured covers any write
+      // that landed after the fetch was answered); kept only if not older
+      // than a write of this client's already answered.
+      if (f.version >= inline_version_) {
+        inline_copy_ = f.bytes;
+        inline_version_ = f.version;
+      }
       return slice(f.bytes);
     }
     inline_on_ = false;  // moved to objects meanwhile

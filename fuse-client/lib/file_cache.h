@@ -307,7 +307,8 @@ class FileCache : public std::enable_shared_from_this<FileCache> {
   bool inline_on_ ABSL_GUARDED_BY(mu_) = false;
   uint64_t inline_limit_ ABSL_GUARDED_BY(mu_) = 0;
   std::optional<std::string> inline_copy_ ABSL_GUARDED_BY(mu_);  // none: fetch first
-  uint64_t inline_version_ ABSL_GUARDED_BY(mu_) = 0;             // of the copy
+  // Of the copy, or newer: the newest version of the inode this cache knows.
+  uint64_t inline_version_ ABSL_GUARDED_BY(mu_) = 0;
 
   std::map<uint64_t, std::shared_ptr<Chunk>> chunks_ ABSL_GUARDED_BY(mu_);  // by offset
   uint64_t next_read_ ABSL_GUARDED_BY(mu_) = 0;  // where a sequential reader goes on

@@ -242,6 +242,10 @@ void FileSystemClient::ForgetVersions() {
     ci.stale_below = next;
     ci.attr.set_version(0);  // the mode stays for SearchableByAll
   }
+  // Inline bytes are kept by version too: fetched again.
+  for (auto& [ino, oc] : caches_) {
+    if (oc.cache != nullptr) oc.cache->NoteInline(true, ~uint64_t{0}, nullptr);
+  }
 }
 
 // ---- MDS calls
