@@ -257,10 +257,13 @@ void MetaCache::AddInodeUpdates(FlushBatch* batch) {
       pb::InodeRec bare = rec;
       bare.clear_inline_data();
       u.set.emplace_back(InodeKey(ino), bare.SerializeAsString());
-      pb::InlineRec data;
-      data.set_inline_version(rec.inline_version());
-      data.set_data(rec.inline_data());
-      u.set.emplace_back(InlineKey(ino), data.SerializeAsString());
+      // None stored reads as empty at version 0: a new file writes no key.
+      if (rec.inline_version() != 0 || !rec.inline_data().empty()) {
+        pb::InlineRec data;
+        data.set_inline_version(rec.inline_version());
+        data.set_data(rec.inline_data());
+        u.set.emplace_back(InlineKey(ino), data.SerializeAsString());
+      }
     } else {
       u.set.emplace_back(InodeKey(ino), rec.SerializeAsString());
       if ((rec.mode() & 0170000) == 0100000 && !rec.data_inline()) u.rm.push_back(InlineKey(ino));

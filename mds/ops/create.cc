@@ -119,7 +119,7 @@ absl::Status DoOpen(OpContext& ctx, const pb::OpenOp& op, pb::MetaReply* reply) 
   if (IsDir(*inode) && (mask & kMayWrite)) return Err(EISDIR, "open a directory for writing");
   if (IsSymlink(*inode)) return Err(ELOOP, "open a symbolic link");
   RETURN_IF_ERROR(CheckAccess(AccessOf(*inode), ctx.cred(), mask));
-  if (IsReg(*inode) && inode->data_inline()) {
+  if (IsReg(*inode) && inode->data_inline() && (mask & kMayRead)) {
     // The opener reads them from here: a small file costs no OSD read.
     ASSIGN_OR_RETURN(const std::string* data, ctx.InlineData(*inode));
     reply->set_inline_data(*data);

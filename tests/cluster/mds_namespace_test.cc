@@ -12,6 +12,7 @@
 #include <set>
 
 #include "absl/strings/str_cat.h"
+#include "common/striping/striping.h"
 #include "tests/harness/cluster.h"
 #include "tests/harness/fs_fixture.h"
 
@@ -346,6 +347,108 @@ TEST_CASE("setattr: times with nanoseconds - sizes - and what changes ctime", "[
 
 namespace weft::testing {
 namespace {
+
+// WrittenOp with inline bytes, as weft-fuse sends for a file whose data
+// the MDS keeps (`extents`: offset -> bytes).
+pb::MetaRequest InlineWritten(uint64_t ino, uint64_t end,
+                              const std::map<uint64_t, std::string>& extents) {
+  pb::MetaRequest r;
+  pb::WrittenOp* op = r.mutable_written();
+  op->set_ino(ino);
+  op->set_end(end);
+  op->set_inline_report(true);
+  for (const auto& [at, bytes] : extents) {
+    pb::InlineExtent* e = op->add_inline_writes();
+    e->set_offset(at);
+    e->set_data(bytes);
+  }
+  return r;
+}
+
+pb::MetaRequest InlineOp(uint64_t ino, bool uninline) {
+  pb::MetaRequest r;
+  r.mutable_inline_data()->set_ino(ino);
+  r.mutable_inline_data()->set_uninline(uninline);
+  return r;
+}
+
+int ReplyErrno(const absl::StatusOr<pb::MetaReply>& r) { return r.ok() ? 0 : Errno(r.status()); }
+
+TEST_CASE("inline data at the MDS: writes as extents - truncates - refusals - the move to an "
+          "object - and what bad input gets",
+          "[mds]") {
+  FsFixture f;
+  FsCaller& fs = f.fs();
+  auto created = fs.Create(fs.root(), "f", 0644, /*exclusive=*/false);  // open for writing
+  REQUIRE(created.ok());
+  const uint64_t file = created->ino();
+  CHECK(created->data_inline());
+
+  auto wrote = fs.Call(InlineWritten(file, 12, {{0, "hello"}, {10, "xy"}}));
+  REQUIRE(wrote.ok());
+  CHECK(!wrote->inline_refused());
+  CHECK(wrote->attr().size() == 12);
+  CHECK(wrote->attr().allocated() == 12);
+  auto read = fs.Call(InlineOp(file, false));
+  REQUIRE(read.ok());
+  CHECK(read->inline_data() == std::string("hello\0\0\0\0\0xy", 12));
+  // Another range lands beside the first (two writers' batches).
+  REQUIRE(fs.Call(InlineWritten(file, 7, {{5, "!!"}})).ok());
+  CHECK(fs.Call(InlineOp(file, false))->inline_data() == std::string("hello!!\0\0\0xy", 12));
+
+  // Truncates cut the bytes the MDS keeps; growing adds none.
+  CHECK(fs.Truncate(file, 3)->allocated() == 3);
+  CHECK(fs.Truncate(file, 100)->size() == 100);
+  CHECK(fs.Call(InlineOp(file, false))->inline_data() == "hel");
+
+  // Past the limit: refused, nothing changes.
+  auto past = fs.Call(InlineWritten(file, 70000, {{65536, "z"}}));
+  REQUIRE(past.ok());
+  CHECK(past->inline_refused());
+  CHECK(fs.Getattr(file)->size() == 100);
+  // Objects reported before a move, while the MDS keeps bytes: refused.
+  CHECK(Errno(fs.Written(file, 4096, 4096).status()) == EINVAL);
+
+  // Bad input.
+  auto dir = fs.Mkdir(fs.root(), "d");
+  REQUIRE(dir.ok());
+  CHECK(ReplyErrno(fs.Call(InlineOp(dir->ino(), false))) == EINVAL);
+  CHECK(ReplyErrno(fs.Call(InlineOp(987654321, false))) == ESTALE);
+  auto closed = fs.Create(fs.root(), "closed");  // not open
+  REQUIRE(closed.ok());
+  CHECK(ReplyErrno(fs.Call(InlineOp(closed->ino(), false))) == EBADF);
+  REQUIRE(fs.Open(closed->ino(), O_RDONLY).ok());
+  CHECK(ReplyErrno(fs.Call(InlineOp(closed->ino(), false))) == 0);
+  CHECK(ReplyErrno(fs.Call(InlineOp(closed->ino(), true))) == EBADF);  // not for writing
+  CHECK(ReplyErrno(fs.Call(InlineWritten(closed->ino(), 1, {{0, "x"}}))) == EBADF);
+
+  // The move: the first object holds exactly the bytes, the file reports
+  // objects from then on, and inline writes are refused.
+  auto moved = fs.Call(InlineOp(file, true));
+  REQUIRE(moved.ok());
+  CHECK(!moved->attr().data_inline());
+  CHECK(moved->attr().size() == 100);
+  auto objects = f.cluster->Client();
+  REQUIRE(objects != nullptr);
+  auto pool = objects->LookupPool("fs1_data");
+  REQUIRE(pool.ok());
+  auto first = objects->Get(*pool, striping::DataObjectName(file, 0));
+  REQUIRE(first.ok());
+  CHECK(*first == "hel");
+  CHECK(fs.Call(InlineWritten(file, 1, {{0, "x"}}))->inline_refused());
+  auto after = fs.Call(InlineOp(file, false));
+  REQUIRE(after.ok());
+  CHECK(!after->has_inline_data());
+  CHECK(fs.Written(file, 4096, 4093).ok());  // objects now
+  CHECK(fs.Getattr(file)->allocated() == 4096);
+
+  // A file without bytes that a client writes as objects directly moves.
+  auto plain = fs.Create(fs.root(), "plain", 0644, false);
+  REQUIRE(plain.ok());
+  auto direct = fs.Written(plain->ino(), 4096, 4096);
+  REQUIRE(direct.ok());
+  CHECK(!direct->data_inline());
+}
 
 TEST_CASE("weft fs: new - ls - status - journal inspect - and what they refuse", "[mds]") {
   FsFixture f;
