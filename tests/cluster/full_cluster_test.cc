@@ -24,6 +24,21 @@
 namespace weft::testing {
 namespace {
 
+// Writes `data` to a new file at `path` and fsyncs it: the errno of the
+// write or of the fsync that failed (0 if both succeeded).
+int WriteRefused(const std::string& path, const std::string& data) {
+  const int fd = open(path.c_str(), O_CREAT | O_WRONLY, 0644);
+  REQUIRE(fd >= 0);
+  int err = 0;
+  if (write(fd, data.data(), data.size()) < 0) {
+    err = errno;
+  } else if (fsync(fd) != 0) {
+    err = errno;
+  }
+  close(fd);
+  return err;
+}
+
 // Waits until the map's full flags say `full` (some up+in OSD marked full,
 // or none).
 bool MapFull(client::ObjectClient& client, bool full) {
@@ -63,39 +78,10 @@ TEST_CASE("a full cluster refuses new data with ENOSPC - reads - deletes and nam
   CHECK(c.Weft({"obj", "stat", "objs", "refused"}).code != 0);
 
   // Through the mount: the write is buffered, its flush fails with ENOSPC,
-  // and fsync reports it (close then has nothing left to report).
-  {
-    const int fd = open(f.P("after").c_str(), O_CREAT | O_WRONLY, 0644);
-    REQUIRE(fd >= 0);
-    const std::string data = RandomBytes(1 << 20, 3);
-    const ssize_t n = write(fd, data.data(), data.size());
-    const int write_errno = n < 0 ? errno : 0;
-    const int fsync_rc = fsync(fd);
-    const int fsync_errno = errno;
-    close(fd);
-    if (n < 0) {
-      CHECK(write_errno == ENOSPC);
-    } else {
-      CHECK(fsync_rc == -1);
-      CHECK(fsync_errno == ENOSPC);
-    }
-  }
-  // A small file, whose bytes the MDS would keep inline: refused the same.
-  {
-    const int fd = open(f.P("small").c_str(), O_CREAT | O_WRONLY, 0644);
-    REQUIRE(fd >= 0);
-    const ssize_t n = write(fd, "small", 5);
-    const int write_errno = n < 0 ? errno : 0;
-    const int fsync_rc = fsync(fd);
-    const int fsync_errno = errno;
-    close(fd);
-    if (n < 0) {
-      CHECK(write_errno == ENOSPC);
-    } else {
-      CHECK(fsync_rc == -1);
-      CHECK(fsync_errno == ENOSPC);
-    }
-  }
+  // and fsync reports it (close then has nothing left to report). A small
+  // file, whose bytes the MDS would keep inline, is refused the same.
+  CHECK(WriteRefused(f.P("after"), RandomBytes(1 << 20, 3)) == ENOSPC);
+  CHECK(WriteRefused(f.P("small"), "small") == ENOSPC);
   // Namespace changes and deletes go on: they are how space comes back.
   CHECK(mkdir(f.P("dir").c_str(), 0755) == 0);
   const int empty = open(f.P("dir/empty").c_str(), O_CREAT | O_EXCL | O_WRONLY, 0644);
