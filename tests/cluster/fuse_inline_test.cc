@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <fstream>
 #include <string>
 #include <thread>
 
@@ -179,6 +180,40 @@ TEST_CASE("inline data: two mounts writing different ranges of one file lose not
     INFO("turn " << i);
     REQUIRE(ReadFile(i % 2 ? f.P("turns") : (*second)->Path("turns")) == turns);
   }
+}
+
+TEST_CASE("inline data: mds_inline_max_bytes = 0 keeps every file's data in objects - and a "
+          "file made inline before still reads and grows",
+          "[fuse][inline]") {
+  MountFixture f;
+  DataObjects data(*f.cluster);
+  const std::string before = RandomBytes(3000, 7);
+  WriteFile(f.P("before"), before);
+  SyncFile(f.P("before"));
+  REQUIRE(!data.HasFirst(InoOf(f.P("before"))));
+
+  // The same cluster with inline data turned off: a restarted MDS.
+  f.mount.reset();
+  f.cluster->StopMds();
+  {
+    std::ofstream conf(f.cluster->conf_path(), std::ios::app);
+    conf << "mds_inline_max_bytes = 0\n";
+    REQUIRE(conf.good());
+  }
+  auto started = f.cluster->StartMds();
+  REQUIRE(started.ok());
+  f.Remount();
+  WriteFile(f.P("after"), "small");
+  SyncFile(f.P("after"));
+  CHECK(data.HasFirst(InoOf(f.P("after"))));
+  CHECK(ReadFile(f.P("after")) == "small");
+  // The file made inline keeps its bytes; its next write moves them.
+  CHECK(ReadFile(f.P("before")) == before);
+  std::string model = before;
+  WriteAt(f.P("before"), 100, "grown", &model);
+  CHECK(data.HasFirst(InoOf(f.P("before"))));
+  f.Remount();
+  CHECK(ReadFile(f.P("before")) == model);
 }
 
 }  // namespace
