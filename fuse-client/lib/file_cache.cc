@@ -58,6 +58,24 @@ FileCache::~FileCache() {
     LOG(WARNING) << "op=drop_cache ino=" << data_.ino << " unflushed_bytes=" << left;
     budget_->Add(-static_cast<int64_t>(left));
   }
+  absl::MutexLock lock(&mu_);
+  KeepCopyLocked(std::nullopt);
+}
+
+void FileCache::KeepCopyLocked(std::optional<std::string> bytes) {
+  if (inline_copy_.has_value() && inline_budget_ != nullptr) {
+    inline_budget_->Add(-static_cast<int64_t>(inline_copy_->size()));
+  }
+  inline_copy_.reset();
+  if (!bytes.has_value()) return;
+  if (inline_budget_ != nullptr) {
+    inline_budget_->Add(static_cast<int64_t>(bytes->size()));
+    if (inline_budget_->over()) {  // reads fetch the bytes each time instead
+      inline_budget_->Add(-static_cast<int64_t>(bytes->size()));
+      return;
+    }
+  }
+  inline_copy_ = std::move(bytes);
 }
 
 void FileCache::Submit(ThreadPool* pool, Tasks tasks) {
@@ -171,12 +189,14 @@ absl::StatusOr<bool> FileCache::WriteInline(const Batch& batch, int64_t mtime_ns
   if (!w.applied) return false;
   // The copy follows if nothing else changed the inode in between.
   if (inline_copy_.has_value() && w.version == inline_version_ + 1) {
+    std::string copy = *inline_copy_;
     for (const auto& [at, bytes] : batch.extents.extents()) {
-      if (inline_copy_->size() < at + bytes.size()) inline_copy_->resize(at + bytes.size(), '\0');
-      inline_copy_->replace(at, bytes.size(), bytes);
+      if (copy.size() < at + bytes.size()) copy.resize(at + bytes.size(), '\0');
+      copy.replace(at, bytes.size(), bytes);
     }
+    KeepCopyLocked(std::move(copy));
   } else {
-    inline_copy_.reset();
+    KeepCopyLocked(std::nullopt);
   }
   // The newest version known: a fetch answered before this write landed
   // is not kept (ReadBase).
@@ -184,14 +204,15 @@ absl::StatusOr<bool> FileCache::WriteInline(const Batch& batch, int64_t mtime_ns
   return true;
 }
 
-void FileCache::EnableInline(InlineHooks hooks, uint64_t limit, uint64_t version,
-                             const std::string* bytes) {
+void FileCache::EnableInline(InlineHooks hooks, uint64_t limit, DirtyBudget* copies,
+                             uint64_t version, const std::string* bytes) {
   inline_hooks_ = std::move(hooks);
   absl::MutexLock lock(&mu_);
+  inline_budget_ = copies;
   inline_on_ = true;
   inline_limit_ = limit;
   inline_version_ = version;
-  if (bytes != nullptr) inline_copy_ = *bytes;
+  if (bytes != nullptr) KeepCopyLocked(*bytes);
 }
 
 void FileCache::NoteInline(bool on, uint64_t version, const std::string* bytes) {
@@ -199,14 +220,14 @@ void FileCache::NoteInline(bool on, uint64_t version, const std::string* bytes) 
   if (!inline_on_) return;
   if (!on) {
     inline_on_ = false;
-    inline_copy_.reset();
+    KeepCopyLocked(std::nullopt);
     return;
   }
   if (bytes != nullptr && version >= inline_version_) {
-    inline_copy_ = *bytes;
+    KeepCopyLocked(*bytes);
     inline_version_ = version;
   } else if (version > inline_version_) {
-    inline_copy_.reset();
+    KeepCopyLocked(std::nullopt);
   }
 }
 
@@ -228,7 +249,7 @@ absl::Status FileCache::MoveToObjects() {
   RETURN_IF_ERROR(inline_hooks_.move());
   absl::MutexLock lock(&mu_);
   inline_on_ = false;
-  inline_copy_.reset();
+  KeepCopyLocked(std::nullopt);
   chunks_.clear();  // read from the copy
   return absl::OkStatus();
 }
@@ -258,13 +279,13 @@ absl::StatusOr<std::string> FileCache::ReadBase(const FileData& data, uint64_t o
       // that landed after the fetch was answered); kept only if not older
       // than a write of this client's already answered.
       if (f.version >= inline_version_) {
-        inline_copy_ = f.bytes;
+        KeepCopyLocked(f.bytes);
         inline_version_ = f.version;
       }
       return slice(f.bytes);
     }
     inline_on_ = false;  // moved to objects meanwhile
-    inline_copy_.reset();
+    KeepCopyLocked(std::nullopt);
   }
   return io_->Read(data, offset, length);
 }

@@ -202,8 +202,9 @@ class FileCache : public std::enable_shared_from_this<FileCache> {
     std::function<absl::StatusOr<InlineFetched>()> fetch;
   };
   // The file's data is inline (as of `version`, with `bytes` if known):
-  // batches of at most `limit` bytes from offset 0 go to the MDS.
-  void EnableInline(InlineHooks hooks, uint64_t limit, uint64_t version,
+  // batches of at most `limit` bytes from offset 0 go to the MDS. Copies of
+  // the bytes are kept while `copies` (the client's, all files) allows.
+  void EnableInline(InlineHooks hooks, uint64_t limit, DirtyBudget* copies, uint64_t version,
                     const std::string* bytes);
   // What an open, or the attributes a read goes by, say: `on`
   // (Attr.data_inline) at `version`, with the bytes if the reply had them.
@@ -270,6 +271,8 @@ class FileCache : public std::enable_shared_from_this<FileCache> {
   absl::StatusOr<std::string> ReadThrough(uint64_t offset, uint64_t length);
   // The file's bytes without what is buffered: the inline copy, else the OSDs.
   absl::StatusOr<std::string> ReadBase(const FileData& data, uint64_t offset, uint64_t length);
+  // Replaces the inline copy (none: drop it), within inline_budget_.
+  void KeepCopyLocked(std::optional<std::string> bytes) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Reports `batch` to the MDS with its bytes; false if they must go to objects.
   absl::StatusOr<bool> WriteInline(const Batch& batch, int64_t mtime_ns);
   void DropChunksLocked(uint64_t offset, uint64_t length) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -307,6 +310,7 @@ class FileCache : public std::enable_shared_from_this<FileCache> {
   bool inline_on_ ABSL_GUARDED_BY(mu_) = false;
   uint64_t inline_limit_ ABSL_GUARDED_BY(mu_) = 0;
   std::optional<std::string> inline_copy_ ABSL_GUARDED_BY(mu_);  // none: fetch first
+  DirtyBudget* inline_budget_ ABSL_GUARDED_BY(mu_) = nullptr;
   // Of the copy, or newer: the newest version of the inode this cache knows.
   uint64_t inline_version_ ABSL_GUARDED_BY(mu_) = 0;
 

@@ -70,6 +70,10 @@ struct FileSystemClientOptions {
   absl::Duration attr_ttl = absl::Seconds(1);
   FileCacheOptions cache;                      // per file: write-back and readahead sizes
   uint64_t dirty_bytes_max = 256ull << 20;     // buffered writes, all files together
+  // Copies of small files' inline bytes (up to 64 KiB each) kept by open
+  // files, all together: past it a read fetches them from the MDS, so that
+  // many small files open at once do not take the client's memory.
+  uint64_t inline_copy_bytes = 64ull << 20;
   absl::Duration dirty_expire = absl::Seconds(5);  // buffered longer: written back
   // Background releases gather this long and go to the MDS in one call: a
   // file create through the mount was three calls (lookup, create,
@@ -462,6 +466,7 @@ class FileSystemClient {
   std::unique_ptr<ObjectClient> objects_;
   StripedIo io_;
   DirtyBudget budget_;
+  DirtyBudget inline_copies_;  // options_.inline_copy_bytes
 
   absl::Mutex mu_;
   absl::flat_hash_map<uint64_t, CachedInode> inodes_ ABSL_GUARDED_BY(mu_);

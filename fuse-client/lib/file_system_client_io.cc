@@ -99,7 +99,8 @@ std::shared_ptr<FileCache> FileSystemClient::CacheFor(const Attr& attr,
                                });
   if (attr.data_inline()) {
     const uint64_t limit = std::min<uint64_t>(meta_->inline_max_bytes(), data->layout.stripe_unit);
-    oc.cache->EnableInline(InlineHooksFor(ino), limit, attr.version(), inline_bytes);
+    oc.cache->EnableInline(InlineHooksFor(ino), limit, &inline_copies_, attr.version(),
+                           inline_bytes);
   }
   return oc.cache;
 }

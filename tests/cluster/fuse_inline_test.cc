@@ -16,6 +16,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/striping/striping.h"
+#include "fuse-client/lib/file_system_client.h"
 #include "tests/harness/mount_fixture.h"
 
 namespace weft::testing {
@@ -214,6 +215,34 @@ TEST_CASE("inline data: mds_inline_max_bytes = 0 keeps every file's data in obje
   CHECK(data.HasFirst(InoOf(f.P("before"))));
   f.Remount();
   CHECK(ReadFile(f.P("before")) == model);
+}
+
+TEST_CASE("inline data: a client that may keep no copy reads every byte from the MDS",
+          "[fuse][inline]") {
+  auto cluster = StartClusterWithFs();
+  client::FileSystemClientOptions o;
+  o.mds_addrs = cluster->mds_addrs();
+  o.fs = "fs1";
+  o.inline_copy_bytes = 0;
+  auto c = client::FileSystemClient::Connect(o);
+  INFO(c.status());
+  REQUIRE(c.ok());
+  client::FileSystemClient& fs = **c;
+  const client::Creds root;
+  auto created = fs.Create(root, fs.root(), "f", 0644, O_RDWR | O_CREAT);
+  REQUIRE(created.ok());
+  REQUIRE(created->attr.data_inline());
+  REQUIRE(fs.Write(root, created->fh, 0, "hello world").ok());
+  REQUIRE(fs.Fsync(created->fh).ok());
+  CHECK(*fs.Read(created->fh, 0, 100) == "hello world");
+  CHECK(*fs.Read(created->fh, 6, 5) == "world");
+  REQUIRE(fs.Write(root, created->fh, 20, "past a hole").ok());
+  CHECK(*fs.Read(created->fh, 0, 100) == std::string("hello world\0\0\0\0\0\0\0\0\0past a hole", 31));
+  REQUIRE(fs.Release(created->fh).ok());
+  auto opened = fs.Open(root, created->attr.ino(), O_RDONLY);
+  REQUIRE(opened.ok());
+  CHECK(*fs.Read(opened->fh, 12, 100) == std::string("\0\0\0\0\0\0\0\0past a hole", 19));
+  REQUIRE(fs.Release(opened->fh).ok());
 }
 
 }  // namespace
