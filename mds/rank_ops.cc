@@ -1,5 +1,6 @@
 // MdsRank: running one request (see the flow in rank.h).
 #include <cerrno>
+#include <cstdlib>
 
 #include "absl/cleanup/cleanup.h"
 #include "absl/strings/str_cat.h"
@@ -275,6 +276,12 @@ absl::Status MdsRank::WriteMove(const InlineMove& move) {
   }
   VLOG(1) << "event=inline_moved ino=" << move.ino << " bytes=" << move.data.size()
           << " inline_version=" << move.inline_version;
+  if (std::getenv("WEFT_FAULT_MDS_EXIT_AFTER_MOVE") != nullptr) {
+    // Fault point (tests): the object holds the bytes, the event that says
+    // so is never written.
+    LOG(ERROR) << "event=fault_point name=mds_exit_after_move ino=" << move.ino;
+    std::_Exit(137);
+  }
   return absl::OkStatus();
 }
 

@@ -10,11 +10,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <fstream>
 #include <string>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
 #include "common/striping/striping.h"
 #include "fuse-client/lib/file_system_client.h"
 #include "tests/harness/mount_fixture.h"
@@ -243,6 +245,54 @@ TEST_CASE("inline data: a client that may keep no copy reads every byte from the
   REQUIRE(opened.ok());
   CHECK(*fs.Read(opened->fh, 12, 100) == std::string("\0\0\0\0\0\0\0\0past a hole", 19));
   REQUIRE(fs.Release(opened->fh).ok());
+}
+
+TEST_CASE("inline data: an MDS killed between a move's object write and its record loses no "
+          "acknowledged byte - the write that moved it lands once the MDS is back",
+          "[fuse][inline][fault]") {
+  MountFixture f;
+  DataObjects data(*f.cluster);
+  const std::string path = f.P("moving");
+  std::string model = RandomBytes(40000, 21);
+  WriteFile(path, model);
+  SyncFile(path);
+  const uint64_t ino = InoOf(path);
+  REQUIRE(!data.HasFirst(ino));
+
+  // The MDS exits right after its next move's object write (a fault point).
+  f.cluster->StopMds();
+  ::setenv("WEFT_FAULT_MDS_EXIT_AFTER_MOVE", "1", 1);
+  auto started = f.cluster->StartMds();
+  ::unsetenv("WEFT_FAULT_MDS_EXIT_AFTER_MOVE");
+  REQUIRE(started.ok());
+
+  // A write past the limit: its flush asks for the move, which dies halfway.
+  const std::string tail = RandomBytes(5000, 22);
+  std::atomic<int> synced{-1};
+  std::thread writer([&] {
+    const int fd = open(path.c_str(), O_WRONLY);
+    int err = fd < 0 ? errno : 0;
+    if (fd >= 0) {
+      if (pwrite(fd, tail.data(), tail.size(), 70000) != static_cast<ssize_t>(tail.size()) ||
+          fsync(fd) != 0) {
+        err = errno;
+      }
+      close(fd);
+    }
+    synced = err;
+  });
+  for (int i = 0; i < 600 && f.cluster->MdsRunning(); ++i) absl::SleepFor(absl::Milliseconds(100));
+  const bool died = !f.cluster->MdsRunning();
+  CHECK(died);
+  CHECK(data.HasFirst(ino));  // the object was written, its record was not
+  if (died) REQUIRE(f.cluster->StartMds().ok());
+  writer.join();
+  CHECK(synced == 0);
+  model.resize(70000, '\0');
+  model += tail;
+  CHECK(ReadFile(path) == model);
+  f.Remount();
+  CHECK(ReadFile(f.P("moving")) == model);
 }
 
 }  // namespace
