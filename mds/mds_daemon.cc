@@ -259,7 +259,6 @@ DataPools MdsDaemon::DataPoolsOf(uint32_t fs_id) {
   DataPools out;
   if (std::shared_ptr<const OsdMap> osdmap = manager_->map()) {
     for (const PoolInfo& p : osdmap->pools) out.names[p.id] = p.name;
-    out.full = osdmap->FirstFull() != nullptr;
   }
   pb::FsMap map = fsmap_->map();
   for (const pb::FsInfo& fs : map.filesystems()) {

@@ -143,6 +143,8 @@ class MdsRank {
   const RankOptions& options() const { return options_; }
   Capacity capacity() { return capacity_(); }
   DataPools data_pools() { return data_pools_(); }
+  // By the map the rank's object client follows (no I/O).
+  bool ClusterFull();
 
  private:
   struct Load {

@@ -262,6 +262,11 @@ absl::Status MdsRank::LoadMissing(const Load& load) {
   return absl::OkStatus();
 }
 
+bool MdsRank::ClusterFull() {
+  std::shared_ptr<const OsdMap> map = objects_->map();
+  return map != nullptr && map->FirstFull() != nullptr;
+}
+
 absl::Status MdsRank::WriteMove(const InlineMove& move) {
   // The whole object replaced: bytes an earlier, unrecorded move left in it
   // (the MDS stopped before its event) go too.

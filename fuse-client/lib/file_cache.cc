@@ -63,9 +63,8 @@ FileCache::~FileCache() {
 }
 
 void FileCache::KeepCopyLocked(std::optional<std::string> bytes) {
-  if (inline_copy_.has_value() && inline_budget_ != nullptr) {
-    inline_budget_->Add(-static_cast<int64_t>(inline_copy_->size()));
-  }
+  if (inline_budget_ != nullptr) inline_budget_->Add(-inline_charged_);
+  inline_charged_ = 0;
   inline_copy_.reset();
   if (!bytes.has_value()) return;
   if (inline_budget_ != nullptr) {
@@ -74,8 +73,22 @@ void FileCache::KeepCopyLocked(std::optional<std::string> bytes) {
       inline_budget_->Add(-static_cast<int64_t>(bytes->size()));
       return;
     }
+    inline_charged_ = static_cast<int64_t>(bytes->size());
   }
   inline_copy_ = std::move(bytes);
+}
+
+int64_t FileCache::BeginReport(const Batch& batch) {
+  absl::MutexLock lock(&mu_);
+  // 0: explicit times came after the batch's writes (TimesSet).
+  const int64_t mtime_ns = batch.times_gen == times_gen_ ? batch.mtime_ns : 0;
+  reporting_ = mtime_ns != 0;
+  return mtime_ns;
+}
+
+void FileCache::EndReport() {
+  absl::MutexLock lock(&mu_);
+  reporting_ = false;
 }
 
 void FileCache::Submit(ThreadPool* pool, Tasks tasks) {
@@ -151,17 +164,8 @@ absl::Status FileCache::WriteBatch(const Batch& batch) {
     fits = inline_on && batch.extents.end() <= inline_limit_;
   }
   if (fits) {
-    int64_t mtime_ns = batch.mtime_ns;
-    {
-      absl::MutexLock lock(&mu_);
-      if (batch.times_gen != times_gen_) mtime_ns = 0;  // explicit times came after
-      reporting_ = mtime_ns != 0;
-    }
-    absl::StatusOr<bool> applied = WriteInline(batch, mtime_ns);
-    {
-      absl::MutexLock lock(&mu_);
-      reporting_ = false;
-    }
+    absl::StatusOr<bool> applied = WriteInline(batch, BeginReport(batch));
+    EndReport();
     RETURN_IF_ERROR(applied.status());
     if (*applied) return absl::OkStatus();
   }
@@ -170,15 +174,8 @@ absl::Status FileCache::WriteBatch(const Batch& batch) {
   if (!batch.extents.empty()) {
     RETURN_IF_ERROR(io_->WriteExtents(batch.data, batch.extents, &allocated_delta));
   }
-  int64_t mtime_ns = batch.mtime_ns;
-  {
-    absl::MutexLock lock(&mu_);
-    if (batch.times_gen != times_gen_) mtime_ns = 0;  // explicit times came after
-    reporting_ = mtime_ns != 0;
-  }
-  absl::Status reported = on_flushed_(batch.end, mtime_ns, allocated_delta, batch.attrs);
-  absl::MutexLock lock(&mu_);
-  reporting_ = false;
+  absl::Status reported = on_flushed_(batch.end, BeginReport(batch), allocated_delta, batch.attrs);
+  EndReport();
   return reported;
 }
 
@@ -189,7 +186,7 @@ absl::StatusOr<bool> FileCache::WriteInline(const Batch& batch, int64_t mtime_ns
   if (!w.applied) return false;
   // The copy follows if nothing else changed the inode in between.
   if (inline_copy_.has_value() && w.version == inline_version_ + 1) {
-    std::string copy = *inline_copy_;
+    std::string copy = std::move(*inline_copy_);
     for (const auto& [at, bytes] : batch.extents.extents()) {
       if (copy.size() < at + bytes.size()) copy.resize(at + bytes.size(), '\0');
       copy.replace(at, bytes.size(), bytes);
@@ -229,6 +226,11 @@ void FileCache::NoteInline(bool on, uint64_t version, const std::string* bytes) 
   } else if (version > inline_version_) {
     KeepCopyLocked(std::nullopt);
   }
+}
+
+void FileCache::DropInlineCopy() {
+  absl::MutexLock lock(&mu_);
+  KeepCopyLocked(std::nullopt);
 }
 
 bool FileCache::inline_on() {

@@ -210,6 +210,8 @@ class FileCache : public std::enable_shared_from_this<FileCache> {
   // (Attr.data_inline) at `version`, with the bytes if the reply had them.
   // A newer version drops the copy; off is for good.
   void NoteInline(bool on, uint64_t version, const std::string* bytes);
+  // Forgets the copy (versions may have been renumbered: an MDS restart).
+  void DropInlineCopy();
   bool inline_on();
   // The data is inline and bytes up to `end` may stay so.
   bool InlineCovers(uint64_t end);
@@ -273,6 +275,10 @@ class FileCache : public std::enable_shared_from_this<FileCache> {
   absl::StatusOr<std::string> ReadBase(const FileData& data, uint64_t offset, uint64_t length);
   // Replaces the inline copy (none: drop it), within inline_budget_.
   void KeepCopyLocked(std::optional<std::string> bytes) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Around a batch's report to the MDS: the mtime it reports (0 when times
+  // were set explicitly after its writes), and TimesSet waits until EndReport.
+  int64_t BeginReport(const Batch& batch);
+  void EndReport();
   // Reports `batch` to the MDS with its bytes; false if they must go to objects.
   absl::StatusOr<bool> WriteInline(const Batch& batch, int64_t mtime_ns);
   void DropChunksLocked(uint64_t offset, uint64_t length) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -311,6 +317,7 @@ class FileCache : public std::enable_shared_from_this<FileCache> {
   uint64_t inline_limit_ ABSL_GUARDED_BY(mu_) = 0;
   std::optional<std::string> inline_copy_ ABSL_GUARDED_BY(mu_);  // none: fetch first
   DirtyBudget* inline_budget_ ABSL_GUARDED_BY(mu_) = nullptr;
+  int64_t inline_charged_ ABSL_GUARDED_BY(mu_) = 0;  // of inline_budget_, for the copy
   // Of the copy, or newer: the newest version of the inode this cache knows.
   uint64_t inline_version_ ABSL_GUARDED_BY(mu_) = 0;
 

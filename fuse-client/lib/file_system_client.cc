@@ -245,7 +245,7 @@ void FileSystemClient::ForgetVersions() {
   }
   // Inline bytes are kept by version too: fetched again.
   for (auto& [ino, oc] : caches_) {
-    if (oc.cache != nullptr) oc.cache->NoteInline(true, ~uint64_t{0}, nullptr);
+    if (oc.cache != nullptr) oc.cache->DropInlineCopy();
   }
 }
 

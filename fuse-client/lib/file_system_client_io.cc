@@ -391,9 +391,8 @@ absl::Status FileSystemClient::Fallocate(const Creds& c, FileHandle fh, uint32_t
     // none lands later over a removed object.
     const uint64_t zero_end = std::min(end, size);
     std::pair<uint64_t, uint64_t> removed(offset, offset);
-    if (zero_end > offset && f->cache->InlineCovers(zero_end)) {
-      // Inline data: the zeros are written like any bytes (below).
-    } else if (zero_end > offset) {
+    // Inline data within its limit takes the zeros as bytes (below).
+    if (zero_end > offset && !f->cache->InlineCovers(zero_end)) {
       RETURN_IF_ERROR(f->cache->Flush());
       RETURN_IF_ERROR(f->cache->MoveToObjects());  // whole sets go from the objects
       int64_t allocated_delta = 0;

@@ -47,9 +47,6 @@ struct FileLayout {
 struct DataPools {
   std::vector<PoolId> data_pools;       // the filesystem's (fsmap), the default first
   std::map<PoolId, std::string> names;  // every pool of the osdmap
-  // An OSD is past the full ratio: new data is refused (ENOSPC), also the
-  // inline bytes the MDS would keep.
-  bool full = false;
 
   bool IsDataPool(PoolId id) const;
   // The pool's name; its number when the osdmap does not know it.

@@ -171,7 +171,7 @@ absl::Status DoWritten(OpContext& ctx, const pb::WrittenOp& op, pb::MetaReply* r
       FillAttr(*inode, reply->mutable_attr());
       return absl::OkStatus();
     }
-    if (!op.inline_writes().empty() && ctx.data_pools().full) {
+    if (!op.inline_writes().empty() && ctx.cluster_full()) {
       return Err(ENOSPC, "cluster full: an OSD is past the full ratio (weft status)");
     }
     RETURN_IF_ERROR(ctx.InlineData(*inode).status());

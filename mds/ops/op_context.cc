@@ -14,24 +14,23 @@ namespace weft::mds {
 namespace {
 constexpr absl::string_view kNeedLoadPayload = "weft/need-load";
 constexpr absl::string_view kNeedMovePayload = "weft/need-move";
-}  // namespace
 
-absl::Status NeedLoad() {
-  absl::Status status(absl::StatusCode::kUnavailable, "metadata not cached");
-  status.SetPayload(kNeedLoadPayload, absl::Cord("1"));
+// A status that tells the rank to do I/O outside its lock and run the
+// operation again, marked by `payload`.
+absl::Status RunAgain(absl::string_view payload, absl::string_view message) {
+  absl::Status status(absl::StatusCode::kUnavailable, message);
+  status.SetPayload(payload, absl::Cord("1"));
   return status;
 }
 
+}  // namespace
+
+absl::Status NeedLoad() { return RunAgain(kNeedLoadPayload, "metadata not cached"); }
 bool IsNeedLoad(const absl::Status& status) {
   return status.GetPayload(kNeedLoadPayload).has_value();
 }
 
-absl::Status NeedMove() {
-  absl::Status status(absl::StatusCode::kUnavailable, "inline data to move");
-  status.SetPayload(kNeedMovePayload, absl::Cord("1"));
-  return status;
-}
-
+absl::Status NeedMove() { return RunAgain(kNeedMovePayload, "inline data to move"); }
 bool IsNeedMove(const absl::Status& status) {
   return status.GetPayload(kNeedMovePayload).has_value();
 }
@@ -52,6 +51,7 @@ OpContext::OpContext(MdsRank* rank, MetaCache* cache, const pb::MetaRequest& req
 const RankOptions& OpContext::options() const { return rank_->options(); }
 Capacity OpContext::capacity() { return rank_->capacity(); }
 DataPools OpContext::data_pools() { return rank_->data_pools(); }
+bool OpContext::cluster_full() { return rank_->ClusterFull(); }
 
 absl::StatusOr<const pb::InodeRec*> OpContext::Inode(uint64_t ino) {
   if (std::find(touched_.begin(), touched_.end(), ino) == touched_.end()) touched_.push_back(ino);

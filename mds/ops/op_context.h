@@ -49,6 +49,8 @@ class OpContext {
   Capacity capacity();
   // The filesystem's data pools and every pool's name, as the maps are now.
   DataPools data_pools();
+  // An OSD is past the full ratio: new data is refused (ENOSPC).
+  bool cluster_full();
 
   // The inode (its pending new value if this operation changed it), or
   // NeedLoad, or ESTALE when it does not exist.

@@ -45,26 +45,6 @@ absl::StatusOr<std::map<std::string, std::string>> MetaStore::ListOmap(const std
   }
 }
 
-absl::StatusOr<pb::InodeRec> MetaStore::LoadInode(uint64_t ino) {
-  const std::string oid = InodeTableObject(fs_, ino);
-  client::ObjectOperation op;
-  op.OmapGet({InodeKey(ino)});
-  auto result = objects_->Execute(pool_, oid, op);
-  if (absl::IsNotFound(result.status())) {
-    return ErrnoError(absl::StatusCode::kNotFound, ESTALE, absl::StrCat("no inode ", ino));
-  }
-  if (!result.ok()) return Annotate(result.status(), absl::StrCat("load inode ", ino));
-  for (const auto& [k, v] : result->items.at(0).kvs) {
-    if (k != InodeKey(ino)) continue;
-    pb::InodeRec rec;
-    if (!rec.ParseFromString(v) || rec.ino() != ino) {
-      return absl::DataLossError(absl::StrCat("inode ", ino, " in ", oid, " does not parse"));
-    }
-    return rec;
-  }
-  return ErrnoError(absl::StatusCode::kNotFound, ESTALE, absl::StrCat("no inode ", ino));
-}
-
 absl::StatusOr<std::vector<pb::InodeRec>> MetaStore::LoadInodes(
     const std::vector<uint64_t>& inos) {
   std::map<std::string, std::vector<std::string>> by_object;

@@ -32,8 +32,6 @@ class MetaStore {
   PoolId pool() const { return pool_; }
   client::ObjectClient* objects() const { return objects_; }
 
-  // NotFound if the inode is not in the table.
-  absl::StatusOr<pb::InodeRec> LoadInode(uint64_t ino);
   // The inodes of `inos` that exist (one request per inode table object).
   absl::StatusOr<std::vector<pb::InodeRec>> LoadInodes(const std::vector<uint64_t>& inos);
   // The inline data of `ino` as last flushed (none stored: empty, version 0).
