@@ -60,6 +60,8 @@ absl::Status MdsRank::FlushOnce() {
       RETURN_IF_ERROR(store_.Apply(oid, update));
     }
     failed_batch_.reset();
+    absl::MutexLock lock(&mu_);
+    cache_.FlushApplied();
   }
   for (int i = 0; i < 3; ++i) {
     Load load;
@@ -83,6 +85,10 @@ absl::Status MdsRank::FlushOnce() {
       failed_batch_ = std::move(batch);
       return status;
     }
+  }
+  {
+    absl::MutexLock lock(&mu_);
+    cache_.FlushApplied();
   }
   VLOG(1) << "event=flushed seq=" << batch.seq << " objects=" << batch.updates.size()
           << " inodes=" << batch.inodes << " dentries=" << batch.dentries;

@@ -31,7 +31,7 @@ CDir* MetaCache::Dir(uint64_t ino) {
 std::vector<uint64_t> MetaCache::DirtyDirsWithoutInode() {
   std::vector<uint64_t> out;
   for (uint64_t dir : dirty_dirs_) {
-    if (!inodes_.contains(dir) && !removed_inodes_.contains(dir)) out.push_back(dir);
+    if (!inodes_.contains(dir) && !InodeRemoved(dir)) out.push_back(dir);
   }
   return out;
 }
@@ -74,7 +74,10 @@ const CDentry* MetaCache::Lookup(uint64_t dir, const std::string& name, bool* kn
 }
 
 void MetaCache::MergeInode(const pb::InodeRec& rec) {
-  if (inodes_.contains(rec.ino()) || removed_inodes_.contains(rec.ino())) return;
+  if (inodes_.contains(rec.ino()) || removed_inodes_.contains(rec.ino()) ||
+      unstored_removed_.contains(rec.ino())) {
+    return;
+  }
   auto inode = std::make_unique<CInode>();
   inode->rec = rec;
   inode->last_used = Tick();
@@ -163,6 +166,7 @@ void MetaCache::Apply(const pb::JournalEvent& ev) {
     slot->dirty = true;
     dirty_inodes_.insert(rec.ino());
     removed_inodes_.erase(rec.ino());
+    unstored_removed_.erase(rec.ino());
     absent_.erase(rec.ino());
   }
   for (uint64_t ino : ev.removed_inodes()) {
@@ -249,6 +253,7 @@ void MetaCache::AddInodeUpdates(FlushBatch* batch) {
     auto it = inodes_.find(ino);
     if (it == inodes_.end()) continue;
     it->second->dirty = false;
+    unstored_inodes_.insert(ino);
     const pb::InodeRec& rec = it->second->rec;
     ObjectUpdate& u = batch->updates[InodeTableObject(fs_, ino)];
     if (rec.has_inline_data()) {
@@ -275,6 +280,7 @@ void MetaCache::AddInodeUpdates(FlushBatch* batch) {
     ObjectUpdate& u = batch->updates[InodeTableObject(fs_, ino)];
     u.rm.push_back(InodeKey(ino));
     u.rm.push_back(InlineKey(ino));
+    unstored_removed_.insert(ino);
   }
   removed_inodes_.clear();
 }
@@ -328,6 +334,7 @@ void MetaCache::AddDirUpdates(FlushBatch* batch) {
     d->dirty.clear();
     d->rewrite.clear();
     d->dead.clear();
+    unstored_dirs_.insert(dir);
   }
   dirty_dirs_.clear();
   dirty_dirs_.insert(kept.begin(), kept.end());
@@ -383,6 +390,12 @@ FlushBatch MetaCache::TakeDirty(uint64_t seq) {
   return batch;
 }
 
+void MetaCache::FlushApplied() {
+  unstored_inodes_.clear();
+  unstored_removed_.clear();
+  unstored_dirs_.clear();
+}
+
 void MetaCache::LoadTables(const std::map<std::string, std::string>& sessions,
                            const std::map<std::string, std::string>& strays,
                            const std::map<std::string, std::string>& purge,
@@ -416,11 +429,13 @@ void MetaCache::Trim(size_t max_bytes, const absl::flat_hash_set<uint64_t>& pinn
   // (last used, ino, is a directory overlay)
   std::vector<std::tuple<uint64_t, uint64_t, bool>> candidates;
   for (auto& [ino, inode] : inodes_) {
-    if (inode->dirty || ino == kRootIno || pinned.contains(ino)) continue;
+    if (inode->dirty || ino == kRootIno || pinned.contains(ino) || unstored_inodes_.contains(ino)) {
+      continue;
+    }
     candidates.emplace_back(inode->last_used, ino, false);
   }
   for (auto& [ino, dir] : dirs_) {
-    if (dir->Dirty() || dirty_dirs_.contains(ino)) continue;
+    if (dir->Dirty() || dirty_dirs_.contains(ino) || unstored_dirs_.contains(ino)) continue;
     candidates.emplace_back(dir->last_used, ino, true);
   }
   std::sort(candidates.begin(), candidates.end());

@@ -75,7 +75,8 @@ class MetaCache {
   // Lookups; nullptr when not cached (the caller loads, or answers ESTALE).
   CInode* Inode(uint64_t ino);
   bool InodeRemoved(uint64_t ino) const {
-    return removed_inodes_.contains(ino) || absent_.contains(ino);
+    return removed_inodes_.contains(ino) || unstored_removed_.contains(ino) ||
+           absent_.contains(ino);
   }
   // A load found no such inode: lookups of it answer ESTALE until it exists.
   void MarkAbsent(uint64_t ino) { absent_.insert(ino); }
@@ -113,8 +114,13 @@ class MetaCache {
   const std::map<uint64_t, uint64_t>& strays() const { return strays_; }
   const std::map<uint64_t, pb::PurgeRec>& purge_queue() const { return purge_; }
 
-  // Takes everything dirty into a batch (and marks it clean).
+  // Takes everything dirty into a batch (and marks it clean). What it took
+  // stays cached until FlushApplied: evicted before the store has it, a
+  // reload would read the older state still stored (an inode's old size, a
+  // removed entry back in its directory).
   FlushBatch TakeDirty(uint64_t seq);
+  // Every batch taken so far is in the store.
+  void FlushApplied();
   // Restores tables from their objects at start (before replay).
   void LoadTables(const std::map<std::string, std::string>& sessions,
                   const std::map<std::string, std::string>& strays,
@@ -130,8 +136,8 @@ class MetaCache {
     return inodes_.size() * kInodeBytes + dentries_ * kDentryBytes + inline_bytes_;
   }
   // Drops the least recently used clean inodes and directory overlays until
-  // the estimate is under 90 % of `max_bytes`. Dirty entries, `pinned` inodes
-  // and the root stay.
+  // the estimate is under 90 % of `max_bytes`. Dirty entries, those of a
+  // batch the store does not have yet, `pinned` inodes and the root stay.
   void Trim(size_t max_bytes, const absl::flat_hash_set<uint64_t>& pinned);
 
   size_t inode_count() const { return inodes_.size(); }
@@ -157,6 +163,8 @@ class MetaCache {
   absl::flat_hash_set<uint64_t> dirty_inodes_;
   absl::flat_hash_set<uint64_t> removed_inodes_;     // to delete from the table
   absl::flat_hash_set<uint64_t> absent_;             // loaded and not found
+  // Taken by TakeDirty, not yet in the store (see FlushApplied).
+  absl::flat_hash_set<uint64_t> unstored_inodes_, unstored_removed_, unstored_dirs_;
   absl::flat_hash_map<uint64_t, std::unique_ptr<CDir>> dirs_;
   absl::flat_hash_set<uint64_t> dirty_dirs_;
   size_t dentries_ = 0;

@@ -158,6 +158,61 @@ TEST_CASE("mds cache: a split rewrites both halves and deletes the parent fragme
   CHECK(cache.FragCount(100, a) + cache.FragCount(100, b) == 50);
 }
 
+pb::InodeRec File(uint64_t ino, uint64_t size) {
+  pb::InodeRec rec;
+  rec.set_ino(ino);
+  rec.set_mode(0100644);
+  rec.set_nlink(1);
+  rec.set_size(size);
+  return rec;
+}
+
+// The flusher takes a batch, waits for the journal and then writes the
+// objects, with the rank's lock released; the janitor trims meanwhile. What
+// the batch holds must stay cached until the store has it.
+TEST_CASE("mds cache: a flush in flight keeps what it took cached until the store has it") {
+  MetaCache cache(4);
+  cache.MergeInode(Dir(kRootIno));
+  cache.MergeFrag(kRootIno, kRootFrag, {Dentry(kRootIno, "old", 4000)});
+  cache.MergeInode(File(4000, 10));
+  cache.MergeInode(File(4001, 10));  // clean and unrelated: the trim may drop it
+  pb::JournalEvent ev;
+  ev.set_seq(1);
+  *ev.add_inodes() = File(5000, 123);
+  *ev.add_dentries() = Dentry(kRootIno, "new", 5000);
+  ev.add_removed_inodes(4000);
+  *ev.add_removed_dentries() = Dentry(kRootIno, "old", 4000);
+  cache.Apply(ev);
+
+  FlushBatch batch = cache.TakeDirty(1);
+  REQUIRE(batch.updates.size() >= 2);
+  cache.Trim(0, {});
+  CHECK(cache.Inode(4001) == nullptr);
+  REQUIRE(cache.Inode(5000) != nullptr);
+  CHECK(cache.Inode(5000)->rec.size() == 123);
+  bool known = false;
+  const CDentry* d = cache.Lookup(kRootIno, "new", &known);
+  REQUIRE(d != nullptr);
+  CHECK(d->ino == 5000);
+  CHECK(cache.Lookup(kRootIno, "old", &known) == nullptr);
+  CHECK(known);
+  // A load that read the table before the batch reached it finds the
+  // removed inode still there: it must not come back.
+  CHECK(cache.InodeRemoved(4000));
+  cache.MergeInode(File(4000, 10));
+  CHECK(cache.Inode(4000) == nullptr);
+  CHECK(cache.DirtyDirsWithoutInode().empty());
+
+  cache.FlushApplied();
+  CHECK(cache.TakeDirty(1).updates.empty());
+  cache.Trim(0, {});
+  CHECK(cache.Inode(5000) == nullptr);
+  CHECK(cache.Lookup(kRootIno, "new", &known) == nullptr);
+  CHECK_FALSE(known);  // dropped: the next lookup loads the stored fragment
+  cache.MergeInode(File(5000, 123));  // as the store now has it
+  CHECK(cache.Inode(5000)->rec.size() == 123);
+}
+
 TEST_CASE("mds cache: completed requests below the client's oldest tid are dropped") {
   MetaCache cache(3);
   pb::JournalEvent open;
