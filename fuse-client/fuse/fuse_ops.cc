@@ -18,6 +18,7 @@
 #include "common/log/log.h"
 #include "common/posix/acl.h"
 #include "common/status/status.h"
+#include "fuse-client/fuse/dev_io.h"
 
 namespace weft::fuse {
 namespace {
@@ -255,7 +256,22 @@ void ReplyOk(fuse_req_t req, const absl::Status& s, const char* op) {
 
 // ---- operations
 
+// FOPEN_DIRECT_IO for an open with these flags: asked for, or a writer
+// when the mount bypasses the page cache for writers. A write through the
+// page cache is copied twice in the kernel (into a page-cache page, then to
+// this daemon) and leaves pages to reclaim; direct, once, from the writer's
+// own pages. `dd` of 1 GiB onto the quickstart mount: 446-499 MB/s against
+// 393-422 through the page cache; fio's four 512 MiB streams: 374-401
+// against 324-361 MiB/s (alternating mounts, three rounds each).
+bool DirectIo(const MountContext& ctx, int flags) {
+  return (flags & O_DIRECT) != 0 || (ctx.direct_writes && (flags & O_ACCMODE) != O_RDONLY);
+}
+
 void Init(void* userdata, fuse_conn_info* conn) {
+  auto* ctx = static_cast<MountContext*>(userdata);
+  ctx->direct_writes = ctx->want_direct_writes && RequestDirectIoMmap(conn->proto_minor);
+  LOG(INFO) << "event=fuse_init proto=" << conn->proto_major << "." << conn->proto_minor
+            << " direct_writes=" << ctx->direct_writes;
   conn->max_write = kMaxWriteBytes;  // libfuse asks the kernel for max_pages to match
   conn->max_readahead = kMaxWriteBytes;
   if (conn->capable & FUSE_CAP_ATOMIC_O_TRUNC) conn->want |= FUSE_CAP_ATOMIC_O_TRUNC;
@@ -425,7 +441,7 @@ void Open(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
   if (!opened.ok()) return ReplyError(req, opened.status(), "open");
   fi->fh = opened->fh;
   fi->keep_cache = 0;  // close-to-open: another client may have written
-  fi->direct_io = (fi->flags & O_DIRECT) ? 1 : 0;
+  fi->direct_io = DirectIo(Ctx(req), fi->flags) ? 1 : 0;
   // A reader's close has nothing to flush: no FLUSH round trip for it (the
   // kernel keeps POSIX locks itself, which FLUSH would otherwise release).
   fi->noflush = (fi->flags & O_ACCMODE) == O_RDONLY ? 1 : 0;
@@ -449,7 +465,7 @@ void Create(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t mode,
   if (!opened.ok()) return ReplyError(req, opened.status(), "create");
   fi->fh = opened->fh;
   fi->keep_cache = 0;
-  fi->direct_io = (fi->flags & O_DIRECT) ? 1 : 0;
+  fi->direct_io = DirectIo(ctx, fi->flags) ? 1 : 0;
   const NameGrant grant = GrantName(req, dir);
   fuse_entry_param e = {};
   e.ino = ToFuse(req, opened->attr.ino());

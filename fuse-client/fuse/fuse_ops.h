@@ -48,6 +48,12 @@ struct MountContext {
   uint64_t base_ino = 1;  // the MDS inode mounted as FUSE's root
   client::GroupsCache groups;  // callers' supplementary groups, briefly
   fuse_session* se = nullptr;  // for notifications to the kernel
+  // Files opened for writing bypass the kernel's page cache (the daemon
+  // buffers writes itself): asked for with the mount option direct_writes
+  // (default on), granted in INIT when the kernel can still map such files
+  // shared (RequestDirectIoMmap).
+  bool want_direct_writes = true;
+  bool direct_writes = false;
   KernelDirs dirs;
   KernelNames names;
   // Expires names of revoked directories in the kernel (a notification may

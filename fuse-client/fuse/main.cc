@@ -32,6 +32,7 @@
 #include "absl/synchronization/mutex.h"
 #include "common/config/config.h"
 #include "common/log/log.h"
+#include "fuse-client/fuse/dev_io.h"
 #include "fuse-client/fuse/fuse_ops.h"
 #include "fuse-client/fuse/mount_helper.h"
 #include "fuse-client/lib/client_config.h"
@@ -44,6 +45,7 @@ struct MountOptions {
   char* fs = nullptr;
   char* subdir = nullptr;
   char* log = nullptr;
+  int direct_writes = 1;
 };
 
 const fuse_opt kOptSpecs[] = {
@@ -51,6 +53,7 @@ const fuse_opt kOptSpecs[] = {
     {"fs=%s", offsetof(MountOptions, fs), 0},
     {"subdir=%s", offsetof(MountOptions, subdir), 0},
     {"log=%s", offsetof(MountOptions, log), 0},
+    {"direct_writes=%d", offsetof(MountOptions, direct_writes), 0},
     FUSE_OPT_END,
 };
 
@@ -205,6 +208,7 @@ int Run(int argc, char** argv) {
 
   // The session first: it rejects unknown options before anything is mounted.
   MountContext ctx;
+  ctx.want_direct_writes = mo.direct_writes != 0;
   fuse_session* se = fuse_session_new(&args, &Operations(), sizeof(fuse_lowlevel_ops), &ctx);
   if (se == nullptr) Fail(WithFuseMessages("invalid mount options"));
   ctx.se = se;
@@ -237,6 +241,8 @@ int Run(int argc, char** argv) {
     Fail(WithFuseMessages(absl::StrCat("cannot mount on ", cmd.mountpoint)));
   }
   g_mounted = true;
+  // Before the loop: the hooks must see the INIT request and its reply.
+  if (!InstallDevIo(se)) LOG(WARNING) << "event=no_dev_io direct_writes=0";
   LOG(INFO) << "mounted fs=" << options.fs << " mountpoint=" << cmd.mountpoint
             << " base_ino=" << ctx.base_ino;
   ReportMounted();

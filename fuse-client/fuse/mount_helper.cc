@@ -37,9 +37,10 @@ bool MountOnly(absl::string_view opt) {
 
 // Options weft-fuse or libfuse understand (kept under -s).
 bool Known(absl::string_view opt) {
-  return StartsWithAny(opt, {"conf=", "fs=", "subdir=", "log=", "fsname=", "subtype=",
-                             "max_read=", "blksize=", "context=", "fscontext=", "defcontext=",
-                             "rootcontext=", "max_threads=", "max_idle_threads="}) ||
+  return StartsWithAny(opt, {"conf=", "fs=", "subdir=", "log=", "direct_writes=", "fsname=",
+                             "subtype=", "max_read=", "blksize=", "context=", "fscontext=",
+                             "defcontext=", "rootcontext=", "max_threads=",
+                             "max_idle_threads="}) ||
          OneOf(opt, {"ro", "rw", "suid", "nosuid", "dev", "nodev", "exec", "noexec", "async",
                      "sync", "dirsync", "atime", "noatime", "diratime", "nodiratime",
                      "relatime", "norelatime", "strictatime", "nostrictatime", "lazytime",

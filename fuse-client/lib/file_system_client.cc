@@ -784,6 +784,12 @@ absl::Status FileSystemClient::Setxattr(const Creds& c, uint64_t ino, const std:
   // returns must not be answered from attributes that predate it.
   if (reply.attr().ino() != 0) CacheAttr(reply);
   if (layout) RefreshLayout(reply.attr());
+  if (name == "security.capability") {  // the next write through any handle drops it
+    absl::MutexLock lock(&mu_);
+    for (auto& [fh, f] : handles_) {
+      if (f->ino == ino) f->caps_dropped.store(false);
+    }
+  }
   return absl::OkStatus();
 }
 

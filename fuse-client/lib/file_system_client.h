@@ -291,6 +291,10 @@ class FileSystemClient {
     int flags = 0;
     Creds creds;     // of the open: its reads and its ReleaseOp run as the opener
     std::shared_ptr<FileCache> cache;  // regular files with a valid layout
+    // False until a write through this handle made sure the file has no
+    // capability (DropCapability); a setxattr of one through this client
+    // sets it false again.
+    std::atomic<bool> caps_dropped{false};
     bool writable() const { return (flags & O_ACCMODE) != O_RDONLY; }
     bool write_through() const { return (flags & (O_DIRECT | O_DSYNC)) != 0; }
   };
@@ -404,6 +408,8 @@ class FileSystemClient {
   // for writing, EINVAL without a layout; `c` becomes the file's writer
   // (the WrittenOp of its flush runs as them).
   absl::StatusOr<std::shared_ptr<OpenFile>> WriteHandle(const Creds& c, FileHandle fh);
+  // Removes security.capability from `ino` if it has one (a write's duty).
+  absl::Status DropCapability(uint64_t ino);
   // For the reply to an open or a create (its attributes and tid).
   absl::StatusOr<Opened> AddHandle(const Creds& c, const pb::MetaReply& reply, int flags);
   // `inline_bytes`: the file's inline data at attr.version(), if the reply had it.

@@ -348,10 +348,33 @@ absl::StatusOr<std::shared_ptr<FileSystemClient::OpenFile>> FileSystemClient::Wr
   return f;
 }
 
+// A write drops the file's capability (security.capability), whoever
+// writes, as Linux's file_remove_privs does. The kernel does so itself
+// before a write through its page cache, but not before a direct one
+// (FOPEN_DIRECT_IO): done here, as root, since the writer need not be
+// allowed to remove security.* itself. Setuid and setgid are the MDS's to
+// drop when the write is reported (ModeAfterWrite).
+absl::Status FileSystemClient::DropCapability(uint64_t ino) {
+  static const std::string kCapability = "security.capability";
+  const Creds root;
+  absl::StatusOr<std::string> cap = Getxattr(root, ino, kCapability);
+  if (!cap.ok()) return StatusToErrno(cap.status()) == ENODATA ? absl::OkStatus() : cap.status();
+  absl::Status removed = Removexattr(root, ino, kCapability);
+  // Another writer's drop may have come first.
+  return StatusToErrno(removed) == ENODATA ? absl::OkStatus() : removed;
+}
+
 absl::StatusOr<uint64_t> FileSystemClient::Write(const Creds& c, FileHandle fh, uint64_t offset,
                                                  absl::string_view data) {
   ASSIGN_OR_RETURN(std::shared_ptr<OpenFile> f, WriteHandle(c, fh));
   if (data.empty()) return 0;
+  if (!f->caps_dropped.exchange(true)) {
+    absl::Status dropped = DropCapability(f->ino);
+    if (!dropped.ok()) {
+      f->caps_dropped.store(false);
+      return dropped;
+    }
+  }
   if (f->flags & O_APPEND) {
     ASSIGN_OR_RETURN(Attr attr, Getattr(c, f->ino));
     RETURN_IF_ERROR(f->cache->Append(attr.size(), data, NowNs()).status());

@@ -1612,10 +1612,29 @@ TEST_CASE("fuse posix: xattrs - statfs and df show the cluster", "[fuse][posix]"
   {
     const int fd = open(q, O_WRONLY);
     REQUIRE(fd >= 0);
+    CHECK(Err(pwrite(fd, "w", 0, 0)) == 0);  // no bytes: kept, as on ext4
+    CHECK(getxattr(q, "security.capability", nullptr, 0) == static_cast<ssize_t>(sizeof(cap)));
     CHECK(pwrite(fd, "w", 1, 0) == 1);
+    // Dropped by the write itself, before any close.
+    CHECK(Err(getxattr(q, "security.capability", nullptr, 0)) == ENODATA);
+    // Set again while the descriptor stays open: its next write drops it again.
+    REQUIRE(setxattr(q, "security.capability", cap, sizeof(cap), 0) == 0);
+    CHECK(pwrite(fd, "w", 1, 1) == 1);
+    CHECK(Err(getxattr(q, "security.capability", nullptr, 0)) == ENODATA);
     close(fd);
   }
+  // Whoever writes: a user who may write the file but not remove security.*.
+  REQUIRE(chmod(q, 0666) == 0);
+  REQUIRE(setxattr(q, "security.capability", cap, sizeof(cap), 0) == 0);
+  CHECK(RunAs(kUser, [&]() -> std::string {
+          const int fd = open(q, O_WRONLY | O_APPEND);
+          USER_CHECK(fd >= 0);
+          USER_CHECK(write(fd, "u", 1) == 1);
+          close(fd);
+          return "";
+        }) == "");
   CHECK(Err(getxattr(q, "security.capability", nullptr, 0)) == ENODATA);
+  CHECK(ReadFile(q) == "wwu");
 
   // statfs: the cluster's capacity as `weft status` reports it, not the
   // local filesystem under the mount point.

@@ -60,6 +60,8 @@ TEST_CASE("mount helper: unknown options reach weft-fuse unless sloppy", "[unit]
   CHECK(Args({"a", "/m", "-o", "bogus=1"}) == std::vector<std::string>{"/m", "-o", "bogus=1,fs=a"});
   CHECK(Args({"-s", "a", "/m", "-o", "bogus=1,ro"}) ==
         std::vector<std::string>{"/m", "-o", "ro,fs=a"});
+  CHECK(Args({"-s", "a", "/m", "-o", "direct_writes=0,bogus"}) ==
+        std::vector<std::string>{"/m", "-o", "direct_writes=0,fs=a"});
   auto fake = TranslateMountArgs({"-f", "a", "/m"});
   REQUIRE(fake.ok());
   CHECK(fake->fake);
