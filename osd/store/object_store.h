@@ -387,6 +387,13 @@ class ObjectStore {
   absl::StatusOr<std::vector<uint64_t>> LoadChecksums(const std::string& coll,
                                                       const std::string& oid, uint64_t first,
                                                       uint64_t count);
+  // `sums` of the blocks from `first` on, as found: DataLoss unless all `count`.
+  static absl::StatusOr<std::vector<uint64_t>> ChecksumsFound(const std::string& coll,
+                                                              const std::string& oid,
+                                                              uint64_t first, uint64_t count,
+                                                              std::vector<uint64_t> sums);
+  // LoadChecksums reads up to this many blocks by point lookups, more by a scan.
+  static constexpr uint64_t kPointLookupBlocks = 4;
   absl::Status CheckReadable(uint64_t fid);
 
   // --- object_store_admin.cc ---

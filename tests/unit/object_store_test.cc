@@ -807,6 +807,41 @@ TEST_CASE("A flipped byte on disk is DataLoss - never bad data", "[store]") {
   CHECK(f.ReadAll("dir/obj") == data);
 }
 
+TEST_CASE("A missing block checksum is DataLoss - read by lookups or by a scan", "[store]") {
+  StoreFixture f;
+  f.Open();
+  constexpr uint64_t kB = 4096;  // the fixture's checksum block
+  const std::string data = Pattern(8 * kB, 4);  // 8 checksum blocks
+  f.Apply(WriteTxn("obj", 0, data));
+  // Deletes block b's checksum with the store closed.
+  auto drop_checksum = [&f](uint64_t b) {
+    f.Close();
+    auto kv = common::LevelDbStore::Open(f.options().dir + "/meta", {});
+    REQUIRE(kv.ok());
+    common::KvWriteBatch batch;
+    batch.Delete(format::ChecksumKey("1.0", "obj", b));
+    REQUIRE((*kv)->Write(batch, true).ok());
+    kv->reset();
+    f.Open();
+  };
+  drop_checksum(5);
+  // Up to ObjectStore::kPointLookupBlocks blocks by lookups, more by a scan.
+  for (auto [offset, length] : {std::pair<uint64_t, uint64_t>{5 * kB + 3, 1},
+                                {4 * kB, 2 * kB}, {0, UINT64_MAX}, {kB, 6 * kB}}) {
+    INFO(offset << " " << length);
+    auto read = f.store().Read("1.0", "obj", offset, length);
+    REQUIRE(absl::IsDataLoss(read.status()));
+    CHECK(std::string(read.status().message()).find("checksum of block 5 is missing") !=
+          std::string::npos);
+  }
+  CHECK(*f.store().Read("1.0", "obj", 0, 5 * kB) == data.substr(0, 5 * kB));
+  CHECK(*f.store().Read("1.0", "obj", 6 * kB, 100) == data.substr(6 * kB, 100));
+  // An append whose last block lacks its checksum is refused, not blessed.
+  drop_checksum(7);
+  CHECK(absl::IsDataLoss(f.store().Apply("1.0", WriteTxn("obj", 8 * kB - 10, "tail-bytes-x"))));
+  CHECK(*f.store().Read("1.0", "obj", 0, kB) == data.substr(0, kB));
+}
+
 TEST_CASE("Many small overwrites trigger deferred flushes", "[store]") {
   StoreFixture f;
   f.options().inline_max_bytes = 0;  // deferred records are for data files
