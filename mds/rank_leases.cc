@@ -179,8 +179,9 @@ bool MdsRank::RecallWritesLocked(const pb::MetaRequest& request, const pb::MetaR
   using R = pb::MetaRequest;
   // A move of inline data comes from a flush too (the writers' own reports
   // then find the file moved).
+  // An atime moved by reads needs no writer's changes either.
   if (writers_.empty() || request.op_case() == R::kWritten || request.op_case() == R::kRelease ||
-      request.op_case() == R::kSync ||
+      request.op_case() == R::kSync || request.op_case() == R::kAtime ||
       (request.op_case() == R::kInlineData && request.inline_data().uninline())) {
     return false;
   }

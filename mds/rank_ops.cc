@@ -37,6 +37,7 @@ absl::Status MdsRank::Dispatch(OpContext& ctx, const pb::MetaRequest& r, pb::Met
     case R::kWritten: ctx.SetOp("written"); return DoWritten(ctx, r.written(), reply);
     case R::kAccess: return DoAccess(ctx, r.access(), reply);
     case R::kInlineData: ctx.SetOp("inline"); return DoInline(ctx, r.inline_data(), reply);
+    case R::kAtime: ctx.SetOp("atime"); return DoAtime(ctx, r.atime(), reply);
     case R::kRelease: return absl::OkStatus();  // handled by RunOp
     case R::kSync: return absl::OkStatus();     // handled by RunOp
     case R::OP_NOT_SET: break;

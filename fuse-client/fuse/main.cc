@@ -46,6 +46,21 @@ struct MountOptions {
   char* subdir = nullptr;
   char* log = nullptr;
   int direct_writes = 1;
+  client::FileSystemClientOptions::Atime atime = client::FileSystemClientOptions::Atime::kRelatime;
+  bool diratime = true;
+};
+
+// mount(8)'s atime options; the last of them wins, as in mount(8). libfuse
+// 3.14 knows only atime and noatime (it passes them on to the kernel, so
+// that /proc/mounts shows them) and refuses the others: those stop here.
+enum AtimeKey {
+  kKeyAtime = 1,
+  kKeyNoatime,
+  kKeyRelatime,
+  kKeyStrictatime,
+  kKeyNodiratime,
+  kKeyDiratime,
+  kKeyLazytime,  // times are written lazily anyway: accepted, nothing to do
 };
 
 const fuse_opt kOptSpecs[] = {
@@ -54,8 +69,35 @@ const fuse_opt kOptSpecs[] = {
     {"subdir=%s", offsetof(MountOptions, subdir), 0},
     {"log=%s", offsetof(MountOptions, log), 0},
     {"direct_writes=%d", offsetof(MountOptions, direct_writes), 0},
+    FUSE_OPT_KEY("noatime", kKeyNoatime),
+    FUSE_OPT_KEY("atime", kKeyAtime),
+    FUSE_OPT_KEY("relatime", kKeyRelatime),
+    FUSE_OPT_KEY("nostrictatime", kKeyRelatime),
+    FUSE_OPT_KEY("strictatime", kKeyStrictatime),
+    FUSE_OPT_KEY("norelatime", kKeyStrictatime),
+    FUSE_OPT_KEY("nodiratime", kKeyNodiratime),
+    FUSE_OPT_KEY("diratime", kKeyDiratime),
+    FUSE_OPT_KEY("lazytime", kKeyLazytime),
+    FUSE_OPT_KEY("nolazytime", kKeyLazytime),
     FUSE_OPT_END,
 };
+
+// Notes an atime option; keeps for libfuse (1) what it knows, and every
+// option that is not one of these.
+int NoteOption(void* data, const char*, int key, fuse_args*) {
+  auto* mo = static_cast<MountOptions*>(data);
+  using Atime = client::FileSystemClientOptions::Atime;
+  switch (key) {
+    case kKeyAtime: mo->atime = Atime::kRelatime; return 1;
+    case kKeyNoatime: mo->atime = Atime::kNone; return 1;
+    case kKeyRelatime: mo->atime = Atime::kRelatime; return 0;
+    case kKeyStrictatime: mo->atime = Atime::kStrict; return 0;
+    case kKeyNodiratime: mo->diratime = false; return 0;
+    case kKeyDiratime: mo->diratime = true; return 0;
+    case kKeyLazytime: return 0;
+    default: return 1;
+  }
+}
 
 // Where the one-line failure reason goes: stderr, or the waiting parent.
 int g_report_fd = -1;
@@ -181,6 +223,8 @@ client::FileSystemClientOptions ClientOptions(const MountOptions& mo) {
   client::FileSystemClientOptions options;
   options.mds_addrs = *mds;
   options.fs = mo.fs;
+  options.atime = mo.atime;
+  options.diratime = mo.diratime;
   absl::Status tuned = client::ApplyClientConfig(*config, &options);
   if (!tuned.ok()) Fail(std::string(tuned.message()));
   absl::Status valid = options.Validate();
@@ -192,7 +236,7 @@ int Run(int argc, char** argv) {
   fuse_args args = FUSE_ARGS_INIT(argc, argv);
   MountOptions mo;
   fuse_set_log_func(FuseLog);
-  if (fuse_opt_parse(&args, &mo, kOptSpecs, nullptr) != 0) Fail(WithFuseMessages("bad options"));
+  if (fuse_opt_parse(&args, &mo, kOptSpecs, NoteOption) != 0) Fail(WithFuseMessages("bad options"));
   fuse_cmdline_opts cmd = {};
   if (fuse_parse_cmdline(&args, &cmd) != 0) Fail(WithFuseMessages("bad command line"));
   if (cmd.show_help || cmd.show_version) {

@@ -364,6 +364,11 @@ absl::StatusOr<Attr> FileSystemClient::Setattr(const Creds& c, uint64_t ino,
     ASSIGN_OR_RETURN(auto f, Handle(fh));
     op->set_by_handle(f->writable());
   }
+  if (args.valid & (pb::SA_ATIME | pb::SA_ATIME_NOW)) {
+    // An atime set explicitly after a read stands: the read is not reported.
+    absl::MutexLock lock(&release_mu_);
+    reads_.erase(ino);
+  }
   // Buffered writes stay buffered through a setattr, except before a
   // truncate (it trims the objects) and a mode with setuid or setgid (the
   // flush's WrittenOp would clear them, as a write before the chmod did).
@@ -605,6 +610,15 @@ absl::StatusOr<DirPage> FileSystemClient::Readdir(const Creds& c, uint64_t ino, 
   op->set_max_entries(max_entries);
   op->set_with_attrs(with_attrs);
   ASSIGN_OR_RETURN(pb::MetaReply reply, Call(c, std::move(r)));
+  if (cookie == 0) {  // a listing from its start reads the directory (atime)
+    std::optional<Attr> dir;
+    {
+      absl::MutexLock lock(&mu_);
+      auto it = inodes_.find(ino);
+      if (it != inodes_.end()) dir = it->second.attr;
+    }
+    if (dir.has_value()) NoteRead(WithPending(*std::move(dir)));
+  }
   DirPage page;
   page.eof = reply.eof();
   page.entries.assign(reply.entries().begin(), reply.entries().end());

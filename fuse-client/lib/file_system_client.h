@@ -85,6 +85,16 @@ struct FileSystemClientOptions {
   // Bounds what a close leaves to do to about a second of small-file writes
   // (an untar queued thousands, and the reads that followed waited for them).
   size_t writeback_queue = 256;
+  // What reads do to atime (the kernel leaves it to FUSE file systems):
+  // relatime (default), strictatime, or noatime; `diratime` false leaves
+  // directories' atime alone (nodiratime). Reads are reported to the MDS
+  // with the background releases (AtimeOp).
+  enum class Atime { kRelatime, kStrict, kNone };
+  Atime atime = Atime::kRelatime;
+  bool diratime = true;
+  // Reads gather this long (or until 1024 inodes) before they go: reading
+  // a tree of small files cost one AtimeOp per release batch otherwise.
+  absl::Duration atime_batch = absl::Seconds(1);
   int64_t op_timeout_ms = 120000;
   int64_t connect_timeout_ms = 15000;  // Connect gives up after this (mount time)
 
@@ -466,6 +476,13 @@ class FileSystemClient {
   absl::Status SendReleases(const std::vector<std::shared_ptr<OpenFile>>& files);
   // Sends queued background releases every release_batch.
   void ReleaseLoop();
+  // A read of `attr`'s data (or entries, for a directory) now: kept for the
+  // MDS when it moves the atime (posix::AtimeDue), and shown by WithPending
+  // until the MDS has it.
+  void NoteRead(const Attr& attr);
+  // Sends the reads noted so far (AtimeOp) and caches the attributes they
+  // changed; a read noted meanwhile stays for the next call.
+  void SendReads();
 
   const FileSystemClientOptions options_;
   std::unique_ptr<MetaClient> meta_;
@@ -492,6 +509,9 @@ class FileSystemClient {
   absl::Mutex release_mu_;  // after mu_ if both
   std::vector<std::shared_ptr<OpenFile>> releases_ ABSL_GUARDED_BY(release_mu_);
   bool releases_stop_ ABSL_GUARDED_BY(release_mu_) = false;
+  // Reads not yet applied by the MDS: inode -> the latest read's time.
+  absl::flat_hash_map<uint64_t, int64_t> reads_ ABSL_GUARDED_BY(release_mu_);
+  absl::Time reads_since_ ABSL_GUARDED_BY(release_mu_);  // the oldest of them
   // Recalls of buffered writes: they wait for flushes too, and must not
   // queue behind releases.
   std::unique_ptr<ThreadPool> recall_pool_;

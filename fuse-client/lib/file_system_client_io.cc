@@ -9,6 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/log/log.h"
+#include "common/posix/atime.h"
 #include "common/status/status.h"
 #include "fuse-client/lib/file_system_client.h"
 
@@ -201,7 +202,66 @@ absl::StatusOr<pb::MetaReply> FileSystemClient::CallWritten(uint64_t ino, uint64
   return reply;
 }
 
+void FileSystemClient::NoteRead(const Attr& attr) {
+  using Atime = FileSystemClientOptions::Atime;
+  if (options_.atime == Atime::kNone || (S_ISDIR(attr.mode()) && !options_.diratime)) return;
+  const int64_t now = NowNs();
+  if (!posix::AtimeDue(attr.atime_ns(), attr.mtime_ns(), attr.ctime_ns(), now,
+                       options_.atime == Atime::kStrict)) {
+    return;
+  }
+  absl::MutexLock lock(&release_mu_);
+  if (reads_.empty()) reads_since_ = absl::Now();
+  int64_t& read = reads_[attr.ino()];
+  read = std::max(read, now);
+}
+
+namespace {
+constexpr size_t kMaxReads = 4096;    // the MDS's limit per AtimeOp
+constexpr size_t kReadsBatch = 1024;  // sent without waiting for atime_batch
+}  // namespace
+
+void FileSystemClient::SendReads() {
+  std::vector<std::pair<uint64_t, int64_t>> sent;
+  {
+    absl::MutexLock lock(&release_mu_);
+    for (const auto& [ino, t] : reads_) {
+      if (sent.size() == kMaxReads) break;
+      sent.emplace_back(ino, t);
+    }
+  }
+  if (sent.empty()) return;
+  pb::MetaRequest r;
+  pb::AtimeOp* op = r.mutable_atime();
+  op->set_strict(options_.atime == FileSystemClientOptions::Atime::kStrict);
+  for (const auto& [ino, t] : sent) {
+    pb::AtimeRef* read = op->add_reads();
+    read->set_ino(ino);
+    read->set_atime_ns(t);
+  }
+  // As the MDS: root's credentials (a read needs no right to change times).
+  absl::StatusOr<pb::MetaReply> reply = Call(Creds(), std::move(r));
+  if (reply.ok()) {
+    for (const pb::Attr& a : reply->changed()) CacheAttr(a, reply->tid());
+  } else {
+    // Best effort, like a lazy atime: dropped rather than sent again and again.
+    LOG(WARNING) << "op=atime inodes=" << sent.size() << " status=" << reply.status();
+  }
+  absl::MutexLock lock(&release_mu_);
+  for (const auto& [ino, t] : sent) {
+    auto it = reads_.find(ino);
+    if (it != reads_.end() && it->second <= t) reads_.erase(it);
+  }
+  reads_since_ = absl::Now();  // what is left (noted meanwhile) waits its turn
+}
+
 Attr FileSystemClient::WithPending(Attr attr) {
+  {
+    // A read's atime until the MDS has it.
+    absl::MutexLock lock(&release_mu_);
+    auto read = reads_.find(attr.ino());
+    if (read != reads_.end() && read->second > attr.atime_ns()) attr.set_atime_ns(read->second);
+  }
   // The buffered state first, then the attributes: a batch that finishes
   // in between has had its report's reply cached (ReportWritten, before the
   // batch leaves `pending`), so it is in one or the other. The other order
@@ -325,6 +385,7 @@ absl::StatusOr<std::string> FileSystemClient::Read(FileHandle fh, uint64_t offse
     return ErrnoError(absl::StatusCode::kInvalidArgument, EINVAL, "file has no valid layout");
   }
   ASSIGN_OR_RETURN(Attr attr, Getattr(f->creds, f->ino));
+  NoteRead(attr);  // also at the end of the file, as Linux's file_accessed
   const uint64_t size = attr.size();  // Getattr includes buffered writes
   // A newer version may have other bytes (another client's); moved: for good.
   f->cache->NoteInline(attr.data_inline(), attr.version(), nullptr);
@@ -512,17 +573,31 @@ void FileSystemClient::ReleaseInBackground(FileHandle fh) {
 void FileSystemClient::ReleaseLoop() {
   for (;;) {
     std::vector<std::shared_ptr<OpenFile>> batch;
+    bool send_reads = false;
     {
       absl::MutexLock lock(&release_mu_);
       auto ready = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(release_mu_) {
-        return !releases_.empty() || releases_stop_;
+        return !releases_.empty() || !reads_.empty() || releases_stop_;
       };
       release_mu_.Await(absl::Condition(&ready));
-      auto stop = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(release_mu_) { return releases_stop_; };
-      release_mu_.AwaitWithTimeout(absl::Condition(&stop), options_.release_batch);
+      if (releases_.empty() && !releases_stop_) {
+        // Only reads: they wait for their batch to fill or to age, or for a release.
+        auto more = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(release_mu_) {
+          return !releases_.empty() || releases_stop_ || reads_.size() >= kReadsBatch;
+        };
+        release_mu_.AwaitWithDeadline(absl::Condition(&more), reads_since_ + options_.atime_batch);
+      }
+      if (!releases_.empty()) {  // the releases of the next few milliseconds go with them
+        auto stop = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(release_mu_) { return releases_stop_; };
+        release_mu_.AwaitWithTimeout(absl::Condition(&stop), options_.release_batch);
+      }
       batch.swap(releases_);
-      if (batch.empty() && releases_stop_) return;
+      if (batch.empty() && reads_.empty() && releases_stop_) return;
+      send_reads = !reads_.empty() &&
+                   (releases_stop_ || reads_.size() >= kReadsBatch ||
+                    absl::Now() >= reads_since_ + options_.atime_batch);
     }
+    if (send_reads) SendReads();
     absl::Status s = SendReleases(batch);
     if (!s.ok()) LOG(WARNING) << "op=release handles=" << batch.size() << " status=" << s;
   }

@@ -158,6 +158,7 @@ void MetaCache::Apply(const pb::JournalEvent& ev) {
     const bool keep = rec.data_inline() && !rec.has_inline_data() &&
                       slot->rec.data_inline() && slot->rec.has_inline_data();
     if (keep) kept = std::move(*slot->rec.mutable_inline_data());
+    if (rec.has_inline_data()) slot->inline_dirty = true;
     slot->rec = rec;
     if (keep) slot->rec.set_inline_data(std::move(kept));
     if (!rec.data_inline()) slot->rec.clear_inline_data();
@@ -263,7 +264,7 @@ void MetaCache::AddInodeUpdates(FlushBatch* batch) {
       bare.clear_inline_data();
       u.set.emplace_back(InodeKey(ino), bare.SerializeAsString());
       // None stored reads as empty at version 0: a new file writes no key.
-      if (rec.inline_version() != 0 || !rec.inline_data().empty()) {
+      if (it->second->inline_dirty && (rec.inline_version() != 0 || !rec.inline_data().empty())) {
         pb::InlineRec data;
         data.set_inline_version(rec.inline_version());
         data.set_data(rec.inline_data());
@@ -273,6 +274,7 @@ void MetaCache::AddInodeUpdates(FlushBatch* batch) {
       u.set.emplace_back(InodeKey(ino), rec.SerializeAsString());
       if ((rec.mode() & 0170000) == 0100000 && !rec.data_inline()) u.rm.push_back(InlineKey(ino));
     }
+    it->second->inline_dirty = false;
     ++batch->inodes;
   }
   dirty_inodes_.clear();

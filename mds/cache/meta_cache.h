@@ -47,6 +47,10 @@ struct CDir {
 struct CInode {
   pb::InodeRec rec;
   bool dirty = false;
+  // Its inline bytes changed since they were last stored: a flush of an
+  // inode whose attributes alone changed (an atime, a chmod) does not write
+  // its bytes again.
+  bool inline_dirty = false;
   uint64_t last_used = 0;
 };
 

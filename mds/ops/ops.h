@@ -31,6 +31,8 @@ absl::Status DoOpen(OpContext& ctx, const pb::OpenOp& op, pb::MetaReply* reply);
 absl::Status DoAccess(OpContext& ctx, const pb::AccessOp& op, pb::MetaReply* reply);
 absl::Status DoWritten(OpContext& ctx, const pb::WrittenOp& op, pb::MetaReply* reply);
 absl::Status DoInline(OpContext& ctx, const pb::InlineOp& op, pb::MetaReply* reply);
+// Reads served by a client: relatime on each inode (see AtimeOp).
+absl::Status DoAtime(OpContext& ctx, const pb::AtimeOp& op, pb::MetaReply* reply);
 
 // Inline data (mds/ops/inline.cc).
 // How many bytes `rec` may keep inline: the rank's limit, within its first

@@ -4,7 +4,9 @@
 #include <algorithm>
 #include <cerrno>
 
+#include "absl/strings/str_cat.h"
 #include "common/posix/acl.h"
+#include "common/posix/atime.h"
 #include "common/status/status.h"
 #include "mds/ops/ops.h"
 
@@ -78,6 +80,51 @@ absl::Status DoSetattr(OpContext& ctx, const pb::SetattrOp& op, pb::MetaReply* r
     edit->set_ctime_ns(ctx.now_ns());
   }
   FillAttr(*edit, reply->mutable_attr());
+  return absl::OkStatus();
+}
+
+namespace {
+
+bool AtimeDue(const pb::InodeRec& rec, int64_t read_ns, bool strict) {
+  return posix::AtimeDue(rec.atime_ns(), rec.mtime_ns(), rec.ctime_ns(), read_ns, strict);
+}
+
+}  // namespace
+
+absl::Status DoAtime(OpContext& ctx, const pb::AtimeOp& op, pb::MetaReply* reply) {
+  constexpr int kMaxReads = 4096;
+  if (op.reads_size() > kMaxReads) {
+    return Err(EINVAL, absl::StrCat(op.reads_size(), " reads in one request, over ", kMaxReads));
+  }
+  // Every inode not cached is loaded before anything changes.
+  bool need_load = false;
+  std::vector<const pb::AtimeRef*> due;
+  for (const pb::AtimeRef& read : op.reads()) {
+    absl::StatusOr<const pb::InodeRec*> rec = ctx.Inode(read.ino());
+    if (IsNeedLoad(rec.status())) {
+      need_load = true;
+      continue;
+    }
+    if (StatusToErrno(rec.status()) == ESTALE) continue;  // removed since the read
+    RETURN_IF_ERROR(rec.status());
+    if (AtimeDue(**rec, read.atime_ns(), op.strict())) due.push_back(&read);
+  }
+  if (need_load) return NeedLoad();
+  std::vector<uint64_t> moved;
+  for (const pb::AtimeRef* read : due) {
+    ASSIGN_OR_RETURN(const pb::InodeRec* current, ctx.Inode(read->ino()));
+    // An inode read twice in the batch: a later read moves it again only
+    // if it is still due after the first.
+    if (!AtimeDue(*current, read->atime_ns(), op.strict())) continue;
+    ctx.Edit(*current)->set_atime_ns(read->atime_ns());
+    if (std::find(moved.begin(), moved.end(), read->ino()) == moved.end()) {
+      moved.push_back(read->ino());
+    }
+  }
+  for (uint64_t ino : moved) {
+    ASSIGN_OR_RETURN(const pb::InodeRec* rec, ctx.Inode(ino));
+    FillAttr(*rec, reply->add_changed());
+  }
   return absl::OkStatus();
 }
 

@@ -13,8 +13,10 @@
 //
 // What this mount does not do like ext4, checked as it is and documented in
 // docs/ARCHITECTURE.md ("Client and FUSE mount"):
-//  - atime: set at creation and by utimensat; reads do not update it (FUSE
-//    leaves atime to the filesystem, and the client does not report reads).
+//  - atime: relatime by default, as Linux mounts (noatime, strictatime and
+//    nodiratime as mount options): the client reports reads to the MDS
+//    with its background releases, so another mount sees a read's atime
+//    milliseconds later (FUSE leaves atime to the filesystem).
 //  - SEEK_DATA/SEEK_HOLE: holes are missing objects and what lies past an
 //    object's end; a hole inside an object counts as data.
 //  - st_blocks: per data object, up to its end: a hole inside an object
@@ -961,6 +963,55 @@ TEST_CASE("fuse posix: times before 1970 - and past what nanoseconds hold - are 
   CHECK(st.st_mtim.tv_nsec == 0);
 }
 
+TEST_CASE("fuse posix: the mount options noatime - strictatime and nodiratime", "[fuse][posix]") {
+  Fixture f;
+  WriteFile(f.P("file"), "data");
+  REQUIRE(mkdir(f.C("dir"), 0755) == 0);
+  const timespec past[2] = {{1000000000, 0}, {0, UTIME_OMIT}};
+  constexpr int64_t kPast = 1000000000ll * 1000000000ll;
+  auto mount = [&](const std::string& options) {
+    auto m = Mount::Start(*f.cluster, "fs1", options);
+    INFO(m.status());
+    REQUIRE(m.ok());
+    return *std::move(m);
+  };
+  auto reset = [&] {
+    REQUIRE(utimensat(AT_FDCWD, f.C("file"), past, 0) == 0);
+    REQUIRE(utimensat(AT_FDCWD, f.C("dir"), past, 0) == 0);
+  };
+  {
+    // noatime: reads leave every atime.
+    auto m = mount("noatime");
+    reset();
+    CHECK(ReadFile(m->Path("file")) == "data");
+    CHECK(DirNames(m->Path("dir")).empty());
+    absl::SleepFor(absl::Milliseconds(200));  // reads would have been reported
+    CHECK(Atime(m->Path("file")) == kPast);
+    CHECK(Atime(m->Path("dir")) == kPast);
+  }
+  {
+    // nodiratime: files as relatime, directories left.
+    auto m = mount("nodiratime");
+    reset();
+    CHECK(ReadFile(m->Path("file")) == "data");
+    CHECK(DirNames(m->Path("dir")).empty());
+    CHECK(Atime(m->Path("file")) > kPast);
+    absl::SleepFor(absl::Milliseconds(200));
+    CHECK(Atime(m->Path("dir")) == kPast);
+  }
+  {
+    // strictatime: every read moves it, also one right after another.
+    auto m = mount("strictatime");
+    reset();
+    CHECK(ReadFile(m->Path("file")) == "data");
+    const int64_t first = Atime(m->Path("file"));
+    CHECK(first > kPast);
+    Tick();
+    CHECK(ReadFile(m->Path("file")) == "data");
+    CHECK(Atime(m->Path("file")) > first);  // relatime would not (the next test case)
+  }
+}
+
 TEST_CASE("fuse posix: which operations change atime - mtime - ctime", "[fuse][posix]") {
   Fixture f;
   REQUIRE(mkdir(f.C("d"), 0777) == 0);
@@ -995,13 +1046,58 @@ TEST_CASE("fuse posix: which operations change atime - mtime - ctime", "[fuse][p
   CHECK(Mtime(file) > m);
   CHECK(Ctime(file) > c);
 
-  // read: nothing changes (absent: reads do not update atime, see the header).
+  // read: relatime, Linux's default (see the header). The first read after
+  // a change moves atime to the read's time, a second read does not; mtime
+  // and ctime stay.
   a = Atime(file), m = Mtime(file), c = Ctime(file);
   Tick();
+  const int64_t before_read = absl::ToUnixNanos(absl::Now());
   CHECK(ReadFile(file) == "data");
-  CHECK(Atime(file) == a);
+  const int64_t read_a = Atime(file);
+  CHECK(read_a > a);
+  CHECK(read_a >= before_read);
   CHECK(Mtime(file) == m);
   CHECK(Ctime(file) == c);
+  Tick();
+  CHECK(ReadFile(file) == "data");
+  CHECK(Atime(file) == read_a);
+  // An atime after the ctime and less than a day old stays (here: set in
+  // the future, which a read never moves back).
+  const int64_t later = absl::ToUnixNanos(absl::Now() + absl::Hours(1));
+  {
+    const timespec times[2] = {{later / 1000000000, later % 1000000000}, {0, UTIME_OMIT}};
+    REQUIRE(utimensat(AT_FDCWD, file.c_str(), times, 0) == 0);
+  }
+  CHECK(ReadFile(file) == "data");
+  CHECK(Atime(file) == later);
+  // Listing a directory reads it: the same rule for its atime.
+  {
+    const timespec past[2] = {{1000000000, 0}, {0, UTIME_OMIT}};
+    REQUIRE(utimensat(AT_FDCWD, f.C("e"), past, 0) == 0);
+  }
+  const int64_t e_c0 = Ctime(f.P("e"));
+  Tick();
+  CHECK(DirNames(f.P("e")).empty());
+  CHECK(Atime(f.P("e")) > 1000000000ll * 1000000000ll);
+  CHECK(Ctime(f.P("e")) == e_c0);
+  // Another mount sees the read's atime once the MDS has it (the reads go
+  // with the next background releases, within milliseconds).
+  {
+    const timespec old[2] = {{1000000000, 0}, {0, UTIME_OMIT}};
+    REQUIRE(utimensat(AT_FDCWD, file.c_str(), old, 0) == 0);
+  }
+  CHECK(ReadFile(file) == "data");
+  const int64_t stored_a = Atime(file);
+  CHECK(stored_a > 1000000000ll * 1000000000ll);
+  {
+    auto other = Mount::Start(*f.cluster, "fs1");
+    REQUIRE(other.ok());
+    const std::string there = (*other)->Path("d/file");
+    const absl::Time give_up = absl::Now() + absl::Seconds(5);
+    while (Atime(there) != stored_a && absl::Now() < give_up) absl::SleepFor(absl::Milliseconds(50));
+    CHECK(Atime(there) == stored_a);
+  }
+  a = Atime(file);
 
   // chmod, chown: ctime only.
   Tick();

@@ -374,6 +374,78 @@ pb::MetaRequest InlineOp(uint64_t ino, bool uninline) {
 
 int ReplyErrno(const absl::StatusOr<pb::MetaReply>& r) { return r.ok() ? 0 : Errno(r.status()); }
 
+TEST_CASE("reads reported by clients move atime by relatime - never ctime", "[mds]") {
+  FsFixture f;
+  FsCaller& fs = f.fs();
+  const uint64_t file = Ino(fs.Create(fs.root(), "f"));
+  const uint64_t dir = Ino(fs.Mkdir(fs.root(), "d"));
+  constexpr int64_t kS = 1000000000;
+  auto set_times = [&](uint64_t ino, int64_t atime, int64_t mtime) {
+    pb::SetattrOp op;
+    op.set_ino(ino);
+    op.set_valid(pb::SA_ATIME | pb::SA_MTIME);
+    op.set_atime_ns(atime);
+    op.set_mtime_ns(mtime);
+    auto a = fs.Setattr(op);
+    REQUIRE(a.ok());
+    return *a;
+  };
+  auto reads = [&](std::vector<std::pair<uint64_t, int64_t>> list, bool strict = false) {
+    pb::MetaRequest r;
+    r.mutable_atime()->set_strict(strict);
+    for (const auto& [ino, t] : list) {
+      pb::AtimeRef* read = r.mutable_atime()->add_reads();
+      read->set_ino(ino);
+      read->set_atime_ns(t);
+    }
+    return fs.Call(std::move(r));
+  };
+  // atime not after mtime: the read moves it; ctime stays, the version grows.
+  const pb::Attr before = set_times(file, 100 * kS, 200 * kS);
+  const int64_t t1 = before.ctime_ns() + 5 * kS;
+  auto moved = reads({{file, t1}});
+  REQUIRE(moved.ok());
+  REQUIRE(moved->changed_size() == 1);
+  CHECK(moved->changed(0).ino() == file);
+  CHECK(moved->changed(0).atime_ns() == t1);
+  CHECK(moved->changed(0).version() > before.version());
+  auto after = fs.Getattr(file);
+  REQUIRE(after.ok());
+  CHECK(after->atime_ns() == t1);
+  CHECK(after->mtime_ns() == 200 * kS);
+  CHECK(after->ctime_ns() == before.ctime_ns());
+  // Now after mtime and ctime and younger than a day: a later read leaves it,
+  // unless strict; an earlier one never moves it back.
+  auto left = reads({{file, t1 + 3600 * kS}});
+  REQUIRE(left.ok());
+  CHECK(left->changed_size() == 0);
+  CHECK(fs.Getattr(file)->atime_ns() == t1);
+  CHECK(reads({{file, t1 - kS}}, /*strict=*/true)->changed_size() == 0);
+  CHECK(reads({{file, t1 + kS}}, /*strict=*/true)->changed_size() == 1);
+  // A day after the atime, relatime moves it again.
+  CHECK(reads({{file, t1 + kS + 24 * 3600 * kS}})->changed(0).atime_ns() ==
+        t1 + kS + 24 * 3600 * kS);
+  // Several inodes in one request, one of them read twice, one removed.
+  set_times(dir, 100 * kS, 200 * kS);
+  const uint64_t gone = Ino(fs.Create(fs.root(), "gone"));
+  REQUIRE(fs.Unlink(fs.root(), "gone").ok());
+  set_times(file, 100 * kS, 200 * kS);
+  const int64_t t2 = fs.Getattr(file)->ctime_ns() + kS;
+  auto batch = reads({{dir, t2}, {file, t2}, {gone, t2}, {file, t2 + kS}});
+  REQUIRE(batch.ok());
+  CHECK(batch->changed_size() == 2);
+  CHECK(fs.Getattr(dir)->atime_ns() == t2);
+  CHECK(fs.Getattr(file)->atime_ns() == t2);  // the second read of it is not due after the first
+  // Bad input: too many reads, changing nothing; no reads at all is fine.
+  std::vector<std::pair<uint64_t, int64_t>> many(4097, {file, t2 + 48 * 3600 * kS});
+  auto refused = reads(many);
+  CHECK(Errno(refused) == EINVAL);
+  CHECK(fs.Getattr(file)->atime_ns() == t2);
+  auto none = reads({});
+  REQUIRE(none.ok());
+  CHECK(none->changed_size() == 0);
+}
+
 TEST_CASE("inline data at the MDS: writes as extents - truncates - refusals - the move to an "
           "object - and what bad input gets",
           "[mds]") {

@@ -235,5 +235,62 @@ TEST_CASE("mds cache: completed requests below the client's oldest tid are dropp
   CHECK(completed.at(5) == "r5");
 }
 
+
+// Which keys of the inode table a flush writes for `ino`.
+std::vector<std::string> KeysSet(const FlushBatch& batch, uint32_t fs, uint64_t ino) {
+  std::vector<std::string> keys;
+  auto it = batch.updates.find(InodeTableObject(fs, ino));
+  if (it == batch.updates.end()) return keys;
+  for (const auto& [key, value] : it->second.set) keys.push_back(key);
+  return keys;
+}
+
+TEST_CASE("mds cache: a flush writes inline bytes only when they changed") {
+  MetaCache cache(4);
+  pb::InodeRec rec = File(6000, 5);
+  rec.set_data_inline(true);
+  rec.set_inline_version(1);
+  rec.set_inline_data("hello");
+  pb::JournalEvent ev;
+  ev.set_seq(1);
+  *ev.add_inodes() = rec;
+  cache.Apply(ev);
+  FlushBatch first = cache.TakeDirty(1);
+  CHECK(KeysSet(first, 4, 6000) == std::vector<std::string>{InodeKey(6000), InlineKey(6000)});
+  cache.FlushApplied();
+
+  // An atime (any attribute) alone: the event has no bytes, the cache keeps
+  // them, and the flush writes the inode without them.
+  pb::InodeRec touched = rec;
+  touched.clear_inline_data();
+  touched.set_atime_ns(123);
+  pb::JournalEvent ev2;
+  ev2.set_seq(2);
+  *ev2.add_inodes() = touched;
+  cache.Apply(ev2);
+  CHECK(cache.Inode(6000)->rec.inline_data() == "hello");
+  FlushBatch second = cache.TakeDirty(2);
+  CHECK(KeysSet(second, 4, 6000) == std::vector<std::string>{InodeKey(6000)});
+  cache.FlushApplied();
+
+  // New bytes, then an attribute change before the flush: the bytes go.
+  pb::InodeRec written = rec;
+  written.set_inline_version(2);
+  written.set_inline_data("world!");
+  pb::JournalEvent ev3;
+  ev3.set_seq(3);
+  *ev3.add_inodes() = written;
+  cache.Apply(ev3);
+  pb::InodeRec chmod = written;
+  chmod.clear_inline_data();
+  chmod.set_mode(0100600);
+  pb::JournalEvent ev4;
+  ev4.set_seq(4);
+  *ev4.add_inodes() = chmod;
+  cache.Apply(ev4);
+  FlushBatch third = cache.TakeDirty(4);
+  CHECK(KeysSet(third, 4, 6000) == std::vector<std::string>{InodeKey(6000), InlineKey(6000)});
+}
+
 }  // namespace
 }  // namespace weft::mds
