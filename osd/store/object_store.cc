@@ -49,6 +49,7 @@
 #include "osd/store/object_store.h"
 
 #include <algorithm>
+#include <optional>
 #include <set>
 #include <utility>
 
@@ -286,14 +287,59 @@ absl::Status ObjectStore::PrepareObject(const std::string& coll, ObjectWork* wor
   const bool was_inline = work->committed_exists && old.fid == 0 && old.size > 0;
   const bool is_inline = draft.exists() && work->fid == 0 && draft.size() > 0;
   if (was_inline && !is_inline) plan->batch.Delete(format::InlineKey(coll, work->oid));
-  // Checksum keys past the new end.
-  const uint64_t block_bytes = options_.csum_block_bytes;
-  const uint64_t old_blocks = common::BlockCount(old_size, block_bytes);
-  for (uint64_t b = common::BlockCount(draft.size(), block_bytes); b < old_blocks; ++b) {
-    plan->batch.Delete(format::ChecksumKey(coll, work->oid, b));
-  }
+  RETURN_IF_ERROR(PlanChecksums(coll, work, plan));
   plan->objects_delta += (draft.exists() ? 1 : 0) - (work->committed_exists ? 1 : 0);
   plan->bytes_delta += static_cast<int64_t>(draft.size()) - static_cast<int64_t>(old_size);
+  return absl::OkStatus();
+}
+
+absl::Status ObjectStore::PlanChecksums(const std::string& coll, ObjectWork* work,
+                                        TxnPlan* plan) {
+  const uint64_t block_bytes = options_.csum_block_bytes;
+  const uint64_t group_blocks = options_.csum_group_blocks;
+  const uint64_t old_blocks =
+      work->committed_exists ? common::BlockCount(work->committed.size, block_bytes) : 0;
+  const uint64_t new_blocks =
+      work->draft.exists() ? common::BlockCount(work->draft.size(), block_bytes) : 0;
+  const uint64_t old_groups = common::BlockCount(old_blocks, group_blocks);
+  const uint64_t new_groups = common::BlockCount(new_blocks, group_blocks);
+  std::set<uint64_t> groups;
+  for (const auto& [block, sum] : work->new_sums) {
+    if (block < new_blocks) groups.insert(block / group_blocks);
+  }
+  if (new_blocks < old_blocks && new_blocks % group_blocks != 0) {
+    groups.insert(new_blocks / group_blocks);  // cut short
+  }
+  for (uint64_t group : groups) {
+    const uint64_t first = group * group_blocks;
+    const uint64_t end = std::min(new_blocks, first + group_blocks);
+    std::string value;
+    value.reserve((end - first) * 8);
+    std::optional<std::vector<uint64_t>> committed;
+    for (uint64_t b = first; b < end; ++b) {
+      auto it = work->new_sums.find(b);
+      if (it != work->new_sums.end()) {
+        format::AppendChecksum(it->second, &value);
+        continue;
+      }
+      // An unchanged block: its committed checksum (every block past the
+      // committed end has a new one).
+      if (!committed.has_value()) {
+        const uint64_t have =
+            first < old_blocks ? std::min(old_blocks, first + group_blocks) - first : 0;
+        ASSIGN_OR_RETURN(committed, LoadChecksums(coll, work->oid, first, have));
+      }
+      if (b - first >= committed->size()) {
+        return absl::InternalError(absl::StrCat("object ", coll, "/", Printable(work->oid),
+                                                ": no checksum for unchanged block ", b));
+      }
+      format::AppendChecksum((*committed)[b - first], &value);
+    }
+    plan->batch.Put(format::ChecksumKey(coll, work->oid, group), std::move(value));
+  }
+  for (uint64_t group = new_groups; group < old_groups; ++group) {
+    plan->batch.Delete(format::ChecksumKey(coll, work->oid, group));
+  }
   return absl::OkStatus();
 }
 
@@ -421,10 +467,7 @@ absl::Status ObjectStore::WriteNewFile(const std::string& coll, ObjectWork* work
     // truncate sets the size and cuts off a longer spare's old bytes.
     if (pos < stale || !IsZero(buf)) RETURN_IF_ERROR(file->Write(pos, buf));
     const std::vector<uint64_t> sums = common::BlockChecksums(buf, block_bytes);
-    for (size_t i = 0; i < sums.size(); ++i) {
-      plan->batch.Put(format::ChecksumKey(coll, work->oid, pos / block_bytes + i),
-                      format::EncodeChecksum(sums[i]));
-    }
+    for (size_t i = 0; i < sums.size(); ++i) work->new_sums[pos / block_bytes + i] = sums[i];
   }
   RETURN_IF_ERROR(file->Truncate(draft.size()));
   if (options_.sync) {
@@ -441,9 +484,7 @@ absl::Status ObjectStore::WriteInline(const std::string& coll, ObjectWork* work,
   ASSIGN_OR_RETURN(std::string buf, DraftBytes(coll, *work, 0, draft.size()));
   const uint32_t block_bytes = options_.csum_block_bytes;
   const std::vector<uint64_t> sums = common::BlockChecksums(buf, block_bytes);
-  for (size_t i = 0; i < sums.size(); ++i) {
-    plan->batch.Put(format::ChecksumKey(coll, work->oid, i), format::EncodeChecksum(sums[i]));
-  }
+  for (size_t i = 0; i < sums.size(); ++i) work->new_sums[i] = sums[i];
   buf.resize(WithoutTrailingZeros(buf));
   plan->batch.Put(format::InlineKey(coll, work->oid), std::move(buf));
   return absl::OkStatus();
@@ -477,8 +518,7 @@ absl::Status ObjectStore::PrepareInPlace(const std::string& coll, ObjectWork* wo
   for (const common::BlockSpan& span : MergeSpans(std::move(spans))) {
     for (uint64_t b = span.first; b < span.first + span.count; ++b) {
       ASSIGN_OR_RETURN(std::string block, DraftBlock(coll, *work, b));
-      plan->batch.Put(format::ChecksumKey(coll, work->oid, b),
-                      format::EncodeChecksum(common::Checksum64(block)));
+      work->new_sums[b] = common::Checksum64(block);
     }
   }
   // 2. Overwrites of committed bytes: deferred records in the batch.

@@ -62,6 +62,10 @@ struct StoreOptions {
   // Checksum granularity. Fixed at Mkfs (recorded in the superblock); Open
   // uses the recorded value. A power of two in [512, 1 MiB].
   uint32_t csum_block_bytes = 16 * 1024;
+  // Checksums of this many consecutive blocks share one LevelDB key (1 MiB
+  // of data with 16 KiB blocks). Fixed at Mkfs like the block size; stores
+  // made before groups existed have groups of 1. In [1, 1024].
+  uint32_t csum_group_blocks = 64;
   uint64_t max_object_bytes = 128ull << 20;  // osd_max_object_size
   // An Apply whose overwrites of an object's existing bytes total at most this
   // many bytes logs them in the KV batch and applies them to the file after
@@ -126,6 +130,7 @@ struct Superblock {
   int32_t osd_id = -1;
   int64_t created_ms = 0;
   uint32_t csum_block_bytes = 0;
+  uint32_t csum_group_blocks = 1;
 };
 
 // Operations on objects of ONE collection, applied atomically and in order by
@@ -384,16 +389,22 @@ class ObjectStore {
   absl::StatusOr<std::string> ReadVerified(const std::string& coll, const std::string& oid,
                                            uint64_t fid, uint64_t size, uint64_t offset,
                                            uint64_t length);
+  // The checksums of blocks [first, first + count), from their groups.
   absl::StatusOr<std::vector<uint64_t>> LoadChecksums(const std::string& coll,
                                                       const std::string& oid, uint64_t first,
                                                       uint64_t count);
+  // Puts every checksum group of the object that holds a block in
+  // `work->new_sums` or that a shrink cuts into (the other blocks of the
+  // group keep their committed checksums), and deletes the groups past the
+  // new end.
+  absl::Status PlanChecksums(const std::string& coll, ObjectWork* work, TxnPlan* plan);
   // `sums` of the blocks from `first` on, as found: DataLoss unless all `count`.
   static absl::StatusOr<std::vector<uint64_t>> ChecksumsFound(const std::string& coll,
                                                               const std::string& oid,
                                                               uint64_t first, uint64_t count,
                                                               std::vector<uint64_t> sums);
-  // LoadChecksums reads up to this many blocks by point lookups, more by a scan.
-  static constexpr uint64_t kPointLookupBlocks = 4;
+  // LoadChecksums reads up to this many groups by point lookups, more by a scan.
+  static constexpr uint64_t kPointLookupGroups = 4;
   absl::Status CheckReadable(uint64_t fid);
 
   // --- object_store_admin.cc ---

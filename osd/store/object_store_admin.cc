@@ -82,14 +82,24 @@ absl::Status ObjectStore::FsckObject(const std::string& coll, const std::string&
                                      uint64_t fid, uint64_t size, bool deep) {
   const std::string where = absl::StrCat("fsck: object ", coll, "/", Printable(oid));
   const uint64_t blocks = common::BlockCount(size, options_.csum_block_bytes);
-  // Exactly `blocks` checksum keys, numbered 0..blocks-1.
-  ASSIGN_OR_RETURN(std::vector<common::KvPair> sums,
-                   kv_->ScanPrefix(format::ChecksumPrefix(coll, oid), blocks + 1));
-  if (sums.size() != blocks) {
-    return absl::DataLossError(
-        absl::StrCat(where, " has ", sums.size(), " checksums for ", blocks, " blocks"));
+  const uint64_t group_blocks = options_.csum_group_blocks;
+  const uint64_t groups = common::BlockCount(blocks, group_blocks);
+  // Exactly `groups` checksum keys, numbered 0..groups-1, each with one
+  // checksum per block it covers.
+  const std::string prefix = format::ChecksumPrefix(coll, oid);
+  ASSIGN_OR_RETURN(std::vector<common::KvPair> keys, kv_->ScanPrefix(prefix, groups + 1));
+  if (keys.size() != groups) {
+    return absl::DataLossError(absl::StrCat(where, " has ", keys.size(), " checksum groups for ",
+                                            blocks, " blocks"));
   }
-  RETURN_IF_ERROR(Annotate(LoadChecksums(coll, oid, 0, blocks).status(), where));
+  for (uint64_t i = 0; i < groups; ++i) {
+    uint64_t group = 0;
+    const uint64_t want = std::min(group_blocks, blocks - i * group_blocks) * 8;
+    if (!format::ParseChecksumGroup(keys[i].first, prefix, &group) || group != i ||
+        keys[i].second.size() != want) {
+      return absl::DataLossError(absl::StrCat(where, ": checksum group ", i, " is malformed"));
+    }
+  }
   if (fid != 0 && !io_->Stat(DataPath(fid)).ok()) {
     return absl::DataLossError(absl::StrCat(where, ": data file ", DataPath(fid), " is missing"));
   }

@@ -94,13 +94,14 @@ absl::Status ObjectStore::Mkfs(const StoreOptions& options, const std::string& f
     RETURN_IF_ERROR(io->SyncDir(data_dir));
     RETURN_IF_ERROR(io->SyncDir(dir));
   }
-  Superblock sb{fsid, osd_id, NowMs(), options.csum_block_bytes};
+  Superblock sb{fsid, osd_id, NowMs(), options.csum_block_bytes, options.csum_group_blocks};
   common::KvWriteBatch batch;
   batch.Put(format::NextFidKey(), format::EncodeFixed64(1));
   batch.Put(format::SuperblockKey(), format::EncodeSuperblock(sb));  // last: the commit point
   RETURN_IF_ERROR(Annotate(kv->Write(batch, /*sync=*/true), "mkfs: write superblock"));
   LOG(INFO) << "mkfs dir=" << dir << " fsid=" << fsid << " osd=" << osd_id
-            << " csum_block_bytes=" << options.csum_block_bytes;
+            << " csum_block_bytes=" << options.csum_block_bytes
+            << " csum_group_blocks=" << options.csum_group_blocks;
   return absl::OkStatus();
 }
 
@@ -150,6 +151,7 @@ absl::StatusOr<std::unique_ptr<ObjectStore>> ObjectStore::Open(const StoreOption
   }
   StoreOptions effective = options;
   effective.csum_block_bytes = sb->csum_block_bytes;  // fixed at mkfs
+  effective.csum_group_blocks = sb->csum_group_blocks;
   std::unique_ptr<ObjectStore> store(
       new ObjectStore(effective, io, std::move(owned_kv), kv, *std::move(sb)));
   RETURN_IF_ERROR(Annotate(store->Recover(), absl::StrCat("recover store ", dir)));

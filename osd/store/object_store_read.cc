@@ -87,31 +87,51 @@ absl::StatusOr<std::vector<uint64_t>> ObjectStore::LoadChecksums(const std::stri
                                                                  const std::string& oid,
                                                                  uint64_t first, uint64_t count) {
   std::vector<uint64_t> sums;
+  if (count == 0) return sums;
   sums.reserve(count);
-  // A few blocks (an append's partial last block, a small read): point
-  // lookups, which LevelDB answers from the memtable for blocks written
+  const uint64_t group_blocks = options_.csum_group_blocks;
+  const uint64_t first_group = first / group_blocks;
+  const uint64_t end_group = (first + count - 1) / group_blocks + 1;
+  // Appends the sums of group `group` that [first, first + count) needs;
+  // false if the group holds fewer blocks than that.
+  auto take = [&](uint64_t group, absl::string_view value) -> absl::StatusOr<bool> {
+    ASSIGN_OR_RETURN(std::vector<uint64_t> held, format::DecodeChecksumGroup(value));
+    const uint64_t start = group * group_blocks;
+    const uint64_t from = std::max(first, start);
+    const uint64_t to = std::min(first + count, start + group_blocks);
+    for (uint64_t b = from; b < to; ++b) {
+      if (b - start >= held.size()) return false;
+      sums.push_back(held[b - start]);
+    }
+    return true;
+  };
+  // A few groups (an append's partial last block, a small read): point
+  // lookups, which LevelDB answers from the memtable for groups written
   // lately. A scan builds an iterator over every table and positions each:
   // it took a fifth of the OSDs' CPU while the MDS appended to its journal
-  // (perf, 8,000 creates through the mount).
-  if (count <= kPointLookupBlocks) {
-    for (uint64_t b = first; b < first + count; ++b) {
-      absl::StatusOr<std::string> value = kv_->Get(format::ChecksumKey(coll, oid, b));
+  // (perf, 8,000 creates through the mount, with one key per block).
+  if (end_group - first_group <= kPointLookupGroups) {
+    for (uint64_t group = first_group; group < end_group; ++group) {
+      absl::StatusOr<std::string> value = kv_->Get(format::ChecksumKey(coll, oid, group));
       if (absl::IsNotFound(value.status())) break;
       RETURN_IF_ERROR(value.status());
-      ASSIGN_OR_RETURN(uint64_t sum, format::DecodeChecksum(*value));
-      sums.push_back(sum);
+      ASSIGN_OR_RETURN(bool whole, take(group, *value));
+      if (!whole) break;
     }
     return ChecksumsFound(coll, oid, first, count, std::move(sums));
   }
   const std::string prefix = format::ChecksumPrefix(coll, oid);
   ASSIGN_OR_RETURN(std::vector<common::KvPair> entries,
-                   kv_->Scan(format::ChecksumKey(coll, oid, first),
-                             format::ChecksumKey(coll, oid, first + count), count));
+                   kv_->Scan(format::ChecksumKey(coll, oid, first_group),
+                             format::ChecksumKey(coll, oid, end_group),
+                             end_group - first_group));
+  uint64_t expect = first_group;
   for (const auto& [key, value] : entries) {
-    uint64_t block = 0;
-    if (!format::ParseChecksumBlock(key, prefix, &block) || block != first + sums.size()) break;
-    ASSIGN_OR_RETURN(uint64_t sum, format::DecodeChecksum(value));
-    sums.push_back(sum);
+    uint64_t group = 0;
+    if (!format::ParseChecksumGroup(key, prefix, &group) || group != expect) break;
+    ASSIGN_OR_RETURN(bool whole, take(group, value));
+    if (!whole) break;
+    ++expect;
   }
   return ChecksumsFound(coll, oid, first, count, std::move(sums));
 }

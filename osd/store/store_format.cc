@@ -23,7 +23,8 @@
 //   'C' esc(coll)                     -> "" : the collection exists
 //   'M' esc(coll) key                 -> collection metadata value (raw key)
 //   'N' esc(coll) esc(oid)            -> onode (below)
-//   'K' esc(coll) esc(oid) be64(blk)  -> le64 xxHash3 of block blk of the data
+//   'K' esc(coll) esc(oid) be64(grp)  -> checksum group grp: le64 xxHash3 of
+//                                        each of its blocks, in order (below)
 //   'X' esc(coll) esc(oid) name       -> xattr value (raw name)
 //   'O' esc(coll) esc(oid) key        -> omap value (raw key)
 //   'I' esc(coll) esc(oid)            -> inline data: bytes [0, n) of an
@@ -38,14 +39,20 @@
 //              inline when size > 0), le64 epoch,
 //              le64 seq, le64 mtime_ns (two's complement)
 //   deferred:  u8 format=1, le64 fid, le64 offset, data bytes (rest of value)
-//   superblock: "WEFTOSD\0", le32 format=1, le32 fsid length, fsid bytes,
-//              le32 osd_id, le64 created_ms, le32 csum_block_bytes,
-//              le64 xxHash3 of every preceding byte of the value
+//   superblock: "WEFTOSD\0", le32 format (1 or 2), le32 fsid length, fsid
+//              bytes, le32 osd_id, le64 created_ms, le32 csum_block_bytes,
+//              [format 2 only: le32 csum_group_blocks], le64 xxHash3 of every
+//              preceding byte of the value. Format 1 means groups of 1 block;
+//              a store with groups of 1 is still written as format 1.
 //
 // Checksum block blk covers data bytes [blk*B, min((blk+1)*B, size)) where B
-// is the superblock's csum_block_bytes: the last block is short. An object of
-// size S has exactly ceil(S/B) checksum keys, written in the same batch as the
-// onode that gives S.
+// is the superblock's csum_block_bytes: the last block is short. Group grp
+// holds the checksums of blocks [grp*G, min((grp+1)*G, ceil(S/B))) where G is
+// the superblock's csum_group_blocks: an object of size S has exactly
+// ceil(ceil(S/B)/G) checksum keys, each with one le64 per block it covers
+// (only the last group may be short), written in the same batch as the onode
+// that gives S. Groups keep the keys per MiB of data few (LevelDB's work per
+// key was a tenth of an OSD's CPU with one key per 16 KiB block).
 #include "osd/store/store_format.h"
 
 #include <cstring>
@@ -59,7 +66,8 @@ namespace weft::osd::format {
 namespace {
 
 constexpr char kSuperblockMagic[8] = {'W', 'E', 'F', 'T', 'O', 'S', 'D', '\0'};
-constexpr uint32_t kSuperblockFormat = 1;
+constexpr uint32_t kSuperblockFormat = 2;     // with csum_group_blocks
+constexpr uint32_t kSuperblockFormatOne = 1;  // groups of one block
 constexpr uint8_t kOnodeFormat = 1;
 constexpr uint8_t kDeferredFormat = 1;
 constexpr size_t kOnodeBytes = 1 + 5 * 8;
@@ -161,9 +169,9 @@ std::string OnodeNamePrefix(absl::string_view coll, absl::string_view name_prefi
   return key;
 }
 std::string OnodeTagPrefix() { return "N"; }
-std::string ChecksumKey(absl::string_view coll, absl::string_view oid, uint64_t block) {
+std::string ChecksumKey(absl::string_view coll, absl::string_view oid, uint64_t group) {
   std::string key = TagObject('K', coll, oid);
-  PutBe64(&key, block);
+  PutBe64(&key, group);
   return key;
 }
 std::string ChecksumPrefix(absl::string_view coll, absl::string_view oid) {
@@ -210,9 +218,9 @@ bool ParseDeferredKey(absl::string_view key, uint64_t* seq) {
   return true;
 }
 
-bool ParseChecksumBlock(absl::string_view key, absl::string_view prefix, uint64_t* block) {
+bool ParseChecksumGroup(absl::string_view key, absl::string_view prefix, uint64_t* group) {
   if (key.size() != prefix.size() + 8 || key.substr(0, prefix.size()) != prefix) return false;
-  *block = GetBe64(key.substr(prefix.size()));
+  *group = GetBe64(key.substr(prefix.size()));
   return true;
 }
 
@@ -251,6 +259,17 @@ std::string EncodeChecksum(uint64_t sum) {
 
 absl::StatusOr<uint64_t> DecodeChecksum(absl::string_view value) { return DecodeFixed64(value); }
 
+void AppendChecksum(uint64_t sum, std::string* group) { PutLe(group, sum, 8); }
+
+absl::StatusOr<std::vector<uint64_t>> DecodeChecksumGroup(absl::string_view value) {
+  if (value.empty() || value.size() % 8 != 0) {
+    return absl::DataLossError(absl::StrCat("bad checksum group (", value.size(), " bytes)"));
+  }
+  std::vector<uint64_t> sums(value.size() / 8);
+  for (uint64_t& sum : sums) GetLe(&value, 8, &sum);
+  return sums;
+}
+
 std::string EncodeFixed64(uint64_t v) { return EncodeChecksum(v); }
 
 absl::StatusOr<uint64_t> DecodeFixed64(absl::string_view value) {
@@ -284,13 +303,15 @@ absl::StatusOr<DeferredRecord> DecodeDeferred(absl::string_view value) {
 }
 
 std::string EncodeSuperblock(const Superblock& sb) {
+  const bool one = sb.csum_group_blocks == 1;
   std::string out(kSuperblockMagic, sizeof(kSuperblockMagic));
-  PutLe(&out, kSuperblockFormat, 4);
+  PutLe(&out, one ? kSuperblockFormatOne : kSuperblockFormat, 4);
   PutLe(&out, sb.fsid.size(), 4);
   out.append(sb.fsid);
   PutLe(&out, static_cast<uint32_t>(sb.osd_id), 4);
   PutLe(&out, static_cast<uint64_t>(sb.created_ms), 8);
   PutLe(&out, sb.csum_block_bytes, 4);
+  if (!one) PutLe(&out, sb.csum_group_blocks, 4);
   PutLe(&out, common::Checksum64(out), 8);
   return out;
 }
@@ -309,8 +330,8 @@ absl::StatusOr<Superblock> DecodeSuperblock(absl::string_view value) {
     return absl::DataLossError("superblock checksum mismatch");
   }
   body.remove_prefix(sizeof(kSuperblockMagic));
-  uint64_t format = 0, fsid_len = 0, osd_id = 0, created = 0, block = 0;
-  if (!GetLe(&body, 4, &format) || format != kSuperblockFormat) {
+  uint64_t format = 0, fsid_len = 0, osd_id = 0, created = 0, block = 0, group = 1;
+  if (!GetLe(&body, 4, &format) || (format != kSuperblockFormat && format != kSuperblockFormatOne)) {
     return absl::DataLossError(absl::StrCat("unsupported superblock format ", format));
   }
   if (!GetLe(&body, 4, &fsid_len) || body.size() < fsid_len) {
@@ -320,13 +341,15 @@ absl::StatusOr<Superblock> DecodeSuperblock(absl::string_view value) {
   sb.fsid = std::string(body.substr(0, fsid_len));
   body.remove_prefix(fsid_len);
   if (!GetLe(&body, 4, &osd_id) || !GetLe(&body, 8, &created) || !GetLe(&body, 4, &block) ||
-      !body.empty()) {
+      (format == kSuperblockFormat && !GetLe(&body, 4, &group)) || !body.empty()) {
     return absl::DataLossError("superblock has the wrong length");
   }
   sb.osd_id = static_cast<int32_t>(osd_id);
   sb.created_ms = static_cast<int64_t>(created);
   sb.csum_block_bytes = static_cast<uint32_t>(block);
+  sb.csum_group_blocks = static_cast<uint32_t>(group);
   if (sb.csum_block_bytes == 0) return absl::DataLossError("superblock has no checksum block size");
+  if (sb.csum_group_blocks == 0) return absl::DataLossError("superblock has no checksum group size");
   return sb;
 }
 

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
@@ -44,7 +45,7 @@ std::string OnodePrefix(absl::string_view coll);         // every onode of coll
 std::string OnodeNamePrefix(absl::string_view coll,  // onodes of coll named name_prefix...
                             absl::string_view name_prefix);
 std::string OnodeTagPrefix();                            // every onode of the store
-std::string ChecksumKey(absl::string_view coll, absl::string_view oid, uint64_t block);
+std::string ChecksumKey(absl::string_view coll, absl::string_view oid, uint64_t group);
 std::string ChecksumPrefix(absl::string_view coll, absl::string_view oid);
 std::string XattrKey(absl::string_view coll, absl::string_view oid, absl::string_view name);
 std::string XattrPrefix(absl::string_view coll, absl::string_view oid);
@@ -61,13 +62,16 @@ constexpr char kTags[] = {'K', 'X', 'O', 'I', 'M', 'N'};
 bool ParseCollectionKey(absl::string_view key, std::string* coll);
 bool ParseOnodeKey(absl::string_view key, std::string* coll, std::string* oid);
 bool ParseDeferredKey(absl::string_view key, uint64_t* seq);
-bool ParseChecksumBlock(absl::string_view key, absl::string_view prefix, uint64_t* block);
+bool ParseChecksumGroup(absl::string_view key, absl::string_view prefix, uint64_t* group);
 
 // Values.
 std::string EncodeOnode(const Onode& onode);
 absl::StatusOr<Onode> DecodeOnode(absl::string_view value);
 std::string EncodeChecksum(uint64_t sum);
 absl::StatusOr<uint64_t> DecodeChecksum(absl::string_view value);
+// A checksum group's value: one le64 per block.
+void AppendChecksum(uint64_t sum, std::string* group);
+absl::StatusOr<std::vector<uint64_t>> DecodeChecksumGroup(absl::string_view value);
 std::string EncodeDeferred(const DeferredRecord& record);
 absl::StatusOr<DeferredRecord> DecodeDeferred(absl::string_view value);
 std::string EncodeSuperblock(const Superblock& sb);

@@ -89,6 +89,10 @@ absl::Status StoreOptions::Validate() const {
     return absl::InvalidArgumentError(absl::StrCat(
         "csum_block_bytes must be a power of two in [512, 1 MiB], not ", csum_block_bytes));
   }
+  if (csum_group_blocks < 1 || csum_group_blocks > 1024) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("csum_group_blocks must be in [1, 1024], not ", csum_group_blocks));
+  }
   if (max_object_bytes == 0 || max_object_bytes > (1ull << 40)) {
     return absl::InvalidArgumentError(
         absl::StrCat("max_object_bytes must be in (0, 1 TiB], not ", max_object_bytes));

@@ -113,7 +113,24 @@ TEST_CASE("Mkfs and Open report clear errors", "[store]") {
     CHECK((*store)->superblock().fsid == "fsid-x");
     CHECK((*store)->superblock().osd_id == 7);
     CHECK((*store)->superblock().csum_block_bytes == 16 * 1024);
+    CHECK((*store)->superblock().csum_group_blocks == 64);
     CHECK((*store)->superblock().created_ms > 0);
+  }
+  // Groups of one block are the format before groups existed (format 1),
+  // which such a store still writes and reads.
+  {
+    StoreOptions one = options;
+    one.dir = options.dir + "-one";
+    one.csum_group_blocks = 1;
+    REQUIRE(ObjectStore::Mkfs(one, "fsid-y", 8).ok());
+    auto kv = common::LevelDbStore::Open(one.dir + "/meta", common::LevelDbStore::Options());
+    REQUIRE(kv.ok());
+    const std::string value = *(*kv)->Get(format::SuperblockKey());
+    CHECK(value.substr(8, 4) == std::string("\x01\0\0\0", 4));
+    kv->reset();
+    auto store = ObjectStore::Open(one);
+    REQUIRE(store.ok());
+    CHECK((*store)->superblock().csum_group_blocks == 1);
   }
   // Corrupt the superblock value with LevelDB directly.
   {
@@ -132,6 +149,9 @@ TEST_CASE("Mkfs and Open report clear errors", "[store]") {
   StoreOptions bad = options;
   bad.csum_block_bytes = 1000;
   CHECK(absl::IsInvalidArgument(ObjectStore::Open(bad).status()));
+  bad = options;
+  bad.csum_group_blocks = 0;
+  CHECK(absl::IsInvalidArgument(ObjectStore::Mkfs(bad, "fsid-z", 9)));
 }
 
 TEST_CASE("Objects of many sizes read back exactly", "[store]") {
@@ -854,37 +874,59 @@ TEST_CASE("A flipped byte on disk is DataLoss - never bad data", "[store]") {
 
 TEST_CASE("A missing block checksum is DataLoss - read by lookups or by a scan", "[store]") {
   StoreFixture f;
+  // Checksums one per key (the format before groups), and two blocks per key.
+  const uint64_t group = GENERATE(1, 2);
+  INFO("csum_group_blocks " << group);
+  f.options().csum_group_blocks = static_cast<uint32_t>(group);
   f.Open();
   constexpr uint64_t kB = 4096;  // the fixture's checksum block
   const std::string data = Pattern(8 * kB, 4);  // 8 checksum blocks
   f.Apply(WriteTxn("obj", 0, data));
-  // Deletes block b's checksum with the store closed.
-  auto drop_checksum = [&f](uint64_t b) {
+  // Replaces (or deletes, if `value` is empty) the checksum group holding
+  // block b, with the store closed.
+  auto set_group = [&f, group](uint64_t b, const std::string& value) {
     f.Close();
     auto kv = common::LevelDbStore::Open(f.options().dir + "/meta", {});
     REQUIRE(kv.ok());
     common::KvWriteBatch batch;
-    batch.Delete(format::ChecksumKey("1.0", "obj", b));
+    if (value.empty()) {
+      batch.Delete(format::ChecksumKey("1.0", "obj", b / group));
+    } else {
+      batch.Put(format::ChecksumKey("1.0", "obj", b / group), value);
+    }
     REQUIRE((*kv)->Write(batch, true).ok());
     kv->reset();
     f.Open();
   };
-  drop_checksum(5);
-  // Up to ObjectStore::kPointLookupBlocks blocks by lookups, more by a scan.
+  set_group(5, "");
+  const uint64_t lost = 5 / group * group;  // the first block without a checksum
+  // Up to ObjectStore::kPointLookupGroups groups by lookups, more by a scan.
   for (auto [offset, length] : {std::pair<uint64_t, uint64_t>{5 * kB + 3, 1},
                                 {4 * kB, 2 * kB}, {0, UINT64_MAX}, {kB, 6 * kB}}) {
     INFO(offset << " " << length);
     auto read = f.store().Read("1.0", "obj", offset, length);
     REQUIRE(absl::IsDataLoss(read.status()));
-    CHECK(std::string(read.status().message()).find("checksum of block 5 is missing") !=
+    const uint64_t first = std::max(offset / kB, lost);
+    CHECK(std::string(read.status().message())
+              .find("checksum of block " + std::to_string(first) + " is missing") !=
           std::string::npos);
   }
-  CHECK(*f.store().Read("1.0", "obj", 0, 5 * kB) == data.substr(0, 5 * kB));
+  CHECK(*f.store().Read("1.0", "obj", 0, lost * kB) == data.substr(0, lost * kB));
   CHECK(*f.store().Read("1.0", "obj", 6 * kB, 100) == data.substr(6 * kB, 100));
+  CHECK(!f.store().Fsck(false).ok());
   // An append whose last block lacks its checksum is refused, not blessed.
-  drop_checksum(7);
+  set_group(7, "");
   CHECK(absl::IsDataLoss(f.store().Apply("1.0", WriteTxn("obj", 8 * kB - 10, "tail-bytes-x"))));
   CHECK(*f.store().Read("1.0", "obj", 0, kB) == data.substr(0, kB));
+  // A group shorter than its blocks lacks the last ones; a value that is not
+  // whole checksums is malformed. Either is DataLoss, never unverified bytes.
+  if (group == 2) {
+    set_group(0, std::string(8, 'x'));  // block 0's only
+    CHECK(std::string(f.store().Read("1.0", "obj", kB, 1).status().message())
+              .find("checksum of block 1 is missing") != std::string::npos);
+    set_group(0, std::string(12, 'x'));
+    CHECK(absl::IsDataLoss(f.store().Read("1.0", "obj", 0, 1).status()));
+  }
 }
 
 TEST_CASE("Many small overwrites trigger deferred flushes", "[store]") {
@@ -917,8 +959,12 @@ TEST_CASE("Random transactions match a model", "[store]") {
   f.options().deferred_max_bytes = 3000;
   // Files only; and objects moving between inline data and files.
   const uint64_t inline_max = GENERATE(0, 8192);
-  INFO("inline_max_bytes " << inline_max);
+  // One checksum per key, a few per key (objects span several groups and
+  // writes change parts of them), one key per object.
+  const uint32_t group = GENERATE(1u, 2u, 64u);
+  INFO("inline_max_bytes " << inline_max << " csum_group_blocks " << group);
   f.options().inline_max_bytes = inline_max;
+  f.options().csum_group_blocks = group;
   f.Open();
   std::map<std::string, Model> model;
   std::mt19937 rng(1234);
@@ -930,7 +976,9 @@ TEST_CASE("Random transactions match a model", "[store]") {
       const std::string oid = "o" + std::to_string(rand(4));
       const bool exists = next.count(oid) > 0;
       Model& m = next[oid];
-      const uint64_t offset = rand(14000);
+      // A third of the offsets on a checksum block boundary (truncates there
+      // cut checksum groups short without a partial block).
+      const uint64_t offset = rand(3) == 0 ? 4096 * rand(4) : rand(14000);
       const std::string data = Pattern(rand(3) == 0 ? rand(9000) : rand(300), rng());
       switch (rand(6)) {
         case 0: txn.WriteFull(oid, data); m.data = data; break;

@@ -44,6 +44,9 @@ struct Machine {
     options.io = &fio;
     options.kv = &kv;
     options.csum_block_bytes = 4096;
+    // Two blocks per checksum key: writes that change part of a group
+    // rewrite it from its committed checksums in the same batch.
+    options.csum_group_blocks = 2;
     options.deferred_max_bytes = 8192;
     options.inline_max_bytes = inline_max_bytes;
     options.spare_keep_bytes = spare_keep_bytes;
