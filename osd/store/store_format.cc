@@ -251,14 +251,6 @@ absl::StatusOr<Onode> DecodeOnode(absl::string_view value) {
   return onode;
 }
 
-std::string EncodeChecksum(uint64_t sum) {
-  std::string out;
-  PutLe(&out, sum, 8);
-  return out;
-}
-
-absl::StatusOr<uint64_t> DecodeChecksum(absl::string_view value) { return DecodeFixed64(value); }
-
 void AppendChecksum(uint64_t sum, std::string* group) { PutLe(group, sum, 8); }
 
 absl::StatusOr<std::vector<uint64_t>> DecodeChecksumGroup(absl::string_view value) {
@@ -270,7 +262,11 @@ absl::StatusOr<std::vector<uint64_t>> DecodeChecksumGroup(absl::string_view valu
   return sums;
 }
 
-std::string EncodeFixed64(uint64_t v) { return EncodeChecksum(v); }
+std::string EncodeFixed64(uint64_t v) {
+  std::string out;
+  PutLe(&out, v, 8);
+  return out;
+}
 
 absl::StatusOr<uint64_t> DecodeFixed64(absl::string_view value) {
   uint64_t v = 0;

@@ -67,8 +67,6 @@ bool ParseChecksumGroup(absl::string_view key, absl::string_view prefix, uint64_
 // Values.
 std::string EncodeOnode(const Onode& onode);
 absl::StatusOr<Onode> DecodeOnode(absl::string_view value);
-std::string EncodeChecksum(uint64_t sum);
-absl::StatusOr<uint64_t> DecodeChecksum(absl::string_view value);
 // A checksum group's value: one le64 per block.
 void AppendChecksum(uint64_t sum, std::string* group);
 absl::StatusOr<std::vector<uint64_t>> DecodeChecksumGroup(absl::string_view value);
