@@ -10,6 +10,10 @@
 
 namespace weft::posix {
 
+// Reads in one AtimeOp at most (the MDS refuses more; the client sends no
+// more).
+inline constexpr int kMaxAtimeReads = 4096;
+
 inline bool AtimeDue(int64_t atime_ns, int64_t mtime_ns, int64_t ctime_ns, int64_t read_ns,
                      bool strict) {
   constexpr int64_t kDayNs = int64_t{24} * 3600 * 1000000000;

@@ -217,7 +217,6 @@ void FileSystemClient::NoteRead(const Attr& attr) {
 }
 
 namespace {
-constexpr size_t kMaxReads = 4096;    // the MDS's limit per AtimeOp
 constexpr size_t kReadsBatch = 1024;  // sent without waiting for atime_batch
 }  // namespace
 
@@ -226,7 +225,7 @@ void FileSystemClient::SendReads() {
   {
     absl::MutexLock lock(&release_mu_);
     for (const auto& [ino, t] : reads_) {
-      if (sent.size() == kMaxReads) break;
+      if (sent.size() == static_cast<size_t>(posix::kMaxAtimeReads)) break;
       sent.emplace_back(ino, t);
     }
   }

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cerrno>
 
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "common/posix/acl.h"
 #include "common/posix/atime.h"
@@ -83,43 +84,36 @@ absl::Status DoSetattr(OpContext& ctx, const pb::SetattrOp& op, pb::MetaReply* r
   return absl::OkStatus();
 }
 
-namespace {
-
-bool AtimeDue(const pb::InodeRec& rec, int64_t read_ns, bool strict) {
-  return posix::AtimeDue(rec.atime_ns(), rec.mtime_ns(), rec.ctime_ns(), read_ns, strict);
-}
-
-}  // namespace
-
 absl::Status DoAtime(OpContext& ctx, const pb::AtimeOp& op, pb::MetaReply* reply) {
-  constexpr int kMaxReads = 4096;
-  if (op.reads_size() > kMaxReads) {
-    return Err(EINVAL, absl::StrCat(op.reads_size(), " reads in one request, over ", kMaxReads));
+  if (op.reads_size() > posix::kMaxAtimeReads) {
+    return Err(EINVAL, absl::StrCat(op.reads_size(), " reads in one request, over ",
+                                    posix::kMaxAtimeReads));
   }
-  // Every inode not cached is loaded before anything changes.
+  // Every inode is loaded, and every error found, before anything changes.
   bool need_load = false;
-  std::vector<const pb::AtimeRef*> due;
   for (const pb::AtimeRef& read : op.reads()) {
     absl::StatusOr<const pb::InodeRec*> rec = ctx.Inode(read.ino());
     if (IsNeedLoad(rec.status())) {
       need_load = true;
-      continue;
+    } else if (StatusToErrno(rec.status()) != ESTALE) {  // ESTALE: removed since the read
+      RETURN_IF_ERROR(rec.status());
     }
-    if (StatusToErrno(rec.status()) == ESTALE) continue;  // removed since the read
-    RETURN_IF_ERROR(rec.status());
-    if (AtimeDue(**rec, read.atime_ns(), op.strict())) due.push_back(&read);
   }
   if (need_load) return NeedLoad();
-  std::vector<uint64_t> moved;
-  for (const pb::AtimeRef* read : due) {
-    ASSIGN_OR_RETURN(const pb::InodeRec* current, ctx.Inode(read->ino()));
-    // An inode read twice in the batch: a later read moves it again only
+  std::vector<uint64_t> moved;  // in request order, once each
+  absl::flat_hash_set<uint64_t> seen;
+  for (const pb::AtimeRef& read : op.reads()) {
+    absl::StatusOr<const pb::InodeRec*> rec = ctx.Inode(read.ino());
+    if (!rec.ok()) continue;  // removed
+    // An inode read twice in the batch: the later read moves it again only
     // if it is still due after the first.
-    if (!AtimeDue(*current, read->atime_ns(), op.strict())) continue;
-    ctx.Edit(*current)->set_atime_ns(read->atime_ns());
-    if (std::find(moved.begin(), moved.end(), read->ino()) == moved.end()) {
-      moved.push_back(read->ino());
+    const pb::InodeRec& cur = **rec;
+    if (!posix::AtimeDue(cur.atime_ns(), cur.mtime_ns(), cur.ctime_ns(), read.atime_ns(),
+                         op.strict())) {
+      continue;
     }
+    ctx.Edit(cur)->set_atime_ns(read.atime_ns());
+    if (seen.insert(read.ino()).second) moved.push_back(read.ino());
   }
   for (uint64_t ino : moved) {
     ASSIGN_OR_RETURN(const pb::InodeRec* rec, ctx.Inode(ino));

@@ -96,42 +96,38 @@ class PosixFile final : public RandomFile {
   // truncates the file to the object's size afterwards). The copy costs far
   // less than the page-cache copy it replaces, which dominated the OSD's CPU.
   absl::Status WriteDirect(uint64_t offset, absl::string_view data) {
+    // The bytes from `done` on, buffered: the file system refuses O_DIRECT
+    // after all (EINVAL), or a padded piece would come before more data.
+    auto buffered_from = [&](size_t done) -> absl::Status {
+      RETURN_IF_ERROR(LeaveDirect());
+      return WriteAll(offset + done, data.data() + done, data.size() - done);
+    };
+    size_t done = 0;
     if (reinterpret_cast<uintptr_t>(data.data()) % kDirectAlign == 0) {
       const size_t whole = data.size() / kDirectAlign * kDirectAlign;
       if (whole > 0) {
         absl::Status status = WriteAll(offset, data.data(), whole);
-        if (absl::IsInvalidArgument(status)) {  // the filesystem refuses O_DIRECT after all
-          RETURN_IF_ERROR(LeaveDirect());
-          return WriteAll(offset, data.data(), data.size());
-        }
+        if (absl::IsInvalidArgument(status)) return buffered_from(0);
         RETURN_IF_ERROR(status);
-        offset += whole;
-        data.remove_prefix(whole);
+        done = whole;
       }
-      if (data.empty()) return absl::OkStatus();
+      if (done == data.size()) return absl::OkStatus();
     }
     AlignedBuffer buffer;  // per call: per-thread buffers multiplied by gRPC's threads
     constexpr size_t kMaxPiece = 4 << 20;
-    if (!buffer.Reserve(std::min(kMaxPiece, RoundUp(data.size())))) {
+    if (!buffer.Reserve(std::min(kMaxPiece, RoundUp(data.size() - done)))) {
       return absl::ResourceExhaustedError("cannot allocate an aligned write buffer");
     }
-    for (size_t done = 0; done < data.size();) {
+    while (done < data.size()) {
       size_t n = std::min(kMaxPiece, data.size() - done);
       size_t padded = (n + kDirectAlign - 1) / kDirectAlign * kDirectAlign;
       std::memcpy(buffer.data, data.data() + done, n);
       std::memset(buffer.data + n, 0, padded - n);
       absl::Status status = WriteAll(offset + done, buffer.data, padded);
-      if (absl::IsInvalidArgument(status)) {  // the filesystem refuses O_DIRECT after all
-        RETURN_IF_ERROR(LeaveDirect());
-        return WriteAll(offset + done, data.data() + done, data.size() - done);
-      }
+      if (absl::IsInvalidArgument(status)) return buffered_from(done);
       RETURN_IF_ERROR(status);
       done += n;
-      if (n != padded && done < data.size()) {
-        // Only a file's last piece may be padded; continue buffered.
-        RETURN_IF_ERROR(LeaveDirect());
-        return WriteAll(offset + done, data.data() + done, data.size() - done);
-      }
+      if (n != padded && done < data.size()) return buffered_from(done);
     }
     return absl::OkStatus();
   }

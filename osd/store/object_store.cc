@@ -316,10 +316,11 @@ absl::Status ObjectStore::PlanChecksums(const std::string& coll, ObjectWork* wor
     std::string value;
     value.reserve((end - first) * 8);
     std::optional<std::vector<uint64_t>> committed;
+    auto it = work->new_sums.lower_bound(first);  // walked along with b
     for (uint64_t b = first; b < end; ++b) {
-      auto it = work->new_sums.find(b);
-      if (it != work->new_sums.end()) {
+      if (it != work->new_sums.end() && it->first == b) {
         format::AppendChecksum(it->second, &value);
+        ++it;
         continue;
       }
       // An unchanged block: its committed checksum (every block past the
