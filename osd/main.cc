@@ -21,6 +21,7 @@
 #include "absl/strings/numbers.h"
 #include "common/config/config.h"
 #include "common/log/log.h"
+#include "common/memory/memory.h"
 #include "common/metrics/http_server.h"
 #include "osd/osd_daemon.h"
 
@@ -58,14 +59,17 @@ std::vector<char*> RewriteShortConf(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  // Object data moves in buffers of a few MiB. Above glibc's default
-  // threshold each would be a fresh mmap: page faults and zeroing on every
-  // request (a tenth of the OSD's CPU when measured). Keep them in the heap,
-  // in few arenas (one per gRPC thread kept hundreds of MiB of free buffers:
-  // 841 MiB peak RSS per OSD), and give back what exceeds 64 MiB free.
-  mallopt(M_MMAP_THRESHOLD, 32 << 20);
-  mallopt(M_TRIM_THRESHOLD, 64 << 20);
-  mallopt(M_ARENA_MAX, 2);
+  // weft-osd links tcmalloc (osd/CMakeLists.txt; docs/ARCHITECTURE.md, OSD
+  // memory), which ignores these. On glibc's malloc (a sanitizer build, say)
+  // they keep buffers of a few MiB fast: above glibc's default threshold each
+  // would be a fresh mmap, page faults and zeroing on every request (a tenth
+  // of the OSD's CPU when measured), and one arena per gRPC thread kept
+  // hundreds of MiB of free buffers (841 MiB peak RSS per OSD).
+  if (!weft::memory::UsesTcmalloc()) {
+    mallopt(M_MMAP_THRESHOLD, 32 << 20);
+    mallopt(M_TRIM_THRESHOLD, 64 << 20);
+    mallopt(M_ARENA_MAX, 2);
+  }
   absl::SetProgramUsageMessage("weft-osd --id N --data DIR [-c weft.conf]");
   std::vector<char*> args = RewriteShortConf(argc, argv);
   absl::ParseCommandLine(static_cast<int>(args.size()), args.data());

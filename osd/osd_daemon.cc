@@ -1,6 +1,5 @@
 #include "osd/osd_daemon.h"
 
-#include <malloc.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -345,11 +344,12 @@ void OsdDaemon::StatsLoop() {
   }
 }
 
-// Object data passes through the heap in buffers of a few MiB (main.cc keeps
-// them out of mmap for speed). What a burst of requests freed stays
-// resident, scattered between live allocations where glibc's own trimming
-// (only the top of the main heap) never reaches it: after a 16-thread write
-// benchmark an OSD held 309 MB from the kernel with 50 MB in use. Giving it
+// Object data passes through the heap in buffers of a few MiB. What a burst
+// of requests freed stays resident: with glibc's malloc scattered between
+// live allocations where its own trimming (only the top of the main heap)
+// never reaches it (after a 16-thread write benchmark an OSD held 309 MB
+// from the kernel with 50 MB in use); with tcmalloc, which weft-osd links,
+// in its page heap until its slow background release gets to it. Giving it
 // back bounds the OSD's resident memory by what it uses plus the threshold.
 // The threshold is high on purpose: every trimmed page faults again when
 // the next request reuses it; trimming every second at 64 MiB cost a
@@ -359,14 +359,13 @@ void OsdDaemon::TrimLoop() {
   const absl::Duration tick = absl::Milliseconds(options_.memory_trim_ms);
   const uint64_t free_bytes = options_.memory_trim_free_bytes;
   while (!shutdown_.WaitForNotificationWithTimeout(tick)) {
-    // mallinfo2 every second took 6% of the OSDs' CPU during an untar
-    // (perf), with nothing to trim: it is asked only when RSS allows it.
+    // glibc's mallinfo2 every second took 6% of the OSDs' CPU during an
+    // untar (perf), with nothing to trim: it is asked only when RSS allows it.
     const uint64_t resident = memory::AnonResidentBytes();
     if (!memory::NeedsHeapCount(resident, free_bytes)) continue;
-    const struct mallinfo2 info = mallinfo2();
-    const uint64_t in_use = info.uordblks + info.hblkhd;  // arenas, and chunks mmapped alone
+    const uint64_t in_use = memory::HeapInUseBytes();
     if (!memory::ShouldTrim(resident, in_use, free_bytes)) continue;
-    malloc_trim(0);
+    memory::ReleaseFreeHeap();
     VLOG(1) << "event=memory_trim resident_bytes=" << resident << " in_use_bytes=" << in_use;
   }
 }

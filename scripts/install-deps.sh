@@ -7,7 +7,7 @@ packages=(
   build-essential cmake ninja-build ccache pkg-config git
   libgrpc++-dev protobuf-compiler-grpc protobuf-compiler libprotobuf-dev
   libleveldb-dev libsnappy-dev libisal-dev libabsl-dev libxxhash-dev
-  catch2 libfuse3-dev fuse3
+  catch2 libfuse3-dev fuse3 libgoogle-perftools-dev
   etcd-server etcd-client
   procps iproute2 util-linux
 )

@@ -1,9 +1,18 @@
 #include "common/memory/memory.h"
 
+#include <malloc.h>
 #include <unistd.h>
 
 #include <fstream>
 #include <utility>
+
+// tcmalloc's C interface (gperftools/malloc_extension_c.h), declared weak:
+// null unless the executable links tcmalloc.
+extern "C" {
+int MallocExtension_GetNumericProperty(const char* property, size_t* value)
+    __attribute__((weak));
+void MallocExtension_ReleaseFreeMemory() __attribute__((weak));
+}
 
 namespace weft::memory {
 
@@ -27,6 +36,31 @@ uint64_t ResidentBytes() { return Statm().first; }
 uint64_t AnonResidentBytes() {
   const auto [resident, shared] = Statm();
   return resident >= shared ? resident - shared : 0;
+}
+
+bool UsesTcmalloc() {
+  return MallocExtension_GetNumericProperty != nullptr &&
+         MallocExtension_ReleaseFreeMemory != nullptr;
+}
+
+uint64_t HeapInUseBytes() {
+  if (UsesTcmalloc()) {
+    size_t bytes = 0;
+    if (MallocExtension_GetNumericProperty("generic.current_allocated_bytes", &bytes) == 0) {
+      return 0;
+    }
+    return bytes;
+  }
+  const struct mallinfo2 info = mallinfo2();
+  return info.uordblks + info.hblkhd;
+}
+
+void ReleaseFreeHeap() {
+  if (UsesTcmalloc()) {
+    MallocExtension_ReleaseFreeMemory();
+  } else {
+    malloc_trim(0);
+  }
 }
 
 }  // namespace weft::memory

@@ -1,6 +1,7 @@
 // common/memory: the resident size, and when an OSD gives freed heap back.
 #include <catch2/catch.hpp>
 
+#include <cstdlib>
 #include <cstring>
 #include <memory>
 
@@ -34,6 +35,34 @@ TEST_CASE("trim only when the free resident heap reaches the threshold", "[unit]
   REQUIRE(ShouldTrim(556 * kMiB, 300 * kMiB, 256 * kMiB));
   // More in use than resident (pages never touched): nothing to give back.
   REQUIRE_FALSE(ShouldTrim(100 * kMiB, 300 * kMiB, 0));
+}
+
+// The pointer escapes, so the compiler keeps the allocation.
+char* volatile g_escaped = nullptr;
+
+// Built twice: memory_test runs on glibc's malloc, memory_tcmalloc_test on
+// tcmalloc as weft-osd does (tests/CMakeLists.txt).
+TEST_CASE("the heap counts what it hands out and gives free memory back", "[unit]") {
+#ifdef WEFT_TEST_TCMALLOC
+  REQUIRE(UsesTcmalloc());
+#else
+  REQUIRE_FALSE(UsesTcmalloc());
+#endif
+  constexpr uint64_t kBlock = 64u << 20;
+  const uint64_t before = HeapInUseBytes();
+  char* block = static_cast<char*>(std::malloc(kBlock));
+  REQUIRE(block != nullptr);
+  g_escaped = block;
+  std::memset(block, 1, kBlock);
+  REQUIRE(HeapInUseBytes() >= before + kBlock);
+  const uint64_t resident_in_use = AnonResidentBytes();
+  std::free(block);
+  g_escaped = nullptr;
+  REQUIRE(HeapInUseBytes() < before + kBlock / 2);
+  ReleaseFreeHeap();
+  // glibc unmapped the block at free (it is above the mmap threshold);
+  // tcmalloc kept its pages until the release.
+  REQUIRE(AnonResidentBytes() + kBlock / 2 <= resident_in_use);
 }
 
 }  // namespace weft::memory
