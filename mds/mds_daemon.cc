@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "common/log/log.h"
@@ -162,12 +163,20 @@ void MdsDaemon::SuperviseOnce() {
   }
   pb::FsMap map = fsmap_->map();
   for (const pb::FsInfo& fs : map.filesystems()) {
-    if (fs.rank0().name() != options_.name || fs.rank0().addr() != options_.addr) {
+    if (fs.rank0().name() != options_.name || fs.rank0().addr() != options_.addr ||
+        fs.rank0().client() != objects_->name()) {
+      if (absl::Status fenced = FenceHolder(fs); !fenced.ok()) {
+        // Never serve a rank whose last holder might still write.
+        LOG(ERROR) << "event=rank_fence_failed fs=" << fs.name() << " holder=\""
+                   << absl::CHexEscape(fs.rank0().client()) << "\" status=\"" << fenced << "\"";
+        continue;
+      }
       auto status = fsmap_->Mutate([&](pb::FsMap* m) -> absl::Status {
         for (pb::FsInfo& f : *m->mutable_filesystems()) {
           if (f.id() != fs.id()) continue;
           f.mutable_rank0()->set_name(options_.name);
           f.mutable_rank0()->set_addr(options_.addr);
+          f.mutable_rank0()->set_client(objects_->name());
           f.mutable_rank0()->set_incarnation(f.rank0().incarnation() + 1);
         }
         return absl::OkStatus();
@@ -192,6 +201,32 @@ void MdsDaemon::SuperviseOnce() {
   }
 }
 
+// The rank's previous holder (another MDS, or this one before a restart:
+// each process has its own client name) goes on the OSD blocklist, and this
+// MDS's object client waits for the map that says so. Its requests then
+// carry that epoch, so every OSD it reaches knows the entry before serving
+// it, and an OSD refuses any request of an older epoch: whatever the old
+// holder still sends after the journal is replayed is refused. As CephFS
+// does on failover. The entry expires after a day (mds_blocklist_interval
+// in Ceph), long past any lease the old holder could believe it has.
+absl::Status MdsDaemon::FenceHolder(const pb::FsInfo& fs) {
+  const std::string& holder = fs.rank0().client();
+  if (holder.empty() || holder == objects_->name()) return absl::OkStatus();
+  const int64_t expires_ms = absl::ToUnixMillis(absl::Now() + absl::Hours(24));
+  ASSIGN_OR_RETURN(Epoch epoch, manager_->BlocklistAdd(holder, expires_ms));
+  const absl::Time deadline = absl::Now() + absl::Seconds(30);
+  for (auto map = objects_->map(); map->epoch < epoch; map = objects_->map()) {
+    if (absl::Now() >= deadline) {
+      return absl::DeadlineExceededError(
+          absl::StrCat("the object client did not get osdmap epoch ", epoch, " within 30 s"));
+    }
+    objects_->WaitNewer(map->epoch, absl::Seconds(1));
+  }
+  LOG(INFO) << "event=rank_holder_fenced fs=" << fs.name() << " holder=\""
+            << absl::CHexEscape(holder) << "\" epoch=" << epoch;
+  return absl::OkStatus();
+}
+
 absl::Status MdsDaemon::FsNew(const std::string& name, const std::string& metadata_pool,
                               const std::string& data_pool) {
   absl::MutexLock serial(&new_mu_);
@@ -209,6 +244,7 @@ absl::Status MdsDaemon::FsNew(const std::string& name, const std::string& metada
   info.set_created_ms(absl::ToUnixMillis(absl::Now()));
   info.mutable_rank0()->set_name(options_.name);
   info.mutable_rank0()->set_addr(options_.addr);
+  info.mutable_rank0()->set_client(objects_->name());
   info.mutable_rank0()->set_incarnation(1);
   MdsRank creator(RankOptionsFor(info), objects_, [] { return Capacity{}; },
                   [] { return DataPools{}; });

@@ -64,6 +64,8 @@ class MdsDaemon {
  private:
   void SuperviseLoop();
   void SuperviseOnce();
+  // Blocklists the previous holder of `fs`'s rank 0 (see mds_daemon.cc).
+  absl::Status FenceHolder(const pb::FsInfo& fs);
   RankOptions RankOptionsFor(const pb::FsInfo& fs);
   Capacity CachedCapacity();
   // Filesystem `fs_id`'s data pools (fsmap) and the pool names (osdmap).

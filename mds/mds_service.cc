@@ -53,6 +53,14 @@ grpc::Status ClusterService::SetRatio(grpc::ServerContext*, const pb::RatioReque
   return grpc::Status::OK;
 }
 
+grpc::Status ClusterService::Blocklist(grpc::ServerContext*, const pb::BlocklistRequest* req,
+                                       pb::AdminReply* reply) {
+  FinishAdmin(req->remove() ? manager_->BlocklistRemove(req->client())
+                            : manager_->BlocklistAdd(req->client(), req->expires_ms()).status(),
+              reply);
+  return grpc::Status::OK;
+}
+
 grpc::Status ClusterService::PoolCreate(grpc::ServerContext*, const pb::PoolCreateRequest* req,
                                         pb::AdminReply* reply) {
   PoolSpec spec;

@@ -19,6 +19,8 @@ class ClusterService final : public pb::Cluster::Service {
   grpc::Status OsdSetIn(grpc::ServerContext*, const pb::OsdSetRequest*,
                         pb::AdminReply*) override;
   grpc::Status SetRatio(grpc::ServerContext*, const pb::RatioRequest*, pb::AdminReply*) override;
+  grpc::Status Blocklist(grpc::ServerContext*, const pb::BlocklistRequest*,
+                         pb::AdminReply*) override;
   grpc::Status PoolCreate(grpc::ServerContext*, const pb::PoolCreateRequest*,
                           pb::AdminReply*) override;
   grpc::Status PoolRemove(grpc::ServerContext*, const pb::PoolRemoveRequest*,

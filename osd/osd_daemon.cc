@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cerrno>
 
+#include "absl/strings/escaping.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
@@ -498,6 +499,19 @@ void OsdDaemon::Op(pb::OpRequest* mutable_req, pb::OpReply* reply) {
     if (placement::ObjectToPgSeed(req.oid(), pool->pg_num) != req.pg_seed()) {
       pg = absl::InvalidArgumentError(absl::StrCat("object maps to another pg than ",
                                                    req.pool(), ".", req.pg_seed()));
+    }
+  }
+  if (pg.ok()) {
+    // A fenced client (an MDS that lost its rank, an evicted mount) gets
+    // nothing, reads included: what it holds is no longer its to act on.
+    // Every request carries an epoch not older than this OSD's (else
+    // STALE_MAP above), so once this OSD has the epoch that added the
+    // entry, no later request of that client gets through.
+    if (const BlocklistEntry* b =
+            map->FindBlocklisted(req.reqid().client(), absl::ToUnixMillis(absl::Now()))) {
+      pg = absl::PermissionDeniedError(absl::StrCat(
+          "client ", absl::CHexEscape(req.reqid().client()), " is blocklisted (osdmap epoch ", b->added,
+          "; weft osd blocklist ls)"));
     }
   }
   if (pg.ok()) {

@@ -284,6 +284,13 @@ bool OsdMap::IsIn(OsdId id) const {
   return o != nullptr && o->in;
 }
 
+const BlocklistEntry* OsdMap::FindBlocklisted(absl::string_view client, int64_t now_ms) const {
+  for (const BlocklistEntry& b : blocklist) {
+    if (b.client == client && (b.expires_ms == 0 || now_ms < b.expires_ms)) return &b;
+  }
+  return nullptr;
+}
+
 const OsdInfo* OsdMap::FirstFull() const {
   for (const OsdInfo& o : osds) {
     if (o.full && o.up && o.in) return &o;

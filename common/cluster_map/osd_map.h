@@ -134,6 +134,10 @@ struct OsdMap {
   // The first up and in OSD marked full, if any: while there is one, the
   // cluster refuses writes that add data (as Ceph's cluster-wide full flag).
   const OsdInfo* FirstFull() const;
+  // The blocklist entry naming `client` that has not expired at `now_ms`
+  // (expires_ms 0: never expires), or nullptr. OSDs refuse every request of
+  // such a client.
+  const BlocklistEntry* FindBlocklisted(absl::string_view client, int64_t now_ms) const;
 
   // OK if the map keeps the invariants above and every pool is usable: sizes and
   // ratios in range, EC size == k + m, known enums, finite weights >= 0, upmap

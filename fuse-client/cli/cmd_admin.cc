@@ -105,7 +105,9 @@ int CmdCluster(const Config& config, const Args& args) {
 }
 
 int CmdOsd(const Config& config, const Args& args) {
-  const char* usage = "osd create|ls|tree|out N|in N|set-full-ratio R|set-nearfull-ratio R";
+  const char* usage =
+      "osd create|ls|tree|out N|in N|set-full-ratio R|set-nearfull-ratio R|"
+      "blocklist ls|add CLIENT [--seconds S]|rm CLIENT";
   if (args.positional.empty()) return Usage(usage);
   auto admin = Admin(config);
   if (!admin.ok()) return Fail(admin.status());
@@ -141,8 +143,44 @@ int CmdOsd(const Config& config, const Args& args) {
     std::printf("%s ratio %g\n", which.c_str(), ratio);
     return 0;
   }
+  if (sub == "blocklist" && args.positional.size() == 3 &&
+      (args.positional[1] == "add" || args.positional[1] == "rm")) {
+    const std::string& client = args.positional[2];
+    const bool remove = args.positional[1] == "rm";
+    // As `ceph osd blocklist add`: an hour unless told; 0 keeps it until rm.
+    auto seconds = args.GetInt("seconds", 3600);
+    if (!seconds.ok()) return Fail(seconds.status());
+    if (*seconds < 0) return Fail(absl::InvalidArgumentError("--seconds must be >= 0"));
+    const int64_t expires_ms =
+        *seconds == 0 ? 0 : absl::ToUnixMillis(absl::Now()) + *seconds * 1000;
+    auto status = (*admin)->Blocklist(client, remove, expires_ms);
+    if (!status.ok()) return Fail(status, "osd blocklist " + args.positional[1]);
+    if (remove) {
+      std::printf("un-blocklisted %s\n", client.c_str());
+    } else if (expires_ms == 0) {
+      std::printf("blocklisted %s until removed\n", client.c_str());
+    } else {
+      std::printf("blocklisted %s for %lld s\n", client.c_str(), static_cast<long long>(*seconds));
+    }
+    return 0;
+  }
   auto map = FetchMap(**admin);
   if (!map.ok()) return Fail(map.status(), "map");
+  if (sub == "blocklist" && args.positional.size() == 2 && args.positional[1] == "ls") {
+    const int64_t now_ms = absl::ToUnixMillis(absl::Now());
+    std::printf("%-8s %-24s %s\n", "EPOCH", "EXPIRES (UTC)", "CLIENT");
+    for (const BlocklistEntry& b : map->blocklist) {
+      if (b.expires_ms != 0 && b.expires_ms <= now_ms) continue;  // expired, not yet pruned
+      const std::string expires =
+          b.expires_ms == 0 ? "never"
+                            : absl::FormatTime("%Y-%m-%d %H:%M:%S", absl::FromUnixMillis(b.expires_ms),
+                                               absl::UTCTimeZone());
+      std::printf("%-8llu %-24s %s\n", static_cast<unsigned long long>(b.added), expires.c_str(),
+                  b.client.c_str());
+    }
+    return 0;
+  }
+  if (sub == "blocklist") return Usage("osd blocklist ls|add CLIENT [--seconds S]|rm CLIENT");
   if (sub == "ls") {
     std::printf("%-6s %-6s %-4s %-7s %-22s %s\n", "ID", "STATUS", "IN", "WEIGHT", "ADDRESS", "HOST");
     for (const OsdInfo& osd : map->osds) {

@@ -74,6 +74,9 @@ int FsStatus(client::FsAdmin& admin, const std::string& name) {
     if (status.ok()) status = rpc::FromProto(reply.status());
     std::printf("%s: rank 0 on %s (%s)\n", fs.name().c_str(), fs.rank0().name().c_str(),
                 fs.rank0().addr().c_str());
+    std::printf("  holder: client %s, incarnation %lu\n",
+                fs.rank0().client().empty() ? "-" : fs.rank0().client().c_str(),
+                static_cast<unsigned long>(fs.rank0().incarnation()));
     if (!status.ok()) {
       std::printf("  state: unavailable (%s)\n", std::string(status.message()).c_str());
       continue;

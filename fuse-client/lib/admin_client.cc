@@ -96,6 +96,15 @@ absl::Status AdminClient::SetRatio(const std::string& which, double ratio) {
   return CallAdmin(&pb::Cluster::Stub::SetRatio, req);
 }
 
+absl::Status AdminClient::Blocklist(const std::string& client, bool remove,
+                                    int64_t expires_ms) {
+  pb::BlocklistRequest req;
+  req.set_client(client);
+  req.set_remove(remove);
+  req.set_expires_ms(expires_ms);
+  return CallAdmin(&pb::Cluster::Stub::Blocklist, req);
+}
+
 absl::Status AdminClient::PoolCreate(const pb::PoolCreateRequest& req) {
   return CallAdmin(&pb::Cluster::Stub::PoolCreate, req);
 }

@@ -30,6 +30,9 @@ class AdminClient {
                                     double weight, int32_t id);
   absl::Status OsdSetIn(int32_t id, bool in);
   absl::Status SetRatio(const std::string& which, double ratio);
+  // Adds (or renews) `client` on the OSD blocklist until `expires_ms` (0:
+  // until removed), or removes it.
+  absl::Status Blocklist(const std::string& client, bool remove, int64_t expires_ms);
   absl::Status PoolCreate(const pb::PoolCreateRequest& req);
   absl::Status PoolRemove(const std::string& name, const std::string& confirm);
   absl::StatusOr<pb::StatusReply> Status();

@@ -120,6 +120,49 @@ absl::Status MapManager::OsdSetIn(int32_t id, bool in) {
   return absl::IsAlreadyExists(status) ? absl::OkStatus() : status;
 }
 
+namespace {
+
+int64_t NowMs() { return absl::ToUnixMillis(absl::Now()); }
+
+// Drops the entries expired at `now_ms`.
+void PruneBlocklist(OsdMap* m, int64_t now_ms) {
+  std::erase_if(m->blocklist, [&](const BlocklistEntry& b) {
+    return b.expires_ms != 0 && b.expires_ms <= now_ms;
+  });
+}
+
+}  // namespace
+
+absl::StatusOr<Epoch> MapManager::BlocklistAdd(const std::string& client, int64_t expires_ms) {
+  if (client.empty() || client.size() > 4096) {
+    return absl::InvalidArgumentError("a blocklisted client name is 1..4096 bytes");
+  }
+  RETURN_IF_ERROR(Mutate([&](OsdMap* m) -> absl::Status {
+    PruneBlocklist(m, NowMs());
+    for (BlocklistEntry& b : m->blocklist) {
+      if (b.client != client) continue;
+      b.expires_ms = expires_ms;
+      b.added = m->epoch + 1;
+      return absl::OkStatus();
+    }
+    m->blocklist.push_back(BlocklistEntry{client, m->epoch + 1, expires_ms});
+    return absl::OkStatus();
+  }));
+  return map()->epoch;
+}
+
+absl::Status MapManager::BlocklistRemove(const std::string& client) {
+  return Mutate([&](OsdMap* m) -> absl::Status {
+    PruneBlocklist(m, NowMs());
+    const size_t before = m->blocklist.size();
+    std::erase_if(m->blocklist, [&](const BlocklistEntry& b) { return b.client == client; });
+    if (m->blocklist.size() == before) {
+      return absl::NotFoundError(absl::StrCat("client ", client, " is not blocklisted"));
+    }
+    return absl::OkStatus();
+  });
+}
+
 absl::Status MapManager::PoolCreate(const PoolSpec& spec) {
   if (!ValidPoolName(spec.name)) {
     return absl::InvalidArgumentError(absl::StrCat(

@@ -70,6 +70,13 @@ class MapManager {
   absl::Status OsdSetIn(int32_t id, bool in);
   // `which` is "full" or "nearfull"; OSDs' full flags follow at once.
   absl::Status SetRatio(const std::string& which, double ratio);
+  // Adds `client` to the blocklist until `expires_ms` (0: until removed), or
+  // renews its entry; OSDs then refuse all its requests. Entries past their
+  // expiry are dropped on the way. Returns an epoch whose map holds the
+  // change (the one that made it, or a later one).
+  absl::StatusOr<Epoch> BlocklistAdd(const std::string& client, int64_t expires_ms);
+  // NotFound when `client` is not blocklisted.
+  absl::Status BlocklistRemove(const std::string& client);
   absl::Status PoolCreate(const PoolSpec& spec);
   absl::Status PoolRemove(const std::string& name, const std::string& confirm);
   // Names what uses a pool ("" if nothing): pools in use cannot be removed.

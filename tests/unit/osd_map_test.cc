@@ -80,6 +80,18 @@ OsdMap FullMap() {
   return m;
 }
 
+TEST_CASE("a blocklisted client is found until its entry expires") {
+  const OsdMap m = FullMap();
+  // "client.4711@10.0.0.9" expires at 1700000999000; "client.12" never.
+  REQUIRE(m.FindBlocklisted("client.4711@10.0.0.9", 1700000998999) != nullptr);
+  CHECK(m.FindBlocklisted("client.4711@10.0.0.9", 1700000998999)->added == 4100);
+  CHECK(m.FindBlocklisted("client.4711@10.0.0.9", 1700000999000) == nullptr);
+  CHECK(m.FindBlocklisted("client.12", 1LL << 62) != nullptr);
+  CHECK(m.FindBlocklisted("client.1", 0) == nullptr);   // a prefix is another client
+  CHECK(m.FindBlocklisted("client.123", 0) == nullptr);
+  CHECK(m.FindBlocklisted("", 0) == nullptr);
+}
+
 TEST_CASE("OsdMap round trips every field") {
   const OsdMap m = FullMap();
   REQUIRE(m.Validate().ok());
