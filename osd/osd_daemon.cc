@@ -502,13 +502,16 @@ void OsdDaemon::Op(pb::OpRequest* mutable_req, pb::OpReply* reply) {
     }
   }
   if (pg.ok()) {
-    // A fenced client (an MDS that lost its rank, an evicted mount) gets
-    // nothing, reads included: what it holds is no longer its to act on.
-    // Every request carries an epoch not older than this OSD's (else
-    // STALE_MAP above), so once this OSD has the epoch that added the
-    // entry, no later request of that client gets through.
-    if (const BlocklistEntry* b =
-            map->FindBlocklisted(req.reqid().client(), absl::ToUnixMillis(absl::Now()))) {
+    // A fenced client (an MDS that lost its rank, a client an operator
+    // blocklisted) gets nothing, reads included: what it holds is no longer
+    // its to act on. The check uses this OSD's newest map, whatever epoch the
+    // request carries, so once this OSD has the epoch that added the entry,
+    // no request of that client gets through.
+    const BlocklistEntry* b =
+        map->blocklist.empty()
+            ? nullptr
+            : map->FindBlocklisted(req.reqid().client(), absl::ToUnixMillis(absl::Now()));
+    if (b != nullptr) {
       pg = absl::PermissionDeniedError(absl::StrCat(
           "client ", absl::CHexEscape(req.reqid().client()), " is blocklisted (osdmap epoch ", b->added,
           "; weft osd blocklist ls)"));
