@@ -286,7 +286,7 @@ bool OsdMap::IsIn(OsdId id) const {
 
 const BlocklistEntry* OsdMap::FindBlocklisted(absl::string_view client, int64_t now_ms) const {
   for (const BlocklistEntry& b : blocklist) {
-    if (b.client == client && (b.expires_ms == 0 || now_ms < b.expires_ms)) return &b;
+    if (b.client == client && !b.ExpiredAt(now_ms)) return &b;
   }
   return nullptr;
 }

@@ -89,12 +89,15 @@ struct PoolInfo {
   friend bool operator==(const PoolInfo&, const PoolInfo&) = default;
 };
 
-// A client whose writes OSDs must refuse (its session was evicted) until
-// `expires_ms`, so that it cannot overwrite data after its caps were revoked.
+// A client whose requests OSDs refuse until `expires_ms` (0: until the entry
+// is removed): an MDS that lost its rank (MdsDaemon::FenceHolder), or one an
+// operator fenced (`weft osd blocklist add`).
 struct BlocklistEntry {
   std::string client;
   Epoch added = 0;
   int64_t expires_ms = 0;
+
+  bool ExpiredAt(int64_t now_ms) const { return expires_ms != 0 && expires_ms <= now_ms; }
 
   friend bool operator==(const BlocklistEntry&, const BlocklistEntry&) = default;
 };
@@ -134,9 +137,8 @@ struct OsdMap {
   // The first up and in OSD marked full, if any: while there is one, the
   // cluster refuses writes that add data (as Ceph's cluster-wide full flag).
   const OsdInfo* FirstFull() const;
-  // The blocklist entry naming `client` that has not expired at `now_ms`
-  // (expires_ms 0: never expires), or nullptr. OSDs refuse every request of
-  // such a client.
+  // The blocklist entry naming `client` that has not expired at `now_ms`, or
+  // nullptr. OSDs refuse every request of such a client.
   const BlocklistEntry* FindBlocklisted(absl::string_view client, int64_t now_ms) const;
 
   // OK if the map keeps the invariants above and every pool is usable: sizes and

@@ -170,7 +170,7 @@ int CmdOsd(const Config& config, const Args& args) {
     const int64_t now_ms = absl::ToUnixMillis(absl::Now());
     std::printf("%-8s %-24s %s\n", "EPOCH", "EXPIRES (UTC)", "CLIENT");
     for (const BlocklistEntry& b : map->blocklist) {
-      if (b.expires_ms != 0 && b.expires_ms <= now_ms) continue;  // expired, not yet pruned
+      if (b.ExpiredAt(now_ms)) continue;  // not yet pruned from the map
       const std::string expires =
           b.expires_ms == 0 ? "never"
                             : absl::FormatTime("%Y-%m-%d %H:%M:%S", absl::FromUnixMillis(b.expires_ms),

@@ -122,13 +122,10 @@ absl::Status MapManager::OsdSetIn(int32_t id, bool in) {
 
 namespace {
 
-int64_t NowMs() { return absl::ToUnixMillis(absl::Now()); }
-
-// Drops the entries expired at `now_ms`.
-void PruneBlocklist(OsdMap* m, int64_t now_ms) {
-  std::erase_if(m->blocklist, [&](const BlocklistEntry& b) {
-    return b.expires_ms != 0 && b.expires_ms <= now_ms;
-  });
+// Drops the entries expired by now.
+void PruneBlocklist(OsdMap* m) {
+  const int64_t now_ms = absl::ToUnixMillis(absl::Now());
+  std::erase_if(m->blocklist, [&](const BlocklistEntry& b) { return b.ExpiredAt(now_ms); });
 }
 
 }  // namespace
@@ -138,7 +135,7 @@ absl::StatusOr<Epoch> MapManager::BlocklistAdd(const std::string& client, int64_
     return absl::InvalidArgumentError("a blocklisted client name is 1..4096 bytes");
   }
   RETURN_IF_ERROR(Mutate([&](OsdMap* m) -> absl::Status {
-    PruneBlocklist(m, NowMs());
+    PruneBlocklist(m);
     for (BlocklistEntry& b : m->blocklist) {
       if (b.client != client) continue;
       b.expires_ms = expires_ms;
@@ -153,7 +150,7 @@ absl::StatusOr<Epoch> MapManager::BlocklistAdd(const std::string& client, int64_
 
 absl::Status MapManager::BlocklistRemove(const std::string& client) {
   return Mutate([&](OsdMap* m) -> absl::Status {
-    PruneBlocklist(m, NowMs());
+    PruneBlocklist(m);
     const size_t before = m->blocklist.size();
     std::erase_if(m->blocklist, [&](const BlocklistEntry& b) { return b.client == client; });
     if (m->blocklist.size() == before) {
