@@ -218,6 +218,7 @@ void MdsRank::CloseSessionLocked(uint64_t session, pb::JournalEvent* event) {
   rec->set_id(session);
   rec->set_closed(true);
   for (uint64_t ino : held) ReleaseStrayLocked(ino, session, event);
+  DropSessionLocksLocked(session, 0);
   DropLeasesLocked(session);
   lease_streams_.erase(session);  // its stream ends
 }
@@ -258,7 +259,7 @@ pb::MetaReply MdsRank::Handle(const pb::MetaRequest& request) {
     absl::MutexLock lock(&mu_);
     if (reconnecting_) status = absl::UnavailableError("the MDS is waiting for clients to reconnect");
   }
-  if (status.ok()) status = RunOp(request, &reply);
+  if (status.ok()) status = request.has_lock() ? RunLock(request, &reply) : RunOp(request, &reply);
   if (!status.ok()) {
     google::protobuf::RepeatedPtrField<pb::DirLease> leases;
     leases.Swap(reply.mutable_leases());  // a lookup's ENOENT grants too
@@ -275,6 +276,7 @@ pb::MetaReply MdsRank::Handle(const pb::MetaRequest& request) {
 // ---- reconnect after a restart
 
 absl::StatusOr<pb::ReconnectReply> MdsRank::Reconnect(const pb::ReconnectRequest& request) {
+  pb::ReconnectReply reply;
   std::vector<pb::MetaRequest> late;
   {
     absl::MutexLock lock(&mu_);
@@ -293,6 +295,7 @@ absl::StatusOr<pb::ReconnectReply> MdsRank::Reconnect(const pb::ReconnectRequest
     for (const pb::MetaRequest& r : request.replays()) {
       if (r.session() != request.session()) return Err(EINVAL, "resent request of another session");
     }
+    ReclaimLocksLocked(request, &reply);
     const bool window_open = reconnecting_ && !replaying_;
     for (const pb::MetaRequest& r : request.replays()) {
       (window_open ? replays_ : late).push_back(r);
@@ -300,6 +303,7 @@ absl::StatusOr<pb::ReconnectReply> MdsRank::Reconnect(const pb::ReconnectRequest
     awaiting_reconnect_.erase(request.session());
     LOG(INFO) << "event=reconnect session=" << request.session()
               << " opens=" << request.opens_size() << " replays=" << request.replays_size()
+              << " locks=" << request.locks_size() << " locks_lost=" << reply.locks_lost_size()
               << (window_open ? "" : " late=1");
   }
   // Too late for the window: applied now, still in their own order.
@@ -316,7 +320,6 @@ absl::StatusOr<pb::ReconnectReply> MdsRank::Reconnect(const pb::ReconnectRequest
     auto done = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return !reconnecting_ || stopping_; };
     mu_.Await(absl::Condition(&done));
   }
-  pb::ReconnectReply reply;
   reply.set_boot(boot_);
   reply.set_replayed(static_cast<uint32_t>(request.replays_size()));
   return reply;

@@ -31,6 +31,7 @@
 
 #include "absl/container/flat_hash_set.h"
 #include "absl/synchronization/mutex.h"
+#include "common/locks/lock_table.h"
 #include "fuse-client/lib/object_client.h"
 #include "mds/cache/dir_leases.h"
 #include "mds/cache/meta_cache.h"
@@ -201,6 +202,18 @@ class MdsRank {
   // Keeps writers_ in step with a session's opens_write of `ino`.
   void NoteWriterLocked(uint64_t session, uint64_t ino) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void DropWriterLocked(uint64_t session, uint64_t ino) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // ---- advisory locks (rank_locks.cc)
+  // A LockOp; may wait (releasing mu_) up to its wait_ms.
+  absl::Status RunLock(const pb::MetaRequest& request, pb::MetaReply* reply);
+  bool OpenInSessionLocked(uint64_t session, uint64_t ino) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  bool WouldDeadlockLocked(const locks::Owner& owner, const std::vector<locks::Lock>& blockers)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The session's locks on `ino` (0: all of them) go; waiters look again.
+  void DropSessionLocksLocked(uint64_t session, uint64_t ino) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // A reconnecting session's locks, after its opens: those that cannot be
+  // given back are listed in reply->locks_lost.
+  void ReclaimLocksLocked(const pb::ReconnectRequest& request, pb::ReconnectReply* reply)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // `replay`: a request resent through Reconnect (its original time and inode).
   absl::Status RunOp(const pb::MetaRequest& request, pb::MetaReply* reply, bool replay = false);
   // Ends the reconnect window once every session is back or it timed out:
@@ -256,6 +269,14 @@ class MdsRank {
   // so that no late write of old bytes lands after the move was recorded
   // and clients wrote objects.
   absl::flat_hash_set<uint64_t> moving_ ABSL_GUARDED_BY(mu_);
+
+  // Advisory locks of every session; locks_gen_ moves whenever a lock goes
+  // or gets weaker (waiters look again). lock_waiters_: requests waiting,
+  // for deadlock detection and status.
+  locks::LockTable locks_ ABSL_GUARDED_BY(mu_);
+  uint64_t locks_gen_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t next_lock_waiter_ ABSL_GUARDED_BY(mu_) = 0;
+  absl::flat_hash_map<uint64_t, locks::Lock> lock_waiters_ ABSL_GUARDED_BY(mu_);
 
   absl::Mutex flush_mu_;  // one flush at a time; taken before mu_
   std::optional<FlushBatch> failed_batch_ ABSL_GUARDED_BY(flush_mu_);

@@ -294,6 +294,8 @@ pb::FsStatusReply MdsRank::Status() {
   }
   reply.set_rss_bytes(memory::ResidentBytes());
   reply.set_dir_leases(leases_.size());
+  reply.set_locks(locks_.size());
+  reply.set_lock_waiters(lock_waiters_.size());
   return reply;
 }
 

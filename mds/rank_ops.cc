@@ -40,6 +40,7 @@ absl::Status MdsRank::Dispatch(OpContext& ctx, const pb::MetaRequest& r, pb::Met
     case R::kAtime: ctx.SetOp("atime"); return DoAtime(ctx, r.atime(), reply);
     case R::kRelease: return absl::OkStatus();  // handled by RunOp
     case R::kSync: return absl::OkStatus();     // handled by RunOp
+    case R::kLock: return Err(EINVAL, "lock request outside Handle");  // RunLock
     case R::OP_NOT_SET: break;
   }
   return Err(EINVAL, "request without an operation");
@@ -69,6 +70,7 @@ absl::Status MdsRank::ReleaseOneLocked(uint64_t session, uint64_t ino, bool writ
     NoteWriterLocked(session, ino);
   }
   if (s->opens.contains(ino)) return absl::OkStatus();
+  DropSessionLocksLocked(session, ino);  // what close and release left
   event->set_op("release");
   ReleaseStrayLocked(ino, session, event);
   return absl::OkStatus();

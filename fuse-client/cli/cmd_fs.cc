@@ -90,6 +90,7 @@ int FsStatus(client::FsAdmin& admin, const std::string& name) {
     std::printf("  journal: events %lu..%lu, %lu segments, %.1f KiB\n", reply.journal_first_seq(),
                 reply.journal_last_seq(), reply.journal_segments(), reply.journal_bytes() / 1024.0);
     std::printf("  strays: %lu, purge queue: %lu\n", reply.strays(), reply.purge_queue());
+    std::printf("  locks: %lu held, %lu waiting\n", reply.locks(), reply.lock_waiters());
   }
   if (shown == 0 && !name.empty()) return Fail(absl::NotFoundError(absl::StrCat("no filesystem named ", name)), "fs status");
   return 0;

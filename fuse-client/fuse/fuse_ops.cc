@@ -1,6 +1,7 @@
 #include "fuse-client/fuse/fuse_ops.h"
 
 #include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <sys/xattr.h>
@@ -293,6 +294,16 @@ void Init(void* userdata, fuse_conn_info* conn) {
   // The client library buffers writes; the kernel's writeback cache would
   // own size and mtime, which only caps can make safe.
   conn->want &= ~FUSE_CAP_WRITEBACK_CACHE;
+  // Locks: the MDS's (Getlk, Setlk, Flock) or the kernel's.
+  constexpr unsigned kLockCaps = FUSE_CAP_POSIX_LOCKS | FUSE_CAP_FLOCK_LOCKS;
+  if (ctx->want_cluster_locks) {
+    conn->want |= conn->capable & kLockCaps;
+  } else {
+    conn->want &= ~kLockCaps;
+  }
+  ctx->remote_posix_locks = (conn->want & FUSE_CAP_POSIX_LOCKS) != 0;
+  LOG(INFO) << "event=fuse_locks posix=" << (ctx->remote_posix_locks ? "cluster" : "local")
+            << " flock=" << ((conn->want & FUSE_CAP_FLOCK_LOCKS) != 0 ? "cluster" : "local");
 }
 
 void Lookup(fuse_req_t req, fuse_ino_t parent, const char* name) {
@@ -442,9 +453,11 @@ void Open(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
   fi->fh = opened->fh;
   fi->keep_cache = 0;  // close-to-open: another client may have written
   fi->direct_io = DirectIo(Ctx(req), fi->flags) ? 1 : 0;
-  // A reader's close has nothing to flush: no FLUSH round trip for it (the
-  // kernel keeps POSIX locks itself, which FLUSH would otherwise release).
-  fi->noflush = (fi->flags & O_ACCMODE) == O_RDONLY ? 1 : 0;
+  // A reader's close has nothing to flush: no FLUSH round trip for it,
+  // unless the close must release the POSIX locks the MDS holds for the
+  // process (any descriptor's close releases them all: it may have locked
+  // the file through this one).
+  fi->noflush = !Ctx(req).remote_posix_locks && (fi->flags & O_ACCMODE) == O_RDONLY ? 1 : 0;
   // The kernel may hold this inode's attributes from before another
   // client's last close, and it clamps reads to the size it holds: unless
   // the open found the version this mount last gave the kernel, it asks
@@ -509,13 +522,106 @@ void Fallocate(fuse_req_t req, fuse_ino_t, int mode, off_t offset, off_t length,
 }
 
 // close(2): buffered writes reach the OSDs (close-to-open), and their errors the application.
-void Flush(fuse_req_t req, fuse_ino_t, fuse_file_info* fi) {
+// Also every close(2) of the process's descriptors of the file: its POSIX
+// locks on the file go (fi->lock_owner is the process's).
+void Flush(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
+  if (Ctx(req).remote_posix_locks) {
+    absl::Status dropped =
+        Fs(req).locks().DropOwner(ToMds(req, ino), locks::Kind::kPosix, fi->lock_owner);
+    if (!dropped.ok()) LOG(WARNING) << "op=flush ino=" << ino << " unlock=\"" << dropped << "\"";
+  }
   ReplyOk(req, Fs(req).Flush(fi->fh), "flush");
 }
 
-void Release(fuse_req_t req, fuse_ino_t, fuse_file_info* fi) {
+void Release(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
+  if (fi->flock_release) {  // the open file description's flock lock goes with it
+    absl::Status dropped =
+        Fs(req).locks().DropOwner(ToMds(req, ino), locks::Kind::kFlock, fi->lock_owner);
+    if (!dropped.ok()) LOG(WARNING) << "op=release ino=" << ino << " unlock=\"" << dropped << "\"";
+  }
   Fs(req).ReleaseInBackground(fi->fh);
   fuse_reply_err(req, 0);
+}
+
+// ---- advisory locks (the MDS's; see client::FileLocks)
+
+// struct flock as libfuse gives it (whence SEEK_SET, l_len 0: to the end).
+absl::StatusOr<client::FileLocks::Request> LockRequestOf(fuse_req_t req, fuse_ino_t ino,
+                                                         const fuse_file_info* fi,
+                                                         const struct flock& fl) {
+  client::FileLocks::Request r;
+  r.ino = ToMds(req, ino);
+  r.owner = fi->lock_owner;
+  r.pid = static_cast<uint32_t>(fl.l_pid > 0 ? fl.l_pid : fuse_req_ctx(req)->pid);
+  switch (fl.l_type) {
+    case F_RDLCK: r.type = locks::Type::kRead; break;
+    case F_WRLCK: r.type = locks::Type::kWrite; break;
+    case F_UNLCK: r.type = locks::Type::kUnlock; break;
+    default: return ErrnoError(absl::StatusCode::kInvalidArgument, EINVAL, "bad lock type");
+  }
+  if (fl.l_start < 0 || fl.l_len < 0) {
+    return ErrnoError(absl::StatusCode::kInvalidArgument, EINVAL, "bad lock range");
+  }
+  r.start = static_cast<uint64_t>(fl.l_start);
+  r.end = fl.l_len == 0 ? locks::kLockEnd : r.start + static_cast<uint64_t>(fl.l_len) - 1;
+  return r;
+}
+
+// Takes the lock now, or (`wait`) on a thread of ctx.lock_waits.
+void SetLockAndReply(fuse_req_t req, const client::FileLocks::Request& r, bool wait,
+                     const char* op) {
+  MountContext& ctx = Ctx(req);
+  if (!wait || r.type == locks::Type::kUnlock || ctx.lock_waits == nullptr) {
+    return ReplyOk(req, ctx.fs->locks().Set(r, /*wait=*/false, nullptr), op);
+  }
+  client::FileSystemClient* fs = ctx.fs;
+  const bool started = ctx.lock_waits->Start(
+      req, [fs, r](const std::function<bool()>& cancelled) {
+        return fs->locks().Set(r, /*wait=*/true, cancelled);
+      },
+      [op](fuse_req_t waiting, const absl::Status& status) { ReplyOk(waiting, status, op); });
+  if (!started) fuse_reply_err(req, ENOLCK);
+}
+
+void Getlk(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi, struct flock* lock) {
+  auto r = LockRequestOf(req, ino, fi, *lock);
+  if (!r.ok()) return ReplyError(req, r.status(), "getlk");
+  auto held = Fs(req).locks().Test(*r);
+  if (!held.ok()) return ReplyError(req, held.status(), "getlk");
+  struct flock out = {};
+  out.l_whence = SEEK_SET;
+  if (held->type == locks::Type::kUnlock) {
+    out.l_type = F_UNLCK;
+  } else {
+    out.l_type = held->type == locks::Type::kRead ? F_RDLCK : F_WRLCK;
+    out.l_start = static_cast<off_t>(held->start);
+    out.l_len = held->end == locks::kLockEnd ? 0 : static_cast<off_t>(held->end - held->start + 1);
+    // A process id means something only on this host: another mount's
+    // holder shows as pid 0 (the kernel does the same with ids it cannot map).
+    out.l_pid = held->owner.session == Fs(req).session() ? static_cast<pid_t>(held->pid) : 0;
+  }
+  fuse_reply_lock(req, &out);
+}
+
+void Setlk(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi, struct flock* lock, int sleep) {
+  auto r = LockRequestOf(req, ino, fi, *lock);
+  if (!r.ok()) return ReplyError(req, r.status(), "setlk");
+  SetLockAndReply(req, *r, sleep != 0, "setlk");
+}
+
+void Flock(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi, int op) {
+  client::FileLocks::Request r;
+  r.ino = ToMds(req, ino);
+  r.kind = locks::Kind::kFlock;
+  r.owner = fi->lock_owner;
+  r.pid = static_cast<uint32_t>(fuse_req_ctx(req)->pid);
+  switch (op & ~LOCK_NB) {
+    case LOCK_SH: r.type = locks::Type::kRead; break;
+    case LOCK_EX: r.type = locks::Type::kWrite; break;
+    case LOCK_UN: r.type = locks::Type::kUnlock; break;
+    default: return fuse_reply_err(req, EINVAL), void();
+  }
+  SetLockAndReply(req, r, (op & LOCK_NB) == 0, "flock");
 }
 
 // Only SEEK_DATA and SEEK_HOLE come here (the kernel does the others).
@@ -783,6 +889,9 @@ const fuse_lowlevel_ops& Operations() {
     o.removexattr = Removexattr;
     o.access = Access;
     o.create = Create;
+    o.getlk = Getlk;
+    o.setlk = Setlk;
+    o.flock = Flock;
     return o;
   }();
   return ops;

@@ -34,6 +34,7 @@
 
 #include "common/executor/thread_pool.h"
 #include "fuse-client/fuse/kernel_dirs.h"
+#include "fuse-client/fuse/lock_waits.h"
 #include "fuse-client/fuse/kernel_names.h"
 #include "fuse-client/lib/file_system_client.h"
 #include "fuse-client/lib/groups_cache.h"
@@ -60,6 +61,14 @@ struct MountContext {
   // wait for a request of this mount holding the directory). Started once
   // the daemon has detached (threads do not survive a fork).
   std::unique_ptr<ThreadPool> expirer;
+  // POSIX and flock locks through the MDS, across every mount (mount option
+  // locks=cluster, the default), or the kernel's own per mount
+  // (locks=local). Decided in INIT: remote_posix_locks says whether close
+  // must release POSIX locks (a FLUSH for every close, reads included).
+  bool want_cluster_locks = true;
+  bool remote_posix_locks = false;
+  // Lock requests that wait; started with the expirer.
+  std::unique_ptr<LockWaits> lock_waits;
 };
 
 // The operation table; userdata of the session is a MountContext*.

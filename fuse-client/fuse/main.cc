@@ -1,6 +1,6 @@
 // weft-fuse: mounts a Weft filesystem through the FUSE low-level API.
 //
-//   weft-fuse MOUNTPOINT -o fs=NAME[,conf=FILE][,subdir=/path][,log=FILE] [-f] [-d]
+//   weft-fuse MOUNTPOINT -o fs=NAME[,conf=FILE][,subdir=/path][,log=FILE][,locks=local] [-f] [-d]
 //   mount -t fuse.weft NAME[:/path] MOUNTPOINT -o conf=FILE     (see mount_helper.h)
 //
 // conf= defaults to $WEFT_CONF, else /etc/weft/weft.conf. allow_other is on
@@ -11,7 +11,9 @@
 // half-mounted directory. The fork happens before any gRPC thread exists.
 // Logs go to log=FILE; detached, the default is
 // /var/log/weft/weft-fuse.<fs>.log for root, else /tmp/weft-fuse.<fs>.log;
-// stderr with -f.
+// stderr with -f. locks=cluster (the default) takes POSIX and flock locks
+// through the MDS, so that they exclude processes on every mount;
+// locks=local leaves them to this host's kernel.
 #include <fcntl.h>
 #include <malloc.h>
 #include <signal.h>
@@ -46,6 +48,7 @@ struct MountOptions {
   char* subdir = nullptr;
   char* log = nullptr;
   int direct_writes = 1;
+  char* locks = nullptr;  // cluster (default) or local
   client::FileSystemClientOptions::Atime atime = client::FileSystemClientOptions::Atime::kRelatime;
   bool diratime = true;
 };
@@ -69,6 +72,7 @@ const fuse_opt kOptSpecs[] = {
     {"subdir=%s", offsetof(MountOptions, subdir), 0},
     {"log=%s", offsetof(MountOptions, log), 0},
     {"direct_writes=%d", offsetof(MountOptions, direct_writes), 0},
+    {"locks=%s", offsetof(MountOptions, locks), 0},
     FUSE_OPT_KEY("noatime", kKeyNoatime),
     FUSE_OPT_KEY("atime", kKeyAtime),
     FUSE_OPT_KEY("relatime", kKeyRelatime),
@@ -240,7 +244,7 @@ int Run(int argc, char** argv) {
   fuse_cmdline_opts cmd = {};
   if (fuse_parse_cmdline(&args, &cmd) != 0) Fail(WithFuseMessages("bad command line"));
   if (cmd.show_help || cmd.show_version) {
-    printf("usage: weft-fuse MOUNTPOINT -o fs=NAME[,conf=FILE][,subdir=/path][,log=FILE] [-f]\n"
+    printf("usage: weft-fuse MOUNTPOINT -o fs=NAME[,conf=FILE][,subdir=/path][,log=FILE][,locks=local] [-f]\n"
            "       mount -t fuse.weft NAME[:/path] MOUNTPOINT [-o conf=FILE,...]\n");
     return 0;
   }
@@ -253,6 +257,11 @@ int Run(int argc, char** argv) {
   // The session first: it rejects unknown options before anything is mounted.
   MountContext ctx;
   ctx.want_direct_writes = mo.direct_writes != 0;
+  const std::string locks = mo.locks != nullptr ? mo.locks : "cluster";
+  if (locks != "cluster" && locks != "local") {
+    Fail(absl::StrCat("bad option locks=", locks, ": cluster or local"));
+  }
+  ctx.want_cluster_locks = locks == "cluster";
   fuse_session* se = fuse_session_new(&args, &Operations(), sizeof(fuse_lowlevel_ops), &ctx);
   if (se == nullptr) Fail(WithFuseMessages("invalid mount options"));
   ctx.se = se;
@@ -274,6 +283,7 @@ int Run(int argc, char** argv) {
   if (!S_ISDIR(base->mode())) Fail(absl::StrCat("subdir ", subdir, " is not a directory"));
   ctx.base_ino = base->ino();
   ctx.expirer = std::make_unique<ThreadPool>("fuse-expire", 2, 65536);
+  ctx.lock_waits = std::make_unique<LockWaits>();
   (*fs)->SetDirRevoked([&ctx](uint64_t dir) { OnDirRevoked(ctx, dir); });
   // The kernel holds its root for the whole mount without ever looking it
   // up: held here too, its attributes are cached like any other directory's
@@ -299,6 +309,7 @@ int Run(int argc, char** argv) {
   LOG(INFO) << "unmounting mountpoint=" << cmd.mountpoint << " rc=" << rc;
   (*fs)->SetDirRevoked(nullptr);
   ctx.expirer.reset();  // notifies the session: before it goes
+  ctx.lock_waits.reset();  // waiting lock requests answer EINTR: before it goes
   fuse_session_unmount(se);
   fuse_remove_signal_handlers(se);
   fuse_session_destroy(se);

@@ -81,6 +81,7 @@ FileSystemClient::FileSystemClient(FileSystemClientOptions options,
                                    std::unique_ptr<ObjectClient> objects)
     : options_(std::move(options)),
       meta_(std::move(meta)),
+      locks_(meta_.get()),
       objects_(std::move(objects)),
       io_(objects_.get(), options_.inflight_bytes_max),
       budget_(options_.dirty_bytes_max),

@@ -55,6 +55,7 @@
 #include "common/executor/thread_pool.h"
 #include "common/posix/permission.h"
 #include "fuse-client/lib/file_cache.h"
+#include "fuse-client/lib/file_locks.h"
 #include "fuse-client/lib/meta_client.h"
 #include "fuse-client/lib/object_client.h"
 #include "fuse-client/lib/striped_io.h"
@@ -281,6 +282,12 @@ class FileSystemClient {
   // longer holds the file.
   absl::Status Release(FileHandle fh);
 
+  // ---- advisory locks: POSIX and flock locks held through the MDS, across
+  // every client of the filesystem (file_locks.h).
+  FileLocks& locks() { return locks_; }
+  // This client's MDS session (whose a lock is: locks::Owner::session).
+  uint64_t session() const { return meta_->session(); }
+
   // Lookups answered under a directory lease, without the MDS.
   uint64_t local_lookups() const { return local_lookups_.load(); }
   // Setattrs decided in this client under a file's attribute authority.
@@ -486,6 +493,7 @@ class FileSystemClient {
 
   const FileSystemClientOptions options_;
   std::unique_ptr<MetaClient> meta_;
+  FileLocks locks_;  // on meta_
   std::unique_ptr<ObjectClient> objects_;
   StripedIo io_;
   DirtyBudget budget_;

@@ -81,6 +81,9 @@ absl::Status MetaClient::OpenSession(uint64_t reclaim) {
   RETURN_IF_ERROR(rpc::FromGrpc(stub->SessionOpen(&ctx, req, &reply), "mds"));
   RETURN_IF_ERROR(rpc::FromProto(reply.status()));
   const bool changed = session_ != 0 && session_ != reply.session();
+  // Opened again (the MDS answered ENOTCONN): it closed the session, and
+  // its locks went with it, even when it lets the session continue.
+  if (session_ != 0) LoseAllLocks();
   session_ = reply.session();
   root_ = reply.root();
   inline_max_bytes_ = reply.inline_max_bytes();
@@ -335,6 +338,23 @@ void MetaClient::SetOpenFiles(std::function<std::vector<pb::OpenRef>()> open_fil
   open_files_ = std::move(open_files);
 }
 
+void MetaClient::SetLockHooks(LocksHeld held, LocksLost lost) {
+  absl::MutexLock lock(&mu_);
+  locks_held_ = std::move(held);
+  locks_lost_ = std::move(lost);
+}
+
+void MetaClient::LoseAllLocks() {
+  LocksHeld held;
+  LocksLost lost;
+  {
+    absl::MutexLock lock(&mu_);
+    held = locks_held_;
+    lost = locks_lost_;
+  }
+  if (held && lost) lost(held());
+}
+
 size_t MetaClient::unsafe_count() {
   absl::MutexLock lock(&mu_);
   return unsafe_.size();
@@ -350,8 +370,18 @@ absl::Status MetaClient::Reconnect(uint64_t boot) {
     if (boot_ == boot) return absl::OkStatus();  // another thread did it
     open_files = open_files_;
   }
+  LocksHeld locks_held;
+  LocksLost locks_lost;
+  {
+    absl::MutexLock lock(&mu_);
+    locks_held = locks_held_;
+    locks_lost = locks_lost_;
+  }
   if (open_files) {
     for (pb::OpenRef& o : open_files()) *req.add_opens() = std::move(o);
+  }
+  if (locks_held) {
+    for (pb::LockInfo& l : locks_held()) *req.add_locks() = std::move(l);
   }
   std::vector<uint64_t> sent;
   {
@@ -379,12 +409,15 @@ absl::Status MetaClient::Reconnect(uint64_t boot) {
     // is gone with it. Start over with a new session.
     LOG(ERROR) << "op=reconnect session=" << session_ << " lost_unsafe=" << sent.size()
                << " status=" << status;
-    RETURN_IF_ERROR(OpenSession(0));
+    RETURN_IF_ERROR(OpenSession(0));  // loses the locks
     absl::MutexLock lock(&mu_);
     for (uint64_t tid : sent) Forget(tid);
     return status;
   }
   RETURN_IF_ERROR(status);
+  if (locks_lost && reply.locks_lost_size() > 0) {
+    locks_lost({reply.locks_lost().begin(), reply.locks_lost().end()});
+  }
   LOG(INFO) << "op=reconnect session=" << session_ << " boot=" << reply.boot()
             << " resent=" << sent.size() << " opens=" << req.opens_size();
   absl::MutexLock lock(&mu_);

@@ -68,6 +68,12 @@ class MetaClient {
   absl::Status Sync();
   // What Reconnect reports as this session's open files; set once, early.
   void SetOpenFiles(std::function<std::vector<pb::OpenRef>()> open_files);
+  // Advisory locks (file_locks.h): `held` lists what Reconnect gives back
+  // to a restarted MDS; `lost` gets what the MDS did not take back, and
+  // every held lock when the MDS lost the session. Set once, early.
+  using LocksHeld = std::function<std::vector<pb::LockInfo>()>;
+  using LocksLost = std::function<void(const std::vector<pb::LockInfo>&)>;
+  void SetLockHooks(LocksHeld held, LocksLost lost);
   // Requests answered unsafe and not yet known durable (tests, status).
   size_t unsafe_count();
 
@@ -100,6 +106,8 @@ class MetaClient {
   explicit MetaClient(MetaClientOptions options) : options_(std::move(options)) {}
   absl::Status Resolve();
   absl::Status OpenSession(uint64_t reclaim);
+  // The MDS lost the session: so are its locks.
+  void LoseAllLocks();
   std::shared_ptr<grpc::Channel> Channel();
   void RenewLoop();
   // Keeps the lease stream open; applies and acknowledges revokes.
@@ -132,6 +140,8 @@ class MetaClient {
   // Requests answered unsafe: tid -> the request as it would be resent.
   std::map<uint64_t, pb::MetaRequest> unsafe_ ABSL_GUARDED_BY(mu_);
   std::function<std::vector<pb::OpenRef>()> open_files_ ABSL_GUARDED_BY(mu_);
+  LocksHeld locks_held_ ABSL_GUARDED_BY(mu_);
+  LocksLost locks_lost_ ABSL_GUARDED_BY(mu_);
   absl::Mutex reconnect_mu_;  // one Reconnect at a time; taken before mu_
   bool closed_ ABSL_GUARDED_BY(mu_) = false;
   grpc::ClientContext* lease_ctx_ ABSL_GUARDED_BY(mu_) = nullptr;  // to cancel at Close

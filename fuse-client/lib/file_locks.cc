@@ -1,0 +1,153 @@
+#include "fuse-client/lib/file_locks.h"
+
+#include <cerrno>
+
+#include "absl/strings/str_cat.h"
+#include "common/log/log.h"
+#include "common/status/status.h"
+
+namespace weft::client {
+namespace {
+
+void ToProto(const FileLocks::Request& r, pb::LockInfo* out) {
+  out->set_ino(r.ino);
+  out->set_kind(static_cast<pb::LockKind>(r.kind));
+  out->set_type(static_cast<pb::LockType>(r.type));
+  out->set_start(r.start);
+  out->set_end(r.end);
+  out->set_owner(r.owner);
+  out->set_pid(r.pid);
+}
+
+// As this client keeps it: owners within the one session (0).
+locks::Lock Mine(const FileLocks::Request& r) {
+  locks::Lock l;
+  l.ino = r.ino;
+  l.kind = r.kind;
+  l.type = r.type;
+  l.start = r.start;
+  l.end = r.end;
+  l.owner = locks::Owner{0, r.owner};
+  l.pid = r.pid;
+  return l;
+}
+
+locks::Lock FromProto(const pb::LockInfo& in) {
+  locks::Lock l;
+  l.ino = in.ino();
+  l.kind = static_cast<locks::Kind>(in.kind());
+  l.type = static_cast<locks::Type>(in.type());
+  l.start = in.start();
+  l.end = in.end();
+  l.owner = locks::Owner{in.session(), in.owner()};
+  l.pid = in.pid();
+  return l;
+}
+
+absl::Status CheckRange(const FileLocks::Request& r) {
+  if (r.start > r.end || r.end > locks::kLockEnd) {
+    return ErrnoError(absl::StatusCode::kInvalidArgument, EINVAL,
+                      absl::StrCat("bad lock range [", r.start, ", ", r.end, "]"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+FileLocks::FileLocks(MetaClient* meta) : meta_(meta) {
+  meta_->SetLockHooks([this] { return HeldLocks(); },
+                      [this](const std::vector<pb::LockInfo>& lost) { Lost(lost); });
+}
+
+FileLocks::~FileLocks() { meta_->SetLockHooks(nullptr, nullptr); }
+
+absl::StatusOr<pb::MetaReply> FileLocks::Call(pb::LockOp op) {
+  pb::MetaRequest request;
+  *request.mutable_lock() = std::move(op);
+  return meta_->Call(std::move(request));
+}
+
+absl::StatusOr<locks::Lock> FileLocks::Test(const Request& r) {
+  RETURN_IF_ERROR(CheckRange(r));
+  pb::LockOp op;
+  op.set_action(pb::LockOp::GET);
+  ToProto(r, op.mutable_lock());
+  ASSIGN_OR_RETURN(pb::MetaReply reply, Call(std::move(op)));
+  return FromProto(reply.lock());
+}
+
+absl::Status FileLocks::Set(const Request& r, bool wait, const std::function<bool()>& cancelled) {
+  RETURN_IF_ERROR(CheckRange(r));
+  pb::LockOp op;
+  op.set_action(pb::LockOp::SET);
+  ToProto(r, op.mutable_lock());
+  if (wait && r.type != locks::Type::kUnlock) op.set_wait_ms(kWaitSliceMs);
+  for (;;) {
+    if (op.wait_ms() > 0 && cancelled && cancelled()) {
+      return ErrnoError(absl::StatusCode::kCancelled, EINTR, "lock wait interrupted");
+    }
+    ASSIGN_OR_RETURN(pb::MetaReply reply, Call(op));
+    if (!reply.lock_retry()) break;
+  }
+  absl::MutexLock lock(&mu_);
+  held_.Apply(Mine(r));
+  return absl::OkStatus();
+}
+
+absl::Status FileLocks::DropOwner(uint64_t ino, locks::Kind kind, uint64_t owner) {
+  {
+    absl::MutexLock lock(&mu_);
+    if (!held_.Holds(ino, kind, locks::Owner{0, owner})) return absl::OkStatus();
+  }
+  pb::LockOp op;
+  op.set_action(pb::LockOp::DROP);
+  Request r;
+  r.ino = ino;
+  r.kind = kind;
+  r.type = locks::Type::kUnlock;
+  r.owner = owner;
+  ToProto(r, op.mutable_lock());
+  absl::Status status = Call(std::move(op)).status();
+  // Dropped here also when the MDS call failed: the MDS drops them itself
+  // with the file's last release, or with the session.
+  absl::MutexLock lock(&mu_);
+  held_.DropOwner(ino, kind, locks::Owner{0, owner});
+  return status;
+}
+
+size_t FileLocks::held() {
+  absl::MutexLock lock(&mu_);
+  return held_.size();
+}
+
+std::vector<pb::LockInfo> FileLocks::HeldLocks() {
+  std::vector<pb::LockInfo> out;
+  absl::MutexLock lock(&mu_);
+  for (const locks::Lock& l : held_.LocksOf()) {
+    Request r;
+    r.ino = l.ino;
+    r.kind = l.kind;
+    r.type = l.type;
+    r.start = l.start;
+    r.end = l.end;
+    r.owner = l.owner.id;
+    r.pid = l.pid;
+    ToProto(r, &out.emplace_back());
+  }
+  return out;
+}
+
+void FileLocks::Lost(const std::vector<pb::LockInfo>& lost) {
+  absl::MutexLock lock(&mu_);
+  for (const pb::LockInfo& in : lost) {
+    LOG(ERROR) << "event=lock_lost ino=" << in.ino() << " owner=" << in.owner()
+               << " kind=" << static_cast<int>(in.kind()) << " start=" << in.start()
+               << " end=" << in.end();
+    locks::Lock l = FromProto(in);
+    l.owner.session = 0;
+    l.type = locks::Type::kUnlock;
+    held_.Apply(l);
+  }
+}
+
+}  // namespace weft::client

@@ -1,0 +1,75 @@
+// Advisory file locks for one MDS session: POSIX byte-range (fcntl) locks
+// and flock locks, decided by the MDS for every client of the filesystem
+// (proto LockOp), so that processes on different mounts exclude each other
+// as processes on one host do.
+//
+// The client keeps a copy of what the MDS granted it (a LockTable), for two
+// things: a restarted MDS gets the session's locks back from it
+// (MetaClient's reconnect), and a close that holds no lock costs no MDS
+// call. What the MDS could not give back, or a session the MDS lost, is
+// logged and dropped from the copy: POSIX has no way to tell the holder.
+//
+// Thread-safe. No lock is held across an RPC.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "common/locks/lock_table.h"
+#include "fuse-client/lib/meta_client.h"
+
+namespace weft::client {
+
+class FileLocks {
+ public:
+  // What a frontend asks: `owner` is its lock owner (per process for POSIX
+  // locks, per open file description for flock), unique within the mount.
+  struct Request {
+    uint64_t ino = 0;
+    locks::Kind kind = locks::Kind::kPosix;
+    locks::Type type = locks::Type::kRead;
+    uint64_t start = 0;
+    uint64_t end = locks::kLockEnd;  // inclusive
+    uint64_t owner = 0;
+    uint32_t pid = 0;
+  };
+
+  // Registers with `meta` what its reconnect needs; `meta` outlives this.
+  explicit FileLocks(MetaClient* meta);
+  ~FileLocks();  // unregisters from `meta`
+
+  // F_GETLK: the first lock of anyone else in the way of `r` (its owner's
+  // session tells whether it is this mount's), or a lock of type kUnlock.
+  absl::StatusOr<locks::Lock> Test(const Request& r);
+  // F_SETLK / F_SETLKW, flock(2): takes the lock (or removes the range, for
+  // kUnlock). Without `wait`, EAGAIN if another owner holds a conflicting
+  // lock. With it, waits until the lock is granted; EDEADLK if waiting
+  // would deadlock; EINTR once `cancelled` returns true (asked every few
+  // seconds and whenever the MDS answers).
+  absl::Status Set(const Request& r, bool wait, const std::function<bool()>& cancelled);
+  // Drops every lock of `owner` of `kind` on `ino` (close for POSIX locks,
+  // the last release of an open file description for flock). No MDS call
+  // when this client holds none.
+  absl::Status DropOwner(uint64_t ino, locks::Kind kind, uint64_t owner);
+
+  // Locks held, as granted (tests, status).
+  size_t held();
+
+  // How long one MDS call of a waiting Set waits there.
+  static constexpr uint32_t kWaitSliceMs = 3000;
+
+ private:
+  absl::StatusOr<pb::MetaReply> Call(pb::LockOp op);
+  std::vector<pb::LockInfo> HeldLocks();
+  void Lost(const std::vector<pb::LockInfo>& lost);
+
+  MetaClient* const meta_;
+  absl::Mutex mu_;
+  // Owners are (0, frontend owner): one session.
+  locks::LockTable held_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace weft::client
