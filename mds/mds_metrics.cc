@@ -27,6 +27,9 @@ constexpr PerFsGauge kPerFs[] = {
     {"weft_mds_strays", "Unlinked inodes still open or not yet purged.", &R::strays},
     {"weft_mds_purge_queue", "Inodes waiting for their data to be removed.", &R::purge_queue},
     {"weft_mds_dir_leases", "Directory leases held by clients.", &R::dir_leases},
+    {"weft_mds_locks", "Advisory locks held (POSIX ranges and flock).", &R::locks},
+    {"weft_mds_lock_waiters", "Lock requests waiting for a conflicting lock to go.",
+     &R::lock_waiters},
 };
 
 // One row per rank: its status is taken once per scrape for every column.

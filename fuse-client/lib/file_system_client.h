@@ -257,7 +257,7 @@ class FileSystemClient {
   // file). ENXIO at or past the end.
   absl::StatusOr<uint64_t> Seek(FileHandle fh, uint64_t offset, bool hole);
   // close(2): starts writing the file's buffered data back and returns the
-  // first error of an earlier flush, if any. Decision: close does not wait
+  // first error of an earlier flush, if any (a read-only handle: nothing). Decision: close does not wait
   // (as CephFS, unlike NFS). Another client still sees the data once it
   // looks: the MDS recalls the buffered writes of a file from the session
   // holding it open for writing before it shows the file to anyone else, and

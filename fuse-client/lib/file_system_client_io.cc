@@ -532,7 +532,8 @@ absl::StatusOr<uint64_t> FileSystemClient::Seek(FileHandle fh, uint64_t offset, 
 
 absl::Status FileSystemClient::Flush(FileHandle fh) {
   ASSIGN_OR_RETURN(std::shared_ptr<OpenFile> f, Handle(fh));
-  if (f->cache == nullptr) return absl::OkStatus();
+  // A reader's close starts nothing and reports nothing (it wrote nothing).
+  if (f->cache == nullptr || !f->writable()) return absl::OkStatus();
   return f->cache->FlushInBackground(absl::InfiniteFuture(), /*force=*/true);
 }
 
