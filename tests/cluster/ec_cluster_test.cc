@@ -602,7 +602,6 @@ TEST_CASE("erasure 4+2: a primary dying after a remove reached N shards: the rem
 TEST_CASE("erasure 4+2: shard requests for the wrong shard id are refused and change nothing",
           "[cluster][ec]") {
   Ec42 f(4);
-  Cluster& c = *f.cluster;
   auto& client = f.client;
   const PoolId pool = f.pool;
   const std::string data = RandomBytes(300000, 5);
