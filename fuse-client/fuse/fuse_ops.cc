@@ -533,11 +533,17 @@ void Flush(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
   ReplyOk(req, Fs(req).Flush(fi->fh), "flush");
 }
 
+// The last close of an open file description: its flock lock and its OFD
+// locks (F_OFD_SETLK) go with it (FileLocks::ReleaseHandle).
 void Release(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
-  if (fi->flock_release) {  // the open file description's flock lock goes with it
-    absl::Status dropped =
-        Fs(req).locks().DropOwner(ToMds(req, ino), locks::Kind::kFlock, fi->lock_owner);
+  client::FileLocks& locks = Fs(req).locks();
+  if (fi->flock_release) {
+    absl::Status dropped = locks.DropOwner(ToMds(req, ino), locks::Kind::kFlock, fi->lock_owner);
     if (!dropped.ok()) LOG(WARNING) << "op=release ino=" << ino << " unlock=\"" << dropped << "\"";
+  }
+  if (Ctx(req).remote_posix_locks) {
+    absl::Status dropped = locks.ReleaseHandle(ToMds(req, ino), fi->fh);
+    if (!dropped.ok()) LOG(WARNING) << "op=release ino=" << ino << " ofd_unlock=\"" << dropped << "\"";
   }
   Fs(req).ReleaseInBackground(fi->fh);
   fuse_reply_err(req, 0);
@@ -552,6 +558,7 @@ absl::StatusOr<client::FileLocks::Request> LockRequestOf(fuse_req_t req, fuse_in
   client::FileLocks::Request r;
   r.ino = ToMds(req, ino);
   r.owner = fi->lock_owner;
+  r.fh = fi->fh;
   r.pid = static_cast<uint32_t>(fl.l_pid > 0 ? fl.l_pid : fuse_req_ctx(req)->pid);
   switch (fl.l_type) {
     case F_RDLCK: r.type = locks::Type::kRead; break;

@@ -91,12 +91,19 @@ absl::Status FileLocks::Set(const Request& r, bool wait, const std::function<boo
   }
   absl::MutexLock lock(&mu_);
   held_.Apply(Mine(r));
+  if (r.kind == locks::Kind::kPosix && r.type != locks::Type::kUnlock && r.fh != 0) {
+    via_[r.ino][r.owner].insert(r.fh);
+  }
   return absl::OkStatus();
 }
 
 absl::Status FileLocks::DropOwner(uint64_t ino, locks::Kind kind, uint64_t owner) {
   {
     absl::MutexLock lock(&mu_);
+    if (kind == locks::Kind::kPosix) {
+      auto it = via_.find(ino);
+      if (it != via_.end() && it->second.erase(owner) > 0 && it->second.empty()) via_.erase(it);
+    }
     if (!held_.Holds(ino, kind, locks::Owner{0, owner})) return absl::OkStatus();
   }
   pb::LockOp op;
@@ -113,6 +120,24 @@ absl::Status FileLocks::DropOwner(uint64_t ino, locks::Kind kind, uint64_t owner
   absl::MutexLock lock(&mu_);
   held_.DropOwner(ino, kind, locks::Owner{0, owner});
   return status;
+}
+
+absl::Status FileLocks::ReleaseHandle(uint64_t ino, uint64_t fh) {
+  std::vector<uint64_t> owners;  // whose locks came through fh alone
+  {
+    absl::MutexLock lock(&mu_);
+    auto file = via_.find(ino);
+    if (file == via_.end()) return absl::OkStatus();
+    for (auto& [owner, fhs] : file->second) {
+      if (fhs.erase(fh) > 0 && fhs.empty()) owners.push_back(owner);
+    }
+  }
+  absl::Status first;
+  for (uint64_t owner : owners) {
+    absl::Status s = DropOwner(ino, locks::Kind::kPosix, owner);
+    if (first.ok()) first = s;
+  }
+  return first;
 }
 
 size_t FileLocks::held() {

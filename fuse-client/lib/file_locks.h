@@ -16,6 +16,8 @@
 #include <functional>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "common/locks/lock_table.h"
@@ -35,6 +37,7 @@ class FileLocks {
     uint64_t end = locks::kLockEnd;  // inclusive
     uint64_t owner = 0;
     uint32_t pid = 0;
+    uint64_t fh = 0;  // the open file it came through (POSIX locks; 0: none)
   };
 
   // Registers with `meta` what its reconnect needs; `meta` outlives this.
@@ -54,6 +57,13 @@ class FileLocks {
   // the last release of an open file description for flock). No MDS call
   // when this client holds none.
   absl::Status DropOwner(uint64_t ino, locks::Kind kind, uint64_t owner);
+  // The last release of open file `fh` of `ino`: drops the POSIX-kind
+  // locks of every owner that took locks on `ino` through `fh` alone. Those
+  // are open file description (OFD, F_OFD_SETLK) locks, whose owner is the
+  // description: a process's own POSIX locks went with the close of each of
+  // its descriptors (DropOwner), and the kernel neither releases OFD locks
+  // of a FUSE file itself nor names their owner at release.
+  absl::Status ReleaseHandle(uint64_t ino, uint64_t fh);
 
   // Locks held, as granted (tests, status).
   size_t held();
@@ -70,6 +80,10 @@ class FileLocks {
   absl::Mutex mu_;
   // Owners are (0, frontend owner): one session.
   locks::LockTable held_ ABSL_GUARDED_BY(mu_);
+  // ino -> owner -> the open files its POSIX locks came through, until the
+  // owner's close (DropOwner) or the release of the last of them.
+  using Via = absl::flat_hash_map<uint64_t, absl::flat_hash_set<uint64_t>>;
+  absl::flat_hash_map<uint64_t, Via> via_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace weft::client

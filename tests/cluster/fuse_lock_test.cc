@@ -257,6 +257,38 @@ TEST_CASE("fuse locks: flock is per open file description and apart from POSIX l
   CHECK(result.load() == 0);
 }
 
+TEST_CASE("fuse locks: OFD locks belong to the open file description and go with its last close",
+          "[fuse][locks]") {
+  TwoMounts f;
+  WriteFile(f.P("f"), "data");
+  Fd b(f.Q("f"));
+  Fd a2(f.P("f"));
+  int a = open(f.P("f").c_str(), O_RDWR);
+  REQUIRE(a >= 0);
+  REQUIRE(SetLock(a, F_WRLCK, 0, 0, F_OFD_SETLK) == 0);
+  // Another description of this process conflicts, as do POSIX locks of
+  // the same process and anyone on the other mount.
+  CHECK(SetLock(a2.fd, F_RDLCK, 0, 1, F_OFD_SETLK) == EAGAIN);
+  CHECK(SetLock(a2.fd, F_RDLCK, 0, 1) == EAGAIN);
+  CHECK(SetLock(b.fd, F_RDLCK, 0, 1, F_OFD_SETLK) == EAGAIN);
+  // The close of another descriptor of the process does not release it
+  // (it would a POSIX lock).
+  const int other = open(f.P("f").c_str(), O_RDONLY);
+  REQUIRE(other >= 0);
+  close(other);
+  absl::SleepFor(absl::Milliseconds(300));
+  CHECK(SetLock(b.fd, F_RDLCK, 0, 1, F_OFD_SETLK) == EAGAIN);
+  // A duplicate keeps the description open; its last close releases it.
+  const int dup_a = dup(a);
+  REQUIRE(dup_a >= 0);
+  close(a);
+  absl::SleepFor(absl::Milliseconds(300));
+  CHECK(SetLock(b.fd, F_RDLCK, 0, 1, F_OFD_SETLK) == EAGAIN);
+  close(dup_a);
+  CHECK(Eventually([&] { return SetLock(b.fd, F_WRLCK, 0, 0, F_OFD_SETLK); }) == 0);
+  CHECK(SetLock(a2.fd, F_RDLCK, 0, 1, F_OFD_SETLK) == EAGAIN);
+}
+
 TEST_CASE("fuse locks: processes of one mount exclude each other through the MDS",
           "[fuse][locks]") {
   MountFixture f;
