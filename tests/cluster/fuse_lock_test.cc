@@ -135,6 +135,9 @@ TEST_CASE("fuse locks: any close of the process's descriptors releases its POSIX
     Fd a(f.P("f"));
     REQUIRE(SetLock(a.fd, F_WRLCK, 0, 0) == 0);
     CHECK(SetLock(b.fd, F_RDLCK, 0, 1) == EAGAIN);
+    const CommandResult status = f.cluster->Weft({"fs", "status", "fs1"});
+    CHECK(status.code == 0);
+    CHECK_THAT(status.output, Catch::Contains("locks: 1 held, 0 waiting"));
     // Another descriptor of the same file, read-only, opened and closed:
     // POSIX says the process's locks on the file go with it.
     const int r = open(f.P("f").c_str(), O_RDONLY);
