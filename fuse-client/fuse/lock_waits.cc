@@ -6,16 +6,15 @@ namespace weft::fuse {
 
 bool LockWaits::Start(fuse_req_t req, Wait wait, Reply reply) {
   std::vector<std::thread> done;
+  bool admitted = false;
   {
     absl::MutexLock lock(&mu_);
     done = TakeDoneLocked();
-    if (stopping_ || waits_.size() >= max_waits_) {
-      for (std::thread& t : done) t.join();  // they only return
-      return false;
-    }
-    waits_[req] = false;
+    admitted = !stopping_ && waits_.size() < max_waits_;
+    if (admitted) waits_[req] = false;
   }
-  for (std::thread& t : done) t.join();
+  for (std::thread& t : done) t.join();  // they only return
+  if (!admitted) return false;
   // Outside mu_: libfuse calls OnInterrupt at once if the request was
   // interrupted already, and holds the request's lock while it runs.
   fuse_req_interrupt_func(req, &LockWaits::OnInterrupt, this);
