@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "common/locks/lock_proto.h"
 #include "common/log/log.h"
 #include "common/status/status.h"
 #include "mds/ops/op_context.h"
@@ -17,37 +18,11 @@ namespace {
 
 constexpr uint32_t kLockWaitMaxMs = 30000;
 
+// The caller's lock: its owner is in the request's session.
 absl::StatusOr<locks::Lock> LockFromProto(const pb::LockInfo& in, uint64_t session) {
-  if (in.ino() == 0) return Err(EINVAL, "lock of inode 0");
-  if (in.start() > in.end() || in.end() > locks::kLockEnd) {
-    return Err(EINVAL, absl::StrCat("bad lock range [", in.start(), ", ", in.end(), "]"));
-  }
-  if (in.kind() != pb::LK_POSIX && in.kind() != pb::LK_FLOCK) {
-    return Err(EINVAL, "unknown lock kind");
-  }
-  if (in.type() != pb::LK_READ && in.type() != pb::LK_WRITE && in.type() != pb::LK_UNLOCK) {
-    return Err(EINVAL, "unknown lock type");
-  }
-  locks::Lock l;
-  l.ino = in.ino();
-  l.kind = static_cast<locks::Kind>(in.kind());
-  l.type = static_cast<locks::Type>(in.type());
-  l.start = in.start();
-  l.end = in.end();
-  l.owner = locks::Owner{session, in.owner()};
-  l.pid = in.pid();
+  ASSIGN_OR_RETURN(locks::Lock l, locks::FromProto(in));
+  l.owner.session = session;
   return l;
-}
-
-void LockToProto(const locks::Lock& l, pb::LockInfo* out) {
-  out->set_ino(l.ino);
-  out->set_kind(static_cast<pb::LockKind>(l.kind));
-  out->set_type(static_cast<pb::LockType>(l.type));
-  out->set_start(l.start);
-  out->set_end(l.end);
-  out->set_owner(l.owner.id);
-  out->set_pid(l.pid);
-  out->set_session(l.owner.session);
 }
 
 // Not retried by the client (kUnavailable would be): the lock is taken.
@@ -78,7 +53,7 @@ absl::Status MdsRank::RunLock(const pb::MetaRequest& request, pb::MetaReply* rep
       if (want.type == locks::Type::kUnlock) return Err(EINVAL, "F_GETLK of F_UNLCK");
       std::optional<locks::Lock> conflict = locks_.FirstConflict(want);
       if (conflict.has_value()) {
-        LockToProto(*conflict, reply->mutable_lock());
+        locks::ToProto(*conflict, reply->mutable_lock());
       } else {
         reply->mutable_lock()->set_type(pb::LK_UNLOCK);
       }

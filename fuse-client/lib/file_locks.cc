@@ -3,21 +3,12 @@
 #include <cerrno>
 
 #include "absl/strings/str_cat.h"
+#include "common/locks/lock_proto.h"
 #include "common/log/log.h"
 #include "common/status/status.h"
 
 namespace weft::client {
 namespace {
-
-void ToProto(const FileLocks::Request& r, pb::LockInfo* out) {
-  out->set_ino(r.ino);
-  out->set_kind(static_cast<pb::LockKind>(r.kind));
-  out->set_type(static_cast<pb::LockType>(r.type));
-  out->set_start(r.start);
-  out->set_end(r.end);
-  out->set_owner(r.owner);
-  out->set_pid(r.pid);
-}
 
 // As this client keeps it: owners within the one session (0).
 locks::Lock Mine(const FileLocks::Request& r) {
@@ -29,18 +20,6 @@ locks::Lock Mine(const FileLocks::Request& r) {
   l.end = r.end;
   l.owner = locks::Owner{0, r.owner};
   l.pid = r.pid;
-  return l;
-}
-
-locks::Lock FromProto(const pb::LockInfo& in) {
-  locks::Lock l;
-  l.ino = in.ino();
-  l.kind = static_cast<locks::Kind>(in.kind());
-  l.type = static_cast<locks::Type>(in.type());
-  l.start = in.start();
-  l.end = in.end();
-  l.owner = locks::Owner{in.session(), in.owner()};
-  l.pid = in.pid();
   return l;
 }
 
@@ -71,16 +50,21 @@ absl::StatusOr<locks::Lock> FileLocks::Test(const Request& r) {
   RETURN_IF_ERROR(CheckRange(r));
   pb::LockOp op;
   op.set_action(pb::LockOp::GET);
-  ToProto(r, op.mutable_lock());
+  locks::ToProto(Mine(r), op.mutable_lock());
   ASSIGN_OR_RETURN(pb::MetaReply reply, Call(std::move(op)));
-  return FromProto(reply.lock());
+  if (reply.lock().type() == pb::LK_UNLOCK) {  // nothing in the way
+    locks::Lock none;
+    none.type = locks::Type::kUnlock;
+    return none;
+  }
+  return locks::FromProto(reply.lock());
 }
 
 absl::Status FileLocks::Set(const Request& r, bool wait, const std::function<bool()>& cancelled) {
   RETURN_IF_ERROR(CheckRange(r));
   pb::LockOp op;
   op.set_action(pb::LockOp::SET);
-  ToProto(r, op.mutable_lock());
+  locks::ToProto(Mine(r), op.mutable_lock());
   if (wait && r.type != locks::Type::kUnlock) op.set_wait_ms(kWaitSliceMs);
   for (;;) {
     if (op.wait_ms() > 0 && cancelled && cancelled()) {
@@ -113,7 +97,7 @@ absl::Status FileLocks::DropOwner(uint64_t ino, locks::Kind kind, uint64_t owner
   r.kind = kind;
   r.type = locks::Type::kUnlock;
   r.owner = owner;
-  ToProto(r, op.mutable_lock());
+  locks::ToProto(Mine(r), op.mutable_lock());
   absl::Status status = Call(std::move(op)).status();
   // Dropped here also when the MDS call failed: the MDS drops them itself
   // with the file's last release, or with the session.
@@ -148,17 +132,7 @@ size_t FileLocks::held() {
 std::vector<pb::LockInfo> FileLocks::HeldLocks() {
   std::vector<pb::LockInfo> out;
   absl::MutexLock lock(&mu_);
-  for (const locks::Lock& l : held_.LocksOf()) {
-    Request r;
-    r.ino = l.ino;
-    r.kind = l.kind;
-    r.type = l.type;
-    r.start = l.start;
-    r.end = l.end;
-    r.owner = l.owner.id;
-    r.pid = l.pid;
-    ToProto(r, &out.emplace_back());
-  }
+  for (const locks::Lock& l : held_.LocksOf()) locks::ToProto(l, &out.emplace_back());
   return out;
 }
 
@@ -168,10 +142,11 @@ void FileLocks::Lost(const std::vector<pb::LockInfo>& lost) {
     LOG(ERROR) << "event=lock_lost ino=" << in.ino() << " owner=" << in.owner()
                << " kind=" << static_cast<int>(in.kind()) << " start=" << in.start()
                << " end=" << in.end();
-    locks::Lock l = FromProto(in);
-    l.owner.session = 0;
-    l.type = locks::Type::kUnlock;
-    held_.Apply(l);
+    absl::StatusOr<locks::Lock> l = locks::FromProto(in);
+    if (!l.ok()) continue;
+    l->owner.session = 0;
+    l->type = locks::Type::kUnlock;
+    held_.Apply(*l);
   }
 }
 

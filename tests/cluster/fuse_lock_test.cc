@@ -69,6 +69,20 @@ struct flock GetLock(int fd, short type, off_t start, off_t len) {
 
 int Flock(int fd, int op) { return flock(fd, op) == 0 ? 0 : errno; }
 
+// Runs `body` in a forked child that opens `path` read-write first (only
+// async-signal-safe calls there: the test has threads) and exits with what
+// `body` returns; returns that exit code (-1: the child did not exit).
+int InChild(const std::string& path, int (*body)(int fd)) {
+  const pid_t child = fork();
+  if (child == 0) {
+    const int fd = open(path.c_str(), O_RDWR);
+    _exit(fd < 0 ? 2 : body(fd));
+  }
+  int status = 0;
+  if (child < 0 || waitpid(child, &status, 0) != child || !WIFEXITED(status)) return -1;
+  return WEXITSTATUS(status);
+}
+
 // Retries `fn` (0 = done) for up to `seconds`: for what follows a close,
 // whose FUSE release the kernel sends without waiting for it.
 template <typename Fn>
@@ -193,27 +207,17 @@ TEST_CASE("fuse locks: a signal interrupts F_SETLKW and nothing is granted later
   WriteFile(f.P("f"), "data");
   Fd a(f.P("f"));
   REQUIRE(SetLock(a.fd, F_WRLCK, 0, 0) == 0);
-  const std::string path = f.Q("f");
-  const pid_t child = fork();
-  REQUIRE(child >= 0);
-  if (child == 0) {
-    // Only async-signal-safe calls: the parent has threads.
-    struct sigaction sa = {};
-    sa.sa_handler = [](int) {};
-    sigaction(SIGALRM, &sa, nullptr);  // no SA_RESTART
-    const int fd = open(path.c_str(), O_RDWR);
-    if (fd < 0) _exit(2);
-    alarm(1);
-    struct flock fl = {};
-    fl.l_type = F_WRLCK;
-    fl.l_whence = SEEK_SET;
-    const int rc = fcntl(fd, F_SETLKW, &fl);
-    _exit(rc == -1 && errno == EINTR ? 0 : 3);
-  }
-  int status = 0;
-  REQUIRE(waitpid(child, &status, 0) == child);
-  REQUIRE(WIFEXITED(status));
-  CHECK(WEXITSTATUS(status) == 0);  // 3: not EINTR
+  // 0: F_SETLKW failed with EINTR when SIGALRM (no SA_RESTART) came.
+  CHECK(InChild(f.Q("f"), [](int fd) {
+          struct sigaction sa = {};
+          sa.sa_handler = [](int) {};
+          sigaction(SIGALRM, &sa, nullptr);
+          alarm(1);
+          struct flock fl = {};
+          fl.l_type = F_WRLCK;
+          fl.l_whence = SEEK_SET;
+          return fcntl(fd, F_SETLKW, &fl) == -1 && errno == EINTR ? 0 : 3;
+        }) == 0);
   REQUIRE(SetLock(a.fd, F_UNLCK, 0, 0) == 0);
   // The abandoned wait never takes the lock (its MDS slice ends within 3 s).
   absl::SleepFor(absl::Seconds(4));
@@ -298,24 +302,15 @@ TEST_CASE("fuse locks: processes of one mount exclude each other through the MDS
   WriteFile(f.P("f"), "data");
   Fd a(f.P("f"));
   REQUIRE(SetLock(a.fd, F_WRLCK, 0, 0) == 0);
-  const std::string path = f.P("f");
-  const pid_t child = fork();
-  REQUIRE(child >= 0);
-  if (child == 0) {
-    const int fd = open(path.c_str(), O_RDWR);
-    if (fd < 0) _exit(2);
-    struct flock fl = {};
-    fl.l_type = F_RDLCK;
-    fl.l_whence = SEEK_SET;
-    if (fcntl(fd, F_SETLK, &fl) == 0 || errno != EAGAIN) _exit(3);
-    if (fcntl(fd, F_GETLK, &fl) != 0 || fl.l_type != F_WRLCK) _exit(4);
-    if (fl.l_pid != getppid()) _exit(5);  // a holder on this mount shows its pid
-    _exit(0);
-  }
-  int status = 0;
-  REQUIRE(waitpid(child, &status, 0) == child);
-  REQUIRE(WIFEXITED(status));
-  CHECK(WEXITSTATUS(status) == 0);
+  CHECK(InChild(f.P("f"), [](int fd) {
+          struct flock fl = {};
+          fl.l_type = F_RDLCK;
+          fl.l_whence = SEEK_SET;
+          if (fcntl(fd, F_SETLK, &fl) == 0 || errno != EAGAIN) return 3;
+          if (fcntl(fd, F_GETLK, &fl) != 0 || fl.l_type != F_WRLCK) return 4;
+          if (fl.l_pid != getppid()) return 5;  // a holder on this mount shows its pid
+          return 0;
+        }) == 0);
 }
 
 TEST_CASE("fuse locks: locks held survive an MDS restart", "[fuse][locks][mds-restart]") {
