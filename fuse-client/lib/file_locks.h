@@ -28,7 +28,8 @@ namespace weft::client {
 class FileLocks {
  public:
   // What a frontend asks: `owner` is its lock owner (per process for POSIX
-  // locks, per open file description for flock), unique within the mount.
+  // locks, per open file description for flock and OFD locks), unique
+  // within the mount.
   struct Request {
     uint64_t ino = 0;
     locks::Kind kind = locks::Kind::kPosix;
