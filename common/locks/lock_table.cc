@@ -34,15 +34,11 @@ std::vector<Lock> LockTable::ConflictsWith(const Lock& asked) const {
   return out;
 }
 
-std::optional<Lock> LockTable::FirstConflict(const Lock& asked) const {
-  const Lock want = Normalized(asked);
-  auto it = by_ino_.find(want.ino);
-  if (it == by_ino_.end()) return std::nullopt;
-  std::optional<Lock> first;
-  for (const Lock& l : it->second) {
-    if (Conflicts(l, want) && (!first.has_value() || l.start < first->start)) first = l;
-  }
-  return first;
+std::optional<Lock> LockTable::FirstConflict(const Lock& want) const {
+  const std::vector<Lock> all = ConflictsWith(want);
+  if (all.empty()) return std::nullopt;
+  return *std::min_element(all.begin(), all.end(),
+                           [](const Lock& a, const Lock& b) { return a.start < b.start; });
 }
 
 bool LockTable::Apply(const Lock& asked) {
@@ -108,46 +104,30 @@ bool LockTable::Apply(const Lock& asked) {
   return changed;
 }
 
-namespace {
-
-// Removes the locks of `held` that `drop` selects; whether there were any.
-template <typename Pred>
-bool EraseIf(std::vector<Lock>& held, Pred drop) {
-  const size_t before = held.size();
-  held.erase(std::remove_if(held.begin(), held.end(), drop), held.end());
-  return held.size() != before;
-}
-
-}  // namespace
-
-bool LockTable::DropOwner(uint64_t ino, Kind kind, const Owner& owner) {
+bool LockTable::EraseIf(uint64_t ino, const std::function<bool(const Lock&)>& drop) {
   auto it = by_ino_.find(ino);
   if (it == by_ino_.end()) return false;
-  const bool dropped =
-      EraseIf(it->second, [&](const Lock& l) { return l.kind == kind && l.owner == owner; });
-  if (it->second.empty()) by_ino_.erase(it);
+  std::vector<Lock>& held = it->second;
+  const size_t before = held.size();
+  held.erase(std::remove_if(held.begin(), held.end(), drop), held.end());
+  const bool dropped = held.size() != before;
+  if (held.empty()) by_ino_.erase(it);
   return dropped;
+}
+
+bool LockTable::DropOwner(uint64_t ino, Kind kind, const Owner& owner) {
+  return EraseIf(ino, [&](const Lock& l) { return l.kind == kind && l.owner == owner; });
 }
 
 bool LockTable::DropSessionIno(uint64_t session, uint64_t ino) {
-  auto it = by_ino_.find(ino);
-  if (it == by_ino_.end()) return false;
-  const bool dropped =
-      EraseIf(it->second, [&](const Lock& l) { return l.owner.session == session; });
-  if (it->second.empty()) by_ino_.erase(it);
-  return dropped;
+  return EraseIf(ino, [&](const Lock& l) { return l.owner.session == session; });
 }
 
 bool LockTable::DropSession(uint64_t session) {
+  std::vector<uint64_t> inos;
+  for (const auto& [ino, held] : by_ino_) inos.push_back(ino);
   bool dropped = false;
-  for (auto it = by_ino_.begin(); it != by_ino_.end();) {
-    dropped |= EraseIf(it->second, [&](const Lock& l) { return l.owner.session == session; });
-    if (it->second.empty()) {
-      by_ino_.erase(it++);
-    } else {
-      ++it;
-    }
-  }
+  for (uint64_t ino : inos) dropped |= DropSessionIno(session, ino);
   return dropped;
 }
 

@@ -19,6 +19,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <limits>
 #include <optional>
 #include <vector>
@@ -85,6 +86,9 @@ class LockTable {
   size_t size() const;
 
  private:
+  // Removes the locks on `ino` that `drop` selects; whether there were any.
+  bool EraseIf(uint64_t ino, const std::function<bool(const Lock&)>& drop);
+
   absl::flat_hash_map<uint64_t, std::vector<Lock>> by_ino_;
 };
 

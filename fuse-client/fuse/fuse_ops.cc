@@ -552,48 +552,46 @@ void Release(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
 // ---- advisory locks (the MDS's; see client::FileLocks)
 
 // struct flock as libfuse gives it (whence SEEK_SET, l_len 0: to the end).
-absl::StatusOr<client::FileLocks::Request> LockRequestOf(fuse_req_t req, fuse_ino_t ino,
-                                                         const fuse_file_info* fi,
-                                                         const struct flock& fl) {
-  client::FileLocks::Request r;
-  r.ino = ToMds(req, ino);
-  r.owner = fi->lock_owner;
-  r.fh = fi->fh;
-  r.pid = static_cast<uint32_t>(fl.l_pid > 0 ? fl.l_pid : fuse_req_ctx(req)->pid);
+absl::StatusOr<locks::Lock> LockOf(fuse_req_t req, fuse_ino_t ino, const fuse_file_info* fi,
+                                   const struct flock& fl) {
+  locks::Lock l;
+  l.ino = ToMds(req, ino);
+  l.owner.id = fi->lock_owner;
+  l.pid = static_cast<uint32_t>(fl.l_pid > 0 ? fl.l_pid : fuse_req_ctx(req)->pid);
   switch (fl.l_type) {
-    case F_RDLCK: r.type = locks::Type::kRead; break;
-    case F_WRLCK: r.type = locks::Type::kWrite; break;
-    case F_UNLCK: r.type = locks::Type::kUnlock; break;
+    case F_RDLCK: l.type = locks::Type::kRead; break;
+    case F_WRLCK: l.type = locks::Type::kWrite; break;
+    case F_UNLCK: l.type = locks::Type::kUnlock; break;
     default: return ErrnoError(absl::StatusCode::kInvalidArgument, EINVAL, "bad lock type");
   }
   if (fl.l_start < 0 || fl.l_len < 0) {
     return ErrnoError(absl::StatusCode::kInvalidArgument, EINVAL, "bad lock range");
   }
-  r.start = static_cast<uint64_t>(fl.l_start);
-  r.end = fl.l_len == 0 ? locks::kLockEnd : r.start + static_cast<uint64_t>(fl.l_len) - 1;
-  return r;
+  l.start = static_cast<uint64_t>(fl.l_start);
+  l.end = fl.l_len == 0 ? locks::kLockEnd : l.start + static_cast<uint64_t>(fl.l_len) - 1;
+  return l;
 }
 
 // Takes the lock now, or (`wait`) on a thread of ctx.lock_waits.
-void SetLockAndReply(fuse_req_t req, const client::FileLocks::Request& r, bool wait,
+void SetLockAndReply(fuse_req_t req, const locks::Lock& want, uint64_t fh, bool wait,
                      const char* op) {
   MountContext& ctx = Ctx(req);
-  if (!wait || r.type == locks::Type::kUnlock || ctx.lock_waits == nullptr) {
-    return ReplyOk(req, ctx.fs->locks().Set(r, /*wait=*/false, nullptr), op);
+  if (!wait || want.type == locks::Type::kUnlock || ctx.lock_waits == nullptr) {
+    return ReplyOk(req, ctx.fs->locks().Set(want, fh, /*wait=*/false, nullptr), op);
   }
   client::FileSystemClient* fs = ctx.fs;
   const bool started = ctx.lock_waits->Start(
-      req, [fs, r](const std::function<bool()>& cancelled) {
-        return fs->locks().Set(r, /*wait=*/true, cancelled);
+      req, [fs, want, fh](const std::function<bool()>& cancelled) {
+        return fs->locks().Set(want, fh, /*wait=*/true, cancelled);
       },
       [op](fuse_req_t waiting, const absl::Status& status) { ReplyOk(waiting, status, op); });
   if (!started) fuse_reply_err(req, ENOLCK);
 }
 
 void Getlk(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi, struct flock* lock) {
-  auto r = LockRequestOf(req, ino, fi, *lock);
-  if (!r.ok()) return ReplyError(req, r.status(), "getlk");
-  auto held = Fs(req).locks().Test(*r);
+  auto want = LockOf(req, ino, fi, *lock);
+  if (!want.ok()) return ReplyError(req, want.status(), "getlk");
+  auto held = Fs(req).locks().Test(*want);
   if (!held.ok()) return ReplyError(req, held.status(), "getlk");
   struct flock out = {};
   out.l_whence = SEEK_SET;
@@ -611,24 +609,25 @@ void Getlk(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi, struct flock* loc
 }
 
 void Setlk(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi, struct flock* lock, int sleep) {
-  auto r = LockRequestOf(req, ino, fi, *lock);
-  if (!r.ok()) return ReplyError(req, r.status(), "setlk");
-  SetLockAndReply(req, *r, sleep != 0, "setlk");
+  auto want = LockOf(req, ino, fi, *lock);
+  if (!want.ok()) return ReplyError(req, want.status(), "setlk");
+  SetLockAndReply(req, *want, fi->fh, sleep != 0, "setlk");
 }
 
 void Flock(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi, int op) {
-  client::FileLocks::Request r;
-  r.ino = ToMds(req, ino);
-  r.kind = locks::Kind::kFlock;
-  r.owner = fi->lock_owner;
-  r.pid = static_cast<uint32_t>(fuse_req_ctx(req)->pid);
+  locks::Lock want;  // the whole file
+  want.ino = ToMds(req, ino);
+  want.kind = locks::Kind::kFlock;
+  want.owner.id = fi->lock_owner;
+  want.pid = static_cast<uint32_t>(fuse_req_ctx(req)->pid);
   switch (op & ~LOCK_NB) {
-    case LOCK_SH: r.type = locks::Type::kRead; break;
-    case LOCK_EX: r.type = locks::Type::kWrite; break;
-    case LOCK_UN: r.type = locks::Type::kUnlock; break;
+    case LOCK_SH: want.type = locks::Type::kRead; break;
+    case LOCK_EX: want.type = locks::Type::kWrite; break;
+    case LOCK_UN: want.type = locks::Type::kUnlock; break;
     default: return fuse_reply_err(req, EINVAL), void();
   }
-  SetLockAndReply(req, r, (op & LOCK_NB) == 0, "flock");
+  // The owner is the open file description: released with it (Release).
+  SetLockAndReply(req, want, /*fh=*/0, (op & LOCK_NB) == 0, "flock");
 }
 
 // Only SEEK_DATA and SEEK_HOLE come here (the kernel does the others).

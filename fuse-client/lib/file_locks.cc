@@ -2,37 +2,11 @@
 
 #include <cerrno>
 
-#include "absl/strings/str_cat.h"
 #include "common/locks/lock_proto.h"
 #include "common/log/log.h"
 #include "common/status/status.h"
 
 namespace weft::client {
-namespace {
-
-// As this client keeps it: owners within the one session (0).
-locks::Lock Mine(const FileLocks::Request& r) {
-  locks::Lock l;
-  l.ino = r.ino;
-  l.kind = r.kind;
-  l.type = r.type;
-  l.start = r.start;
-  l.end = r.end;
-  l.owner = locks::Owner{0, r.owner};
-  l.pid = r.pid;
-  return l;
-}
-
-absl::Status CheckRange(const FileLocks::Request& r) {
-  if (r.start > r.end || r.end > locks::kLockEnd) {
-    return ErrnoError(absl::StatusCode::kInvalidArgument, EINVAL,
-                      absl::StrCat("bad lock range [", r.start, ", ", r.end, "]"));
-  }
-  return absl::OkStatus();
-}
-
-}  // namespace
-
 FileLocks::FileLocks(MetaClient* meta) : meta_(meta) {
   meta_->SetLockHooks([this] { return HeldLocks(); },
                       [this](const std::vector<pb::LockInfo>& lost) { Lost(lost); });
@@ -46,11 +20,10 @@ absl::StatusOr<pb::MetaReply> FileLocks::Call(pb::LockOp op) {
   return meta_->Call(std::move(request));
 }
 
-absl::StatusOr<locks::Lock> FileLocks::Test(const Request& r) {
-  RETURN_IF_ERROR(CheckRange(r));
+absl::StatusOr<locks::Lock> FileLocks::Test(const locks::Lock& want) {
   pb::LockOp op;
   op.set_action(pb::LockOp::GET);
-  locks::ToProto(Mine(r), op.mutable_lock());
+  locks::ToProto(want, op.mutable_lock());
   ASSIGN_OR_RETURN(pb::MetaReply reply, Call(std::move(op)));
   if (reply.lock().type() == pb::LK_UNLOCK) {  // nothing in the way
     locks::Lock none;
@@ -60,12 +33,12 @@ absl::StatusOr<locks::Lock> FileLocks::Test(const Request& r) {
   return locks::FromProto(reply.lock());
 }
 
-absl::Status FileLocks::Set(const Request& r, bool wait, const std::function<bool()>& cancelled) {
-  RETURN_IF_ERROR(CheckRange(r));
+absl::Status FileLocks::Set(const locks::Lock& want, uint64_t fh, bool wait,
+                            const std::function<bool()>& cancelled) {
   pb::LockOp op;
   op.set_action(pb::LockOp::SET);
-  locks::ToProto(Mine(r), op.mutable_lock());
-  if (wait && r.type != locks::Type::kUnlock) op.set_wait_ms(kWaitSliceMs);
+  locks::ToProto(want, op.mutable_lock());
+  if (wait && want.type != locks::Type::kUnlock) op.set_wait_ms(kWaitSliceMs);
   for (;;) {
     if (op.wait_ms() > 0 && cancelled && cancelled()) {
       return ErrnoError(absl::StatusCode::kCancelled, EINTR, "lock wait interrupted");
@@ -74,9 +47,9 @@ absl::Status FileLocks::Set(const Request& r, bool wait, const std::function<boo
     if (!reply.lock_retry()) break;
   }
   absl::MutexLock lock(&mu_);
-  held_.Apply(Mine(r));
-  if (r.kind == locks::Kind::kPosix && r.type != locks::Type::kUnlock && r.fh != 0) {
-    via_[r.ino][r.owner].insert(r.fh);
+  held_.Apply(want);
+  if (want.kind == locks::Kind::kPosix && want.type != locks::Type::kUnlock && fh != 0) {
+    via_[want.ino][want.owner.id].insert(fh);
   }
   return absl::OkStatus();
 }
@@ -90,14 +63,14 @@ absl::Status FileLocks::DropOwner(uint64_t ino, locks::Kind kind, uint64_t owner
     }
     if (!held_.Holds(ino, kind, locks::Owner{0, owner})) return absl::OkStatus();
   }
+  locks::Lock all;
+  all.ino = ino;
+  all.kind = kind;
+  all.type = locks::Type::kUnlock;
+  all.owner.id = owner;
   pb::LockOp op;
   op.set_action(pb::LockOp::DROP);
-  Request r;
-  r.ino = ino;
-  r.kind = kind;
-  r.type = locks::Type::kUnlock;
-  r.owner = owner;
-  locks::ToProto(Mine(r), op.mutable_lock());
+  locks::ToProto(all, op.mutable_lock());
   absl::Status status = Call(std::move(op)).status();
   // Dropped here also when the MDS call failed: the MDS drops them itself
   // with the file's last release, or with the session.
@@ -122,11 +95,6 @@ absl::Status FileLocks::ReleaseHandle(uint64_t ino, uint64_t fh) {
     if (first.ok()) first = s;
   }
   return first;
-}
-
-size_t FileLocks::held() {
-  absl::MutexLock lock(&mu_);
-  return held_.size();
 }
 
 std::vector<pb::LockInfo> FileLocks::HeldLocks() {

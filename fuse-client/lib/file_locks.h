@@ -27,33 +27,27 @@ namespace weft::client {
 
 class FileLocks {
  public:
-  // What a frontend asks: `owner` is its lock owner (per process for POSIX
-  // locks, per open file description for flock and OFD locks), unique
-  // within the mount.
-  struct Request {
-    uint64_t ino = 0;
-    locks::Kind kind = locks::Kind::kPosix;
-    locks::Type type = locks::Type::kRead;
-    uint64_t start = 0;
-    uint64_t end = locks::kLockEnd;  // inclusive
-    uint64_t owner = 0;
-    uint32_t pid = 0;
-    uint64_t fh = 0;  // the open file it came through (POSIX locks; 0: none)
-  };
-
   // Registers with `meta` what its reconnect needs; `meta` outlives this.
   explicit FileLocks(MetaClient* meta);
   ~FileLocks();  // unregisters from `meta`
 
-  // F_GETLK: the first lock of anyone else in the way of `r` (its owner's
-  // session tells whether it is this mount's), or a lock of type kUnlock.
-  absl::StatusOr<locks::Lock> Test(const Request& r);
+  // What a frontend asks is a locks::Lock whose owner.id is its lock owner
+  // (per process for POSIX locks, per open file description for flock and
+  // OFD locks), unique within the mount; owner.session is left 0 (the MDS
+  // puts this session's). The MDS checks the range, kind and type (EINVAL).
+
+  // F_GETLK: the first lock of anyone else in the way of `want` (its
+  // owner's session tells whether it is this mount's), or a lock of type
+  // kUnlock.
+  absl::StatusOr<locks::Lock> Test(const locks::Lock& want);
   // F_SETLK / F_SETLKW, flock(2): takes the lock (or removes the range, for
-  // kUnlock). Without `wait`, EAGAIN if another owner holds a conflicting
-  // lock. With it, waits until the lock is granted; EDEADLK if waiting
-  // would deadlock; EINTR once `cancelled` returns true (asked every few
-  // seconds and whenever the MDS answers).
-  absl::Status Set(const Request& r, bool wait, const std::function<bool()>& cancelled);
+  // kUnlock), which came through open file `fh` (0: none; see
+  // ReleaseHandle). Without `wait`, EAGAIN if another owner holds a
+  // conflicting lock. With it, waits until the lock is granted; EDEADLK if
+  // waiting would deadlock; EINTR once `cancelled` returns true (asked every
+  // few seconds and whenever the MDS answers).
+  absl::Status Set(const locks::Lock& want, uint64_t fh, bool wait,
+                   const std::function<bool()>& cancelled);
   // Drops every lock of `owner` of `kind` on `ino` (close for POSIX locks,
   // the last release of an open file description for flock). No MDS call
   // when this client holds none.
@@ -65,9 +59,6 @@ class FileLocks {
   // its descriptors (DropOwner), and the kernel neither releases OFD locks
   // of a FUSE file itself nor names their owner at release.
   absl::Status ReleaseHandle(uint64_t ino, uint64_t fh);
-
-  // Locks held, as granted (tests, status).
-  size_t held();
 
   // How long one MDS call of a waiting Set waits there.
   static constexpr uint32_t kWaitSliceMs = 3000;

@@ -365,15 +365,12 @@ absl::Status MetaClient::Reconnect(uint64_t boot) {
   leases_.ForgetAll();  // a new incarnation knows nothing of them
   pb::ReconnectRequest req;
   std::function<std::vector<pb::OpenRef>()> open_files;
-  {
-    absl::MutexLock lock(&mu_);
-    if (boot_ == boot) return absl::OkStatus();  // another thread did it
-    open_files = open_files_;
-  }
   LocksHeld locks_held;
   LocksLost locks_lost;
   {
     absl::MutexLock lock(&mu_);
+    if (boot_ == boot) return absl::OkStatus();  // another thread did it
+    open_files = open_files_;
     locks_held = locks_held_;
     locks_lost = locks_lost_;
   }

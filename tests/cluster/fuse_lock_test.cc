@@ -12,7 +12,7 @@
 
 #include <atomic>
 #include <cerrno>
-#include <chrono>
+#include <functional>
 #include <string>
 #include <thread>
 
@@ -30,6 +30,7 @@ struct TwoMounts : MountFixture {
     INFO(m.status());
     REQUIRE(m.ok());
     other = std::move(*m);
+    WriteFile(P("f"), "data");  // the file every test locks
   }
   std::string Q(const std::string& rel) const { return other->Path(rel); }
   std::unique_ptr<Mount> other;  // unmounted before the fixture's mount and cluster
@@ -68,6 +69,22 @@ struct flock GetLock(int fd, short type, off_t start, off_t len) {
 }
 
 int Flock(int fd, int op) { return flock(fd, op) == 0 ? 0 : errno; }
+
+// Runs `blocking` (0 or an errno) on a thread; after `blocked_for` it must
+// still be blocked, and `release` runs, which should let it go (with CHECKs
+// only: a REQUIRE would leave the thread unjoined). Returns what `blocking`
+// returned, or kReturnedEarly.
+constexpr int kReturnedEarly = -2;
+int BlockedUntil(const std::function<int()>& blocking, absl::Duration blocked_for,
+                 const std::function<void()>& release) {
+  std::atomic<int> result{-1};
+  std::thread waiter([&] { result = blocking(); });
+  absl::SleepFor(blocked_for);
+  const bool blocked = result.load() == -1;
+  release();
+  waiter.join();
+  return blocked ? result.load() : kReturnedEarly;
+}
 
 // Runs `body` in a forked child that opens `path` read-write first (only
 // async-signal-safe calls there: the test has threads) and exits with what
@@ -143,7 +160,6 @@ TEST_CASE("fuse locks: POSIX byte ranges exclude across mounts and F_GETLK shows
 TEST_CASE("fuse locks: any close of the process's descriptors releases its POSIX locks",
           "[fuse][locks]") {
   TwoMounts f;
-  WriteFile(f.P("f"), "data");
   Fd b(f.Q("f"));
   {
     Fd a(f.P("f"));
@@ -167,44 +183,33 @@ TEST_CASE("fuse locks: any close of the process's descriptors releases its POSIX
 
 TEST_CASE("fuse locks: F_SETLKW waits until the other mount unlocks", "[fuse][locks]") {
   TwoMounts f;
-  WriteFile(f.P("f"), "data");
   Fd a(f.P("f")), b(f.Q("f"));
   REQUIRE(SetLock(a.fd, F_WRLCK, 0, 0) == 0);
 
-  std::atomic<int> result{-1};
-  std::thread waiter([&] { result = SetLock(b.fd, F_WRLCK, 0, 10, F_SETLKW); });
   // Longer than one MDS wait slice (3 s): the client asks again.
-  absl::SleepFor(absl::Milliseconds(3500));
-  CHECK(result.load() == -1);
-  REQUIRE(SetLock(a.fd, F_UNLCK, 0, 0) == 0);
-  const absl::Time until = absl::Now() + absl::Seconds(10);
-  while (result.load() == -1 && absl::Now() < until) absl::SleepFor(absl::Milliseconds(20));
-  waiter.join();
-  CHECK(result.load() == 0);
+  CHECK(BlockedUntil([&] { return SetLock(b.fd, F_WRLCK, 0, 10, F_SETLKW); },
+                     absl::Milliseconds(3500),
+                     [&] { CHECK(SetLock(a.fd, F_UNLCK, 0, 0) == 0); }) == 0);
   CHECK(SetLock(a.fd, F_RDLCK, 5, 1) == EAGAIN);  // B has it now
   CHECK(SetLock(a.fd, F_RDLCK, 10, 1) == 0);
 }
 
 TEST_CASE("fuse locks: waiting on each other across mounts is EDEADLK", "[fuse][locks]") {
   TwoMounts f;
-  WriteFile(f.P("f"), "data");
   Fd a(f.P("f")), b(f.Q("f"));
   REQUIRE(SetLock(a.fd, F_WRLCK, 0, 1) == 0);
   REQUIRE(SetLock(b.fd, F_WRLCK, 1, 1) == 0);
-  std::atomic<int> a_waits{-1};
-  std::thread waiter([&] { a_waits = SetLock(a.fd, F_WRLCK, 1, 1, F_SETLKW); });
-  absl::SleepFor(absl::Milliseconds(500));  // A is waiting for B
-  REQUIRE(a_waits.load() == -1);
-  CHECK(SetLock(b.fd, F_WRLCK, 0, 1, F_SETLKW) == EDEADLK);
-  REQUIRE(SetLock(b.fd, F_UNLCK, 1, 1) == 0);  // lets A go
-  waiter.join();
-  CHECK(a_waits.load() == 0);
+  // A waits for B; B waiting for A would close the cycle.
+  CHECK(BlockedUntil([&] { return SetLock(a.fd, F_WRLCK, 1, 1, F_SETLKW); },
+                     absl::Milliseconds(500), [&] {
+                       CHECK(SetLock(b.fd, F_WRLCK, 0, 1, F_SETLKW) == EDEADLK);
+                       CHECK(SetLock(b.fd, F_UNLCK, 1, 1) == 0);  // lets A go
+                     }) == 0);
 }
 
 TEST_CASE("fuse locks: a signal interrupts F_SETLKW and nothing is granted later",
           "[fuse][locks]") {
   TwoMounts f;
-  WriteFile(f.P("f"), "data");
   Fd a(f.P("f"));
   REQUIRE(SetLock(a.fd, F_WRLCK, 0, 0) == 0);
   // 0: F_SETLKW failed with EINTR when SIGALRM (no SA_RESTART) came.
@@ -229,7 +234,6 @@ TEST_CASE("fuse locks: a signal interrupts F_SETLKW and nothing is granted later
 TEST_CASE("fuse locks: flock is per open file description and apart from POSIX locks",
           "[fuse][locks]") {
   TwoMounts f;
-  WriteFile(f.P("f"), "data");
   Fd b(f.Q("f"));
   int a = open(f.P("f").c_str(), O_RDONLY);
   REQUIRE(a >= 0);
@@ -255,19 +259,13 @@ TEST_CASE("fuse locks: flock is per open file description and apart from POSIX l
 
   // A blocking flock waits for the other mount.
   Fd a2(f.P("f"));
-  std::atomic<int> result{-1};
-  std::thread waiter([&] { result = Flock(a2.fd, LOCK_EX); });
-  absl::SleepFor(absl::Milliseconds(500));
-  CHECK(result.load() == -1);
-  REQUIRE(Flock(b.fd, LOCK_UN) == 0);
-  waiter.join();
-  CHECK(result.load() == 0);
+  CHECK(BlockedUntil([&] { return Flock(a2.fd, LOCK_EX); }, absl::Milliseconds(500),
+                     [&] { CHECK(Flock(b.fd, LOCK_UN) == 0); }) == 0);
 }
 
 TEST_CASE("fuse locks: OFD locks belong to the open file description and go with its last close",
           "[fuse][locks]") {
   TwoMounts f;
-  WriteFile(f.P("f"), "data");
   Fd b(f.Q("f"));
   Fd a2(f.P("f"));
   int a = open(f.P("f").c_str(), O_RDWR);
@@ -315,7 +313,6 @@ TEST_CASE("fuse locks: processes of one mount exclude each other through the MDS
 
 TEST_CASE("fuse locks: locks held survive an MDS restart", "[fuse][locks][mds-restart]") {
   TwoMounts f;
-  WriteFile(f.P("f"), "data");
   Fd a(f.P("f")), b(f.Q("f"));
   REQUIRE(SetLock(a.fd, F_WRLCK, 0, 10) == 0);
   REQUIRE(Flock(a.fd, LOCK_EX) == 0);
@@ -338,7 +335,6 @@ TEST_CASE("fuse locks: a killed client's locks go when its session times out",
   ClusterOptions options;
   options.extra_conf = {"mds_session_timeout = 5"};
   TwoMounts f(options);
-  WriteFile(f.P("f"), "data");
   Fd b(f.Q("f"));
   {
     Fd a(f.P("f"));
@@ -353,7 +349,6 @@ TEST_CASE("fuse locks: a killed client's locks go when its session times out",
 
 TEST_CASE("fuse locks: locks=local leaves locks to each mount's kernel", "[fuse][locks]") {
   TwoMounts f({}, "locks=local");
-  WriteFile(f.P("f"), "data");
   Fd a(f.P("f")), b(f.Q("f"));
   REQUIRE(SetLock(a.fd, F_WRLCK, 0, 0) == 0);
   // Mount B does not ask the MDS: A's lock does not reach it.
