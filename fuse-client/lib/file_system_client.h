@@ -257,8 +257,8 @@ class FileSystemClient {
   // file). ENXIO at or past the end.
   absl::StatusOr<uint64_t> Seek(FileHandle fh, uint64_t offset, bool hole);
   // close(2): starts writing the file's buffered data back and returns the
-  // first error of an earlier flush, if any (a read-only handle: nothing). Decision: close does not wait
-  // (as CephFS, unlike NFS). Another client still sees the data once it
+  // first error of an earlier flush, if any (a read-only handle: nothing).
+  // Decision: close does not wait (as CephFS, unlike NFS). Another client still sees the data once it
   // looks: the MDS recalls the buffered writes of a file from the session
   // holding it open for writing before it shows the file to anyone else, and
   // this session's release, which says it no longer holds it, follows the
@@ -285,7 +285,7 @@ class FileSystemClient {
   // ---- advisory locks: POSIX and flock locks held through the MDS, across
   // every client of the filesystem (file_locks.h).
   FileLocks& locks() { return locks_; }
-  // This client's MDS session (whose a lock is: locks::Owner::session).
+  // This client's MDS session (compare with locks::Owner::session).
   uint64_t session() const { return meta_->session(); }
 
   // Lookups answered under a directory lease, without the MDS.
