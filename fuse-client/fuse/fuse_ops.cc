@@ -543,7 +543,9 @@ void Release(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
   }
   if (Ctx(req).remote_posix_locks) {
     absl::Status dropped = locks.ReleaseHandle(ToMds(req, ino), fi->fh);
-    if (!dropped.ok()) LOG(WARNING) << "op=release ino=" << ino << " ofd_unlock=\"" << dropped << "\"";
+    if (!dropped.ok()) {
+      LOG(WARNING) << "op=release ino=" << ino << " ofd_unlock=\"" << dropped << "\"";
+    }
   }
   Fs(req).ReleaseInBackground(fi->fh);
   fuse_reply_err(req, 0);

@@ -244,7 +244,8 @@ int Run(int argc, char** argv) {
   fuse_cmdline_opts cmd = {};
   if (fuse_parse_cmdline(&args, &cmd) != 0) Fail(WithFuseMessages("bad command line"));
   if (cmd.show_help || cmd.show_version) {
-    printf("usage: weft-fuse MOUNTPOINT -o fs=NAME[,conf=FILE][,subdir=/path][,log=FILE][,locks=local] [-f]\n"
+    printf("usage: weft-fuse MOUNTPOINT -o fs=NAME[,conf=FILE][,subdir=/path][,log=FILE]"
+           "[,locks=local] [-f]\n"
            "       mount -t fuse.weft NAME[:/path] MOUNTPOINT [-o conf=FILE,...]\n");
     return 0;
   }

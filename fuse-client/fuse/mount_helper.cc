@@ -37,9 +37,9 @@ bool MountOnly(absl::string_view opt) {
 
 // Options weft-fuse or libfuse understand (kept under -s).
 bool Known(absl::string_view opt) {
-  return StartsWithAny(opt, {"conf=", "fs=", "subdir=", "log=", "direct_writes=", "locks=", "fsname=",
-                             "subtype=", "max_read=", "blksize=", "context=", "fscontext=",
-                             "defcontext=", "rootcontext=", "max_threads=",
+  return StartsWithAny(opt, {"conf=", "fs=", "subdir=", "log=", "direct_writes=", "locks=",
+                             "fsname=", "subtype=", "max_read=", "blksize=", "context=",
+                             "fscontext=", "defcontext=", "rootcontext=", "max_threads=",
                              "max_idle_threads="}) ||
          OneOf(opt, {"ro", "rw", "suid", "nosuid", "dev", "nodev", "exec", "noexec", "async",
                      "sync", "dirsync", "atime", "noatime", "diratime", "nodiratime",

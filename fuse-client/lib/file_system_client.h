@@ -258,12 +258,13 @@ class FileSystemClient {
   absl::StatusOr<uint64_t> Seek(FileHandle fh, uint64_t offset, bool hole);
   // close(2): starts writing the file's buffered data back and returns the
   // first error of an earlier flush, if any (a read-only handle: nothing).
-  // Decision: close does not wait (as CephFS, unlike NFS). Another client still sees the data once it
-  // looks: the MDS recalls the buffered writes of a file from the session
-  // holding it open for writing before it shows the file to anyone else, and
-  // this session's release, which says it no longer holds it, follows the
-  // write-back. An error of that write-back reaches no application (fsync
-  // reports errors; close never promised durability).
+  // Decision: close does not wait (as CephFS, unlike NFS). Another client
+  // still sees the data once it looks: the MDS recalls the buffered writes
+  // of a file from the session holding it open for writing before it shows
+  // the file to anyone else, and this session's release, which says it no
+  // longer holds it, follows the write-back. An error of that write-back
+  // reaches no application (fsync reports errors; close never promised
+  // durability).
   absl::Status Flush(FileHandle fh);
   // fsyncdir(2), sync(2): every namespace change answered so far is durable.
   absl::Status SyncMetadata();
