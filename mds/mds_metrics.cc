@@ -26,6 +26,7 @@ constexpr PerFsGauge kPerFs[] = {
     {"weft_mds_journal_segments", "Journal objects not yet trimmed.", &R::journal_segments},
     {"weft_mds_strays", "Unlinked inodes still open or not yet purged.", &R::strays},
     {"weft_mds_purge_queue", "Inodes waiting for their data to be removed.", &R::purge_queue},
+    {"weft_mds_trims", "Truncates whose objects are still being cut.", &R::trims},
     {"weft_mds_dir_leases", "Directory leases held by clients.", &R::dir_leases},
     {"weft_mds_locks", "Advisory locks held (POSIX ranges and flock).", &R::locks},
     {"weft_mds_lock_waiters", "Lock requests waiting for a conflicting lock to go.",

@@ -38,6 +38,9 @@ uint64_t NewBootId() {
 // and a client resending that create must get the same number back.
 // unsafe_events_max bounds how many there can be.
 constexpr uint64_t kInoSkipAfterRestart = uint64_t{1} << 20;
+// Truncates' object cuts in flight at once: StripedIo counts each cut as
+// one byte of its budget.
+constexpr uint64_t kTrimInflightBytes = 16;
 
 }  // namespace
 
@@ -53,7 +56,8 @@ MdsRank::MdsRank(RankOptions options, client::ObjectClient* objects,
       next_session_((uint64_t{options_.fs_id} << 40) + 1),
       boot_(NewBootId()),
       leases_(absl::Milliseconds(
-          std::clamp<int64_t>(options_.dir_lease_ms, 0, options_.reconnect_timeout_ms / 2))) {}
+          std::clamp<int64_t>(options_.dir_lease_ms, 0, options_.reconnect_timeout_ms / 2))),
+      trim_io_(objects, kTrimInflightBytes) {}
 
 MdsRank::~MdsRank() { Stop(); }
 
@@ -84,10 +88,11 @@ absl::Status MdsRank::Start() {
   ASSIGN_OR_RETURN(auto sessions, store_.LoadTable("sessions"));
   ASSIGN_OR_RETURN(auto strays, store_.LoadTable("strays"));
   ASSIGN_OR_RETURN(auto purge, store_.LoadTable("purge"));
+  ASSIGN_OR_RETURN(auto trims, store_.LoadTable("trims"));
   ASSIGN_OR_RETURN(auto inotable, store_.LoadTable("inotable"));
   {
     absl::MutexLock lock(&mu_);
-    cache_.LoadTables(sessions, strays, purge, inotable);
+    cache_.LoadTables(sessions, strays, purge, trims, inotable);
   }
   uint64_t events = 0;
   ASSIGN_OR_RETURN(uint64_t last, journal_.Replay([&](pb::JournalEvent& event) {
@@ -132,6 +137,14 @@ absl::Status MdsRank::Start() {
   journal_.Start();
   flusher_ = std::thread([this] { FlusherLoop(); });
   janitor_ = std::thread([this] { JanitorLoop(); });
+  // Truncates the previous incarnation did not finish cutting: before
+  // anyone may write the files again (those that fail block their files
+  // until the janitor's next try).
+  {
+    absl::MutexLock lock(&mu_);
+    if (!cache_.trims().empty()) LOG(INFO) << "event=trims_resumed n=" << cache_.trims().size();
+  }
+  RunPendingTrims();
   return absl::OkStatus();
 }
 

@@ -33,6 +33,7 @@
 #include "absl/synchronization/mutex.h"
 #include "common/locks/lock_table.h"
 #include "fuse-client/lib/object_client.h"
+#include "fuse-client/lib/striped_io.h"
 #include "mds/cache/dir_leases.h"
 #include "mds/cache/meta_cache.h"
 #include "mds/fs/layout.h"
@@ -89,6 +90,10 @@ struct RankOptions {
 struct Capacity {
   uint64_t bytes_total = 0, bytes_avail = 0, bytes_used = 0;
 };
+
+// The inodes an operation's reply shows (its attr, readdir's entries) and
+// those it looked at (`touched`).
+std::vector<uint64_t> ShownInos(const pb::MetaReply& reply, const std::vector<uint64_t>& touched);
 
 class MdsRank {
  public:
@@ -193,8 +198,11 @@ class MdsRank {
   // write_recall_timeout_ms passed. Returns whether it waited; the operation
   // then runs again, and `recalled` keeps it from asking the same twice.
   using RecallKey = std::pair<uint64_t, uint64_t>;  // (session, ino)
+  // `trims`: the operation's truncates; their files' writers are also held
+  // (LeaseEvent.hold) until the objects are cut.
   bool RecallWritesLocked(const pb::MetaRequest& request, const pb::MetaReply& reply,
                           const std::vector<uint64_t>& touched,
+                          const std::vector<pb::TrimRec>& trims,
                           absl::flat_hash_set<RecallKey>* recalled)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // A session's recalls can no longer be answered (its stream ended).
@@ -202,6 +210,23 @@ class MdsRank {
   // Keeps writers_ in step with a session's opens_write of `ino`.
   void NoteWriterLocked(uint64_t session, uint64_t ino) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void DropWriterLocked(uint64_t session, uint64_t ino) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // ---- truncates' cuts of data objects (rank_trims.cc)
+  // Cuts the objects of `ino`'s pending trim (cache_.trims()), records it
+  // done and durable, then lets the held writers go. Waits for a cut another
+  // thread runs. `retry`: tries again every second until done or the rank
+  // stops; else one try, and the trim stays pending for the janitor.
+  absl::Status RunTrim(uint64_t ino, bool retry);
+  // One try at every pending trim no thread runs (start, janitor).
+  void RunPendingTrims();
+  absl::Status CutObjects(const pb::TrimRec& trim);
+  // A file whose objects are being cut: nobody may see or write it before.
+  bool TrimBlockedLocked(uint64_t ino) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return cache_.trims().contains(ino) || trims_running_.contains(ino);
+  }
+  // Waits (releasing mu_) while any of `inos` is blocked by a trim; returns
+  // whether it waited, Unavailable after kTrimWaitMs.
+  absl::StatusOr<bool> AwaitTrimsLocked(const std::vector<uint64_t>& inos)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // ---- advisory locks (rank_locks.cc)
   // A LockOp; may wait (releasing mu_) up to its wait_ms.
   absl::Status RunLock(const pb::MetaRequest& request, pb::MetaReply* reply);
@@ -269,6 +294,11 @@ class MdsRank {
   // so that no late write of old bytes lands after the move was recorded
   // and clients wrote objects.
   absl::flat_hash_set<uint64_t> moving_ ABSL_GUARDED_BY(mu_);
+  // Truncates: files whose objects a thread is cutting (until its trim_done
+  // is durable), and the sessions holding their writes meanwhile.
+  absl::flat_hash_set<uint64_t> trims_running_ ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_map<uint64_t, absl::flat_hash_set<uint64_t>> trim_holds_ ABSL_GUARDED_BY(mu_);
+  client::StripedIo trim_io_;
 
   // Advisory locks of every session; locks_gen_ moves whenever a lock goes
   // or gets weaker (waiters look again). lock_waiters_: requests waiting,

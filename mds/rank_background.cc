@@ -96,7 +96,7 @@ absl::Status MdsRank::FlushOnce() {
 }
 
 void MdsRank::JanitorLoop() {
-  int64_t last_rstat_ms = 0;
+  int64_t last_rstat_ms = 0, last_trims_ms = 0;
   for (;;) {
     {
       absl::MutexLock lock(&mu_);
@@ -118,6 +118,10 @@ void MdsRank::JanitorLoop() {
       last_rstat_ms = NowMs();
     }
     PurgeSome();
+    if (NowMs() - last_trims_ms >= 1000) {  // trims that failed (OSDs down) try again
+      RunPendingTrims();
+      last_trims_ms = NowMs();
+    }
     absl::MutexLock lock(&mu_);
     absl::flat_hash_set<uint64_t> pinned;
     for (auto& [id, s] : cache_.sessions()) {
@@ -288,6 +292,7 @@ pb::FsStatusReply MdsRank::Status() {
   reply.set_journal_segments(js.segments);
   reply.set_strays(cache_.strays().size());
   reply.set_purge_queue(cache_.purge_queue().size());
+  reply.set_trims(cache_.trims().size());
   reply.set_replay_ms(replay_ms_);
   if (CInode* root = cache_.Inode(kRootIno)) {  // files and directories, root included
     reply.set_inodes(root->rec.rstat().rfiles() + root->rec.rstat().rsubdirs() + 1);

@@ -3,6 +3,7 @@
 // (mds/cache/dir_leases.h has the protocol).
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <cerrno>
 
 #include "absl/time/clock.h"
@@ -172,8 +173,18 @@ void MdsRank::GrantAttrAuthorityLocked(const pb::MetaRequest& request, pb::MetaR
   reply->set_attr_authority(true);
 }
 
+std::vector<uint64_t> ShownInos(const pb::MetaReply& reply, const std::vector<uint64_t>& touched) {
+  std::vector<uint64_t> shown = touched;
+  if (reply.attr().ino() != 0) shown.push_back(reply.attr().ino());
+  for (const pb::DirEntry& e : reply.entries()) {
+    if (e.attr().ino() != 0) shown.push_back(e.attr().ino());
+  }
+  return shown;
+}
+
 bool MdsRank::RecallWritesLocked(const pb::MetaRequest& request, const pb::MetaReply& reply,
                                  const std::vector<uint64_t>& touched,
+                                 const std::vector<pb::TrimRec>& trims,
                                  absl::flat_hash_set<RecallKey>* recalled) {
   // A flush's own report, and what cannot show a file's size.
   using R = pb::MetaRequest;
@@ -188,11 +199,7 @@ bool MdsRank::RecallWritesLocked(const pb::MetaRequest& request, const pb::MetaR
   // What the reply shows, and what the operation looked at: a permission
   // decision on a file's mode or owner (also one that failed) needs the
   // writer's own changes of them (MetaReply.attr_authority) first.
-  std::vector<uint64_t> shown = touched;
-  if (reply.attr().ino() != 0) shown.push_back(reply.attr().ino());
-  for (const pb::DirEntry& e : reply.entries()) {
-    if (e.attr().ino() != 0) shown.push_back(e.attr().ino());
-  }
+  const std::vector<uint64_t> shown = ShownInos(reply, touched);
   if (shown.empty()) return false;
   std::vector<RecallKey> wanted;
   for (uint64_t ino : shown) {
@@ -209,13 +216,18 @@ bool MdsRank::RecallWritesLocked(const pb::MetaRequest& request, const pb::MetaR
   }
   if (wanted.empty()) return false;
   for (const RecallKey& key : wanted) {
-    if (write_recalls_.contains(key)) continue;  // already asked for another request
+    const bool hold = std::any_of(trims.begin(), trims.end(),
+                                  [&key](const pb::TrimRec& t) { return t.ino() == key.second; });
+    // Already asked for another request (a hold is asked again).
+    if (write_recalls_.contains(key) && !hold) continue;
     const uint64_t seq = ++next_recall_seq_;
     write_recalls_[key] = seq;
     pb::LeaseEvent event;
     event.set_ino(key.second);
     event.set_seq(seq);
     event.set_flush(true);
+    event.set_hold(hold);
+    if (hold) trim_holds_[key.second].insert(key.first);
     SendLeaseEventLocked(key.first, event);
   }
   VLOG(1) << "event=write_recall session=" << request.session() << " n=" << wanted.size();

@@ -93,6 +93,7 @@ absl::Status MdsRank::RunOp(const pb::MetaRequest& request, pb::MetaReply* reply
   // the request ends), and what it moved: (ino, inline_version).
   uint64_t moving = 0;
   std::optional<std::pair<uint64_t, uint64_t>> moved;
+  std::vector<uint64_t> trims;  // files whose objects this request cuts
   absl::Cleanup end_move = [&] {
     if (moving == 0) return;
     absl::MutexLock lock(&mu_);
@@ -115,6 +116,9 @@ absl::Status MdsRank::RunOp(const pb::MetaRequest& request, pb::MetaReply* reply
           reply->set_replayed(true);
           auto seq = s->completed_seq.find(request.tid());
           wait_seq = seq == s->completed_seq.end() ? 0 : seq->second;
+          // A truncate resent while its objects are still being cut (the
+          // first try's thread, or a restart's) is answered once they are.
+          RETURN_IF_ERROR(AwaitTrimsLocked({reply->attr().ino()}).status());
         }
       }
       if (!reply->replayed() && !replay) {
@@ -164,7 +168,7 @@ absl::Status MdsRank::RunOp(const pb::MetaRequest& request, pb::MetaReply* reply
             }
             move = *ctx.move();
           } else if (!status.ok()) {
-            if (!replay && RecallWritesLocked(request, *reply, ctx.touched(), &recalled)) {
+            if (!replay && RecallWritesLocked(request, *reply, ctx.touched(), {}, &recalled)) {
               // Decided on a file another session may have changed on its own.
               reply->Clear();
               continue;
@@ -173,7 +177,16 @@ absl::Status MdsRank::RunOp(const pb::MetaRequest& request, pb::MetaReply* reply
               GrantLeasesLocked(request, *reply, reply->mutable_leases());
             }
             return status;
-          } else if (!replay && RecallWritesLocked(request, *reply, ctx.touched(), &recalled)) {
+          } else if (absl::StatusOr<bool> waited = AwaitTrimsLocked(ShownInos(*reply, ctx.touched()));
+                     !waited.ok() || *waited) {
+            // A truncate was cutting the objects of a file this shows. Its
+            // end released the writers: a truncate here holds them again.
+            reply->Clear();
+            RETURN_IF_ERROR(waited.status());
+            recalled.clear();
+            continue;
+          } else if (!replay &&
+                     RecallWritesLocked(request, *reply, ctx.touched(), ctx.trim_add(), &recalled)) {
             // Other sessions flushed what this reply shows: run it again.
             reply->Clear();
             continue;
@@ -194,6 +207,7 @@ absl::Status MdsRank::RunOp(const pb::MetaRequest& request, pb::MetaReply* reply
               wait_seq = CommitLocked(&event);
               reply->set_time_ns(now);
               AfterCommitLocked(ctx);
+              for (const pb::TrimRec& t : ctx.trim_add()) trims.push_back(t.ino());
             }
             if (auto ino = ctx.open_ref()) {
               ++s->opens[*ino];
@@ -218,6 +232,13 @@ absl::Status MdsRank::RunOp(const pb::MetaRequest& request, pb::MetaReply* reply
       RETURN_IF_ERROR(WriteMove(*move));
       moved = std::make_pair(move->ino, move->inline_version);
       continue;
+    }
+    if (!trims.empty()) {
+      // A truncate: its objects are cut before the answer (rank_trims.cc).
+      RETURN_IF_ERROR(journal_.WaitDurable(wait_seq));
+      for (uint64_t ino : trims) RETURN_IF_ERROR(RunTrim(ino, /*retry=*/true));
+      reply->set_seq(wait_seq);
+      return absl::OkStatus();
     }
     if (wait_seq == 0) return absl::OkStatus();
     // An early reply when the client takes one and the journal is not too

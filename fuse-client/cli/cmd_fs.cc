@@ -89,7 +89,8 @@ int FsStatus(client::FsAdmin& admin, const std::string& name) {
                 reply.rss_bytes() / 1048576.0);
     std::printf("  journal: events %lu..%lu, %lu segments, %.1f KiB\n", reply.journal_first_seq(),
                 reply.journal_last_seq(), reply.journal_segments(), reply.journal_bytes() / 1024.0);
-    std::printf("  strays: %lu, purge queue: %lu\n", reply.strays(), reply.purge_queue());
+    std::printf("  strays: %lu, purge queue: %lu, truncates cutting objects: %lu\n",
+                reply.strays(), reply.purge_queue(), reply.trims());
     std::printf("  locks: %lu held, %lu waiting\n", reply.locks(), reply.lock_waiters());
   }
   if (shown == 0 && !name.empty()) return Fail(absl::NotFoundError(absl::StrCat("no filesystem named ", name)), "fs status");

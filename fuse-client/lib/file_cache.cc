@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cerrno>
 
+#include "absl/cleanup/cleanup.h"
 #include "common/log/log.h"
 #include "common/status/status.h"
 #include "proto/mds.pb.h"
@@ -160,9 +161,16 @@ absl::Status FileCache::WriteBatch(const Batch& batch) {
   bool inline_on = false, fits = false;
   {
     absl::MutexLock lock(&mu_);
+    auto free = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return !held_; };
+    mu_.Await(absl::Condition(&free));
+    writing_ = true;
     inline_on = inline_on_;
     fits = inline_on && batch.extents.end() <= inline_limit_;
   }
+  absl::Cleanup written = [this] {
+    absl::MutexLock lock(&mu_);
+    writing_ = false;
+  };
   if (fits) {
     absl::StatusOr<bool> applied = WriteInline(batch, BeginReport(batch));
     EndReport();
@@ -426,6 +434,22 @@ bool FileCache::attrs_pending() {
 bool FileCache::clean() {
   absl::MutexLock lock(&mu_);
   return flushing_ == nullptr && dirty_.empty() && attrs_.empty();
+}
+
+void FileCache::HoldWrites() {
+  absl::MutexLock lock(&mu_);
+  held_ = true;
+}
+
+void FileCache::AwaitWritesHeld() {
+  absl::MutexLock lock(&mu_);
+  auto idle = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return !held_ || !writing_; };
+  mu_.Await(absl::Condition(&idle));
+}
+
+void FileCache::ReleaseWrites() {
+  absl::MutexLock lock(&mu_);
+  held_ = false;
 }
 
 void FileCache::DropReadahead() {

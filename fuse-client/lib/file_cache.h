@@ -167,6 +167,15 @@ class FileCache : public std::enable_shared_from_this<FileCache> {
   void DropReadahead();
   void Truncated(uint64_t size);
 
+  // The MDS is cutting the file's objects (another client's truncate; the
+  // recall flushed this one's writes first): no batch starts writing to the
+  // OSDs until ReleaseWrites. HoldWrites returns at once; AwaitWritesHeld
+  // waits for a batch that was already writing. Writers keep buffering
+  // (up to dirty_bytes_max), Flush waits.
+  void HoldWrites();
+  void AwaitWritesHeld();
+  void ReleaseWrites();
+
   // Attribute changes made on their own: the file was created by this
   // session, which holds MetaReply.attr_authority for it, until
   // DropAttrAuthority (the MDS recalled the file, or the session may no
@@ -309,6 +318,8 @@ class FileCache : public std::enable_shared_from_this<FileCache> {
   int flush_waiters_ ABSL_GUARDED_BY(mu_) = 0;  // Flush() calls: the background stops chaining
   uint64_t times_gen_ ABSL_GUARDED_BY(mu_) = 0;    // TimesSet calls
   bool reporting_ ABSL_GUARDED_BY(mu_) = false;   // a batch's mtime is on its way to the MDS
+  bool held_ ABSL_GUARDED_BY(mu_) = false;        // HoldWrites: no batch starts writing
+  bool writing_ ABSL_GUARDED_BY(mu_) = false;     // a batch is past the hold, writing
   bool attr_authority_ ABSL_GUARDED_BY(mu_) = false;
   AttrChanges attrs_ ABSL_GUARDED_BY(mu_);  // since the last batch taken
 

@@ -94,12 +94,14 @@ FileSystemClient::FileSystemClient(FileSystemClientOptions options,
       releaser_([this] { ReleaseLoop(); }),
       flusher_([this] { FlushLoop(); }) {
   meta_->SetOpenFiles([this] { return OpenFiles(); });
-  meta_->SetFlushRecall([this](uint64_t ino, std::function<void()> ack) {
-    FlushForRecall(ino, std::move(ack));
+  meta_->SetFlushRecall([this](uint64_t ino, bool hold, std::function<void()> ack) {
+    FlushForRecall(ino, hold, std::move(ack));
   });
+  meta_->SetHoldReleased([this](uint64_t ino) { ReleaseHold(ino); });
   meta_->SetStreamLost([this] {
     DropAttrAuthorities();
     ForgetVersions();
+    ReleaseHold(0);  // no release could reach us now
   });
 }
 
@@ -119,6 +121,7 @@ FileSystemClient::~FileSystemClient() {
   }
   for (FileHandle fh : open) (void)Release(fh);
   meta_->SetFlushRecall(nullptr);  // nothing is buffered any more: acknowledged at once
+  meta_->SetHoldReleased(nullptr);
   meta_->SetStreamLost(nullptr);
   recall_pool_.reset();
   {
@@ -394,13 +397,11 @@ absl::StatusOr<Attr> FileSystemClient::Setattr(const Creds& c, uint64_t ino,
     ASSIGN_OR_RETURN(Attr after, CallAttr(c, std::move(r)));
     return WithPending(std::move(after));
   }
-  // A truncate: the MDS gets the new size first, so that no reader sees data
-  // past it, then the objects beyond it are trimmed up to the size it
-  // replaced (a truncate up trims nothing; the hole reads as zeros).
+  // A truncate: the MDS cuts the objects past the new size before it
+  // answers (a truncate up cuts nothing; the hole reads as zeros).
   ASSIGN_OR_RETURN(pb::MetaReply reply, Call(c, std::move(r)));
   const Attr after = CacheAttr(reply);
   if (cache != nullptr) cache->Truncated(reply.attr().size());
-  RETURN_IF_ERROR(TrimAfterTruncate(reply.attr(), reply.prior_size()));
   return after;
 }
 
@@ -483,13 +484,6 @@ void FileSystemClient::DropAttrAuthorities() {
     cache->DropAttrAuthority();
     if (cache->attrs_pending()) (void)cache->FlushInBackground(absl::InfiniteFuture(), true);
   }
-}
-
-absl::Status FileSystemClient::TrimAfterTruncate(const Attr& after, uint64_t prior_size) {
-  // Inline data: the MDS cut the bytes it keeps, and no object has any.
-  if (after.size() >= prior_size || after.data_inline()) return absl::OkStatus();
-  ASSIGN_OR_RETURN(FileData data, DataOf(after));
-  return io_.Trim(data, prior_size, after.size());
 }
 
 absl::StatusOr<Attr> FileSystemClient::Mknod(const Creds& c, uint64_t parent,

@@ -49,6 +49,7 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
@@ -467,15 +468,14 @@ class FileSystemClient {
   std::vector<std::shared_ptr<FileCache>> AllCaches() ABSL_LOCKS_EXCLUDED(mu_);
   // Writes back buffered data older than dirty_expire, every second.
   void FlushLoop();
-  // The MDS recalled the buffered writes of `ino` (MetaClient::FlushRecall).
-  void FlushForRecall(uint64_t ino, std::function<void()> ack);
+  // The MDS recalled the buffered writes of `ino` (MetaClient::FlushRecall),
+  // and with `hold` holds them until ReleaseHold(ino) (0: every file).
+  void FlushForRecall(uint64_t ino, bool hold, std::function<void()> ack);
+  void ReleaseHold(uint64_t ino);
   // This client's open files, for the MDS after its restart.
   std::vector<pb::OpenRef> OpenFiles();
   // Applies O_TRUNC to a handle just opened (releasing it on failure).
   absl::StatusOr<Opened> TruncateOnOpen(const Creds& c, Opened opened, int flags);
-  // After the MDS cut the size to after.size(): the objects' bytes from
-  // there up to `prior_size`, the size the MDS replaced, are removed.
-  absl::Status TrimAfterTruncate(const Attr& after, uint64_t prior_size);
   // What Release does before telling the MDS: the handle goes, its data is
   // flushed. Returns the handle, or EBADF.
   absl::StatusOr<std::shared_ptr<OpenFile>> EndHandle(FileHandle fh, absl::Status* flushed);
@@ -524,6 +524,10 @@ class FileSystemClient {
   // Recalls of buffered writes: they wait for flushes too, and must not
   // queue behind releases.
   std::unique_ptr<ThreadPool> recall_pool_;
+  // Files whose writes the MDS holds for a truncate (LeaseEvent.hold) and
+  // has not released yet. Taken before mu_.
+  absl::Mutex holds_mu_;
+  absl::flat_hash_set<uint64_t> holds_ ABSL_GUARDED_BY(holds_mu_);
   std::thread releaser_;
   std::thread flusher_;
 };

@@ -21,18 +21,7 @@ int64_t NowNs() { return absl::ToUnixNanos(absl::Now()); }
 }  // namespace
 
 absl::StatusOr<FileData> FileSystemClient::DataOf(const Attr& attr) {
-  FileData d;
-  d.ino = attr.ino();
-  d.layout.stripe_unit = attr.layout().stripe_unit();
-  d.layout.stripe_count = attr.layout().stripe_count();
-  d.layout.object_size = attr.layout().object_size();
-  d.pool = PoolId(attr.layout().pool());
-  absl::Status valid = d.layout.Validate();
-  if (!valid.ok()) {
-    return ErrnoError(absl::StatusCode::kInvalidArgument, EINVAL,
-                      absl::StrCat("inode ", attr.ino(), ": ", valid.message()));
-  }
-  return d;
+  return FileDataOf(attr.ino(), attr.layout());
 }
 
 absl::StatusOr<std::shared_ptr<FileSystemClient::OpenFile>> FileSystemClient::Handle(
@@ -537,8 +526,14 @@ absl::Status FileSystemClient::Flush(FileHandle fh) {
   return f->cache->FlushInBackground(absl::InfiniteFuture(), /*force=*/true);
 }
 
-void FileSystemClient::FlushForRecall(uint64_t ino, std::function<void()> ack) {
-  recall_pool_->Submit([this, ino, ack = std::move(ack)] {
+void FileSystemClient::FlushForRecall(uint64_t ino, bool hold, std::function<void()> ack) {
+  if (hold) {
+    // Noted at once, on the lease thread: a release (the MDS gave up
+    // waiting for this flush) may come before the flush ends.
+    absl::MutexLock lock(&holds_mu_);
+    holds_.insert(ino);
+  }
+  recall_pool_->Submit([this, ino, hold, ack = std::move(ack)] {
     std::shared_ptr<FileCache> cache = CacheOf(ino);
     if (cache != nullptr) {
       // Another session is about to look: from now on the MDS decides.
@@ -546,9 +541,31 @@ void FileSystemClient::FlushForRecall(uint64_t ino, std::function<void()> ack) {
       absl::Status flushed = cache->Flush();
       // The ack goes anyway: the other session sees what the MDS has.
       if (!flushed.ok()) LOG(WARNING) << "op=recall ino=" << ino << " status=" << flushed;
+      if (hold) {
+        {
+          absl::MutexLock lock(&holds_mu_);
+          if (holds_.contains(ino)) cache->HoldWrites();
+        }
+        cache->AwaitWritesHeld();  // a batch begun after the flush
+      }
     }
     ack();
   });
+}
+
+void FileSystemClient::ReleaseHold(uint64_t ino) {
+  std::vector<std::shared_ptr<FileCache>> caches;
+  {
+    absl::MutexLock lock(&holds_mu_);
+    if (ino == 0) {
+      holds_.clear();
+      caches = AllCaches();
+    } else {
+      holds_.erase(ino);
+      if (std::shared_ptr<FileCache> cache = CacheOf(ino)) caches.push_back(std::move(cache));
+    }
+    for (const auto& cache : caches) cache->ReleaseWrites();
+  }
 }
 
 void FileSystemClient::ReleaseInBackground(FileHandle fh) {

@@ -154,10 +154,15 @@ void MetaClient::LeaseLoop() {
         auto ack = [this, event] { AckLease(event); };
         absl::MutexLock lock(&recall_mu_);
         if (flush_recall_) {
-          flush_recall_(event.ino(), std::move(ack));
+          flush_recall_(event.ino(), event.hold(), std::move(ack));
         } else {
           ack();
         }
+        continue;
+      }
+      if (event.release()) {
+        absl::MutexLock lock(&recall_mu_);
+        if (hold_released_) hold_released_(event.ino());
         continue;
       }
       leases_.Revoke(event.ino(), event.seq());
@@ -197,6 +202,11 @@ void MetaClient::AckLease(const pb::LeaseEvent& event) {
 void MetaClient::SetFlushRecall(FlushRecall handler) {
   absl::MutexLock lock(&recall_mu_);
   flush_recall_ = std::move(handler);
+}
+
+void MetaClient::SetHoldReleased(std::function<void(uint64_t ino)> handler) {
+  absl::MutexLock lock(&recall_mu_);
+  hold_released_ = std::move(handler);
 }
 
 void MetaClient::SetStreamLost(std::function<void()> handler) {

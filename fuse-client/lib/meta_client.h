@@ -84,9 +84,13 @@ class MetaClient {
   // file `ino` to another session. The handler runs on the lease thread, so
   // it must return at once and call `ack` once the writes are flushed.
   // Without a handler (or after SetFlushRecall(nullptr) returned) recalls
-  // are acknowledged at once.
-  using FlushRecall = std::function<void(uint64_t ino, std::function<void()> ack)>;
+  // are acknowledged at once. `hold` (LeaseEvent.hold): a truncate is about
+  // to cut the file's objects; once flushed, nothing more of the file goes
+  // to the OSDs until the hold-released handler is called for it (or the
+  // stream ends).
+  using FlushRecall = std::function<void(uint64_t ino, bool hold, std::function<void()> ack)>;
   void SetFlushRecall(FlushRecall handler);
+  void SetHoldReleased(std::function<void(uint64_t ino)> handler);
   // Called when the lease stream ends: until the next one is up, the MDS
   // cannot recall anything this client buffers.
   void SetStreamLost(std::function<void()> handler);
@@ -149,6 +153,7 @@ class MetaClient {
   absl::Mutex recall_mu_;  // held while the handler runs
   FlushRecall flush_recall_ ABSL_GUARDED_BY(recall_mu_);
   std::function<void()> stream_lost_ ABSL_GUARDED_BY(recall_mu_);
+  std::function<void(uint64_t)> hold_released_ ABSL_GUARDED_BY(recall_mu_);
   DirRevoked dir_revoked_ ABSL_GUARDED_BY(recall_mu_);
   std::thread renewer_;
   std::thread lease_thread_;

@@ -8,10 +8,26 @@
 #include <thread>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/strings/str_cat.h"
 #include "common/status/status.h"
 #include "fuse-client/lib/data_objects.h"
 
 namespace weft::client {
+
+absl::StatusOr<FileData> FileDataOf(uint64_t ino, const pb::FileLayout& layout) {
+  FileData d;
+  d.ino = ino;
+  d.layout.stripe_unit = layout.stripe_unit();
+  d.layout.stripe_count = layout.stripe_count();
+  d.layout.object_size = layout.object_size();
+  d.pool = PoolId(layout.pool());
+  absl::Status valid = d.layout.Validate();
+  if (!valid.ok()) {
+    return ErrnoError(absl::StatusCode::kInvalidArgument, EINVAL,
+                      absl::StrCat("inode ", ino, ": ", valid.message()));
+  }
+  return d;
+}
 
 void StripedIo::Acquire(uint64_t bytes) {
   absl::MutexLock lock(&mu_);

@@ -21,6 +21,7 @@
 #include "common/striping/striping.h"
 #include "fuse-client/lib/extent_map.h"
 #include "fuse-client/lib/object_client.h"
+#include "proto/mds.pb.h"
 
 namespace weft::client {
 
@@ -30,6 +31,9 @@ struct FileData {
   striping::Layout layout;
   PoolId pool;
 };
+// Inode `ino`'s data by its layout as the MDS keeps it; EINVAL for a layout
+// that striping cannot use.
+absl::StatusOr<FileData> FileDataOf(uint64_t ino, const pb::FileLayout& layout);
 
 class StripedIo {
  public:

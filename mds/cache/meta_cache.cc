@@ -12,6 +12,25 @@ namespace {
 
 std::string SessionKey(uint64_t id) { return absl::StrFormat("%016x", id); }
 
+// The rows of `table` (by inode) changed since the last flush, as an update
+// of its table object `object`; `changed` is cleared.
+template <typename Value, typename Encode>
+void TakeTableChanges(const std::map<uint64_t, Value>& table, Encode encode,
+                      absl::flat_hash_set<uint64_t>* changed,
+                      std::map<std::string, ObjectUpdate>& updates, const std::string& object) {
+  if (changed->empty()) return;
+  ObjectUpdate& u = updates[object];
+  for (uint64_t ino : *changed) {
+    auto it = table.find(ino);
+    if (it == table.end()) {
+      u.rm.push_back(InodeKey(ino));
+    } else {
+      u.set.emplace_back(InodeKey(ino), encode(it->second));
+    }
+  }
+  changed->clear();
+}
+
 }  // namespace
 
 CInode* MetaCache::Inode(uint64_t ino) {
@@ -242,6 +261,18 @@ void MetaCache::Apply(const pb::JournalEvent& ev) {
     purge_.erase(ino);
     purge_changed_.insert(ino);
   }
+  for (const pb::TrimRec& rec : ev.trim_add()) {
+    auto [it, added] = trims_.try_emplace(rec.ino(), rec);
+    if (!added) {  // one cut covering both
+      it->second.set_keep(std::min(it->second.keep(), rec.keep()));
+      it->second.set_size(std::max(it->second.size(), rec.size()));
+    }
+    trims_changed_.insert(rec.ino());
+  }
+  for (uint64_t ino : ev.trim_done()) {
+    trims_.erase(ino);
+    trims_changed_.insert(ino);
+  }
 }
 
 SessionState* MetaCache::Session(uint64_t id) {
@@ -352,30 +383,11 @@ void MetaCache::AddTableUpdates(FlushBatch* batch) {
   for (uint64_t id : closed_sessions_) sessions.rm.push_back(SessionKey(id));
   closed_sessions_.clear();
   if (sessions.set.empty() && sessions.rm.empty()) batch->updates.erase(TableObject(fs_, "sessions"));
-  if (!strays_changed_.empty()) {
-    ObjectUpdate& u = batch->updates[TableObject(fs_, "strays")];
-    for (uint64_t ino : strays_changed_) {
-      auto it = strays_.find(ino);
-      if (it == strays_.end()) {
-        u.rm.push_back(InodeKey(ino));
-      } else {
-        u.set.emplace_back(InodeKey(ino), absl::StrCat(it->second));
-      }
-    }
-    strays_changed_.clear();
-  }
-  if (!purge_changed_.empty()) {
-    ObjectUpdate& u = batch->updates[TableObject(fs_, "purge")];
-    for (uint64_t ino : purge_changed_) {
-      auto it = purge_.find(ino);
-      if (it == purge_.end()) {
-        u.rm.push_back(InodeKey(ino));
-      } else {
-        u.set.emplace_back(InodeKey(ino), it->second.SerializeAsString());
-      }
-    }
-    purge_changed_.clear();
-  }
+  TakeTableChanges(strays_, [](uint64_t holder) { return absl::StrCat(holder); },
+                   &strays_changed_, batch->updates, TableObject(fs_, "strays"));
+  auto encoded = [](const auto& rec) { return rec.SerializeAsString(); };
+  TakeTableChanges(purge_, encoded, &purge_changed_, batch->updates, TableObject(fs_, "purge"));
+  TakeTableChanges(trims_, encoded, &trims_changed_, batch->updates, TableObject(fs_, "trims"));
   if (next_ino_dirty_) {
     batch->updates[TableObject(fs_, "inotable")].set.emplace_back("next_ino",
                                                                   absl::StrCat(next_ino_));
@@ -401,6 +413,7 @@ void MetaCache::FlushApplied() {
 void MetaCache::LoadTables(const std::map<std::string, std::string>& sessions,
                            const std::map<std::string, std::string>& strays,
                            const std::map<std::string, std::string>& purge,
+                           const std::map<std::string, std::string>& trims,
                            const std::map<std::string, std::string>& inotable) {
   for (const auto& [key, value] : sessions) {
     pb::SessionRec rec;
@@ -418,6 +431,10 @@ void MetaCache::LoadTables(const std::map<std::string, std::string>& sessions,
   for (const auto& [key, value] : purge) {
     pb::PurgeRec rec;
     if (rec.ParseFromString(value)) purge_[rec.ino()] = rec;
+  }
+  for (const auto& [key, value] : trims) {
+    pb::TrimRec rec;
+    if (rec.ParseFromString(value)) trims_[rec.ino()] = rec;
   }
   auto it = inotable.find("next_ino");
   uint64_t next = 0;

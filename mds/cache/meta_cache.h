@@ -117,6 +117,8 @@ class MetaCache {
   }
   const std::map<uint64_t, uint64_t>& strays() const { return strays_; }
   const std::map<uint64_t, pb::PurgeRec>& purge_queue() const { return purge_; }
+  // Truncates whose objects are not cut yet, by inode.
+  const std::map<uint64_t, pb::TrimRec>& trims() const { return trims_; }
 
   // Takes everything dirty into a batch (and marks it clean). What it took
   // stays cached until FlushApplied: evicted before the store has it, a
@@ -129,6 +131,7 @@ class MetaCache {
   void LoadTables(const std::map<std::string, std::string>& sessions,
                   const std::map<std::string, std::string>& strays,
                   const std::map<std::string, std::string>& purge,
+                  const std::map<std::string, std::string>& trims,
                   const std::map<std::string, std::string>& inotable);
 
   // What the cache is estimated to take: a budget per inode and per dentry
@@ -178,7 +181,9 @@ class MetaCache {
   std::set<uint64_t> closed_sessions_;               // to delete from the table
   std::map<uint64_t, uint64_t> strays_;              // ino -> a holder session
   std::map<uint64_t, pb::PurgeRec> purge_;
-  absl::flat_hash_set<uint64_t> strays_changed_, purge_changed_;  // since the last flush
+  std::map<uint64_t, pb::TrimRec> trims_;
+  // Since the last flush.
+  absl::flat_hash_set<uint64_t> strays_changed_, purge_changed_, trims_changed_;
 };
 
 }  // namespace weft::mds

@@ -269,6 +269,16 @@ void OpContext::RStat(uint64_t dir, int64_t bytes, int64_t files, int64_t subdir
   rstat_deltas_.emplace_back(dir, delta);
 }
 
+void OpContext::TrimObjects(const pb::InodeRec& inode, uint64_t keep) {
+  if (keep >= inode.size() || !HasDataObjects(inode)) return;
+  pb::TrimRec trim;
+  trim.set_ino(inode.ino());
+  trim.set_keep(keep);
+  trim.set_size(inode.size());
+  *trim.mutable_layout() = inode.layout();
+  trim_add_.push_back(std::move(trim));
+}
+
 bool OpContext::Finish(pb::JournalEvent* event) {
   event->set_op(op_);
   for (auto& [ino, rec] : edits_) {
@@ -288,8 +298,9 @@ bool OpContext::Finish(pb::JournalEvent* event) {
   for (auto& [ino, holder] : stray_holders_) (*event->mutable_stray_holders())[ino] = holder;
   for (uint64_t ino : stray_remove_) event->add_stray_remove(ino);
   for (auto& p : purge_add_) *event->add_purge_add() = p;
+  for (auto& t : trim_add_) *event->add_trim_add() = t;
   return !edits_.empty() || !removed_.empty() || !linked_.empty() || !unlinked_.empty() ||
-         !stray_add_.empty() || !purge_add_.empty();
+         !stray_add_.empty() || !purge_add_.empty() || !trim_add_.empty();
 }
 
 const std::string* FindXattr(const pb::InodeRec& rec, absl::string_view name) {

@@ -98,6 +98,10 @@ class OpContext {
   // Splits the fragment holding `name` if it has grown past the limit.
   void MaybeSplit(uint64_t dir);
   void RStat(uint64_t dir, int64_t bytes, int64_t files, int64_t subdirs);
+  // A truncate of `inode` (as it was before) to `keep` bytes: its objects
+  // past `keep` are cut after the event, before the reply (MdsRank::RunTrim).
+  void TrimObjects(const pb::InodeRec& inode, uint64_t keep);
+  const std::vector<pb::TrimRec>& trim_add() const { return trim_add_; }
   void OpenRef(uint64_t ino, bool write) { open_ref_ = ino; open_write_ = write; }
   bool HasOpen(uint64_t ino, bool write);
 
@@ -137,6 +141,7 @@ class OpContext {
   std::vector<uint64_t> stray_add_, stray_remove_;
   std::map<uint64_t, uint64_t> stray_holders_;
   std::vector<pb::PurgeRec> purge_add_;
+  std::vector<pb::TrimRec> trim_add_;
   std::vector<uint64_t> new_dirs_;
   std::vector<std::pair<uint64_t, MdsRank::RStatDelta>> rstat_deltas_;
   uint64_t next_ino_ = 0;

@@ -33,8 +33,8 @@ void ApplySize(OpContext& ctx, const pb::SetattrOp& op, const pb::InodeRec& curr
   }
   edit->set_size(op.size());
   CutInline(ctx, op.size(), edit);
-  // A cut frees at most what lay past the new size (the client trims the
-  // objects next); growing allocates nothing.
+  ctx.TrimObjects(current, op.size());
+  // A cut frees at most what lay past the new size; growing allocates nothing.
   if (edit->has_allocated()) edit->set_allocated(std::min(edit->allocated(), op.size()));
   edit->set_mtime_ns(ctx.now_ns());
   edit->set_mode(ModeAfterWrite(AccessOf(*edit), ctx.cred()));

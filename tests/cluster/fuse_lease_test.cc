@@ -334,16 +334,7 @@ TEST_CASE("fuse leases: names are kept in a directory whose ACL lets everyone se
         }) == "");
 }
 
-struct TwoMounts : MountFixture {
-  TwoMounts() {
-    auto m = Mount::Start(*cluster, "fs1");
-    INFO(m.status());
-    REQUIRE(m.ok());
-    other = std::move(*m);
-  }
-  std::string Q(const std::string& rel) const { return other->Path(rel); }
-  std::unique_ptr<Mount> other;  // unmounted before the fixture's mount and cluster
-};
+using TwoMounts = TwoMountFixture;
 
 TEST_CASE("fuse leases: what another mount creates - renames - makes is seen at once",
           "[fuse][leases]") {

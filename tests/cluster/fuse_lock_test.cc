@@ -23,17 +23,11 @@
 namespace weft::testing {
 namespace {
 
-struct TwoMounts : MountFixture {
+struct TwoMounts : TwoMountFixture {
   explicit TwoMounts(ClusterOptions options = {}, const std::string& other_options = "")
-      : MountFixture(std::move(options)) {
-    auto m = Mount::Start(*cluster, "fs1", other_options);
-    INFO(m.status());
-    REQUIRE(m.ok());
-    other = std::move(*m);
+      : TwoMountFixture(std::move(options), other_options) {
     WriteFile(P("f"), "data");  // the file every test locks
   }
-  std::string Q(const std::string& rel) const { return other->Path(rel); }
-  std::unique_ptr<Mount> other;  // unmounted before the fixture's mount and cluster
 };
 
 // A descriptor closed at the end of the scope (before the mounts go).

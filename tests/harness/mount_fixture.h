@@ -46,6 +46,21 @@ struct MountFixture {
   std::unique_ptr<Mount> mount;  // declared last: unmounted before the cluster stops
 };
 
+// fs1 mounted a second time (`other`, options `other_options`): another
+// client, with its own weft-fuse and session, as another host would be.
+struct TwoMountFixture : MountFixture {
+  explicit TwoMountFixture(ClusterOptions options = {}, const std::string& other_options = "")
+      : MountFixture(std::move(options)) {
+    auto m = Mount::Start(*cluster, "fs1", other_options);
+    INFO(m.status());
+    REQUIRE(m.ok());
+    other = std::move(*m);
+  }
+  // The path of `rel` inside the other mount.
+  std::string Q(const std::string& rel) const { return other->Path(rel); }
+  std::unique_ptr<Mount> other;  // unmounted before the fixture's mount and cluster
+};
+
 // All of `data` written at `off`.
 inline void WriteAll(int fd, const std::string& data, off_t off) {
   const absl::Status s = WriteFully(fd, static_cast<uint64_t>(off), data);

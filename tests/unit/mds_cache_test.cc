@@ -292,5 +292,54 @@ TEST_CASE("mds cache: a flush writes inline bytes only when they changed") {
   CHECK(KeysSet(third, 4, 6000) == std::vector<std::string>{InodeKey(6000), InlineKey(6000)});
 }
 
+TEST_CASE("mds cache: pending trims merge - persist in their table - and reload") {
+  MetaCache cache(4);
+  auto trim = [](uint64_t ino, uint64_t keep, uint64_t size) {
+    pb::TrimRec t;
+    t.set_ino(ino);
+    t.set_keep(keep);
+    t.set_size(size);
+    t.mutable_layout()->set_object_size(65536);
+    return t;
+  };
+  pb::JournalEvent ev;
+  ev.set_seq(1);
+  *ev.add_trim_add() = trim(7000, 100, 5000);
+  *ev.add_trim_add() = trim(7001, 0, 10);
+  cache.Apply(ev);
+  // A second truncate of the same file before the first's cut is recorded
+  // done: one cut covering both ranges.
+  pb::JournalEvent again;
+  again.set_seq(2);
+  *again.add_trim_add() = trim(7000, 50, 3000);
+  cache.Apply(again);
+  REQUIRE(cache.trims().size() == 2);
+  CHECK(cache.trims().at(7000).keep() == 50);
+  CHECK(cache.trims().at(7000).size() == 5000);
+
+  FlushBatch first = cache.TakeDirty(2);
+  const ObjectUpdate& rows = first.updates.at(TableObject(4, "trims"));
+  CHECK(rows.set.size() == 2);
+  CHECK(rows.rm.empty());
+  std::map<std::string, std::string> table;
+  for (const auto& [key, value] : rows.set) table[key] = value;
+  cache.FlushApplied();
+
+  pb::JournalEvent done;
+  done.set_seq(3);
+  done.add_trim_done(7001);
+  cache.Apply(done);
+  CHECK(!cache.trims().contains(7001));
+  FlushBatch second = cache.TakeDirty(3);
+  CHECK(second.updates.at(TableObject(4, "trims")).rm == std::vector<std::string>{InodeKey(7001)});
+
+  // A restart finds the pending trims in the table.
+  MetaCache restarted(4);
+  restarted.LoadTables({}, {}, {}, table, {});
+  REQUIRE(restarted.trims().size() == 2);
+  CHECK(restarted.trims().at(7000).keep() == 50);
+  CHECK(restarted.trims().at(7001).size() == 10);
+}
+
 }  // namespace
 }  // namespace weft::mds
