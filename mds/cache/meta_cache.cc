@@ -60,13 +60,28 @@ bool MetaCache::FragLoaded(uint64_t dir, Frag frag) {
   return it != dirs_.end() && it->second->loaded.contains(frag);
 }
 
+void CDir::AddHash(uint64_t hash, const std::string& name) {
+  if (!by_hash.insert_or_assign(hash, name).second) return;
+  for (auto& [frag, count] : counts) count += FragContains(frag, hash) ? 1 : 0;
+}
+
+void CDir::EraseHash(uint64_t hash) {
+  if (by_hash.erase(hash) == 0) return;
+  for (auto& [frag, count] : counts) count -= FragContains(frag, hash) ? 1 : 0;
+}
+
 size_t MetaCache::FragCount(uint64_t dir, Frag frag) {
   auto it = dirs_.find(dir);
   if (it == dirs_.end()) return 0;
-  const auto& by_hash = it->second->by_hash;
-  auto first = by_hash.lower_bound(FragStart(frag));
-  auto last = by_hash.lower_bound(FragEnd(frag));
-  return static_cast<size_t>(std::distance(first, last));
+  CDir& d = *it->second;
+  auto counted = d.counts.find(frag);
+  if (counted != d.counts.end()) return counted->second;
+  // Walked once per fragment; AddHash and EraseHash keep it from then on.
+  auto first = d.by_hash.lower_bound(FragStart(frag));
+  auto last = d.by_hash.lower_bound(FragEnd(frag));
+  const size_t n = static_cast<size_t>(std::distance(first, last));
+  d.counts[frag] = n;
+  return n;
 }
 
 const CDentry* MetaCache::Lookup(uint64_t dir, const std::string& name, bool* known) {
@@ -120,7 +135,7 @@ void MetaCache::MergeFrag(uint64_t dir, Frag frag, const std::vector<pb::DentryR
   for (const pb::DentryRec& e : entries) {
     if (d->entries.contains(e.name()) || d->removed.contains(e.name())) continue;
     d->entries[e.name()] = CDentry{e.ino(), e.type()};
-    d->by_hash[NameHash(e.name())] = e.name();
+    d->AddHash(NameHash(e.name()), e.name());
     ++dentries_;
   }
   for (auto it = d->removed.begin(); it != d->removed.end();) {
@@ -135,7 +150,7 @@ void MetaCache::SetDentry(const pb::DentryRec& rec) {
   auto [it, inserted] = d->entries.try_emplace(rec.name());
   it->second = CDentry{rec.ino(), rec.type()};
   if (inserted) {
-    d->by_hash[NameHash(rec.name())] = rec.name();
+    d->AddHash(NameHash(rec.name()), rec.name());
     ++dentries_;
   }
   d->removed.erase(rec.name());
@@ -146,7 +161,7 @@ void MetaCache::SetDentry(const pb::DentryRec& rec) {
 void MetaCache::RemoveDentry(uint64_t dir, const std::string& name) {
   CDir* d = Dir(dir);
   if (d->entries.erase(name) > 0) {
-    d->by_hash.erase(NameHash(name));
+    d->EraseHash(NameHash(name));
     --dentries_;
   }
   d->removed.insert(name);
@@ -161,6 +176,7 @@ void MetaCache::Apply(const pb::JournalEvent& ev) {
     d->dead.insert(split.frag());
     d->rewrite.erase(split.frag());
     d->loaded.erase(split.frag());
+    d->counts.erase(split.frag());
     for (Frag half : {a, b}) {
       d->rewrite.insert(half);
       d->loaded.insert(half);

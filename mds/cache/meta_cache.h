@@ -34,7 +34,11 @@ struct CDentry {
 
 struct CDir {
   absl::btree_map<std::string, CDentry> entries;
-  absl::btree_map<uint64_t, std::string> by_hash;   // readdir order
+  absl::btree_map<uint64_t, std::string> by_hash;   // readdir order; change through Add/EraseHash
+  // Entries per fragment, for the fragments counted so far (MetaCache::
+  // FragCount): kept up to date by AddHash and EraseHash, so that a create
+  // in a directory past the split size does not walk a whole fragment.
+  absl::btree_map<Frag, size_t> counts;
   absl::flat_hash_set<std::string> removed;         // known absent, fragment not loaded
   std::set<Frag> loaded;
   absl::flat_hash_set<std::string> dirty;            // changed names since the last flush
@@ -42,6 +46,8 @@ struct CDir {
   std::set<Frag> dead;                               // fragment objects to delete
   uint64_t last_used = 0;
   bool Dirty() const { return !dirty.empty() || !rewrite.empty() || !dead.empty(); }
+  void AddHash(uint64_t hash, const std::string& name);
+  void EraseHash(uint64_t hash);
 };
 
 struct CInode {

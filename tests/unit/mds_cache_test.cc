@@ -292,6 +292,53 @@ TEST_CASE("mds cache: a flush writes inline bytes only when they changed") {
   CHECK(KeysSet(third, 4, 6000) == std::vector<std::string>{InodeKey(6000), InlineKey(6000)});
 }
 
+TEST_CASE("mds cache: fragment counts follow creates - removes and splits") {
+  MetaCache cache(4);
+  const auto [low, high] = SplitFrag(kRootFrag);
+  // What FragCount must say: the entries whose hash the fragment holds.
+  auto walked = [&cache](Frag f) {
+    size_t n = 0;
+    for (const auto& [hash, name] : cache.Dir(100)->by_hash) n += FragContains(f, hash) ? 1 : 0;
+    return n;
+  };
+  std::mt19937_64 rng(11);
+  std::set<std::string> names;
+  uint64_t seq = 0;
+  for (int round = 0; round < 6; ++round) {
+    pb::JournalEvent ev;
+    ev.set_seq(++seq);
+    std::set<std::string> touched;  // an event names a dentry once
+    for (int i = 0; i < 300; ++i) {
+      const std::string name = "n" + std::to_string(rng() % 2000);
+      if (!touched.insert(name).second) continue;
+      if (names.insert(name).second) {
+        *ev.add_dentries() = Dentry(100, name, 5000 + rng() % 100000);
+      } else {
+        names.erase(name);
+        pb::DentryRec* gone = ev.add_removed_dentries();
+        gone->set_dir(100);
+        gone->set_name(name);
+      }
+    }
+    cache.Apply(ev);
+    // Counted (and kept) from the second round on, the halves from the fourth.
+    for (Frag f : {kRootFrag, low, high}) {
+      if (round < 1 || (f != kRootFrag && round < 3)) continue;
+      INFO("round " << round << " frag bits " << FragBits(f));
+      CHECK(cache.FragCount(100, f) == walked(f));
+    }
+  }
+  CHECK(cache.FragCount(100, kRootFrag) == names.size());
+  // A split forgets the parent's count; the halves' stay right.
+  pb::JournalEvent split;
+  split.set_seq(++seq);
+  split.add_splits()->set_dir(100);
+  split.mutable_splits(0)->set_frag(kRootFrag);
+  cache.Apply(split);
+  CHECK(cache.Dir(100)->counts.count(kRootFrag) == 0);
+  CHECK(cache.FragCount(100, low) + cache.FragCount(100, high) == names.size());
+}
+
 TEST_CASE("mds cache: pending trims merge - persist in their table - and reload") {
   MetaCache cache(4);
   auto trim = [](uint64_t ino, uint64_t keep, uint64_t size) {
