@@ -28,6 +28,10 @@ constexpr size_t kPurgeBatch = 512;  // files per janitor pass (empty ones cost 
 // Listings and removes in flight: one file at a time left a deleted tree of
 // 6,200 small files in the queue for minutes; more would crowd out clients' I/O.
 constexpr size_t kPurgeInFlight = 8;
+// Free heap (tcmalloc's, see docs/ARCHITECTURE.md, OSD memory) the rank
+// keeps resident for reuse; more goes back to the kernel, checked every
+// second: after a cache trim, RSS follows the cache down.
+constexpr uint64_t kHeapFreeBytesKept = 128ull << 20;
 
 }  // namespace
 
@@ -118,8 +122,9 @@ void MdsRank::JanitorLoop() {
       last_rstat_ms = NowMs();
     }
     PurgeSome();
-    if (NowMs() - last_trims_ms >= 1000) {  // trims that failed (OSDs down) try again
-      RunPendingTrims();
+    if (NowMs() - last_trims_ms >= 1000) {
+      RunPendingTrims();  // truncates whose cut failed (OSDs down) try again
+      memory::ReleaseFreeHeapOver(kHeapFreeBytesKept);
       last_trims_ms = NowMs();
     }
     absl::MutexLock lock(&mu_);

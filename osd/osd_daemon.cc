@@ -360,14 +360,7 @@ void OsdDaemon::TrimLoop() {
   const absl::Duration tick = absl::Milliseconds(options_.memory_trim_ms);
   const uint64_t free_bytes = options_.memory_trim_free_bytes;
   while (!shutdown_.WaitForNotificationWithTimeout(tick)) {
-    // glibc's mallinfo2 every second took 6% of the OSDs' CPU during an
-    // untar (perf), with nothing to trim: it is asked only when RSS allows it.
-    const uint64_t resident = memory::AnonResidentBytes();
-    if (!memory::NeedsHeapCount(resident, free_bytes)) continue;
-    const uint64_t in_use = memory::HeapInUseBytes();
-    if (!memory::ShouldTrim(resident, in_use, free_bytes)) continue;
-    memory::ReleaseFreeHeap();
-    VLOG(1) << "event=memory_trim resident_bytes=" << resident << " in_use_bytes=" << in_use;
+    memory::ReleaseFreeHeapOver(free_bytes);
   }
 }
 

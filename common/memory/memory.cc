@@ -6,6 +6,8 @@
 #include <fstream>
 #include <utility>
 
+#include "common/log/log.h"
+
 // tcmalloc's C interface (gperftools/malloc_extension_c.h), declared weak:
 // null unless the executable links tcmalloc.
 extern "C" {
@@ -61,6 +63,18 @@ void ReleaseFreeHeap() {
   } else {
     malloc_trim(0);
   }
+}
+
+bool ReleaseFreeHeapOver(uint64_t free_bytes) {
+  // glibc's mallinfo2 every second took 6% of the OSDs' CPU during an
+  // untar (perf), with nothing to trim: it is asked only when RSS allows it.
+  const uint64_t resident = AnonResidentBytes();
+  if (!NeedsHeapCount(resident, free_bytes)) return false;
+  const uint64_t in_use = HeapInUseBytes();
+  if (!ShouldTrim(resident, in_use, free_bytes)) return false;
+  ReleaseFreeHeap();
+  VLOG(1) << "event=memory_trim resident_bytes=" << resident << " in_use_bytes=" << in_use;
+  return true;
 }
 
 }  // namespace weft::memory

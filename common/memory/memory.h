@@ -38,5 +38,10 @@ uint64_t HeapInUseBytes();
 // Gives the heap's free pages back to the kernel: tcmalloc's
 // ReleaseFreeMemory, or malloc_trim(0).
 void ReleaseFreeHeap();
+// ReleaseFreeHeap when at least `free_bytes` of free heap are resident
+// (NeedsHeapCount, then ShouldTrim); returns whether it released. For a
+// daemon's periodic check (the OSD's TrimLoop, the MDS's janitor, the
+// client's flush loop).
+bool ReleaseFreeHeapOver(uint64_t free_bytes);
 
 }  // namespace weft::memory

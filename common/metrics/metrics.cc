@@ -117,11 +117,17 @@ std::string Label(absl::string_view key, absl::string_view value) {
 }
 
 void Registry::AddCounter(std::string name, std::string help, std::string labels, Value value) {
-  Add(std::move(name), std::move(help), Type::kCounter, Series{std::move(labels), value});
+  Series series;
+  series.labels = std::move(labels);
+  series.value = std::move(value);
+  Add(std::move(name), std::move(help), Type::kCounter, std::move(series));
 }
 
 void Registry::AddGauge(std::string name, std::string help, std::string labels, Value value) {
-  Add(std::move(name), std::move(help), Type::kGauge, Series{std::move(labels), value});
+  Series series;
+  series.labels = std::move(labels);
+  series.value = std::move(value);
+  Add(std::move(name), std::move(help), Type::kGauge, std::move(series));
 }
 
 void Registry::AddGaugeTable(std::vector<Column> columns, Rows rows) {
@@ -136,8 +142,10 @@ void Registry::AddGaugeTable(std::vector<Column> columns, Rows rows) {
 
 void Registry::AddHistogram(std::string name, std::string help, std::string labels,
                             const Histogram* histogram) {
-  Add(std::move(name), std::move(help), Type::kHistogram,
-      Series{std::move(labels), nullptr, histogram});
+  Series series;
+  series.labels = std::move(labels);
+  series.histogram = histogram;
+  Add(std::move(name), std::move(help), Type::kHistogram, std::move(series));
 }
 
 void Registry::Add(std::string name, std::string help, Type type, Series series) {

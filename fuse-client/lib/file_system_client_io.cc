@@ -9,6 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/log/log.h"
+#include "common/memory/memory.h"
 #include "common/posix/atime.h"
 #include "common/status/status.h"
 #include "fuse-client/lib/file_system_client.h"
@@ -17,6 +18,10 @@ namespace weft::client {
 namespace {
 
 int64_t NowNs() { return absl::ToUnixNanos(absl::Now()); }
+
+// Free heap kept resident for reuse (the OSD's threshold, for the same
+// buffers of a few MiB: docs/ARCHITECTURE.md, OSD memory).
+constexpr uint64_t kHeapFreeBytesKept = 256ull << 20;
 
 }  // namespace
 
@@ -303,6 +308,9 @@ void FileSystemClient::FlushLoop() {
     const bool force = budget_.bytes() > options_.dirty_bytes_max / 2;
     const absl::Time before = absl::Now() - options_.dirty_expire;
     for (const auto& cache : AllCaches()) (void)cache->FlushInBackground(before, force);
+    // Buffers of written and read-ahead data freed: past this much free
+    // heap, back to the kernel (weft-fuse runs on tcmalloc, which keeps it).
+    memory::ReleaseFreeHeapOver(kHeapFreeBytesKept);
   }
 }
 
