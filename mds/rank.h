@@ -199,11 +199,13 @@ class MdsRank {
   // then runs again, and `recalled` keeps it from asking the same twice.
   using RecallKey = std::pair<uint64_t, uint64_t>;  // (session, ino)
   // `trims`: the operation's truncates; their files' writers are also held
-  // (LeaseEvent.hold) until the objects are cut.
+  // (LeaseEvent.hold) until the objects are cut, and `held` gets them
+  // (the request's end lets them go: EndHoldsLocked).
   bool RecallWritesLocked(const pb::MetaRequest& request, const pb::MetaReply& reply,
                           const std::vector<uint64_t>& touched,
                           const std::vector<pb::TrimRec>& trims,
-                          absl::flat_hash_set<RecallKey>* recalled)
+                          absl::flat_hash_set<RecallKey>* recalled,
+                          absl::flat_hash_set<RecallKey>* held)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // A session's recalls can no longer be answered (its stream ended).
   void DropRecallsLocked(uint64_t session) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -218,6 +220,13 @@ class MdsRank {
   absl::Status RunTrim(uint64_t ino, bool retry);
   // One try at every pending trim no thread runs (start, janitor).
   void RunPendingTrims();
+  // A request that held these writers ends (whether its truncate was
+  // applied, failed or was decided otherwise).
+  void EndHoldsLocked(const absl::flat_hash_set<RecallKey>& held)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Sends the release to the writers held for `ino` once no request wants
+  // them held and no cut of the file is pending.
+  void MaybeReleaseHoldsLocked(uint64_t ino) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status CutObjects(const pb::TrimRec& trim);
   // A file whose objects are being cut: nobody may see or write it before.
   bool TrimBlockedLocked(uint64_t ino) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
@@ -295,9 +304,11 @@ class MdsRank {
   // and clients wrote objects.
   absl::flat_hash_set<uint64_t> moving_ ABSL_GUARDED_BY(mu_);
   // Truncates: files whose objects a thread is cutting (until its trim_done
-  // is durable), and the sessions holding their writes meanwhile.
+  // is durable), the sessions holding their writes meanwhile, and how many
+  // holds of each file requests asked for and have not ended.
   absl::flat_hash_set<uint64_t> trims_running_ ABSL_GUARDED_BY(mu_);
   absl::flat_hash_map<uint64_t, absl::flat_hash_set<uint64_t>> trim_holds_ ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_map<uint64_t, int> hold_requests_ ABSL_GUARDED_BY(mu_);
   client::StripedIo trim_io_;
 
   // Advisory locks of every session; locks_gen_ moves whenever a lock goes

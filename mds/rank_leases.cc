@@ -185,7 +185,8 @@ std::vector<uint64_t> ShownInos(const pb::MetaReply& reply, const std::vector<ui
 bool MdsRank::RecallWritesLocked(const pb::MetaRequest& request, const pb::MetaReply& reply,
                                  const std::vector<uint64_t>& touched,
                                  const std::vector<pb::TrimRec>& trims,
-                                 absl::flat_hash_set<RecallKey>* recalled) {
+                                 absl::flat_hash_set<RecallKey>* recalled,
+                                 absl::flat_hash_set<RecallKey>* held) {
   // A flush's own report, and what cannot show a file's size.
   using R = pb::MetaRequest;
   // A move of inline data comes from a flush too (the writers' own reports
@@ -202,22 +203,29 @@ bool MdsRank::RecallWritesLocked(const pb::MetaRequest& request, const pb::MetaR
   const std::vector<uint64_t> shown = ShownInos(reply, touched);
   if (shown.empty()) return false;
   std::vector<RecallKey> wanted;
+  absl::flat_hash_set<RecallKey> holds;  // of `wanted`: those asked to hold
   for (uint64_t ino : shown) {
     auto w = writers_.find(ino);
     if (w == writers_.end()) continue;
+    const bool hold = std::any_of(trims.begin(), trims.end(),
+                                  [ino](const pb::TrimRec& t) { return t.ino() == ino; });
     for (uint64_t id : w->second) {
       if (id == request.session() || !lease_streams_.contains(id)) continue;
       const SessionState* s = cache_.Session(id);
       if (s == nullptr) continue;
       auto it = s->opens_write.find(ino);
       if (it == s->opens_write.end() || it->second <= 0) continue;
-      if (recalled->insert({id, ino}).second) wanted.push_back({id, ino});
+      const RecallKey key{id, ino};
+      const bool first = recalled->insert(key).second;
+      // Recalled already when the run before had no truncate to hold it for.
+      const bool hold_now = hold && held->insert(key).second;
+      if (hold_now) holds.insert(key);
+      if (first || hold_now) wanted.push_back(key);
     }
   }
   if (wanted.empty()) return false;
   for (const RecallKey& key : wanted) {
-    const bool hold = std::any_of(trims.begin(), trims.end(),
-                                  [&key](const pb::TrimRec& t) { return t.ino() == key.second; });
+    const bool hold = holds.contains(key);
     // Already asked for another request (a hold is asked again).
     if (write_recalls_.contains(key) && !hold) continue;
     const uint64_t seq = ++next_recall_seq_;
@@ -227,7 +235,10 @@ bool MdsRank::RecallWritesLocked(const pb::MetaRequest& request, const pb::MetaR
     event.set_seq(seq);
     event.set_flush(true);
     event.set_hold(hold);
-    if (hold) trim_holds_[key.second].insert(key.first);
+    if (hold) {
+      trim_holds_[key.second].insert(key.first);
+      ++hold_requests_[key.second];
+    }
     SendLeaseEventLocked(key.first, event);
   }
   VLOG(1) << "event=write_recall session=" << request.session() << " n=" << wanted.size();

@@ -94,10 +94,12 @@ absl::Status MdsRank::RunOp(const pb::MetaRequest& request, pb::MetaReply* reply
   uint64_t moving = 0;
   std::optional<std::pair<uint64_t, uint64_t>> moved;
   std::vector<uint64_t> trims;  // files whose objects this request cuts
-  absl::Cleanup end_move = [&] {
-    if (moving == 0) return;
+  absl::flat_hash_set<RecallKey> held;  // writers it held for them
+  absl::Cleanup at_end = [&] {
+    if (moving == 0 && held.empty()) return;
     absl::MutexLock lock(&mu_);
     moving_.erase(moving);
+    EndHoldsLocked(held);
   };
   for (int attempt = 0; attempt < 32; ++attempt) {
     Load load;
@@ -168,7 +170,8 @@ absl::Status MdsRank::RunOp(const pb::MetaRequest& request, pb::MetaReply* reply
             }
             move = *ctx.move();
           } else if (!status.ok()) {
-            if (!replay && RecallWritesLocked(request, *reply, ctx.touched(), {}, &recalled)) {
+            if (!replay &&
+                RecallWritesLocked(request, *reply, ctx.touched(), {}, &recalled, &held)) {
               // Decided on a file another session may have changed on its own.
               reply->Clear();
               continue;
@@ -186,7 +189,8 @@ absl::Status MdsRank::RunOp(const pb::MetaRequest& request, pb::MetaReply* reply
             recalled.clear();
             continue;
           } else if (!replay &&
-                     RecallWritesLocked(request, *reply, ctx.touched(), ctx.trim_add(), &recalled)) {
+                     RecallWritesLocked(request, *reply, ctx.touched(), ctx.trim_add(),
+                                        &recalled, &held)) {
             // Other sessions flushed what this reply shows: run it again.
             reply->Clear();
             continue;

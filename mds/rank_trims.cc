@@ -70,14 +70,7 @@ absl::Status MdsRank::RunTrim(uint64_t ino, bool retry) {
     absl::Status durable = journal_.WaitDurable(seq);
     absl::MutexLock lock(&mu_);
     trims_running_.erase(ino);
-    auto held = trim_holds_.find(ino);
-    if (held != trim_holds_.end()) {
-      pb::LeaseEvent release;
-      release.set_ino(ino);
-      release.set_release(true);
-      for (uint64_t session : held->second) SendLeaseEventLocked(session, release);
-      trim_holds_.erase(held);
-    }
+    MaybeReleaseHoldsLocked(ino);
     VLOG(1) << "event=trimmed ino=" << ino << " keep=" << trim.keep() << " size=" << trim.size();
     return durable;
   }
@@ -92,6 +85,25 @@ void MdsRank::RunPendingTrims() {
     }
   }
   for (uint64_t ino : pending) (void)RunTrim(ino, /*retry=*/false);
+}
+
+void MdsRank::EndHoldsLocked(const absl::flat_hash_set<RecallKey>& held) {
+  for (const auto& [session, ino] : held) {
+    auto it = hold_requests_.find(ino);
+    if (it != hold_requests_.end() && --it->second <= 0) hold_requests_.erase(it);
+  }
+  for (const auto& [session, ino] : held) MaybeReleaseHoldsLocked(ino);
+}
+
+void MdsRank::MaybeReleaseHoldsLocked(uint64_t ino) {
+  if (hold_requests_.contains(ino) || TrimBlockedLocked(ino)) return;
+  auto held = trim_holds_.find(ino);
+  if (held == trim_holds_.end()) return;
+  pb::LeaseEvent release;
+  release.set_ino(ino);
+  release.set_release(true);
+  for (uint64_t session : held->second) SendLeaseEventLocked(session, release);
+  trim_holds_.erase(held);
 }
 
 absl::StatusOr<bool> MdsRank::AwaitTrimsLocked(const std::vector<uint64_t>& inos) {
