@@ -236,6 +236,11 @@ class MdsRank {
   // whether it waited, Unavailable after kTrimWaitMs.
   absl::StatusOr<bool> AwaitTrimsLocked(const std::vector<uint64_t>& inos)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The same for what a reply shows (ShownInos), which is listed only when
+  // a trim is pending at all: every operation asks.
+  absl::StatusOr<bool> AwaitTrimsLocked(const pb::MetaReply& reply,
+                                        const std::vector<uint64_t>& touched)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // ---- advisory locks (rank_locks.cc)
   // A LockOp; may wait (releasing mu_) up to its wait_ms.
   absl::Status RunLock(const pb::MetaRequest& request, pb::MetaReply* reply);

@@ -180,7 +180,7 @@ absl::Status MdsRank::RunOp(const pb::MetaRequest& request, pb::MetaReply* reply
               GrantLeasesLocked(request, *reply, reply->mutable_leases());
             }
             return status;
-          } else if (absl::StatusOr<bool> waited = AwaitTrimsLocked(ShownInos(*reply, ctx.touched()));
+          } else if (absl::StatusOr<bool> waited = AwaitTrimsLocked(*reply, ctx.touched());
                      !waited.ok() || *waited) {
             // A truncate was cutting the objects of a file this shows. Its
             // end released the writers: a truncate here holds them again.

@@ -106,8 +106,14 @@ void MdsRank::MaybeReleaseHoldsLocked(uint64_t ino) {
   trim_holds_.erase(held);
 }
 
-absl::StatusOr<bool> MdsRank::AwaitTrimsLocked(const std::vector<uint64_t>& inos) {
+absl::StatusOr<bool> MdsRank::AwaitTrimsLocked(const pb::MetaReply& reply,
+                                                const std::vector<uint64_t>& touched) {
   if (cache_.trims().empty() && trims_running_.empty()) return false;  // nearly always
+  return AwaitTrimsLocked(ShownInos(reply, touched));
+}
+
+absl::StatusOr<bool> MdsRank::AwaitTrimsLocked(const std::vector<uint64_t>& inos) {
+  if (cache_.trims().empty() && trims_running_.empty()) return false;
   auto blocked = [this, &inos]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     for (uint64_t ino : inos) {
       if (TrimBlockedLocked(ino)) return true;
