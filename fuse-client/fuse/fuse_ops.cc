@@ -11,6 +11,7 @@
 #include <cstring>
 #include <limits>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -20,6 +21,7 @@
 #include "common/posix/acl.h"
 #include "common/status/status.h"
 #include "fuse-client/fuse/dev_io.h"
+#include "fuse-client/lib/dir_stream.h"
 
 namespace weft::fuse {
 namespace {
@@ -652,11 +654,21 @@ void Opendir(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
   // Every open of a directory reads it (the kernel refuses a write open).
   const absl::Status may = Fs(req).MayReadDir(CredsOf(req), *a);
   if (!may.ok()) return ReplyError(req, may, "opendir");
-  fi->fh = 0;
-  fuse_reply_open(req, fi);
+  // What its READDIRs read from the MDS and the kernel did not take yet,
+  // kept as long as attributes are (they go to the kernel with the entries).
+  auto stream = std::make_unique<client::DirStream>(absl::Seconds(kAttrTimeoutS));
+  fi->fh = reinterpret_cast<uint64_t>(stream.get());
+  if (fuse_reply_open(req, fi) == 0) stream.release();  // Releasedir deletes it
 }
 
-void Releasedir(fuse_req_t req, fuse_ino_t, fuse_file_info*) { fuse_reply_err(req, 0); }
+client::DirStream* StreamOf(const fuse_file_info* fi) {
+  return fi == nullptr ? nullptr : reinterpret_cast<client::DirStream*>(fi->fh);
+}
+
+void Releasedir(fuse_req_t req, fuse_ino_t, fuse_file_info* fi) {
+  delete StreamOf(fi);
+  fuse_reply_err(req, 0);
+}
 
 // fsync of a directory: its entries (and every change before) are durable.
 // Of the mount's root: everything the mount buffered too, as syncfs(2) would
@@ -735,9 +747,11 @@ void Access(fuse_req_t req, fuse_ino_t ino, int mask) {
 // continues after it however the directory changed meanwhile.
 class DirFiller {
  public:
-  DirFiller(fuse_req_t req, uint64_t dir, size_t size, bool plus)
+  // `attr_timeout`: how long the kernel may keep the entries' attributes.
+  DirFiller(fuse_req_t req, uint64_t dir, size_t size, bool plus,
+            double attr_timeout = kAttrTimeoutS)
       : req_(req), ctx_(Ctx(req)), dir_(dir), grant_(GrantName(req, dir)), buf_(size, '\0'),
-        plus_(plus) {}
+        plus_(plus), attr_timeout_(attr_timeout) {}
   ~DirFiller() {
     // Entries the kernel never received hold no lookup reference.
     for (uint64_t ino : remembered_) Fs(req_).Forget(ino, 1);
@@ -757,7 +771,7 @@ class DirFiller {
       e.ino = ToFuse(req_, d.ino());
       e.generation = d.attr().generation();
       e.attr = ToStat(req_, d.attr());
-      e.attr_timeout = kAttrTimeoutS;
+      e.attr_timeout = attr_timeout_;
       e.entry_timeout = grant_.timeout;
       NoteEntry(req_, dir_, d.name(), d.attr());
     } else {
@@ -773,6 +787,9 @@ class DirFiller {
     return true;
   }
 
+  // The kernel offset after the last entry added (0: none added).
+  off_t next() const { return next_; }
+
   void Reply() {
     if (fuse_reply_buf(req_, buf_.data(), used_) != 0) return;
     remembered_.clear();
@@ -787,6 +804,7 @@ class DirFiller {
                            : fuse_add_direntry(req_, p, room, name, &e.attr, next);
     if (n > room) return false;
     used_ += n;
+    next_ = next;
     return true;
   }
 
@@ -796,44 +814,80 @@ class DirFiller {
   NameGrant grant_;   // of every name in it: one look at its mode and lease per reply
   std::string buf_;
   size_t used_ = 0;
+  off_t next_ = 0;
   bool plus_;
+  double attr_timeout_;
   std::vector<uint64_t> remembered_;
   std::vector<std::string> given_;  // names with a timeout
 };
 
-void DoReaddir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, bool plus) {
+void DoReaddir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, bool plus,
+               client::DirStream* stream) {
   const uint64_t dir = ToMds(req, ino);
   const Creds creds = CredsOf(req);
-  // Read the first page before emitting ".": a directory we may not read fails whole.
-  uint64_t cookie = off <= 2 ? 0 : static_cast<uint64_t>(off);
-  auto page = Fs(req).Readdir(creds, dir, cookie, 256, plus);
+  // Read the first page before emitting ".": a directory we may not read
+  // fails whole. What the last READDIR left over, if this one continues it.
+  std::optional<client::DirStream::Kept> kept;
+  if (stream != nullptr && off > 0) kept = stream->Take(static_cast<uint64_t>(off), absl::Now());
+  absl::Time fetched = kept.has_value() ? kept->fetched : absl::Now();
+  auto fetch = [&](uint64_t cookie) {
+    fetched = absl::Now();
+    return Fs(req).Readdir(creds, dir, cookie, 256, plus);
+  };
+  absl::StatusOr<client::DirPage> page = kept.has_value()
+                                             ? std::move(kept->page)
+                                             : fetch(off <= 2 ? 0 : static_cast<uint64_t>(off));
   if (!page.ok()) return ReplyError(req, page.status(), "readdir");
+  // Kept attributes: as this client knows them now, and kept by the kernel
+  // no longer than if they had come with the last READDIR's reply.
+  double attr_timeout = kAttrTimeoutS;
+  if (kept.has_value()) {
+    for (pb::DirEntry& e : page->entries) {
+      if (e.attr().ino() != 0) *e.mutable_attr() = Fs(req).Freshen(e.attr());
+    }
+    attr_timeout = std::max(0.0, kAttrTimeoutS - absl::ToDoubleSeconds(absl::Now() - fetched));
+  }
   // After the first page: its reply may have brought the lease the names'
   // timeout comes from (a directory listed for the first time).
-  DirFiller filler(req, dir, size, plus);
+  DirFiller filler(req, dir, size, plus, attr_timeout);
   if (off < 1 && !filler.AddDot(".", dir, 1)) return filler.Reply();
   if (off < 2) {
     auto parent = Fs(req).Lookup(creds, dir, "..");
     uint64_t parent_ino = ino == FUSE_ROOT_ID || !parent.ok() ? dir : parent->ino();
     if (!filler.AddDot("..", parent_ino, 2)) return filler.Reply();
   }
+  // The rest of the page from entry `i` on, for the READDIR that continues
+  // after the last entry this reply holds.
+  auto keep_rest = [&](size_t i) {
+    if (stream == nullptr || filler.next() == 0) return;
+    client::DirPage rest;
+    rest.eof = page->eof;
+    rest.entries.assign(std::make_move_iterator(page->entries.begin() + i),
+                        std::make_move_iterator(page->entries.end()));
+    stream->Keep(static_cast<uint64_t>(filler.next()), std::move(rest), fetched);
+  };
   for (;;) {
-    for (const pb::DirEntry& d : page->entries) {
-      if (!filler.AddEntry(d)) return filler.Reply();
-      cookie = d.cookie();
+    for (size_t i = 0; i < page->entries.size(); ++i) {
+      if (!filler.AddEntry(page->entries[i])) {
+        keep_rest(i);
+        return filler.Reply();
+      }
     }
-    if (page->eof || page->entries.empty()) return filler.Reply();
-    page = Fs(req).Readdir(creds, dir, cookie, 256, plus);
+    if (page->eof || page->entries.empty()) {
+      keep_rest(page->entries.size());
+      return filler.Reply();
+    }
+    page = fetch(page->entries.back().cookie());
     if (!page.ok()) return ReplyError(req, page.status(), "readdir");
   }
 }
 
-void Readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, fuse_file_info*) {
-  DoReaddir(req, ino, size, off, false);
+void Readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, fuse_file_info* fi) {
+  DoReaddir(req, ino, size, off, false, StreamOf(fi));
 }
 
-void Readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, fuse_file_info*) {
-  DoReaddir(req, ino, size, off, true);
+void Readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, fuse_file_info* fi) {
+  DoReaddir(req, ino, size, off, true, StreamOf(fi));
 }
 
 }  // namespace

@@ -205,6 +205,10 @@ class FileSystemClient {
   // Entries after `cookie` (0 = from the start), at most `max_entries`.
   absl::StatusOr<DirPage> Readdir(const Creds& c, uint64_t ino, uint64_t cookie,
                                   uint32_t max_entries, bool with_attrs);
+  // A readdir entry's attributes as Readdir would give them now: a newer
+  // version this client has cached, and its own buffered writes (an entry
+  // kept between the kernel's READDIRs, DirStream).
+  Attr Freshen(Attr attr) { return WithPending(std::move(attr)); }
   absl::StatusOr<std::string> Getxattr(const Creds& c, uint64_t ino, const std::string& name);
   // flags: XATTR_CREATE = 1, XATTR_REPLACE = 2.
   absl::Status Setxattr(const Creds& c, uint64_t ino, const std::string& name,
