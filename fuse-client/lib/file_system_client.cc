@@ -847,9 +847,20 @@ absl::Status FileSystemClient::Removexattr(const Creds& c, uint64_t ino,
 }
 
 absl::StatusOr<pb::StatfsReply> FileSystemClient::Statfs(const Creds& c) {
+  constexpr absl::Duration kStatfsKept = absl::Seconds(1);
+  {
+    absl::MutexLock lock(&statfs_mu_);
+    if (statfs_.has_value() && absl::Now() - statfs_at_ < kStatfsKept) return *statfs_;
+  }
+  const absl::Time asked = absl::Now();
   pb::MetaRequest r;
   r.mutable_statfs();
   ASSIGN_OR_RETURN(pb::MetaReply reply, Call(c, std::move(r)));
+  absl::MutexLock lock(&statfs_mu_);
+  if (!statfs_.has_value() || asked > statfs_at_) {
+    statfs_ = reply.statfs();
+    statfs_at_ = asked;
+  }
   return reply.statfs();
 }
 

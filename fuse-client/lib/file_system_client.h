@@ -215,6 +215,9 @@ class FileSystemClient {
                         const std::string& value, uint32_t flags);
   absl::StatusOr<std::vector<std::string>> Listxattr(const Creds& c, uint64_t ino);
   absl::Status Removexattr(const Creds& c, uint64_t ino, const std::string& name);
+  // The MDS's answer, kept for a second: it sums capacity the OSDs report
+  // every few seconds anyway, and gateways ask before every write (Samba's
+  // disk_free, dbench's QFSINFO).
   absl::StatusOr<pb::StatfsReply> Statfs(const Creds& c);
   // R_OK/W_OK/X_OK (F_OK = 0), decided as an open or exec would be: mode
   // bits, ACLs, root passing except X_OK on a file no one may execute.
@@ -519,6 +522,9 @@ class FileSystemClient {
   // Background releases: they wait for flushes running in pool_, so they
   // have threads of their own (never the other way round).
   std::unique_ptr<ThreadPool> release_pool_;
+  absl::Mutex statfs_mu_;
+  std::optional<pb::StatfsReply> statfs_ ABSL_GUARDED_BY(statfs_mu_);
+  absl::Time statfs_at_ ABSL_GUARDED_BY(statfs_mu_);
   absl::Mutex release_mu_;  // after mu_ if both
   std::vector<std::shared_ptr<OpenFile>> releases_ ABSL_GUARDED_BY(release_mu_);
   bool releases_stop_ ABSL_GUARDED_BY(release_mu_) = false;

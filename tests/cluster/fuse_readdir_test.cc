@@ -4,12 +4,14 @@
 // that must not change: every name once however the listing is cut up
 // (small getdents buffers, telldir and seekdir), names created after the
 // end was reached shown after rewinddir and by a new opendir, by this mount
-// or another, and the attributes ls -l sees.
+// or another, and the attributes ls -l sees. And statfs, which the mount
+// answers for a second from the MDS's last answer.
 #include <catch2/catch.hpp>
 
 #include <dirent.h>
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -19,6 +21,8 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "tests/harness/http.h"
 #include "tests/harness/mount_fixture.h"
 
 namespace weft::testing {
@@ -166,6 +170,39 @@ TEST_CASE("fuse readdir: names created after the end are listed after rewinddir 
   CHECK(GetdentsNames(f.P("empty"), 4096).empty());
   Touch(f.Q("empty/x"));
   CHECK(GetdentsNames(f.P("empty"), 4096) == std::vector<std::string>{"x"});
+}
+
+double MdsStatfsCalls(Cluster& cluster) {
+  auto page = HttpGet(cluster.MdsMetricsAddr(), "/metrics");
+  REQUIRE(page.ok());
+  auto v = MetricValue(page->body, "weft_mds_request_latency_seconds_count{op=\"statfs\"}");
+  return v.ok() ? *v : 0;  // none served yet
+}
+
+TEST_CASE("fuse statfs: asked of the MDS at most once a second - same answer meanwhile",
+          "[fuse][readdir]") {
+  ClusterOptions options;
+  options.metrics = true;
+  MountFixture f(options);
+  struct statvfs first;
+  REQUIRE(statvfs(f.mount->dir().c_str(), &first) == 0);
+  const double before = MdsStatfsCalls(*f.cluster);
+  const absl::Time start = absl::Now();
+  for (int i = 0; i < 50; ++i) {
+    struct statvfs again;
+    REQUIRE(statvfs(f.mount->dir().c_str(), &again) == 0);
+    CHECK(again.f_blocks == first.f_blocks);
+    CHECK(again.f_namemax == 255);
+  }
+  const double seconds = absl::ToDoubleSeconds(absl::Now() - start);
+  // One more per second that passed (a stalled machine), never one per call.
+  CHECK(MdsStatfsCalls(*f.cluster) - before <= 1 + seconds);
+  // After the second, the MDS is asked again.
+  absl::SleepFor(absl::Milliseconds(1100));
+  const double later = MdsStatfsCalls(*f.cluster);
+  struct statvfs fresh;
+  REQUIRE(statvfs(f.mount->dir().c_str(), &fresh) == 0);
+  CHECK(MdsStatfsCalls(*f.cluster) == later + 1);
 }
 
 }  // namespace
