@@ -21,7 +21,6 @@
 #include "common/posix/acl.h"
 #include "common/status/status.h"
 #include "fuse-client/fuse/dev_io.h"
-#include "fuse-client/lib/dir_stream.h"
 
 namespace weft::fuse {
 namespace {
@@ -170,16 +169,24 @@ void NoteGiven(MountContext& ctx, const NameGrant& grant, uint64_t parent,
 // Marks a request that the kernel runs holding directory `dir` (MDS inode)
 // locked — a change in it, or of it — for as long as it runs here: a revoke
 // of the directory's lease then does not wait for the kernel's names in it
-// to expire, as the MDS may hold this very request for that revoke.
+// to expire, as the MDS may hold this very request for that revoke. Its
+// change is counted when it starts and when it ends: a READDIR page fetched
+// meanwhile is not kept past it (client::DirStream).
 class BusyDir {
  public:
-  BusyDir(fuse_req_t req, uint64_t dir) : names_(Ctx(req).names), dir_(dir) { names_.Enter(dir_); }
-  ~BusyDir() { names_.Leave(dir_); }
+  BusyDir(fuse_req_t req, uint64_t dir) : ctx_(Ctx(req)), dir_(dir) {
+    ctx_.names.Enter(dir_);
+    ctx_.dir_changes.Bump(dir_);
+  }
+  ~BusyDir() {
+    ctx_.dir_changes.Bump(dir_);
+    ctx_.names.Leave(dir_);
+  }
   BusyDir(const BusyDir&) = delete;
   BusyDir& operator=(const BusyDir&) = delete;
 
  private:
-  KernelNames& names_;
+  MountContext& ctx_;
   const uint64_t dir_;
 };
 
@@ -827,11 +834,16 @@ void DoReaddir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, bool plus
   const Creds creds = CredsOf(req);
   // Read the first page before emitting ".": a directory we may not read
   // fails whole. What the last READDIR left over, if this one continues it.
+  client::DirChanges& changes = Ctx(req).dir_changes;
   std::optional<client::DirStream::Kept> kept;
-  if (stream != nullptr && off > 0) kept = stream->Take(static_cast<uint64_t>(off), absl::Now());
+  if (stream != nullptr && off > 0) {
+    kept = stream->Take(static_cast<uint64_t>(off), absl::Now(), changes.Of(dir));
+  }
   absl::Time fetched = kept.has_value() ? kept->fetched : absl::Now();
+  uint64_t count = kept.has_value() ? kept->changes : 0;  // the directory's, before the fetch
   auto fetch = [&](uint64_t cookie) {
     fetched = absl::Now();
+    count = changes.Of(dir);
     return Fs(req).Readdir(creds, dir, cookie, 256, plus);
   };
   absl::StatusOr<client::DirPage> page = kept.has_value()
@@ -864,7 +876,7 @@ void DoReaddir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, bool plus
     rest.eof = page->eof;
     rest.entries.assign(std::make_move_iterator(page->entries.begin() + i),
                         std::make_move_iterator(page->entries.end()));
-    stream->Keep(static_cast<uint64_t>(filler.next()), std::move(rest), fetched);
+    stream->Keep(static_cast<uint64_t>(filler.next()), std::move(rest), fetched, count);
   };
   for (;;) {
     for (size_t i = 0; i < page->entries.size(); ++i) {
@@ -896,6 +908,7 @@ void OnDirRevoked(MountContext& ctx, uint64_t dir) {
   // Longer only when the MDS holds a request of this mount that the kernel
   // runs holding the directory, one that started after the Busy check below.
   constexpr absl::Duration kExpireWait = absl::Seconds(1);
+  ctx.dir_changes.Bump(dir);  // another mount changes it: no kept READDIR page
   std::vector<std::string> names = ctx.names.Revoke(dir, absl::Now());
   if (names.empty()) return;
   auto done = std::make_shared<absl::Notification>();

@@ -36,6 +36,7 @@
 #include "fuse-client/fuse/kernel_dirs.h"
 #include "fuse-client/fuse/lock_waits.h"
 #include "fuse-client/fuse/kernel_names.h"
+#include "fuse-client/lib/dir_stream.h"
 #include "fuse-client/lib/file_system_client.h"
 #include "fuse-client/lib/groups_cache.h"
 
@@ -57,6 +58,9 @@ struct MountContext {
   bool direct_writes = false;
   KernelDirs dirs;
   KernelNames names;
+  // Changes to directories through this mount and revokes of their leases:
+  // what an open directory kept of a READDIR page is not used past one.
+  client::DirChanges dir_changes;
   // Expires names of revoked directories in the kernel (a notification may
   // wait for a request of this mount holding the directory). Started once
   // the daemon has detached (threads do not survive a fork).

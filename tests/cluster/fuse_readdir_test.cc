@@ -15,6 +15,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <map>
 #include <set>
 #include <string>
@@ -170,6 +171,56 @@ TEST_CASE("fuse readdir: names created after the end are listed after rewinddir 
   CHECK(GetdentsNames(f.P("empty"), 4096).empty());
   Touch(f.Q("empty/x"));
   CHECK(GetdentsNames(f.P("empty"), 4096) == std::vector<std::string>{"x"});
+}
+
+// A name removed in the middle of a listing, after the READDIR before it
+// fetched a page holding it, is not listed after the removal: a change
+// through this mount drops what the open directory kept of that page, and
+// so does the revoke that another mount's change sends (the listing's
+// reply granted this mount a lease on the directory).
+TEST_CASE("fuse readdir: a name removed mid-listing - by this mount or the other - is not listed after",
+          "[fuse][readdir]") {
+  TwoMountFixture f;
+  REQUIRE(mkdir(f.P("d").c_str(), 0755) == 0);
+  for (int i = 0; i < 600; ++i) Touch(f.P(absl::StrCat("d/name-", i)));
+  for (const bool other : {false, true}) {
+    INFO((other ? "removed through the other mount" : "removed through this mount"));
+    const std::vector<std::string> order = GetdentsNames(f.P("d"), 65536);
+    const int fd = open(f.P("d").c_str(), O_RDONLY | O_DIRECTORY);
+    REQUIRE(fd >= 0);
+    // One getdents is one READDIR: it takes that reply whole, and the open
+    // directory keeps the rest of the MDS page behind it.
+    std::vector<char> buf(32768);
+    std::vector<std::string> listed;
+    const long n = syscall(SYS_getdents64, fd, buf.data(), buf.size());
+    REQUIRE(n > 0);
+    for (long at = 0; at < n;) {
+      const auto* d = reinterpret_cast<const Dirent64*>(buf.data() + at);
+      const std::string name = d->name;
+      if (name != "." && name != "..") listed.push_back(name);
+      at += d->reclen;
+    }
+    REQUIRE(listed.size() + 10 < order.size());
+    const std::string victim = order[listed.size() + 3];
+    REQUIRE(unlink(((other ? f.Q("d/") : f.P("d/")) + victim).c_str()) == 0);
+    for (;;) {
+      const long m = syscall(SYS_getdents64, fd, buf.data(), buf.size());
+      REQUIRE(m >= 0);
+      if (m == 0) break;
+      for (long at = 0; at < m;) {
+        const auto* d = reinterpret_cast<const Dirent64*>(buf.data() + at);
+        const std::string name = d->name;
+        if (name != "." && name != "..") listed.push_back(name);
+        at += d->reclen;
+      }
+    }
+    close(fd);
+    CHECK(std::find(listed.begin(), listed.end(), victim) == listed.end());
+    CHECK(listed.size() == order.size() - 1);
+    std::set<std::string> expected = AsSet(order);
+    expected.erase(victim);
+    CHECK(AsSet(listed) == expected);
+  }
 }
 
 double MdsStatfsCalls(Cluster& cluster) {
