@@ -755,8 +755,7 @@ void Access(fuse_req_t req, fuse_ino_t ino, int mask) {
 class DirFiller {
  public:
   // `attr_timeout`: how long the kernel may keep the entries' attributes.
-  DirFiller(fuse_req_t req, uint64_t dir, size_t size, bool plus,
-            double attr_timeout = kAttrTimeoutS)
+  DirFiller(fuse_req_t req, uint64_t dir, size_t size, bool plus, double attr_timeout)
       : req_(req), ctx_(Ctx(req)), dir_(dir), grant_(GrantName(req, dir)), buf_(size, '\0'),
         plus_(plus), attr_timeout_(attr_timeout) {}
   ~DirFiller() {

@@ -47,11 +47,12 @@ class DirChanges {
   uint64_t Of(uint64_t dir) { return Slot(dir).load(std::memory_order_acquire); }
 
  private:
-  static constexpr size_t kSlots = 4096;
+  static constexpr int kSlotBits = 12;
+  // Fibonacci hashing: the top bits of the inode times 2^64 / phi.
   std::atomic<uint64_t>& Slot(uint64_t dir) {
-    return slots_[(dir * 0x9E3779B97F4A7C15ull) >> 52];  // the top 12 bits
+    return slots_[(dir * 0x9E3779B97F4A7C15ull) >> (64 - kSlotBits)];
   }
-  std::array<std::atomic<uint64_t>, kSlots> slots_{};
+  std::array<std::atomic<uint64_t>, size_t{1} << kSlotBits> slots_{};
 };
 
 class DirStream {

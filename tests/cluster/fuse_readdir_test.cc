@@ -38,23 +38,28 @@ struct Dirent64 {
   char name[];
 };
 
+// One getdents64 of `fd` into `buf`: appends the names it returned ("."
+// and ".." left out) and returns its byte count (0 at the end).
+long GetdentsOnce(int fd, std::vector<char>& buf, std::vector<std::string>* names) {
+  const long n = syscall(SYS_getdents64, fd, buf.data(), buf.size());
+  REQUIRE(n >= 0);
+  for (long at = 0; at < n;) {
+    const auto* d = reinterpret_cast<const Dirent64*>(buf.data() + at);
+    const std::string name = d->name;
+    if (name != "." && name != "..") names->push_back(name);
+    at += d->reclen;
+  }
+  return n;
+}
+
 // Every name getdents64 returns for `path`, read `buffer` bytes at a time,
-// in order ("." and ".." left out).
+// in order.
 std::vector<std::string> GetdentsNames(const std::string& path, size_t buffer) {
   const int fd = open(path.c_str(), O_RDONLY | O_DIRECTORY);
   REQUIRE(fd >= 0);
   std::vector<std::string> names;
   std::vector<char> buf(buffer);
-  for (;;) {
-    const long n = syscall(SYS_getdents64, fd, buf.data(), buf.size());
-    REQUIRE(n >= 0);
-    if (n == 0) break;
-    for (long at = 0; at < n;) {
-      const auto* d = reinterpret_cast<const Dirent64*>(buf.data() + at);
-      const std::string name = d->name;
-      if (name != "." && name != "..") names.push_back(name);
-      at += d->reclen;
-    }
+  while (GetdentsOnce(fd, buf, &names) > 0) {
   }
   close(fd);
   return names;
@@ -192,27 +197,11 @@ TEST_CASE("fuse readdir: a name removed mid-listing - by this mount or the other
     // directory keeps the rest of the MDS page behind it.
     std::vector<char> buf(32768);
     std::vector<std::string> listed;
-    const long n = syscall(SYS_getdents64, fd, buf.data(), buf.size());
-    REQUIRE(n > 0);
-    for (long at = 0; at < n;) {
-      const auto* d = reinterpret_cast<const Dirent64*>(buf.data() + at);
-      const std::string name = d->name;
-      if (name != "." && name != "..") listed.push_back(name);
-      at += d->reclen;
-    }
+    REQUIRE(GetdentsOnce(fd, buf, &listed) > 0);
     REQUIRE(listed.size() + 10 < order.size());
     const std::string victim = order[listed.size() + 3];
     REQUIRE(unlink(((other ? f.Q("d/") : f.P("d/")) + victim).c_str()) == 0);
-    for (;;) {
-      const long m = syscall(SYS_getdents64, fd, buf.data(), buf.size());
-      REQUIRE(m >= 0);
-      if (m == 0) break;
-      for (long at = 0; at < m;) {
-        const auto* d = reinterpret_cast<const Dirent64*>(buf.data() + at);
-        const std::string name = d->name;
-        if (name != "." && name != "..") listed.push_back(name);
-        at += d->reclen;
-      }
+    while (GetdentsOnce(fd, buf, &listed) > 0) {
     }
     close(fd);
     CHECK(std::find(listed.begin(), listed.end(), victim) == listed.end());
