@@ -676,19 +676,25 @@ absl::StatusOr<std::shared_ptr<FileSystemClient::OpenFile>> FileSystemClient::En
   {
     absl::MutexLock lock(&mu_);
     auto it = caches_.find(f->ino);
-    if (it != caches_.end() && --it->second.handles == 0) {
-      caches_.erase(it);
-      last = true;
-    }
+    last = it != caches_.end() && --it->second.handles == 0;
   }
-  if (last && f->cache != nullptr) {
-    // A setattr that found the cache before it went may have changed the
-    // attributes since the flush above: no more of those, and they go too.
+  if (!last) return f;
+  if (f->cache != nullptr) {
+    // A setattr may have changed the attributes here since the flush above:
+    // no more of those, and they go too. The cache stays findable until
+    // they have: a setattr that missed it would reach the MDS first and be
+    // overwritten by the older change (an utimensat lost after a close).
     f->cache->DropAttrAuthority();
     if (f->cache->attrs_pending()) {
       absl::Status s = f->cache->Flush();
       if (flushed->ok()) *flushed = s;
     }
+  }
+  absl::MutexLock lock(&mu_);
+  auto it = caches_.find(f->ino);
+  // Unless an open meanwhile took the cache over.
+  if (it != caches_.end() && it->second.handles == 0 && it->second.cache == f->cache) {
+    caches_.erase(it);
   }
   return f;
 }
