@@ -172,6 +172,10 @@ run_fsbench() {
   local r=$1 sys=$2 dir=$3 pidfile=$4
   local tag=r$r.$sys steps=$OUT/r$r.$sys.steps rc=0 nfail=${#failures[@]}
   mkdir -p "$steps"; rm -f "$OUT/$tag.txt.tmp"
+  # The other system's teardown (or the previous round's) may still be
+  # discarding its deleted files: not part of this run (lib.sh).
+  echo -n "before round $r, $sys: " >>"$OUT/settle.log"
+  settle_disk "$dir" "$OUT/settle.log"
   echo -n "load average $(cut -d' ' -f1-3 /proc/loadavg) at the start" >"$OUT/$tag.load"
   local t0; t0=$(date +%s)
   start_sampler "$OUT/$tag.rss.samples" "$pidfile"
@@ -420,6 +424,7 @@ done
   echo "   going; the workload is unchanged: $OUT/fsbench/fsbench.diff)"
   echo
   for f in "$OUT"/r*.load; do [[ -f $f ]] && echo "$(basename "$f" .load) fsbench.sh: $(cat "$f")"; done
+  [[ -f $OUT/settle.log ]] && sed 's/^/disk quiet /' "$OUT/settle.log"
   for f in "$OUT"/r1.*.layout.txt; do [[ -f $f ]] && echo "$(basename "$f" .layout.txt) layout: $(grep -E 'layout=' "$f" | tr -d '"' || echo '?')"; done
   echo
   printf '%-24s %-6s %10s %10s %11s  %-18s %s\n' "metric (median of $RUNS)" unit ceph weft "weft vs ceph*" target verdict

@@ -82,6 +82,32 @@ peak_rss() {
   awk -F'VmHWM_KiB=' '$2 ~ /^[0-9]+$/ && $2 > m { m = $2 } END { if (m) printf "%.0f", m / 1024 }' "$prefix.hwm"
 }
 
+# settle_disk DIR [LOG]: waits (at most SETTLE_MAX_S, default 120 s) until the
+# block device under DIR has been quiet for 3 s in a row: no discards and
+# under 8 MiB/s written. Deleting gigabytes (a cleanup between runs, the
+# other system's teardown) on an ext4 mounted with `discard` kept the disk
+# discarding at 400+ MB/s for tens of seconds, and a write run started then
+# measured the deletes: 123 against 183 MB/s the same minute. Appends
+# "settled after N s (device D)" to LOG.
+settle_disk() {
+  local dir=$1 logf=${2:-/dev/null} dev stat=""
+  dev=$(df --output=source "$dir" 2>/dev/null | tail -1)
+  dev=$(basename "$(readlink -f "$dev")")
+  stat=/sys/class/block/$dev/stat
+  [[ -r $stat ]] || { echo "disk not settled: no $stat" >>"$logf"; return 0; }
+  local max=${SETTLE_MAX_S:-120} waited=0 quiet=0 prev now dw dd
+  # Fields: 7 sectors written, 14 sectors discarded (Documentation/block/stat.rst).
+  prev=$(awk '{ print $7, $14 }' "$stat")
+  while (( quiet < 3 && waited < max )); do
+    sleep 1; waited=$((waited + 1))
+    now=$(awk '{ print $7, $14 }' "$stat")
+    dw=$(( ${now% *} - ${prev% *} )); dd=$(( ${now#* } - ${prev#* } ))
+    if (( dd == 0 && dw < 16384 )); then quiet=$((quiet + 1)); else quiet=0; fi
+    prev=$now
+  done
+  echo "settled after $waited s (device $dev$( (( quiet < 3 )) && echo ', still busy at the limit'))" >>"$logf"
+}
+
 # run_tool NAME OUTFILE CMD...: runs a benchmark command, keeps its output,
 # records a failure in `failures`.
 run_tool() {

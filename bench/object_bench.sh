@@ -69,6 +69,10 @@ trap_exit
 
 drop_caches() {
   sync
+  # The previous run's cleanup, or the other system's teardown, still
+  # discarding: not part of what the next run measures (lib.sh).
+  echo -n "before $1: " >>"$OUT/settle.log"
+  settle_disk "$OUT" "$OUT/settle.log"
   if [[ $DROP_CACHES == 1 ]]; then
     echo 3 >/proc/sys/vm/drop_caches 2>/dev/null || log "warning: cannot drop caches (not root?)"
   fi
@@ -135,18 +139,18 @@ ceph_part() {
   local pidfiles=("$CDIR"/run/osd.*.pid)
   start_sampler "$OUT/ceph.rss.samples" "${pidfiles[@]}"
   for r in $(seq "$RUNS"); do
-    drop_caches
+    drop_caches "ceph write (run $r)"
     run_tool "ceph write (run $r)" "$OUT/ceph.write.$r.txt" \
       "${R[@]}" -p "$POOL" bench "$SECONDS_PER_RUN" write -t "$THREADS" -b "$block_bytes" --no-cleanup
-    drop_caches
+    drop_caches "ceph seq (run $r)"
     run_tool "ceph seq (run $r)" "$OUT/ceph.seq.$r.txt" \
       "${R[@]}" -p "$POOL" bench "$SECONDS_PER_RUN" seq -t "$THREADS"
     # Latency percentiles, which rados bench does not print: the same
     # workload again through librados, timed per operation.
-    drop_caches
+    drop_caches "ceph latency probe write (run $r)"
     run_tool "ceph latency probe write (run $r)" "$OUT/cephlat.write.$r.txt" \
       "${probe[@]}" write --seconds "$SECONDS_PER_RUN" --threads "$THREADS" --block-size "$block_bytes" --prefix "probe$r"
-    drop_caches
+    drop_caches "ceph latency probe seq (run $r)"
     run_tool "ceph latency probe seq (run $r)" "$OUT/cephlat.seq.$r.txt" \
       "${probe[@]}" seq --seconds "$SECONDS_PER_RUN" --threads "$THREADS" --block-size "$block_bytes" --prefix "probe$r"
     if [[ $r -lt $RUNS ]]; then
@@ -181,10 +185,10 @@ weft_part() {
   [[ ${#pidfiles[@]} == 6 ]] || die "expected 6 weft-osd pid files, found ${#pidfiles[@]}"
   start_sampler "$OUT/weft.rss.samples" "${pidfiles[@]}"
   for r in $(seq "$RUNS"); do
-    drop_caches
+    drop_caches "weft write (run $r)"
     run_tool "weft write (run $r)" "$OUT/weft.write.$r.txt" \
       "${W[@]}" bench "$POOL" write --seconds "$SECONDS_PER_RUN" --threads "$THREADS" --block-size "$block_bytes"
-    drop_caches
+    drop_caches "weft seq (run $r)"
     run_tool "weft seq (run $r)" "$OUT/weft.seq.$r.txt" \
       "${W[@]}" bench "$POOL" seq --seconds "$SECONDS_PER_RUN" --threads "$THREADS"
     if [[ $r -lt $RUNS ]]; then
@@ -283,6 +287,7 @@ p99_rows() {  # mode
   echo "  $anchor/up.sh   # CDIR=$CDIR, 6 BlueStore-on-file OSDs + the anchor's CephFS pools, MDS and ceph-fuse"
   for c in "${commands[@]}"; do echo "  $c"; done
   [[ $DROP_CACHES != 1 ]] || echo "  (sync; echo 3 > /proc/sys/vm/drop_caches before every write and every seq)"
+  echo "  (and before each, a wait until the disk stopped discarding and writing: $(awk -F'settled after ' 'NF > 1 { split($2, a, " "); s += a[1]; n++ } END { printf "%d waits, %d s in all", n, s }' "$OUT/settle.log" 2>/dev/null), $OUT/settle.log)"
   echo
   row "metric (median of $RUNS run(s))" ceph weft weft/ceph ""
   row "----------------------------------" "-----------" "-----------" "----------" ""
