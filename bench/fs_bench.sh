@@ -175,7 +175,7 @@ run_fsbench() {
   # The other system's teardown (or the previous round's) may still be
   # discarding its deleted files: not part of this run (lib.sh).
   echo -n "before round $r, $sys: " >>"$OUT/settle.log"
-  settle_disk "$dir" "$OUT/settle.log"
+  settle_disk "$OUT" "$OUT/settle.log"  # $dir is the FUSE mount: no block device
   echo -n "load average $(cut -d' ' -f1-3 /proc/loadavg) at the start" >"$OUT/$tag.load"
   local t0; t0=$(date +%s)
   start_sampler "$OUT/$tag.rss.samples" "$pidfile"

@@ -83,7 +83,8 @@ peak_rss() {
 }
 
 # settle_disk DIR [LOG]: waits (at most SETTLE_MAX_S, default 120 s) until the
-# block device under DIR has been quiet for 3 s in a row: no discards and
+# block device under DIR (a local directory on the disk the clusters use,
+# not a FUSE mount) has been quiet for 3 s in a row: no discards and
 # under 8 MiB/s written. Deleting gigabytes (a cleanup between runs, the
 # other system's teardown) on an ext4 mounted with `discard` kept the disk
 # discarding at 400+ MB/s for tens of seconds, and a write run started then
