@@ -670,8 +670,10 @@ absl::StatusOr<std::shared_ptr<FileSystemClient::OpenFile>> FileSystemClient::En
     f = std::move(it->second);
     handles_.erase(it);
   }
+  // A handle without a cache (its layout was bad) was never counted in caches_.
+  if (f->cache == nullptr) return f;
   // The MDS must still see this session's write open while the flush reports.
-  *flushed = f->cache != nullptr ? f->cache->Flush() : absl::OkStatus();
+  *flushed = f->cache->Flush();
   bool last = false;
   {
     absl::MutexLock lock(&mu_);
@@ -679,16 +681,14 @@ absl::StatusOr<std::shared_ptr<FileSystemClient::OpenFile>> FileSystemClient::En
     last = it != caches_.end() && --it->second.handles == 0;
   }
   if (!last) return f;
-  if (f->cache != nullptr) {
-    // A setattr may have changed the attributes here since the flush above:
-    // no more of those, and they go too. The cache stays findable until
-    // they have: a setattr that missed it would reach the MDS first and be
-    // overwritten by the older change (an utimensat lost after a close).
-    f->cache->DropAttrAuthority();
-    if (f->cache->attrs_pending()) {
-      absl::Status s = f->cache->Flush();
-      if (flushed->ok()) *flushed = s;
-    }
+  // A setattr may have changed the attributes here since the flush above:
+  // no more of those, and they go too. The cache stays findable until they
+  // have: a setattr that missed it would reach the MDS first and be
+  // overwritten by the older change (an utimensat lost after a close).
+  f->cache->DropAttrAuthority();
+  if (f->cache->attrs_pending()) {
+    absl::Status s = f->cache->Flush();
+    if (flushed->ok()) *flushed = s;
   }
   absl::MutexLock lock(&mu_);
   auto it = caches_.find(f->ino);
