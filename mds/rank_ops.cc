@@ -247,7 +247,11 @@ absl::Status MdsRank::RunOp(const pb::MetaRequest& request, pb::MetaReply* reply
     if (wait_seq == 0) return absl::OkStatus();
     // An early reply when the client takes one and the journal is not too
     // far behind; the client keeps the request until a reply shows it durable.
+    // Not after a move of inline data: the client writes the file's objects
+    // once it sees the move, and a replay of the request would move the
+    // (recorded) inline bytes again over what it wrote.
     if (request.unsafe_ok() && !reply->replayed() && request.op_case() != pb::MetaRequest::kSync &&
+        !moved.has_value() &&
         wait_seq - std::min(wait_seq, journal_.durable_seq()) < options_.unsafe_events_max) {
       RETURN_IF_ERROR(journal_.error());
       reply->set_unsafe(true);

@@ -307,5 +307,36 @@ TEST_CASE("inline data: an MDS killed between a move's object write and its reco
   CHECK(ReadFile(f.P("moving")) == model);
 }
 
+TEST_CASE("inline data: a move answered early is not made again over the objects written after "
+          "it when the MDS dies before recording it",
+          "[fuse][inline][fault]") {
+  // A wide journal window, so that the kill below surely falls inside it:
+  // every change answered early in the last second is still unrecorded.
+  ClusterOptions options;
+  options.extra_conf = {"mds_journal_batch_ms = 1000"};
+  TwoMountFixture f(options);
+  const std::string path = f.P("grown");
+  const int fd = open(path.c_str(), O_CREAT | O_WRONLY, 0644);
+  REQUIRE(fd >= 0);
+  // Past the inline limit in one buffered write: its flush asks the MDS for
+  // the move, then writes the object and reports it.
+  const std::string first = RandomBytes(100000, 31);
+  WriteAll(fd, first, 0);
+  CHECK(ReadFile(f.Q("grown")) == first);  // the other mount's look flushes it
+  f.cluster->KillMds();
+  auto started = f.cluster->StartMds();
+  INFO(started);
+  REQUIRE(started.ok());
+  DataObjects data(*f.cluster);
+  CHECK(data.HasFirst(InoOf(path)));
+  const std::string second = RandomBytes(30000, 32);
+  WriteAll(fd, second, 100000);
+  const std::string all = first + second;
+  CHECK(ReadFile(f.Q("grown")) == all);
+  REQUIRE(close(fd) == 0);
+  CHECK(ReadFile(path) == all);
+  CHECK(ReadFile(f.Q("grown")) == all);
+}
+
 }  // namespace
 }  // namespace weft::testing

@@ -695,9 +695,14 @@ TEST_CASE("fuse write-back: a file held open for writing is flushed when another
   REQUIRE(started.ok());
   const std::string third = Pattern(30000, 3);
   WriteAll(fd, third, 150000);
-  CHECK(ReadFile(f.Q("held")) == first + second + third);
+  const std::string all = first + second + third;
+  const std::string seen = ReadFile(f.Q("held"));
+  INFO("read " << seen.size() << " bytes" << DescribeMismatch(all, seen, 0, 0));
+  CHECK(seen == all);
   REQUIRE(close(fd) == 0);
-  CHECK(ReadFile(f.Q("held")) == first + second + third);
+  const std::string after = ReadFile(f.Q("held"));
+  INFO("after close read " << after.size() << " bytes" << DescribeMismatch(all, after, 0, 0));
+  CHECK(after == all);
 }
 
 TEST_CASE("fuse write-back: a writer killed with buffered data does not hold the other mount up",
