@@ -87,6 +87,14 @@ void MdsRank::AfterCommitLocked(OpContext& ctx) {
   }
 }
 
+uint64_t MdsRank::MoveNotDurableLocked(const std::vector<uint64_t>& touched, uint64_t mine) const {
+  if (moves_not_durable_.empty()) return 0;
+  for (uint64_t ino : touched) {
+    if (ino != mine && moves_not_durable_.contains(ino)) return ino;
+  }
+  return 0;
+}
+
 absl::Status MdsRank::RunOp(const pb::MetaRequest& request, pb::MetaReply* reply, bool replay) {
   absl::flat_hash_set<RecallKey> recalled;
   // A move of inline data this request makes (moving_ holds the file until
@@ -99,6 +107,7 @@ absl::Status MdsRank::RunOp(const pb::MetaRequest& request, pb::MetaReply* reply
     if (moving == 0 && held.empty()) return;
     absl::MutexLock lock(&mu_);
     moving_.erase(moving);
+    moves_not_durable_.erase(moving);
     EndHoldsLocked(held);
   };
   for (int attempt = 0; attempt < 32; ++attempt) {
@@ -148,6 +157,18 @@ absl::Status MdsRank::RunOp(const pb::MetaRequest& request, pb::MetaReply* reply
           if (replay) ctx.ReuseIno(request.replay_ino());
           ctx.SetMoved(moved);
           absl::Status status = Dispatch(ctx, request, reply);
+          if (const uint64_t busy = MoveNotDurableLocked(ctx.touched(), moving); busy != 0) {
+            // Another request moved this file's inline data and its record
+            // is not durable yet: an answer showing the move would let the
+            // client write objects that a replay of the move overwrites.
+            reply->Clear();
+            auto free = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+              return stopping_ || !moves_not_durable_.contains(busy);
+            };
+            mu_.Await(absl::Condition(&free));
+            --attempt;  // waiting is not a failed try
+            continue;
+          }
           if (IsNeedLoad(status) && ctx.loads_pending()) {
             load.inodes = ctx.load_inodes();
             load.frags = ctx.load_frags();
@@ -209,6 +230,7 @@ absl::Status MdsRank::RunOp(const pb::MetaRequest& request, pb::MetaReply* reply
                 }
               }
               wait_seq = CommitLocked(&event);
+              if (moved) moves_not_durable_.insert(moving);  // until this request ends
               reply->set_time_ns(now);
               AfterCommitLocked(ctx);
               for (const pb::TrimRec& t : ctx.trim_add()) trims.push_back(t.ino());
