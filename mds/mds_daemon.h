@@ -32,7 +32,7 @@ struct DaemonOptions {
   int64_t reconnect_timeout_ms = 10000;  // mds_reconnect_timeout (s)
   bool unsafe_replies = true;            // mds_unsafe_replies
   int64_t journal_write_delay_ms = 0;    // mds_debug_journal_delay_ms: a fault knob for tests
-  int64_t journal_batch_ms = 10;         // mds_journal_batch_ms: unsafe events gather this long
+  int64_t journal_batch_ms = 30;         // mds_journal_batch_ms: unsafe events gather this long
   int64_t dir_lease_ms = 5000;           // mds_dir_lease_ms: directory leases (0: none)
   uint64_t max_object_bytes = 128ull << 20;  // osd_max_object_size: no layout above it
   uint64_t inline_max_bytes = 64 << 10;  // mds_inline_max_bytes: small files' data in the MDS
