@@ -96,9 +96,12 @@ absl::Status DoRename(OpContext& ctx, const pb::RenameOp& op, pb::MetaReply* rep
     ASSIGN_OR_RETURN(const pb::InodeRec* dst_p, ctx.Inode(dst_d->ino));
     dst = *dst_p;
   }
+  // NOREPLACE first: a name renamed onto itself exists, as Linux answers
+  // renameat2(x, x, RENAME_NOREPLACE) (the kernel passes it on when its
+  // dentry for the target was invalidated during the call).
+  if ((op.flags() & kNoReplace) && dst_d) return Err(EEXIST, "rename: target exists");
   if (op.parent() == op.new_parent() && op.name() == op.new_name()) return absl::OkStatus();
   if ((op.flags() & kExchange) && !dst_d) return Err(ENOENT, "exchange with a missing name");
-  if ((op.flags() & kNoReplace) && dst_d) return Err(EEXIST, "rename: target exists");
   if (dst_d && dst.ino() == src.ino()) return absl::OkStatus();  // two links of one file
   // In vfs_rename's order: the source's directory (write, then its sticky
   // bit), then the target's, then the ".." of a directory that moves.

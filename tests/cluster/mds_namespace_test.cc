@@ -191,6 +191,12 @@ TEST_CASE("rename: over files and empty directories - across directories - flags
   CHECK(Errno(fs.Rename(b, "y", a, "full", kNoReplace)) == EEXIST);
   REQUIRE(fs.Rename(b, "y", a, "fresh", kNoReplace).ok());
   CHECK(Ino(fs.Lookup(a, "fresh")) == x);
+  // Onto itself: the name exists, so NOREPLACE refuses (as Linux does);
+  // plain and EXCHANGE change nothing.
+  CHECK(Errno(fs.Rename(a, "fresh", a, "fresh", kNoReplace)) == EEXIST);
+  CHECK(fs.Rename(a, "fresh", a, "fresh").ok());
+  CHECK(fs.Rename(a, "fresh", a, "fresh", kExchange).ok());
+  CHECK(Ino(fs.Lookup(a, "fresh")) == x);
   CHECK(Errno(fs.Rename(a, "fresh", b, "nothing", kExchange)) == ENOENT);
   CHECK(Errno(fs.Rename(a, "fresh", b, "d2", kExchange | kNoReplace)) == EINVAL);
   replaced = fs.Rename(a, "fresh", b, "d2", kExchange);
