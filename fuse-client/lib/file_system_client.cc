@@ -153,8 +153,18 @@ void FileSystemClient::Remember(const Attr& attr, bool from_mds) {
   it->second.refs++;
   // An inode held already had the reply offered when it came (CacheAttr),
   // which may have refused it; attributes this client had cached are no
-  // fresher for being handed out.
-  if (added && from_mds) it->second.Offer(attr, 0);
+  // fresher for being handed out. A lookup answered from the cache finds
+  // the inode gone when the kernel forgot it meanwhile: its attributes are
+  // kept, not trusted (the next lookup asks the MDS). An entry without
+  // them answered the next lookup with inode 0, which the kernel took for
+  // "no such name" and cached.
+  if (!added) return;
+  if (from_mds) {
+    it->second.Offer(attr, 0);
+  } else {
+    it->second.attr = attr;
+    it->second.fetched = absl::InfinitePast();
+  }
 }
 
 bool FileSystemClient::Forget(uint64_t ino, uint64_t n) {
@@ -312,7 +322,8 @@ absl::StatusOr<Attr> FileSystemClient::Lookup(const Creds& c, uint64_t parent,
       auto it = inodes_.find(*known);
       // The attributes as fresh as the kernel's own (every reply refreshes
       // them), valid for what is left of their time; not when known wrong.
-      if (it != inodes_.end() && it->second.fetched != absl::InfinitePast()) {
+      if (it != inodes_.end() && it->second.fetched != absl::InfinitePast() &&
+          it->second.attr.ino() == *known) {
         cached = it->second.attr;
         info->attr_valid =
             std::max(absl::ZeroDuration(), options_.attr_ttl - (now - it->second.fetched));

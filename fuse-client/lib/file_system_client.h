@@ -336,8 +336,8 @@ class FileSystemClient {
     std::string created_name;
   };
   struct CachedInode {
-    Attr attr;
-    absl::Time fetched;
+    Attr attr;  // ino 0 until attributes arrive
+    absl::Time fetched = absl::InfinitePast();  // InfinitePast: not trusted
     uint64_t refs = 0;
     uint64_t kernel_version = 0;  // of the attributes last given to the kernel (0: unknown)
     // Xattr values (none: absent) read while the attributes were at version
