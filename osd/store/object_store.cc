@@ -406,7 +406,8 @@ bool ObjectStore::RoomToKeepBlocks(uint64_t bytes) {
     if (spare_bytes_ + bytes > options_.spare_keep_bytes) return false;
   }
   auto space = io_->StatFs(data_dir_);
-  return space.ok() && space->avail_bytes > space->total_bytes / 5;
+  return space.ok() &&
+         space->avail_bytes * 100 > space->total_bytes * options_.spare_keep_min_avail_pct;
 }
 
 void ObjectStore::RetireFile(uint64_t fid) {

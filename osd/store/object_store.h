@@ -89,6 +89,9 @@ struct StoreOptions {
   // (fsync latency went from 0.07 to 16 ms while 2 GiB of files were
   // purged), and a new file written over kept blocks allocates nothing.
   uint64_t spare_keep_bytes = 1ull << 30;
+  // ...and only while more than this percentage of the file system is
+  // available (tests set 0, so that they do not depend on the disk they run on).
+  uint32_t spare_keep_min_avail_pct = 20;
   // fsync data files and directories and sync KV batches. Off only in tests:
   // without it nothing survives a power loss.
   bool sync = true;
