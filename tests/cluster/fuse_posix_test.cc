@@ -1767,11 +1767,6 @@ TEST_CASE("fuse posix: xattrs - statfs and df show the cluster", "[fuse][posix]"
         std::string::npos);
 }
 
-// Random calls by root and two users on the mount and on local disk
-// (tests/harness/nsfuzz.h): results, errnos, attributes, which times
-// changed, and finally the whole trees must agree. WEFT_NSFUZZ_SEEDS runs
-// more seeds (the default is 6 of 300 calls each), from WEFT_NSFUZZ_FIRST,
-// of WEFT_NSFUZZ_CALLS calls.
 TEST_CASE("fuse posix: renames racing the kernel's forgets - every name stays as the calls left it",
           "[fuse][posix]") {
   // stress-ng's rename stressor, two workers: a new file renamed to another
@@ -1844,6 +1839,11 @@ TEST_CASE("fuse posix: renames racing the kernel's forgets - every name stays as
   CHECK(wrong == 0);
 }
 
+// Random calls by root and two users on the mount and on local disk
+// (tests/harness/nsfuzz.h): results, errnos, attributes, which times
+// changed, and finally the whole trees must agree. WEFT_NSFUZZ_SEEDS runs
+// more seeds (the default is 6 of 300 calls each), from WEFT_NSFUZZ_FIRST,
+// of WEFT_NSFUZZ_CALLS calls.
 TEST_CASE("fuse posix: random namespace calls by root and users agree with ext4",
           "[fuse][posix]") {
   Fixture f;
