@@ -163,8 +163,10 @@ class MdsRank {
   absl::Status WriteMove(const InlineMove& move);
   // A file of `touched` whose inline data another request than the one
   // moving `mine` moved without its record being durable yet (0: none).
-  uint64_t MoveNotDurableLocked(const std::vector<uint64_t>& touched, uint64_t mine) const
+  uint64_t RecordedMoveLocked(const std::vector<uint64_t>& touched, uint64_t mine) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Until no request moves `ino` (or the rank stops).
+  void AwaitMoveLocked(uint64_t ino) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status LoadMissing(const Load& load);
   uint64_t CommitLocked(pb::JournalEvent* event) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void CloseSessionLocked(uint64_t session, pb::JournalEvent* event)
@@ -310,12 +312,10 @@ class MdsRank {
   uint64_t next_recall_seq_ ABSL_GUARDED_BY(mu_) = 0;
   // Files whose inline data a request is moving to objects: one at a time,
   // so that no late write of old bytes lands after the move was recorded
-  // and clients wrote objects.
-  absl::flat_hash_set<uint64_t> moving_ ABSL_GUARDED_BY(mu_);
-  // Those whose move is recorded but not durable: no other request answers
-  // about them until it is (the mover's client writes objects only then,
-  // and so must every other).
-  absl::flat_hash_set<uint64_t> moves_not_durable_ ABSL_GUARDED_BY(mu_);
+  // and clients wrote objects. The value: the move is recorded, not yet
+  // durable; no other request answers about the file until it is (the
+  // mover's client writes objects only then, and so must every other).
+  absl::flat_hash_map<uint64_t, bool> moving_ ABSL_GUARDED_BY(mu_);
   // Truncates: files whose objects a thread is cutting (until its trim_done
   // is durable), the sessions holding their writes meanwhile, and how many
   // holds of each file requests asked for and have not ended.

@@ -87,12 +87,20 @@ void MdsRank::AfterCommitLocked(OpContext& ctx) {
   }
 }
 
-uint64_t MdsRank::MoveNotDurableLocked(const std::vector<uint64_t>& touched, uint64_t mine) const {
-  if (moves_not_durable_.empty()) return 0;
+uint64_t MdsRank::RecordedMoveLocked(const std::vector<uint64_t>& touched, uint64_t mine) const {
+  if (moving_.empty()) return 0;
   for (uint64_t ino : touched) {
-    if (ino != mine && moves_not_durable_.contains(ino)) return ino;
+    auto it = moving_.find(ino);
+    if (ino != mine && it != moving_.end() && it->second) return ino;
   }
   return 0;
+}
+
+void MdsRank::AwaitMoveLocked(uint64_t ino) {
+  auto done = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return stopping_ || !moving_.contains(ino);
+  };
+  mu_.Await(absl::Condition(&done));
 }
 
 absl::Status MdsRank::RunOp(const pb::MetaRequest& request, pb::MetaReply* reply, bool replay) {
@@ -107,7 +115,6 @@ absl::Status MdsRank::RunOp(const pb::MetaRequest& request, pb::MetaReply* reply
     if (moving == 0 && held.empty()) return;
     absl::MutexLock lock(&mu_);
     moving_.erase(moving);
-    moves_not_durable_.erase(moving);
     EndHoldsLocked(held);
   };
   for (int attempt = 0; attempt < 32; ++attempt) {
@@ -157,15 +164,12 @@ absl::Status MdsRank::RunOp(const pb::MetaRequest& request, pb::MetaReply* reply
           if (replay) ctx.ReuseIno(request.replay_ino());
           ctx.SetMoved(moved);
           absl::Status status = Dispatch(ctx, request, reply);
-          if (const uint64_t busy = MoveNotDurableLocked(ctx.touched(), moving); busy != 0) {
+          if (const uint64_t busy = RecordedMoveLocked(ctx.touched(), moving); busy != 0) {
             // Another request moved this file's inline data and its record
             // is not durable yet: an answer showing the move would let the
             // client write objects that a replay of the move overwrites.
             reply->Clear();
-            auto free = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-              return stopping_ || !moves_not_durable_.contains(busy);
-            };
-            mu_.Await(absl::Condition(&free));
+            AwaitMoveLocked(busy);
             --attempt;  // waiting is not a failed try
             continue;
           }
@@ -180,13 +184,10 @@ absl::Status MdsRank::RunOp(const pb::MetaRequest& request, pb::MetaReply* reply
             if (moving != ino) {
               if (moving_.contains(ino)) {
                 // Another request moves it: its result decides this one.
-                auto free = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-                  return stopping_ || !moving_.contains(ino);
-                };
-                mu_.Await(absl::Condition(&free));
+                AwaitMoveLocked(ino);
                 continue;
               }
-              moving_.insert(ino);
+              moving_[ino] = false;
               moving = ino;
             }
             move = *ctx.move();
@@ -230,7 +231,7 @@ absl::Status MdsRank::RunOp(const pb::MetaRequest& request, pb::MetaReply* reply
                 }
               }
               wait_seq = CommitLocked(&event);
-              if (moved) moves_not_durable_.insert(moving);  // until this request ends
+              if (moved) moving_[moving] = true;  // recorded; durable when this request ends
               reply->set_time_ns(now);
               AfterCommitLocked(ctx);
               for (const pb::TrimRec& t : ctx.trim_add()) trims.push_back(t.ino());

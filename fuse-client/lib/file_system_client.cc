@@ -322,8 +322,7 @@ absl::StatusOr<Attr> FileSystemClient::Lookup(const Creds& c, uint64_t parent,
       auto it = inodes_.find(*known);
       // The attributes as fresh as the kernel's own (every reply refreshes
       // them), valid for what is left of their time; not when known wrong.
-      if (it != inodes_.end() && it->second.fetched != absl::InfinitePast() &&
-          it->second.attr.ino() == *known) {
+      if (it != inodes_.end() && it->second.fetched != absl::InfinitePast()) {
         cached = it->second.attr;
         info->attr_valid =
             std::max(absl::ZeroDuration(), options_.attr_ttl - (now - it->second.fetched));

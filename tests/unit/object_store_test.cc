@@ -662,6 +662,21 @@ TEST_CASE("Data files of removed and rewritten objects are emptied and reused", 
   CHECK(f.store().Fsck(true).ok());
 }
 
+TEST_CASE("Spare files keep no blocks when too little of the file system is available",
+          "[store]") {
+  StoreFixture f;
+  f.options().spare_keep_bytes = 3 << 20;      // the budget would allow it
+  f.options().spare_keep_min_avail_pct = 100;  // no file system has that much free
+  f.Open();
+  f.Apply(WriteTxn("a", 0, Pattern(500 << 10, 1)));
+  Transaction rm;
+  rm.Remove("a");
+  f.Apply(std::move(rm));
+  CHECK(f.store().spare_files() == 1);
+  CHECK(f.store().spare_bytes() == 0);
+  CHECK(DataFiles(f.options().dir) == std::make_pair(size_t{1}, uint64_t{0}));
+}
+
 TEST_CASE("Spare files keep their blocks within spare_keep_bytes and never show them", "[store]") {
   StoreFixture f;
   f.options().spare_keep_bytes = 3 << 20;
