@@ -155,6 +155,8 @@ ceph_part() {
       "${probe[@]}" seq --seconds "$SECONDS_PER_RUN" --threads "$THREADS" --block-size "$block_bytes" --prefix "probe$r"
     if [[ $r -lt $RUNS ]]; then
       "${R[@]}" -p "$POOL" cleanup >"$OUT/ceph.cleanup.$r.txt" 2>&1 || true
+      # The probe's objects too: three runs of both filled a 60 GB disk.
+      "${probe[@]}" cleanup --prefix "probe$r" >>"$OUT/ceph.cleanup.$r.txt" 2>&1 || true
     fi
   done
   stop_sampler
