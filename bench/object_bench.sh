@@ -23,7 +23,7 @@
 # default stripe unit; Weft: ISA-L, its default 64 KiB chunk).
 # Environment: SECONDS_PER_RUN (30), THREADS (16), BLOCK (4M), OBJ_PG_NUM (128),
 #   RUNS (1; with RUNS > 1 every metric is the median over the runs, each run
-#   starting from an empty pool), DROP_CACHES (1: sync and drop the page cache
+#   starting from an empty pool: on Ceph a fresh anchor), DROP_CACHES (1: sync and drop the page cache
 #   before every run and between write and seq), OUT (directory for the raw
 #   outputs; default a new /tmp/weft-objbench.XXXXXX, kept).
 # Needs root (apt-get, the Ceph anchor, drop_caches). See bench/README.md.
@@ -107,7 +107,8 @@ states = {s["name"]: s["num"] for s in d["num_pg_by_state"]}
 sys.exit(0 if states and list(states) == ["active+clean"] else 1)'
 }
 
-ceph_part() {
+# ceph_setup: a fresh anchor with the benchmark pool, every PG active+clean.
+ceph_setup() {
   anchor_clear 1  # this script stops an anchor it finds running
   anchor_up "$OUT/ceph.up.log" || die "ceph up.sh failed"
 
@@ -117,7 +118,6 @@ ceph_part() {
       "${C[@]}" osd pool create "$POOL" "$OBJ_PG_NUM" "$OBJ_PG_NUM" erasure "weft$ec_k$ec_m" &&
       "${C[@]}" osd pool application enable "$POOL" rados
     } >"$OUT/ceph.pool.log" 2>&1 || { cat "$OUT/ceph.pool.log" >&2; die "creating the Ceph pool failed"; }
-    commands+=("ceph -c $ceph_conf osd erasure-code-profile set weft$ec_k$ec_m k=$ec_k m=$ec_m crush-failure-domain=osd; ... osd pool create $POOL $OBJ_PG_NUM $OBJ_PG_NUM erasure weft$ec_k$ec_m; ... application enable $POOL rados")
   else
     {
       "${C[@]}" osd pool create "$POOL" "$OBJ_PG_NUM" "$OBJ_PG_NUM" replicated &&
@@ -125,7 +125,6 @@ ceph_part() {
       "${C[@]}" osd pool set "$POOL" min_size 2 &&
       "${C[@]}" osd pool application enable "$POOL" rados
     } >"$OUT/ceph.pool.log" 2>&1 || { cat "$OUT/ceph.pool.log" >&2; die "creating the Ceph pool failed"; }
-    commands+=("ceph -c $ceph_conf osd pool create $POOL $OBJ_PG_NUM $OBJ_PG_NUM replicated; ... set size 3; ... set min_size 2; ... application enable $POOL rados")
   fi
   log "waiting for the Ceph PGs to be active+clean"
   local tries=0
@@ -135,16 +134,26 @@ ceph_part() {
   done
   "${C[@]}" -s >"$OUT/ceph.status.txt" 2>&1 || true
   "${C[@]}" osd pool ls detail >>"$OUT/ceph.status.txt" 2>&1 || true
+}
 
-  local pidfiles=("$CDIR"/run/osd.*.pid)
-  start_sampler "$OUT/ceph.rss.samples" "${pidfiles[@]}"
+# Every run gets a fresh anchor: BlueStore on its image files does not give
+# deleted objects' space back to the host's file system, and a second run on
+# the same anchor filled this machine's 60 GB (the images are 6 x 20 GB,
+# sparse). For the same reason the bench's objects go before the latency
+# probe writes its own.
+ceph_part() {
+  local pidfiles=("$CDIR"/run/osd.{0..5}.pid) r rss
+  ceph_rss=""
   for r in $(seq "$RUNS"); do
+    ceph_setup
+    start_sampler "$OUT/ceph.rss.samples.$r" "${pidfiles[@]}"
     drop_caches "ceph write (run $r)"
     run_tool "ceph write (run $r)" "$OUT/ceph.write.$r.txt" \
       "${R[@]}" -p "$POOL" bench "$SECONDS_PER_RUN" write -t "$THREADS" -b "$block_bytes" --no-cleanup
     drop_caches "ceph seq (run $r)"
     run_tool "ceph seq (run $r)" "$OUT/ceph.seq.$r.txt" \
       "${R[@]}" -p "$POOL" bench "$SECONDS_PER_RUN" seq -t "$THREADS"
+    "${R[@]}" -p "$POOL" cleanup >"$OUT/ceph.cleanup.$r.txt" 2>&1 || true
     # Latency percentiles, which rados bench does not print: the same
     # workload again through librados, timed per operation.
     drop_caches "ceph latency probe write (run $r)"
@@ -153,18 +162,25 @@ ceph_part() {
     drop_caches "ceph latency probe seq (run $r)"
     run_tool "ceph latency probe seq (run $r)" "$OUT/cephlat.seq.$r.txt" \
       "${probe[@]}" seq --seconds "$SECONDS_PER_RUN" --threads "$THREADS" --block-size "$block_bytes" --prefix "probe$r"
-    if [[ $r -lt $RUNS ]]; then
-      "${R[@]}" -p "$POOL" cleanup >"$OUT/ceph.cleanup.$r.txt" 2>&1 || true
-      # The probe's objects too: three runs of both filled a 60 GB disk.
-      "${probe[@]}" cleanup --prefix "probe$r" >>"$OUT/ceph.cleanup.$r.txt" 2>&1 || true
+    stop_sampler
+    rss=$(peak_rss "$OUT/ceph.rss.$r" "${pidfiles[@]}")
+    # The report shows the per-OSD peaks of the run with the highest one.
+    if [[ -n $rss ]] && (( rss > ${ceph_rss:-0} )); then
+      ceph_rss=$rss
+      cp "$OUT/ceph.rss.$r.hwm" "$OUT/ceph.rss.hwm"
     fi
+    anchor_down
   done
-  stop_sampler
+  cat "$OUT"/ceph.rss.samples.* >"$OUT/ceph.rss.samples"
+  if [[ -n $EC ]]; then
+    commands+=("ceph -c $ceph_conf osd erasure-code-profile set weft$ec_k$ec_m k=$ec_k m=$ec_m crush-failure-domain=osd; ... osd pool create $POOL $OBJ_PG_NUM $OBJ_PG_NUM erasure weft$ec_k$ec_m; ... application enable $POOL rados")
+  else
+    commands+=("ceph -c $ceph_conf osd pool create $POOL $OBJ_PG_NUM $OBJ_PG_NUM replicated; ... set size 3; ... set min_size 2; ... application enable $POOL rados")
+  fi
   commands+=("rados -c $ceph_conf -p $POOL bench $SECONDS_PER_RUN write -t $THREADS -b $block_bytes --no-cleanup")
   commands+=("rados -c $ceph_conf -p $POOL bench $SECONDS_PER_RUN seq -t $THREADS")
+  commands+=("rados -c $ceph_conf -p $POOL cleanup")
   commands+=("bench/rados_latency.py --conf $ceph_conf --pool $POOL write|seq --seconds $SECONDS_PER_RUN --threads $THREADS --block-size $block_bytes   # ceph's latency percentiles")
-  ceph_rss=$(peak_rss "$OUT/ceph.rss" "${pidfiles[@]}")
-  anchor_down
 }
 
 # ------------------------------------------------------------------- weft --
