@@ -197,6 +197,7 @@ std::shared_ptr<Pg> OsdDaemon::LoadPg(const PgId& id, const PoolInfo& pool) {
   ctx.background = background_.get();
   ctx.options = &options_;
   ctx.counters = &counters_;
+  ctx.state_changed = [this] { StatsSoon(); };
   auto pg = std::make_shared<Pg>(id, ctx, std::move(*log), pool);
   absl::MutexLock lock(&pgs_mu_);
   auto [it, inserted] = pgs_.emplace(name, pg);
@@ -250,6 +251,7 @@ void OsdDaemon::ApplyMap(std::shared_ptr<const OsdMap> map) {
     auto status = store_->RemoveCollection(pg->coll());
     LOG(INFO) << "pg=" << pg->coll() << " event=removed_with_pool status=" << status.ok();
   }
+  StatsSoon();  // the manager counts only reports made under its newest map
 }
 
 absl::Status OsdDaemon::Register() {
@@ -332,9 +334,28 @@ OsdDaemon::CommitWindow OsdDaemon::RecentCommits() {
   return window;
 }
 
+void OsdDaemon::StatsSoon() {
+  absl::MutexLock lock(&stats_mu_);
+  stats_due_ = true;
+}
+
 void OsdDaemon::StatsLoop() {
-  while (!shutdown_.WaitForNotificationWithTimeout(
-      absl::Milliseconds(options_.stats_interval_ms))) {
+  const absl::Duration interval = absl::Milliseconds(options_.stats_interval_ms);
+  while (!shutdown_.HasBeenNotified()) {
+    bool early = false;
+    {
+      absl::MutexLock lock(&stats_mu_);
+      auto woken = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(stats_mu_) {
+        return stats_due_ || shutdown_.HasBeenNotified();
+      };
+      early = stats_mu_.AwaitWithTimeout(absl::Condition(&woken), interval);
+    }
+    if (early && shutdown_.WaitForNotificationWithTimeout(kStatsSoon)) break;
+    if (shutdown_.HasBeenNotified()) break;
+    {
+      absl::MutexLock lock(&stats_mu_);
+      stats_due_ = false;
+    }
     int64_t lease = 0;
     {
       absl::MutexLock lock(&reg_mu_);
@@ -383,6 +404,7 @@ void OsdDaemon::Wait() { shutdown_.WaitForNotification(); }
 
 void OsdDaemon::RequestShutdown() {
   if (!shutdown_.HasBeenNotified()) shutdown_.Notify();
+  absl::MutexLock wake(&stats_mu_);  // StatsLoop's condition reads shutdown_
 }
 
 void OsdDaemon::Shutdown() {

@@ -79,6 +79,8 @@ class OsdDaemon {
   void OnMapEvent(const std::string& bytes);
   void ApplyMap(std::shared_ptr<const OsdMap> map);
   void StatsLoop();
+  // Asks StatsLoop to publish within kStatsSoon instead of at its next tick.
+  void StatsSoon();
   // Sends EC commit points that waited long enough (Pg::EcFlushCommit).
   void CommitLoop();
   void TrimLoop();
@@ -147,6 +149,11 @@ class OsdDaemon {
 
   absl::Mutex reg_mu_;  // serializes re-registration after a lost lease
   absl::Notification shutdown_;
+  absl::Mutex stats_mu_;
+  bool stats_due_ ABSL_GUARDED_BY(stats_mu_) = false;
+  // Peering after one map change ends in a burst: publish once, this long
+  // after the first PG of it asked.
+  static constexpr absl::Duration kStatsSoon = absl::Milliseconds(200);
   std::thread stats_thread_;
   std::thread commit_thread_;
   std::thread trim_thread_;

@@ -250,7 +250,9 @@ void Pg::ClearPeerMissing(OsdId target, const std::string& oid) {
   auto it = peer_missing_.find(target);
   if (it == peer_missing_.end()) return;
   it->second.erase(oid);
-  if (it->second.empty()) peer_missing_.erase(it);
+  if (!it->second.empty()) return;
+  peer_missing_.erase(it);
+  if (ctx_.state_changed) ctx_.state_changed();
 }
 
 absl::Status Pg::DoWrite(pb::OpRequest* mutable_req, pb::OpReply* reply) {

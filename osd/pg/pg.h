@@ -11,6 +11,7 @@
 #pragma once
 
 #include <atomic>
+#include <functional>
 #include <map>
 #include <memory>
 #include <set>
@@ -52,6 +53,10 @@ struct PgContext {
   ThreadPool* background = nullptr;  // peering and recovery run here
   const OsdOptions* options = nullptr;
   OsdCounters* counters = nullptr;
+  // Called when the state this PG reports may have changed (peering ended,
+  // a member recovered): the daemon republishes its statistics soon rather
+  // than at its next tick, so `weft status` follows a map change quickly.
+  std::function<void()> state_changed;
 };
 
 // A FIFO ticket lock: waiters enter in the order they arrived.

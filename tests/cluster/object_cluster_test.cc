@@ -165,4 +165,41 @@ TEST_CASE("the map manager balances PGs over the OSDs with upmap items", "[clust
   REQUIRE(client->Put(*pool, "x", "y").ok());
 }
 
+TEST_CASE("weft status follows a map change at once - not at the OSDs' next statistics tick",
+          "[cluster]") {
+  ClusterOptions options;
+  options.osds = 4;
+  // Statistics would reach etcd only every 10 minutes: every state the
+  // status shows below comes from the early publish after peering and
+  // recovery.
+  options.extra_conf = {"osd_stats_interval_ms = 600000"};
+  auto c = StartCluster(options);
+  auto client = c->Client();
+  const PoolId pool = CreatePool(*c, *client, "followed");  // waits for active+clean
+  for (int i = 0; i < 40; ++i) REQUIRE(client->Put(pool, absl::StrCat("o", i), "data").ok());
+
+  const std::string out = absl::StrCat(c->osd_id(0));
+  REQUIRE(c->Weft({"osd", "out", out}).code == 0);
+  auto status = c->Admin()->Status();
+  REQUIRE(status.ok());
+  const Epoch out_epoch = status->osdmap_epoch();
+  CHECK(status->osds_in() == 3);
+  // Recovered onto the other three: clean again, as reported under the map
+  // that took the OSD out.
+  absl::Status clean = c->WaitClean(absl::Seconds(30));
+  INFO(clean);
+  REQUIRE(clean.ok());
+  CHECK(c->Admin()->Status()->osdmap_epoch() >= out_epoch);
+
+  REQUIRE(c->Weft({"osd", "in", out}).code == 0);
+  clean = c->WaitClean(absl::Seconds(30));
+  INFO(clean);
+  REQUIRE(clean.ok());
+  for (int i = 0; i < 40; ++i) {
+    auto got = client->Get(pool, absl::StrCat("o", i));
+    REQUIRE(got.ok());
+    CHECK(*got == "data");
+  }
+}
+
 }  // namespace weft::testing
