@@ -142,10 +142,11 @@ ceph_setup() {
 # sparse). For the same reason the bench's objects go before the latency
 # probe writes its own.
 ceph_part() {
-  local pidfiles=("$CDIR"/run/osd.{0..5}.pid) r rss
+  local pidfiles r rss
   ceph_rss=""
   for r in $(seq "$RUNS"); do
     ceph_setup
+    pidfiles=("$CDIR"/run/osd.*.pid)
     start_sampler "$OUT/ceph.rss.samples.$r" "${pidfiles[@]}"
     drop_caches "ceph write (run $r)"
     run_tool "ceph write (run $r)" "$OUT/ceph.write.$r.txt" \

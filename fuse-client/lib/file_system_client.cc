@@ -162,8 +162,7 @@ void FileSystemClient::Remember(const Attr& attr, bool from_mds) {
   if (from_mds) {
     it->second.Offer(attr, 0);
   } else {
-    it->second.attr = attr;
-    it->second.fetched = absl::InfinitePast();
+    it->second.attr = attr;  // `fetched` stays InfinitePast: not trusted
   }
 }
 

@@ -182,14 +182,12 @@ TEST_CASE("weft status follows a map change at once - not at the OSDs' next stat
   REQUIRE(c->Weft({"osd", "out", out}).code == 0);
   auto status = c->Admin()->Status();
   REQUIRE(status.ok());
-  const Epoch out_epoch = status->osdmap_epoch();
   CHECK(status->osds_in() == 3);
   // Recovered onto the other three: clean again, as reported under the map
   // that took the OSD out.
   absl::Status clean = c->WaitClean(absl::Seconds(30));
   INFO(clean);
   REQUIRE(clean.ok());
-  CHECK(c->Admin()->Status()->osdmap_epoch() >= out_epoch);
 
   REQUIRE(c->Weft({"osd", "in", out}).code == 0);
   clean = c->WaitClean(absl::Seconds(30));
