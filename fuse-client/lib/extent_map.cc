@@ -89,6 +89,26 @@ void ExtentMap::TruncateAt(uint64_t size) {
   extents_.erase(it, extents_.end());
 }
 
+ExtentMap ExtentMap::SplitFrom(uint64_t offset) {
+  ExtentMap tail;
+  auto it = extents_.lower_bound(offset);
+  if (it != extents_.begin()) {
+    auto prev = std::prev(it);
+    const uint64_t prev_end = prev->first + prev->second.size();
+    if (prev_end > offset) {
+      tail.extents_.emplace(offset, prev->second.substr(offset - prev->first));
+      tail.bytes_ += prev_end - offset;
+      prev->second.resize(offset - prev->first);
+    }
+  }
+  while (it != extents_.end()) {
+    tail.bytes_ += it->second.size();
+    tail.extents_.insert(extents_.extract(it++));
+  }
+  bytes_ -= tail.bytes_;
+  return tail;
+}
+
 uint64_t ExtentMap::end() const {
   if (extents_.empty()) return 0;
   const auto& last = *extents_.rbegin();

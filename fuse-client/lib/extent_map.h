@@ -27,6 +27,9 @@ class ExtentMap {
   ExtentMap Slice(uint64_t offset, uint64_t length) const;
   // Drops every byte at or past `size`.
   void TruncateAt(uint64_t size);
+  // Moves every byte at or past `offset` into the map returned. Extents wholly
+  // past it move without a copy; only one straddling it is copied in part.
+  ExtentMap SplitFrom(uint64_t offset);
 
   bool empty() const { return extents_.empty(); }
   uint64_t bytes() const { return bytes_; }

@@ -132,26 +132,42 @@ absl::StatusOr<uint64_t> FileCache::Put(uint64_t offset, const uint64_t* append_
     if (dirty_since_ == absl::InfiniteFuture()) dirty_since_ = absl::Now();
     DropChunksLocked(offset, bytes.size());
     if (dirty_.bytes() >= options_.flush_bytes && flushing_ == nullptr) {
-      StartBackgroundLocked(&tasks);
+      StartBackgroundLocked(&tasks, /*whole_sets=*/true);
     }
   }
   Submit(flush_pool_, std::move(tasks));
   return offset;
 }
 
-std::shared_ptr<const FileCache::Batch> FileCache::TakeBatchLocked(bool claimed) {
+std::shared_ptr<const FileCache::Batch> FileCache::TakeBatchLocked(bool claimed,
+                                                                   bool whole_sets) {
   auto batch = std::make_shared<Batch>();
   batch->data = data_;
-  batch->extents = std::move(dirty_);
-  dirty_ = ExtentMap();
-  batch->end = dirty_end_;
+  // Only sets no larger than a batch: a larger one would keep most of what
+  // is buffered back (the next batch then takes it all).
+  const uint64_t set = data_.layout.set_bytes();
+  const uint64_t cut = set > 0 && set <= options_.flush_bytes ? dirty_.end() / set * set : 0;
+  if (whole_sets && cut > 0 && !dirty_.empty() && dirty_.extents().begin()->first < cut) {
+    ExtentMap tail = dirty_.SplitFrom(cut);
+    batch->extents = std::move(dirty_);
+    dirty_ = std::move(tail);
+  } else {
+    batch->extents = std::move(dirty_);
+    dirty_ = ExtentMap();
+  }
   batch->mtime_ns = dirty_mtime_ns_;
   batch->times_gen = times_gen_;
   batch->attrs = attrs_;
   attrs_ = AttrChanges();
-  dirty_end_ = 0;
-  dirty_mtime_ns_ = 0;  // the batch reports it; later, the MDS's mtime stands (futimens)
-  dirty_since_ = absl::InfiniteFuture();
+  if (dirty_.empty()) {
+    batch->end = dirty_end_;
+    dirty_end_ = 0;
+    dirty_mtime_ns_ = 0;  // the batch reports it; later, the MDS's mtime stands (futimens)
+    dirty_since_ = absl::InfiniteFuture();
+  } else {
+    // The bytes kept back report the rest of the end and the mtime, later.
+    batch->end = batch->extents.end();
+  }
   flushing_ = batch;
   flushing_claimed_ = claimed;
   return batch;
@@ -321,11 +337,11 @@ std::shared_ptr<const FileCache::Batch> FileCache::FinishBatchLocked(const Batch
     return nullptr;
   }
   if (!chain || flush_waiters_ > 0 || dirty_.bytes() < options_.flush_bytes) return nullptr;
-  return TakeBatchLocked(/*claimed=*/true);
+  return TakeBatchLocked(/*claimed=*/true, /*whole_sets=*/true);
 }
 
-void FileCache::StartBackgroundLocked(Tasks* tasks) {
-  std::shared_ptr<const Batch> batch = TakeBatchLocked(/*claimed=*/false);
+void FileCache::StartBackgroundLocked(Tasks* tasks, bool whole_sets) {
+  std::shared_ptr<const Batch> batch = TakeBatchLocked(/*claimed=*/false, whole_sets);
   tasks->push_back([self = shared_from_this(), batch] { self->RunBackground(batch); });
 }
 
@@ -380,7 +396,7 @@ absl::Status FileCache::FlushInBackground(absl::Time dirty_before, bool force) {
     RETURN_IF_ERROR(error_);
     if (flushing_ != nullptr || (dirty_.empty() && attrs_.empty())) return absl::OkStatus();
     if (!force && dirty_since_ >= dirty_before) return absl::OkStatus();
-    StartBackgroundLocked(&tasks);
+    StartBackgroundLocked(&tasks, /*whole_sets=*/false);
   }
   Submit(flush_pool_, std::move(tasks));
   return absl::OkStatus();

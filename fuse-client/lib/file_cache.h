@@ -268,14 +268,21 @@ class FileCache : public std::enable_shared_from_this<FileCache> {
                                absl::string_view bytes, int64_t mtime_ns);
 
   // `claimed`: the caller writes it now (else it is queued for the background).
-  std::shared_ptr<const Batch> TakeBatchLocked(bool claimed) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // `whole_sets`: the batch stops at the last object-set boundary below what
+  // is buffered (when something lies below it), and the bytes past it stay
+  // buffered: a streaming writer's objects then reach the OSDs whole, once,
+  // rather than a part now and the rest appended by the next batch (which
+  // the OSDs write through the page cache, and EC pools per stripe).
+  std::shared_ptr<const Batch> TakeBatchLocked(bool claimed, bool whole_sets = false)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status WriteBatch(const Batch& batch) ABSL_LOCKS_EXCLUDED(mu_);
   // Ends the batch in flight; with `chain`, returns the next one to write
   // when enough is buffered again (and no Flush waits), else null.
   std::shared_ptr<const Batch> FinishBatchLocked(const Batch& batch, const absl::Status& status,
                                                  bool chain) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Writes batches in the background until too little is buffered.
-  void StartBackgroundLocked(Tasks* tasks) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Writes batches in the background until too little is buffered; the
+  // first with `whole_sets` (TakeBatchLocked), those chained after it always.
+  void StartBackgroundLocked(Tasks* tasks, bool whole_sets) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void RunBackground(std::shared_ptr<const Batch> batch);
   // The buffered bytes of [offset, offset + length), batch then dirty.
   ExtentMap CaptureLocked(uint64_t offset, uint64_t length) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

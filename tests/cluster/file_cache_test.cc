@@ -204,4 +204,53 @@ TEST_CASE("file cache: a full write-back queue makes the next close wait - and l
   CHECK(reports == std::vector<int>(kFiles, 1));
 }
 
+// A streaming writer's background batches end on object-set boundaries, so
+// each object reaches the OSDs whole, in one request, rather than a part in
+// one batch and the rest appended by the next (which the OSDs write through
+// the page cache, and an EC pool stripe by stripe). Writes of 384 KiB never
+// end on a 1 MiB boundary by themselves; a Flush() writes the rest.
+TEST_CASE("file cache: a streaming writer's batches end on object-set boundaries", "[cluster]") {
+  DataPool d;
+  client::StripedIo io(d.objects.get(), 64u << 20);
+  client::DirtyBudget budget(256u << 20);
+  ThreadPool flush_pool("test-flush", 2, 64);
+  ThreadPool read_pool("test-read", 1, 64);
+  client::FileData data;
+  data.ino = 0x7777;
+  const uint64_t set_bytes = 2u << 20;  // stripe_count 2 x 1 MiB objects
+  data.layout = {.stripe_unit = 256u << 10, .stripe_count = 2, .object_size = 1u << 20};
+  data.pool = d.pool;
+  client::FileCacheOptions options;
+  options.flush_bytes = 4u << 20;
+  options.dirty_bytes_max = 8u << 20;
+  std::mutex reports_mu;
+  std::vector<uint64_t> reports;
+  auto cache = client::FileCache::Create(
+      data, &io, &flush_pool, &read_pool, &budget, options,
+      [&](uint64_t end, int64_t, int64_t, const client::AttrChanges&) {
+        std::lock_guard<std::mutex> lock(reports_mu);
+        reports.push_back(end);
+        return absl::OkStatus();
+      });
+  const uint64_t piece = 384u << 10;
+  const std::string bytes = RandomBytes(64 * piece + 1000, 91);  // 24 MiB and a bit
+  for (uint64_t at = 0; at < bytes.size(); at += piece) {
+    REQUIRE(cache->Write(at, absl::string_view(bytes).substr(at, piece), 1).ok());
+  }
+  REQUIRE(cache->Flush().ok());
+  REQUIRE(cache->pending().bytes == 0);
+  std::lock_guard<std::mutex> lock(reports_mu);
+  INFO("batches reported: " << reports.size());
+  REQUIRE(reports.size() >= 3);  // several went in the background
+  REQUIRE(reports.back() == bytes.size());
+  for (size_t i = 0; i + 1 < reports.size(); ++i) {
+    INFO("batch " << i << " ended at " << reports[i]);
+    CHECK(reports[i] % set_bytes == 0);
+    CHECK(reports[i] < reports[i + 1]);
+  }
+  auto stored = io.Read(data, 0, bytes.size());
+  REQUIRE(stored.ok());
+  REQUIRE(*stored == bytes);
+}
+
 }  // namespace weft::testing

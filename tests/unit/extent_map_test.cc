@@ -126,5 +126,46 @@ TEST_CASE("extent map: slice and truncate clip at the boundaries", "[client]") {
   REQUIRE(m.end() == 0);
 }
 
+TEST_CASE("extent map: a split moves every byte past the offset and keeps the rest", "[client]") {
+  std::mt19937_64 rng(GENERATE(1, 2, 3, 4, 5, 6, 7, 8));
+  ExtentMap m;
+  Model model;
+  for (int i = 0; i < 60; ++i) {
+    const uint64_t offset = rng() % 4096;
+    std::string data(1 + rng() % 300, '\0');
+    for (char& c : data) c = static_cast<char>('a' + rng() % 26);
+    m.Insert(offset, data);
+    model.Put(offset, data);
+  }
+  const uint64_t cut = rng() % 4400;  // past the end too
+  ExtentMap tail = m.SplitFrom(cut);
+  Model head_model = model, tail_model = model;
+  for (size_t i = 0; i < model.held.size(); ++i) {
+    if (i >= cut) head_model.held[i] = false;
+    if (i < cut) tail_model.held[i] = false;
+  }
+  CheckAgainst(m, head_model);
+  CheckAgainst(tail, tail_model);
+  REQUIRE(m.end() <= cut);
+  if (!tail.empty()) REQUIRE(tail.extents().begin()->first >= cut);
+}
+
+TEST_CASE("extent map: a split at an extent's start moves it whole", "[client]") {
+  ExtentMap m;
+  m.Insert(0, std::string(ExtentMap::kSplitBytes, 'a'));
+  m.Insert(ExtentMap::kSplitBytes, std::string(ExtentMap::kSplitBytes, 'b'));  // touching
+  REQUIRE(m.extents().size() == 2);
+  const char* second = m.extents().at(ExtentMap::kSplitBytes).data();
+  ExtentMap tail = m.SplitFrom(ExtentMap::kSplitBytes);
+  REQUIRE(m.extents().size() == 1);
+  REQUIRE(m.bytes() == ExtentMap::kSplitBytes);
+  REQUIRE(tail.extents().size() == 1);
+  REQUIRE(tail.bytes() == ExtentMap::kSplitBytes);
+  REQUIRE(tail.extents().at(ExtentMap::kSplitBytes).data() == second);  // moved, not copied
+  REQUIRE(m.SplitFrom(0).bytes() == ExtentMap::kSplitBytes);
+  REQUIRE(m.empty());
+  REQUIRE(m.bytes() == 0);
+}
+
 }  // namespace
 }  // namespace weft::client
