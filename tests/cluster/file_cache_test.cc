@@ -207,8 +207,9 @@ TEST_CASE("file cache: a full write-back queue makes the next close wait - and l
 // A streaming writer's background batches end on object-set boundaries, so
 // each object reaches the OSDs whole, in one request, rather than a part in
 // one batch and the rest appended by the next (which the OSDs write through
-// the page cache, and an EC pool stripe by stripe). Writes of 384 KiB never
-// end on a 1 MiB boundary by themselves; a Flush() writes the rest.
+// the page cache, and an EC pool stripe by stripe). Writes of 384 KiB end on
+// a 2 MiB set boundary only every 16th write, so a batch taken once 4 MiB
+// are buffered would end wherever the last write did; a Flush() writes the rest.
 TEST_CASE("file cache: a streaming writer's batches end on object-set boundaries", "[cluster]") {
   DataPool d;
   client::StripedIo io(d.objects.get(), 64u << 20);
