@@ -7,8 +7,7 @@ same workload through librados (python3-rados, which Debian's `ceph` package
 already installs): THREADS operations in flight, each a whole-object write of
 BLOCK bytes to a new object (`write`), or a whole-object read of the objects a
 previous `write` left, in order (`seq`). It times every operation on the
-client and prints rados bench's labels plus the percentiles (`cleanup` removes
-what `write` left, as `rados cleanup` does for rados bench):
+client and prints rados bench's labels plus the percentiles:
 
     Bandwidth (MB/sec):  (MiB/s, as rados bench)
     Average Latency(s):  p50 Latency(s):  p99 Latency(s):  Max latency(s):
@@ -17,7 +16,7 @@ librados calls release the GIL, so the threads do not queue on Python while
 an operation is in flight; the Python work per operation (a few microseconds)
 is noise against latencies of tens of milliseconds.
 
-    rados_latency.py --conf CEPH_CONF --pool POOL write|seq|cleanup
+    rados_latency.py --conf CEPH_CONF --pool POOL write|seq
         [--seconds S] [--threads T] [--block-size BYTES] [--prefix NAME]
 """
 import argparse
@@ -35,26 +34,11 @@ def percentile(sorted_values, p):
     return sorted_values[min(len(sorted_values) - 1, int(p / 100.0 * len(sorted_values)))]
 
 
-def cleanup(ioctx, prefix, names_key):
-    """Removes the objects a `write` with this prefix left, then its count."""
-    try:
-        total = int(ioctx.read(names_key).decode() or "0")
-    except rados.ObjectNotFound:
-        return
-    for i in range(total):
-        try:
-            ioctx.remove_object("%s_%d" % (prefix, i))
-        except rados.ObjectNotFound:
-            pass
-    ioctx.remove_object(names_key)
-    print("removed %d objects" % total)
-
-
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--conf", required=True)
     ap.add_argument("--pool", required=True)
-    ap.add_argument("mode", choices=["write", "seq", "cleanup"])
+    ap.add_argument("mode", choices=["write", "seq"])
     ap.add_argument("--seconds", type=float, default=30)
     ap.add_argument("--threads", type=int, default=16)
     ap.add_argument("--block-size", type=int, default=4 << 20)
@@ -67,12 +51,6 @@ def main():
     cluster.connect(timeout=30)
     ioctx = cluster.open_ioctx(args.pool)
     names_key = args.prefix + "_count"
-
-    if args.mode == "cleanup":
-        cleanup(ioctx, args.prefix, names_key)
-        ioctx.close()
-        cluster.shutdown()
-        return
 
     latencies = []
     moved = [0]

@@ -147,7 +147,7 @@ std::shared_ptr<const FileCache::Batch> FileCache::TakeBatchLocked(bool claimed,
   // is buffered back (the next batch then takes it all).
   const uint64_t set = data_.layout.set_bytes();
   const uint64_t cut = set > 0 && set <= options_.flush_bytes ? dirty_.end() / set * set : 0;
-  if (whole_sets && cut > 0 && !dirty_.empty() && dirty_.extents().begin()->first < cut) {
+  if (whole_sets && cut > 0 && dirty_.extents().begin()->first < cut) {  // cut > 0: not empty
     ExtentMap tail = dirty_.SplitFrom(cut);
     batch->extents = std::move(dirty_);
     dirty_ = std::move(tail);

@@ -3,8 +3,9 @@
 // reader. Every open handle of the file in this client shares it.
 //
 // Writes land in `dirty_` and return. Once `flush_bytes` are buffered, a
-// background flush moves them into one batch (`flushing_`) and writes the
-// batch to the OSDs, one request per object, all objects in parallel, then
+// background flush moves them into one batch (`flushing_`), up to the last
+// object-set boundary so that objects go whole (TakeBatchLocked), and writes
+// the batch to the OSDs, one request per object, all objects in parallel, then
 // reports the new end and mtime through `OnFlushed` (the MDS's WrittenOp).
 // Writers keep buffering into `dirty_` meanwhile; at most one batch per file
 // is in flight, so batches reach the OSDs in the order they were written.

@@ -252,7 +252,7 @@ void Pg::ClearPeerMissing(OsdId target, const std::string& oid) {
   it->second.erase(oid);
   if (!it->second.empty()) return;
   peer_missing_.erase(it);
-  if (ctx_.state_changed) ctx_.state_changed();
+  StateChanged();
 }
 
 absl::Status Pg::DoWrite(pb::OpRequest* mutable_req, pb::OpReply* reply) {

@@ -143,6 +143,10 @@ class Pg : public std::enable_shared_from_this<Pg> {
   absl::Status DoWrite(pb::OpRequest* req, pb::OpReply* reply);
   // `target` now has `oid` (pushed or rebuilt).
   void ClearPeerMissing(OsdId target, const std::string& oid);
+  // Tells the daemon that what this PG reports may have changed.
+  void StateChanged() const {
+    if (ctx_.state_changed) ctx_.state_changed();
+  }
   absl::Status CheckPrimary(uint64_t* interval_id);
   absl::Status RecoverBeforeWrite(const std::string& oid, uint64_t interval_id);
   absl::Status ReplicaCheck(Epoch sender_epoch, bool need_active);

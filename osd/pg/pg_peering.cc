@@ -150,7 +150,7 @@ absl::Status Pg::Peer(uint64_t interval_id) {
     repeer_scheduled_ = false;
     if (interval_.acting.size() < interval_.min_size) {
       state_ = State::kIncomplete;
-      if (ctx_.state_changed) ctx_.state_changed();
+      StateChanged();
       return absl::OkStatus();  // waits for the map to bring members back
     }
     acting = interval_.acting;
@@ -298,7 +298,7 @@ absl::Status Pg::Peer(uint64_t interval_id) {
     state_ = State::kActive;
   }
   RETURN_IF_ERROR(ctx_.store->Apply(coll_, std::move(txn)));
-  if (ctx_.state_changed) ctx_.state_changed();
+  StateChanged();
   LOG(INFO) << "pg=" << coll_ << " event=active epoch=" << epoch << " members=" << members.size()
             << " auth=osd." << members[auth].osd.value() << " recovering=" << recover;
   if (recover) {
