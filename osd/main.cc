@@ -114,6 +114,11 @@ int main(int argc, char** argv) {
   if (!spare_keep.ok()) return Fail(std::string(spare_keep.status().message()));
   if (*spare_keep < 0) return Fail("osd_spare_keep_bytes must not be negative");
   options.spare_keep_bytes = static_cast<uint64_t>(*spare_keep);
+  auto spare_reserve = config->GetInt("osd_spare_reserve_files",
+                                      static_cast<int64_t>(options.spare_reserve_files));
+  if (!spare_reserve.ok()) return Fail(std::string(spare_reserve.status().message()));
+  if (*spare_reserve < 0) return Fail("osd_spare_reserve_files must not be negative");
+  options.spare_reserve_files = static_cast<size_t>(*spare_reserve);
   auto commit_delay = config->GetInt("osd_ec_commit_delay_ms", options.ec_commit_delay_ms);
   if (!commit_delay.ok()) return Fail(std::string(commit_delay.status().message()));
   options.ec_commit_delay_ms = *commit_delay;

@@ -29,6 +29,7 @@ StoreOptions StoreOptionsFor(const OsdOptions& options) {
   so.max_object_bytes = options.max_object_bytes;
   so.inline_max_bytes = options.inline_max_bytes;
   so.spare_keep_bytes = options.spare_keep_bytes;
+  so.spare_reserve_files = options.spare_reserve_files;
   so.sync = options.sync;
   so.fault_commit_delay_ms = options.fault_commit_delay_ms;
   return so;

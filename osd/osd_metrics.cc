@@ -45,6 +45,10 @@ absl::Status OsdDaemon::StartMetrics() {
                     stat(&ObjectStore::Stats::fs_total_bytes));
   metrics_.AddGauge("weft_osd_fs_avail_bytes", "Space left on the data directory's file system.",
                     osd, stat(&ObjectStore::Stats::fs_avail_bytes));
+  metrics_.AddGauge("weft_osd_spare_files",
+                    "Empty data files ready for new objects (kept from removed ones or made "
+                    "ahead, osd_spare_reserve_files).",
+                    osd, [this] { return static_cast<double>(store_->spare_files()); });
   metrics_.AddGauge("weft_osd_pgs", "Placement groups this OSD holds.", osd, [this] {
     absl::MutexLock lock(&pgs_mu_);
     return static_cast<double>(pgs_.size());

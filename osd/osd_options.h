@@ -23,6 +23,7 @@ struct OsdOptions {
   uint64_t max_object_bytes = 128ull << 20;
   uint64_t inline_max_bytes = 0;           // objects this small keep their data in LevelDB
   uint64_t spare_keep_bytes = 1ull << 30;  // removed objects' blocks kept for new files
+  size_t spare_reserve_files = 1024;        // empty data files made ahead (StoreOptions)
   size_t pg_log_max_entries = 3000;
   int64_t stats_interval_ms = 2000;         // liveness key refresh with statistics
   int64_t peer_timeout_ms = 10000;         // one RPC to another OSD

@@ -48,6 +48,9 @@
 // writes bytes past the end of the object, which nothing reads.
 #include "osd/store/object_store.h"
 
+#include <sys/resource.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <optional>
 #include <set>
@@ -101,6 +104,12 @@ ObjectStore::ObjectStore(const StoreOptions& options, FileIo* io,
       data_dir_(options.dir + "/data") {}
 
 ObjectStore::~ObjectStore() {
+  {
+    absl::MutexLock lock(&mu_);
+    reserve_stop_ = true;
+    reserve_wanted_.Signal();
+  }
+  if (reserve_thread_.joinable()) reserve_thread_.join();
   if (!sticky_error().ok()) return;
   absl::Status status = Flush();
   if (!status.ok()) LOG(WARNING) << "store=" << options_.dir << " close_flush_failed=" << status;
@@ -369,19 +378,24 @@ absl::StatusOr<std::unique_ptr<RandomFile>> ObjectStore::OpenEmptyFile(TxnPlan* 
     {
       // The most recent spare no longer than the object: a longer one has to
       // be cut, freeing blocks (the discards that keeping them avoids). The
-      // search is bounded; past it, the most recent spare, cut: still no
+      // search is bounded; past it, an empty one from the reserve (the
+      // front) if there is one, else the most recent spare, cut: still no
       // inode to create, which costs more.
       absl::MutexLock lock(&mu_);
-      if (spares_.empty()) break;
+      if (spares_.empty()) {
+        WakeReserveLocked();
+        break;
+      }
       size_t i = spares_.size();
       const size_t stop = spares_.size() > kSpareSearch ? spares_.size() - kSpareSearch : 0;
       while (i > stop && spares_[i - 1].bytes > size) --i;
-      if (i == stop) i = spares_.size();
+      if (i == stop) i = spares_.front().bytes == 0 ? 1 : spares_.size();
       const Spare spare = spares_[i - 1];
       spares_.erase(spares_.begin() + static_cast<std::ptrdiff_t>(i - 1));
       *fid = spare.fid;
       *stale_bytes = spare.bytes;
       spare_bytes_ -= spare.bytes;
+      WakeReserveLocked();
     }
     plan->reused_fids.push_back(*fid);
     // A spare is as long as RetireFile measured it (Fsck checks it).
@@ -435,6 +449,70 @@ void ObjectStore::RetireFile(uint64_t fid) {
   }
   absl::Status status = io_->RemoveFile(DataPath(fid));
   if (!status.ok()) LOG(WARNING) << "store=" << options_.dir << " unlink_failed=" << status;
+}
+
+bool ObjectStore::FillReserve() {
+  constexpr size_t kBatch = 64;
+  size_t made = 0;
+  bool ok = true;
+  for (;;) {
+    std::vector<uint64_t> fids;
+    {
+      absl::MutexLock lock(&mu_);
+      if (reserve_stop_ || !sticky_error_.ok() ||
+          spares_.size() >= options_.spare_reserve_files) {
+        break;
+      }
+      const size_t want = std::min(kBatch, options_.spare_reserve_files - spares_.size());
+      for (size_t i = 0; i < want; ++i) fids.push_back(next_fid_++);
+    }
+    absl::Status status;
+    for (uint64_t fid : fids) {
+      status = io_->OpenFile(DataPath(fid), OpenMode::kCreate).status();
+      if (!status.ok()) break;
+    }
+    if (status.ok() && options_.sync) status = io_->SyncDir(data_dir_);
+    if (!status.ok()) {
+      LOG(WARNING) << "store=" << options_.dir << " spare_reserve_failed=" << status;
+      ok = false;
+      break;
+    }
+    absl::MutexLock lock(&mu_);
+    std::vector<Spare> empty;
+    for (uint64_t fid : fids) empty.push_back({fid, 0});
+    spares_.insert(spares_.begin(), empty.begin(), empty.end());
+    made += fids.size();
+  }
+  if (made > 0) {
+    LOG(INFO) << "store=" << options_.dir << " spare_files_made=" << made
+              << " spare_files=" << spare_files();
+  }
+  return ok;
+}
+
+void ObjectStore::ReserveLoop() {
+  // Idle-time work: serving requests always comes first.
+  setpriority(PRIO_PROCESS, static_cast<id_t>(gettid()), 19);
+  absl::Duration pause = absl::ZeroDuration();
+  for (;;) {
+    {
+      absl::MutexLock lock(&mu_);
+      // After a failure (a full disk, say) the next try waits a while.
+      const absl::Time not_before = absl::Now() + pause;
+      while (!reserve_stop_ && absl::Now() < not_before) {
+        reserve_wanted_.WaitWithDeadline(&mu_, not_before);
+      }
+      while (!reserve_stop_ && spares_.size() * 2 >= options_.spare_reserve_files) {
+        reserve_wanted_.Wait(&mu_);
+      }
+      if (reserve_stop_) return;
+    }
+    pause = FillReserve() ? absl::ZeroDuration() : absl::Seconds(30);
+  }
+}
+
+void ObjectStore::WakeReserveLocked() {
+  if (spares_.size() * 2 < options_.spare_reserve_files) reserve_wanted_.Signal();
 }
 
 size_t ObjectStore::spare_files() const {

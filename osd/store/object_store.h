@@ -31,6 +31,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -92,6 +93,15 @@ struct StoreOptions {
   // ...and only while more than this percentage of the file system is
   // available (tests set 0, so that they do not depend on the disk they run on).
   uint32_t spare_keep_min_avail_pct = 20;
+  // Empty data files made ahead of need, so that writes of new objects find
+  // a spare instead of creating an inode: Open fills the spares up to this
+  // many, and a background thread at the lowest CPU priority tops them up
+  // again whenever writes have taken more than half. Creating an inode is
+  // dear on ext4 without a journal, which checks every free inode it passes
+  // for a recent deletion: after a mass removal that cost 14% of the OSDs'
+  // CPU on a streaming write (docs/ARCHITECTURE.md, OSD data files). 0 = off,
+  // at most kMaxSpareFiles.
+  size_t spare_reserve_files = 0;
   // fsync data files and directories and sync KV batches. Off only in tests:
   // without it nothing survives a power loss.
   bool sync = true;
@@ -294,7 +304,8 @@ class ObjectStore {
   // The first error that made the store read-only, or OK.
   absl::Status sticky_error() const;
 
-  // Data files kept for reuse (see RetireFile), and the bytes they hold.
+  // Data files kept for reuse (see RetireFile) or made ahead
+  // (spare_reserve_files), and the bytes they hold.
   size_t spare_files() const;
   uint64_t spare_bytes() const;
 
@@ -370,6 +381,17 @@ class ObjectStore {
   // spare (up to kMaxSpareFiles), with its blocks within spare_keep_bytes
   // and emptied beyond, else unlinked.
   void RetireFile(uint64_t fid);
+  // Creates empty data files until there are spare_reserve_files spares, in
+  // batches that each end with one directory sync, and adds them as the
+  // oldest spares (a kept spare's blocks save more). Stops early when the
+  // store closes; false after an I/O error (the files made so far without a
+  // durable entry stay orphans for Open to adopt).
+  bool FillReserve();
+  // reserve_thread_: waits for the spares to drop below half the reserve
+  // and fills it, at nice 19.
+  void ReserveLoop();
+  // Wakes ReserveLoop when the spares are below half the reserve.
+  void WakeReserveLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   bool RoomToKeepBlocks(uint64_t bytes);
   bool HasDeferred(uint64_t fid);
   // Adds deletes of `fid`'s deferred records to the plan's batch.
@@ -431,7 +453,8 @@ class ObjectStore {
   absl::Status sticky_error_ ABSL_GUARDED_BY(mu_);
   uint64_t next_fid_ ABSL_GUARDED_BY(mu_) = 1;
   // Empty, unreferenced data files whose directory entries are durable; the
-  // most recently retired is reused first (its inode is likely cached).
+  // most recently retired is reused first (its inode is likely cached), the
+  // ones FillReserve made (at the front) last.
   struct Spare {
     uint64_t fid = 0;
     uint64_t bytes = 0;  // its size: an old object's bytes (spare_keep_bytes)
@@ -451,6 +474,10 @@ class ObjectStore {
   uint64_t objects_ ABSL_GUARDED_BY(mu_) = 0;
   uint64_t bytes_used_ ABSL_GUARDED_BY(mu_) = 0;
   metrics::Histogram commit_latency_;
+  // The reserve of empty files (spare_reserve_files).
+  bool reserve_stop_ ABSL_GUARDED_BY(mu_) = false;
+  absl::CondVar reserve_wanted_;
+  std::thread reserve_thread_;
 };
 
 }  // namespace weft::osd

@@ -155,6 +155,10 @@ absl::StatusOr<std::unique_ptr<ObjectStore>> ObjectStore::Open(const StoreOption
   std::unique_ptr<ObjectStore> store(
       new ObjectStore(effective, io, std::move(owned_kv), kv, *std::move(sb)));
   RETURN_IF_ERROR(Annotate(store->Recover(), absl::StrCat("recover store ", dir)));
+  if (effective.spare_reserve_files > 0) {
+    store->FillReserve();  // a failure is logged; the thread tries again later
+    store->reserve_thread_ = std::thread([s = store.get()] { s->ReserveLoop(); });
+  }
   return store;
 }
 
@@ -261,7 +265,8 @@ absl::Status ObjectStore::AdoptOrphans(const std::vector<uint64_t>& live_sorted,
     if (spares.size() < kMaxSpareFiles) {
       ASSIGN_OR_RETURN(std::unique_ptr<RandomFile> file,
                        io_->OpenFile(DataPath(fid), OpenMode::kReadWrite));
-      RETURN_IF_ERROR(file->Truncate(0));
+      ASSIGN_OR_RETURN(const uint64_t size, file->Size());
+      if (size > 0) RETURN_IF_ERROR(file->Truncate(0));
       spares.push_back(fid);
       continue;
     }

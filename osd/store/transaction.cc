@@ -101,6 +101,11 @@ absl::Status StoreOptions::Validate() const {
     return absl::InvalidArgumentError(
         absl::StrCat("inline_max_bytes must be at most 1 MiB, not ", inline_max_bytes));
   }
+  if (spare_reserve_files > ObjectStore::kMaxSpareFiles) {
+    return absl::InvalidArgumentError(absl::StrCat("spare_reserve_files must be at most ",
+                                                   ObjectStore::kMaxSpareFiles, ", not ",
+                                                   spare_reserve_files));
+  }
   if (deferred_max_bytes > (64ull << 20)) {
     return absl::InvalidArgumentError(
         absl::StrCat("deferred_max_bytes must be at most 64 MiB, not ", deferred_max_bytes));

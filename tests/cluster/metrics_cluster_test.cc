@@ -87,6 +87,8 @@ TEST_CASE("OSD metrics follow the object I/O they served", "[cluster]") {
     CHECK(Value(text, "weft_osd_objects" + osd) == 3);
     CHECK(Value(text, "weft_osd_stored_bytes" + osd) == 3 << 20);
     CHECK(Value(text, "weft_osd_fs_avail_bytes" + osd) > 0);
+    // The harness's reserve is 32 files; the writes took fewer than half.
+    CHECK(Value(text, "weft_osd_spare_files" + osd) >= 16);
     CHECK(Value(text, "process_resident_memory_bytes") > 0);
     // The +Inf bucket holds every observation.
     CHECK(Value(text, "weft_osd_subop_latency_seconds_bucket" +

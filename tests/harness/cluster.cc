@@ -154,6 +154,9 @@ absl::Status Cluster::Boot() {
          << "mds = " << mds_addr_ << "\n"
          << "osd_lease_ttl_s = " << options_.osd_lease_ttl_s << "\n"
          << "osd_stats_interval_ms = 500\n"
+         // A small reserve: every test cluster's files are removed at its end,
+         // and ext4 without a journal makes creates dear after mass removals.
+         << "osd_spare_reserve_files = 32\n"
          << "mon_osd_down_out_interval = " << options_.down_out_interval_s << "\n";
     if (options_.fs_object_bytes != 0) {
       conf << "fs_default_object_size = " << options_.fs_object_bytes << "\n";

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -753,6 +754,66 @@ TEST_CASE("Spare files keep their blocks within spare_keep_bytes and never show 
   CHECK(f.store().spare_bytes() == 0);
   CHECK(f.store().Fsck(true).ok());
   CHECK(f.ReadAll("c") == std::string(250 << 10, '\0') + "end");
+}
+
+TEST_CASE("A reserve of empty data files is made ahead and topped up in the background",
+          "[store]") {
+  StoreFixture f;
+  f.options().spare_reserve_files = 8;
+  f.options().spare_keep_min_avail_pct = 0;  // removed objects' spares keep their blocks
+  f.Open();
+  const std::string dir = f.options().dir;
+  // Open made the reserve: empty files, which Fsck accepts.
+  CHECK(f.store().spare_files() == 8);
+  CHECK(DataFiles(dir) == std::make_pair(size_t{8}, uint64_t{0}));
+  CHECK(f.store().Fsck(true).ok());
+
+  // New objects take them, and no file is created while half remain.
+  auto write = [&](const std::string& oid, size_t bytes, uint32_t seed) {
+    Transaction txn;
+    txn.WriteFull(oid, Pattern(bytes, seed));
+    f.Apply(std::move(txn));
+  };
+  for (int i = 0; i < 4; ++i) write("a" + std::to_string(i), 64 << 10, i);
+  CHECK(f.store().spare_files() == 4);
+  CHECK(DataFiles(dir) == std::make_pair(size_t{8}, uint64_t{256} << 10));
+
+  // Below half, the background thread makes the reserve whole again.
+  write("a4", 64 << 10, 4);
+  for (int i = 0; i < 500 && f.store().spare_files() < 8; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  CHECK(f.store().spare_files() == 8);
+  CHECK(DataFiles(dir) == std::make_pair(size_t{13}, uint64_t{320} << 10));
+  CHECK(f.store().Fsck(true).ok());
+
+  // A removed object's file keeps its blocks; a smaller new object takes an
+  // empty file from the reserve rather than cut those blocks, a larger one
+  // takes the kept file.
+  Transaction rm;
+  rm.Remove("a0");
+  f.Apply(std::move(rm));
+  CHECK(f.store().spare_bytes() == uint64_t{64} << 10);
+  write("b", 32 << 10, 10);
+  CHECK(f.store().spare_bytes() == uint64_t{64} << 10);
+  write("c", 100 << 10, 11);
+  CHECK(f.store().spare_bytes() == 0);
+
+  // Reopened, the store adopts its spares and reads back every object.
+  f.Close();
+  f.Open();
+  CHECK(f.store().spare_files() >= 8);
+  for (int i = 1; i < 5; ++i) CHECK(f.ReadAll("a" + std::to_string(i)) == Pattern(64 << 10, i));
+  CHECK(f.ReadAll("b") == Pattern(32 << 10, 10));
+  CHECK(f.ReadAll("c") == Pattern(100 << 10, 11));
+  CHECK(f.store().Fsck(true).ok());
+  f.Close();
+
+  f.options().spare_reserve_files = ObjectStore::kMaxSpareFiles + 1;
+  auto refused = ObjectStore::Open(f.options());
+  REQUIRE_FALSE(refused.ok());
+  CHECK(absl::IsInvalidArgument(refused.status()));
+  CHECK_THAT(std::string(refused.status().message()), Catch::Contains("spare_reserve_files"));
 }
 
 TEST_CASE("Objects of zeros keep no data file until they get data", "[store]") {
