@@ -186,7 +186,9 @@ TEST_CASE("daemons with a bad data dir or unreachable etcd exit with one line", 
   // Bad settings are refused by name before anything starts.
   for (const std::string bad : {"osd_memory_trim_ms = -1", "osd_memory_trim_ms = 3600001",
                                 "osd_memory_trim_free_bytes = -5",
-                                "osd_memory_trim_free_bytes = lots"}) {
+                                "osd_memory_trim_free_bytes = lots",
+                                "osd_spare_reserve_files = -1",
+                                "osd_spare_reserve_files = 16385"}) {
     const std::string bad_conf = c->dir() + "/bad.conf";
     std::ofstream(bad_conf) << "fsid = dead\netcd = 127.0.0.1:" << FreePort() << "\n"
                             << bad << "\n";
