@@ -19,6 +19,7 @@
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
 #include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
 #include "common/config/config.h"
 #include "common/log/log.h"
 #include "common/memory/memory.h"
@@ -117,7 +118,11 @@ int main(int argc, char** argv) {
   auto spare_reserve = config->GetInt("osd_spare_reserve_files",
                                       static_cast<int64_t>(options.spare_reserve_files));
   if (!spare_reserve.ok()) return Fail(std::string(spare_reserve.status().message()));
-  if (*spare_reserve < 0) return Fail("osd_spare_reserve_files must not be negative");
+  if (*spare_reserve < 0 ||
+      *spare_reserve > static_cast<int64_t>(weft::osd::ObjectStore::kMaxSpareFiles)) {
+    return Fail(absl::StrCat("osd_spare_reserve_files must be within [0, ",
+                             weft::osd::ObjectStore::kMaxSpareFiles, "]"));
+  }
   options.spare_reserve_files = static_cast<size_t>(*spare_reserve);
   auto commit_delay = config->GetInt("osd_ec_commit_delay_ms", options.ec_commit_delay_ms);
   if (!commit_delay.ok()) return Fail(std::string(commit_delay.status().message()));

@@ -1,7 +1,6 @@
 #include "osd/osd_options.h"
 
 #include "absl/strings/str_cat.h"
-#include "osd/store/object_store.h"
 
 namespace weft::osd {
 
@@ -25,10 +24,6 @@ absl::Status OsdOptions::Validate() const {
   }
   if (ec_commit_delay_ms < 0 || ec_commit_delay_ms > 10000) {
     return absl::InvalidArgumentError("osd_ec_commit_delay_ms must be within [0, 10000]");
-  }
-  if (spare_reserve_files > ObjectStore::kMaxSpareFiles) {
-    return absl::InvalidArgumentError(absl::StrCat("osd_spare_reserve_files must be within [0, ",
-                                                   ObjectStore::kMaxSpareFiles, "]"));
   }
   if (pg_log_max_entries < 10) return absl::InvalidArgumentError("pg log needs >= 10 entries");
   if (push_piece_bytes < 4096 || push_piece_bytes > (16ull << 20)) {

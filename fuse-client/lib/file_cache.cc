@@ -377,7 +377,7 @@ absl::Status FileCache::Flush() {
     } else if (buffered_taken || !error_.ok() || (dirty_.empty() && attrs_.empty())) {
       break;
     } else {
-      batch = TakeBatchLocked(/*claimed=*/true);
+      batch = TakeBatchLocked(/*claimed=*/true, /*whole_sets=*/false);
       buffered_taken = true;
     }
     mu_.Unlock();

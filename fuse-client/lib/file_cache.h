@@ -274,7 +274,7 @@ class FileCache : public std::enable_shared_from_this<FileCache> {
   // buffered: a streaming writer's objects then reach the OSDs whole, once,
   // rather than a part now and the rest appended by the next batch (which
   // the OSDs write through the page cache, and EC pools per stripe).
-  std::shared_ptr<const Batch> TakeBatchLocked(bool claimed, bool whole_sets = false)
+  std::shared_ptr<const Batch> TakeBatchLocked(bool claimed, bool whole_sets)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status WriteBatch(const Batch& batch) ABSL_LOCKS_EXCLUDED(mu_);
   // Ends the batch in flight; with `chain`, returns the next one to write

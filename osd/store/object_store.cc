@@ -491,7 +491,7 @@ bool ObjectStore::FillReserve() {
 }
 
 void ObjectStore::ReserveLoop() {
-  // Idle-time work: serving requests always comes first.
+  // Background work: at nice 19 it yields the CPUs to the serving threads.
   setpriority(PRIO_PROCESS, static_cast<id_t>(gettid()), 19);
   absl::Duration pause = absl::ZeroDuration();
   for (;;) {

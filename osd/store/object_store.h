@@ -95,8 +95,8 @@ struct StoreOptions {
   uint32_t spare_keep_min_avail_pct = 20;
   // Empty data files made ahead of need, so that writes of new objects find
   // a spare instead of creating an inode: Open fills the spares up to this
-  // many, and a background thread at the lowest CPU priority tops them up
-  // again whenever writes have taken more than half. Creating an inode is
+  // many, and a background thread at nice 19 tops them up again whenever
+  // writes have taken more than half. Creating an inode is
   // dear on ext4 without a journal, which checks every free inode it passes
   // for a recent deletion: after a mass removal that cost 14% of the OSDs'
   // CPU on a streaming write (docs/ARCHITECTURE.md, OSD data files). 0 = off,
