@@ -192,11 +192,20 @@ void AddToTransaction(const std::string& oid,
   }
 }
 
-void AddToTransaction(const std::string& oid,
+void AddToTransaction(const std::string& oid, std::shared_ptr<const void> owner,
                       const google::protobuf::RepeatedPtrField<pb::ObjectOp>& ops,
                       Transaction* txn) {
-  google::protobuf::RepeatedPtrField<pb::ObjectOp> copy = ops;
-  AddToTransaction(oid, &copy, txn);
+  for (const pb::ObjectOp& op : ops) {
+    switch (op.type()) {
+      case pb::WRITE: txn->Write(oid, op.offset(), SharedBytes(owner, op.data())); break;
+      case pb::WRITE_FULL: txn->WriteFull(oid, SharedBytes(owner, op.data())); break;
+      default: {
+        google::protobuf::RepeatedPtrField<pb::ObjectOp> copy;
+        *copy.Add() = op;
+        AddToTransaction(oid, &copy, txn);
+      }
+    }
+  }
 }
 
 namespace {

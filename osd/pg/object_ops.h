@@ -6,6 +6,7 @@
 // as one store transaction; mixing would make the read's view ambiguous.
 #pragma once
 
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -51,8 +52,11 @@ absl::StatusOr<ResolvedWrite> ResolveWrite(const std::optional<ObjectMeta>& exis
 // moving their data, names and keys out of `ops`.
 void AddToTransaction(const std::string& oid,
                       google::protobuf::RepeatedPtrField<pb::ObjectOp>* ops, Transaction* txn);
-// The same for ops that must stay intact: copies them once.
-void AddToTransaction(const std::string& oid,
+// The same for ops that must stay intact (a primary's request to its
+// replicas, which gRPC may still be sending): the written data is borrowed,
+// kept alive by `owner` (which holds `ops`), not copied; names, keys and
+// values are copied.
+void AddToTransaction(const std::string& oid, std::shared_ptr<const void> owner,
                       const google::protobuf::RepeatedPtrField<pb::ObjectOp>& ops,
                       Transaction* txn);
 

@@ -293,10 +293,11 @@ absl::Status Pg::DoWrite(pb::OpRequest* mutable_req, pb::OpReply* reply) {
     entry.op = resolved.deletes ? LogEntry::kDelete : LogEntry::kModify;
     entry.client = req.reqid().client();
     entry.tid = req.reqid().tid();
-    // The replicas' request owns the resolved ops; the local transaction copies
-    // their data once (the request must stay intact while replicas receive it).
+    // The replicas' request owns the resolved ops; the local transaction
+    // borrows their data from it (the request must stay intact while the
+    // replicas receive it).
     rep.mutable_ops()->Swap(&resolved.ops);
-    AddToTransaction(oid, rep.ops(), &txn);
+    AddToTransaction(oid, shared_rep, rep.ops(), &txn);
     if (!resolved.deletes) txn.SetVersion(oid, entry.version, mtime_ns);
     log_.Append(entry, &txn);
     for (OsdId osd : interval_.acting) {

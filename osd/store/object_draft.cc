@@ -28,7 +28,7 @@ void ObjectDraft::Touch() {
   mtime_ns_ = 0;
 }
 
-void ObjectDraft::Write(uint64_t offset, std::string data) {
+void ObjectDraft::Write(uint64_t offset, SharedBytes data) {
   Touch();
   if (data.empty()) return;
   // A write from 0 that covers everything replaces the object.
@@ -38,7 +38,7 @@ void ObjectDraft::Write(uint64_t offset, std::string data) {
   size_ = std::max(size_, end);
 }
 
-void ObjectDraft::WriteFull(std::string data) {
+void ObjectDraft::WriteFull(SharedBytes data) {
   Touch();
   ResetData();
   size_ = data.size();
@@ -67,7 +67,7 @@ void ObjectDraft::SetVersion(Version version, int64_t mtime_ns) {
   mtime_ns_ = mtime_ns;
 }
 
-void ObjectDraft::PutExtent(uint64_t offset, std::string data) {
+void ObjectDraft::PutExtent(uint64_t offset, SharedBytes data) {
   const uint64_t end = offset + data.size();
   // An extent starting before `offset` keeps its head, and its tail if it
   // reaches past `end`.
@@ -76,8 +76,8 @@ void ObjectDraft::PutExtent(uint64_t offset, std::string data) {
     auto prev = std::prev(it);
     const uint64_t prev_end = prev->first + prev->second.size();
     if (prev_end > offset) {
-      if (prev_end > end) extents_[end] = prev->second.substr(end - prev->first);
-      prev->second.resize(offset - prev->first);
+      if (prev_end > end) extents_[end] = prev->second.Sub(end - prev->first);
+      prev->second = prev->second.Sub(0, offset - prev->first);
     }
   }
   // Extents starting inside [offset, end) are dropped, keeping a tail past end.
@@ -85,7 +85,7 @@ void ObjectDraft::PutExtent(uint64_t offset, std::string data) {
   while (it != extents_.end() && it->first < end) {
     const uint64_t it_end = it->first + it->second.size();
     if (it_end > end) {
-      std::string tail = it->second.substr(end - it->first);
+      SharedBytes tail = it->second.Sub(end - it->first);
       extents_.erase(it);
       extents_[end] = std::move(tail);
       break;
@@ -100,7 +100,9 @@ void ObjectDraft::CutExtentsAt(uint64_t size) {
   extents_.erase(it, extents_.end());
   if (!extents_.empty()) {
     auto last = std::prev(extents_.end());
-    if (last->first + last->second.size() > size) last->second.resize(size - last->first);
+    if (last->first + last->second.size() > size) {
+      last->second = last->second.Sub(0, size - last->first);
+    }
   }
 }
 
@@ -129,7 +131,7 @@ void ObjectDraft::Overlay(uint64_t offset, std::string* buf) const {
     const uint64_t from = std::max(offset, it->first);
     const uint64_t to = std::min(end, it->first + it->second.size());
     if (from >= to) continue;
-    std::copy_n(it->second.begin() + static_cast<ptrdiff_t>(from - it->first), to - from,
+    std::copy_n(it->second.view().begin() + static_cast<ptrdiff_t>(from - it->first), to - from,
                 buf->begin() + static_cast<ptrdiff_t>(from - offset));
   }
 }
@@ -137,7 +139,7 @@ void ObjectDraft::Overlay(uint64_t offset, std::string* buf) const {
 bool ObjectDraft::KnownZero() const {
   if (base_limit_ > 0) return false;
   for (const auto& [offset, data] : extents_) {
-    if (!IsZero(data)) return false;
+    if (!IsZero(data.view())) return false;
   }
   return true;
 }
@@ -147,7 +149,7 @@ std::optional<absl::string_view> ObjectDraft::Covered(uint64_t offset, uint64_t 
   if (it == extents_.begin()) return std::nullopt;
   --it;
   if (it->first + it->second.size() < offset + length) return std::nullopt;
-  return absl::string_view(it->second).substr(offset - it->first, length);
+  return it->second.view().substr(offset - it->first, length);
 }
 
 std::vector<std::pair<uint64_t, uint64_t>> ObjectDraft::ChangedIntervals(uint64_t old_size) const {
@@ -188,15 +190,16 @@ uint64_t ObjectDraft::ChangedBytes(uint64_t old_size) const {
   return total;
 }
 
-std::vector<std::pair<uint64_t, std::string>> ObjectDraft::ExtentsFrom(uint64_t start) const {
-  std::vector<std::pair<uint64_t, std::string>> out;
+std::vector<std::pair<uint64_t, absl::string_view>> ObjectDraft::ExtentsFrom(
+    uint64_t start) const {
+  std::vector<std::pair<uint64_t, absl::string_view>> out;
   auto it = extents_.upper_bound(start);
   if (it != extents_.begin()) --it;
   for (; it != extents_.end(); ++it) {
     const uint64_t end = it->first + it->second.size();
     if (end <= start) continue;
     const uint64_t from = std::max(start, it->first);
-    out.emplace_back(from, it->second.substr(from - it->first));
+    out.emplace_back(from, it->second.view().substr(from - it->first));
   }
   return out;
 }

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "absl/strings/string_view.h"
+#include "common/bytes/shared_bytes.h"
 #include "osd/store/object_store.h"
 
 namespace weft::osd {
@@ -28,8 +29,8 @@ class ObjectDraft {
   ObjectDraft(bool exists, uint64_t size, Version version, int64_t mtime_ns);
 
   void Touch();
-  void Write(uint64_t offset, std::string data);
-  void WriteFull(std::string data);
+  void Write(uint64_t offset, SharedBytes data);
+  void WriteFull(SharedBytes data);
   void Truncate(uint64_t size);
   void Remove();
   void SetVersion(Version version, int64_t mtime_ns);
@@ -60,12 +61,13 @@ class ObjectDraft {
   // order, with their new content; and their total length.
   std::vector<std::pair<uint64_t, std::string>> ChangedRanges(uint64_t old_size) const;
   uint64_t ChangedBytes(uint64_t old_size) const;
-  // Extents (parts of them) at or past `start`, in order.
-  std::vector<std::pair<uint64_t, std::string>> ExtentsFrom(uint64_t start) const;
+  // Extents (parts of them) at or past `start`, in order; the views stay valid
+  // while the draft is unchanged.
+  std::vector<std::pair<uint64_t, absl::string_view>> ExtentsFrom(uint64_t start) const;
 
  private:
   void ResetData();
-  void PutExtent(uint64_t offset, std::string data);
+  void PutExtent(uint64_t offset, SharedBytes data);
   void CutExtentsAt(uint64_t size);
   // Merged [begin, end) intervals of the changed ranges below `limit`.
   std::vector<std::pair<uint64_t, uint64_t>> ChangedIntervals(uint64_t old_size) const;
@@ -74,7 +76,9 @@ class ObjectDraft {
   bool reset_ = false;
   uint64_t size_;
   uint64_t base_limit_;
-  std::map<uint64_t, std::string> extents_;  // by offset
+  // By offset. Cutting one shares its bytes: nothing is copied until the
+  // store writes or overlays them.
+  std::map<uint64_t, SharedBytes> extents_;
   Version version_;
   int64_t mtime_ns_;
 };

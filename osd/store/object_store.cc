@@ -196,8 +196,8 @@ absl::Status ObjectStore::PlanOp(const std::string& coll, Transaction::Op& op, T
   ObjectDraft& draft = work->draft;
   switch (op.type) {
     case Type::kTouch: draft.Touch(); break;
-    case Type::kWrite: draft.Write(op.offset, std::move(op.data)); break;
-    case Type::kWriteFull: draft.WriteFull(std::move(op.data)); break;
+    case Type::kWrite: draft.Write(op.offset, std::move(op.bytes)); break;
+    case Type::kWriteFull: draft.WriteFull(std::move(op.bytes)); break;
     case Type::kTruncate: draft.Truncate(op.offset); break;
     case Type::kSetVersion: draft.SetVersion(op.version, op.mtime_ns); break;
     case Type::kRemove:

@@ -39,6 +39,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
+#include "common/bytes/shared_bytes.h"
 #include "common/kv/kv_store.h"
 #include "common/metrics/metrics.h"
 #include "osd/store/file_io.h"
@@ -165,7 +166,8 @@ class Transaction {
     OpType type = OpType::kTouch;
     std::string oid;          // empty for kPutMeta / kDeleteMeta
     uint64_t offset = 0;      // kWrite; new size for kTruncate
-    std::string data;         // kWrite, kWriteFull; value for kSetXattr / kPutMeta
+    SharedBytes bytes;        // kWrite, kWriteFull
+    std::string data;         // value for kSetXattr / kPutMeta
     std::string name;         // xattr name; key for kPutMeta / kDeleteMeta
     std::vector<std::pair<std::string, std::string>> kvs;  // kOmapSet
     std::vector<std::string> keys;                          // kOmapRm
@@ -174,10 +176,17 @@ class Transaction {
   };
 
   void Touch(const std::string& oid);
-  // Writes `data` at `offset`, zero-filling any hole before it.
-  void Write(const std::string& oid, uint64_t offset, std::string data);
+  // Writes `data` at `offset`, zero-filling any hole before it. The store
+  // keeps no reference to `data` once Apply returns.
+  void Write(const std::string& oid, uint64_t offset, SharedBytes data);
+  void Write(const std::string& oid, uint64_t offset, std::string data) {
+    Write(oid, offset, SharedBytes(std::move(data)));
+  }
   // Replaces the data; keeps xattrs and omap.
-  void WriteFull(const std::string& oid, std::string data);
+  void WriteFull(const std::string& oid, SharedBytes data);
+  void WriteFull(const std::string& oid, std::string data) {
+    WriteFull(oid, SharedBytes(std::move(data)));
+  }
   // Sets the size; growth reads as zeros.
   void Truncate(const std::string& oid, uint64_t size);
   // Removes data, xattrs and omap.

@@ -48,9 +48,9 @@ absl::Status ValidateOp(const std::string& coll, const Transaction::Op& op,
   RETURN_IF_ERROR(CheckName("object name", op.oid, kMaxOidBytes));
   switch (op.type) {
     case Type::kWrite:
-      return CheckExtent(coll, op.oid, op.offset, op.data.size(), options.max_object_bytes);
+      return CheckExtent(coll, op.oid, op.offset, op.bytes.size(), options.max_object_bytes);
     case Type::kWriteFull:
-      return CheckExtent(coll, op.oid, 0, op.data.size(), options.max_object_bytes);
+      return CheckExtent(coll, op.oid, 0, op.bytes.size(), options.max_object_bytes);
     case Type::kTruncate: return CheckExtent(coll, op.oid, 0, op.offset, options.max_object_bytes);
     case Type::kSetXattr:
       RETURN_IF_ERROR(CheckName("xattr name", op.name, kMaxXattrNameBytes));
@@ -124,16 +124,16 @@ void Transaction::Touch(const std::string& oid) {
   ops_.push_back(MakeOp(OpType::kTouch, oid));
 }
 
-void Transaction::Write(const std::string& oid, uint64_t offset, std::string data) {
+void Transaction::Write(const std::string& oid, uint64_t offset, SharedBytes data) {
   Op op = MakeOp(OpType::kWrite, oid);
   op.offset = offset;
-  op.data = std::move(data);
+  op.bytes = std::move(data);
   ops_.push_back(std::move(op));
 }
 
-void Transaction::WriteFull(const std::string& oid, std::string data) {
+void Transaction::WriteFull(const std::string& oid, SharedBytes data) {
   Op op = MakeOp(OpType::kWriteFull, oid);
-  op.data = std::move(data);
+  op.bytes = std::move(data);
   ops_.push_back(std::move(op));
 }
 
