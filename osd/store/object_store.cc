@@ -91,6 +91,21 @@ std::vector<common::BlockSpan> MergeSpans(std::vector<common::BlockSpan> spans) 
   return merged;
 }
 
+// Sorts (block, checksum) pairs by block; of a block computed twice the later
+// checksum stays. Usually they come sorted already.
+void SortKeepingLast(std::vector<std::pair<uint64_t, uint64_t>>* sums) {
+  auto not_after = [](const auto& a, const auto& b) { return a.first >= b.first; };
+  if (std::adjacent_find(sums->begin(), sums->end(), not_after) == sums->end()) return;
+  std::stable_sort(sums->begin(), sums->end(),
+                   [](const auto& a, const auto& b) { return a.first < b.first; });
+  size_t kept = 0;
+  for (size_t i = 0; i < sums->size(); ++i) {
+    if (i + 1 < sums->size() && (*sums)[i + 1].first == (*sums)[i].first) continue;
+    (*sums)[kept++] = (*sums)[i];
+  }
+  sums->resize(kept);
+}
+
 }  // namespace
 
 ObjectStore::ObjectStore(const StoreOptions& options, FileIo* io,
@@ -312,8 +327,10 @@ absl::Status ObjectStore::PlanChecksums(const std::string& coll, ObjectWork* wor
       work->draft.exists() ? common::BlockCount(work->draft.size(), block_bytes) : 0;
   const uint64_t old_groups = common::BlockCount(old_blocks, group_blocks);
   const uint64_t new_groups = common::BlockCount(new_blocks, group_blocks);
+  std::vector<std::pair<uint64_t, uint64_t>>& sums = work->new_sums;
+  SortKeepingLast(&sums);
   std::set<uint64_t> groups;
-  for (const auto& [block, sum] : work->new_sums) {
+  for (const auto& [block, sum] : sums) {
     if (block < new_blocks) groups.insert(block / group_blocks);
   }
   if (new_blocks < old_blocks && new_blocks % group_blocks != 0) {
@@ -325,9 +342,9 @@ absl::Status ObjectStore::PlanChecksums(const std::string& coll, ObjectWork* wor
     std::string value;
     value.reserve((end - first) * 8);
     std::optional<std::vector<uint64_t>> committed;
-    auto it = work->new_sums.lower_bound(first);  // walked along with b
-    for (uint64_t b = first; b < end; ++b) {
-      if (it != work->new_sums.end() && it->first == b) {
+    auto it = std::lower_bound(sums.begin(), sums.end(), std::make_pair(first, uint64_t{0}));
+    for (uint64_t b = first; b < end; ++b) {  // `it` walks along with b
+      if (it != sums.end() && it->first == b) {
         format::AppendChecksum(it->second, &value);
         ++it;
         continue;
@@ -533,6 +550,7 @@ absl::Status ObjectStore::WriteNewFile(const std::string& coll, ObjectWork* work
   ASSIGN_OR_RETURN(std::unique_ptr<RandomFile> file,
                    OpenEmptyFile(plan, draft.size(), &work->fid, &stale));
   const uint32_t block_bytes = options_.csum_block_bytes;
+  work->new_sums.reserve(work->new_sums.size() + common::BlockCount(draft.size(), block_bytes));
   for (uint64_t pos = 0; pos < draft.size(); pos += kCopyChunkBytes) {
     const uint64_t length = std::min(kCopyChunkBytes, draft.size() - pos);
     std::string owned;
@@ -547,7 +565,9 @@ absl::Status ObjectStore::WriteNewFile(const std::string& coll, ObjectWork* work
     // truncate sets the size and cuts off a longer spare's old bytes.
     if (pos < stale || !IsZero(buf)) RETURN_IF_ERROR(file->Write(pos, buf));
     const std::vector<uint64_t> sums = common::BlockChecksums(buf, block_bytes);
-    for (size_t i = 0; i < sums.size(); ++i) work->new_sums[pos / block_bytes + i] = sums[i];
+    for (size_t i = 0; i < sums.size(); ++i) {
+      work->new_sums.emplace_back(pos / block_bytes + i, sums[i]);
+    }
   }
   RETURN_IF_ERROR(file->Truncate(draft.size()));
   if (options_.sync) {
@@ -564,7 +584,7 @@ absl::Status ObjectStore::WriteInline(const std::string& coll, ObjectWork* work,
   ASSIGN_OR_RETURN(std::string buf, DraftBytes(coll, *work, 0, draft.size()));
   const uint32_t block_bytes = options_.csum_block_bytes;
   const std::vector<uint64_t> sums = common::BlockChecksums(buf, block_bytes);
-  for (size_t i = 0; i < sums.size(); ++i) work->new_sums[i] = sums[i];
+  for (size_t i = 0; i < sums.size(); ++i) work->new_sums.emplace_back(i, sums[i]);
   buf.resize(WithoutTrailingZeros(buf));
   plan->batch.Put(format::InlineKey(coll, work->oid), std::move(buf));
   return absl::OkStatus();
@@ -598,7 +618,7 @@ absl::Status ObjectStore::PrepareInPlace(const std::string& coll, ObjectWork* wo
   for (const common::BlockSpan& span : MergeSpans(std::move(spans))) {
     for (uint64_t b = span.first; b < span.first + span.count; ++b) {
       ASSIGN_OR_RETURN(std::string block, DraftBlock(coll, *work, b));
-      work->new_sums[b] = common::Checksum64(block);
+      work->new_sums.emplace_back(b, common::Checksum64(block));
     }
   }
   // 2. Overwrites of committed bytes: deferred records in the batch.

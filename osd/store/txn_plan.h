@@ -40,9 +40,11 @@ struct ObjectWork {
   bool shrink = false;      // truncate the file to the draft size after commit
   std::unique_ptr<RandomFile> file;  // open in place, for the deferred writes
   std::vector<std::pair<uint64_t, format::DeferredRecord>> deferred;  // by seq
-  // Checksums of the blocks whose content this transaction sets (block ->
-  // XXH3), for PlanChecksums.
-  std::map<uint64_t, uint64_t> new_sums;
+  // Checksums of the blocks whose content this transaction sets, as (block,
+  // XXH3) in the order they were computed, for PlanChecksums. A vector, not a
+  // map: a 4 MiB object has 256 of them, and a node per block cost more than
+  // the hashing.
+  std::vector<std::pair<uint64_t, uint64_t>> new_sums;
 };
 
 struct TxnPlan {
