@@ -91,21 +91,6 @@ std::vector<common::BlockSpan> MergeSpans(std::vector<common::BlockSpan> spans) 
   return merged;
 }
 
-// Sorts (block, checksum) pairs by block; of a block computed twice the later
-// checksum stays. Usually they come sorted already.
-void SortKeepingLast(std::vector<std::pair<uint64_t, uint64_t>>* sums) {
-  auto not_after = [](const auto& a, const auto& b) { return a.first >= b.first; };
-  if (std::adjacent_find(sums->begin(), sums->end(), not_after) == sums->end()) return;
-  std::stable_sort(sums->begin(), sums->end(),
-                   [](const auto& a, const auto& b) { return a.first < b.first; });
-  size_t kept = 0;
-  for (size_t i = 0; i < sums->size(); ++i) {
-    if (i + 1 < sums->size() && (*sums)[i + 1].first == (*sums)[i].first) continue;
-    (*sums)[kept++] = (*sums)[i];
-  }
-  sums->resize(kept);
-}
-
 }  // namespace
 
 ObjectStore::ObjectStore(const StoreOptions& options, FileIo* io,
@@ -327,14 +312,22 @@ absl::Status ObjectStore::PlanChecksums(const std::string& coll, ObjectWork* wor
       work->draft.exists() ? common::BlockCount(work->draft.size(), block_bytes) : 0;
   const uint64_t old_groups = common::BlockCount(old_blocks, group_blocks);
   const uint64_t new_groups = common::BlockCount(new_blocks, group_blocks);
-  std::vector<std::pair<uint64_t, uint64_t>>& sums = work->new_sums;
-  SortKeepingLast(&sums);
-  std::set<uint64_t> groups;
+  const std::vector<std::pair<uint64_t, uint64_t>>& sums = work->new_sums;
+  auto not_ascending = [](const auto& a, const auto& b) { return a.first >= b.first; };
+  if (std::adjacent_find(sums.begin(), sums.end(), not_ascending) != sums.end()) {
+    return absl::InternalError(absl::StrCat("object ", coll, "/", Printable(work->oid),
+                                            ": new block checksums out of order"));
+  }
+  // The groups to rewrite, in order (the blocks are).
+  std::vector<uint64_t> groups;
+  auto add_group = [&](uint64_t group) {
+    if (groups.empty() || groups.back() != group) groups.push_back(group);
+  };
   for (const auto& [block, sum] : sums) {
-    if (block < new_blocks) groups.insert(block / group_blocks);
+    if (block < new_blocks) add_group(block / group_blocks);
   }
   if (new_blocks < old_blocks && new_blocks % group_blocks != 0) {
-    groups.insert(new_blocks / group_blocks);  // cut short
+    add_group(new_blocks / group_blocks);  // the last group, cut short
   }
   for (uint64_t group : groups) {
     const uint64_t first = group * group_blocks;
@@ -550,7 +543,7 @@ absl::Status ObjectStore::WriteNewFile(const std::string& coll, ObjectWork* work
   ASSIGN_OR_RETURN(std::unique_ptr<RandomFile> file,
                    OpenEmptyFile(plan, draft.size(), &work->fid, &stale));
   const uint32_t block_bytes = options_.csum_block_bytes;
-  work->new_sums.reserve(work->new_sums.size() + common::BlockCount(draft.size(), block_bytes));
+  work->new_sums.reserve(common::BlockCount(draft.size(), block_bytes));
   for (uint64_t pos = 0; pos < draft.size(); pos += kCopyChunkBytes) {
     const uint64_t length = std::min(kCopyChunkBytes, draft.size() - pos);
     std::string owned;

@@ -41,9 +41,10 @@ struct ObjectWork {
   std::unique_ptr<RandomFile> file;  // open in place, for the deferred writes
   std::vector<std::pair<uint64_t, format::DeferredRecord>> deferred;  // by seq
   // Checksums of the blocks whose content this transaction sets, as (block,
-  // XXH3) in the order they were computed, for PlanChecksums. A vector, not a
-  // map: a 4 MiB object has 256 of them, and a node per block cost more than
-  // the hashing.
+  // XXH3) by ascending block, each block once: exactly one of WriteNewFile,
+  // WriteInline and PrepareInPlace fills it, in block order; PlanChecksums
+  // checks that. A vector, not a map: a 4 MiB object has 256 of them, and a
+  // node per block cost more than the hashing.
   std::vector<std::pair<uint64_t, uint64_t>> new_sums;
 };
 
