@@ -1,6 +1,9 @@
 #include "common/checksum/checksum.h"
 
 #include <xxhash.h>
+#ifdef WEFT_HAVE_XXH3_DISPATCH
+#include <xxh_x86dispatch.h>
+#endif
 
 #include <algorithm>
 
@@ -9,7 +12,12 @@
 namespace weft::common {
 
 uint64_t Checksum64(absl::string_view data) {
+#ifdef WEFT_HAVE_XXH3_DISPATCH
+  // The same function on the widest vector unit this CPU has (CMakeLists.txt).
+  return XXH3_64bits_dispatch(data.data(), data.size());
+#else
   return XXH3_64bits(data.data(), data.size());
+#endif
 }
 
 uint64_t BlockCount(uint64_t bytes, uint32_t block_bytes) {

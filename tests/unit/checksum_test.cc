@@ -1,7 +1,9 @@
 #include "common/checksum/checksum.h"
 
 #include <catch2/catch.hpp>
+#include <xxhash.h>
 
+#include <random>
 #include <string>
 
 namespace weft::common {
@@ -11,6 +13,28 @@ TEST_CASE("Checksum64 matches published xxHash3-64 vectors", "[checksum]") {
   // From the xxHash sanity tests (seed 0). The values are on disk: never change.
   CHECK(Checksum64("") == 0x2D06800538D394C2ull);
   CHECK(Checksum64("abc") == 0x78AF5F94892F3950ull);
+}
+
+TEST_CASE("Checksum64 equals the library's portable XXH3 at every length and alignment",
+          "[checksum]") {
+  // Checksum64 may run a vectorised build of XXH3 (AVX2/AVX-512, picked at run
+  // time); every length class of the algorithm (0-16, 17-128, 129-240, then
+  // whole and partial 1 KiB stripes) must give what the SSE2 build gives.
+  std::mt19937_64 rng(42);
+  std::string data(1 << 20 | 64, '\0');
+  for (char& c : data) c = static_cast<char>(rng());
+  std::vector<size_t> lengths;
+  for (size_t n = 0; n <= 300; ++n) lengths.push_back(n);
+  for (size_t n : {1023, 1024, 1025, 4095, 4096, 16384, 16385, 65536 + 7, 1 << 20}) {
+    lengths.push_back(n);
+  }
+  for (size_t start : {0, 1, 3, 8, 63}) {
+    for (size_t n : lengths) {
+      const absl::string_view piece(data.data() + start, n);
+      INFO("start " << start << " length " << n);
+      REQUIRE(Checksum64(piece) == XXH3_64bits(piece.data(), piece.size()));
+    }
+  }
 }
 
 TEST_CASE("Checksum64 tells different data apart", "[checksum]") {
