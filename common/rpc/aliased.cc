@@ -88,36 +88,45 @@ grpc::ByteBuffer AliasedMessage(std::shared_ptr<const google::protobuf::MessageL
 }
 
 void StartUnaryCall(std::shared_ptr<grpc::Channel> channel, grpc::ClientContext* context,
-                    const char* method, grpc::ByteBuffer request,
-                    google::protobuf::MessageLite* reply, std::function<void(grpc::Status)> done) {
+                    const char* method, grpc::ByteBuffer request, grpc::ByteBuffer* reply,
+                    std::function<void(grpc::Status)> done) {
   // Everything the call points into lives until it completes (the callback
   // holds it), the method name too: the stub hands gRPC its c_str().
   struct Call {
     std::string method;
     grpc::ByteBuffer request;
-    grpc::ByteBuffer response;
   };
   auto call = std::make_shared<Call>();
   call->method = method;
   call->request = std::move(request);
   grpc::GenericStub(std::move(channel))
-      .UnaryCall(context, call->method, grpc::StubOptions(), &call->request, &call->response,
-                 [call, reply, done = std::move(done)](grpc::Status status) {
-                   if (status.ok()) {
-                     grpc::ProtoBufferReader reader(&call->response);
-                     if (!reply->ParseFromZeroCopyStream(&reader)) {
-                       status = grpc::Status(grpc::StatusCode::INTERNAL, "unparsable reply");
-                     }
-                   }
+      .UnaryCall(context, call->method, grpc::StubOptions(), &call->request, reply,
+                 [call, done = std::move(done)](grpc::Status status) {
                    call->request.Clear();
-                   call->response.Clear();
                    done(std::move(status));
                  });
 }
 
-grpc::Status UnaryCall(std::shared_ptr<grpc::Channel> channel, grpc::ClientContext* context,
-                       const char* method, grpc::ByteBuffer request,
-                       google::protobuf::MessageLite* reply) {
+void StartUnaryCall(std::shared_ptr<grpc::Channel> channel, grpc::ClientContext* context,
+                    const char* method, grpc::ByteBuffer request,
+                    google::protobuf::MessageLite* reply, std::function<void(grpc::Status)> done) {
+  auto response = std::make_shared<grpc::ByteBuffer>();
+  StartUnaryCall(std::move(channel), context, method, std::move(request), response.get(),
+                 [response, reply, done = std::move(done)](grpc::Status status) {
+                   if (status.ok()) {
+                     grpc::ProtoBufferReader reader(response.get());
+                     if (!reply->ParseFromZeroCopyStream(&reader)) {
+                       status = grpc::Status(grpc::StatusCode::INTERNAL, "unparsable reply");
+                     }
+                   }
+                   response->Clear();
+                   done(std::move(status));
+                 });
+}
+
+template <class Reply>
+grpc::Status WaitUnaryCall(std::shared_ptr<grpc::Channel> channel, grpc::ClientContext* context,
+                           const char* method, grpc::ByteBuffer request, Reply* reply) {
   absl::Notification finished;
   grpc::Status out;
   StartUnaryCall(std::move(channel), context, method, std::move(request), reply,
@@ -127,6 +136,17 @@ grpc::Status UnaryCall(std::shared_ptr<grpc::Channel> channel, grpc::ClientConte
                  });
   finished.WaitForNotification();
   return out;
+}
+
+grpc::Status UnaryCall(std::shared_ptr<grpc::Channel> channel, grpc::ClientContext* context,
+                       const char* method, grpc::ByteBuffer request,
+                       google::protobuf::MessageLite* reply) {
+  return WaitUnaryCall(std::move(channel), context, method, std::move(request), reply);
+}
+
+grpc::Status UnaryCall(std::shared_ptr<grpc::Channel> channel, grpc::ClientContext* context,
+                       const char* method, grpc::ByteBuffer request, grpc::ByteBuffer* reply) {
+  return WaitUnaryCall(std::move(channel), context, method, std::move(request), reply);
 }
 
 }  // namespace weft::rpc

@@ -48,6 +48,14 @@ grpc::Status UnaryCall(std::shared_ptr<grpc::Channel> channel, grpc::ClientConte
                        const char* method,
                        grpc::ByteBuffer request, google::protobuf::MessageLite* reply);
 
+// Both, handing back the reply's serialized bytes as received, unparsed (for
+// a parser that keeps bulk bytes where they landed: rpc/op_reply.h).
+void StartUnaryCall(std::shared_ptr<grpc::Channel> channel, grpc::ClientContext* context,
+                    const char* method, grpc::ByteBuffer request, grpc::ByteBuffer* reply,
+                    std::function<void(grpc::Status)> done);
+grpc::Status UnaryCall(std::shared_ptr<grpc::Channel> channel, grpc::ClientContext* context,
+                       const char* method, grpc::ByteBuffer request, grpc::ByteBuffer* reply);
+
 // A reply that gRPC serializes with AliasedMessage. The handler fills
 // *get(); gRPC holds the message until it has sent the last aliased byte.
 template <class Message>

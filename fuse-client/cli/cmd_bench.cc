@@ -53,10 +53,10 @@ class Payloads {
     std::memcpy(data.data(), name.data(), HeaderBytes(name));
     return data;
   }
-  bool Matches(const std::string& name, const std::string& data) const {
+  bool Matches(const std::string& name, const ByteChain& data) const {
     size_t h = HeaderBytes(name);
-    return data.size() == pattern_.size() && std::memcmp(data.data(), name.data(), h) == 0 &&
-           std::memcmp(data.data() + h, pattern_.data() + h, data.size() - h) == 0;
+    return data.size() == pattern_.size() && data.EqualsAt(0, absl::string_view(name).substr(0, h)) &&
+           data.EqualsAt(h, absl::string_view(pattern_).substr(h));
   }
 
  private:
@@ -204,9 +204,14 @@ int CmdBench(const Config& config, const Args& args) {
         }
         std::string name = ObjectName(prefix, n);
         absl::Time t0 = absl::Now();
-        absl::StatusOr<std::string> got;
+        absl::StatusOr<ByteChain> got;
         if (size > piece) {
-          got = c->Get(*pool, name);
+          auto whole = c->Get(*pool, name);
+          if (whole.ok()) {
+            got = ByteChain(std::move(*whole));
+          } else {
+            got = whole.status();
+          }
         } else {
           client::ObjectOperation op;
           op.Read(0, size);

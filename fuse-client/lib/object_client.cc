@@ -9,6 +9,7 @@
 #include "common/log/log.h"
 #include "common/placement/placement.h"
 #include "common/rpc/aliased.h"
+#include "common/rpc/op_reply.h"
 #include "common/status/status.h"
 #include "proto/mds.grpc.pb.h"
 #include "proto/osd.grpc.pb.h"
@@ -275,13 +276,21 @@ absl::StatusOr<OpResult> ObjectClient::Execute(PoolId pool_id, const std::string
     grpc::ClientContext ctx;
     ctx.set_deadline(rpc::DeadlineIn(std::min<int64_t>(
         options_.rpc_timeout_ms, absl::ToInt64Milliseconds(deadline - absl::Now()) + 1)));
-    pb::OpReply reply;
-    std::shared_ptr<grpc::Channel> channel = channels_.Get(osd->addr);
-    const grpc::Status sent =
-        data_bytes >= kAliasedDataBytes
-            ? rpc::UnaryCall(channel, &ctx, "/weft.pb.Osd/Op", rpc::AliasedMessage(shared_req),
-                             &reply)
-            : pb::Osd::NewStub(channel)->Op(&ctx, req, &reply);
+    // The request's data goes out from its own buffers when it is large
+    // (AliasedMessage); the reply's data stays in the received slices
+    // (ParseOpReply).
+    grpc::ByteBuffer request;
+    if (data_bytes >= kAliasedDataBytes) {
+      request = rpc::AliasedMessage(shared_req);
+    } else {
+      bool own = false;
+      const grpc::Status made = grpc::GenericSerialize<grpc::ProtoBufferWriter, pb::OpRequest>(
+          req, &request, &own);
+      if (!made.ok()) return rpc::FromGrpc(made, "serialize request");
+    }
+    grpc::ByteBuffer received;
+    const grpc::Status sent = rpc::UnaryCall(channels_.Get(osd->addr), &ctx, "/weft.pb.Osd/Op",
+                                             std::move(request), &received);
     absl::Status transport =
         rpc::FromGrpc(sent, absl::StrCat("osd.", target.value(), " ", osd->addr));
     if (!transport.ok()) {
@@ -290,6 +299,11 @@ absl::StatusOr<OpResult> ObjectClient::Execute(PoolId pool_id, const std::string
       WaitNewer(m->epoch, absl::Milliseconds(std::min(100 * (attempt + 1), 1000)));
       continue;
     }
+    pb::OpReply reply;
+    std::vector<ByteChain> data;
+    // Not retried: an OSD that sends what does not parse would send it again.
+    RETURN_IF_ERROR(Annotate(rpc::ParseOpReply(received, &reply, &data),
+                             absl::StrCat("osd.", target.value(), " ", osd->addr)));
     if (!reply.osdmap().empty()) Install(reply.osdmap());
     switch (reply.status().code()) {
       case pb::STALE_MAP:
@@ -306,16 +320,17 @@ absl::StatusOr<OpResult> ObjectClient::Execute(PoolId pool_id, const std::string
     }
     RETURN_IF_ERROR(rpc::FromProto(reply.status()));
     OpResult result;
-    uint64_t received = 0;
-    for (const auto& r : reply.results()) received += r.data().size();
-    CountReceived(target.value(), received);
+    uint64_t received_bytes = 0;
+    for (const ByteChain& d : data) received_bytes += d.size();
+    CountReceived(target.value(), received_bytes);
     result.version_epoch = reply.version().epoch();
     result.version_seq = reply.version().seq();
     result.size_before = reply.size_before();
     result.size_after = reply.size_after();
-    for (auto& r : *reply.mutable_results()) {
+    for (int i = 0; i < reply.results_size(); ++i) {
+      const pb::ObjectOpResult& r = reply.results(i);
       OpResult::Item item;
-      item.data = std::move(*r.mutable_data());  // the reply is ours: no copy
+      item.data = std::move(data[i]);
       item.size = r.size();
       item.mtime_ns = r.mtime_ns();
       item.version_epoch = r.version().epoch();
@@ -354,7 +369,7 @@ absl::StatusOr<std::string> ObjectClient::Get(PoolId pool, const std::string& oi
     op.Read(out.size(), kMaxPieceBytes);
     ASSIGN_OR_RETURN(OpResult r, Execute(pool, oid, op, from_osd));
     const auto& item = r.items.at(0);
-    out += item.data;
+    item.data.AppendTo(&out);
     if (out.size() >= item.size || item.data.empty()) return out;
   }
 }

@@ -18,6 +18,7 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "common/bytes/byte_chain.h"
 #include "common/cluster_map/osd_map.h"
 #include "common/ec/erasure_code.h"
 #include "common/rpc/rpc.h"
@@ -70,7 +71,7 @@ class ObjectOperation {
 
 struct OpResult {
   struct Item {
-    std::string data;
+    ByteChain data;  // a read's bytes, where they were received
     uint64_t size = 0;
     int64_t mtime_ns = 0;
     uint64_t version_epoch = 0, version_seq = 0;

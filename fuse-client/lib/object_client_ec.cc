@@ -101,7 +101,7 @@ absl::StatusOr<OpResult> ObjectClient::EcRead(const OsdMap& m, const PoolInfo& p
   if (!read.ok()) return read.status();
   OpResult result;
   OpResult::Item item;
-  item.data = std::move(read->data);
+  item.data = ByteChain(std::move(read->data));
   item.size = read->logical_size;
   item.mtime_ns = read->mtime_ns;
   item.version_epoch = read->version_epoch;
@@ -123,7 +123,7 @@ absl::StatusOr<std::string> ObjectClient::EcReadUsing(PoolId pool_id, const std:
   op.set_offset(offset);
   op.set_length(length);
   ASSIGN_OR_RETURN(OpResult r, EcRead(*m, *pool, oid, op, shard_mask));
-  return std::move(r.items.at(0).data);
+  return r.items.at(0).data.ToString();
 }
 
 }  // namespace weft::client

@@ -86,13 +86,10 @@ absl::StatusOr<std::string> StripedIo::Read(const FileData& file, uint64_t offse
         if (absl::IsNotFound(r.status())) return absl::OkStatus();  // a hole: zeros
         return Annotate(r.status(), "read data object");
       }
-      const std::string& data = r->items.at(0).data;
+      const ByteChain& data = r->items.at(0).data;
       uint64_t obj_pos = 0;  // scatter the object's bytes; a short object leaves zeros
       for (const auto& piece : e.pieces) {
-        if (obj_pos < data.size()) {
-          uint64_t n = std::min<uint64_t>(piece.length, data.size() - obj_pos);
-          std::copy_n(data.data() + obj_pos, n, out.data() + piece.buffer_offset);
-        }
+        data.CopyTo(obj_pos, piece.length, out.data() + piece.buffer_offset);
         obj_pos += piece.length;
       }
       return absl::OkStatus();
