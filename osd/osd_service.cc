@@ -1,6 +1,7 @@
 #include "osd/osd_service.h"
 
 #include "osd/osd_daemon.h"
+#include "osd/store/file_io.h"
 #include "proto/osd.pb.h"
 
 namespace weft::osd {
@@ -17,6 +18,14 @@ namespace weft::osd {
 // its call and nothing reads it after the handler returns: the write paths
 // (Op, RepOp) move the data out of it instead of copying megabytes per request.
 OsdService::OsdService(OsdDaemon* daemon) {
+  // A read's buffer goes back to the store's pool once its reply is sent:
+  // the next read of that size needs no zero-fill (osd/store/file_io.h).
+  rpc::SharedReply<pb::OpReply>::SetRelease([](pb::OpReply* reply) {
+    for (pb::ObjectOpResult& r : *reply->mutable_results()) {
+      ReadBuffers().Give(std::move(*r.mutable_data()));
+    }
+    delete reply;
+  });
   AddAliased<pb::OpRequest, pb::OpReply>(
       "/weft.pb.Osd/Op",
       [daemon](grpc::ServerContext*, const pb::OpRequest* req, pb::OpReply* reply) {

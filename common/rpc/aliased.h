@@ -25,6 +25,7 @@
 #include <grpcpp/support/method_handler.h>
 #include <grpcpp/support/proto_buffer_reader.h>
 
+#include <atomic>
 #include <functional>
 #include <memory>
 #include <string>
@@ -61,11 +62,26 @@ grpc::Status UnaryCall(std::shared_ptr<grpc::Channel> channel, grpc::ClientConte
 template <class Message>
 class SharedReply {
  public:
-  SharedReply() : message_(std::make_shared<Message>()) {}
+  // What becomes of a reply once gRPC is done with it: by default it is
+  // deleted; a server may take buffers back out of it first (and must then
+  // delete it). Set once, before serving.
+  using Release = void (*)(Message*);
+  static void SetRelease(Release release) { release_.store(release); }
+
+  SharedReply()
+      : message_(new Message, [](Message* m) {
+          const Release release = release_.load();
+          if (release != nullptr) {
+            release(m);
+          } else {
+            delete m;
+          }
+        }) {}
   Message* get() const { return message_.get(); }
   std::shared_ptr<const Message> shared() const { return message_; }
 
  private:
+  static inline std::atomic<Release> release_{nullptr};
   std::shared_ptr<Message> message_;
 };
 

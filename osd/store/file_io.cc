@@ -215,34 +215,37 @@ class PosixFile final : public RandomFile {
     return absl::OkStatus();
   }
 
-  // Reads straight into `out` when its buffer comes out aligned (weft-osd's
-  // operator new aligns large buffers, osd/aligned_new.cc): the string is
-  // zero-filled first (std::string has no uninitialized resize before
-  // C++23), which costs half of the bounce buffer's copy. Unimplemented when
-  // the buffer is not aligned, before any read.
+  // Reads straight into a string from ReadBuffers() when its buffer is
+  // aligned (weft-osd's operator new aligns large buffers,
+  // osd/aligned_new.cc): a reused one needs no zero-fill (std::string has no
+  // uninitialized resize before C++23); a new one is zero-filled first, half
+  // of the bounce buffer's copy. Whatever the buffer held past the bytes read
+  // is cut off. Unimplemented when the buffer is not aligned, before any read.
   absl::Status ReadDirectInPlace(uint64_t offset, size_t n, std::string* out) {
     const size_t span = RoundUp(n);
-    out->clear();
-    out->reserve(span);
-    if (reinterpret_cast<uintptr_t>(out->data()) % kDirectAlign != 0) {
+    std::string buffer = ReadBuffers().Take(span);
+    if (reinterpret_cast<uintptr_t>(buffer.data()) % kDirectAlign != 0) {
+      ReadBuffers().Give(std::move(buffer));
       return absl::UnimplementedError("unaligned string buffer");
     }
-    out->resize(span);
     size_t done = 0;
     while (done < span) {
-      ssize_t r = ::pread(direct_read_fd_, out->data() + done, span - done,
+      ssize_t r = ::pread(direct_read_fd_, buffer.data() + done, span - done,
                           static_cast<off_t>(offset + done));
       if (r < 0 && errno == EINTR) continue;
       if (r < 0) {
-        out->clear();
+        const int error = errno;
+        ReadBuffers().Give(std::move(buffer));
         // Refused: the bounce buffer's path tries and decides.
-        if (errno == EINVAL && done == 0) return absl::UnimplementedError("O_DIRECT refused");
-        return ErrnoToStatus(errno, absl::StrCat("pread ", path_));
+        if (error == EINVAL && done == 0) return absl::UnimplementedError("O_DIRECT refused");
+        return ErrnoToStatus(error, absl::StrCat("pread ", path_));
       }
       done += static_cast<size_t>(r);
       if (r == 0 || done % kDirectAlign != 0) break;  // end of file
     }
-    out->resize(std::min(done, n));
+    buffer.resize(std::min(done, n));  // only the bytes just read
+    ReadBuffers().Give(std::move(*out));
+    *out = std::move(buffer);
     return absl::OkStatus();
   }
 
@@ -344,6 +347,11 @@ class PosixFileIoImpl final : public FileIo {
 FileIo* PosixFileIo() {
   static FileIo* const io = new PosixFileIoImpl();
   return io;
+}
+
+StringPool& ReadBuffers() {
+  static StringPool* const pool = new StringPool(1 << 20, 16 << 20, 64 << 20);
+  return *pool;
 }
 
 }  // namespace weft::osd

@@ -18,6 +18,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "common/bytes/string_pool.h"
 
 namespace weft::osd {
 
@@ -75,5 +76,10 @@ class FileIo {
 
 // The process-wide POSIX implementation (never deleted).
 FileIo* PosixFileIo();
+
+// Large read buffers kept for reuse (never deleted): the POSIX files read
+// into them, and weft-osd gives them back once a reply carrying one is sent
+// (osd/osd_service.cc). Strings of 1-16 MiB, 64 MiB in all.
+StringPool& ReadBuffers();
 
 }  // namespace weft::osd
