@@ -55,7 +55,8 @@ class Payloads {
   }
   bool Matches(const std::string& name, const ByteChain& data) const {
     size_t h = HeaderBytes(name);
-    return data.size() == pattern_.size() && data.EqualsAt(0, absl::string_view(name).substr(0, h)) &&
+    return data.size() == pattern_.size() &&
+           data.EqualsAt(0, absl::string_view(name).substr(0, h)) &&
            data.EqualsAt(h, absl::string_view(pattern_).substr(h));
   }
 

@@ -228,7 +228,8 @@ TEST_CASE("ParseOpReply accepts and refuses what protobuf does - truncated or od
     both(std::string("\x12\x05\x0a\x09", 4) + "abc", {});  // data longer than its result
     both(std::string("\x12\x02\x0a", 3), {});              // result shorter than a field
     both(std::string("\x00\x01", 2), {});                 // field number 0
-    both(std::string("\x18\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\x01", 12), {});  // 11-byte varint
+    // map_epoch as an 11-byte varint
+    both(std::string("\x18\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\x01", 12), {});
   }
 
   SECTION("random bytes never crash it, and what it accepts protobuf reads the same") {
