@@ -100,6 +100,11 @@ struct Field {
   int wire_type() const { return static_cast<int>(tag & 7); }
 };
 
+// A field's tag, as protobuf reads one: 32 bits at most, field number not 0.
+bool ReadTag(SliceReader& in, Field* field) {
+  return in.ReadVarint(&field->tag) && field->tag <= 0xffffffffu && field->number() != 0;
+}
+
 // Copies the value of `field` (its tag already read) to `out`, after its tag.
 bool CopyField(SliceReader& in, const Field& field, std::string* out) {
   PutVarint(field.tag, out);
@@ -127,7 +132,7 @@ bool ParseResult(SliceReader& in, uint64_t length, pb::ObjectOpResult* result,
   std::string rest;
   while (in.left() > end) {
     Field field;
-    if (!in.ReadVarint(&field.tag) || field.number() == 0) return false;
+    if (!ReadTag(in, &field)) return false;
     if (field.number() == kResultDataField && field.wire_type() == kLengthDelimited) {
       uint64_t n;
       if (!in.ReadVarint(&n) || n > in.left() - end) return false;
@@ -158,7 +163,7 @@ absl::Status ParseOpReply(const grpc::ByteBuffer& buffer, pb::OpReply* reply,
   data->clear();
   while (in.left() > 0) {
     Field field;
-    bool ok = in.ReadVarint(&field.tag) && field.number() != 0;
+    bool ok = ReadTag(in, &field);
     if (ok && field.number() == kResultsField && field.wire_type() == kLengthDelimited) {
       uint64_t length;
       ok = in.ReadVarint(&length) &&

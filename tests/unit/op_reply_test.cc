@@ -228,6 +228,8 @@ TEST_CASE("ParseOpReply accepts and refuses what protobuf does - truncated or od
     both(std::string("\x12\x05\x0a\x09", 4) + "abc", {});  // data longer than its result
     both(std::string("\x12\x02\x0a", 3), {});              // result shorter than a field
     both(std::string("\x00\x01", 2), {});                 // field number 0
+    // A tag past 32 bits whose low bits would read as field 2 (results).
+    both(std::string("\x92\x80\x80\x80\x80\x01\x00", 7), {});
     // map_epoch as an 11-byte varint
     both(std::string("\x18\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\x01", 12), {});
   }
