@@ -25,7 +25,8 @@ class StringPool {
   // (zeros where it grew): the caller overwrites them or cuts them off, and
   // never lets them out. Sizes below min_capacity get a new string.
   std::string Take(size_t size);
-  // Keeps `s` (emptying it) if it is large enough and there is room.
+  // Keeps `s` if its capacity is in range and there is room; otherwise
+  // leaves it as it was, to be freed by the caller.
   void Give(std::string&& s);
 
   size_t kept_bytes() const;
