@@ -7,20 +7,19 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "google/protobuf/io/coded_stream.h"
 
 namespace weft::rpc {
 namespace {
 
 constexpr int kLengthDelimited = 2;
-constexpr int kResultsField = 2;     // OpReply.results
-constexpr int kResultDataField = 1;  // ObjectOpResult.data
+constexpr int kResultsField = pb::OpReply::kResultsFieldNumber;
+constexpr int kResultDataField = pb::ObjectOpResult::kDataFieldNumber;
 
 void PutVarint(uint64_t v, std::string* out) {
-  while (v >= 0x80) {
-    out->push_back(static_cast<char>(v | 0x80));
-    v >>= 7;
-  }
-  out->push_back(static_cast<char>(v));
+  uint8_t bytes[10];  // the longest varint
+  const uint8_t* end = google::protobuf::io::CodedOutputStream::WriteVarint64ToArray(v, bytes);
+  out->append(reinterpret_cast<const char*>(bytes), end - bytes);
 }
 
 // Reads a received message's slices front to back.
