@@ -89,6 +89,9 @@ class FaultFile final : public RandomFile {
     return absl::OkStatus();
   }
 
+  // Layout is not modelled: nothing to reserve, and no step to crash at.
+  void Preallocate(uint64_t, uint64_t) override {}
+
   absl::Status Sync() override {
     absl::MutexLock lock(&fs_->mu_);
     RETURN_IF_ERROR(fs_->CountOpLocked(absl::StrCat("sync ", path_), nullptr));

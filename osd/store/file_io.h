@@ -35,6 +35,11 @@ class RandomFile {
   virtual absl::Status Write(uint64_t offset, absl::string_view data) = 0;
   // Sets the file size; growth reads as zeros.
   virtual absl::Status Truncate(uint64_t size) = 0;
+  // A hint that [offset, offset + length) past the end is about to be
+  // written: the file system may allocate it now, in one piece. Changes
+  // neither the size nor what reads return; does nothing where unsupported,
+  // and a failure is left for the write itself to report.
+  virtual void Preallocate(uint64_t offset, uint64_t length) = 0;
   // Makes data and size durable (fdatasync).
   virtual absl::Status Sync() = 0;
   virtual absl::StatusOr<uint64_t> Size() = 0;

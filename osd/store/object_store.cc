@@ -73,6 +73,10 @@ using format::Printable;
 namespace {
 
 constexpr uint64_t kCopyChunkBytes = 1 << 20;  // a multiple of every block size
+// Extensions at least this long ask the file system for their space in one
+// piece first (RandomFile::Preallocate); for smaller ones the extra system
+// call would cost more than their layout does.
+constexpr uint64_t kPreallocateFrom = 256 << 10;
 
 std::vector<common::BlockSpan> MergeSpans(std::vector<common::BlockSpan> spans) {
   std::sort(spans.begin(), spans.end(),
@@ -89,6 +93,17 @@ std::vector<common::BlockSpan> MergeSpans(std::vector<common::BlockSpan> spans) 
     }
   }
   return merged;
+}
+
+// Whether a chunk of the draft at or past `from` would be left a hole by
+// WriteNewFile (all zeros): space reserved for it would be space lost.
+bool HasZeroChunkFrom(const ObjectDraft& draft, uint64_t from) {
+  for (uint64_t pos = from / kCopyChunkBytes * kCopyChunkBytes; pos < draft.size();
+       pos += kCopyChunkBytes) {
+    const auto covered = draft.Covered(pos, std::min(kCopyChunkBytes, draft.size() - pos));
+    if (covered && IsZero(*covered)) return true;
+  }
+  return false;
 }
 
 }  // namespace
@@ -544,6 +559,9 @@ absl::Status ObjectStore::WriteNewFile(const std::string& coll, ObjectWork* work
                    OpenEmptyFile(plan, draft.size(), &work->fid, &stale));
   const uint32_t block_bytes = options_.csum_block_bytes;
   work->new_sums.reserve(common::BlockCount(draft.size(), block_bytes));
+  if (draft.size() >= stale + kPreallocateFrom && !HasZeroChunkFrom(draft, stale)) {
+    file->Preallocate(stale, draft.size() - stale);
+  }
   for (uint64_t pos = 0; pos < draft.size(); pos += kCopyChunkBytes) {
     const uint64_t length = std::min(kCopyChunkBytes, draft.size() - pos);
     std::string owned;
@@ -648,6 +666,9 @@ absl::Status ObjectStore::WriteExtension(ObjectWork* work, RandomFile* file, Txn
   // Bytes past the committed end are garbage (a truncate, an interrupted
   // write): cut them so that holes read as zeros.
   RETURN_IF_ERROR(file->Truncate(old_size));
+  if (draft.size() - old_size >= kPreallocateFrom) {
+    file->Preallocate(old_size, draft.size() - old_size);
+  }
   for (const auto& [offset, data] : draft.ExtentsFrom(old_size)) {
     RETURN_IF_ERROR(file->Write(offset, data));
   }

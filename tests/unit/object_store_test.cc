@@ -3,6 +3,7 @@
 
 #include <catch2/catch.hpp>
 #include <stdlib.h>
+#include <sys/stat.h>
 
 #include <algorithm>
 #include <chrono>
@@ -230,6 +231,61 @@ TEST_CASE("New files hold exactly what was written - from aligned and unaligned 
   }
 }
 
+// Bytes the file system holds for a file (st_blocks), and its size.
+std::pair<uint64_t, uint64_t> Allocated(const std::string& path) {
+  struct stat st;
+  REQUIRE(::stat(path.c_str(), &st) == 0);
+  return {static_cast<uint64_t>(st.st_blocks) * 512, static_cast<uint64_t>(st.st_size)};
+}
+
+TEST_CASE("Preallocate reserves space past the end - without changing the size or the bytes",
+          "[store]") {
+  TempDir dir;
+  const std::string path = dir.path + "/f";
+  auto file = PosixFileIo()->OpenFile(path, OpenMode::kCreate);
+  REQUIRE(file.ok());
+  const std::string head = Pattern(8192, 1);
+  REQUIRE((*file)->Write(0, head).ok());
+  (*file)->Preallocate(head.size(), 4 << 20);
+  CHECK(Allocated(path).first >= head.size() + (4 << 20));
+  CHECK(*(*file)->Size() == head.size());
+  std::string got;
+  REQUIRE((*file)->Read(0, 1 << 20, &got).ok());
+  CHECK(got == head);
+  // Cutting the file at its size gives back what was reserved past it: the
+  // store truncates every file it writes to the object's size.
+  REQUIRE((*file)->Truncate(head.size()).ok());
+  CHECK(Allocated(path).first <= head.size() + 4096);
+  (*file)->Preallocate(0, 0);  // nothing to do
+  CHECK(*(*file)->Size() == head.size());
+}
+
+// A large new object asks for its space in one piece, unless a chunk of it
+// is zeros: those stay holes, and space reserved for them would be lost.
+TEST_CASE("Large new objects reserve exactly their space - and holes stay holes", "[store]") {
+  constexpr size_t kMiB = 1 << 20;
+  StoreFixture f;
+  f.Open();
+  std::string data = Pattern(4 * kMiB + 100, 5);
+  SECTION("dense") {}
+  SECTION("its second MiB zeros") { std::fill_n(data.begin() + kMiB, kMiB, '\0'); }
+  const bool holed = data[kMiB] == '\0' && data[2 * kMiB - 1] == '\0';
+  f.Apply(WriteTxn("big", 0, data));
+  CHECK(f.ReadAll("big") == data);
+  const auto [allocated, size] = Allocated(f.OnlyDataFile());
+  CHECK(size == data.size());
+  const uint64_t whole = (data.size() + 4095) / 4096 * 4096;
+  if (holed) {
+    CHECK(allocated <= whole - kMiB);
+  } else {
+    CHECK(allocated >= data.size());
+    CHECK(allocated <= whole);  // nothing left reserved past the end
+  }
+  f.Open();
+  CHECK(f.ReadAll("big") == data);
+  CHECK(f.store().Fsck(true).ok());
+}
+
 TEST_CASE("Large file reads return exactly the file's bytes - at any offset and past the end",
           "[store][direct]") {
   // Reads of 128 KiB or more go around the page cache, into a pooled string
@@ -283,6 +339,18 @@ TEST_CASE("Large file reads return exactly the file's bytes - at any offset and 
   REQUIRE((*file)->Read(0, 4 << 20, &got).ok());
   CHECK(got.data() == kept);
   CHECK(got == want.substr(0, 4 << 20));
+  // Buffers of 2 MiB or more start on a huge page's boundary (so that the
+  // kernel can give them huge pages and a direct read goes out as one
+  // request); smaller large ones on a 4 KiB one.
+  CHECK(reinterpret_cast<uintptr_t>(kept) % (2 << 20) == 0);
+  for (size_t size : {size_t{64} << 10, size_t{1} << 20, (size_t{2} << 20) - 1}) {
+    auto small = std::make_unique<char[]>(size);
+    CHECK(reinterpret_cast<uintptr_t>(small.get()) % 4096 == 0);
+  }
+  for (size_t size : {size_t{2} << 20, (size_t{4} << 20) + 1, size_t{16} << 20}) {
+    auto large = std::make_unique<char[]>(size);
+    CHECK(reinterpret_cast<uintptr_t>(large.get()) % (2 << 20) == 0);
+  }
 #endif
 }
 
