@@ -65,8 +65,11 @@ class SliceReader {
       const size_t len = std::min(n, Run());
       std::shared_ptr<const grpc::Slice>& owner = owners_[index_];
       if (owner == nullptr) owner = std::make_shared<const grpc::Slice>(slices_[index_]);
+      // The bytes as the owner holds them: a slice of up to 23 bytes keeps
+      // them inside itself (gRPC's inlined slices), so a copy of it holds a
+      // copy of them, and slices_[index_]'s die with this reader.
       out->Append(SharedBytes(
-          owner, absl::string_view(reinterpret_cast<const char*>(Current()), len)));
+          owner, absl::string_view(reinterpret_cast<const char*>(owner->begin() + offset_), len)));
       Advance(len);
       n -= len;
     }
