@@ -666,10 +666,15 @@ absl::Status ObjectStore::WriteExtension(ObjectWork* work, RandomFile* file, Txn
   // Bytes past the committed end are garbage (a truncate, an interrupted
   // write): cut them so that holes read as zeros.
   RETURN_IF_ERROR(file->Truncate(old_size));
-  if (draft.size() - old_size >= kPreallocateFrom) {
-    file->Preallocate(old_size, draft.size() - old_size);
+  const auto extents = draft.ExtentsFrom(old_size);
+  // Only an extension written all through: a hole (a write far past the
+  // end) must not get space.
+  uint64_t written = 0;
+  for (const auto& extent : extents) written += extent.second.size();
+  if (written >= kPreallocateFrom && written == draft.size() - old_size) {
+    file->Preallocate(old_size, written);
   }
-  for (const auto& [offset, data] : draft.ExtentsFrom(old_size)) {
+  for (const auto& [offset, data] : extents) {
     RETURN_IF_ERROR(file->Write(offset, data));
   }
   RETURN_IF_ERROR(file->Truncate(draft.size()));

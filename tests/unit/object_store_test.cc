@@ -286,6 +286,35 @@ TEST_CASE("Large new objects reserve exactly their space - and holes stay holes"
   CHECK(f.store().Fsck(true).ok());
 }
 
+TEST_CASE("Growing an object reserves space only for bytes it writes", "[store]") {
+  constexpr size_t kMiB = 1 << 20;
+  StoreFixture f;
+  f.Open();
+  std::string expect = Pattern(kMiB, 8);
+  f.Apply(WriteTxn("o", 0, expect));
+  SECTION("appended all through") {
+    const std::string more = Pattern(4 * kMiB, 9);
+    f.Apply(WriteTxn("o", kMiB, more));
+    expect += more;
+    const auto [allocated, size] = Allocated(f.OnlyDataFile());
+    CHECK(size == expect.size());
+    CHECK(allocated >= expect.size());
+    CHECK(allocated <= expect.size() + 4096);
+  }
+  SECTION("a few bytes far past the end") {
+    f.Apply(WriteTxn("o", 100 * kMiB, "tail"));
+    expect.resize(100 * kMiB, '\0');
+    expect += "tail";
+    const auto [allocated, size] = Allocated(f.OnlyDataFile());
+    CHECK(size == expect.size());
+    CHECK(allocated <= kMiB + 2 * 4096);  // the hole holds nothing
+  }
+  CHECK(f.ReadAll("o") == expect);
+  f.Open();
+  CHECK(f.ReadAll("o") == expect);
+  CHECK(f.store().Fsck(true).ok());
+}
+
 TEST_CASE("Large file reads return exactly the file's bytes - at any offset and past the end",
           "[store][direct]") {
   // Reads of 128 KiB or more go around the page cache, into a pooled string
