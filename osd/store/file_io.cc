@@ -61,10 +61,9 @@ class PosixFile final : public RandomFile {
     return absl::OkStatus();
   }
 
-  // Written piece by piece (one O_DIRECT write per received slice), a 4 MiB
-  // object took three extents, allocated among the other OSDs' writes: its
-  // read became three disk requests instead of one, and on this machine's
-  // virtual disk the number of requests, not bytes, bounded sequential reads.
+  // Written in 1 MiB pieces among the other OSDs' writes, a 4 MiB object
+  // took three extents on ext4, and its read three disk requests instead of
+  // one (on a spinning disk, two more seeks).
   void Preallocate(uint64_t offset, uint64_t length) override {
     if (length == 0) return;
     int r;

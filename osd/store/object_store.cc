@@ -73,9 +73,9 @@ using format::Printable;
 namespace {
 
 constexpr uint64_t kCopyChunkBytes = 1 << 20;  // a multiple of every block size
-// Extensions at least this long ask the file system for their space in one
-// piece first (RandomFile::Preallocate); for smaller ones the extra system
-// call would cost more than their layout does.
+// Files about to be written at least this far past their end ask the file
+// system for the space in one piece first (RandomFile::Preallocate); for
+// fewer bytes the extra system call would cost more than their layout does.
 constexpr uint64_t kPreallocateFrom = 256 << 10;
 
 std::vector<common::BlockSpan> MergeSpans(std::vector<common::BlockSpan> spans) {
@@ -95,15 +95,17 @@ std::vector<common::BlockSpan> MergeSpans(std::vector<common::BlockSpan> spans) 
   return merged;
 }
 
-// Whether a chunk of the draft at or past `from` would be left a hole by
-// WriteNewFile (all zeros): space reserved for it would be space lost.
-bool HasZeroChunkFrom(const ObjectDraft& draft, uint64_t from) {
+// Whether WriteNewFile will write every chunk of the draft at or past
+// `from`: it leaves chunks of zeros as holes, and space reserved for a hole
+// would be space lost. A chunk that needs the old object's bytes might be
+// zeros too: not known without reading it, so no.
+bool WritesEveryChunkFrom(const ObjectDraft& draft, uint64_t from) {
   for (uint64_t pos = from / kCopyChunkBytes * kCopyChunkBytes; pos < draft.size();
        pos += kCopyChunkBytes) {
     const auto covered = draft.Covered(pos, std::min(kCopyChunkBytes, draft.size() - pos));
-    if (covered && IsZero(*covered)) return true;
+    if (!covered || IsZero(*covered)) return false;
   }
-  return false;
+  return true;
 }
 
 }  // namespace
@@ -559,7 +561,7 @@ absl::Status ObjectStore::WriteNewFile(const std::string& coll, ObjectWork* work
                    OpenEmptyFile(plan, draft.size(), &work->fid, &stale));
   const uint32_t block_bytes = options_.csum_block_bytes;
   work->new_sums.reserve(common::BlockCount(draft.size(), block_bytes));
-  if (draft.size() >= stale + kPreallocateFrom && !HasZeroChunkFrom(draft, stale)) {
+  if (draft.size() >= stale + kPreallocateFrom && WritesEveryChunkFrom(draft, stale)) {
     file->Preallocate(stale, draft.size() - stale);
   }
   for (uint64_t pos = 0; pos < draft.size(); pos += kCopyChunkBytes) {
