@@ -22,12 +22,15 @@ void PutVarint(uint64_t v, std::string* out) {
   out->append(reinterpret_cast<const char*>(bytes), end - bytes);
 }
 
-// Reads a received message's slices front to back.
+// Reads a received message's slices front to back. The slices live in one
+// shared vector, and every piece Share hands out holds it: a slice of up to
+// 23 bytes keeps its bytes inside itself (gRPC's inlined slices), so they are
+// valid only where that very slice lives, not in a copy of it.
 class SliceReader {
  public:
   explicit SliceReader(std::vector<grpc::Slice> slices)
-      : slices_(std::move(slices)), owners_(slices_.size()) {
-    for (const grpc::Slice& s : slices_) left_ += s.size();
+      : slices_(std::make_shared<const std::vector<grpc::Slice>>(std::move(slices))) {
+    for (const grpc::Slice& s : *slices_) left_ += s.size();
     SkipEmpty();
   }
 
@@ -63,13 +66,8 @@ class SliceReader {
     if (n > left_) return false;
     while (n > 0) {
       const size_t len = std::min(n, Run());
-      std::shared_ptr<const grpc::Slice>& owner = owners_[index_];
-      if (owner == nullptr) owner = std::make_shared<const grpc::Slice>(slices_[index_]);
-      // The bytes as the owner holds them: a slice of up to 23 bytes keeps
-      // them inside itself (gRPC's inlined slices), so a copy of it holds a
-      // copy of them, and slices_[index_]'s die with this reader.
-      out->Append(SharedBytes(
-          owner, absl::string_view(reinterpret_cast<const char*>(owner->begin() + offset_), len)));
+      out->Append(
+          SharedBytes(slices_, absl::string_view(reinterpret_cast<const char*>(Current()), len)));
       Advance(len);
       n -= len;
     }
@@ -77,22 +75,22 @@ class SliceReader {
   }
 
  private:
-  const uint8_t* Current() const { return slices_[index_].begin() + offset_; }
-  size_t Run() const { return slices_[index_].size() - offset_; }
+  const grpc::Slice& Slice() const { return (*slices_)[index_]; }
+  const uint8_t* Current() const { return Slice().begin() + offset_; }
+  size_t Run() const { return Slice().size() - offset_; }
   void Advance(size_t n) {
     offset_ += n;
     left_ -= n;
     SkipEmpty();
   }
   void SkipEmpty() {
-    while (index_ < slices_.size() && offset_ == slices_[index_].size()) {
+    while (index_ < slices_->size() && offset_ == Slice().size()) {
       ++index_;
       offset_ = 0;
     }
   }
 
-  std::vector<grpc::Slice> slices_;
-  std::vector<std::shared_ptr<const grpc::Slice>> owners_;  // made when first shared
+  std::shared_ptr<const std::vector<grpc::Slice>> slices_;
   size_t index_ = 0, offset_ = 0, left_ = 0;
 };
 

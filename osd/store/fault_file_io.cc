@@ -89,8 +89,12 @@ class FaultFile final : public RandomFile {
     return absl::OkStatus();
   }
 
-  // Layout is not modelled: nothing to reserve, and no step to crash at.
-  void Preallocate(uint64_t, uint64_t) override {}
+  // Layout is not modelled: nothing to reserve and no step to crash at,
+  // only a count for tests.
+  void Preallocate(uint64_t, uint64_t length) override {
+    absl::MutexLock lock(&fs_->mu_);
+    fs_->preallocated_ += length;
+  }
 
   absl::Status Sync() override {
     absl::MutexLock lock(&fs_->mu_);
@@ -262,6 +266,11 @@ bool FaultInjectionFileIo::crashed() const {
 int64_t FaultInjectionFileIo::ops() const {
   absl::MutexLock lock(&mu_);
   return ops_;
+}
+
+uint64_t FaultInjectionFileIo::preallocated_bytes() const {
+  absl::MutexLock lock(&mu_);
+  return preallocated_;
 }
 
 std::vector<std::string> FaultInjectionFileIo::op_log() const {

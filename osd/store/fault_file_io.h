@@ -62,6 +62,9 @@ class FaultInjectionFileIo final : public FileIo {
   // Ops counted so far, and their names ("write /d/data/..", "sync ..", ...).
   int64_t ops() const;
   std::vector<std::string> op_log() const;
+  // Bytes asked for through RandomFile::Preallocate so far (layout is not
+  // modelled; this is what the store decided to reserve).
+  uint64_t preallocated_bytes() const;
   // The `nth` file Sync from now (0 = the next) fails with an EIO DataLoss and
   // makes nothing durable; later syncs work again.
   void FailSyncAt(int64_t nth);
@@ -88,6 +91,7 @@ class FaultInjectionFileIo final : public FileIo {
   mutable absl::Mutex mu_;
   std::map<std::string, std::unique_ptr<Dir>> dirs_ ABSL_GUARDED_BY(mu_);
   int64_t ops_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t preallocated_ ABSL_GUARDED_BY(mu_) = 0;
   int64_t crash_at_ ABSL_GUARDED_BY(mu_) = -1;
   bool crashed_ ABSL_GUARDED_BY(mu_) = false;
   int64_t fail_sync_in_ ABSL_GUARDED_BY(mu_) = -1;

@@ -236,6 +236,39 @@ void CheckData(ObjectStore& store, const std::string& oid, const std::string& ex
   CHECK(*data == expect);
 }
 
+// What the store asks the file system to reserve (RandomFile::Preallocate):
+// the new bytes of a file written all through, never a hole. The POSIX
+// file's side (space reserved, size and bytes unchanged) is checked in
+// object_store_test.
+TEST_CASE("The store reserves space for bytes it writes and for no hole", "[crash]") {
+  constexpr uint64_t kMiB = 1 << 20;
+  Machine m;
+  auto store = m.Open();
+  auto apply = [&](const std::string& oid, uint64_t offset, std::string data) {
+    Transaction txn;
+    txn.Write(oid, offset, std::move(data));
+    REQUIRE(store->Apply("1.0", std::move(txn)).ok());
+  };
+  auto reserved = [&, before = uint64_t{0}]() mutable {
+    const uint64_t now = m.fio.preallocated_bytes();
+    const uint64_t delta = now - before;
+    before = now;
+    return delta;
+  };
+  apply("dense", 0, Pattern(4 * kMiB + 100, 1));
+  CHECK(reserved() == 4 * kMiB + 100);
+  std::string holed = Pattern(4 * kMiB, 2);
+  std::fill_n(holed.begin() + kMiB, kMiB, '\0');
+  apply("holed", 0, holed);
+  CHECK(reserved() == 0);
+  apply("small", 0, Pattern(100 << 10, 3));
+  CHECK(reserved() == 0);  // below the threshold: one write anyway
+  apply("dense", 4 * kMiB + 100, Pattern(kMiB, 4));  // an append
+  CHECK(reserved() == kMiB);
+  apply("dense", 100 * kMiB, "tail");  // far past the end: a hole
+  CHECK(reserved() == 0);
+}
+
 TEST_CASE("Crash while creating an object", "[crash]") {
   RunScenario({"create", SetupOne,
                [](ObjectStore& store) {
