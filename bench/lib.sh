@@ -109,6 +109,41 @@ settle_disk() {
   echo "settled after $waited s (device $dev$( (( quiet < 3 )) && echo ', still busy at the limit'))" >>"$logf"
 }
 
+# The disk's own read rate at a benchmark's shape, measured right before a
+# read run: on this machine's virtual disk the same fio job moved by a third
+# within an hour, so a ratio between two systems measured minutes apart says
+# little without it. disk_probe_setup DIR JOBS BLOCK writes JOBS files of
+# DISK_PROBE_MIB (512) MiB under DIR (on the disk the clusters use);
+# disk_probe NAME OUTFILE reads them with JOBS psync readers of BLOCK bytes,
+# O_DIRECT, for DISK_PROBE_S (8) seconds and appends "NAME MiB/s" to
+# $OUT/disk_probe.txt (nothing with DISK_PROBE=0 or when fio is missing).
+disk_probe_dir="" disk_probe_jobs="" disk_probe_block=""
+disk_probe_setup() {
+  [[ ${DISK_PROBE:-1} == 1 ]] || return 0
+  command -v fio >/dev/null || apt_install fio
+  disk_probe_dir=$1 disk_probe_jobs=$2 disk_probe_block=$3
+  mkdir -p "$disk_probe_dir"
+  log "disk probe: writing $disk_probe_jobs x ${DISK_PROBE_MIB:-512} MiB under $disk_probe_dir"
+  fio --name=probe --directory="$disk_probe_dir" --rw=write --bs=4M --direct=1 \
+    --size="${DISK_PROBE_MIB:-512}M" --numjobs="$disk_probe_jobs" --end_fsync=1 \
+    >"$OUT/disk_probe.setup.txt" 2>&1 || { log "warning: disk probe setup failed"; disk_probe_dir=""; }
+}
+disk_probe() {
+  local name=$1 out=$2 bw
+  [[ -n $disk_probe_dir ]] || return 0
+  fio --name=probe --directory="$disk_probe_dir" --rw=read --bs="$disk_probe_block" --direct=1 \
+    --ioengine=psync --size="${DISK_PROBE_MIB:-512}M" --numjobs="$disk_probe_jobs" \
+    --time_based --runtime="${DISK_PROBE_S:-8}" --group_reporting --output-format=json >"$out" 2>"$out.err" || true
+  bw=$(python3 -c 'import json, sys; print("%.1f" % (json.load(open(sys.argv[1]))["jobs"][0]["read"]["bw"] / 1024))' "$out" 2>/dev/null) || bw=""
+  echo "$name ${bw:-FAILED}" >>"$OUT/disk_probe.txt"
+}
+disk_probe_remove() { [[ -z $disk_probe_dir ]] || rm -rf "$disk_probe_dir"; }
+# disk_probe_median PATTERN: the median MiB/s of the probes whose name matches.
+disk_probe_median() {
+  [[ -f $OUT/disk_probe.txt ]] || return 0
+  awk -v p="$1" '$1 ~ p && $2 ~ /^[0-9.]+$/ { print $2 }' "$OUT/disk_probe.txt" | median
+}
+
 # run_tool NAME OUTFILE CMD...: runs a benchmark command, keeps its output,
 # records a failure in `failures`.
 run_tool() {
@@ -295,6 +330,7 @@ on_exit() {
   local rc=$? f
   trap - EXIT INT TERM
   for f in "$@"; do "$f" || true; done
+  disk_probe_remove
   stop_sampler
   weft_purge
   if [[ $ceph_started == 1 ]]; then anchor_down; fi

@@ -25,7 +25,10 @@
 #   RUNS (1; with RUNS > 1 every metric is the median over the runs, each run
 #   starting from an empty pool: on Ceph a fresh anchor), DROP_CACHES (1: sync and drop the page cache
 #   before every run and between write and seq), OUT (directory for the raw
-#   outputs; default a new /tmp/weft-objbench.XXXXXX, kept).
+#   outputs; default a new /tmp/weft-objbench.XXXXXX, kept), DISK_PROBE (1: before
+#   every seq run, fio reads files of its own for DISK_PROBE_S (8) s at the
+#   same shape, THREADS O_DIRECT readers of BLOCK, and the report shows that
+#   rate beside each system's; 0: no probe).
 # Needs root (apt-get, the Ceph anchor, drop_caches). See bench/README.md.
 set -euo pipefail
 
@@ -152,6 +155,7 @@ ceph_part() {
     run_tool "ceph write (run $r)" "$OUT/ceph.write.$r.txt" \
       "${R[@]}" -p "$POOL" bench "$SECONDS_PER_RUN" write -t "$THREADS" -b "$block_bytes" --no-cleanup
     drop_caches "ceph seq (run $r)"
+    disk_probe ceph.$r "$OUT/disk_probe.ceph.$r.json"
     run_tool "ceph seq (run $r)" "$OUT/ceph.seq.$r.txt" \
       "${R[@]}" -p "$POOL" bench "$SECONDS_PER_RUN" seq -t "$THREADS"
     "${R[@]}" -p "$POOL" cleanup >"$OUT/ceph.cleanup.$r.txt" 2>&1 || true
@@ -208,6 +212,7 @@ weft_part() {
     run_tool "weft write (run $r)" "$OUT/weft.write.$r.txt" \
       "${W[@]}" bench "$POOL" write --seconds "$SECONDS_PER_RUN" --threads "$THREADS" --block-size "$block_bytes"
     drop_caches "weft seq (run $r)"
+    disk_probe weft.$r "$OUT/disk_probe.weft.$r.json"
     run_tool "weft seq (run $r)" "$OUT/weft.seq.$r.txt" \
       "${W[@]}" bench "$POOL" seq --seconds "$SECONDS_PER_RUN" --threads "$THREADS"
     if [[ $r -lt $RUNS ]]; then
@@ -223,9 +228,12 @@ weft_part() {
 }
 
 ceph_rss="" weft_rss=""
+# The disk's read rate at the seq runs' shape, right before each (lib.sh).
+disk_probe_setup "$OUT/diskprobe" "$THREADS" "$block_bytes"
 # (plain `if`s: errexit is off inside a function called from an && list)
 if [[ $do_ceph == 1 ]]; then ceph_part; fi
 if [[ $do_weft == 1 ]]; then weft_part; fi
+disk_probe_remove
 
 # ----------------------------------------------------------------- report --
 # metric SYS MODE LABEL: median over the runs of LABEL's value, "" if absent.
@@ -320,6 +328,11 @@ p99_rows() {  # mode
     p99_rows "$mode"
     row "$mode max latency (s)" "$(fixed "${M[ceph.$mode.max]}" 4)" "$(fixed "${M[weft.$mode.max]}" 4)" "$(ratio "${M[ceph.$mode.max]}" "${M[weft.$mode.max]}")" ""
   done
+  disk_c=$(disk_probe_median '^ceph') disk_w=$(disk_probe_median '^weft')
+  if [[ -n $disk_c || -n $disk_w ]]; then
+    row "disk read rate before seq (MiB/s)" "$(fixed "$disk_c" 1)" "$(fixed "$disk_w" 1)" "$(ratio "$disk_c" "$disk_w")" "fio, same shape (below)"
+    row "seq read / disk read rate" "$(ratio "$disk_c" "${M[ceph.seq.bw]}")" "$(ratio "$disk_w" "${M[weft.seq.bw]}")" "" ""
+  fi
   rv="-"
   if [[ -n $weft_rss ]]; then
     rv=$( [[ $weft_rss -le $RSS_TARGET_MIB ]] && echo PASS || echo MISS )
@@ -332,6 +345,12 @@ p99_rows() {  # mode
   echo "runs the same workload through librados, timed per operation, and ceph's p99 is rados bench's"
   echo "average times the probe's p99/average (the probe runs slower than rados bench; its bandwidth:"
   echo "write ${M[ceph.write.probe_bw]:-?}, seq ${M[ceph.seq.probe_bw]:-?} MiB/s)."
+  [[ -z $disk_c && -z $disk_w ]] || {
+    echo "Disk read rate: fio with $THREADS psync readers of $BLOCK, O_DIRECT, ${DISK_PROBE_S:-8} s, on $THREADS files of"
+    echo "${DISK_PROBE_MIB:-512} MiB written at the start, right before each seq run (after its cache drop); the runs:"
+    echo "  $(tr '\n' ' ' <"$OUT/disk_probe.txt")(MiB/s): what the disk gave a plain reader at the seq runs'"
+    echo "  depth that minute."
+  }
   echo "Peak RSS is VmHWM of each OSD process at the end of its cluster's runs (startup included)."
   for s in ceph weft; do
     [[ -f $OUT/$s.rss.hwm ]] || continue
