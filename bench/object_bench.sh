@@ -347,9 +347,9 @@ p99_rows() {  # mode
   echo "write ${M[ceph.write.probe_bw]:-?}, seq ${M[ceph.seq.probe_bw]:-?} MiB/s)."
   [[ -z $disk_c && -z $disk_w ]] || {
     echo "Disk read rate: fio with $THREADS psync readers of $BLOCK, O_DIRECT, ${DISK_PROBE_S:-8} s, on $THREADS files of"
-    echo "${DISK_PROBE_MIB:-512} MiB written at the start, right before each seq run (after its cache drop); the runs:"
-    echo "  $(tr '\n' ' ' <"$OUT/disk_probe.txt")(MiB/s): what the disk gave a plain reader at the seq runs'"
-    echo "  depth that minute."
+    echo "${DISK_PROBE_MIB:-512} MiB written at the start, right before each seq run (after its cache drop): what the"
+    echo "disk gave a plain reader at the seq runs' depth that minute. The probes, MiB/s:"
+    echo "  $(awk '{ printf "%s%s %s", sep, $1, $2; sep = ", " }' "$OUT/disk_probe.txt")"
   }
   echo "Peak RSS is VmHWM of each OSD process at the end of its cluster's runs (startup included)."
   for s in ceph weft; do
