@@ -110,13 +110,14 @@ settle_disk() {
 }
 
 # The disk's own read rate at a benchmark's shape, measured right before a
-# read run: on this machine's virtual disk the same fio job moved by a third
-# within an hour, so a ratio between two systems measured minutes apart says
+# read run: on this machine's virtual disk the same fio job moved by half
+# within minutes, so a ratio between two systems measured minutes apart says
 # little without it. disk_probe_setup DIR JOBS BLOCK writes JOBS files of
 # DISK_PROBE_MIB (512) MiB under DIR (on the disk the clusters use);
 # disk_probe NAME OUTFILE reads them with JOBS psync readers of BLOCK bytes,
 # O_DIRECT, for DISK_PROBE_S (8) seconds and appends "NAME MiB/s" to
-# $OUT/disk_probe.txt (nothing with DISK_PROBE=0 or when fio is missing).
+# $OUT/disk_probe.txt (nothing with DISK_PROBE=0 or when the setup failed;
+# the setup installs fio when it is missing).
 disk_probe_dir="" disk_probe_jobs="" disk_probe_block=""
 disk_probe_setup() {
   [[ ${DISK_PROBE:-1} == 1 ]] || return 0
