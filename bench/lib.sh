@@ -138,7 +138,7 @@ disk_probe() {
   bw=$(python3 -c 'import json, sys; print("%.1f" % (json.load(open(sys.argv[1]))["jobs"][0]["read"]["bw"] / 1024))' "$out" 2>/dev/null) || bw=""
   echo "$name ${bw:-FAILED}" >>"$OUT/disk_probe.txt"
 }
-disk_probe_remove() { [[ -z $disk_probe_dir ]] || rm -rf "$disk_probe_dir"; }
+disk_probe_remove() { [[ -z $disk_probe_dir ]] || rm -rf "$disk_probe_dir"; disk_probe_dir=""; }
 # disk_probe_median PATTERN: the median MiB/s of the probes whose name matches.
 disk_probe_median() {
   [[ -f $OUT/disk_probe.txt ]] || return 0
