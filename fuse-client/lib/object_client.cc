@@ -2,8 +2,10 @@
 
 #include <unistd.h>
 
+#include <atomic>
 #include <random>
 
+#include "absl/cleanup/cleanup.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "common/log/log.h"
@@ -227,11 +229,33 @@ absl::StatusOr<OpResult> ObjectClient::Execute(PoolId pool_id, const std::string
 
 absl::StatusOr<OpResult> ObjectClient::Execute(PoolId pool_id, const std::string& oid,
                                                ObjectOperation&& op, OsdId from_osd) {
+  return Run(pool_id, oid, std::move(op), from_osd, nullptr);
+}
+
+absl::StatusOr<OpResult> ObjectClient::Execute(PoolId pool_id, const std::string& oid,
+                                               ObjectOperation&& op,
+                                               std::vector<std::string>* spent) {
+  return Run(pool_id, oid, std::move(op), kNoOsd, spent);
+}
+
+absl::StatusOr<OpResult> ObjectClient::Run(PoolId pool_id, const std::string& oid,
+                                           ObjectOperation&& op, OsdId from_osd,
+                                           std::vector<std::string>* spent) {
   const absl::Time deadline = absl::Now() + absl::Milliseconds(options_.op_timeout_ms);
   // Built once, taking the ops and their data; each attempt only restamps the
   // epoch and the PG. Shared: gRPC may hold the data after an attempt ends.
   auto shared_req = std::make_shared<pb::OpRequest>();
   pb::OpRequest& req = *shared_req;
+  absl::Cleanup give_back = [&] {
+    // Ours alone: every buffer gRPC made from the request (each holding a
+    // reference) is gone. The fence pairs with the release in the last one's
+    // drop, so gRPC's reads of the data happen before the caller's writes.
+    if (spent == nullptr || shared_req.use_count() != 1) return;
+    std::atomic_thread_fence(std::memory_order_acquire);
+    for (pb::ObjectOp& o : *req.mutable_ops()) {
+      if (!o.data().empty()) spent->push_back(std::move(*o.mutable_data()));
+    }
+  };
   req.set_pool(pool_id.value());
   req.set_oid(oid);
   uint64_t data_bytes = 0;

@@ -116,6 +116,12 @@ class ObjectClient {
   // or more then goes to the OSD without another copy (common/rpc/aliased.h).
   absl::StatusOr<OpResult> Execute(PoolId pool, const std::string& oid, ObjectOperation&& op,
                                    OsdId from_osd = kNoOsd);
+  // The same for a caller that sends one buffer again and again (weft bench,
+  // as rados bench reuses one per slot): the operations' data comes back in
+  // *spent once gRPC holds none of it any more, or not at all if it still
+  // does when the call ends (then the caller needs a new buffer).
+  absl::StatusOr<OpResult> Execute(PoolId pool, const std::string& oid, ObjectOperation&& op,
+                                   std::vector<std::string>* spent);
 
   // Whole-object conveniences. Put is atomic up to kMaxPieceBytes; larger
   // objects are written in pieces (the first replaces the object).
@@ -144,6 +150,8 @@ class ObjectClient {
  private:
   explicit ObjectClient(ClientOptions options);
   absl::Status FetchMap();
+  absl::StatusOr<OpResult> Run(PoolId pool, const std::string& oid, ObjectOperation&& op,
+                               OsdId from_osd, std::vector<std::string>* spent);
   void WatchLoop();
   void Install(const std::string& bytes);
   absl::StatusOr<std::vector<std::string>> ListPg(PoolId pool, uint32_t seed,

@@ -8,7 +8,9 @@
 #include <map>
 #include <random>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
 #include "common/placement/placement.h"
 #include "tests/harness/cluster.h"
 
@@ -26,6 +28,16 @@ PoolId CreatePool(Cluster& c, client::ObjectClient& client, const std::string& n
   INFO(pool.status());
   REQUIRE(pool.ok());
   return *pool;
+}
+
+// The number after `label` in a `weft bench` report ("Total writes made:").
+uint64_t ReportCount(const std::string& report, const std::string& label) {
+  const size_t at = report.find(label);
+  if (at == std::string::npos) return 0;
+  const size_t end = report.find('\n', at);
+  absl::string_view value(report.data() + at + label.size(), end - at - label.size());
+  uint64_t n = 0;
+  return absl::SimpleAtoi(absl::StripAsciiWhitespace(value), &n) ? n : 0;
 }
 
 // The object's copy on every OSD of its acting set equals `want`.
@@ -198,6 +210,88 @@ TEST_CASE("weft status follows a map change at once - not at the OSDs' next stat
     REQUIRE(got.ok());
     CHECK(*got == "data");
   }
+}
+
+TEST_CASE("weft bench writes - reads back verified - and removes what it wrote", "[cluster]") {
+  auto c = StartCluster();
+  auto client = c->Client();
+  REQUIRE(client != nullptr);
+  PoolId pool = CreatePool(*c, *client, "bench");
+
+  // A write's buffer comes back to a caller that asks for it, unchanged, once
+  // gRPC holds none of it (weft bench reuses it as rados bench does).
+  int back = 0;
+  for (int i = 0; i < 10; ++i) {
+    const std::string data = RandomBytes(1 << 20, 500 + i);
+    const std::string name = absl::StrCat("spent-", i);
+    client::ObjectOperation op;
+    op.WriteFull(data);
+    std::vector<std::string> spent;
+    auto r = client->Execute(pool, name, std::move(op), &spent);
+    REQUIRE(r.ok());
+    REQUIRE(spent.size() <= 1);
+    if (!spent.empty()) {
+      REQUIRE(spent[0] == data);
+      ++back;
+    }
+    auto got = client->Get(pool, name);
+    REQUIRE(got.ok());
+    REQUIRE(*got == data);
+  }
+  INFO("buffers back: " << back);
+  REQUIRE(back > 0);
+
+  // Write, then read back every object (seq stops after one pass), verified.
+  auto w = c->Weft({"bench", "bench", "write", "--seconds", "2", "--threads", "4",
+                    "--block-size", "1M"});
+  INFO(w.output);
+  REQUIRE(w.code == 0);
+  REQUIRE(w.output.find("Errors:") == std::string::npos);
+  REQUIRE(w.output.find("p99 Latency(s):") != std::string::npos);
+  const uint64_t written = ReportCount(w.output, "Total writes made:");
+  REQUIRE(written > 0);
+  REQUIRE(ReportCount(w.output, "Op size:") == (1u << 20));
+  auto seq = c->Weft({"bench", "bench", "seq", "--seconds", "60", "--threads", "4"});
+  INFO(seq.output);
+  REQUIRE(seq.code == 0);
+  REQUIRE(seq.output.find("Errors:") == std::string::npos);
+  REQUIRE(ReportCount(seq.output, "Total reads made:") == written);
+  auto rand = c->Weft({"bench", "bench", "rand", "--seconds", "1", "--threads", "2"});
+  INFO(rand.output);
+  REQUIRE(rand.code == 0);
+  REQUIRE(ReportCount(rand.output, "Total reads made:") > 0);
+
+  // An object with other bytes is reported, not counted as read.
+  auto names = client->List(pool, "benchmark_data_");
+  REQUIRE(names.ok());
+  REQUIRE(names->size() == written);
+  REQUIRE(client->Put(pool, names->back(), RandomBytes(1 << 20, 7)).ok());
+  seq = c->Weft({"bench", "bench", "seq", "--seconds", "60", "--threads", "4"});
+  INFO(seq.output);
+  REQUIRE(seq.code == 1);
+  REQUIRE(seq.output.find("read back different bytes") != std::string::npos);
+  REQUIRE(ReportCount(seq.output, "Total reads made:") == written - 1);
+
+  // Bad options and pools are refused with the reason.
+  auto bad = c->Weft({"bench", "bench", "write", "--threads", "0"});
+  REQUIRE(bad.code != 0);
+  REQUIRE(bad.output.find("--threads 1..1024") != std::string::npos);
+  bad = c->Weft({"bench", "nopool", "write", "--seconds", "1"});
+  REQUIRE(bad.code != 0);
+  REQUIRE(bad.output.find("nopool") != std::string::npos);
+
+  // cleanup removes every object it wrote and its own record of them.
+  auto cleanup = c->Weft({"bench", "bench", "cleanup"});
+  INFO(cleanup.output);
+  REQUIRE(cleanup.code == 0);
+  REQUIRE(cleanup.output.find(absl::StrCat("removed ", written, " objects")) != std::string::npos);
+  names = client->List(pool);
+  REQUIRE(names.ok());
+  REQUIRE(names->size() == 10);  // the spent-N objects above, nothing of the benchmark's
+  for (const std::string& name : *names) REQUIRE(name.rfind("spent-", 0) == 0);
+  auto after = c->Weft({"bench", "bench", "seq"});
+  REQUIRE(after.code != 0);
+  REQUIRE(after.output.find("no benchmark objects") != std::string::npos);
 }
 
 }  // namespace weft::testing
