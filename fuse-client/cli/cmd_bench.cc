@@ -169,8 +169,8 @@ int CmdBench(const Config& config, const Args& args) {
             s = c->Execute(*pool, name, std::move(op), &spent).status();
             data = spent.empty() ? std::string() : std::move(spent[0]);
           }
-          data_name = name;
           Record(totals, absl::Now() - t0, *block, s);
+          data_name = std::move(name);
         }
       });
     }

@@ -34,8 +34,8 @@ PoolId CreatePool(Cluster& c, client::ObjectClient& client, const std::string& n
 uint64_t ReportCount(const std::string& report, const std::string& label) {
   const size_t at = report.find(label);
   if (at == std::string::npos) return 0;
-  const size_t end = report.find('\n', at);
-  absl::string_view value(report.data() + at + label.size(), end - at - label.size());
+  absl::string_view value = absl::string_view(report).substr(at + label.size());
+  value = value.substr(0, value.find('\n'));  // the whole rest when it is the last line
   uint64_t n = 0;
   return absl::SimpleAtoi(absl::StripAsciiWhitespace(value), &n) ? n : 0;
 }
