@@ -120,7 +120,7 @@ class Namespace {
     r.mutable_mkdir()->set_mode(S_IFDIR | 0755);
     auto reply = meta_->Call(std::move(r));
     if (reply.ok()) return reply->attr().ino();
-    if (!may_exist || StatusToErrno(reply.status()) != EEXIST) return reply.status();
+    if (!may_exist || !IsExists(reply.status())) return reply.status();
     ASSIGN_OR_RETURN(pb::Attr attr, Lookup(parent, name));
     if (!S_ISDIR(attr.mode())) {
       return ErrnoError(absl::StatusCode::kFailedPrecondition, ENOTDIR, name);
@@ -314,7 +314,7 @@ int RunPhases(const BenchOptions& options, client::MetaClient* meta) {
     if (!status.ok()) return Fail(status, absl::StrCat("rmdir ", options.dir, "/", name));
   }
   status = ns.Rmdir(meta->root(), options.dir);
-  if (!status.ok() && StatusToErrno(status) != ENOTEMPTY) {
+  if (!status.ok() && !IsNotEmpty(status)) {
     return Fail(status, absl::StrCat("rmdir ", options.dir));
   }
   return 0;

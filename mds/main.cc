@@ -17,12 +17,14 @@
 #include "absl/time/clock.h"
 #include "common/config/config.h"
 #include "common/etcd/etcd_client.h"
+#include "common/fault/fault.h"
 #include "common/log/log.h"
 #include "common/metrics/http_server.h"
 #include "common/rpc/rpc.h"
 #include "mds/manager/map_manager.h"
 #include "mds/fs_service.h"
 #include "mds/manager/fs_map.h"
+#include "mds/manager/manager_map_source.h"
 #include "mds/mds_daemon.h"
 #include "mds/mds_metrics.h"
 #include "mds/mds_service.h"
@@ -59,6 +61,10 @@ int main(int argc, char** argv) {
   absl::ParseCommandLine(static_cast<int>(args.size()), args.data());
   weft::log::SetVerbosity(absl::GetFlag(FLAGS_v));
 
+  // Fault points a test armed for this daemon (common/fault: WEFT_FAULTS).
+  if (auto armed = weft::fault::ArmFromEnvironment(); !armed.ok()) {
+    return Fail(std::string(armed.message()));
+  }
   auto config = weft::Config::Load(weft::Config::DefaultPath(absl::GetFlag(FLAGS_conf)));
   if (!config.ok()) return Fail(std::string(config.status().message()));
   auto fsid = config->Fsid();
@@ -132,8 +138,8 @@ int main(int argc, char** argv) {
   int port = 0;
   builder.AddListeningPort(addr, grpc::InsecureServerCredentials(), &port);
   builder.RegisterService(&service);
-  // The namespace services are registered now and served once the object
-  // client (which gets its maps from this very server) is connected.
+  // The namespace services are registered now and answer UNAVAILABLE until
+  // the daemon is up (daemon_ptr).
   std::unique_ptr<weft::mds::MdsDaemon> daemon;
   weft::mds::MdsService mds_service(&daemon_ptr, &metrics);
   weft::mds::FilesystemsService fs_service(&daemon_ptr, &fsmap);
@@ -142,15 +148,16 @@ int main(int argc, char** argv) {
   auto server = builder.BuildAndStart();
   if (server == nullptr || port == 0) return Fail("cannot listen on " + addr);
 
-  weft::client::ClientOptions client_options;
-  client_options.mds_addrs = {addr};
+  weft::objects::ClientOptions client_options;
   client_options.full_try = true;  // journal and namespace writes, also when full
   // Unique per incarnation: OSDs answer a request id they have completed
   // from their log without applying it again, so a restarted MDS reusing
   // "mds.a" with tids from 1 would have its writes silently dropped.
   client_options.name = absl::StrCat("mds.", options.name, ".", getpid(), ".",
                                      absl::ToUnixNanos(absl::Now()));
-  auto objects = weft::client::ObjectClient::Connect(client_options);
+  // Its maps come from the map manager in this process.
+  auto objects = weft::objects::ObjectClient::Connect(
+      client_options, std::make_unique<weft::mds::ManagerMapSource>(&manager));
   if (!objects.ok()) return Fail("object client: " + std::string(objects.status().message()));
   daemon = std::make_unique<weft::mds::MdsDaemon>(*daemon_options, &manager, &fsmap,
                                                   objects->get());

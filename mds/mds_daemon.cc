@@ -76,7 +76,7 @@ absl::StatusOr<DaemonOptions> DaemonOptions::FromConfig(const Config& config) {
 }
 
 MdsDaemon::MdsDaemon(DaemonOptions options, MapManager* manager, FsMapStore* fsmap,
-                     client::ObjectClient* objects)
+                     objects::ObjectClient* objects)
     : options_(std::move(options)), manager_(manager), fsmap_(fsmap), objects_(objects) {}
 
 MdsDaemon::~MdsDaemon() { Stop(); }
@@ -136,6 +136,11 @@ Capacity MdsDaemon::CachedCapacity() {
   return cap;
 }
 
+bool MdsDaemon::ClusterFull() {
+  std::shared_ptr<const OsdMap> map = objects_->map();
+  return map != nullptr && map->FirstFull() != nullptr;
+}
+
 void MdsDaemon::SuperviseLoop() {
   uint64_t seen = 0;
   for (;;) {
@@ -188,9 +193,12 @@ void MdsDaemon::SuperviseOnce() {
       if (ranks_.contains(fs.id()) || stopping_) continue;
     }
     const uint32_t fs_id = fs.id();
-    auto rank = std::make_shared<MdsRank>(
-        RankOptionsFor(fs), objects_, [this] { return CachedCapacity(); },
-        [this, fs_id] { return DataPoolsOf(fs_id); });
+    RankEnv env;
+    env.objects = objects_;
+    env.capacity = [this] { return CachedCapacity(); };
+    env.data_pools = [this, fs_id] { return DataPoolsOf(fs_id); };
+    env.cluster_full = [this] { return ClusterFull(); };
+    auto rank = std::make_shared<MdsRank>(RankOptionsFor(fs), std::move(env));
     absl::Status status = rank->Start();
     if (!status.ok()) {
       LOG(ERROR) << "event=rank_start_failed fs=" << fs.name() << " status=\"" << status << "\"";
@@ -246,8 +254,12 @@ absl::Status MdsDaemon::FsNew(const std::string& name, const std::string& metada
   info.mutable_rank0()->set_addr(options_.addr);
   info.mutable_rank0()->set_client(objects_->name());
   info.mutable_rank0()->set_incarnation(1);
-  MdsRank creator(RankOptionsFor(info), objects_, [] { return Capacity{}; },
-                  [] { return DataPools{}; });
+  RankEnv env;
+  env.objects = objects_;
+  env.capacity = [] { return Capacity{}; };
+  env.data_pools = [] { return DataPools{}; };
+  env.cluster_full = [] { return false; };
+  MdsRank creator(RankOptionsFor(info), std::move(env));
   RETURN_IF_ERROR(creator.Create());
   return fsmap_->Mutate([&](pb::FsMap* m) -> absl::Status {
     RETURN_IF_ERROR(FsMapStore::ValidateNew(*m, *osdmap, name, metadata_pool, data_pool));

@@ -13,7 +13,7 @@
 
 #include "absl/synchronization/mutex.h"
 #include "common/config/config.h"
-#include "fuse-client/lib/object_client.h"
+#include "common/objects/object_client.h"
 #include "mds/manager/fs_map.h"
 #include "mds/manager/map_manager.h"
 #include "mds/rank.h"
@@ -44,7 +44,7 @@ struct DaemonOptions {
 class MdsDaemon {
  public:
   MdsDaemon(DaemonOptions options, MapManager* manager, FsMapStore* fsmap,
-            client::ObjectClient* objects);
+            objects::ObjectClient* objects);
   ~MdsDaemon();
 
   void Start();
@@ -68,6 +68,8 @@ class MdsDaemon {
   absl::Status FenceHolder(const pb::FsInfo& fs);
   RankOptions RankOptionsFor(const pb::FsInfo& fs);
   Capacity CachedCapacity();
+  // By the map the daemon's object client follows (no I/O).
+  bool ClusterFull();
   // Filesystem `fs_id`'s data pools (fsmap) and the pool names (osdmap).
   DataPools DataPoolsOf(uint32_t fs_id);
   absl::Status NotHere(const std::string& fs);
@@ -75,7 +77,7 @@ class MdsDaemon {
   const DaemonOptions options_;
   MapManager* const manager_;
   FsMapStore* const fsmap_;
-  client::ObjectClient* const objects_;
+  objects::ObjectClient* const objects_;
 
   absl::Mutex mu_;
   std::map<uint32_t, std::shared_ptr<MdsRank>> ranks_ ABSL_GUARDED_BY(mu_);

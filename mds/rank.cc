@@ -1,30 +1,23 @@
 #include "mds/rank.h"
 
-#include <algorithm>
-#include <random>
-
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <cerrno>
-#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <random>
 
 #include "absl/strings/str_cat.h"
-#include "absl/time/clock.h"
+#include "common/fault/fault.h"
 #include "common/log/log.h"
 #include "common/rpc/rpc.h"
 #include "common/status/status.h"
+#include "common/striping/striping.h"
 #include "mds/ops/ops.h"
+#include "mds/request_run.h"
 
 namespace weft::mds {
-namespace {
-
-int64_t NowMs() { return absl::ToUnixMillis(absl::Now()); }
-int64_t NowNs() { return absl::ToUnixNanos(absl::Now()); }
-
-
-
-}  // namespace
-
 namespace {
 
 uint64_t NewBootId() {
@@ -44,25 +37,32 @@ constexpr uint64_t kTrimInflightBytes = 16;
 
 }  // namespace
 
-MdsRank::MdsRank(RankOptions options, client::ObjectClient* objects,
-                 std::function<Capacity()> capacity, std::function<DataPools()> data_pools)
+MdsRank::MdsRank(RankOptions options, RankEnv env)
     : options_(std::move(options)),
-      objects_(objects),
-      capacity_(std::move(capacity)),
-      data_pools_(std::move(data_pools)),
-      store_(objects, options_.metadata_pool, options_.fs_id),
-      journal_(&store_, options_.journal),
+      env_(std::move(env)),
+      objects_(env_.objects),
+      store_(objects_, options_.metadata_pool, options_.fs_id),
+      journal_(&store_,
+               [this] {
+                 JournalOptions j = options_.journal;
+                 j.writer_thread = options_.threads;
+                 return j;
+               }()),
+      boot_(env_.boot != 0 ? env_.boot : NewBootId()),
+      trim_io_(objects_, kTrimInflightBytes, options_.threads ? 16 : 1),
       cache_(options_.fs_id),
-      next_session_((uint64_t{options_.fs_id} << 40) + 1),
-      boot_(NewBootId()),
+      sessions_(options_.fs_id),
       leases_(absl::Milliseconds(
           std::clamp<int64_t>(options_.dir_lease_ms, 0, options_.reconnect_timeout_ms / 2))),
-      trim_io_(objects, kTrimInflightBytes) {}
+      trims_() {
+  CHECK(objects_ != nullptr) << "a rank needs an object layer";
+  CHECK(env_.clock != nullptr) << "a rank needs a clock";
+}
 
 MdsRank::~MdsRank() { Stop(); }
 
 absl::Status MdsRank::Create() {
-  const int64_t now = NowNs();
+  const int64_t now = env_.clock->NowNs();
   pb::InodeRec root;
   root.set_ino(kRootIno);
   root.set_mode(S_IFDIR | 0755);
@@ -84,7 +84,7 @@ absl::Status MdsRank::Create() {
 }
 
 absl::Status MdsRank::Start() {
-  const absl::Time start = absl::Now();
+  const absl::Time start = env_.clock->Now();
   ASSIGN_OR_RETURN(auto sessions, store_.LoadTable("sessions"));
   ASSIGN_OR_RETURN(auto strays, store_.LoadTable("strays"));
   ASSIGN_OR_RETURN(auto purge, store_.LoadTable("purge"));
@@ -92,58 +92,60 @@ absl::Status MdsRank::Start() {
   ASSIGN_OR_RETURN(auto inotable, store_.LoadTable("inotable"));
   {
     absl::MutexLock lock(&mu_);
-    cache_.LoadTables(sessions, strays, purge, trims, inotable);
+    sessions_.LoadTable(sessions);
+    cache_.LoadTables(strays, purge, trims, inotable);
   }
   uint64_t events = 0;
   ASSIGN_OR_RETURN(uint64_t last, journal_.Replay([&](pb::JournalEvent& event) {
     absl::MutexLock lock(&mu_);
     cache_.Apply(event);
+    sessions_.Apply(event);
+    NoteRStatsLocked(event);
     ++events;
     return absl::OkStatus();
   }));
+  Load strays_load;
   {
     absl::MutexLock lock(&mu_);
     last_seq_ = last;
-    const int64_t now = NowMs();
-    for (auto& [id, s] : cache_.sessions()) {
+    const int64_t now = env_.clock->NowMs();
+    for (auto& [id, s] : sessions_.all()) {
       s.last_renew_ms = now;  // every client gets a full timeout to come back
-      next_session_ = std::max(next_session_, id + 1);
       for (auto& [tid, reply] : s.rec.completed()) s.completed_seq[tid] = 0;
     }
     // Open handles are not journaled, except where they matter: a stray
     // (unlinked while open) keeps its holder, whose release purges it.
     for (const auto& [ino, holder] : cache_.strays()) {
-      if (SessionState* s = cache_.Session(holder)) s->opens[ino] = 1;
+      if (SessionState* s = sessions_.Find(SessionId(holder))) s->opens[ino] = 1;
     }
     cache_.SkipInos(std::max<uint64_t>(kInoSkipAfterRestart, options_.unsafe_events_max));
     // Every session the table knows may hold unsafe replies of the previous
     // incarnation: new requests wait until they reconnect (or the window ends).
-    for (const auto& [id, s] : cache_.sessions()) awaiting_reconnect_.insert(id);
+    for (const auto& [id, s] : sessions_.all()) awaiting_reconnect_.insert(id.value());
     reconnecting_ = !awaiting_reconnect_.empty();
-    reconnect_until_ = absl::Now() + absl::Milliseconds(options_.reconnect_timeout_ms);
-  }
-  // Strays are purged from their inode's layout and size: keep them cached.
-  Load strays_load;
-  {
-    absl::MutexLock lock(&mu_);
+    reconnect_until_ = env_.clock->Now() + absl::Milliseconds(options_.reconnect_timeout_ms);
+    // Strays are purged from their inode's layout and size: keep them cached.
     for (const auto& [ino, holder] : cache_.strays()) {
       if (cache_.Inode(ino) == nullptr) strays_load.inodes.push_back(ino);
     }
   }
-  if (!strays_load.inodes.empty()) RETURN_IF_ERROR(LoadMissing(strays_load));
-  replay_ms_ = absl::ToInt64Milliseconds(absl::Now() - start);
+  if (!strays_load.empty()) RETURN_IF_ERROR(LoadMissing(strays_load));
+  const int64_t replay_ms = absl::ToInt64Milliseconds(env_.clock->Now() - start);
+  {
+    absl::MutexLock lock(&mu_);
+    replay_ms_ = replay_ms;
+    if (!cache_.trims().empty()) LOG(INFO) << "event=trims_resumed n=" << cache_.trims().size();
+  }
   LOG(INFO) << "event=rank_started fs=" << options_.fs_name << " replayed_events=" << events
-            << " last_seq=" << last << " replay_ms=" << replay_ms_;
+            << " last_seq=" << last << " replay_ms=" << replay_ms;
   journal_.Start();
-  flusher_ = std::thread([this] { FlusherLoop(); });
-  janitor_ = std::thread([this] { JanitorLoop(); });
+  if (options_.threads) {
+    flusher_ = std::thread([this] { FlusherLoop(); });
+    janitor_ = std::thread([this] { JanitorLoop(); });
+  }
   // Truncates the previous incarnation did not finish cutting: before
   // anyone may write the files again (those that fail block their files
   // until the janitor's next try).
-  {
-    absl::MutexLock lock(&mu_);
-    if (!cache_.trims().empty()) LOG(INFO) << "event=trims_resumed n=" << cache_.trims().size();
-  }
   RunPendingTrims();
   return absl::OkStatus();
 }
@@ -159,31 +161,11 @@ void MdsRank::Stop() {
   journal_.Stop();
 }
 
-absl::StatusOr<pb::SessionReply> MdsRank::SessionOpen(const std::string& client,
-                                                      uint64_t reclaim) {
+// ---- sessions
+
+absl::StatusOr<pb::SessionReply> MdsRank::SessionReplyFor(SessionId session) {
   pb::SessionReply reply;
-  uint64_t seq = 0;
-  {
-    absl::MutexLock lock(&mu_);
-    if (stopping_) return absl::UnavailableError("the MDS is stopping");
-    if (reclaim != 0) {
-      SessionState* s = cache_.Session(reclaim);
-      if (s == nullptr) return Err(ESTALE, "the session to reclaim is gone");
-      s->last_renew_ms = NowMs();
-      reply.set_session(reclaim);
-    } else {
-      pb::JournalEvent event;
-      event.set_op("session_open");
-      pb::SessionRec* rec = event.add_sessions();
-      rec->set_id(next_session_++);
-      rec->set_client(client);
-      rec->set_opened_ms(NowMs());
-      seq = CommitLocked(&event);
-      cache_.Session(rec->id())->last_renew_ms = NowMs();
-      reply.set_session(rec->id());
-    }
-  }
-  if (seq != 0) RETURN_IF_ERROR(journal_.WaitDurable(seq));
+  reply.set_session(session.value());
   reply.set_root(kRootIno);
   reply.set_timeout_ms(options_.session_timeout_ms);
   reply.set_fs_id(options_.fs_id);
@@ -192,58 +174,74 @@ absl::StatusOr<pb::SessionReply> MdsRank::SessionOpen(const std::string& client,
   return reply;
 }
 
+absl::StatusOr<pb::SessionReply> MdsRank::SessionOpen(const std::string& client, uint64_t reclaim) {
+  SessionId id;
+  uint64_t seq = 0;
+  {
+    absl::MutexLock lock(&mu_);
+    if (stopping_) return absl::UnavailableError("the MDS is stopping");
+    if (reclaim != 0) {
+      SessionState* s = sessions_.Find(SessionId(reclaim));
+      if (s == nullptr) return Err(ESTALE, "the session to reclaim is gone");
+      s->last_renew_ms = env_.clock->NowMs();
+      id = SessionId(reclaim);
+    } else {
+      pb::JournalEvent event;
+      event.set_op("session_open");
+      pb::SessionRec* rec = event.add_sessions();
+      id = sessions_.TakeId();
+      rec->set_id(id.value());
+      rec->set_client(client);
+      rec->set_opened_ms(env_.clock->NowMs());
+      seq = CommitLocked(&event);
+      SessionState* s = sessions_.Find(id);
+      CHECK(s != nullptr) << "session " << id << " not there after its own event";
+      s->last_renew_ms = env_.clock->NowMs();
+    }
+  }
+  if (seq != 0) RETURN_IF_ERROR(journal_.WaitDurable(seq));
+  return SessionReplyFor(id);
+}
+
 absl::StatusOr<pb::SessionReply> MdsRank::SessionRenew(uint64_t session) {
   absl::MutexLock lock(&mu_);
-  SessionState* s = cache_.Session(session);
+  SessionState* s = sessions_.Find(SessionId(session));
   if (s == nullptr) return Err(ENOTCONN, "no such session");
-  s->last_renew_ms = NowMs();
-  pb::SessionReply reply;
-  reply.set_session(session);
-  reply.set_root(kRootIno);
-  reply.set_timeout_ms(options_.session_timeout_ms);
-  reply.set_fs_id(options_.fs_id);
-  reply.set_boot(boot_);
-  reply.set_inline_max_bytes(options_.inline_max_bytes);
-  return reply;
+  s->last_renew_ms = env_.clock->NowMs();
+  return SessionReplyFor(SessionId(session));
 }
 
 absl::Status MdsRank::SessionClose(uint64_t session) {
   uint64_t seq = 0;
   {
     absl::MutexLock lock(&mu_);
-    if (cache_.Session(session) == nullptr) return Err(ENOTCONN, "no such session");
+    if (sessions_.Find(SessionId(session)) == nullptr) return Err(ENOTCONN, "no such session");
     pb::JournalEvent event;
-    CloseSessionLocked(session, &event);
+    CloseSessionLocked(SessionId(session), &event);
     seq = CommitLocked(&event);
   }
   return journal_.WaitDurable(seq);
 }
 
-void MdsRank::CloseSessionLocked(uint64_t session, pb::JournalEvent* event) {
+void MdsRank::CloseSessionLocked(SessionId session, pb::JournalEvent* event) {
   event->set_op("session_close");
-  SessionState* s = cache_.Session(session);
+  SessionState* s = sessions_.Find(session);
   std::vector<uint64_t> held;
   if (s != nullptr) {
     for (auto& [ino, count] : s->opens) held.push_back(ino);
-    for (auto& [ino, count] : s->opens_write) DropWriterLocked(session, ino);
+    std::sort(held.begin(), held.end());
   }
+  leases_.DropSession(session, s);
   pb::SessionRec* rec = event->add_sessions();
-  rec->set_id(session);
+  rec->set_id(session.value());
   rec->set_closed(true);
   for (uint64_t ino : held) ReleaseStrayLocked(ino, session, event);
-  DropSessionLocksLocked(session, 0);
-  DropLeasesLocked(session);
-  lease_streams_.erase(session);  // its stream ends
+  locks_.DropSession(session, 0);
 }
 
-// A stray whose last holder went: its inode goes and its data is purged.
-void MdsRank::ReleaseStrayLocked(uint64_t ino, uint64_t releasing, pb::JournalEvent* event) {
+void MdsRank::ReleaseStrayLocked(uint64_t ino, SessionId releasing, pb::JournalEvent* event) {
   if (!cache_.strays().contains(ino)) return;
-  for (auto& [id, s] : cache_.sessions()) {
-    if (id == releasing) continue;
-    auto it = s.opens.find(ino);
-    if (it != s.opens.end() && it->second > 0) return;
-  }
+  if (sessions_.OtherHolder(ino, releasing, /*write=*/false).value() != 0) return;
   event->add_stray_remove(ino);
   event->add_removed_inodes(ino);
   CInode* inode = cache_.Inode(ino);
@@ -257,58 +255,236 @@ void MdsRank::ReleaseStrayLocked(uint64_t ino, uint64_t releasing, pb::JournalEv
 }
 
 uint64_t MdsRank::CommitLocked(pb::JournalEvent* event) {
+  DCHECK(event->seq() == 0) << "an event committed twice";
   const uint64_t seq = ++last_seq_;
   event->set_seq(seq);
   cache_.Apply(*event);
+  sessions_.Apply(*event);
+  NoteRStatsLocked(*event);
   journal_.Enqueue(seq, event->SerializeAsString());
   return seq;
 }
+
+void MdsRank::NoteRStatsLocked(const pb::JournalEvent& event) {
+  if (event.rstat_propagated()) {
+    rstat_pending_.clear();
+    rstat_pending_since_ = 0;
+  }
+  for (const pb::RStatDeltaRec& d : event.rstat_deltas()) {
+    RStatDelta& p = rstat_pending_[d.dir()];
+    p.rbytes += d.rbytes();
+    p.rfiles += d.rfiles();
+    p.rsubdirs += d.rsubdirs();
+    p.rctime_ns = std::max(p.rctime_ns, d.rctime_ns());
+    if (rstat_pending_since_ == 0) rstat_pending_since_ = event.seq();
+  }
+  for (const pb::RStatMoveRec& m : event.rstat_moves()) {
+    auto it = rstat_pending_.find(m.from());
+    if (it == rstat_pending_.end()) continue;
+    const RStatDelta moved = it->second;
+    rstat_pending_.erase(it);
+    RStatDelta& p = rstat_pending_[m.to()];
+    p.rbytes += moved.rbytes;
+    p.rfiles += moved.rfiles;
+    p.rsubdirs += moved.rsubdirs;
+    p.rctime_ns = std::max(p.rctime_ns, moved.rctime_ns);
+  }
+}
+
+void MdsRank::MaybeReleaseHoldsLocked(uint64_t ino) {
+  if (leases_.HoldWanted(ino) || trims_.Blocked(cache_, ino)) return;
+  leases_.MaybeReleaseHolds(ino);
+}
+
+void MdsRank::WaitLocked(const std::function<bool()>& ready, absl::Time deadline) {
+  if (env_.wait) {
+    env_.wait(&mu_, ready, deadline);
+  } else {
+    mu_.AwaitWithDeadline(absl::Condition(&ready), deadline);
+  }
+}
+
+// ---- requests
 
 pb::MetaReply MdsRank::Handle(const pb::MetaRequest& request) {
   pb::MetaReply reply;
   MaybeFinishReconnect();
   absl::Status status;
-  {
-    absl::MutexLock lock(&mu_);
-    if (reconnecting_) status = absl::UnavailableError("the MDS is waiting for clients to reconnect");
+  if (Reconnecting()) {
+    status = absl::UnavailableError("the MDS is waiting for clients to reconnect");
+  } else {
+    RequestRun run(this, request, &reply, /*replay=*/false);
+    status = Drive(run);
   }
-  if (status.ok()) status = request.has_lock() ? RunLock(request, &reply) : RunOp(request, &reply);
+  FinishReply(std::move(status), &reply);
+  return reply;
+}
+
+void MdsRank::FinishReply(absl::Status status, pb::MetaReply* reply) {
   if (!status.ok()) {
     google::protobuf::RepeatedPtrField<pb::DirLease> leases;
-    leases.Swap(reply.mutable_leases());  // a lookup's ENOENT grants too
-    reply.Clear();
-    leases.Swap(reply.mutable_leases());
+    leases.Swap(reply->mutable_leases());  // a lookup's ENOENT grants too
+    reply->Clear();
+    leases.Swap(reply->mutable_leases());
     if (IsNeedLoad(status)) status = absl::UnavailableError("metadata kept changing; retry");
-    rpc::ToProto(status, reply.mutable_status());
+    rpc::ToProto(status, reply->mutable_status());
   }
-  reply.set_boot(boot_);
-  reply.set_durable_seq(journal_.durable_seq());
-  return reply;
+  reply->set_boot(boot_);
+  reply->set_durable_seq(journal_.durable_seq());
+}
+
+absl::Status MdsRank::Drive(RequestRun& run) {
+  mu_.Lock();
+  absl::Status result;
+  for (;;) {
+    RunOutcome o = run.Step();
+    if (o.kind == RunOutcome::Kind::kDone) {
+      result = std::move(o.status);
+      break;
+    }
+    if (o.kind == RunOutcome::Kind::kWait) {
+      WaitLocked(o.wait.ready, o.wait.deadline);
+      continue;
+    }
+    mu_.Unlock();
+    const absl::Status io = DoIo(o);
+    mu_.Lock();
+    run.IoDone(io);
+  }
+  run.End();
+  mu_.Unlock();
+  return result;
+}
+
+std::unique_ptr<RequestRun> MdsRank::StartRun(const pb::MetaRequest& request,
+                                              pb::MetaReply* reply) {
+  return std::make_unique<RequestRun>(this, request, reply, /*replay=*/false);
+}
+
+RunOutcome MdsRank::StepRun(RequestRun& run) {
+  absl::MutexLock lock(&mu_);
+  return run.Step();
+}
+
+bool MdsRank::WaitOver(const RunWait& wait) {
+  absl::MutexLock lock(&mu_);
+  return wait.ready() || env_.clock->Now() >= wait.deadline;
+}
+
+void MdsRank::IoDoneRun(RequestRun& run, const absl::Status& status) {
+  absl::MutexLock lock(&mu_);
+  run.IoDone(status);
+}
+
+void MdsRank::EndRun(RequestRun& run) {
+  absl::MutexLock lock(&mu_);
+  run.End();
+}
+
+absl::Status MdsRank::DoIo(const RunOutcome& o) {
+  using Kind = RunOutcome::Kind;
+  switch (o.kind) {
+    case Kind::kLoad:
+      return LoadMissing(o.load);
+    case Kind::kMove:
+      return WriteMove(o.move);
+    case Kind::kCut:
+      return CutObjects(o.cut);
+    case Kind::kDurable:
+      return journal_.WaitDurable(o.seq);
+    default:
+      return absl::InternalError("not an I/O outcome");
+  }
+}
+
+absl::Status MdsRank::LoadMissing(const Load& load) {
+  std::vector<pb::InodeRec> inodes;
+  if (!load.inodes.empty()) {
+    ASSIGN_OR_RETURN(inodes, store_.LoadInodes(load.inodes));
+  }
+  std::vector<std::pair<uint64_t, pb::InlineRec>> inline_data;
+  for (uint64_t ino : load.inline_data) {
+    ASSIGN_OR_RETURN(pb::InlineRec data, store_.LoadInline(ino));
+    inline_data.emplace_back(ino, std::move(data));
+  }
+  std::vector<std::pair<std::pair<uint64_t, Frag>, std::vector<pb::DentryRec>>> frags;
+  for (const auto& [dir, frag] : load.frags) {
+    ASSIGN_OR_RETURN(auto entries, store_.LoadFrag(dir, frag));
+    frags.push_back({{dir, frag}, std::move(entries)});
+  }
+  absl::MutexLock lock(&mu_);
+  absl::flat_hash_set<uint64_t> found;
+  for (const pb::InodeRec& rec : inodes) {
+    // The store answers what was asked, each inode under its own number.
+    DCHECK(std::find(load.inodes.begin(), load.inodes.end(), rec.ino()) != load.inodes.end())
+        << "loaded inode " << rec.ino() << ", which was not asked for";
+    found.insert(rec.ino());
+    cache_.MergeInode(rec);
+  }
+  for (uint64_t ino : load.inodes) {
+    if (!found.contains(ino) && cache_.Inode(ino) == nullptr) cache_.MarkAbsent(ino);
+  }
+  for (auto& [key, entries] : frags) cache_.MergeFrag(key.first, key.second, entries);
+  for (auto& [ino, data] : inline_data) cache_.MergeInline(ino, data);
+  return absl::OkStatus();
+}
+
+absl::Status MdsRank::WriteMove(const InlineMove& move) {
+  // The whole object replaced: bytes an earlier, unrecorded move left in it
+  // (the MDS stopped before its event) go too.
+  objects::ObjectOperation op;
+  op.WriteFull(move.data);
+  absl::StatusOr<objects::OpResult> done =
+      objects_->Execute(move.pool, striping::DataObjectName(move.ino, 0), std::move(op));
+  if (!done.ok()) {
+    LOG(WARNING) << "event=inline_move_failed ino=" << move.ino << " status=\"" << done.status()
+                 << "\"";
+    return Annotate(done.status(), absl::StrCat("moving the inline data of inode ", move.ino));
+  }
+  VLOG(1) << "event=inline_moved ino=" << move.ino << " bytes=" << move.data.size()
+          << " inline_version=" << move.inline_version;
+  if (fault::Fire(fault::kMdsExitAfterInlineMove)) {
+    // The object holds the bytes, the event that says so is never written.
+    LOG(ERROR) << "event=fault_point name=mds_exit_after_move ino=" << move.ino;
+    std::_Exit(137);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status MdsRank::CutObjects(const pb::TrimRec& trim) {
+  ASSIGN_OR_RETURN(objects::FileData data, objects::FileDataOf(trim.ino(), trim.layout()));
+  return trim_io_.Trim(data, trim.size(), trim.keep());
 }
 
 // ---- reconnect after a restart
 
-absl::StatusOr<pb::ReconnectReply> MdsRank::Reconnect(const pb::ReconnectRequest& request) {
+bool MdsRank::Reconnecting() {
+  absl::MutexLock lock(&mu_);
+  return reconnecting_;
+}
+
+absl::StatusOr<pb::ReconnectReply> MdsRank::ReconnectBegin(const pb::ReconnectRequest& request) {
   pb::ReconnectReply reply;
   std::vector<pb::MetaRequest> late;
   {
     absl::MutexLock lock(&mu_);
     if (stopping_) return absl::UnavailableError("the MDS is stopping");
-    SessionState* s = cache_.Session(request.session());
+    const SessionId session(request.session());
+    SessionState* s = sessions_.Find(session);
     if (s == nullptr) return Err(ENOTCONN, "no such session");
-    s->last_renew_ms = NowMs();
+    for (const pb::MetaRequest& r : request.replays()) {
+      if (r.session() != request.session()) return Err(EINVAL, "resent request of another session");
+    }
+    s->last_renew_ms = env_.clock->NowMs();
     for (const pb::OpenRef& o : request.opens()) {
       if (o.handles() == 0) continue;
       s->opens[o.ino()] = static_cast<int>(o.handles());
       if (o.writers() > 0) {
         s->opens_write[o.ino()] = static_cast<int>(o.writers());
-        NoteWriterLocked(request.session(), o.ino());
+        leases_.NoteWriter(session, o.ino(), s);
       }
     }
-    for (const pb::MetaRequest& r : request.replays()) {
-      if (r.session() != request.session()) return Err(EINVAL, "resent request of another session");
-    }
-    ReclaimLocksLocked(request, &reply);
+    locks_.Reclaim(request, sessions_, &reply);
     const bool window_open = reconnecting_ && !replaying_;
     for (const pb::MetaRequest& r : request.replays()) {
       (window_open ? replays_ : late).push_back(r);
@@ -320,22 +496,36 @@ absl::StatusOr<pb::ReconnectReply> MdsRank::Reconnect(const pb::ReconnectRequest
               << (window_open ? "" : " late=1");
   }
   // Too late for the window: applied now, still in their own order.
-  if (!late.empty()) Replay(std::move(late));
+  if (!late.empty()) RETURN_IF_ERROR(Replay(std::move(late)));
+  reply.set_boot(boot_);
+  reply.set_replayed(static_cast<uint32_t>(request.replays_size()));
+  return reply;
+}
+
+absl::StatusOr<pb::ReconnectReply> MdsRank::Reconnect(const pb::ReconnectRequest& request) {
+  ASSIGN_OR_RETURN(pb::ReconnectReply reply, ReconnectBegin(request));
   MaybeFinishReconnect();
   {
     absl::MutexLock lock(&mu_);
-    auto done = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return !reconnecting_ || stopping_; };
-    mu_.AwaitWithDeadline(absl::Condition(&done), reconnect_until_);
+    WaitLocked([this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return !reconnecting_ || stopping_; },
+               reconnect_until_);
   }
   MaybeFinishReconnect();  // the window timed out: whoever notices applies the replays
   {
     absl::MutexLock lock(&mu_);
-    auto done = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return !reconnecting_ || stopping_; };
-    mu_.Await(absl::Condition(&done));
+    WaitLocked([this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return !reconnecting_ || stopping_; },
+               absl::InfiniteFuture());
+    // The resends were not made durable (the journal broke): the client
+    // must keep them for the next incarnation, not forget them.
+    RETURN_IF_ERROR(reconnect_result_);
   }
-  reply.set_boot(boot_);
-  reply.set_replayed(static_cast<uint32_t>(request.replays_size()));
   return reply;
+}
+
+absl::Status MdsRank::ReconnectResult() {
+  absl::MutexLock lock(&mu_);
+  if (reconnecting_) return absl::UnavailableError("the reconnect window is open");
+  return reconnect_result_;
 }
 
 void MdsRank::MaybeFinishReconnect() {
@@ -343,21 +533,23 @@ void MdsRank::MaybeFinishReconnect() {
   {
     absl::MutexLock lock(&mu_);
     if (!reconnecting_ || replaying_) return;
-    if (!awaiting_reconnect_.empty() && absl::Now() < reconnect_until_) return;
+    if (!awaiting_reconnect_.empty() && env_.clock->Now() < reconnect_until_) return;
     replaying_ = true;
     replays = std::move(replays_);
     replays_.clear();
   }
   const size_t n = replays.size();
-  Replay(std::move(replays));
+  absl::Status applied = Replay(std::move(replays));
   absl::MutexLock lock(&mu_);
   LOG(INFO) << "event=reconnect_done resent=" << n
-            << " missing_sessions=" << awaiting_reconnect_.size();
+            << " missing_sessions=" << awaiting_reconnect_.size() << " status=\"" << applied
+            << "\"";
+  reconnect_result_ = applied;
   reconnecting_ = false;
   replaying_ = false;
 }
 
-void MdsRank::Replay(std::vector<pb::MetaRequest> requests) {
+absl::Status MdsRank::Replay(std::vector<pb::MetaRequest> requests) {
   // The order the previous incarnation applied them in.
   std::stable_sort(requests.begin(), requests.end(),
                    [](const pb::MetaRequest& a, const pb::MetaRequest& b) {
@@ -367,7 +559,23 @@ void MdsRank::Replay(std::vector<pb::MetaRequest> requests) {
   for (pb::MetaRequest& r : requests) {
     r.set_unsafe_ok(true);  // one wait for all of them, below
     pb::MetaReply reply;
-    absl::Status s = RunOp(r, &reply, /*replay=*/true);
+    absl::Status s;
+    for (int attempt = 0;; ++attempt) {
+      reply.Clear();
+      RequestRun run(this, r, &reply, /*replay=*/true);
+      s = Drive(run);
+      // The OSDs refused or did not answer (a load, a move, a cut): the
+      // client was told this happened, so it must; again until it does or
+      // the rank stops (nothing else is served meanwhile).
+      if (!absl::IsUnavailable(s) && !absl::IsDeadlineExceeded(s)) break;
+      absl::MutexLock lock(&mu_);
+      if (stopping_) break;
+      LOG(WARNING) << "op=replay session=" << r.session() << " tid=" << r.tid()
+                   << " attempt=" << attempt << " status=\"" << s << "\" action=retry";
+      const absl::Duration backoff = absl::Milliseconds(std::min(1000, 50 << std::min(attempt, 4)));
+      WaitLocked([this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return stopping_; },
+                 env_.clock->Now() + backoff);
+    }
     if (!s.ok()) {
       // The history changed under it (e.g. a request it depended on was
       // lost with a client that never came back).
@@ -376,10 +584,78 @@ void MdsRank::Replay(std::vector<pb::MetaRequest> requests) {
     }
     last = std::max(last, reply.seq());
   }
-  if (last != 0) {
-    absl::Status s = journal_.WaitDurable(last);
-    if (!s.ok()) LOG(ERROR) << "op=replay wait_durable status=" << s;
+  if (last == 0) return absl::OkStatus();
+  absl::Status durable = journal_.WaitDurable(last);
+  if (!durable.ok()) LOG(ERROR) << "op=replay wait_durable status=" << durable;
+  return durable;
+}
+
+// ---- lease streams
+
+absl::StatusOr<uint64_t> MdsRank::OpenLeaseStream(uint64_t session) {
+  absl::MutexLock lock(&mu_);
+  if (stopping_) return absl::UnavailableError("the MDS is stopping");
+  if (sessions_.Find(SessionId(session)) == nullptr) return Err(ENOTCONN, "no such session");
+  return leases_.OpenStream(SessionId(session));
+}
+
+bool MdsRank::TakeLeaseEvents(uint64_t session, uint64_t gen, std::deque<pb::LeaseEvent>* out) {
+  absl::MutexLock lock(&mu_);
+  if (stopping_) return false;
+  return leases_.TakeEvents(SessionId(session), gen, out);
+}
+
+absl::Status MdsRank::ServeLeases(uint64_t session, const std::function<bool()>& cancelled,
+                                  const std::function<bool(const pb::LeaseEvent&)>& write) {
+  ASSIGN_OR_RETURN(const uint64_t gen, OpenLeaseStream(session));
+  const SessionId id(session);
+  VLOG(1) << "event=lease_stream_open session=" << session;
+  for (;;) {
+    std::deque<pb::LeaseEvent> batch;
+    {
+      absl::MutexLock lock(&mu_);
+      WaitLocked([&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(
+                     mu_) { return stopping_ || leases_.StreamReady(id, gen); },
+                 env_.clock->Now() + absl::Seconds(1));
+      if (stopping_ || !leases_.TakeEvents(id, gen, &batch)) break;
+    }
+    if (cancelled()) break;
+    bool ok = true;
+    for (const pb::LeaseEvent& e : batch) {
+      if (!(ok = write(e))) break;
+    }
+    if (!ok) break;
   }
+  absl::MutexLock lock(&mu_);
+  // Its leases stay until acknowledged or run out: the client may not know
+  // yet that the stream is gone.
+  leases_.CloseStream(id, gen);
+  VLOG(1) << "event=lease_stream_end session=" << session;
+  return absl::OkStatus();
+}
+
+absl::StatusOr<pb::SessionReply> MdsRank::LeaseAck(const pb::LeaseAckRequest& request) {
+  absl::MutexLock lock(&mu_);
+  if (sessions_.Find(SessionId(request.session())) == nullptr) {
+    return Err(ENOTCONN, "no such session");
+  }
+  leases_.Ack(SessionId(request.session()), request);
+  pb::SessionReply reply;
+  reply.set_session(request.session());
+  reply.set_boot(boot_);
+  return reply;
+}
+
+void MdsRank::JournalFailed(const absl::Status& broken) {
+  if (env_.on_journal_failure) return env_.on_journal_failure(broken);
+  // Events were applied to the cache but cannot be made durable: the only
+  // consistent state left is the journal's. Stop the daemon so that it (or
+  // a standby) replays it, rather than serve what may vanish.
+  LOG(ERROR) << "event=journal_failed fs=" << options_.fs_name << " status=\"" << broken
+             << "\" action=exit";
+  std::fprintf(stderr, "weft-mds: journal of %s failed: %s\n", options_.fs_name.c_str(),
+               std::string(broken.message()).c_str());
+  std::_Exit(1);
 }
 
 }  // namespace weft::mds

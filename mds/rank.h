@@ -1,112 +1,72 @@
 // One MDS rank: a filesystem's namespace served from this daemon.
 //
-// Request flow (see docs/ARCHITECTURE.md, "Metadata server"):
-//   Handle() takes mu_, answers a retried request from the session's
-//   completed table, else runs the operation (mds/ops/). An operation reads
-//   the cache through an OpContext; when something is not cached it stops,
-//   Handle() drops mu_, loads it from the metadata pool, and runs the
-//   operation again from the top. An operation that changes something returns
-//   one JournalEvent of redo records; Handle() applies it to the cache,
-//   assigns it the next sequence number and queues it to the journal (all
-//   under mu_, so the journal order is the order of application), drops mu_,
-//   waits until the event is durable, and replies.
+// The rooms of a rank, each with its own header and contract:
+//   MetaCache    cache/meta_cache.h      inodes, dentries, strays, purge queue, pending truncates
+//   Sessions     sessions/sessions.h     sessions, their open files, completed replies
+//   Leases       caps/leases.h           directory leases, recalls of buffered writes, holds,
+//                                        and the per-session streams they travel on
+//   InlineMoves  cache/inline_moves.h    moves of small files' inline data to objects
+//   Trims        trims/trims.h           truncates' cuts of data objects
+//   RankLocks    locks/rank_locks.h      advisory locks
+//   Journal      journal/journal.h       events, group-committed; has its own lock
+//   MetaStore    store/meta_store.h      the objects behind all of them (I/O only)
+// Every field of the first six is guarded by the rank's mutex mu_; so are
+// the fields of this class marked so.
 //
-// Background threads: the journal writer; the flusher, which writes dirty
-// metadata to the backing objects once the events that produced it are
-// durable, then trims the journal; the janitor, which times out sessions,
-// propagates recursive statistics and purges deleted files' data.
+// Request flow (docs/ARCHITECTURE.md, "Metadata server"): Handle() makes a
+// RequestRun (request_run.h) and Drive()s it: each step runs under mu_ and
+// says what the request needs next — the answer, I/O to do without the lock
+// (load metadata, move inline data, cut objects, wait for the journal), or a
+// wait for another owner (a lease returned, a recall answered, a move or a
+// cut finished, a lock released). The step that commits applies the
+// operation's one event to the cache, gives it the next sequence number and
+// queues it to the journal, all under mu_, so the journal's order is the
+// order of application.
 //
-// Lock order: mu_, then the journal's internal lock; mu_, then the locks of
-// the maps that the data_pools callback reads. No I/O under mu_.
+// Background (RankOptions::threads): the journal's writer; the flusher,
+// which writes dirty metadata to the backing objects once the events that
+// produced it are durable, then trims the journal; the janitor, which times
+// out sessions, propagates recursive statistics, purges deleted files' data,
+// retries truncates' cuts and trims the cache. Without the threads the
+// owner calls the same steps (FlushOnce, ...), as the simulation does.
+//
+// Lock order: flush_mu_, then mu_, then the journal's lock; mu_, then the
+// locks of the maps the env's callbacks read. No I/O under mu_.
 #pragma once
 
 #include <atomic>
 #include <deque>
 #include <functional>
-#include <optional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/synchronization/mutex.h"
-#include "common/locks/lock_table.h"
-#include "fuse-client/lib/object_client.h"
-#include "fuse-client/lib/striped_io.h"
-#include "mds/cache/dir_leases.h"
+#include "common/objects/striped_io.h"
+#include "mds/cache/inline_moves.h"
 #include "mds/cache/meta_cache.h"
-#include "mds/fs/layout.h"
+#include "mds/caps/leases.h"
 #include "mds/journal/journal.h"
+#include "mds/locks/rank_locks.h"
+#include "mds/ops/op_context.h"
+#include "mds/outcome.h"
+#include "mds/rank_options.h"
+#include "mds/sessions/sessions.h"
 #include "mds/store/meta_store.h"
+#include "mds/trims/trims.h"
 #include "proto/mds.pb.h"
 
 namespace weft::mds {
 
-class OpContext;
-
-// Inline data to write to a file's first object, as of its inline_version.
-struct InlineMove {
-  uint64_t ino = 0;
-  PoolId pool;
-  std::string data;
-  uint64_t inline_version = 0;
-};
-
-struct RankOptions {
-  uint32_t fs_id = 0;
-  std::string fs_name;
-  PoolId metadata_pool;
-  PoolId data_pool;                       // default layout pool
-  uint64_t cache_max_bytes = 1ull << 30;  // mds_cache_memory_limit
-  int64_t session_timeout_ms = 60000;
-  int64_t flush_interval_ms = 1000;
-  int64_t rstat_interval_ms = 1000;
-  size_t frag_split_entries = 10000;
-  size_t completed_per_session_max = 4096;
-  // Early ("unsafe") replies while at most this many events are not durable;
-  // beyond it a reply waits for the journal (backpressure).
-  uint64_t unsafe_events_max = 4096;
-  // After a restart, how long the rank waits for the sessions it knew to
-  // reconnect and resend their unsafe requests before serving new ones.
-  int64_t reconnect_timeout_ms = 10000;
-  // Directory leases (mds/cache/dir_leases.h): how long a grant is trusted;
-  // 0 grants none. Must be shorter than reconnect_timeout_ms: a restarted
-  // rank serves nobody before every lease of its earlier life ran out.
-  int64_t dir_lease_ms = 5000;
-  // How long an operation waits for another session to flush the buffered
-  // writes of a file it is about to show (a recall); then it goes on with
-  // what the MDS has.
-  int64_t write_recall_timeout_ms = 10000;
-  JournalOptions journal;
-  pb::FileLayout default_layout;          // pool 0 = data_pool, 4 MiB objects
-  uint64_t object_bytes_max = 128ull << 20;  // osd_max_object_size: no layout above it
-  // New regular files keep up to this many bytes of data in their inode
-  // (InodeRec.data_inline), never more than their layout's stripe unit; 0: none.
-  uint64_t inline_max_bytes = 0;
-};
-
-// Capacity for statfs, from the cluster map manager.
-struct Capacity {
-  uint64_t bytes_total = 0, bytes_avail = 0, bytes_used = 0;
-};
-
-// The inodes an operation's reply shows (its attr, readdir's entries) and
-// those it looked at (`touched`).
-std::vector<uint64_t> ShownInos(const pb::MetaReply& reply, const std::vector<uint64_t>& touched);
+class RequestRun;
 
 class MdsRank {
  public:
-  // A pending change of a directory's recursive statistics.
-  struct RStatDelta {
-    int64_t rbytes = 0, rfiles = 0, rsubdirs = 0;
-    int64_t rctime_ns = 0;
-  };
-
-  // `data_pools` reads the in-memory maps; operations call it under the
-  // rank's lock, so it must not do I/O.
-  MdsRank(RankOptions options, client::ObjectClient* objects,
-          std::function<Capacity()> capacity, std::function<DataPools()> data_pools);
+  MdsRank(RankOptions options, RankEnv env);
   ~MdsRank();
 
   // Creates the filesystem's objects (root directory, tables, journal).
@@ -117,6 +77,7 @@ class MdsRank {
 
   uint32_t fs_id() const { return options_.fs_id; }
   const std::string& fs_name() const { return options_.fs_name; }
+  uint64_t boot() const { return boot_; }
 
   absl::StatusOr<pb::SessionReply> SessionOpen(const std::string& client, uint64_t reclaim);
   absl::StatusOr<pb::SessionReply> SessionRenew(uint64_t session);
@@ -129,211 +90,138 @@ class MdsRank {
   // earlier incarnation answered unsafe (see proto ReconnectRequest). Returns
   // once every resent request of every session is applied and durable.
   absl::StatusOr<pb::ReconnectReply> Reconnect(const pb::ReconnectRequest& request);
-  uint64_t boot() const { return boot_; }
 
   // A session's lease stream: registers it (which ends what an earlier
-  // stream of the session held), writes a hello, then every revoke for the
+  // stream of the session held), writes a hello, then every event for the
   // session through `write` until `write` fails, `cancelled` says so, the
   // session ends or the rank stops.
   absl::Status ServeLeases(uint64_t session, const std::function<bool()>& cancelled,
                            const std::function<bool(const pb::LeaseEvent&)>& write);
-  // The client no longer trusts these leases.
+  // The client no longer trusts these leases, or flushed what was recalled.
   absl::StatusOr<pb::SessionReply> LeaseAck(const pb::LeaseAckRequest& request);
 
   pb::FsStatusReply Status();
   // Flushes everything dirty and trims the journal (tests, clean shutdown).
   absl::Status FlushAll();
 
-  // For operations (mds/ops): under mu_.
-  MetaCache* cache() { return &cache_; }
-  const RankOptions& options() const { return options_; }
-  Capacity capacity() { return capacity_(); }
-  DataPools data_pools() { return data_pools_(); }
-  // By the map the rank's object client follows (no I/O).
-  bool ClusterFull();
-
- private:
-  struct Load {
-    std::vector<uint64_t> inodes;
-    std::vector<std::pair<uint64_t, Frag>> frags;
-    std::vector<uint64_t> inline_data;
-  };
-  // Writes a file's inline data to its first object (an operation's
-  // OpContext::MoveInline), outside mu_.
-  absl::Status WriteMove(const InlineMove& move);
-  // A file of `touched` whose inline data another request than the one
-  // moving `mine` moved without its record being durable yet (0: none).
-  uint64_t RecordedMoveLocked(const std::vector<uint64_t>& touched, uint64_t mine) const
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Until no request moves `ino` (or the rank stops).
-  void AwaitMoveLocked(uint64_t ino) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  absl::Status LoadMissing(const Load& load);
-  uint64_t CommitLocked(pb::JournalEvent* event) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void CloseSessionLocked(uint64_t session, pb::JournalEvent* event)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void ReleaseStrayLocked(uint64_t ino, uint64_t releasing, pb::JournalEvent* event)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  absl::Status Dispatch(OpContext& ctx, const pb::MetaRequest& request, pb::MetaReply* reply)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Every handle of the request (a batch); the first error, if any.
-  absl::Status ReleaseLocked(const pb::MetaRequest& request, pb::JournalEvent* event)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  absl::Status ReleaseOneLocked(uint64_t session, uint64_t ino, bool write,
-                                pb::JournalEvent* event) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void AfterCommitLocked(OpContext& ctx) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Before a change: revokes other sessions' leases on the directories it
-  // changes and waits (releasing mu_) until they are returned or ran out.
-  absl::Status WaitForLeasesLocked(const pb::MetaRequest& request)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // After an operation (done, or a lookup's ENOENT): leases for its reply.
-  // A create of a new regular file without xattrs by a session with a lease
-  // stream: the session may change its mode, owner and times on its own
-  // until recalled (MetaReply.attr_authority; writers_ brings the recall).
-  void GrantAttrAuthorityLocked(const pb::MetaRequest& request, pb::MetaReply* reply)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void GrantLeasesLocked(const pb::MetaRequest& request, const pb::MetaReply& done,
-                         google::protobuf::RepeatedPtrField<pb::DirLease>* out)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void SendLeaseEventLocked(uint64_t session, const pb::LeaseEvent& event)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void DropLeasesLocked(uint64_t session) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // After an operation whose reply shows, or that looked at (`touched`),
-  // files that other sessions hold open for writing (they may buffer writes,
-  // also after close, and attribute changes): recalls those
-  // writes and waits, releasing mu_, until they are acknowledged or
-  // write_recall_timeout_ms passed. Returns whether it waited; the operation
-  // then runs again, and `recalled` keeps it from asking the same twice.
-  using RecallKey = std::pair<uint64_t, uint64_t>;  // (session, ino)
-  // `trims`: the operation's truncates; their files' writers are also held
-  // (LeaseEvent.hold) until the objects are cut, and `held` gets them
-  // (the request's end lets them go: EndHoldsLocked).
-  bool RecallWritesLocked(const pb::MetaRequest& request, const pb::MetaReply& reply,
-                          const std::vector<uint64_t>& touched,
-                          const std::vector<pb::TrimRec>& trims,
-                          absl::flat_hash_set<RecallKey>* recalled,
-                          absl::flat_hash_set<RecallKey>* held)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // A session's recalls can no longer be answered (its stream ended).
-  void DropRecallsLocked(uint64_t session) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Keeps writers_ in step with a session's opens_write of `ino`.
-  void NoteWriterLocked(uint64_t session, uint64_t ino) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void DropWriterLocked(uint64_t session, uint64_t ino) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // ---- truncates' cuts of data objects (rank_trims.cc)
-  // Cuts the objects of `ino`'s pending trim (cache_.trims()), records it
-  // done and durable, then lets the held writers go. Waits for a cut another
-  // thread runs. `retry`: tries again every second until done or the rank
-  // stops; else one try, and the trim stays pending for the janitor.
-  absl::Status RunTrim(uint64_t ino, bool retry);
-  // One try at every pending trim no thread runs (start, janitor).
-  void RunPendingTrims();
-  // A request that held these writers ends (whether its truncate was
-  // applied, failed or was decided otherwise).
-  void EndHoldsLocked(const absl::flat_hash_set<RecallKey>& held)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Sends the release to the writers held for `ino` once no request wants
-  // them held and no cut of the file is pending.
-  void MaybeReleaseHoldsLocked(uint64_t ino) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  absl::Status CutObjects(const pb::TrimRec& trim);
-  // A file whose objects are being cut: nobody may see or write it before.
-  bool TrimBlockedLocked(uint64_t ino) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    return cache_.trims().contains(ino) || trims_running_.contains(ino);
-  }
-  // Waits (releasing mu_) while any of `inos` is blocked by a trim; returns
-  // whether it waited, Unavailable after kTrimWaitMs.
-  absl::StatusOr<bool> AwaitTrimsLocked(const std::vector<uint64_t>& inos)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // The same for what a reply shows (ShownInos), which is listed only when
-  // a trim is pending at all: every operation asks.
-  absl::StatusOr<bool> AwaitTrimsLocked(const pb::MetaReply& reply,
-                                        const std::vector<uint64_t>& touched)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // ---- advisory locks (rank_locks.cc)
-  // A LockOp; may wait (releasing mu_) up to its wait_ms.
-  absl::Status RunLock(const pb::MetaRequest& request, pb::MetaReply* reply);
-  bool OpenInSessionLocked(uint64_t session, uint64_t ino) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  bool WouldDeadlockLocked(const locks::Owner& owner, const std::vector<locks::Lock>& blockers)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // The session's locks on `ino` (0: all of them) go; waiters look again.
-  void DropSessionLocksLocked(uint64_t session, uint64_t ino) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // A reconnecting session's locks, after its opens: those that cannot be
-  // given back are listed in reply->locks_lost.
-  void ReclaimLocksLocked(const pb::ReconnectRequest& request, pb::ReconnectReply* reply)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // `replay`: a request resent through Reconnect (its original time and inode).
-  absl::Status RunOp(const pb::MetaRequest& request, pb::MetaReply* reply, bool replay = false);
+  // ---- driving a rank by hand (RankOptions::threads false; tests/sim)
+  // A request's run; Step, IoDone and End take the lock themselves, DoIo
+  // must be called without it. Handle() is Start + Drive + FinishReply.
+  std::unique_ptr<RequestRun> StartRun(const pb::MetaRequest& request, pb::MetaReply* reply);
+  RunOutcome StepRun(RequestRun& run);
+  bool WaitOver(const RunWait& wait);  // ready, or past its deadline
+  absl::Status DoIo(const RunOutcome& outcome);
+  void IoDoneRun(RequestRun& run, const absl::Status& status);
+  void EndRun(RequestRun& run);
+  // The reply for a run that ended with `status` (as Handle gives it).
+  void FinishReply(absl::Status status, pb::MetaReply* reply);
+  // Reconnect in parts: the session's opens, locks and resent requests are
+  // taken (applied when the window closes), without waiting.
+  absl::StatusOr<pb::ReconnectReply> ReconnectBegin(const pb::ReconnectRequest& request);
+  bool Reconnecting();
+  // Once the window closed: whether every resent request is applied and
+  // durable (what Reconnect answers).
+  absl::Status ReconnectResult();
   // Ends the reconnect window once every session is back or it timed out:
   // applies the resent requests in their original order. Idempotent.
   void MaybeFinishReconnect();
-  void Replay(std::vector<pb::MetaRequest> requests);
-  void FlusherLoop();
-  void JanitorLoop();
+  // A session's stream, without a thread: opens it, and takes its events.
+  absl::StatusOr<uint64_t> OpenLeaseStream(uint64_t session);
+  bool TakeLeaseEvents(uint64_t session, uint64_t gen, std::deque<pb::LeaseEvent>* out);
+  // The background steps.
   absl::Status FlushOnce();
   void ExpireSessions();
   void PropagateRstats();
   void PurgeSome();
-  // Adds an inode's statistics change to its directory's pending delta.
-  friend class OpContext;
+  void RunPendingTrims();
+  void TrimCache();
+  // Writes one batch of the journal (false: nothing queued).
+  bool WriteJournal() { return journal_.WriteOnce(); }
+  uint64_t durable_seq() { return journal_.durable_seq(); }
+  absl::Status journal_error() { return journal_.error(); }
+
+  // For checks (tests/sim): reads the rank's state under its lock.
+  template <typename Fn>
+  auto Inspect(Fn fn) {
+    absl::MutexLock lock(&mu_);
+    return fn(static_cast<const MetaCache&>(cache_), static_cast<const Sessions&>(sessions_),
+              static_cast<const absl::flat_hash_map<uint64_t, RStatDelta>&>(rstat_pending_));
+  }
+
+  const RankOptions& options() const { return options_; }
+
+ private:
+  friend class RequestRun;
+
+  // Drives `run` to its end on this thread (the daemon's requests).
+  absl::Status Drive(RequestRun& run);
+  OpEnv OpEnvLocked() const { return OpEnv{&options_, &env_}; }
+  // Reads `load` into the cache (takes mu_ to merge, never over newer state).
+  absl::Status LoadMissing(const Load& load);
+  // Writes a file's inline data to its first object (a request's move).
+  absl::Status WriteMove(const InlineMove& move);
+  // Cuts a truncate's objects (I/O).
+  absl::Status CutObjects(const pb::TrimRec& trim);
+  uint64_t CommitLocked(pb::JournalEvent* event) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Keeps rstat_pending_ as the event says (live and in replay).
+  void NoteRStatsLocked(const pb::JournalEvent& event) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void CloseSessionLocked(SessionId session, pb::JournalEvent* event)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // A stray whose last holder (`releasing` aside) went: its inode goes and
+  // its data is purged.
+  void ReleaseStrayLocked(uint64_t ino, SessionId releasing, pb::JournalEvent* event)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Sends the release to the writers held for `ino` once no request wants
+  // them held and no cut of the file is pending.
+  void MaybeReleaseHoldsLocked(uint64_t ino) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Waits, releasing mu_, until `ready` or `deadline` (RankEnv::wait).
+  void WaitLocked(const std::function<bool()>& ready, absl::Time deadline)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // A janitor's or a start's cut of `ino`'s pending trim: one try; on
+  // failure the trim stays pending for the next.
+  absl::Status RunTrim(uint64_t ino);
+  // Applies resent requests in their original order; whether they are durable.
+  absl::Status Replay(std::vector<pb::MetaRequest> requests);
+  void FlusherLoop();
+  void JanitorLoop();
+  // The journal broke: the rank must not serve on.
+  void JournalFailed(const absl::Status& broken);
+  absl::StatusOr<pb::SessionReply> SessionReplyFor(SessionId session);
 
   const RankOptions options_;
-  client::ObjectClient* const objects_;
-  std::function<Capacity()> capacity_;
-  std::function<DataPools()> data_pools_;
+  const RankEnv env_;
+  objects::Objects* const objects_;
   MetaStore store_;
   Journal journal_;
+  const uint64_t boot_;         // this incarnation
+  objects::StripedIo trim_io_;  // thread-safe: used without mu_
 
   absl::Mutex mu_;
   MetaCache cache_ ABSL_GUARDED_BY(mu_);
+  Sessions sessions_ ABSL_GUARDED_BY(mu_);
+  Leases leases_ ABSL_GUARDED_BY(mu_);
+  InlineMoves moves_ ABSL_GUARDED_BY(mu_);
+  Trims trims_ ABSL_GUARDED_BY(mu_);
+  RankLocks locks_ ABSL_GUARDED_BY(mu_);
   uint64_t last_seq_ ABSL_GUARDED_BY(mu_) = 0;
-  uint64_t next_session_ ABSL_GUARDED_BY(mu_) = 1;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
-  int64_t replay_ms_ = 0;
-  const uint64_t boot_;  // this incarnation, random
+  int64_t replay_ms_ ABSL_GUARDED_BY(mu_) = 0;
   // The reconnect window (after a restart with open sessions).
   bool reconnecting_ ABSL_GUARDED_BY(mu_) = false;
   bool replaying_ ABSL_GUARDED_BY(mu_) = false;
   absl::Time reconnect_until_ ABSL_GUARDED_BY(mu_);
   absl::flat_hash_set<uint64_t> awaiting_reconnect_ ABSL_GUARDED_BY(mu_);
   std::vector<pb::MetaRequest> replays_ ABSL_GUARDED_BY(mu_);
+  absl::Status reconnect_result_ ABSL_GUARDED_BY(mu_);
+  // Directories' statistics changes not yet propagated up their trees, and
+  // the first event that made one of them (0: none pending): the journal is
+  // not trimmed past it, so that replay finds them all again.
   absl::flat_hash_map<uint64_t, RStatDelta> rstat_pending_ ABSL_GUARDED_BY(mu_);
-
-  // Directory leases and the sessions' lease streams.
-  struct LeaseStream {
-    uint64_t gen = 0;                 // which ServeLeases call owns it
-    std::deque<pb::LeaseEvent> queue; // revokes not yet written
-  };
-  DirLeaseTable leases_ ABSL_GUARDED_BY(mu_);
-  absl::flat_hash_map<uint64_t, LeaseStream> lease_streams_ ABSL_GUARDED_BY(mu_);
-  uint64_t lease_stream_gen_ ABSL_GUARDED_BY(mu_) = 0;
-  uint64_t lease_returns_ ABSL_GUARDED_BY(mu_) = 0;  // bumped when a lease goes
-  absl::flat_hash_map<RecallKey, uint64_t> write_recalls_ ABSL_GUARDED_BY(mu_);  // -> seq
-  // ino -> sessions that hold it open for writing, kept at open, release,
-  // reconnect and session close; each is checked against its opens_write.
-  absl::flat_hash_map<uint64_t, absl::flat_hash_set<uint64_t>> writers_ ABSL_GUARDED_BY(mu_);
-  uint64_t next_recall_seq_ ABSL_GUARDED_BY(mu_) = 0;
-  // Files whose inline data a request is moving to objects: one at a time,
-  // so that no late write of old bytes lands after the move was recorded
-  // and clients wrote objects. The value: the move is recorded, not yet
-  // durable; no other request answers about the file until it is (the
-  // mover's client writes objects only then, and so must every other).
-  absl::flat_hash_map<uint64_t, bool> moving_ ABSL_GUARDED_BY(mu_);
-  // Truncates: files whose objects a thread is cutting (until its trim_done
-  // is durable), the sessions holding their writes meanwhile, and how many
-  // holds of each file requests asked for and have not ended.
-  absl::flat_hash_set<uint64_t> trims_running_ ABSL_GUARDED_BY(mu_);
-  absl::flat_hash_map<uint64_t, absl::flat_hash_set<uint64_t>> trim_holds_ ABSL_GUARDED_BY(mu_);
-  absl::flat_hash_map<uint64_t, int> hold_requests_ ABSL_GUARDED_BY(mu_);
-  client::StripedIo trim_io_;
-
-  // Advisory locks of every session; locks_gen_ moves whenever a lock goes
-  // or gets weaker (waiters look again). lock_waiters_: requests waiting,
-  // for deadlock detection and status.
-  locks::LockTable locks_ ABSL_GUARDED_BY(mu_);
-  uint64_t locks_gen_ ABSL_GUARDED_BY(mu_) = 0;
-  uint64_t next_lock_waiter_ ABSL_GUARDED_BY(mu_) = 0;
-  absl::flat_hash_map<uint64_t, locks::Lock> lock_waiters_ ABSL_GUARDED_BY(mu_);
+  uint64_t rstat_pending_since_ ABSL_GUARDED_BY(mu_) = 0;
 
   absl::Mutex flush_mu_;  // one flush at a time; taken before mu_
   std::optional<FlushBatch> failed_batch_ ABSL_GUARDED_BY(flush_mu_);
+  uint64_t flushed_seq_ ABSL_GUARDED_BY(flush_mu_) = 0;  // the last flush's
   std::thread flusher_;
   std::thread janitor_;
 };

@@ -1,5 +1,7 @@
-// MdsRank: the flusher (write back, trim the journal) and the janitor
-// (session timeouts, recursive statistics, purging, cache trimming).
+// MdsRank's background: the flusher (write back, trim the journal) and the
+// janitor (session timeouts, recursive statistics, purging, truncates'
+// retries, cache trimming), as threads or as steps the owner calls
+// (RankOptions::threads).
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
@@ -15,14 +17,12 @@
 #include "common/memory/memory.h"
 #include "common/status/status.h"
 #include "common/striping/striping.h"
-#include "fuse-client/lib/data_objects.h"
+#include "common/objects/data_objects.h"
 #include "mds/ops/ops.h"
 #include "mds/rank.h"
 
 namespace weft::mds {
 namespace {
-
-int64_t NowMs() { return absl::ToUnixMillis(absl::Now()); }
 
 constexpr size_t kPurgeBatch = 512;  // files per janitor pass (empty ones cost no I/O)
 // Listings and removes in flight: one file at a time left a deleted tree of
@@ -77,11 +77,18 @@ absl::Status MdsRank::FlushOnce() {
     RETURN_IF_ERROR(LoadMissing(load));
   }
   FlushBatch batch;
+  uint64_t trim_to = 0;
   {
     absl::MutexLock lock(&mu_);
     batch = cache_.TakeDirty(last_seq_);
+    sessions_.TakeDirty(&batch);
+    // Events whose statistics changes are still pending stay in the journal.
+    trim_to = rstat_pending_since_ == 0 ? batch.seq
+                                        : std::min(batch.seq, rstat_pending_since_ - 1);
   }
   if (batch.updates.empty() && batch.seq <= journal_.stats().first_seq - 1) return absl::OkStatus();
+  // Flushes go forward: each covers the events of the one before.
+  CHECK(batch.seq >= flushed_seq_) << "flush of seq " << batch.seq << " after " << flushed_seq_;
   RETURN_IF_ERROR(journal_.WaitDurable(batch.seq));
   for (const auto& [oid, update] : batch.updates) {
     absl::Status status = store_.Apply(oid, update);
@@ -94,9 +101,10 @@ absl::Status MdsRank::FlushOnce() {
     absl::MutexLock lock(&mu_);
     cache_.FlushApplied();
   }
+  flushed_seq_ = batch.seq;
   VLOG(1) << "event=flushed seq=" << batch.seq << " objects=" << batch.updates.size()
           << " inodes=" << batch.inodes << " dentries=" << batch.dentries;
-  return journal_.Trim(batch.seq);
+  return journal_.Trim(trim_to);
 }
 
 void MdsRank::JanitorLoop() {
@@ -106,48 +114,44 @@ void MdsRank::JanitorLoop() {
       absl::MutexLock lock(&mu_);
       if (mu_.AwaitWithTimeout(absl::Condition(&stopping_), absl::Milliseconds(200))) return;
     }
-    if (absl::Status broken = journal_.error(); !broken.ok()) {
-      // Events were applied to the cache but cannot be made durable: the
-      // only consistent state left is the journal's. Stop the daemon so that
-      // it (or a standby) replays it, rather than serve what may vanish.
-      LOG(ERROR) << "event=journal_failed fs=" << options_.fs_name << " status=\"" << broken
-                 << "\" action=exit";
-      std::fprintf(stderr, "weft-mds: journal of %s failed: %s\n", options_.fs_name.c_str(),
-                   std::string(broken.message()).c_str());
-      std::_Exit(1);
-    }
+    if (absl::Status broken = journal_.error(); !broken.ok()) JournalFailed(broken);
     ExpireSessions();
-    if (NowMs() - last_rstat_ms >= options_.rstat_interval_ms) {
+    if (env_.clock->NowMs() - last_rstat_ms >= options_.rstat_interval_ms) {
       PropagateRstats();
-      last_rstat_ms = NowMs();
+      last_rstat_ms = env_.clock->NowMs();
     }
     PurgeSome();
-    if (NowMs() - last_trims_ms >= 1000) {
+    if (env_.clock->NowMs() - last_trims_ms >= 1000) {
       RunPendingTrims();  // truncates whose cut failed (OSDs down) try again
       memory::ReleaseFreeHeapOver(kHeapFreeBytesKept);
-      last_trims_ms = NowMs();
+      last_trims_ms = env_.clock->NowMs();
     }
-    absl::MutexLock lock(&mu_);
-    absl::flat_hash_set<uint64_t> pinned;
-    for (auto& [id, s] : cache_.sessions()) {
-      for (auto& [ino, count] : s.opens) pinned.insert(ino);
-    }
-    for (auto& [dir, delta] : rstat_pending_) pinned.insert(dir);
-    cache_.Trim(options_.cache_max_bytes, pinned);
-    leases_.Expire(absl::Now());
+    TrimCache();
   }
+}
+
+void MdsRank::TrimCache() {
+  absl::MutexLock lock(&mu_);
+  absl::flat_hash_set<uint64_t> pinned;
+  for (const auto& [id, s] : sessions_.all()) {
+    for (const auto& [ino, count] : s.opens) pinned.insert(ino);
+  }
+  for (const auto& [dir, delta] : rstat_pending_) pinned.insert(dir);
+  cache_.Trim(options_.cache_max_bytes, pinned);
+  leases_.Expire(env_.clock->Now());
 }
 
 void MdsRank::ExpireSessions() {
   uint64_t seq = 0;
   {
     absl::MutexLock lock(&mu_);
-    const int64_t now = NowMs();
-    std::vector<uint64_t> expired;
-    for (auto& [id, s] : cache_.sessions()) {
+    const int64_t now = env_.clock->NowMs();
+    std::vector<SessionId> expired;
+    for (const auto& [id, s] : sessions_.all()) {
       if (now - s.last_renew_ms > options_.session_timeout_ms) expired.push_back(id);
     }
-    for (uint64_t id : expired) {
+    std::sort(expired.begin(), expired.end());
+    for (SessionId id : expired) {
       LOG(INFO) << "event=session_timeout session=" << id;
       pb::JournalEvent event;
       CloseSessionLocked(id, &event);
@@ -200,11 +204,11 @@ void MdsRank::PropagateRstats() {
         work = std::move(next);
       }
       if (load.inodes.empty()) {
-        rstat_pending_.clear();
         pb::JournalEvent event;
         event.set_op("rstat");
+        event.set_rstat_propagated(true);  // clears rstat_pending_
         for (auto& [ino, rec] : edits) *event.add_inodes() = std::move(rec);
-        if (event.inodes_size() > 0) CommitLocked(&event);
+        CommitLocked(&event);
         return;
       }
     }
@@ -239,6 +243,10 @@ void MdsRank::PurgeSome() {
     failed[i] = true;
   };
   auto run = [&](size_t jobs, const std::function<void(size_t)>& job) {
+    if (!options_.threads) {  // in order, on this thread (the simulation)
+      for (size_t j = 0; j < jobs; ++j) job(j);
+      return;
+    }
     std::atomic<size_t> next{0};
     const size_t threads = std::min(kPurgeInFlight, jobs);
     ThreadPool pool("mds-purge", static_cast<int>(threads), threads);
@@ -254,7 +262,7 @@ void MdsRank::PurgeSome() {
     const uint64_t stripe = std::max<uint64_t>(1, l.stripe_count());
     const uint64_t set_bytes = l.object_size() * stripe;
     const uint64_t possible = (batch[i].size() + set_bytes - 1) / set_bytes * stripe;
-    auto existing = client::DataObjectsIn(objects_, PoolId(l.pool()), batch[i].ino(), 0, possible);
+    auto existing = objects::DataObjectsIn(objects_, PoolId(l.pool()), batch[i].ino(), 0, possible);
     if (!existing.ok()) return fail(i, existing.status());
     objects[i] = *std::move(existing);
   });
@@ -281,13 +289,62 @@ void MdsRank::PurgeSome() {
   CommitLocked(&event);
 }
 
+absl::Status MdsRank::RunTrim(uint64_t ino) {
+  pb::TrimRec trim;
+  {
+    absl::MutexLock lock(&mu_);
+    WaitLocked([this, ino]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+      return stopping_ || !trims_.Running(ino);
+    }, absl::InfiniteFuture());
+    if (stopping_) return absl::UnavailableError("the MDS is stopping");
+    auto it = cache_.trims().find(ino);
+    if (it == cache_.trims().end()) return absl::OkStatus();  // done by another
+    trim = it->second;
+    trims_.Begin(ino);
+  }
+  absl::Status cut = CutObjects(trim);
+  uint64_t seq = 0;
+  {
+    absl::MutexLock lock(&mu_);
+    if (!cut.ok()) {
+      trims_.End(ino);
+      LOG(WARNING) << "event=trim_failed ino=" << ino << " keep=" << trim.keep()
+                   << " size=" << trim.size() << " status=\"" << cut << "\"";
+      return cut;  // pending still: the janitor's next pass tries again
+    }
+    pb::JournalEvent event;
+    event.set_op("trimmed");
+    event.add_trim_done(ino);
+    seq = CommitLocked(&event);
+  }
+  // Until trim_done is durable a restart would cut again, over what
+  // writers wrote meanwhile: they wait for it.
+  absl::Status durable = journal_.WaitDurable(seq);
+  absl::MutexLock lock(&mu_);
+  trims_.End(ino);
+  MaybeReleaseHoldsLocked(ino);
+  VLOG(1) << "event=trimmed ino=" << ino << " keep=" << trim.keep() << " size=" << trim.size();
+  return durable;
+}
+
+void MdsRank::RunPendingTrims() {
+  std::vector<uint64_t> pending;
+  {
+    absl::MutexLock lock(&mu_);
+    for (const auto& [ino, trim] : cache_.trims()) {
+      if (!trims_.Running(ino)) pending.push_back(ino);
+    }
+  }
+  for (uint64_t ino : pending) (void)RunTrim(ino);
+}
+
 pb::FsStatusReply MdsRank::Status() {
   pb::FsStatusReply reply;
   Journal::Stats js = journal_.stats();
   absl::MutexLock lock(&mu_);
   reply.set_fs(options_.fs_name);
   reply.set_state(stopping_ ? "stopping" : "active");
-  reply.set_sessions(cache_.sessions().size());
+  reply.set_sessions(sessions_.size());
   reply.set_cached_inodes(cache_.inode_count());
   reply.set_cached_dentries(cache_.dentry_count());
   reply.set_dirty_inodes(cache_.dirty_inode_count());
@@ -303,9 +360,9 @@ pb::FsStatusReply MdsRank::Status() {
     reply.set_inodes(root->rec.rstat().rfiles() + root->rec.rstat().rsubdirs() + 1);
   }
   reply.set_rss_bytes(memory::ResidentBytes());
-  reply.set_dir_leases(leases_.size());
+  reply.set_dir_leases(leases_.dir_lease_count());
   reply.set_locks(locks_.size());
-  reply.set_lock_waiters(lock_waiters_.size());
+  reply.set_lock_waiters(locks_.waiters());
   return reply;
 }
 

@@ -21,6 +21,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "common/config/config.h"
+#include "common/fault/fault.h"
 #include "common/log/log.h"
 #include "common/memory/memory.h"
 #include "common/metrics/http_server.h"
@@ -143,18 +144,15 @@ int main(int argc, char** argv) {
   if (!metrics_addr.ok()) return Fail(std::string(metrics_addr.status().message()));
   options.metrics_addr = *metrics_addr;
   options.sync = !absl::GetFlag(FLAGS_nosync);
-  // Test fault point: every store commit takes this many ms longer.
-  if (const char* slow = std::getenv("WEFT_FAULT_SLOW_DISK_MS"); slow != nullptr) {
-    if (!absl::SimpleAtoi(slow, &options.fault_commit_delay_ms) ||
-        options.fault_commit_delay_ms < 0) {
-      return Fail("WEFT_FAULT_SLOW_DISK_MS must be a number of milliseconds");
-    }
+  // Fault points a test armed for this daemon (common/fault: WEFT_FAULTS).
+  if (auto armed = weft::fault::ArmFromEnvironment(); !armed.ok()) {
+    return Fail(std::string(armed.message()));
   }
-  if (const char* delay = std::getenv("WEFT_FAULT_RECOVERY_DELAY_MS"); delay != nullptr) {
-    if (!absl::SimpleAtoi(delay, &options.fault_recovery_delay_ms) ||
-        options.fault_recovery_delay_ms < 0) {
-      return Fail("WEFT_FAULT_RECOVERY_DELAY_MS must be a number of milliseconds");
-    }
+  if (auto slow = weft::fault::Value(weft::fault::kOsdSlowDiskMs)) {
+    options.fault_commit_delay_ms = *slow;
+  }
+  if (auto delay = weft::fault::Value(weft::fault::kOsdRecoveryDelayMs)) {
+    options.fault_recovery_delay_ms = *delay;
   }
   if (auto status = options.Validate(); !status.ok()) {
     return Fail(std::string(status.message()));

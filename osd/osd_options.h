@@ -35,9 +35,9 @@ struct OsdOptions {
   // it goes back to the kernel (malloc_trim; OsdDaemon::TrimLoop); 0 = never.
   int64_t memory_trim_ms = 1000;
   uint64_t memory_trim_free_bytes = 256ull << 20;
-  int64_t fault_commit_delay_ms = 0;       // tests: a slow disk (WEFT_FAULT_SLOW_DISK_MS)
+  int64_t fault_commit_delay_ms = 0;       // tests: a slow disk (fault point osd.slow_disk_ms)
   // Tests: recovery starts this long after a PG turns active, a window in
-  // which a primary serves without what it lacks (WEFT_FAULT_RECOVERY_DELAY_MS).
+  // which a primary serves without what it lacks (fault point osd.recovery_delay_ms).
   int64_t fault_recovery_delay_ms = 0;
   std::string metrics_addr;                // Prometheus text on host:port; empty = off
   bool sync = true;                        // fsync; off only for tests on tmpfs

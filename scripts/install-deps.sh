@@ -8,6 +8,7 @@ packages=(
   libgrpc++-dev protobuf-compiler-grpc protobuf-compiler libprotobuf-dev
   libleveldb-dev libsnappy-dev libisal-dev libabsl-dev libxxhash-dev
   catch2 libfuse3-dev fuse3 libgoogle-perftools-dev
+  clang python3
   etcd-server etcd-client
   procps iproute2 util-linux
 )

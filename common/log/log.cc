@@ -31,6 +31,7 @@ void SetMinSeverity(Severity severity) { g_min_severity = static_cast<int>(sever
 void SetVerbosity(int level) { g_verbosity = level; }
 int Verbosity() { return g_verbosity.load(std::memory_order_relaxed); }
 void SetProgramTag(absl::string_view tag) { *g_tag = std::string(tag); }
+void SetDebugChecks(bool on) { debug_checks.store(on, std::memory_order_relaxed); }
 
 void StartProcess(absl::string_view tag) {
   SetProgramTag(tag);

@@ -1,7 +1,10 @@
 // A small logging shim shaped like absl/log (which Abseil 20220623 lacks):
 // LOG(INFO) << "key=value ...";  VLOG(2) << ...;  CHECK(cond) << ...;
 // Lines go to stderr as "<level><mmdd hh:mm:ss.uuuuuu> <tid> file:line] message".
-// LOG(FATAL) and a failed CHECK abort after writing the line.
+// LOG(FATAL) and a failed CHECK abort after writing the line. DCHECK(cond)
+// asserts what is costly to check: it evaluates `cond` only once
+// SetDebugChecks(true) (unit tests and the simulation turn it on; daemons
+// leave it off), so the same build both runs fast and is checked.
 #pragma once
 
 #include <atomic>
@@ -26,6 +29,9 @@ void SetProgramTag(absl::string_view tag);
 // and weft-fuse's CPU in a create benchmark). Test binaries keep it on.
 void StartProcess(absl::string_view tag);
 bool IsEnabled(Severity severity);
+void SetDebugChecks(bool on);
+inline std::atomic<bool> debug_checks{false};
+inline bool DebugChecks() { return debug_checks.load(std::memory_order_relaxed); }
 
 class LogMessage {
  public:
@@ -72,6 +78,14 @@ struct Voidify {
                ::weft::log::LogMessage(__FILE__, __LINE__, ::weft::log::Severity::kFatal) \
                        .stream()                                                      \
                    << "Check failed: " #cond " "
+
+#define DCHECK(cond)                                                                  \
+  (!::weft::log::DebugChecks() || (cond))                                             \
+      ? (void)0                                                                       \
+      : ::weft::log::Voidify() &                                                      \
+            ::weft::log::LogMessage(__FILE__, __LINE__, ::weft::log::Severity::kFatal)    \
+                    .stream()                                                         \
+                << "Debug check failed: " #cond " "
 
 #define CHECK_OK(expr)                                                                \
   do {                                                                                \

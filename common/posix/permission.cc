@@ -218,7 +218,7 @@ absl::Status CheckAclPermission(const Acl& acl, const AccessAttrs& inode,
 
 absl::Status CheckAccess(const AccessAttrs& inode, const Credentials& cred, int mask) {
   absl::Status dac = DacCheck(inode, cred, mask);
-  if (dac.ok() || StatusToErrno(dac) != EACCES || !cred.IsRoot()) return dac;
+  if (dac.ok() || !IsAccessDenied(dac) || !cred.IsRoot()) return dac;
   // generic_permission's capability overrides.
   const uint32_t want = static_cast<uint32_t>(mask) & kMayRwx;
   if (IsDir(inode.mode)) return absl::OkStatus();  // DAC_READ_SEARCH / DAC_OVERRIDE

@@ -78,6 +78,14 @@ int StatusToErrno(const absl::Status& status) {
   return ErrnoForCode(status.code());
 }
 
+bool IsNoEntry(const absl::Status& status) { return StatusToErrno(status) == ENOENT; }
+bool IsExists(const absl::Status& status) { return StatusToErrno(status) == EEXIST; }
+bool IsNotEmpty(const absl::Status& status) { return StatusToErrno(status) == ENOTEMPTY; }
+bool IsStale(const absl::Status& status) { return StatusToErrno(status) == ESTALE; }
+bool IsNoData(const absl::Status& status) { return StatusToErrno(status) == ENODATA; }
+bool IsNoSession(const absl::Status& status) { return StatusToErrno(status) == ENOTCONN; }
+bool IsAccessDenied(const absl::Status& status) { return StatusToErrno(status) == EACCES; }
+
 absl::Status Annotate(const absl::Status& status, absl::string_view context) {
   if (status.ok()) return status;
   absl::Status out(status.code(), absl::StrCat(context, ": ", status.message()));

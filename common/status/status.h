@@ -39,8 +39,19 @@ absl::Status ErrnoError(absl::StatusCode code, int err, absl::string_view messag
 absl::Status ErrnoToStatus(int err, absl::string_view what);
 
 // The errno a status carries, or the best errno for its code. Only the FUSE
-// adapter and the wire encoder call this.
+// adapter and the wire encoder call this; code that decides what to do next
+// asks the typed questions below instead.
 int StatusToErrno(const absl::Status& status);
+
+// What a failed status says, for the POSIX conditions callers act on. Each is
+// true exactly when StatusToErrno would give that errno.
+bool IsNoEntry(const absl::Status& status);      // ENOENT: no such name
+bool IsExists(const absl::Status& status);       // EEXIST: the name is taken
+bool IsNotEmpty(const absl::Status& status);     // ENOTEMPTY
+bool IsStale(const absl::Status& status);        // ESTALE: no such inode (any more)
+bool IsNoData(const absl::Status& status);       // ENODATA: no such attribute
+bool IsNoSession(const absl::Status& status);    // ENOTCONN: the MDS knows no such session
+bool IsAccessDenied(const absl::Status& status); // EACCES (EPERM is "not permitted")
 
 // Prefixes the message of a failed status with context; OK stays OK.
 absl::Status Annotate(const absl::Status& status, absl::string_view context);

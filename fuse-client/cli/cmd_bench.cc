@@ -18,11 +18,11 @@
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "fuse-client/cli/commands.h"
-#include "fuse-client/lib/object_client.h"
+#include "common/objects/object_client.h"
 
 namespace weft::cli {
 
-absl::StatusOr<std::unique_ptr<client::ObjectClient>> ConnectClient(const Config& config);
+absl::StatusOr<std::unique_ptr<objects::ObjectClient>> ConnectClient(const Config& config);
 
 namespace {
 
@@ -123,7 +123,7 @@ int CmdBench(const Config& config, const Args& args) {
   if (!block.ok()) return Fail(block.status());
   // Objects above one request's piece go through Put/Get (several requests).
   constexpr uint64_t kMaxBlockBytes = 128ull << 20;
-  const uint64_t piece = client::ObjectClient::kMaxPieceBytes;
+  const uint64_t piece = objects::ObjectClient::kMaxPieceBytes;
   if (*seconds < 1 || *threads < 1 || *threads > 1024 || *block < 1 ||
       *block > kMaxBlockBytes) {
     return Fail(absl::InvalidArgumentError(
@@ -133,7 +133,7 @@ int CmdBench(const Config& config, const Args& args) {
   if (!client.ok()) return Fail(client.status());
   auto pool = (*client)->LookupPool(args.positional[0]);
   if (!pool.ok()) return Fail(pool.status());
-  client::ObjectClient* c = client->get();
+  objects::ObjectClient* c = client->get();
 
   Totals totals;
   std::atomic<uint64_t> next{0};
@@ -163,10 +163,10 @@ int CmdBench(const Config& config, const Args& args) {
           if (data.size() > piece) {
             s = c->Put(*pool, name, data);
           } else {
-            client::ObjectOperation op;
+            objects::ObjectOperation op;
             op.WriteFull(std::move(data));
             spent.clear();
-            s = c->Execute(*pool, name, std::move(op), &spent).status();
+            s = c->ExecuteReusing(*pool, name, std::move(op), &spent).status();
             data = spent.empty() ? std::string() : std::move(spent[0]);
           }
           Record(totals, absl::Now() - t0, *block, s);
@@ -229,7 +229,7 @@ int CmdBench(const Config& config, const Args& args) {
             got = whole.status();
           }
         } else {
-          client::ObjectOperation op;
+          objects::ObjectOperation op;
           op.Read(0, size);
           auto r = c->Execute(*pool, name, op);
           if (r.ok()) {

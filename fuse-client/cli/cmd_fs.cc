@@ -6,9 +6,9 @@
 #include "absl/time/time.h"
 #include "fuse-client/cli/commands.h"
 #include "fuse-client/lib/meta_client.h"
-#include "fuse-client/lib/object_client.h"
+#include "common/objects/object_client.h"
 #include "mds/fs/names.h"
-#include "mds/store/meta_store.h"
+#include "mds/journal/journal_format.h"
 
 namespace weft::cli {
 namespace {
@@ -41,9 +41,9 @@ absl::StatusOr<pb::FsInfo> FindFs(client::FsAdmin& admin, const std::string& nam
 int FsList(client::FsAdmin& admin, const std::vector<std::string>& mds) {
   auto map = admin.FsList();
   if (!map.ok()) return Fail(map.status(), "fs ls");
-  client::ClientOptions options;
+  objects::ClientOptions options;
   options.mds_addrs = mds;
-  auto objects = client::ObjectClient::Connect(options);
+  auto objects = objects::ObjectClient::Connect(options);
   std::shared_ptr<const OsdMap> osdmap = objects.ok() ? (*objects)->map() : nullptr;
   if (map->filesystems().empty()) std::printf("no filesystems\n");
   for (const pb::FsInfo& fs : map->filesystems()) {
@@ -102,19 +102,25 @@ int JournalInspect(client::FsAdmin& admin, const std::vector<std::string>& mds,
                    const std::string& name, bool events) {
   auto fs = FindFs(admin, name);
   if (!fs.ok()) return Fail(fs.status(), "fs journal inspect");
-  client::ClientOptions options;
+  objects::ClientOptions options;
   options.mds_addrs = mds;
-  auto objects = client::ObjectClient::Connect(options);
+  auto objects = objects::ObjectClient::Connect(options);
   if (!objects.ok()) return Fail(objects.status(), "fs journal inspect");
-  mds::MetaStore store(objects->get(), PoolId(fs->metadata_pool()), fs->id());
-  auto head = store.ReadHead();
-  if (!head.ok()) return Fail(head.status(), "read journal head");
-  if (!head->has_value()) return Fail(absl::NotFoundError("no journal head"), "fs journal inspect");
+  const PoolId pool(fs->metadata_pool());
+  auto head_bytes = (*objects)->Get(pool, mds::JournalHeadObject(fs->id()));
+  if (absl::IsNotFound(head_bytes.status())) {
+    return Fail(absl::NotFoundError("no journal head"), "fs journal inspect");
+  }
+  if (!head_bytes.ok()) return Fail(head_bytes.status(), "read journal head");
+  pb::JournalHead head;
+  if (!head.ParseFromString(*head_bytes)) {
+    return Fail(absl::DataLossError("journal head does not parse"), "read journal head");
+  }
   std::printf("journal of %s: trimmed to seq %lu, first segment %lu, segment size %u\n",
-              name.c_str(), (*head)->trimmed_seq(), (*head)->first_segment(), (*head)->segment_bytes());
+              name.c_str(), head.trimmed_seq(), head.first_segment(), head.segment_bytes());
   uint64_t count = 0, bytes = 0, first = 0, last = 0, segments = 0;
-  for (uint64_t seg = (*head)->first_segment();; ++seg) {
-    auto data = store.ReadSegment(seg);
+  for (uint64_t seg = head.first_segment();; ++seg) {
+    auto data = (*objects)->Get(pool, mds::JournalSegmentObject(fs->id(), seg));
     if (absl::IsNotFound(data.status())) break;
     if (!data.ok()) return Fail(data.status(), absl::StrCat("read segment ", seg));
     ++segments;
@@ -126,7 +132,7 @@ int JournalInspect(client::FsAdmin& admin, const std::vector<std::string>& mds,
         std::printf("segment %lu: undecodable event\n", seg);
         continue;
       }
-      if (ev.seq() <= (*head)->trimmed_seq()) continue;
+      if (ev.seq() <= head.trimmed_seq()) continue;
       ++count;
       if (first == 0) first = ev.seq();
       last = ev.seq();

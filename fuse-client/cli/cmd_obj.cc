@@ -8,7 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "fuse-client/cli/commands.h"
-#include "fuse-client/lib/object_client.h"
+#include "common/objects/object_client.h"
 
 namespace weft::cli {
 namespace {
@@ -44,12 +44,12 @@ absl::Status WriteOutput(const std::string& path, const std::string& data) {
 
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<client::ObjectClient>> ConnectClient(const Config& config) {
+absl::StatusOr<std::unique_ptr<objects::ObjectClient>> ConnectClient(const Config& config) {
   auto mds = config.MdsAddresses();
   if (!mds.ok()) return mds.status();
-  client::ClientOptions options;
+  objects::ClientOptions options;
   options.mds_addrs = *mds;
-  return client::ObjectClient::Connect(options);
+  return objects::ObjectClient::Connect(options);
 }
 
 int CmdObj(const Config& config, const Args& args) {

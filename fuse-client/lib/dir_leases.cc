@@ -6,6 +6,7 @@
 #include <cerrno>
 
 #include "absl/time/clock.h"
+#include "common/status/status.h"
 
 namespace weft::client {
 namespace {
@@ -113,8 +114,8 @@ void DirLeases::Absent(const pb::MetaReply& reply, uint64_t dir, const std::stri
   d->absent.insert(name);
 }
 
-void DirLeases::Observe(const pb::MetaRequest& r, const pb::MetaReply& reply, int err,
-                        absl::Time sent, uint64_t epoch) {
+void DirLeases::Observe(const pb::MetaRequest& r, const pb::MetaReply& reply,
+                        const absl::Status& status, absl::Time sent, uint64_t epoch) {
   absl::MutexLock lock(&mu_);
   if (epoch != epoch_ || !up_) return;
   const absl::Time now = absl::Now();
@@ -141,20 +142,21 @@ void DirLeases::Observe(const pb::MetaRequest& r, const pb::MetaReply& reply, in
     }
   }
   // A name made (or found there already: EEXIST) by this client's request.
-  auto made = [&](uint64_t dir, const std::string& name, uint64_t ino) {
-    if (err == 0 || err == EEXIST) Added(dir, name, err == 0 ? ino : 0);
+  auto made = [&](uint64_t dir, const std::string& name, uint64_t ino)
+                  ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    if (status.ok() || IsExists(status)) Added(dir, name, status.ok() ? ino : 0);
   };
   using R = pb::MetaRequest;
   switch (r.op_case()) {
     case R::kLookup:
-      if (err == ENOENT) Absent(reply, r.lookup().parent(), r.lookup().name(), now);
+      if (IsNoEntry(status)) Absent(reply, r.lookup().parent(), r.lookup().name(), now);
       break;
     case R::kCreate: made(r.create().parent(), r.create().name(), reply.attr().ino()); break;
     case R::kSymlink: made(r.symlink().parent(), r.symlink().name(), reply.attr().ino()); break;
     case R::kLink: made(r.link().new_parent(), r.link().new_name(), r.link().ino()); break;
     case R::kMkdir:
       made(r.mkdir().parent(), r.mkdir().name(), reply.attr().ino());
-      if (err != 0) break;
+      if (!status.ok()) break;
       if (Dir* d = Held(reply.attr().ino(), SeqIn(reply, reply.attr().ino()), now)) {
         d->complete = true;  // new, so empty: every name is absent
         d->names.clear();
@@ -162,14 +164,14 @@ void DirLeases::Observe(const pb::MetaRequest& r, const pb::MetaReply& reply, in
       }
       break;
     case R::kUnlink:
-      if (err == 0) Absent(reply, r.unlink().parent(), r.unlink().name(), now);
+      if (status.ok()) Absent(reply, r.unlink().parent(), r.unlink().name(), now);
       break;
     case R::kRmdir:
-      if (err == 0) Absent(reply, r.rmdir().parent(), r.rmdir().name(), now);
+      if (status.ok()) Absent(reply, r.rmdir().parent(), r.rmdir().name(), now);
       break;
     case R::kRename: {
       const pb::RenameOp& op = r.rename();
-      if (err != 0) break;
+      if (!status.ok()) break;
       const uint64_t moved = InodeKnown(op.parent(), op.name());
       if (op.flags() & RENAME_EXCHANGE) {  // both names stay, their inodes swap
         const uint64_t other = InodeKnown(op.new_parent(), op.new_name());

@@ -25,6 +25,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
+#include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "proto/mds.pb.h"
@@ -52,10 +53,10 @@ class DirLeases {
   // A revoke: forgets the directory if it holds lease `seq` or older.
   void Revoke(uint64_t ino, uint64_t seq);
 
-  // Takes what a reply says (see above). `status_errno` is the reply's errno
-  // (0 when it succeeded); `sent` and `epoch` are from when it was sent.
-  void Observe(const pb::MetaRequest& request, const pb::MetaReply& reply, int status_errno,
-               absl::Time sent, uint64_t epoch);
+  // Takes what a reply says (see above). `status` is the reply's (OK when it
+  // succeeded); `sent` and `epoch` are from when it was sent.
+  void Observe(const pb::MetaRequest& request, const pb::MetaReply& reply,
+               const absl::Status& status, absl::Time sent, uint64_t epoch);
 
   // What this client knows of `name` in `dir` for `creds` now: nothing
   // (nullopt), absent (0), or the inode it names (complete directories).

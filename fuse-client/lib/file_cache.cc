@@ -10,6 +10,13 @@
 
 namespace weft::client {
 
+void DirtyBudget::Add(int64_t delta) {
+  absl::MutexLock lock(&mu_);
+  bytes_ += delta;
+  // Every byte given back was taken first: the count never goes below 0.
+  DCHECK(bytes_ >= 0) << "dirty budget at " << bytes_ << " after " << delta;
+}
+
 void AttrChanges::Add(const AttrChanges& later) {
   if (later.valid & pb::SA_MODE) mode = later.mode;
   if (later.valid & pb::SA_UID) uid = later.uid;
@@ -20,7 +27,7 @@ void AttrChanges::Add(const AttrChanges& later) {
   valid |= later.valid;
 }
 
-std::shared_ptr<FileCache> FileCache::Create(FileData data, StripedIo* io,
+std::shared_ptr<FileCache> FileCache::Create(objects::FileData data, objects::StripedIo* io,
                                              ThreadPool* flush_pool, ThreadPool* read_pool,
                                              DirtyBudget* budget, FileCacheOptions options,
                                              OnFlushed on_flushed) {
@@ -29,7 +36,7 @@ std::shared_ptr<FileCache> FileCache::Create(FileData data, StripedIo* io,
                                                   std::move(on_flushed)));
 }
 
-FileCache::FileCache(FileData data, StripedIo* io, ThreadPool* flush_pool, ThreadPool* read_pool,
+FileCache::FileCache(objects::FileData data, objects::StripedIo* io, ThreadPool* flush_pool, ThreadPool* read_pool,
                      DirtyBudget* budget, FileCacheOptions options, OnFlushed on_flushed)
     : max_bytes_(options.max_file_bytes),
       io_(io),
@@ -40,12 +47,12 @@ FileCache::FileCache(FileData data, StripedIo* io, ThreadPool* flush_pool, Threa
       on_flushed_(std::move(on_flushed)),
       data_(std::move(data)) {}
 
-FileData FileCache::data() {
+objects::FileData FileCache::data() {
   absl::MutexLock lock(&mu_);
   return data_;
 }
 
-void FileCache::SetData(const FileData& data) {
+void FileCache::SetData(const objects::FileData& data) {
   absl::MutexLock lock(&mu_);
   data_ = data;
   chunks_.clear();
@@ -148,12 +155,12 @@ std::shared_ptr<const FileCache::Batch> FileCache::TakeBatchLocked(bool claimed,
   const uint64_t set = data_.layout.set_bytes();
   const uint64_t cut = set > 0 && set <= options_.flush_bytes ? dirty_.end() / set * set : 0;
   if (whole_sets && cut > 0 && dirty_.extents().begin()->first < cut) {  // cut > 0: not empty
-    ExtentMap tail = dirty_.SplitFrom(cut);
+    objects::ExtentMap tail = dirty_.SplitFrom(cut);
     batch->extents = std::move(dirty_);
     dirty_ = std::move(tail);
   } else {
     batch->extents = std::move(dirty_);
-    dirty_ = ExtentMap();
+    dirty_ = objects::ExtentMap();
   }
   batch->mtime_ns = dirty_mtime_ns_;
   batch->times_gen = times_gen_;
@@ -280,7 +287,7 @@ absl::Status FileCache::MoveToObjects() {
   return absl::OkStatus();
 }
 
-absl::StatusOr<std::string> FileCache::ReadBase(const FileData& data, uint64_t offset,
+absl::StatusOr<std::string> FileCache::ReadBase(const objects::FileData& data, uint64_t offset,
                                                 uint64_t length) {
   auto slice = [&](const std::string& bytes) {
     std::string out(length, '\0');
@@ -488,17 +495,17 @@ void FileCache::Truncated(uint64_t size) {
 
 // ---- reads
 
-ExtentMap FileCache::CaptureLocked(uint64_t offset, uint64_t length) {
-  ExtentMap out;
+objects::ExtentMap FileCache::CaptureLocked(uint64_t offset, uint64_t length) {
+  objects::ExtentMap out;
   if (flushing_ != nullptr) out = flushing_->extents.Slice(offset, length);
-  const ExtentMap dirty = dirty_.Slice(offset, length);  // not a temporary: range-for
+  const objects::ExtentMap dirty = dirty_.Slice(offset, length);  // not a temporary: range-for
   for (const auto& [at, bytes] : dirty.extents()) out.Insert(at, bytes);
   return out;
 }
 
 absl::StatusOr<std::string> FileCache::ReadThrough(uint64_t offset, uint64_t length) {
-  ExtentMap captured;
-  FileData data;
+  objects::ExtentMap captured;
+  objects::FileData data;
   {
     absl::MutexLock lock(&mu_);
     captured = CaptureLocked(offset, length);
@@ -585,7 +592,7 @@ void FileCache::Fetch(Chunk& c) {
   // Nothing else touches data and captured once the chunk is claimed.
   absl::StatusOr<std::string> bytes = ReadBase(c.data, c.offset, c.length);
   if (bytes.ok()) c.captured.Overlay(c.offset, &*bytes);
-  c.captured = ExtentMap();
+  c.captured = objects::ExtentMap();
   absl::MutexLock lock(&c.mu);
   c.bytes = std::move(bytes);
   c.done = true;

@@ -64,8 +64,8 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "common/executor/thread_pool.h"
-#include "fuse-client/lib/extent_map.h"
-#include "fuse-client/lib/striped_io.h"
+#include "common/objects/extent_map.h"
+#include "common/objects/striped_io.h"
 
 namespace weft::client {
 
@@ -83,10 +83,7 @@ struct FileCacheOptions {
 class DirtyBudget {
  public:
   explicit DirtyBudget(uint64_t max_bytes) : max_bytes_(max_bytes) {}
-  void Add(int64_t delta) {
-    absl::MutexLock lock(&mu_);
-    bytes_ += delta;
-  }
+  void Add(int64_t delta);
   bool over() {
     absl::MutexLock lock(&mu_);
     return bytes_ > static_cast<int64_t>(max_bytes_);
@@ -120,7 +117,7 @@ class FileCache : public std::enable_shared_from_this<FileCache> {
  public:
   // Told after a batch is on the OSDs: the file extends at least to `end`,
   // was last written at `mtime_ns`, its objects grew by `allocated_delta`
-  // bytes (StripedIo::WriteExtents), and `attrs` changed since the last
+  // bytes (objects::StripedIo::WriteExtents), and `attrs` changed since the last
   // batch (reported with it, after the size and mtime). Its error fails the
   // flush.
   using OnFlushed = std::function<absl::Status(uint64_t end, int64_t mtime_ns,
@@ -129,16 +126,16 @@ class FileCache : public std::enable_shared_from_this<FileCache> {
   // Background work holds a reference: `io`, the pools and `budget` must
   // outlive the pools' last tasks (the owner destroys the pools first).
   // Batches are written on `flush_pool`, readahead fetched on `read_pool`.
-  static std::shared_ptr<FileCache> Create(FileData data, StripedIo* io, ThreadPool* flush_pool,
+  static std::shared_ptr<FileCache> Create(objects::FileData data, objects::StripedIo* io, ThreadPool* flush_pool,
                                            ThreadPool* read_pool, DirtyBudget* budget,
                                            FileCacheOptions options, OnFlushed on_flushed);
   ~FileCache();  // returns what is still buffered to the budget
 
-  FileData data();
+  objects::FileData data();
   uint64_t max_file_bytes() const { return max_bytes_; }
   // A new layout for the file (set while it is still empty: nothing is
   // buffered or on the OSDs under the old one). Drops data read ahead.
-  void SetData(const FileData& data);
+  void SetData(const objects::FileData& data);
 
   // Buffers `bytes` at `offset`, written at `mtime_ns`. May wait for this
   // file's batch in flight (over dirty_bytes_max) or flush this file (when the
@@ -206,7 +203,7 @@ class FileCache : public std::enable_shared_from_this<FileCache> {
     // A batch within the limit, with its bytes (WrittenOp.inline_writes).
     std::function<absl::StatusOr<InlineWritten>(uint64_t end, int64_t mtime_ns,
                                                 const AttrChanges& attrs,
-                                                const ExtentMap& extents)>
+                                                const objects::ExtentMap& extents)>
         write;
     std::function<absl::Status()> move;  // to objects (InlineOp.uninline)
     std::function<absl::StatusOr<InlineFetched>()> fetch;
@@ -241,8 +238,8 @@ class FileCache : public std::enable_shared_from_this<FileCache> {
 
  private:
   struct Batch {
-    FileData data;  // where it goes
-    ExtentMap extents;
+    objects::FileData data;  // where it goes
+    objects::ExtentMap extents;
     uint64_t end = 0;
     int64_t mtime_ns = 0;
     uint64_t times_gen = 0;  // TimesSet calls before it was taken
@@ -251,15 +248,15 @@ class FileCache : public std::enable_shared_from_this<FileCache> {
   struct Chunk {  // data read ahead: [offset, offset + length)
     uint64_t offset = 0;
     uint64_t length = 0;
-    FileData data;          // where it is read from
-    ExtentMap captured;     // the buffered bytes of its range when it was issued
+    objects::FileData data;          // where it is read from
+    objects::ExtentMap captured;     // the buffered bytes of its range when it was issued
     absl::Mutex mu;
     bool claimed ABSL_GUARDED_BY(mu) = false;  // a thread is fetching it
     bool done ABSL_GUARDED_BY(mu) = false;
     absl::StatusOr<std::string> bytes ABSL_GUARDED_BY(mu);
   };
 
-  FileCache(FileData data, StripedIo* io, ThreadPool* flush_pool, ThreadPool* read_pool,
+  FileCache(objects::FileData data, objects::StripedIo* io, ThreadPool* flush_pool, ThreadPool* read_pool,
             DirtyBudget* budget, FileCacheOptions options, OnFlushed on_flushed);
   using Tasks = std::vector<std::function<void()>>;  // submitted once mu_ is released
   void Submit(ThreadPool* pool, Tasks tasks);
@@ -286,10 +283,10 @@ class FileCache : public std::enable_shared_from_this<FileCache> {
   void StartBackgroundLocked(Tasks* tasks, bool whole_sets) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void RunBackground(std::shared_ptr<const Batch> batch);
   // The buffered bytes of [offset, offset + length), batch then dirty.
-  ExtentMap CaptureLocked(uint64_t offset, uint64_t length) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  objects::ExtentMap CaptureLocked(uint64_t offset, uint64_t length) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::StatusOr<std::string> ReadThrough(uint64_t offset, uint64_t length);
   // The file's bytes without what is buffered: the inline copy, else the OSDs.
-  absl::StatusOr<std::string> ReadBase(const FileData& data, uint64_t offset, uint64_t length);
+  absl::StatusOr<std::string> ReadBase(const objects::FileData& data, uint64_t offset, uint64_t length);
   // Replaces the inline copy (none: drop it), within inline_budget_.
   void KeepCopyLocked(std::optional<std::string> bytes) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Around a batch's report to the MDS: the mtime it reports (0 when times
@@ -306,7 +303,7 @@ class FileCache : public std::enable_shared_from_this<FileCache> {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const uint64_t max_bytes_;
-  StripedIo* const io_;
+  objects::StripedIo* const io_;
   ThreadPool* const flush_pool_;
   ThreadPool* const read_pool_;
   DirtyBudget* const budget_;
@@ -314,8 +311,8 @@ class FileCache : public std::enable_shared_from_this<FileCache> {
   const OnFlushed on_flushed_;
 
   absl::Mutex mu_;
-  FileData data_ ABSL_GUARDED_BY(mu_);
-  ExtentMap dirty_ ABSL_GUARDED_BY(mu_);
+  objects::FileData data_ ABSL_GUARDED_BY(mu_);
+  objects::ExtentMap dirty_ ABSL_GUARDED_BY(mu_);
   uint64_t dirty_end_ ABSL_GUARDED_BY(mu_) = 0;    // of writes since the last batch taken
   uint64_t written_end_ ABSL_GUARDED_BY(mu_) = 0;  // of every write (appends go here)
   int64_t dirty_mtime_ns_ ABSL_GUARDED_BY(mu_) = 0;

@@ -68,17 +68,17 @@ absl::StatusOr<std::unique_ptr<FileSystemClient>> FileSystemClient::Connect(
   mo.client_name = options.client_name;
   mo.op_timeout_ms = options.op_timeout_ms;
   ASSIGN_OR_RETURN(auto meta, MetaClient::Connect(mo));
-  ClientOptions co;
+  objects::ClientOptions co;
   co.mds_addrs = options.mds_addrs;
   co.op_timeout_ms = options.op_timeout_ms;
-  ASSIGN_OR_RETURN(auto objects, ObjectClient::Connect(co));
+  ASSIGN_OR_RETURN(auto objects, objects::ObjectClient::Connect(co));
   return std::unique_ptr<FileSystemClient>(
       new FileSystemClient(std::move(options), std::move(meta), std::move(objects)));
 }
 
 FileSystemClient::FileSystemClient(FileSystemClientOptions options,
                                    std::unique_ptr<MetaClient> meta,
-                                   std::unique_ptr<ObjectClient> objects)
+                                   std::unique_ptr<objects::ObjectClient> objects)
     : options_(std::move(options)),
       meta_(std::move(meta)),
       locks_(meta_.get()),
@@ -767,7 +767,7 @@ absl::StatusOr<std::string> FileSystemClient::FetchXattr(const Creds& c, uint64_
   r.mutable_getxattr()->set_name(name);
   absl::StatusOr<pb::MetaReply> reply = Call(c, std::move(r));
   if (!reply.ok()) {
-    if (KeptXattr(name) && StatusToErrno(reply.status()) == ENODATA) {
+    if (KeptXattr(name) && IsNoData(reply.status())) {
       RememberXattr(ino, version, name, std::nullopt);
     }
     return reply.status();
@@ -812,7 +812,7 @@ absl::Status FileSystemClient::Setxattr(const Creds& c, uint64_t ino, const std:
 }
 
 void FileSystemClient::RefreshLayout(const Attr& attr) {
-  absl::StatusOr<FileData> data = DataOf(attr);
+  absl::StatusOr<objects::FileData> data = DataOf(attr);
   if (!data.ok()) return;  // not a file with a layout: nothing to refresh
   std::shared_ptr<FileCache> cache = CacheOf(attr.ino());
   if (cache != nullptr) cache->SetData(*data);

@@ -34,7 +34,7 @@
 // them. Thread-safe.
 //
 // Lock order: FileSystemClient::mu_ (inode table, handles) may be taken
-// alone, or before OpenFile::mu_; StripedIo::mu_ and OpenFile::data_mu are
+// alone, or before OpenFile::mu_; objects::StripedIo::mu_ and OpenFile::data_mu are
 // leaves. No lock is held across an RPC.
 #pragma once
 
@@ -58,8 +58,8 @@
 #include "fuse-client/lib/file_cache.h"
 #include "fuse-client/lib/file_locks.h"
 #include "fuse-client/lib/meta_client.h"
-#include "fuse-client/lib/object_client.h"
-#include "fuse-client/lib/striped_io.h"
+#include "common/objects/object_client.h"
+#include "common/objects/striped_io.h"
 #include "proto/mds.pb.h"
 
 namespace weft::client {
@@ -261,7 +261,7 @@ class FileSystemClient {
   // client) in the MDS's journal; or the first flush error.
   absl::Status Fsync(FileHandle fh);
   // lseek(2)'s SEEK_DATA (`hole` false) and SEEK_HOLE (true) from `offset`
-  // (StripedIo::Seek, after flushing what this client buffers for the
+  // (objects::StripedIo::Seek, after flushing what this client buffers for the
   // file). ENXIO at or past the end.
   absl::StatusOr<uint64_t> Seek(FileHandle fh, uint64_t offset, bool hole);
   // close(2): starts writing the file's buffered data back and returns the
@@ -371,7 +371,7 @@ class FileSystemClient {
   };
 
   FileSystemClient(FileSystemClientOptions options, std::unique_ptr<MetaClient> meta,
-                   std::unique_ptr<ObjectClient> objects);
+                   std::unique_ptr<objects::ObjectClient> objects);
   absl::StatusOr<pb::MetaReply> Call(const Creds& c, pb::MetaRequest request);
   absl::StatusOr<Attr> CallAttr(const Creds& c, pb::MetaRequest request);
   // Calls for a change of a name in `dir`: the MDS answers without the
@@ -424,7 +424,7 @@ class FileSystemClient {
   CachedInode* XattrsAt(uint64_t ino, uint64_t version) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The cached, trusted entry of `ino` whose xattrs are of its version.
   const CachedInode* TrustedXattrs(uint64_t ino) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  absl::StatusOr<FileData> DataOf(const Attr& attr);
+  absl::StatusOr<objects::FileData> DataOf(const Attr& attr);
   // After this client changed the layout of the empty file attr.ino() (the
   // MDS refuses while another client has it open for writing): its open
   // handles write with the new layout from now on.
@@ -450,7 +450,7 @@ class FileSystemClient {
   // The WrittenOp, with the bytes of `inline_writes` if given (inline data).
   absl::StatusOr<pb::MetaReply> CallWritten(uint64_t ino, uint64_t end, int64_t mtime_ns,
                                             int64_t allocated_delta, const AttrChanges& attrs,
-                                            const ExtentMap* inline_writes);
+                                            const objects::ExtentMap* inline_writes);
   // `attr` with this client's buffered size, mtime and attribute changes.
   Attr WithPending(Attr attr);
   // A setattr decided and applied in this client, which holds the file's
@@ -502,14 +502,19 @@ class FileSystemClient {
   const FileSystemClientOptions options_;
   std::unique_ptr<MetaClient> meta_;
   FileLocks locks_;  // on meta_
-  std::unique_ptr<ObjectClient> objects_;
-  StripedIo io_;
+  std::unique_ptr<objects::ObjectClient> objects_;
+  objects::StripedIo io_;
   DirtyBudget budget_;
   DirtyBudget inline_copies_;  // options_.inline_copy_bytes
 
   absl::Mutex mu_;
   absl::flat_hash_map<uint64_t, CachedInode> inodes_ ABSL_GUARDED_BY(mu_);
   absl::flat_hash_map<FileHandle, std::shared_ptr<OpenFile>> handles_ ABSL_GUARDED_BY(mu_);
+  // Handles ended here whose release has not been answered yet (queued,
+  // batched or on the wire), by inode: (handles, of them writable). A
+  // restarted MDS must count them in this session's Reconnect, or their
+  // release, arriving after it, closes a handle still open.
+  absl::flat_hash_map<uint64_t, std::pair<int, int>> releasing_ ABSL_GUARDED_BY(mu_);
   FileHandle next_fh_ ABSL_GUARDED_BY(mu_) = 1;
   absl::flat_hash_map<uint64_t, OpenCache> caches_ ABSL_GUARDED_BY(mu_);
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;

@@ -25,8 +25,8 @@ constexpr uint64_t kHeapFreeBytesKept = 256ull << 20;
 
 }  // namespace
 
-absl::StatusOr<FileData> FileSystemClient::DataOf(const Attr& attr) {
-  return FileDataOf(attr.ino(), attr.layout());
+absl::StatusOr<objects::FileData> FileSystemClient::DataOf(const Attr& attr) {
+  return objects::FileDataOf(attr.ino(), attr.layout());
 }
 
 absl::StatusOr<std::shared_ptr<FileSystemClient::OpenFile>> FileSystemClient::Handle(
@@ -77,7 +77,7 @@ std::shared_ptr<FileCache> FileSystemClient::CacheFor(const Attr& attr,
     it->second.cache->NoteInline(attr.data_inline(), attr.version(), inline_bytes);
     return it->second.cache;
   }
-  absl::StatusOr<FileData> data = DataOf(attr);
+  absl::StatusOr<objects::FileData> data = DataOf(attr);
   if (!data.ok()) {
     // Still a handle: the MDS holds the open, and Release must end it.
     LOG(ERROR) << "op=open ino=" << attr.ino() << " bad_layout=" << data.status();
@@ -103,7 +103,7 @@ std::shared_ptr<FileCache> FileSystemClient::CacheFor(const Attr& attr,
 FileCache::InlineHooks FileSystemClient::InlineHooksFor(uint64_t ino) {
   FileCache::InlineHooks hooks;
   hooks.write = [this, ino](uint64_t end, int64_t mtime_ns, const AttrChanges& attrs,
-                            const ExtentMap& extents) -> absl::StatusOr<FileCache::InlineWritten> {
+                            const objects::ExtentMap& extents) -> absl::StatusOr<FileCache::InlineWritten> {
     ASSIGN_OR_RETURN(pb::MetaReply reply, CallWritten(ino, end, mtime_ns, 0, attrs, &extents));
     FileCache::InlineWritten w;
     w.applied = !reply.inline_refused();
@@ -158,7 +158,7 @@ absl::StatusOr<pb::MetaReply> FileSystemClient::CallWritten(uint64_t ino, uint64
                                                             int64_t mtime_ns,
                                                             int64_t allocated_delta,
                                                             const AttrChanges& attrs,
-                                                            const ExtentMap* inline_writes) {
+                                                            const objects::ExtentMap* inline_writes) {
   Creds writer;
   {
     absl::MutexLock lock(&mu_);
@@ -415,10 +415,10 @@ absl::Status FileSystemClient::DropCapability(uint64_t ino) {
   static const std::string kCapability = "security.capability";
   const Creds root;
   absl::StatusOr<std::string> cap = Getxattr(root, ino, kCapability);
-  if (!cap.ok()) return StatusToErrno(cap.status()) == ENODATA ? absl::OkStatus() : cap.status();
+  if (!cap.ok()) return IsNoData(cap.status()) ? absl::OkStatus() : cap.status();
   absl::Status removed = Removexattr(root, ino, kCapability);
   // Another writer's drop may have come first.
-  return StatusToErrno(removed) == ENODATA ? absl::OkStatus() : removed;
+  return IsNoData(removed) ? absl::OkStatus() : removed;
 }
 
 absl::StatusOr<uint64_t> FileSystemClient::Write(const Creds& c, FileHandle fh, uint64_t offset,
@@ -653,6 +653,13 @@ std::vector<pb::OpenRef> FileSystemClient::OpenFiles() {
     o.set_handles(o.handles() + 1);
     if (f->writable()) o.set_writers(o.writers() + 1);
   }
+  // And those whose release is on its way: it comes after the Reconnect.
+  for (const auto& [ino, counts] : releasing_) {
+    pb::OpenRef& o = by_ino[ino];
+    o.set_ino(ino);
+    o.set_handles(o.handles() + counts.first);
+    o.set_writers(o.writers() + counts.second);
+  }
   std::vector<pb::OpenRef> out;
   for (auto& [ino, o] : by_ino) out.push_back(std::move(o));
   return out;
@@ -669,6 +676,9 @@ absl::StatusOr<std::shared_ptr<FileSystemClient::OpenFile>> FileSystemClient::En
     }
     f = std::move(it->second);
     handles_.erase(it);
+    std::pair<int, int>& r = releasing_[f->ino];
+    ++r.first;
+    if (f->writable()) ++r.second;
   }
   // A handle without a cache (its layout was bad) was never counted in caches_.
   if (f->cache == nullptr) return f;
@@ -713,6 +723,16 @@ absl::Status FileSystemClient::SendReleases(const std::vector<std::shared_ptr<Op
   // One caller's credentials for all: the MDS releases what the session
   // holds and checks no permission on a release.
   absl::Status released = Call(files[0]->creds, std::move(r)).status();
+  {
+    absl::MutexLock lock(&mu_);
+    for (const auto& f : files) {
+      auto it = releasing_.find(f->ino);
+      if (it == releasing_.end()) continue;
+      --it->second.first;
+      if (f->writable()) --it->second.second;
+      if (it->second.first <= 0) releasing_.erase(it);
+    }
+  }
   for (const auto& f : files) Forget(f->ino, 1);
   return released;
 }

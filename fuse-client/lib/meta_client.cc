@@ -266,8 +266,11 @@ absl::StatusOr<pb::MetaReply> MetaClient::CallWithTid(pb::MetaRequest request, u
     }
     if (status.ok()) {
       answered = true;
+      // The MDS names the request it answers (MetaReply.tid).
+      DCHECK(reply.tid() == 0 || reply.tid() == tid) << "reply for tid " << reply.tid()
+                                                      << " to request " << tid;
       status = rpc::FromProto(reply.status());
-      leases_.Observe(request, reply, status.ok() ? 0 : StatusToErrno(status), sent, lease_epoch);
+      leases_.Observe(request, reply, status, sent, lease_epoch);
     }
     if (status.ok()) {
       Observe(reply);
@@ -285,7 +288,7 @@ absl::StatusOr<pb::MetaReply> MetaClient::CallWithTid(pb::MetaRequest request, u
       result = std::move(reply);
       break;
     }
-    if (StatusToErrno(status) == ENOTCONN && attempt < 3) {
+    if (IsNoSession(status) && attempt < 3) {
       // The MDS lost our session (timed out): continue it if it can, else a
       // new one.
       absl::Status reopened = OpenSession(session_);
@@ -319,6 +322,11 @@ void MetaClient::Observe(const pb::MetaReply& reply) {
 }
 
 void MetaClient::DropDurableLocked(uint64_t durable_seq) {
+  // An unsafe request is also in flight until dropped here or resent.
+  DCHECK(std::all_of(unsafe_.begin(), unsafe_.end(),
+                     [this](const auto& u) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+                       return inflight_.contains(u.first);
+                     }));
   for (auto it = unsafe_.begin(); it != unsafe_.end();) {
     if (it->second.replay_seq() <= durable_seq) {
       inflight_.erase(it->first);
@@ -411,7 +419,7 @@ absl::Status MetaClient::Reconnect(uint64_t boot) {
   pb::ReconnectReply reply;
   absl::Status status = rpc::FromGrpc(stub->Reconnect(&ctx, req, &reply), "mds");
   if (status.ok()) status = rpc::FromProto(reply.status());
-  if (StatusToErrno(status) == ENOTCONN) {
+  if (IsNoSession(status)) {
     // The new MDS does not know this session: what it had not made durable
     // is gone with it. Start over with a new session.
     LOG(ERROR) << "op=reconnect session=" << session_ << " lost_unsafe=" << sent.size()

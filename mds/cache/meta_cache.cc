@@ -10,8 +10,6 @@
 namespace weft::mds {
 namespace {
 
-std::string SessionKey(uint64_t id) { return absl::StrFormat("%016x", id); }
-
 // The rows of `table` (by inode) changed since the last flush, as an update
 // of its table object `object`; `changed` is cleared.
 template <typename Value, typename Encode>
@@ -229,37 +227,6 @@ void MetaCache::Apply(const pb::JournalEvent& ev) {
     next_ino_ = ev.next_ino();
     next_ino_dirty_ = true;
   }
-  for (const pb::SessionRec& rec : ev.sessions()) {
-    if (rec.closed()) {
-      sessions_.erase(rec.id());
-      closed_sessions_.insert(rec.id());
-      continue;
-    }
-    SessionState& s = sessions_[rec.id()];
-    auto completed = std::move(*s.rec.mutable_completed());
-    s.rec = rec;
-    *s.rec.mutable_completed() = std::move(completed);
-    s.dirty = true;
-    closed_sessions_.erase(rec.id());
-  }
-  if (ev.tid() != 0) {
-    auto it = sessions_.find(ev.session());
-    if (it != sessions_.end()) {
-      SessionState& s = it->second;
-      (*s.rec.mutable_completed())[ev.tid()] = ev.reply();
-      s.completed_seq[ev.tid()] = ev.seq();
-      auto& completed = *s.rec.mutable_completed();
-      for (auto c = completed.begin(); c != completed.end();) {
-        if (c->first < ev.oldest_tid()) {
-          s.completed_seq.erase(c->first);
-          c = completed.erase(c);
-        } else {
-          ++c;
-        }
-      }
-      s.dirty = true;
-    }
-  }
   for (uint64_t ino : ev.stray_add()) {
     auto h = ev.stray_holders().find(ino);
     strays_[ino] = h == ev.stray_holders().end() ? 0 : h->second;
@@ -289,11 +256,6 @@ void MetaCache::Apply(const pb::JournalEvent& ev) {
     trims_.erase(ino);
     trims_changed_.insert(ino);
   }
-}
-
-SessionState* MetaCache::Session(uint64_t id) {
-  auto it = sessions_.find(id);
-  return it == sessions_.end() ? nullptr : &it->second;
 }
 
 void MetaCache::AddInodeUpdates(FlushBatch* batch) {
@@ -390,15 +352,6 @@ void MetaCache::AddDirUpdates(FlushBatch* batch) {
 }
 
 void MetaCache::AddTableUpdates(FlushBatch* batch) {
-  ObjectUpdate& sessions = batch->updates[TableObject(fs_, "sessions")];
-  for (auto& [id, s] : sessions_) {
-    if (!s.dirty) continue;
-    s.dirty = false;
-    sessions.set.emplace_back(SessionKey(id), s.rec.SerializeAsString());
-  }
-  for (uint64_t id : closed_sessions_) sessions.rm.push_back(SessionKey(id));
-  closed_sessions_.clear();
-  if (sessions.set.empty() && sessions.rm.empty()) batch->updates.erase(TableObject(fs_, "sessions"));
   TakeTableChanges(strays_, [](uint64_t holder) { return absl::StrCat(holder); },
                    &strays_changed_, batch->updates, TableObject(fs_, "strays"));
   auto encoded = [](const auto& rec) { return rec.SerializeAsString(); };
@@ -426,20 +379,10 @@ void MetaCache::FlushApplied() {
   unstored_dirs_.clear();
 }
 
-void MetaCache::LoadTables(const std::map<std::string, std::string>& sessions,
-                           const std::map<std::string, std::string>& strays,
+void MetaCache::LoadTables(const std::map<std::string, std::string>& strays,
                            const std::map<std::string, std::string>& purge,
                            const std::map<std::string, std::string>& trims,
                            const std::map<std::string, std::string>& inotable) {
-  for (const auto& [key, value] : sessions) {
-    pb::SessionRec rec;
-    if (!rec.ParseFromString(value)) {
-      LOG(WARNING) << "event=bad_session_record key=" << key;
-      continue;
-    }
-    SessionState& s = sessions_[rec.id()];
-    s.rec = rec;
-  }
   for (const auto& [key, value] : strays) {
     uint64_t ino = 0, holder = 0;
     if (absl::SimpleHexAtoi(key, &ino) && absl::SimpleAtoi(value, &holder)) strays_[ino] = holder;

@@ -1,5 +1,6 @@
-// The rank's in-memory metadata: inodes, directory entries, sessions, strays
-// and the purge queue, with what is dirty since the last flush.
+// The rank's in-memory metadata: inodes, directory entries, strays, the purge
+// queue and pending truncates, with what is dirty since the last flush.
+// (Sessions are their own owner: mds/sessions/sessions.h.)
 //
 // Not thread-safe: the rank's mutex guards it (MdsRank::mu_). No I/O here:
 // what is missing is loaded by the rank (without its lock) and merged in.
@@ -60,22 +61,6 @@ struct CInode {
   uint64_t last_used = 0;
 };
 
-struct SessionState {
-  pb::SessionRec rec;          // completed requests included
-  bool dirty = false;
-  int64_t last_renew_ms = 0;
-  absl::flat_hash_map<uint64_t, uint64_t> completed_seq;  // tid -> journal seq
-  absl::flat_hash_map<uint64_t, int> opens;               // ino -> open count
-  absl::flat_hash_map<uint64_t, int> opens_write;         // ino -> open for writing
-};
-
-// What a flush writes: object name -> update, and the sequence it covers.
-struct FlushBatch {
-  uint64_t seq = 0;
-  std::map<std::string, ObjectUpdate> updates;
-  size_t inodes = 0, dentries = 0;
-};
-
 class MetaCache {
  public:
   explicit MetaCache(uint32_t fs) : fs_(fs) {}
@@ -110,10 +95,6 @@ class MetaCache {
   // Applies a journal event (live or replayed).
   void Apply(const pb::JournalEvent& event);
 
-  // Sessions.
-  absl::flat_hash_map<uint64_t, SessionState>& sessions() { return sessions_; }
-  SessionState* Session(uint64_t id);
-
   uint64_t next_ino() const { return next_ino_; }
   // Moves the allocator `n` numbers on (after a restart: past any number an
   // unsafe reply of the previous incarnation may have handed out).
@@ -134,8 +115,7 @@ class MetaCache {
   // Every batch taken so far is in the store.
   void FlushApplied();
   // Restores tables from their objects at start (before replay).
-  void LoadTables(const std::map<std::string, std::string>& sessions,
-                  const std::map<std::string, std::string>& strays,
+  void LoadTables(const std::map<std::string, std::string>& strays,
                   const std::map<std::string, std::string>& purge,
                   const std::map<std::string, std::string>& trims,
                   const std::map<std::string, std::string>& inotable);
@@ -152,6 +132,10 @@ class MetaCache {
   // the estimate is under 90 % of `max_bytes`. Dirty entries, those of a
   // batch the store does not have yet, `pinned` inodes and the root stay.
   void Trim(size_t max_bytes, const absl::flat_hash_set<uint64_t>& pinned);
+
+  // Everything cached, for checks (tests/sim): no LRU tick.
+  const absl::flat_hash_map<uint64_t, std::unique_ptr<CInode>>& inodes() const { return inodes_; }
+  const absl::flat_hash_map<uint64_t, std::unique_ptr<CDir>>& dirs() const { return dirs_; }
 
   size_t inode_count() const { return inodes_.size(); }
   size_t dentry_count() const { return dentries_; }
@@ -183,8 +167,6 @@ class MetaCache {
   size_t dentries_ = 0;
   uint64_t next_ino_ = kFirstFreeIno;
   bool next_ino_dirty_ = false;
-  absl::flat_hash_map<uint64_t, SessionState> sessions_;
-  std::set<uint64_t> closed_sessions_;               // to delete from the table
   std::map<uint64_t, uint64_t> strays_;              // ino -> a holder session
   std::map<uint64_t, pb::PurgeRec> purge_;
   std::map<uint64_t, pb::TrimRec> trims_;

@@ -2,8 +2,10 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "common/fault/fault.h"
 #include "common/log/log.h"
 #include "common/status/status.h"
+#include "mds/journal/journal_format.h"
 
 namespace weft::mds {
 
@@ -65,6 +67,7 @@ absl::StatusOr<uint64_t> Journal::Replay(
   if (ended) RETURN_IF_ERROR(RemoveSegmentsFrom(segment));
   absl::MutexLock lock(&mu_);
   durable_seq_ = last_seq;
+  last_queued_ = last_seq;
   trimmed_seq_ = head->trimmed_seq();
   segments_ = std::move(live);
   segments_.push_back(Segment{segment, last_seq, 0});
@@ -81,7 +84,9 @@ absl::Status Journal::RemoveSegmentsFrom(uint64_t segment) {
   }
 }
 
-void Journal::Start() { writer_ = std::thread([this] { WriterLoop(); }); }
+void Journal::Start() {
+  if (options_.writer_thread) writer_ = std::thread([this] { WriterLoop(); });
+}
 
 void Journal::Stop() {
   {
@@ -93,12 +98,30 @@ void Journal::Stop() {
 
 void Journal::Enqueue(uint64_t seq, std::string event_bytes) {
   absl::MutexLock lock(&mu_);
+  CHECK(seq > last_queued_) << "journal seq " << seq << " queued after " << last_queued_;
+  last_queued_ = seq;
   if (queue_.empty()) oldest_queued_ = absl::Now();
   queued_bytes_ += event_bytes.size();
   queue_.emplace_back(seq, std::move(event_bytes));
 }
 
 absl::Status Journal::WaitDurable(uint64_t seq) {
+  if (!options_.writer_thread) {
+    // Nobody else writes: this caller writes what is queued itself.
+    for (;;) {
+      {
+        absl::MutexLock lock(&mu_);
+        if (durable_seq_ >= seq) return absl::OkStatus();
+        if (!error_.ok()) return error_;
+        if (stopping_) return absl::UnavailableError("the MDS is stopping");
+      }
+      if (!WriteOnce()) break;
+    }
+    absl::MutexLock lock(&mu_);
+    if (durable_seq_ >= seq) return absl::OkStatus();
+    if (!error_.ok()) return error_;
+    return absl::InternalError(absl::StrCat("journal: seq ", seq, " was never queued"));
+  }
   absl::MutexLock lock(&mu_);
   auto done = [this, seq]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     return durable_seq_ >= seq || !error_.ok() || stopping_;
@@ -125,8 +148,7 @@ uint64_t Journal::durable_seq() {
 
 void Journal::WriterLoop() {
   for (;;) {
-    std::string batch;
-    uint64_t last = 0, segment = 0, offset = 0;
+    Batch batch;
     {
       absl::MutexLock lock(&mu_);
       auto ready = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
@@ -146,35 +168,73 @@ void Journal::WriterLoop() {
         mu_.AwaitWithDeadline(absl::Condition(&write_now),
                               oldest_queued_ + absl::Milliseconds(options_.batch_wait_ms));
       }
-      while (!queue_.empty() && batch.size() < options_.max_batch_bytes) {
-        AppendFrame(queue_.front().second, &batch);
-        queued_bytes_ -= queue_.front().second.size();
-        last = queue_.front().first;
-        queue_.pop_front();
-      }
-      if (!queue_.empty()) oldest_queued_ = absl::InfinitePast();  // left over: no second wait
-      const Segment& current = segments_.back();
-      if (current.bytes > 0 && current.bytes + batch.size() > options_.segment_bytes) {
-        segments_.push_back(Segment{current.number + 1, current.last_seq, 0});
-      }
-      segment = segments_.back().number;
-      offset = segments_.back().bytes;
+      TakeBatchLocked(&batch);
     }
-    if (options_.write_delay_ms > 0) absl::SleepFor(absl::Milliseconds(options_.write_delay_ms));
-    const absl::Time started = absl::Now();
-    absl::Status status = store_->WriteSegment(segment, offset, batch);
-    const absl::Time ended = absl::Now();
-    absl::MutexLock lock(&mu_);
-    if (!status.ok()) {
-      LOG(ERROR) << "event=journal_write_failed segment=" << segment << " status=\"" << status << "\"";
-      error_ = status;
-      continue;
-    }
-    Segment& written = segments_.back();
-    written.bytes += batch.size();
-    written.last_seq = last;
-    RecordWriteLocked(last, ended - started, ended);
+    WriteBatch(batch);
   }
+}
+
+bool Journal::WriteOnce() {
+  Batch batch;
+  {
+    absl::MutexLock lock(&mu_);
+    if (queue_.empty()) return false;
+    if (!error_.ok()) {  // broken for good: what is queued never lands
+      queue_.clear();
+      queued_bytes_ = 0;
+      return false;
+    }
+    TakeBatchLocked(&batch);
+  }
+  WriteBatch(batch);
+  return true;
+}
+
+void Journal::TakeBatchLocked(Batch* batch) {
+  DCHECK(!queue_.empty());
+  while (!queue_.empty() && batch->bytes.size() < options_.max_batch_bytes) {
+    // Sequence numbers are assigned in the order of application and only grow.
+    CHECK(queue_.front().first > batch->last) << "journal seq " << queue_.front().first
+                                              << " queued after " << batch->last;
+    AppendFrame(queue_.front().second, &batch->bytes);
+    queued_bytes_ -= queue_.front().second.size();
+    batch->last = queue_.front().first;
+    queue_.pop_front();
+  }
+  if (!queue_.empty()) oldest_queued_ = absl::InfinitePast();  // left over: no second wait
+  const Segment& current = segments_.back();
+  if (current.bytes > 0 && current.bytes + batch->bytes.size() > options_.segment_bytes) {
+    segments_.push_back(Segment{current.number + 1, current.last_seq, 0});
+  }
+  batch->segment = segments_.back().number;
+  batch->offset = segments_.back().bytes;
+}
+
+void Journal::WriteBatch(const Batch& batch) {
+  if (options_.write_delay_ms > 0) absl::SleepFor(absl::Milliseconds(options_.write_delay_ms));
+  const absl::Time started = absl::Now();
+  absl::Status status =
+      fault::Fire(fault::kMdsJournalWriteError)
+          ? absl::UnavailableError("fault point mds.journal_write_error")
+          : store_->WriteSegment(batch.segment, batch.offset, batch.bytes);
+  const absl::Time ended = absl::Now();
+  absl::MutexLock lock(&mu_);
+  if (!status.ok()) {
+    LOG(ERROR) << "event=journal_write_failed segment=" << batch.segment << " status=\"" << status
+               << "\"";
+    error_ = status;
+    return;
+  }
+  Segment& written = segments_.back();
+  // One batch at a time, each after the last: the journal only grows.
+  CHECK(written.number == batch.segment && written.bytes == batch.offset)
+      << "journal segment " << written.number << " at " << written.bytes << ", batch for "
+      << batch.segment << " at " << batch.offset;
+  CHECK(batch.last > durable_seq_) << "journal durable seq " << durable_seq_ << " would go to "
+                                   << batch.last;
+  written.bytes += batch.bytes.size();
+  written.last_seq = batch.last;
+  RecordWriteLocked(batch.last, ended - started, ended);
 }
 
 void Journal::RecordWriteLocked(uint64_t last, absl::Duration took, absl::Time now) {

@@ -40,6 +40,10 @@ struct JournalOptions {
   // while nobody waits for durability (replies went out unsafe). Fewer,
   // larger journal writes leave the OSDs' CPU to the requests themselves.
   int64_t batch_wait_ms = 0;
+  // A writer thread of its own (Start); without, nothing is written until a
+  // caller of WriteOnce() or WaitDurable() writes it (the simulation decides
+  // when the journal reaches the store).
+  bool writer_thread = true;
 };
 
 class Journal {
@@ -57,8 +61,14 @@ class Journal {
   void Start();
   void Stop();
 
+  // Queues an event; `seq` must be above every sequence queued before.
   void Enqueue(uint64_t seq, std::string event_bytes);
+  // Returns once `seq` is durable, or the journal's sticky error. Without a
+  // writer thread it writes what is queued itself.
   absl::Status WaitDurable(uint64_t seq);
+  // Writes one batch of what is queued, if anything (false: nothing was).
+  // Without a writer thread only; one caller at a time.
+  bool WriteOnce();
   uint64_t durable_seq();
   // The sticky error of a failed write (OK while healthy).
   absl::Status error();
@@ -77,7 +87,16 @@ class Journal {
     uint64_t last_seq = 0;
     uint64_t bytes = 0;
   };
+  struct Batch {
+    std::string bytes;  // frames
+    uint64_t last = 0;  // the last seq in it
+    uint64_t segment = 0, offset = 0;
+  };
   void WriterLoop();
+  // The next batch off the queue, and where it goes.
+  void TakeBatchLocked(Batch* batch) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Writes it (without mu_) and records the result.
+  void WriteBatch(const Batch& batch);
   // Declares the events up to `last` durable and keeps the statistics.
   void RecordWriteLocked(uint64_t last, absl::Duration took, absl::Time now)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -92,6 +111,7 @@ class Journal {
   absl::Time oldest_queued_ ABSL_GUARDED_BY(mu_);  // when queue_ last became non-empty
   int waiters_ ABSL_GUARDED_BY(mu_) = 0;           // in WaitDurable for a seq not yet durable
   uint64_t durable_seq_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t last_queued_ ABSL_GUARDED_BY(mu_) = 0;
   uint64_t trimmed_seq_ ABSL_GUARDED_BY(mu_) = 0;
   std::deque<Segment> segments_ ABSL_GUARDED_BY(mu_);  // live ones, oldest first
   absl::Status error_ ABSL_GUARDED_BY(mu_);

@@ -188,7 +188,10 @@ absl::Status DoWritten(OpContext& ctx, const pb::WrittenOp& op, pb::MetaReply* r
   }
   if (op.end() > before.size()) {
     edit->set_size(op.end());
-    ctx.RStat(before.parent(), static_cast<int64_t>(op.end() - before.size()), 0, 0);
+    // An unlinked file (open still) counts in no directory any more.
+    if (before.nlink() > 0) {
+      ctx.RStat(before.parent(), static_cast<int64_t>(op.end() - before.size()), 0, 0);
+    }
   }
   if (!op.keep_times()) {
     const int64_t mtime = op.mtime_ns() != 0 ? op.mtime_ns() : ctx.now_ns();

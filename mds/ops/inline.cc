@@ -2,7 +2,7 @@
 // objects (docs/ARCHITECTURE.md, "Inline data"). A file starts inline; a
 // write that would not fit moves it to objects for good: the MDS writes the
 // bytes to the file's first object (outside its lock, one move per file at
-// a time, MdsRank::RunOp) and then records that the data lives there.
+// a time, RequestRun) and then records that the data lives there.
 #include <cerrno>
 
 #include "absl/strings/str_cat.h"

@@ -59,12 +59,7 @@ absl::Status CheckOwner(OpContext& ctx, const pb::InodeRec& inode) {
 // Until capabilities exist, the MDS cannot tell another client that the
 // layout changed: that client would go on writing with the old one.
 bool OpenForWritingElsewhere(OpContext& ctx, uint64_t ino) {
-  for (auto& [id, session] : ctx.cache()->sessions()) {
-    if (id == ctx.session()) continue;
-    auto it = session.opens_write.find(ino);
-    if (it != session.opens_write.end() && it->second > 0) return true;
-  }
-  return false;
+  return ctx.sessions().OtherHolder(ino, SessionId(ctx.session()), /*write=*/true).value() != 0;
 }
 
 // A refused change is the client's mistake, but the issue asks for the

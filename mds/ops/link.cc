@@ -1,6 +1,7 @@
 #include <cerrno>
 
 #include "absl/strings/str_cat.h"
+#include "common/fault/fault.h"
 #include "common/status/status.h"
 #include "mds/ops/ops.h"
 
@@ -19,7 +20,7 @@ absl::Status DoLink(OpContext& ctx, const pb::LinkOp& op, pb::MetaReply* reply) 
   if (existing) return Err(EEXIST, absl::StrCat("link ", op.new_name()));
   TouchDir(ctx, *dir);
   pb::InodeRec* edit = ctx.Edit(target_copy);
-  edit->set_nlink(edit->nlink() + 1);
+  if (!fault::Fire(fault::kMdsBugLinkSkipsNlink)) edit->set_nlink(edit->nlink() + 1);
   edit->set_ctime_ns(ctx.now_ns());
   ctx.LinkDentry(op.new_parent(), op.new_name(), *edit);
   ctx.MaybeSplit(op.new_parent());

@@ -39,19 +39,18 @@ absl::Status Err(int err, absl::string_view message) {
   return ::weft::ErrnoToStatus(err, message);
 }
 
-OpContext::OpContext(MdsRank* rank, MetaCache* cache, const pb::MetaRequest& request,
-                     int64_t now_ns)
-    : rank_(rank), cache_(cache), session_(request.session()), now_ns_(now_ns) {
+OpContext::OpContext(OpEnv env, MetaCache* cache, const Sessions* sessions,
+                     const pb::MetaRequest& request, int64_t now_ns)
+    : env_(env), cache_(cache), sessions_(sessions), session_(request.session()), now_ns_(now_ns) {
   cred_.uid = request.creds().uid();
   cred_.gid = request.creds().gid();
   cred_.groups.assign(request.creds().groups().begin(), request.creds().groups().end());
   umask_ = request.creds().umask() & 0777;
 }
 
-const RankOptions& OpContext::options() const { return rank_->options(); }
-Capacity OpContext::capacity() { return rank_->capacity(); }
-DataPools OpContext::data_pools() { return rank_->data_pools(); }
-bool OpContext::cluster_full() { return rank_->ClusterFull(); }
+Capacity OpContext::capacity() { return env_.env->capacity(); }
+DataPools OpContext::data_pools() { return env_.env->data_pools(); }
+bool OpContext::cluster_full() { return env_.env->cluster_full(); }
 
 absl::StatusOr<const pb::InodeRec*> OpContext::Inode(uint64_t ino) {
   if (std::find(touched_.begin(), touched_.end(), ino) == touched_.end()) touched_.push_back(ino);
@@ -183,11 +182,7 @@ void OpContext::UnlinkDentry(uint64_t dir, const std::string& name) {
 }
 
 bool OpContext::HasOpen(uint64_t ino, bool write) {
-  SessionState* s = cache_->Session(session_);
-  if (s == nullptr) return false;
-  const auto& table = write ? s->opens_write : s->opens;
-  auto it = table.find(ino);
-  return it != table.end() && it->second > 0;
+  return sessions_->HasOpen(SessionId(session_), ino, write);
 }
 
 bool OpContext::DropLink(pb::InodeRec* inode) {
@@ -195,14 +190,13 @@ bool OpContext::DropLink(pb::InodeRec* inode) {
   inode->set_ctime_ns(now_ns_);
   if (IsDir(*inode) ? inode->nlink() > 1 : inode->nlink() > 0) return true;
   if (!IsDir(*inode)) {
-    for (auto& [id, s] : cache_->sessions()) {
-      auto it = s.opens.find(inode->ino());
-      if (it != s.opens.end() && it->second > 0) {
-        inode->set_nlink(0);
-        stray_add_.push_back(inode->ino());
-        stray_holders_[inode->ino()] = id;
-        return true;
-      }
+    // Open somewhere (this session included): a stray until its last close.
+    const SessionId holder = sessions_->OtherHolder(inode->ino(), SessionId(), /*write=*/false);
+    if (holder.value() != 0) {
+      inode->set_nlink(0);
+      stray_add_.push_back(inode->ino());
+      stray_holders_[inode->ino()] = holder.value();
+      return true;
     }
   }
   // Data objects exist up to the size the writers reported; a file that
@@ -261,7 +255,7 @@ void OpContext::MaybeSplit(uint64_t dir) {
 }
 
 void OpContext::RStat(uint64_t dir, int64_t bytes, int64_t files, int64_t subdirs) {
-  MdsRank::RStatDelta delta;
+  RStatDelta delta;
   delta.rbytes = bytes;
   delta.rfiles = files;
   delta.rsubdirs = subdirs;
@@ -299,6 +293,19 @@ bool OpContext::Finish(pb::JournalEvent* event) {
   for (uint64_t ino : stray_remove_) event->add_stray_remove(ino);
   for (auto& p : purge_add_) *event->add_purge_add() = p;
   for (auto& t : trim_add_) *event->add_trim_add() = t;
+  for (const auto& [dir, d] : rstat_deltas_) {
+    pb::RStatDeltaRec* r = event->add_rstat_deltas();
+    r->set_dir(dir);
+    r->set_rbytes(d.rbytes);
+    r->set_rfiles(d.rfiles);
+    r->set_rsubdirs(d.rsubdirs);
+    r->set_rctime_ns(d.rctime_ns);
+  }
+  for (const auto& [dir, parent] : rstat_moves_) {
+    pb::RStatMoveRec* m = event->add_rstat_moves();
+    m->set_from(dir);
+    m->set_to(parent);
+  }
   return !edits_.empty() || !removed_.empty() || !linked_.empty() || !unlinked_.empty() ||
          !stray_add_.empty() || !purge_add_.empty() || !trim_add_.empty();
 }

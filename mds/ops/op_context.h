@@ -14,7 +14,8 @@
 #include "absl/status/statusor.h"
 #include "common/posix/permission.h"
 #include "mds/cache/meta_cache.h"
-#include "mds/rank.h"
+#include "mds/rank_options.h"
+#include "mds/sessions/sessions.h"
 #include "proto/mds.pb.h"
 
 namespace weft::mds {
@@ -33,9 +34,16 @@ bool IsNeedMove(const absl::Status& status);
 // errno-carrying errors, shorthand for operations.
 absl::Status Err(int err, absl::string_view message);
 
+// What an operation may ask of the rank around it, under its lock, without I/O.
+struct OpEnv {
+  const RankOptions* options = nullptr;
+  const RankEnv* env = nullptr;  // capacity, data pools, a full cluster
+};
+
 class OpContext {
  public:
-  OpContext(MdsRank* rank, MetaCache* cache, const pb::MetaRequest& request, int64_t now_ns);
+  OpContext(OpEnv env, MetaCache* cache, const Sessions* sessions, const pb::MetaRequest& request,
+            int64_t now_ns);
 
   const Credentials& cred() const { return cred_; }
   uint32_t umask() const { return umask_; }
@@ -45,7 +53,8 @@ class OpContext {
   void ReuseIno(uint64_t ino) { reuse_ino_ = ino; }
   uint64_t session() const { return session_; }
   MetaCache* cache() { return cache_; }
-  const RankOptions& options() const;
+  const Sessions& sessions() const { return *sessions_; }
+  const RankOptions& options() const { return *env_.options; }
   Capacity capacity();
   // The filesystem's data pools and every pool's name, as the maps are now.
   DataPools data_pools();
@@ -98,8 +107,11 @@ class OpContext {
   // Splits the fragment holding `name` if it has grown past the limit.
   void MaybeSplit(uint64_t dir);
   void RStat(uint64_t dir, int64_t bytes, int64_t files, int64_t subdirs);
+  // Directory `dir` goes: what it has pending of recursive statistics goes
+  // to `parent` (it was counted there on the way up, or will be).
+  void DirRemoved(uint64_t dir, uint64_t parent) { rstat_moves_.emplace_back(dir, parent); }
   // A truncate of `inode` (as it was before) to `keep` bytes: its objects
-  // past `keep` are cut after the event, before the reply (MdsRank::RunTrim).
+  // past `keep` are cut after the event, before the reply (RequestRun's trim phase).
   void TrimObjects(const pb::InodeRec& inode, uint64_t keep);
   const std::vector<pb::TrimRec>& trim_add() const { return trim_add_; }
   void OpenRef(uint64_t ino, bool write) { open_ref_ = ino; open_write_ = write; }
@@ -110,7 +122,7 @@ class OpContext {
   std::optional<uint64_t> open_ref() const { return open_ref_; }
   bool open_write() const { return open_write_; }
   const std::vector<uint64_t>& new_dirs() const { return new_dirs_; }
-  const std::vector<std::pair<uint64_t, MdsRank::RStatDelta>>& rstat_deltas() const {
+  const std::vector<std::pair<uint64_t, RStatDelta>>& rstat_deltas() const {
     return rstat_deltas_;
   }
   void SetOp(const std::string& op) { op_ = op; }
@@ -119,8 +131,9 @@ class OpContext {
   const std::vector<uint64_t>& touched() const { return touched_; }
 
  private:
-  MdsRank* const rank_;
+  const OpEnv env_;
   MetaCache* const cache_;
+  const Sessions* const sessions_;
   Credentials cred_;
   uint32_t umask_ = 022;
   uint64_t session_ = 0;
@@ -143,7 +156,8 @@ class OpContext {
   std::vector<pb::PurgeRec> purge_add_;
   std::vector<pb::TrimRec> trim_add_;
   std::vector<uint64_t> new_dirs_;
-  std::vector<std::pair<uint64_t, MdsRank::RStatDelta>> rstat_deltas_;
+  std::vector<std::pair<uint64_t, RStatDelta>> rstat_deltas_;
+  std::vector<std::pair<uint64_t, uint64_t>> rstat_moves_;  // removed dir -> parent
   uint64_t next_ino_ = 0;
   uint64_t reuse_ino_ = 0;
   std::optional<uint64_t> open_ref_;

@@ -28,7 +28,8 @@ absl::Status CheckSize(OpContext& ctx, const pb::SetattrOp& op, const pb::InodeR
 
 void ApplySize(OpContext& ctx, const pb::SetattrOp& op, const pb::InodeRec& current,
                pb::InodeRec* edit) {
-  if (op.size() != current.size()) {
+  // An unlinked file (open still) counts in no directory any more.
+  if (op.size() != current.size() && current.nlink() > 0) {
     ctx.RStat(current.parent(), static_cast<int64_t>(op.size()) - static_cast<int64_t>(current.size()), 0, 0);
   }
   edit->set_size(op.size());
@@ -95,7 +96,7 @@ absl::Status DoAtime(OpContext& ctx, const pb::AtimeOp& op, pb::MetaReply* reply
     absl::StatusOr<const pb::InodeRec*> rec = ctx.Inode(read.ino());
     if (IsNeedLoad(rec.status())) {
       need_load = true;
-    } else if (StatusToErrno(rec.status()) != ESTALE) {  // ESTALE: removed since the read
+    } else if (!IsStale(rec.status())) {  // removed since the read
       RETURN_IF_ERROR(rec.status());
     }
   }

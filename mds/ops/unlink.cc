@@ -30,6 +30,7 @@ void RemoveDir(OpContext& ctx, const pb::InodeRec& parent, const pb::InodeRec& d
   p->set_nlink(p->nlink() - 1);
   ctx.RemoveInode(dir.ino());
   ctx.RStat(parent.ino(), 0, 0, -1);
+  ctx.DirRemoved(dir.ino(), parent.ino());
   // fstat of it gives nlink 0 on Linux, and nothing can ask the MDS any more.
   pb::InodeRec end = dir;
   end.set_nlink(0);

@@ -1,31 +1,12 @@
 #include "mds/store/meta_store.h"
 
-#include <cstring>
-
 #include "absl/strings/str_cat.h"
 #include "common/status/status.h"
-#include "xxhash.h"
 
 namespace weft::mds {
 namespace {
 
 constexpr uint32_t kOmapPage = 4096;
-
-uint32_t Checksum32(const std::string& s) {
-  return static_cast<uint32_t>(XXH3_64bits(s.data(), s.size()));
-}
-
-void PutU32(uint32_t v, std::string* out) {
-  char b[4];
-  std::memcpy(b, &v, 4);  // little-endian hosts only (checked in CMake)
-  out->append(b, 4);
-}
-
-uint32_t GetU32(const char* p) {
-  uint32_t v;
-  std::memcpy(&v, p, 4);
-  return v;
-}
 
 }  // namespace
 
@@ -33,9 +14,9 @@ absl::StatusOr<std::map<std::string, std::string>> MetaStore::ListOmap(const std
   std::map<std::string, std::string> out;
   std::string after;
   for (;;) {
-    client::ObjectOperation op;
+    objects::ObjectOperation op;
     op.OmapList(after, "", kOmapPage);
-    auto result = objects_->Execute(pool_, oid, op);
+    auto result = objects_->Execute(pool_, oid, std::move(op));
     if (absl::IsNotFound(result.status())) return out;
     if (!result.ok()) return Annotate(result.status(), absl::StrCat("list ", oid));
     const auto& item = result->items.at(0);
@@ -51,9 +32,9 @@ absl::StatusOr<std::vector<pb::InodeRec>> MetaStore::LoadInodes(
   for (uint64_t ino : inos) by_object[InodeTableObject(fs_, ino)].push_back(InodeKey(ino));
   std::vector<pb::InodeRec> out;
   for (auto& [oid, keys] : by_object) {
-    client::ObjectOperation op;
+    objects::ObjectOperation op;
     op.OmapGet(keys);
-    auto result = objects_->Execute(pool_, oid, op);
+    auto result = objects_->Execute(pool_, oid, std::move(op));
     if (absl::IsNotFound(result.status())) continue;
     if (!result.ok()) return Annotate(result.status(), absl::StrCat("load inodes from ", oid));
     for (const auto& [k, v] : result->items.at(0).kvs) {
@@ -69,9 +50,9 @@ absl::StatusOr<std::vector<pb::InodeRec>> MetaStore::LoadInodes(
 
 absl::StatusOr<pb::InlineRec> MetaStore::LoadInline(uint64_t ino) {
   const std::string oid = InodeTableObject(fs_, ino);
-  client::ObjectOperation op;
+  objects::ObjectOperation op;
   op.OmapGet({InlineKey(ino)});
-  auto result = objects_->Execute(pool_, oid, op);
+  auto result = objects_->Execute(pool_, oid, std::move(op));
   pb::InlineRec rec;
   if (absl::IsNotFound(result.status())) return rec;
   if (!result.ok()) return Annotate(result.status(), absl::StrCat("load inline data of ", ino));
@@ -106,17 +87,17 @@ absl::StatusOr<std::map<std::string, std::string>> MetaStore::LoadTable(absl::st
 }
 
 absl::Status MetaStore::Apply(const std::string& oid, const ObjectUpdate& update) {
-  client::ObjectOperation op;
+  objects::ObjectOperation op;
   if (update.remove) {
     op.Remove();
-    auto st = objects_->Execute(pool_, oid, op).status();
+    auto st = objects_->Execute(pool_, oid, std::move(op)).status();
     return absl::IsNotFound(st) ? absl::OkStatus() : st;
   }
   op.Create(false);
   if (update.clear) op.OmapClear();
   if (!update.rm.empty()) op.OmapRm(update.rm);
   if (!update.set.empty()) op.OmapSet(update.set);
-  return Annotate(objects_->Execute(pool_, oid, op).status(), absl::StrCat("update ", oid));
+  return Annotate(objects_->Execute(pool_, oid, std::move(op)).status(), absl::StrCat("update ", oid));
 }
 
 absl::StatusOr<std::optional<pb::JournalHead>> MetaStore::ReadHead() {
@@ -129,16 +110,16 @@ absl::StatusOr<std::optional<pb::JournalHead>> MetaStore::ReadHead() {
 }
 
 absl::Status MetaStore::WriteHead(const pb::JournalHead& head) {
-  client::ObjectOperation op;
+  objects::ObjectOperation op;
   op.WriteFull(head.SerializeAsString());
-  return Annotate(objects_->Execute(pool_, JournalHeadObject(fs_), op).status(),
+  return Annotate(objects_->Execute(pool_, JournalHeadObject(fs_), std::move(op)).status(),
                   "write journal head");
 }
 
 absl::Status MetaStore::WriteSegment(uint64_t segment, uint64_t offset, const std::string& bytes) {
-  client::ObjectOperation op;
+  objects::ObjectOperation op;
   op.Write(offset, bytes);
-  return Annotate(objects_->Execute(pool_, JournalSegmentObject(fs_, segment), op).status(),
+  return Annotate(objects_->Execute(pool_, JournalSegmentObject(fs_, segment), std::move(op)).status(),
                   "write journal");
 }
 
@@ -149,28 +130,6 @@ absl::StatusOr<std::string> MetaStore::ReadSegment(uint64_t segment) {
 absl::Status MetaStore::RemoveSegment(uint64_t segment) {
   auto st = objects_->Remove(pool_, JournalSegmentObject(fs_, segment));
   return absl::IsNotFound(st) ? absl::OkStatus() : st;
-}
-
-void AppendFrame(const std::string& payload, std::string* out) {
-  PutU32(static_cast<uint32_t>(payload.size()), out);
-  PutU32(Checksum32(payload), out);
-  out->append(payload);
-}
-
-std::vector<std::string> ParseFrames(const std::string& segment, size_t* valid_bytes) {
-  std::vector<std::string> frames;
-  size_t pos = 0;
-  while (segment.size() - pos >= 8) {
-    uint32_t len = GetU32(segment.data() + pos);
-    uint32_t sum = GetU32(segment.data() + pos + 4);
-    if (segment.size() - pos - 8 < len) break;
-    std::string payload = segment.substr(pos + 8, len);
-    if (Checksum32(payload) != sum) break;
-    frames.push_back(std::move(payload));
-    pos += 8 + len;
-  }
-  *valid_bytes = pos;
-  return frames;
 }
 
 }  // namespace weft::mds

@@ -1,6 +1,6 @@
 // The MDS's reads and writes of its objects in the metadata pool: inode table
-// objects, directory fragments, tables and the journal. Thin over ObjectClient
-// (which retries across map changes); no caching here.
+// objects, directory fragments, tables and the journal. Thin over the object
+// layer (the real one retries across map changes); no caching here.
 #pragma once
 
 #include <map>
@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "fuse-client/lib/object_client.h"
+#include "common/objects/objects.h"
 #include "mds/fs/names.h"
 #include "proto/mds.pb.h"
 
@@ -24,13 +24,21 @@ struct ObjectUpdate {
   std::vector<std::string> rm;
 };
 
+// What a flush writes: object name -> update, and the sequence it covers.
+struct FlushBatch {
+  uint64_t seq = 0;
+  std::map<std::string, ObjectUpdate> updates;
+  size_t inodes = 0, dentries = 0;
+};
+
 class MetaStore {
  public:
-  MetaStore(client::ObjectClient* objects, PoolId pool, uint32_t fs) : objects_(objects), pool_(pool), fs_(fs) {}
+  MetaStore(objects::Objects* objects, PoolId pool, uint32_t fs)
+      : objects_(objects), pool_(pool), fs_(fs) {}
 
   uint32_t fs() const { return fs_; }
   PoolId pool() const { return pool_; }
-  client::ObjectClient* objects() const { return objects_; }
+  objects::Objects* objects() const { return objects_; }
 
   // The inodes of `inos` that exist (one request per inode table object).
   absl::StatusOr<std::vector<pb::InodeRec>> LoadInodes(const std::vector<uint64_t>& inos);
@@ -55,15 +63,9 @@ class MetaStore {
  private:
   absl::StatusOr<std::map<std::string, std::string>> ListOmap(const std::string& oid);
 
-  client::ObjectClient* const objects_;
+  objects::Objects* const objects_;
   const PoolId pool_;
   const uint32_t fs_;
 };
-
-// Journal framing: u32 length, u32 checksum (low 32 bits of XXH3), bytes.
-void AppendFrame(const std::string& payload, std::string* out);
-// Splits a segment into frames; stops at the first torn or corrupt frame and
-// says where through `valid_bytes`.
-std::vector<std::string> ParseFrames(const std::string& segment, size_t* valid_bytes);
 
 }  // namespace weft::mds

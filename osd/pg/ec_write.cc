@@ -33,6 +33,7 @@
 #include "absl/time/clock.h"
 #include "common/bytes/zeros.h"
 #include "common/executor/thread_pool.h"
+#include "common/fault/fault.h"
 #include "common/log/log.h"
 #include "common/status/status.h"
 #include "osd/pg/ec_stripe_edit.h"
@@ -88,17 +89,6 @@ absl::Status ApplyToEdit(google::protobuf::RepeatedPtrField<pb::ObjectOp>* ops, 
     }
   }
   return absl::OkStatus();
-}
-
-// Test fault point: WEFT_FAULT_EC_PARTIAL_WRITE=N in the primary's environment
-// applies its next non-creating write on the first N shards only (its own
-// first), then exits as kill -9 would. -1 when unset.
-int PartialWriteFault() {
-  static const int n = [] {
-    const char* v = std::getenv("WEFT_FAULT_EC_PARTIAL_WRITE");
-    return v == nullptr ? -1 : std::atoi(v);
-  }();
-  return n;
 }
 
 }  // namespace
@@ -294,12 +284,15 @@ absl::Status Pg::EcWrite(pb::OpRequest* mutable_req, pb::OpReply* reply) {
   std::vector<std::shared_ptr<const pb::RepOpRequest>> target_reqs;
   pb::RepOpRequest* local = nullptr;
   RETURN_IF_ERROR(EcStampSubWrites(interval_id, &entry, subs, &targets, &target_reqs, &local));
-  if (const int n = PartialWriteFault(); n >= 0 && old.exists) {
-    if (local != nullptr && n > 0) (void)EcApplySubWrite(local);
-    for (int i = 0; i + (local ? 1 : 0) < n && i < static_cast<int>(targets.size()); ++i) {
+  // Fault point: the next non-creating write reaches the first N shards only
+  // (the primary's own first), then the primary dies as kill -9 would.
+  if (std::optional<int64_t> n = old.exists ? fault::Value(fault::kOsdEcPartialWrite)
+                                            : std::nullopt) {
+    if (local != nullptr && *n > 0) (void)EcApplySubWrite(local);
+    for (int i = 0; i + (local ? 1 : 0) < *n && i < static_cast<int>(targets.size()); ++i) {
       (void)ctx_.peers->RepOpEach({targets[i]}, {target_reqs[i]}, [] { return absl::OkStatus(); });
     }
-    LOG(ERROR) << "pg=" << coll_ << " event=fault_point name=ec_partial_write shards=" << n;
+    LOG(ERROR) << "pg=" << coll_ << " event=fault_point name=ec_partial_write shards=" << *n;
     _exit(137);
   }
   std::vector<absl::Status> results = ctx_.peers->RepOpEach(

@@ -149,7 +149,8 @@ class Pg : public std::enable_shared_from_this<Pg> {
   }
   absl::Status CheckPrimary(uint64_t* interval_id);
   absl::Status RecoverBeforeWrite(const std::string& oid, uint64_t interval_id);
-  absl::Status ReplicaCheck(Epoch sender_epoch, bool need_active);
+  absl::Status ReplicaCheck(Epoch sender_epoch, bool need_active)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void RequestRepeer(uint64_t interval_id, const absl::Status& why);
 
   // Erasure pools: shard reads and the primary's read path (ec_read.cc).

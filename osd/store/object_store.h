@@ -107,7 +107,7 @@ struct StoreOptions {
   // without it nothing survives a power loss.
   bool sync = true;
   // Tests only: every commit takes this much longer, as on a sick disk that
-  // answers slowly without errors (WEFT_FAULT_SLOW_DISK_MS in weft-osd).
+  // answers slowly without errors (fault point osd.slow_disk_ms in weft-osd).
   int64_t fault_commit_delay_ms = 0;
   FileIo* io = nullptr;            // nullptr = POSIX; not owned
   common::KvStore* kv = nullptr;   // nullptr = LevelDB in <dir>/meta; not owned

@@ -49,16 +49,16 @@ TEST_CASE("object requests with bad input are refused and change nothing", "[clu
   REQUIRE(absl::IsInvalidArgument(s));
   REQUIRE(client->Put(*pool, std::string(4096, 'n'), "x").ok());  // the limit itself is fine
 
-  client::ObjectOperation far;
+  objects::ObjectOperation far;
   far.Write((128ull << 20) - 1, "ab");
   REQUIRE(absl::IsOutOfRange(client->Execute(*pool, "keep", far).status()));
-  client::ObjectOperation big_xattr;
+  objects::ObjectOperation big_xattr;
   big_xattr.SetXattr("user.big", std::string((64 << 10) + 1, 'x'));
   REQUIRE(absl::IsInvalidArgument(client->Execute(*pool, "keep", big_xattr).status()));
-  client::ObjectOperation big_key;
+  objects::ObjectOperation big_key;
   big_key.OmapSet({{std::string(4097, 'k'), "v"}});
   REQUIRE(absl::IsInvalidArgument(client->Execute(*pool, "keep", big_key).status()));
-  client::ObjectOperation mixed;
+  objects::ObjectOperation mixed;
   mixed.Write(0, "zz").Read(0, 2);
   REQUIRE(absl::IsInvalidArgument(client->Execute(*pool, "keep", mixed).status()));
   REQUIRE(*client->Get(*pool, "keep") == "original");

@@ -112,11 +112,11 @@ TEST_CASE("an MDS taking rank 0 fences the holder before it on every OSD", "[clu
 
   // Whatever the old holder still sends is refused: its journal appends and
   // namespace writes go to the metadata pool, and so does this probe.
-  client::ClientOptions as_old;
+  objects::ClientOptions as_old;
   as_old.mds_addrs = c.mds_addrs();
   as_old.name = first;
   as_old.op_timeout_ms = 30000;
-  auto old = client::ObjectClient::Connect(as_old);
+  auto old = objects::ObjectClient::Connect(as_old);
   REQUIRE(old.ok());
   const PoolId meta_pool = (*old)->map()->FindPoolByName("fs1_meta")->id;
   absl::Status probe = (*old)->Put(meta_pool, "fence-probe", "stale write");

@@ -27,7 +27,7 @@ namespace {
 
 constexpr uint64_t kChunk = 64 << 10;  // the default chunk size
 
-PoolId MakeEcPool(Cluster& c, client::ObjectClient& client, const std::string& name,
+PoolId MakeEcPool(Cluster& c, objects::ObjectClient& client, const std::string& name,
                   const std::string& profile, int pg_num) {
   CommandResult r = c.Weft({"pool", "create", name, "--ec", profile, "--pg-num",
                             std::to_string(pg_num), "--failure-domain", "osd"});
@@ -57,7 +57,7 @@ struct Ec42 {
     pool = MakeEcPool(*cluster, *client, "ec", "4+2", pg_num);
   }
   std::unique_ptr<Cluster> cluster;
-  std::unique_ptr<client::ObjectClient> client;
+  std::unique_ptr<objects::ObjectClient> client;
   PoolId pool{};
 };
 
@@ -70,7 +70,7 @@ int IndexOf(Cluster& c, OsdId id, int osds) {
   return -1;
 }
 
-placement::PgMapping Mapping(client::ObjectClient& client, PoolId pool_id,
+placement::PgMapping Mapping(objects::ObjectClient& client, PoolId pool_id,
                              const std::string& oid) {
   auto m = client.map();
   const PoolInfo* pool = m->FindPool(pool_id);
@@ -81,7 +81,7 @@ placement::PgMapping Mapping(client::ObjectClient& client, PoolId pool_id,
 // A shard refuses the newest write of its PG (Aborted) until it learns the
 // write's commit point, osd_ec_commit_delay_ms later at the latest: that
 // refusal is retried for a few seconds.
-void CheckEveryKShards(client::ObjectClient& client, PoolId pool, const std::string& oid,
+void CheckEveryKShards(objects::ObjectClient& client, PoolId pool, const std::string& oid,
                        uint32_t k, uint32_t m, const std::string& want) {
   for (uint32_t mask = 0; mask < (1u << (k + m)); ++mask) {
     if (std::popcount(mask) != static_cast<int>(k)) continue;
@@ -99,7 +99,7 @@ void CheckEveryKShards(client::ObjectClient& client, PoolId pool, const std::str
 
 // Starts OSD `osd` again (of 6), waits until every PG is clean (what it
 // missed is rebuilt), then reads every object from every k of the 4 + 2 shards.
-void RestartAndCheckEveryKShards(Cluster& c, client::ObjectClient& client, PoolId pool, int osd,
+void RestartAndCheckEveryKShards(Cluster& c, objects::ObjectClient& client, PoolId pool, int osd,
                                  const std::map<std::string, std::string>& objects) {
   REQUIRE(c.StartOsd(osd).ok());
   REQUIRE(c.WaitOsdsUp(6, absl::Seconds(30)).ok());
@@ -113,7 +113,7 @@ void RestartAndCheckEveryKShards(Cluster& c, client::ObjectClient& client, PoolI
 }
 
 // Waits until the client's map shows exactly `n` OSDs up.
-void WaitUpCount(client::ObjectClient& client, int n) {
+void WaitUpCount(objects::ObjectClient& client, int n) {
   const absl::Time deadline = absl::Now() + absl::Seconds(30);
   for (;;) {
     auto m = client.map();
@@ -129,9 +129,9 @@ void WaitUpCount(client::ObjectClient& client, int n) {
 // point that makes its next write reach only `shards` shards before it exits.
 void RestartWithPartialWriteFault(Cluster& c, int victim, int shards) {
   c.StopOsd(victim);
-  ::setenv("WEFT_FAULT_EC_PARTIAL_WRITE", std::to_string(shards).c_str(), 1);
+  ::setenv("WEFT_FAULTS", absl::StrCat("osd.ec_partial_write=", shards).c_str(), 1);
   REQUIRE(c.StartOsd(victim).ok());
-  ::unsetenv("WEFT_FAULT_EC_PARTIAL_WRITE");
+  ::unsetenv("WEFT_FAULTS");
   REQUIRE(c.WaitOsdsUp(6, absl::Seconds(30)).ok());
   REQUIRE(c.WaitClean(absl::Seconds(60)).ok());
 }
@@ -232,10 +232,10 @@ TEST_CASE("erasure 4+2: 200 mixed objects survive two killed shard OSDs - a 1-by
   }
   // Partial reads, including past the end.
   const std::string& big = objects["obj-9"];
-  auto part = client->Execute(pool, "obj-9", client::ObjectOperation().Read(kChunk - 3, 10));
+  auto part = client->Execute(pool, "obj-9", objects::ObjectOperation().Read(kChunk - 3, 10));
   REQUIRE(part.ok());
   REQUIRE(part->items[0].data == big.substr(kChunk - 3, 10));
-  auto past = client->Execute(pool, "obj-9", client::ObjectOperation().Read(big.size() + 5, 10));
+  auto past = client->Execute(pool, "obj-9", objects::ObjectOperation().Read(big.size() + 5, 10));
   REQUIRE(past.ok());
   REQUIRE(past->items[0].data.empty());
 
@@ -247,7 +247,7 @@ TEST_CASE("erasure 4+2: 200 mixed objects survive two killed shard OSDs - a 1-by
   auto osd_before = StatusReadBytes(c);
   REQUIRE(osd_before.size() == 6);
   auto before = client->ReceivedBytes();
-  auto one = client->Execute(pool, "huge", client::ObjectOperation().Read(33'333'333, 1));
+  auto one = client->Execute(pool, "huge", objects::ObjectOperation().Read(33'333'333, 1));
   REQUIRE(one.ok());
   REQUIRE(one->items[0].data == huge.substr(33'333'333, 1));
   auto after = client->ReceivedBytes();
@@ -311,13 +311,13 @@ TEST_CASE("erasure 4+2: overwrites while a shard OSD is down are rebuilt on its 
     // The middle of a stripe, across a stripe boundary, an append, a truncate.
     uint64_t off = 4 * kChunk + 1000 + rng() % 5000;
     std::string patch = RandomBytes(kChunk + 777, rng());
-    REQUIRE(client->Execute(pool, name, client::ObjectOperation().Write(off, patch)).ok());
+    REQUIRE(client->Execute(pool, name, objects::ObjectOperation().Write(off, patch)).ok());
     data.replace(off, patch.size(), patch);
     std::string tail = RandomBytes(5000, rng());
-    REQUIRE(client->Execute(pool, name, client::ObjectOperation().Append(tail)).ok());
+    REQUIRE(client->Execute(pool, name, objects::ObjectOperation().Append(tail)).ok());
     data += tail;
     if (name == "o3") {
-      REQUIRE(client->Execute(pool, name, client::ObjectOperation().Truncate(70000)).ok());
+      REQUIRE(client->Execute(pool, name, objects::ObjectOperation().Truncate(70000)).ok());
       data.resize(70000);
     }
     auto got = client->Get(pool, name);
@@ -332,7 +332,7 @@ TEST_CASE("erasure 4+2: overwrites while a shard OSD is down are rebuilt on its 
     std::string patch = RandomBytes(3000, 77);
     const uint64_t old_size = data.size();
     auto done =
-        client->Execute(pool, "o5", client::ObjectOperation().Truncate(cut).Write(at, patch));
+        client->Execute(pool, "o5", objects::ObjectOperation().Truncate(cut).Write(at, patch));
     REQUIRE(done.ok());
     CHECK(done->size_before == old_size);  // the sizes a client counts st_blocks by
     CHECK(done->size_after == at + patch.size());
@@ -373,11 +373,12 @@ TEST_CASE("erasure 4+2: a primary back without the shards written while it was d
     REQUIRE(client->Put(pool, name, objects[name]).ok());
   }
   constexpr absl::Duration kHeldBack = absl::Seconds(15);
-  ::setenv("WEFT_FAULT_RECOVERY_DELAY_MS",
-           absl::StrCat(absl::ToInt64Milliseconds(kHeldBack)).c_str(), 1);
+  ::setenv("WEFT_FAULTS",
+           absl::StrCat("osd.recovery_delay_ms=", absl::ToInt64Milliseconds(kHeldBack)).c_str(),
+           1);
   const absl::Time restarted = absl::Now();
   absl::Status up = c.StartOsd(victim);
-  ::unsetenv("WEFT_FAULT_RECOVERY_DELAY_MS");
+  ::unsetenv("WEFT_FAULTS");
   REQUIRE(up.ok());
   REQUIRE(c.WaitOsdsUp(6, absl::Seconds(20)).ok());
   int lacked = 0;  // objects written while it was down, in PGs it leads again
@@ -449,15 +450,15 @@ TEST_CASE("erasure 4+2 with inline shard data: small objects survive overwrites 
     // that grow past one chunk per shard, and truncates back under it.
     const uint64_t off = data.empty() ? 0 : rng() % data.size();
     std::string patch = RandomBytes(1 + rng() % 3000, rng());
-    REQUIRE(client->Execute(pool, name, client::ObjectOperation().Write(off, patch)).ok());
+    REQUIRE(client->Execute(pool, name, objects::ObjectOperation().Write(off, patch)).ok());
     if (data.size() < off + patch.size()) data.resize(off + patch.size(), '\0');
     data.replace(off, patch.size(), patch);
     if (rng() % 2 == 0) {
       std::string tail = RandomBytes(5 * kChunk, rng());
-      REQUIRE(client->Execute(pool, name, client::ObjectOperation().Append(tail)).ok());
+      REQUIRE(client->Execute(pool, name, objects::ObjectOperation().Append(tail)).ok());
       data += tail;
     } else if (data.size() > kChunk) {
-      REQUIRE(client->Execute(pool, name, client::ObjectOperation().Truncate(kChunk / 2)).ok());
+      REQUIRE(client->Execute(pool, name, objects::ObjectOperation().Truncate(kChunk / 2)).ok());
       data.resize(kChunk / 2);
     }
     auto got = client->Get(pool, name);
@@ -490,7 +491,7 @@ TEST_CASE("erasure 4+2: the primary killed during partial-stripe writes leaves e
     std::thread writer([&] {
       for (int v = 1; !stop; ++v) {
         std::string fill(region_len, static_cast<char>(round * 50 + v % 50));
-        auto r = client->Execute(pool, name, client::ObjectOperation().Write(region_off, fill));
+        auto r = client->Execute(pool, name, objects::ObjectOperation().Write(region_off, fill));
         if (r.ok()) acked++;
       }
     });
@@ -538,7 +539,7 @@ TEST_CASE("erasure 4+2: a primary dying after a partial-stripe write reached N s
     const std::string fill(region_len, static_cast<char>('a' + round));
     // The primary dies in the middle; the client retries with the same request
     // id on the next primary: the write ends up applied exactly once.
-    auto written = client->Execute(pool, name, client::ObjectOperation().Write(region_off, fill));
+    auto written = client->Execute(pool, name, objects::ObjectOperation().Write(region_off, fill));
     INFO("round " << round << " shards " << shards << ": " << written.status());
     REQUIRE(written.ok());
     REQUIRE(!c.OsdRunning(victim));
@@ -649,7 +650,7 @@ TEST_CASE("erasure 4+2: shard requests for the wrong shard id are refused and ch
   }
   CheckEveryKShards(*client, pool, "x", 4, 2, data);
   // Reads past the end: empty, not an error; the daemons keep serving.
-  auto past = client->Execute(pool, "x", client::ObjectOperation().Read(10'000'000, 5));
+  auto past = client->Execute(pool, "x", objects::ObjectOperation().Read(10'000'000, 5));
   REQUIRE(past.ok());
   REQUIRE(past->items[0].data.empty());
   REQUIRE(*client->Get(pool, "x") == data);

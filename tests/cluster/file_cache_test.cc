@@ -64,7 +64,7 @@ struct DataPool {
     pool = *created;
   }
   std::unique_ptr<Cluster> cluster;
-  std::unique_ptr<client::ObjectClient> objects;
+  std::unique_ptr<objects::ObjectClient> objects;
   PoolId pool{};
 };
 
@@ -73,9 +73,9 @@ struct DataPool {
 TEST_CASE("file cache: flush and read finish while the background pools are busy",
           "[cluster]") {
   DataPool d;
-  client::StripedIo io(d.objects.get(), 64u << 20);
+  objects::StripedIo io(d.objects.get(), 64u << 20);
   client::DirtyBudget budget(256u << 20);
-  client::FileData data;
+  objects::FileData data;
   data.ino = 0x1234;
   data.layout = {.stripe_unit = 1u << 20, .stripe_count = 1, .object_size = 1u << 20};
   data.pool = d.pool;
@@ -151,7 +151,7 @@ TEST_CASE("file cache: flush and read finish while the background pools are busy
 TEST_CASE("file cache: a full write-back queue makes the next close wait - and loses nothing",
           "[cluster]") {
   DataPool d;
-  client::StripedIo io(d.objects.get(), 64u << 20);
+  objects::StripedIo io(d.objects.get(), 64u << 20);
   client::DirtyBudget budget(256u << 20);
   HeldPool flush_pool("test-flush", /*max_queued=*/2);
   HeldPool read_pool("test-read");
@@ -159,10 +159,10 @@ TEST_CASE("file cache: a full write-back queue makes the next close wait - and l
   std::mutex reports_mu;
   std::vector<int> reports(kFiles, 0);
   std::vector<std::shared_ptr<client::FileCache>> caches;
-  std::vector<client::FileData> files;
+  std::vector<objects::FileData> files;
   std::vector<std::string> contents;
   for (int i = 0; i < kFiles; ++i) {
-    client::FileData data;
+    objects::FileData data;
     data.ino = 0x5000 + i;
     data.layout = {.stripe_unit = 1u << 20, .stripe_count = 1, .object_size = 1u << 20};
     data.pool = d.pool;
@@ -212,11 +212,11 @@ TEST_CASE("file cache: a full write-back queue makes the next close wait - and l
 // are buffered would end wherever the last write did; a Flush() writes the rest.
 TEST_CASE("file cache: a streaming writer's batches end on object-set boundaries", "[cluster]") {
   DataPool d;
-  client::StripedIo io(d.objects.get(), 64u << 20);
+  objects::StripedIo io(d.objects.get(), 64u << 20);
   client::DirtyBudget budget(256u << 20);
   ThreadPool flush_pool("test-flush", 2, 64);
   ThreadPool read_pool("test-read", 1, 64);
-  client::FileData data;
+  objects::FileData data;
   data.ino = 0x7777;
   const uint64_t set_bytes = 2u << 20;  // stripe_count 2 x 1 MiB objects
   data.layout = {.stripe_unit = 256u << 10, .stripe_count = 2, .object_size = 1u << 20};

@@ -41,7 +41,7 @@ int WriteRefused(const std::string& path, const std::string& data) {
 
 // Waits until the map's full flags say `full` (some up+in OSD marked full,
 // or none).
-bool MapFull(client::ObjectClient& client, bool full) {
+bool MapFull(objects::ObjectClient& client, bool full) {
   return WaitForMap(client, absl::Seconds(30),
                     [full](const OsdMap& m) { return (m.FirstFull() != nullptr) == full; });
 }

@@ -40,7 +40,7 @@ struct DataObjects {
   bool HasFirst(uint64_t ino) {
     return objects->Stat(pool, striping::DataObjectName(ino, 0)).ok();
   }
-  std::unique_ptr<client::ObjectClient> objects;
+  std::unique_ptr<objects::ObjectClient> objects;
   PoolId pool;
 };
 
@@ -273,9 +273,9 @@ TEST_CASE("inline data: an MDS killed between a move's object write and its reco
 
   // The MDS exits right after its next move's object write (a fault point).
   f.cluster->StopMds();
-  ::setenv("WEFT_FAULT_MDS_EXIT_AFTER_MOVE", "1", 1);
+  ::setenv("WEFT_FAULTS", "mds.exit_after_inline_move", 1);
   auto started = f.cluster->StartMds();
-  ::unsetenv("WEFT_FAULT_MDS_EXIT_AFTER_MOVE");
+  ::unsetenv("WEFT_FAULTS");
   REQUIRE(started.ok());
 
   // A write past the limit: its flush asks for the move, which dies halfway.

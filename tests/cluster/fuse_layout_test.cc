@@ -36,7 +36,7 @@ struct Fixture : MountFixture {
     REQUIRE(pool.ok());
     data_pool = *pool;
   }
-  std::unique_ptr<client::ObjectClient> objects;
+  std::unique_ptr<objects::ObjectClient> objects;
   PoolId data_pool;
 };
 
@@ -49,7 +49,7 @@ uint64_t InoOf(const std::string& path) { return Lstat(path).st_ino; }
 
 // Every data object of a `size`-byte file exists in `pool` with the size the
 // layout gives it, and the next one does not.
-void CheckObjects(client::ObjectClient& objects, PoolId pool, uint64_t ino,
+void CheckObjects(objects::ObjectClient& objects, PoolId pool, uint64_t ino,
                   const striping::Layout& layout, uint64_t size) {
   auto extents = striping::FileRangeToObjects(layout, 0, size);
   REQUIRE(!extents.empty());

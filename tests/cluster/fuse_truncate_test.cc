@@ -22,7 +22,7 @@
 
 #include "absl/time/clock.h"
 #include "common/striping/striping.h"
-#include "fuse-client/lib/data_objects.h"
+#include "common/objects/data_objects.h"
 #include "tests/harness/cluster.h"
 #include "tests/harness/mount_fixture.h"
 
@@ -55,7 +55,7 @@ struct TwoMounts : TwoMountFixture {
   }
   // The file's data objects that exist among its first `n`.
   std::vector<uint64_t> ObjectsOf(uint64_t ino, uint64_t n) {
-    auto found = client::DataObjectsIn(objects.get(), data_pool, ino, 0, n);
+    auto found = objects::DataObjectsIn(objects.get(), data_pool, ino, 0, n);
     INFO(found.status());
     REQUIRE(found.ok());
     std::vector<uint64_t> existing;
@@ -67,7 +67,7 @@ struct TwoMounts : TwoMountFixture {
     return existing;
   }
 
-  std::unique_ptr<client::ObjectClient> objects;
+  std::unique_ptr<objects::ObjectClient> objects;
   PoolId data_pool;
 };
 

@@ -185,7 +185,7 @@ TEST_CASE("kill -9 of the MDS during concurrent creates - renames and unlinks lo
 
 // An object client and fs1's data pool, where tests put and look at a
 // file's data objects themselves.
-std::pair<std::unique_ptr<client::ObjectClient>, PoolId> DataPool(FsFixture& f) {
+std::pair<std::unique_ptr<objects::ObjectClient>, PoolId> DataPool(FsFixture& f) {
   auto objects = f.cluster->Client();
   REQUIRE(objects != nullptr);
   auto pool = objects->LookupPool("fs1_data");

@@ -184,9 +184,9 @@ TEST_CASE("weft status names the OSD whose disk is slow - and forgets it once it
 
   // osd 3 comes back on a disk that answers every commit 150 ms late.
   c.StopOsd(3);
-  setenv("WEFT_FAULT_SLOW_DISK_MS", "150", 1);
+  setenv("WEFT_FAULTS", "osd.slow_disk_ms=150", 1);
   const absl::Status restarted = c.StartOsd(3);
-  unsetenv("WEFT_FAULT_SLOW_DISK_MS");
+  unsetenv("WEFT_FAULTS");
   REQUIRE(restarted.ok());
   REQUIRE(c.WaitClean(absl::Seconds(60)).ok());
   const std::string data = RandomBytes(4096, 3);

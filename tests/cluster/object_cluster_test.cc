@@ -23,7 +23,7 @@ std::unique_ptr<Cluster> StartCluster(ClusterOptions options = {}) {
   return std::move(*cluster);
 }
 
-PoolId CreatePool(Cluster& c, client::ObjectClient& client, const std::string& name) {
+PoolId CreatePool(Cluster& c, objects::ObjectClient& client, const std::string& name) {
   auto pool = c.CreatePool(client, name, 3, 16);
   INFO(pool.status());
   REQUIRE(pool.ok());
@@ -41,7 +41,7 @@ uint64_t ReportCount(const std::string& report, const std::string& label) {
 }
 
 // The object's copy on every OSD of its acting set equals `want`.
-void CheckReplicas(client::ObjectClient& client, PoolId pool, const std::string& oid,
+void CheckReplicas(objects::ObjectClient& client, PoolId pool, const std::string& oid,
                    const std::string& want) {
   auto map = client.map();
   const PoolInfo* info = map->FindPool(pool);
@@ -49,7 +49,7 @@ void CheckReplicas(client::ObjectClient& client, PoolId pool, const std::string&
   auto mapping = placement::MapPg(*map, *info, placement::ObjectToPgSeed(oid, info->pg_num));
   REQUIRE(mapping.acting.size() == 3);
   for (OsdId osd : mapping.acting) {
-    auto got = client.Get(pool, oid, osd);
+    auto got = client.GetFrom(pool, oid, osd);
     INFO("object " << oid << " on osd." << osd.value());
     REQUIRE(got.ok());
     REQUIRE(got->size() == want.size());
@@ -107,7 +107,7 @@ TEST_CASE("partial writes - appends - truncates - xattrs and omap apply atomical
   PoolId pool = CreatePool(*c, *client, "meta");
   std::string want = RandomBytes(100000, 1);
   REQUIRE(client->Put(pool, "o", want).ok());
-  client::ObjectOperation op;
+  objects::ObjectOperation op;
   std::string patch = RandomBytes(5000, 2);
   op.Write(40000, patch).Append("tail").SetXattr("user.a", "1").OmapSet({{"k1", "v1"}, {"k2", "v2"}});
   auto done = client->Execute(pool, "o", op);
@@ -121,20 +121,20 @@ TEST_CASE("partial writes - appends - truncates - xattrs and omap apply atomical
   CheckReplicas(*client, pool, "o", want);
 
   // A request whose last op fails changes nothing.
-  client::ObjectOperation bad;
+  objects::ObjectOperation bad;
   bad.Write(0, "XXXX").Create(/*exclusive=*/true);
   auto r = client->Execute(pool, "o", bad);
   REQUIRE(absl::IsAlreadyExists(r.status()));
   REQUIRE(*client->Get(pool, "o") == want);
 
-  client::ObjectOperation trunc;
+  objects::ObjectOperation trunc;
   trunc.Truncate(10);
   auto cut = client->Execute(pool, "o", trunc);
   REQUIRE(cut.ok());
   CHECK(cut->SizeChange() == 10 - 100004);
   REQUIRE(*client->Get(pool, "o") == want.substr(0, 10));
 
-  client::ObjectOperation reads;
+  objects::ObjectOperation reads;
   reads.GetXattr("user.a").OmapList("", "k", 10).OmapGet({"k2", "missing"});
   auto got = client->Execute(pool, "o", reads);
   REQUIRE(got.ok());
@@ -224,10 +224,10 @@ TEST_CASE("weft bench writes - reads back verified - and removes what it wrote",
   for (int i = 0; i < 10; ++i) {
     const std::string data = RandomBytes(1 << 20, 500 + i);
     const std::string name = absl::StrCat("spent-", i);
-    client::ObjectOperation op;
+    objects::ObjectOperation op;
     op.WriteFull(data);
     std::vector<std::string> spent;
-    auto r = client->Execute(pool, name, std::move(op), &spent);
+    auto r = client->ExecuteReusing(pool, name, std::move(op), &spent);
     REQUIRE(r.ok());
     REQUIRE(spent.size() <= 1);
     if (!spent.empty()) {

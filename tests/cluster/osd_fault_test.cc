@@ -40,7 +40,7 @@ std::string CrashReport(const std::string& log, const std::string& tag,
   return log.substr(head, end - head);
 }
 
-PoolId MakePool(Cluster& c, client::ObjectClient& client) {
+PoolId MakePool(Cluster& c, objects::ObjectClient& client) {
   auto pool = c.CreatePool(client, "data", 3, 16);
   INFO(pool.status());
   REQUIRE(pool.ok());
@@ -96,7 +96,7 @@ TEST_CASE("kill -9 an OSD during 4 writers: every acknowledged object is intact 
     auto mapping = placement::MapPg(*map, *info, placement::ObjectToPgSeed(name, info->pg_num));
     REQUIRE(mapping.acting.size() == 3);
     for (OsdId osd : mapping.acting) {
-      auto got = client->Get(pool, name, osd);
+      auto got = client->GetFrom(pool, name, osd);
       INFO(name << " on osd." << osd.value() << ": " << got.status());
       REQUIRE(got.ok());
       REQUIRE(*got == data);
@@ -149,14 +149,14 @@ TEST_CASE("a flipped byte on disk is a checksum error - never bad data", "[clust
   REQUIRE(!got.ok());
   REQUIRE(absl::IsDataLoss(got.status()));
   // A read of an untouched range still works; the other replicas are intact.
-  client::ObjectOperation head;
+  objects::ObjectOperation head;
   head.Read(0, marker.size());
   auto first = client->Execute(pool, "victim", head);
   REQUIRE(first.ok());
   REQUIRE(first->items[0].data == marker);
   for (OsdId osd : mapping.acting) {
     if (osd == mapping.primary) continue;
-    auto copy = client->Get(pool, "victim", osd);
+    auto copy = client->GetFrom(pool, "victim", osd);
     REQUIRE(copy.ok());
     REQUIRE(*copy == data);
   }

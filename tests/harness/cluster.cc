@@ -385,7 +385,7 @@ absl::Status Cluster::WaitClean(absl::Duration timeout) {
   return absl::DeadlineExceededError(absl::StrCat("PGs not clean in time: ", last));
 }
 
-absl::StatusOr<PoolId> Cluster::CreatePool(client::ObjectClient& client, const std::string& name,
+absl::StatusOr<PoolId> Cluster::CreatePool(objects::ObjectClient& client, const std::string& name,
                                            int size, int pg_num) {
   CommandResult r = Weft({"pool", "create", name, "--size", std::to_string(size), "--pg-num",
                           std::to_string(pg_num)});
@@ -401,7 +401,7 @@ absl::StatusOr<PoolId> Cluster::CreatePool(client::ObjectClient& client, const s
   return pool;
 }
 
-bool WaitForMap(client::ObjectClient& client, absl::Duration timeout,
+bool WaitForMap(objects::ObjectClient& client, absl::Duration timeout,
                 const std::function<bool(const OsdMap&)>& pred) {
   const absl::Time deadline = absl::Now() + timeout;
   while (absl::Now() < deadline) {
@@ -421,11 +421,11 @@ std::string RandomBytes(size_t n, uint64_t seed) {
   return s;
 }
 
-std::unique_ptr<client::ObjectClient> Cluster::Client() {
-  client::ClientOptions options;
+std::unique_ptr<objects::ObjectClient> Cluster::Client() {
+  objects::ClientOptions options;
   options.mds_addrs = mds_addrs();
   options.op_timeout_ms = 60000;
-  auto c = client::ObjectClient::Connect(options);
+  auto c = objects::ObjectClient::Connect(options);
   return c.ok() ? std::move(*c) : nullptr;
 }
 

@@ -19,7 +19,7 @@
 #include "absl/time/time.h"
 #include "fuse-client/lib/admin_client.h"
 #include "fuse-client/lib/meta_client.h"
-#include "fuse-client/lib/object_client.h"
+#include "common/objects/object_client.h"
 #include "tests/harness/etcd_process.h"
 
 namespace weft::testing {
@@ -142,10 +142,10 @@ class Cluster {
 
   // Creates a replicated pool with the CLI, as a user would, then waits until
   // `client` sees it and every PG is active+clean.
-  absl::StatusOr<PoolId> CreatePool(client::ObjectClient& client, const std::string& name,
+  absl::StatusOr<PoolId> CreatePool(objects::ObjectClient& client, const std::string& name,
                                     int size, int pg_num);
 
-  std::unique_ptr<client::ObjectClient> Client();
+  std::unique_ptr<objects::ObjectClient> Client();
   std::unique_ptr<client::AdminClient> Admin();
 
  private:
@@ -168,7 +168,7 @@ std::string BinPath(const std::string& name);
 // `n` reproducible pseudo-random bytes.
 std::string RandomBytes(size_t n, uint64_t seed);
 // Waits up to `timeout` for `client`'s map to satisfy `pred`; its last word.
-bool WaitForMap(client::ObjectClient& client, absl::Duration timeout,
+bool WaitForMap(objects::ObjectClient& client, absl::Duration timeout,
                 const std::function<bool(const OsdMap&)>& pred);
 int FreePort();
 

@@ -1,4 +1,4 @@
-// Directory leases: the MDS's table of holders (mds/cache/dir_leases.h) and
+// Directory leases: the MDS's table of holders (mds/caps/dir_leases.h) and
 // what a client learns under them (fuse-client/lib/dir_leases.h). The
 // protocol end to end, with real processes, is in
 // tests/cluster/fuse_lease_test.cc.
@@ -10,8 +10,9 @@
 #include <vector>
 
 #include "absl/time/clock.h"
+#include "common/status/status.h"
 #include "fuse-client/lib/dir_leases.h"
-#include "mds/cache/dir_leases.h"
+#include "mds/caps/dir_leases.h"
 
 namespace weft {
 namespace {
@@ -104,7 +105,7 @@ struct Client {
     reply.mutable_attr()->set_ino(7);
     AddLease(&reply, 1, 2, true);
     AddLease(&reply, 7, 3, false);
-    leases.Observe(mk, reply, 0, absl::Now(), leases.epoch());
+    leases.Observe(mk, reply, absl::OkStatus(), absl::Now(), leases.epoch());
     // A create in it: searchable for root from now on.
     Create("f", 70);
   }
@@ -115,7 +116,7 @@ struct Client {
     pb::MetaReply reply;
     reply.mutable_attr()->set_ino(ino);
     AddLease(&reply, 7, seq, true);
-    leases.Observe(r, reply, 0, absl::Now(), leases.epoch());
+    leases.Observe(r, reply, absl::OkStatus(), absl::Now(), leases.epoch());
   }
   std::optional<uint64_t> Known(const std::string& name, uint32_t uid = 0) {
     return leases.Known(7, name, Who(uid), absl::Now());
@@ -138,7 +139,7 @@ TEST_CASE("client dir leases: a new directory is complete - own changes keep it 
   un.mutable_unlink()->set_name("f");
   pb::MetaReply reply;
   AddLease(&reply, 7, 3, true);
-  c.leases.Observe(un, reply, 0, absl::Now(), c.leases.epoch());
+  c.leases.Observe(un, reply, absl::OkStatus(), absl::Now(), c.leases.epoch());
   CHECK(c.Known("f") == 0u);
 
   pb::MetaRequest mv = Req(0);
@@ -147,7 +148,7 @@ TEST_CASE("client dir leases: a new directory is complete - own changes keep it 
   mv.mutable_rename()->set_name("a");
   mv.mutable_rename()->set_new_parent(7);
   mv.mutable_rename()->set_new_name("b");
-  c.leases.Observe(mv, reply, 0, absl::Now(), c.leases.epoch());
+  c.leases.Observe(mv, reply, absl::OkStatus(), absl::Now(), c.leases.epoch());
   CHECK(c.Known("a") == 0u);
   CHECK(c.Known("b") == 71u);
 
@@ -159,14 +160,14 @@ TEST_CASE("client dir leases: a new directory is complete - own changes keep it 
   ex.mutable_rename()->set_new_parent(7);
   ex.mutable_rename()->set_new_name("c");
   ex.mutable_rename()->set_flags(RENAME_EXCHANGE);
-  c.leases.Observe(ex, reply, 0, absl::Now(), c.leases.epoch());
+  c.leases.Observe(ex, reply, absl::OkStatus(), absl::Now(), c.leases.epoch());
   CHECK(c.Known("b") == 72u);
   CHECK(c.Known("c") == 71u);
   // With a directory whose names are not known (1), the name there is
   // known to exist only; which inode it is, the MDS says.
   ex.mutable_rename()->set_new_parent(1);
   ex.mutable_rename()->set_new_name("d");
-  c.leases.Observe(ex, reply, 0, absl::Now(), c.leases.epoch());
+  c.leases.Observe(ex, reply, absl::OkStatus(), absl::Now(), c.leases.epoch());
   CHECK(!c.Known("b").has_value());
 }
 
@@ -185,14 +186,14 @@ TEST_CASE("client dir leases: a revoke forgets - a grant that crossed it is igno
   lk.mutable_lookup()->set_name("g");
   pb::MetaReply reply;
   AddLease(&reply, 7, 4, true);
-  c.leases.Observe(lk, reply, ENOENT, absl::Now(), c.leases.epoch());
+  c.leases.Observe(lk, reply, ErrnoToStatus(ENOENT, "lookup"), absl::Now(), c.leases.epoch());
   CHECK(c.Known("g") == 0u);
   CHECK(!c.Known("zz").has_value());
   // An ENOENT under a lease that is not the one held teaches nothing.
   lk.mutable_lookup()->set_name("old");
   pb::MetaReply stale;
   AddLease(&stale, 7, 3, true);
-  c.leases.Observe(lk, stale, ENOENT, absl::Now(), c.leases.epoch());
+  c.leases.Observe(lk, stale, ErrnoToStatus(ENOENT, "lookup"), absl::Now(), c.leases.epoch());
   CHECK(!c.Known("old").has_value());
 }
 
@@ -211,11 +212,11 @@ TEST_CASE("client dir leases: expiry - a broken stream - replies from before it"
   pb::MetaReply reply;
   reply.mutable_attr()->set_ino(8);
   AddLease(&reply, 8, 9, false);
-  c.leases.Observe(mk, reply, 0, absl::Now(), before);
+  c.leases.Observe(mk, reply, absl::OkStatus(), absl::Now(), before);
   CHECK(c.leases.size() == 0);
   // Sent after it: counted, and trusted for lease_ms from when it was sent.
   const absl::Time sent = absl::Now() - absl::Seconds(4);
-  c.leases.Observe(mk, reply, 0, sent, c.leases.epoch());
+  c.leases.Observe(mk, reply, absl::OkStatus(), sent, c.leases.epoch());
   CHECK(c.leases.size() == 1);
   pb::MetaRequest cr = Req(0);
   cr.mutable_create()->set_parent(8);
@@ -223,7 +224,7 @@ TEST_CASE("client dir leases: expiry - a broken stream - replies from before it"
   pb::MetaReply created;
   created.mutable_attr()->set_ino(80);
   AddLease(&created, 8, 9, true);
-  c.leases.Observe(cr, created, 0, sent, c.leases.epoch());
+  c.leases.Observe(cr, created, absl::OkStatus(), sent, c.leases.epoch());
   CHECK(c.leases.Known(8, "x", Who(0), sent + absl::Milliseconds(4999)) == 0u);
   CHECK(!c.leases.Known(8, "x", Who(0), sent + absl::Seconds(5)).has_value());
 }

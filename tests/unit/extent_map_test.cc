@@ -5,9 +5,9 @@
 #include <string>
 #include <vector>
 
-#include "fuse-client/lib/extent_map.h"
+#include "common/objects/extent_map.h"
 
-namespace weft::client {
+namespace weft::objects {
 namespace {
 
 // The model: every byte position, and whether it is held.
@@ -168,4 +168,4 @@ TEST_CASE("extent map: a split at an extent's start moves it whole", "[client]")
 }
 
 }  // namespace
-}  // namespace weft::client
+}  // namespace weft::objects

@@ -10,6 +10,7 @@
 #include "mds/cache/meta_cache.h"
 #include "mds/fs/names.h"
 #include "mds/store/meta_store.h"
+#include "mds/journal/journal_format.h"
 
 namespace weft::mds {
 namespace {
@@ -213,29 +214,6 @@ TEST_CASE("mds cache: a flush in flight keeps what it took cached until the stor
   CHECK(cache.Inode(5000)->rec.size() == 123);
 }
 
-TEST_CASE("mds cache: completed requests below the client's oldest tid are dropped") {
-  MetaCache cache(3);
-  pb::JournalEvent open;
-  open.set_seq(1);
-  open.add_sessions()->set_id(77);
-  cache.Apply(open);
-  for (uint64_t tid = 1; tid <= 5; ++tid) {
-    pb::JournalEvent ev;
-    ev.set_seq(1 + tid);
-    ev.set_session(77);
-    ev.set_tid(tid);
-    ev.set_oldest_tid(tid >= 4 ? 3 : 1);
-    ev.set_reply("r" + std::to_string(tid));
-    cache.Apply(ev);
-  }
-  const auto& completed = cache.Session(77)->rec.completed();
-  CHECK(completed.size() == 3);
-  CHECK(completed.count(3) == 1);
-  CHECK(completed.count(2) == 0);
-  CHECK(completed.at(5) == "r5");
-}
-
-
 // Which keys of the inode table a flush writes for `ino`.
 std::vector<std::string> KeysSet(const FlushBatch& batch, uint32_t fs, uint64_t ino) {
   std::vector<std::string> keys;
@@ -382,7 +360,7 @@ TEST_CASE("mds cache: pending trims merge - persist in their table - and reload"
 
   // A restart finds the pending trims in the table.
   MetaCache restarted(4);
-  restarted.LoadTables({}, {}, {}, table, {});
+  restarted.LoadTables({}, {}, table, {});
   REQUIRE(restarted.trims().size() == 2);
   CHECK(restarted.trims().at(7000).keep() == 50);
   CHECK(restarted.trims().at(7001).size() == 10);

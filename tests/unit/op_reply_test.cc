@@ -1,7 +1,7 @@
-// common/bytes/byte_chain.h and common/rpc/op_reply.h: a reply's data stays in
+// common/bytes/byte_chain.h and common/objects/op_reply.h: a reply's data stays in
 // the received slices, and the parse gives what protobuf's own parser gives -
 // for whole replies, every truncation of one and random bytes.
-#include "common/rpc/op_reply.h"
+#include "common/objects/op_reply.h"
 
 #include <catch2/catch.hpp>
 
@@ -11,7 +11,7 @@
 
 #include "common/rpc/aliased.h"
 
-namespace weft::rpc {
+namespace weft::objects {
 namespace {
 
 std::string Bytes(size_t n, uint64_t seed) {
@@ -142,7 +142,7 @@ TEST_CASE("ParseOpReply gives protobuf's reply with large data left in the recei
     auto sent = std::make_shared<pb::OpReply>(sample);
     std::vector<ByteChain> data;
     {
-      const grpc::ByteBuffer buffer = AliasedMessage(sent);
+      const grpc::ByteBuffer buffer = rpc::AliasedMessage(sent);
       std::vector<grpc::Slice> slices;
       REQUIRE(buffer.Dump(&slices).ok());
       pb::OpReply reply;
@@ -276,4 +276,4 @@ TEST_CASE("ParseOpReply accepts and refuses what protobuf does - truncated or od
   }
 }
 
-}  // namespace weft::rpc
+}  // namespace weft::objects

@@ -1,0 +1,323 @@
+#include "mds/caps/leases.h"
+
+#include <sys/stat.h>
+
+#include <algorithm>
+
+#include "common/log/log.h"
+#include "common/posix/acl.h"
+
+namespace weft::mds {
+namespace {
+
+struct LeaseChange {
+  uint64_t dir;
+  bool include_self;  // a permission change: the changer's own knowledge goes too
+};
+
+// The directories a request changes in a way a lease holder must hear of.
+std::vector<LeaseChange> ChangesOf(const pb::MetaRequest& r) {
+  using R = pb::MetaRequest;
+  switch (r.op_case()) {
+    case R::kCreate:
+      return {{r.create().parent(), false}};
+    case R::kMkdir:
+      return {{r.mkdir().parent(), false}};
+    case R::kSymlink:
+      return {{r.symlink().parent(), false}};
+    case R::kLink:
+      return {{r.link().new_parent(), false}};
+    case R::kUnlink:
+      return {{r.unlink().parent(), false}};
+    case R::kRmdir:
+      return {{r.rmdir().parent(), false}};
+    case R::kRename:
+      if (r.rename().parent() == r.rename().new_parent()) return {{r.rename().parent(), false}};
+      return {{r.rename().parent(), false}, {r.rename().new_parent(), false}};
+    case R::kSetattr:
+      // Mode and owner decide who may search the directory.
+      if (r.setattr().valid() & (pb::SA_MODE | pb::SA_UID | pb::SA_GID)) {
+        return {{r.setattr().ino(), true}};
+      }
+      return {};
+    case R::kSetxattr:
+      if (r.setxattr().name() == posix::kXattrPosixAclAccess) return {{r.setxattr().ino(), true}};
+      return {};
+    case R::kRemovexattr:
+      if (r.removexattr().name() == posix::kXattrPosixAclAccess) {
+        return {{r.removexattr().ino(), true}};
+      }
+      return {};
+    default:
+      return {};
+  }
+}
+
+}  // namespace
+
+std::vector<uint64_t> ShownInos(const pb::MetaReply& reply, const std::vector<uint64_t>& touched) {
+  std::vector<uint64_t> shown = touched;
+  if (reply.attr().ino() != 0) shown.push_back(reply.attr().ino());
+  for (const pb::DirEntry& e : reply.entries()) {
+    if (e.attr().ino() != 0) shown.push_back(e.attr().ino());
+  }
+  return shown;
+}
+
+// ---- streams
+
+uint64_t Leases::OpenStream(SessionId session) {
+  // The client dropped every lease when its earlier stream broke, and
+  // trusts no grant of a request it sent before this hello.
+  dirs_.DropSession(session.value());
+  absl::erase_if(recalls_, [&](const auto& r) { return r.first.first == session.value(); });
+  ++returns_;
+  const uint64_t gen = ++stream_gen_;
+  Stream& stream = streams_[session.value()];
+  stream.gen = gen;
+  stream.queue.clear();
+  pb::LeaseEvent hello;
+  hello.set_hello(true);
+  stream.queue.push_back(hello);
+  return gen;
+}
+
+bool Leases::TakeEvents(SessionId session, uint64_t gen, std::deque<pb::LeaseEvent>* out) {
+  auto it = streams_.find(session.value());
+  if (it == streams_.end() || it->second.gen != gen) return false;
+  out->swap(it->second.queue);
+  it->second.queue.clear();
+  return true;
+}
+
+bool Leases::StreamReady(SessionId session, uint64_t gen) const {
+  auto it = streams_.find(session.value());
+  return it == streams_.end() || it->second.gen != gen || !it->second.queue.empty();
+}
+
+void Leases::CloseStream(SessionId session, uint64_t gen) {
+  auto it = streams_.find(session.value());
+  if (it == streams_.end() || it->second.gen != gen) return;
+  streams_.erase(it);
+  absl::erase_if(recalls_, [&](const auto& r) { return r.first.first == session.value(); });
+}
+
+void Leases::DropSession(SessionId session, const SessionState* state) {
+  if (state != nullptr) {
+    for (const auto& [ino, count] : state->opens_write) DropWriter(session.value(), ino);
+  }
+  dirs_.DropSession(session.value());
+  absl::erase_if(recalls_, [&](const auto& r) { return r.first.first == session.value(); });
+  ++returns_;
+  streams_.erase(session.value());  // its stream ends
+}
+
+void Leases::Send(uint64_t session, const pb::LeaseEvent& event) {
+  auto it = streams_.find(session);
+  // No stream: the revoke cannot be delivered; the lease runs out instead.
+  if (it != streams_.end()) it->second.queue.push_back(event);
+}
+
+// ---- directory leases
+
+bool Leases::Revoke(const pb::MetaRequest& request, absl::Time now, absl::Time* until) {
+  const std::vector<LeaseChange> changes = ChangesOf(request);
+  std::vector<DirLeaseTable::Revoke> revokes;
+  bool blocked = false;
+  for (const LeaseChange& c : changes) {
+    blocked |= dirs_.Conflicts(c.dir, request.session(), c.include_self, now, &revokes, until);
+  }
+  for (const DirLeaseTable::Revoke& r : revokes) {
+    pb::LeaseEvent event;
+    event.set_ino(r.ino);
+    event.set_seq(r.seq);
+    Send(r.session, event);
+  }
+  if (!revokes.empty()) {
+    VLOG(1) << "event=lease_revoke session=" << request.session() << " n=" << revokes.size();
+  }
+  return blocked;
+}
+
+void Leases::Grant(const pb::MetaRequest& r, const pb::MetaReply& done, absl::Time now,
+                   google::protobuf::RepeatedPtrField<pb::DirLease>* out) {
+  if (!streams_.contains(r.session())) return;  // revokes could not reach it
+  auto grant = [&](uint64_t dir, bool searchable) {
+    const uint64_t seq = dirs_.Grant(dir, r.session(), now);
+    if (seq == 0) return;
+    pb::DirLease* l = out->Add();
+    l->set_ino(dir);
+    l->set_seq(seq);
+    l->set_lease_ms(absl::ToInt64Milliseconds(dirs_.lease()));
+    l->set_searchable(searchable);
+  };
+  using R = pb::MetaRequest;
+  switch (r.op_case()) {
+    case R::kLookup:
+      grant(r.lookup().parent(), true);
+      break;
+    case R::kReaddir:
+      grant(r.readdir().ino(), false);
+      break;
+    case R::kCreate:
+      grant(r.create().parent(), true);
+      break;
+    case R::kMkdir:
+      grant(r.mkdir().parent(), true);
+      if (done.attr().ino() != 0) grant(done.attr().ino(), false);  // new and empty
+      break;
+    case R::kSymlink:
+      grant(r.symlink().parent(), true);
+      break;
+    case R::kLink:
+      grant(r.link().new_parent(), true);
+      break;
+    case R::kUnlink:
+      grant(r.unlink().parent(), true);
+      break;
+    case R::kRmdir:
+      grant(r.rmdir().parent(), true);
+      break;
+    case R::kRename:
+      grant(r.rename().parent(), true);
+      if (r.rename().new_parent() != r.rename().parent()) grant(r.rename().new_parent(), true);
+      break;
+    default:
+      break;
+  }
+}
+
+// ---- writers and recalls
+
+void Leases::NoteWriter(SessionId session, uint64_t ino, const SessionState* state) {
+  if (state != nullptr) {
+    auto it = state->opens_write.find(ino);
+    if (it != state->opens_write.end() && it->second > 0) {
+      writers_[ino].insert(session.value());
+      return;
+    }
+  }
+  DropWriter(session.value(), ino);
+}
+
+void Leases::DropWriter(uint64_t session, uint64_t ino) {
+  auto w = writers_.find(ino);
+  if (w == writers_.end()) return;
+  w->second.erase(session);
+  if (w->second.empty()) writers_.erase(w);
+}
+
+std::vector<Leases::RecallKey> Leases::Recall(const pb::MetaRequest& request,
+                                              const pb::MetaReply& reply,
+                                              const std::vector<uint64_t>& touched,
+                                              const std::vector<pb::TrimRec>& trims,
+                                              const Sessions& sessions,
+                                              absl::flat_hash_set<RecallKey>* recalled,
+                                              absl::flat_hash_set<RecallKey>* held) {
+  using R = pb::MetaRequest;
+  // A flush's own report, and what cannot show a file's size. A move of
+  // inline data comes from a flush too (the writers' own reports then find
+  // the file moved); an atime moved by reads needs no writer's changes.
+  if (writers_.empty() || request.op_case() == R::kWritten || request.op_case() == R::kRelease ||
+      request.op_case() == R::kSync || request.op_case() == R::kAtime ||
+      (request.op_case() == R::kInlineData && request.inline_data().uninline())) {
+    return {};
+  }
+  // What the reply shows, and what the operation looked at: a permission
+  // decision on a file's mode or owner (also one that failed) needs the
+  // writer's own changes of them (MetaReply.attr_authority) first.
+  const std::vector<uint64_t> shown = ShownInos(reply, touched);
+  std::vector<RecallKey> wanted;
+  absl::flat_hash_set<RecallKey> holds;  // of `wanted`: those asked to hold
+  for (uint64_t ino : shown) {
+    auto w = writers_.find(ino);
+    if (w == writers_.end()) continue;
+    const bool hold = std::any_of(trims.begin(), trims.end(),
+                                  [ino](const pb::TrimRec& t) { return t.ino() == ino; });
+    for (uint64_t id : w->second) {
+      if (id == request.session() || !streams_.contains(id)) continue;
+      if (!sessions.HasOpen(SessionId(id), ino, /*write=*/true)) continue;
+      const RecallKey key{id, ino};
+      const bool first = recalled->insert(key).second;
+      // Recalled already when the run before had no truncate to hold it for.
+      const bool hold_now = hold && held->insert(key).second;
+      if (hold_now) holds.insert(key);
+      if (first || hold_now) wanted.push_back(key);
+    }
+  }
+  for (const RecallKey& key : wanted) {
+    const bool hold = holds.contains(key);
+    // Already asked for another request (a hold is asked again).
+    if (recalls_.contains(key) && !hold) continue;
+    const uint64_t seq = ++next_recall_seq_;
+    recalls_[key] = seq;
+    pb::LeaseEvent event;
+    event.set_ino(key.second);
+    event.set_seq(seq);
+    event.set_flush(true);
+    event.set_hold(hold);
+    if (hold) {
+      holds_[key.second].insert(key.first);
+      ++hold_requests_[key.second];
+    }
+    Send(key.first, event);
+  }
+  if (!wanted.empty()) {
+    VLOG(1) << "event=write_recall session=" << request.session() << " n=" << wanted.size();
+  }
+  return wanted;
+}
+
+bool Leases::Answered(const std::vector<RecallKey>& wanted) const {
+  return std::none_of(wanted.begin(), wanted.end(),
+                      [this](const RecallKey& key) { return recalls_.contains(key); });
+}
+
+void Leases::ForgetRecalls(const std::vector<RecallKey>& wanted) {
+  for (const RecallKey& key : wanted) recalls_.erase(key);
+}
+
+bool Leases::MayGrantAttrAuthority(const pb::MetaRequest& request, const pb::MetaReply& reply,
+                                   const Sessions& sessions) const {
+  const pb::Attr& a = reply.attr();
+  if (!request.has_create() || !request.create().open() || !reply.created() ||
+      !streams_.contains(request.session()) || (a.mode() & S_IFMT) != S_IFREG || !a.no_xattrs() ||
+      (a.mode() & (S_ISUID | S_ISGID)) != 0) {
+    return false;
+  }
+  // The recall that ends it needs the session counted as a writer.
+  return sessions.HasOpen(SessionId(request.session()), a.ino(), /*write=*/true);
+}
+
+void Leases::Ack(SessionId session, const pb::LeaseAckRequest& request) {
+  for (const pb::LeaseEvent& e : request.acks()) {
+    if (e.flush()) {
+      auto it = recalls_.find(RecallKey{session.value(), e.ino()});
+      if (it != recalls_.end() && it->second == e.seq()) recalls_.erase(it);
+    } else if (dirs_.Ack(session.value(), e.ino(), e.seq())) {
+      ++returns_;
+    }
+  }
+}
+
+// ---- holds
+
+void Leases::EndHolds(const absl::flat_hash_set<RecallKey>& held) {
+  for (const auto& [session, ino] : held) {
+    auto it = hold_requests_.find(ino);
+    if (it != hold_requests_.end() && --it->second <= 0) hold_requests_.erase(it);
+  }
+}
+
+void Leases::MaybeReleaseHolds(uint64_t ino) {
+  if (hold_requests_.contains(ino)) return;
+  auto held = holds_.find(ino);
+  if (held == holds_.end()) return;
+  pb::LeaseEvent release;
+  release.set_ino(ino);
+  release.set_release(true);
+  for (uint64_t session : held->second) Send(session, release);
+  holds_.erase(held);
+}
+
+}  // namespace weft::mds

@@ -1,0 +1,144 @@
+// What a rank lets clients know or do without asking it, and how it takes
+// that back (the seed of the capabilities of DESIGN.md): directory leases
+// (dir_leases.h), the recall of a writer's buffered writes before another
+// session sees the file, the hold of those writes while a truncate cuts the
+// file's objects, attribute authority of a file's creator, and the
+// per-session streams all of their events travel on (MdsService's
+// LeaseStream: revokes, recalls, holds and releases).
+//
+// Protocol, in brief (docs/ARCHITECTURE.md, "Directory leases" and
+// "Recalling buffered writes"): a change to a directory first revokes every
+// other holder's lease and waits for the acknowledgements (or for the
+// leases to run out); an answer that shows a file another session holds
+// open for writing first recalls that session's buffered writes and waits
+// for its acknowledgement (or write_recall_timeout_ms). Requests wait by
+// returning RequestRun's Wait outcome with the predicates below: Leases
+// never blocks.
+//
+// Contract: a grant is given only to a session with a stream (its revokes
+// could not reach it otherwise); a revoke is sent at most once per lease; a
+// recall (session, ino) is outstanding at most once; writers() is exactly
+// the sessions whose opens_write count of the file is positive.
+//
+// Not thread-safe: the rank's mutex guards it (MdsRank::mu_); no I/O.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <utility>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
+#include "absl/time/time.h"
+#include "mds/caps/dir_leases.h"
+#include "mds/ids.h"
+#include "mds/sessions/sessions.h"
+#include "proto/mds.pb.h"
+
+namespace weft::mds {
+
+class Leases {
+ public:
+  using RecallKey = std::pair<uint64_t, uint64_t>;  // (session, ino)
+
+  // `lease` as DirLeaseTable's (0: no directory leases).
+  explicit Leases(absl::Duration lease) : dirs_(lease) {}
+
+  absl::Duration lease() const { return dirs_.lease(); }
+  size_t dir_lease_count() const { return dirs_.size(); }
+
+  // ---- streams
+  // Registers a new stream for `session` (an older stream of it ends: its
+  // next TakeEvents fails), drops what the session held (its client dropped
+  // everything when the old stream broke) and queues the hello. Returns the
+  // stream's generation.
+  uint64_t OpenStream(SessionId session);
+  bool HasStream(SessionId session) const { return streams_.contains(session.value()); }
+  // Whether stream `gen` of `session` still stands; its queued events then
+  // move to *out (possibly none).
+  bool TakeEvents(SessionId session, uint64_t gen, std::deque<pb::LeaseEvent>* out);
+  // Whether stream `gen` of `session` has events queued or ended (a waiter's
+  // predicate).
+  bool StreamReady(SessionId session, uint64_t gen) const;
+  // Stream `gen` ended: its leases stay until acknowledged or run out (the
+  // client may not know yet), its recalls can no longer be answered.
+  void CloseStream(SessionId session, uint64_t gen);
+  // The session is gone: its stream, leases, recalls and writer entries.
+  void DropSession(SessionId session, const SessionState* state);
+
+  // ---- directory leases
+  // Before `request` changes directories: revokes (queues the events of)
+  // every other holder's lease on them. True while any lease that must go is
+  // still alive; *until then gets the time the last of them runs out (min-ed).
+  bool Revoke(const pb::MetaRequest& request, absl::Time now, absl::Time* until);
+  // Bumped whenever a lease goes: what a request waiting in Revoke watches.
+  uint64_t returns() const { return returns_; }
+  // The leases `done` (the reply to `request`, or a lookup's ENOENT) grants.
+  void Grant(const pb::MetaRequest& request, const pb::MetaReply& done, absl::Time now,
+             google::protobuf::RepeatedPtrField<pb::DirLease>* out);
+  void Expire(absl::Time now) { dirs_.Expire(now); }
+
+  // ---- writers and recalls
+  // Keeps writers() in step with `state`'s opens_write of `ino` (state may be
+  // null: the session is gone).
+  void NoteWriter(SessionId session, uint64_t ino, const SessionState* state);
+  bool HasWriters() const { return !writers_.empty(); }
+  // Before an answer to `request` that shows, or looked at, files another
+  // session holds open for writing (`reply` and `touched`: ShownInos):
+  // recalls that session's buffered writes, and asks the writers of files in
+  // `trims` (the request's truncates) to hold their writes until released.
+  // `recalled` and `held` are the request's memory across its runs (no
+  // recall twice, a hold once). Returns the recalls the request must wait
+  // for (empty: none). A flush's own report, a release, a sync, an atime
+  // report and an inline move recall nothing.
+  std::vector<RecallKey> Recall(const pb::MetaRequest& request, const pb::MetaReply& reply,
+                                const std::vector<uint64_t>& touched,
+                                const std::vector<pb::TrimRec>& trims, const Sessions& sessions,
+                                absl::flat_hash_set<RecallKey>* recalled,
+                                absl::flat_hash_set<RecallKey>* held);
+  // Whether every recall of `wanted` was acknowledged.
+  bool Answered(const std::vector<RecallKey>& wanted) const;
+  // A waiter gave up on them (the client stopped answering).
+  void ForgetRecalls(const std::vector<RecallKey>& wanted);
+  // Whether a create's reply may carry attr_authority (MetaReply).
+  bool MayGrantAttrAuthority(const pb::MetaRequest& request, const pb::MetaReply& reply,
+                             const Sessions& sessions) const;
+  // The client's acknowledgements of revokes and recalls.
+  void Ack(SessionId session, const pb::LeaseAckRequest& request);
+
+  // ---- holds (a truncate's writers)
+  // A request that held these writers ended.
+  void EndHolds(const absl::flat_hash_set<RecallKey>& held);
+  // Sends the release to the writers held for `ino` when no request wants
+  // them held (and the caller knows no cut of the file is pending).
+  void MaybeReleaseHolds(uint64_t ino);
+  bool HoldWanted(uint64_t ino) const { return hold_requests_.contains(ino); }
+
+ private:
+  struct Stream {
+    uint64_t gen = 0;                  // which OpenStream call owns it
+    std::deque<pb::LeaseEvent> queue;  // events not yet written
+  };
+  void Send(uint64_t session, const pb::LeaseEvent& event);
+  void DropWriter(uint64_t session, uint64_t ino);
+
+  DirLeaseTable dirs_;
+  absl::flat_hash_map<uint64_t, Stream> streams_;
+  uint64_t stream_gen_ = 0;
+  uint64_t returns_ = 0;
+  absl::flat_hash_map<RecallKey, uint64_t> recalls_;  // -> seq
+  uint64_t next_recall_seq_ = 0;
+  // ino -> sessions that hold it open for writing.
+  absl::flat_hash_map<uint64_t, absl::flat_hash_set<uint64_t>> writers_;
+  // Truncates: the sessions holding a file's writes, and how many holds of
+  // each file requests asked for and have not ended.
+  absl::flat_hash_map<uint64_t, absl::flat_hash_set<uint64_t>> holds_;
+  absl::flat_hash_map<uint64_t, int> hold_requests_;
+};
+
+// The inodes an operation's reply shows (its attr, readdir's entries) and
+// those it looked at (`touched`).
+std::vector<uint64_t> ShownInos(const pb::MetaReply& reply, const std::vector<uint64_t>& touched);
+
+}  // namespace weft::mds

@@ -1,0 +1,646 @@
+// RequestRun: one request's steps (see request_run.h). The operation logic is
+// in mds/ops/; this file decides around it: the session, a retry answered
+// from the completed table, other sessions' leases and buffered writes,
+// truncates and inline moves in the way, the commit, and the reply.
+#include "mds/request_run.h"
+
+#include <fcntl.h>
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "common/log/log.h"
+#include "common/status/status.h"
+#include "mds/ops/ops.h"
+#include "mds/rank.h"
+
+namespace weft::mds {
+namespace {
+
+// Runs of one operation (loads, moves, recalls and truncates in the way)
+// before the client is told to retry: metadata that keeps changing under it.
+constexpr int kAttemptsMax = 32;
+// How long a request waits for a file's truncate to cut its objects before
+// the client is told to retry (Unavailable): the OSDs may be down.
+constexpr absl::Duration kTrimWait = absl::Seconds(10);
+// A failed cut is tried again after this long (the request's own truncate).
+constexpr absl::Duration kCutRetry = absl::Seconds(1);
+
+}  // namespace
+
+RequestRun::RequestRun(MdsRank* rank, const pb::MetaRequest& request, pb::MetaReply* reply,
+                       bool replay)
+    : rank_(rank),
+      request_(request),
+      reply_(reply),
+      replay_(replay),
+      session_(request.session()),
+      phase_(request.has_lock() ? Phase::kLock : Phase::kOp) {}
+
+RequestRun::~RequestRun() { DCHECK(ended_) << "a request run was dropped without End()"; }
+
+void RequestRun::End() {
+  rank_->mu_.AssertHeld();
+  if (ended_) return;
+  ended_ = true;
+  rank_->locks_.Done(&lock_wait_);
+  if (moving_ != 0) rank_->moves_.End(moving_);
+  if (!held_.empty()) {
+    rank_->leases_.EndHolds(held_);
+    for (const auto& [session, ino] : held_) rank_->MaybeReleaseHoldsLocked(ino);
+  }
+}
+
+RequestRun::Outcome RequestRun::Done(absl::Status status) {
+  phase_ = Phase::kDone;
+  final_ = std::move(status);
+  Outcome o;
+  o.kind = Kind::kDone;
+  o.status = final_;
+  return o;
+}
+
+RequestRun::Outcome RequestRun::Io(Kind kind) {
+  pending_io_ = kind;
+  Outcome o;
+  o.kind = kind;
+  switch (kind) {
+    case Kind::kLoad:
+      o.load = load_;
+      break;
+    case Kind::kMove:
+      o.move = move_;
+      break;
+    case Kind::kCut:
+      o.cut = cut_;
+      break;
+    case Kind::kDurable:
+      o.seq = phase_ == Phase::kTrim && first_durable_done_ ? cut_seq_ : wait_seq_;
+      break;
+    default:
+      break;
+  }
+  return o;
+}
+
+RequestRun::Outcome RequestRun::WaitFor(const char* what, std::function<bool()> ready,
+                                        absl::Time deadline) {
+  Outcome o;
+  o.kind = Kind::kWait;
+  o.wait.what = what;
+  o.wait.ready = std::move(ready);
+  o.wait.deadline = deadline;
+  return o;
+}
+
+RequestRun::Outcome RequestRun::Step() {
+  rank_->mu_.AssertHeld();  // the driver's; not annotated: it holds its rank's, which is ours
+  switch (phase_) {
+    case Phase::kOp:
+      return StepOp();
+    case Phase::kLock:
+      return StepLock();
+    case Phase::kTrim:
+      return StepTrim();
+    case Phase::kReply:
+      return StepReply();
+    case Phase::kDone:
+      break;
+  }
+  return Done(final_);  // what it ended with (an I/O result can end it)
+}
+
+void RequestRun::IoDone(const absl::Status& status) {
+  rank_->mu_.AssertHeld();
+  const Kind io = pending_io_;
+  pending_io_ = Kind::kDone;
+  switch (io) {
+    case Kind::kLoad:
+      if (!status.ok()) Done(status);
+      break;  // the operation runs again
+    case Kind::kMove:
+      if (!status.ok()) {
+        Done(status);
+        break;
+      }
+      moved_ = std::make_pair(move_.ino, move_.inline_version);
+      break;
+    case Kind::kCut:
+      if (status.ok()) {
+        pb::JournalEvent event;
+        event.set_op("trimmed");
+        event.add_trim_done(cut_.ino());
+        cut_seq_ = rank_->CommitLocked(&event);
+        cut_state_ = CutState::kDurable;
+      } else {
+        rank_->trims_.End(cut_.ino());
+        LOG(WARNING) << "event=trim_failed ino=" << cut_.ino() << " keep=" << cut_.keep()
+                     << " size=" << cut_.size() << " status=\"" << status << "\"";
+        cut_error_ = status;
+        retry_at_ = rank_->env_.clock->Now() + kCutRetry;
+        cut_state_ = CutState::kRetry;
+      }
+      break;
+    case Kind::kDurable:
+      if (phase_ == Phase::kTrim && !first_durable_done_) {
+        if (!status.ok()) Done(status);
+        first_durable_done_ = true;
+      } else if (phase_ == Phase::kTrim) {
+        // trim_done is durable: a restart would not cut again over what
+        // the writers write from now on.
+        const uint64_t ino = cut_.ino();
+        rank_->trims_.End(ino);
+        rank_->MaybeReleaseHoldsLocked(ino);
+        VLOG(1) << "event=trimmed ino=" << ino << " keep=" << cut_.keep()
+                << " size=" << cut_.size();
+        if (!status.ok()) {
+          Done(status);
+          break;
+        }
+        ++trim_next_;
+        cut_state_ = CutState::kStart;
+      } else {
+        // kReply: the answer, once the change is durable.
+        if (status.ok()) reply_->set_seq(wait_seq_);
+        Done(status);
+      }
+      break;
+    default:
+      LOG(ERROR) << "event=bad_io_result request_tid=" << request_.tid();
+      break;
+  }
+}
+
+// ---- the operation
+
+RequestRun::Outcome RequestRun::StepOp() {
+  const absl::Time now = rank_->env_.clock->Now();
+  if (rank_->stopping_) return Done(absl::UnavailableError("the MDS is stopping"));
+  // What the last step waited for, if it is still not there.
+  if (recall_wait_) {
+    if (!rank_->leases_.Answered(recall_wait_->keys)) {
+      if (now < recall_wait_->deadline) return WaitRecall(std::move(recall_wait_->keys), now);
+      // A client that stopped answering: what the MDS has is all there is.
+      LOG(WARNING) << "event=write_recall_timeout session=" << request_.session();
+      rank_->leases_.ForgetRecalls(recall_wait_->keys);
+    }
+    recall_wait_.reset();
+  }
+  if (trim_wait_) {
+    if (TrimsBlock(trim_wait_->inos)) {
+      if (now < trim_wait_->deadline) {
+        uncounted_ = true;
+        return WaitFor(
+            "trim",
+            [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(rank_->mu_) {
+              return rank_->stopping_ || !TrimsBlock(trim_wait_->inos);
+            },
+            trim_wait_->deadline);
+      }
+      return Done(
+          absl::UnavailableError("a truncate of the file is still cutting its objects; retry"));
+    }
+    trim_wait_.reset();
+  }
+  if (!uncounted_ && ++attempts_ > kAttemptsMax) {
+    return Done(absl::UnavailableError("metadata kept changing while loading; retry"));
+  }
+  uncounted_ = false;
+  SessionState* s = rank_->sessions_.Find(session_);
+  if (s == nullptr) return Done(Err(ENOTCONN, "no such session"));
+  s->last_renew_ms = absl::ToUnixMillis(now);
+  if (request_.tid() != 0) {
+    auto done = s->rec.completed().find(request_.tid());
+    if (done != s->rec.completed().end()) {
+      // A retry of a request this rank (or an earlier incarnation) applied:
+      // its answer again, once durable, and nothing applied twice.
+      reply_->Clear();
+      if (!reply_->ParseFromString(done->second)) {
+        return Done(absl::InternalError("bad completed reply"));
+      }
+      reply_->set_replayed(true);
+      auto seq = s->completed_seq.find(request_.tid());
+      wait_seq_ = seq == s->completed_seq.end() ? 0 : seq->second;
+      if (!replay_ && wait_seq_ == 0 && request_.has_create() && request_.create().open()) {
+        // Created and opened by an earlier incarnation, whose answer never
+        // arrived: the client opens the file now, and no Reconnect of it
+        // counted the handle (the client had none yet). Without this its
+        // writes failed with EBADF after the restart.
+        const uint32_t flags = request_.create().open_flags();
+        const bool write = (flags & O_ACCMODE) != O_RDONLY || (flags & O_TRUNC) != 0;
+        const uint64_t ino = reply_->attr().ino();
+        rank_->sessions_.Opened(session_, ino, write);
+        if (write) rank_->leases_.NoteWriter(session_, ino, rank_->sessions_.Find(session_));
+      }
+      // A truncate resent while its objects are still being cut (the first
+      // try's thread, or a restart's) is answered once they are.
+      if (TrimsBlock({reply_->attr().ino()})) return WaitTrims({reply_->attr().ino()}, now);
+      phase_ = Phase::kReply;
+      return StepReply();
+    }
+    if (auto kept = s->answered.find(request_.tid()); kept != s->answered.end()) {
+      reply_->Clear();
+      if (!reply_->ParseFromString(kept->second)) {
+        return Done(absl::InternalError("bad kept answer"));
+      }
+      reply_->set_replayed(true);
+      return Done(absl::OkStatus());
+    }
+  }
+  if (!replay_) {
+    // Other sessions' leases on what this changes come back first.
+    absl::Time until = absl::InfiniteFuture();
+    if (rank_->leases_.Revoke(request_, now, &until)) {
+      if (!lease_give_up_) lease_give_up_ = now + 3 * rank_->leases_.lease() + absl::Seconds(1);
+      if (now > *lease_give_up_) {
+        // Cannot happen while leases run out on time: a bug, not a client's fault.
+        LOG(ERROR) << "event=lease_wait_stuck session=" << request_.session();
+        return Done(absl::UnavailableError("a directory lease was not returned; retry"));
+      }
+      const uint64_t seen = rank_->leases_.returns();
+      uncounted_ = true;
+      return WaitFor(
+          "lease",
+          [this, seen]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(rank_->mu_) {
+            return rank_->leases_.returns() != seen || rank_->stopping_;
+          },
+          std::min(until, *lease_give_up_));
+    }
+    lease_give_up_.reset();
+  }
+  if (request_.op_case() == pb::MetaRequest::kSync) {
+    // Everything this session was told through `seq` (0: through now).
+    const uint64_t seq = request_.sync().seq();
+    wait_seq_ = seq == 0 ? rank_->last_seq_ : std::min(seq, rank_->last_seq_);
+    phase_ = Phase::kReply;
+    return StepReply();
+  }
+  if (request_.op_case() == pb::MetaRequest::kRelease) {
+    // Every handle of a batch is released even when one fails.
+    pb::JournalEvent event;
+    absl::Status released = Release(&event);
+    if (event.removed_inodes_size() > 0) wait_seq_ = rank_->CommitLocked(&event);
+    if (!released.ok()) return Done(released);
+    phase_ = Phase::kReply;
+    return StepReply();
+  }
+  return RunOperation(now);
+}
+
+RequestRun::Outcome RequestRun::RunOperation(absl::Time now) {
+  const int64_t op_now = replay_ && request_.replay_time_ns() != 0 ? request_.replay_time_ns()
+                                                                   : absl::ToUnixNanos(now);
+  reply_->Clear();
+  OpContext ctx(rank_->OpEnvLocked(), &rank_->cache_, &rank_->sessions_, request_, op_now);
+  if (replay_) ctx.ReuseIno(request_.replay_ino());
+  ctx.SetMoved(moved_);
+  const absl::Status status = Dispatch(ctx);
+  if (const uint64_t busy = rank_->moves_.RecordedElsewhere(ctx.touched(), moving_); busy != 0) {
+    // Another request moved this file's inline data and its record is not
+    // durable yet: an answer showing the move would let the client write
+    // objects that a replay of the move overwrites.
+    reply_->Clear();
+    uncounted_ = true;  // waiting is not a failed try
+    return WaitFor("move", [this, busy]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(rank_->mu_) {
+      return rank_->stopping_ || !rank_->moves_.Moving(busy);
+    });
+  }
+  if (IsNeedLoad(status) && ctx.loads_pending()) {
+    load_.inodes = ctx.load_inodes();
+    load_.frags = ctx.load_frags();
+    load_.inline_data = ctx.load_inline();
+    reply_->Clear();
+    return Io(Kind::kLoad);
+  }
+  if (IsNeedMove(status) && ctx.move()) {
+    reply_->Clear();
+    const uint64_t ino = ctx.move()->ino;
+    if (moving_ != ino) {
+      if (rank_->moves_.Moving(ino)) {
+        // Another request moves it: its result decides this one.
+        return WaitFor("move", [this, ino]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(rank_->mu_) {
+          return rank_->stopping_ || !rank_->moves_.Moving(ino);
+        });
+      }
+      rank_->moves_.Begin(ino);
+      moving_ = ino;
+    }
+    move_ = *ctx.move();
+    return Io(Kind::kMove);
+  }
+  if (!status.ok()) {
+    if (!replay_) {
+      std::vector<Leases::RecallKey> wanted = rank_->leases_.Recall(
+          request_, *reply_, ctx.touched(), {}, rank_->sessions_, &recalled_, &held_);
+      if (!wanted.empty()) {
+        // Decided on a file another session may have changed on its own.
+        reply_->Clear();
+        return WaitRecall(std::move(wanted), now);
+      }
+    }
+    if (request_.has_lookup() && IsNoEntry(status)) {
+      rank_->leases_.Grant(request_, *reply_, now,
+                           reply_->mutable_leases());  // a negative lookup's
+    }
+    return Done(status);
+  }
+  if (rank_->trims_.Any(rank_->cache_)) {
+    // A truncate is cutting the objects of a file this shows. Its end
+    // releases the writers: a truncate here holds them again.
+    std::vector<uint64_t> shown = ShownInos(*reply_, ctx.touched());
+    if (TrimsBlock(shown)) {
+      reply_->Clear();
+      recalled_.clear();
+      return WaitTrims(std::move(shown), now);
+    }
+  }
+  if (!replay_) {
+    std::vector<Leases::RecallKey> wanted = rank_->leases_.Recall(
+        request_, *reply_, ctx.touched(), ctx.trim_add(), rank_->sessions_, &recalled_, &held_);
+    if (!wanted.empty()) {
+      // Other sessions flush what this reply shows: run it again after.
+      reply_->Clear();
+      return WaitRecall(std::move(wanted), now);
+    }
+  }
+  // The operation stands: commit what it changed, in one event.
+  pb::JournalEvent event;
+  if (ctx.Finish(&event)) {
+    if (request_.tid() != 0) {
+      event.set_session(request_.session());
+      event.set_tid(request_.tid());
+      event.set_oldest_tid(request_.oldest_tid());
+      if (reply_->has_inline_data()) {
+        pb::MetaReply kept = *reply_;  // a retry reads the bytes again
+        kept.clear_inline_data();
+        event.set_reply(kept.SerializeAsString());
+      } else {
+        event.set_reply(reply_->SerializeAsString());
+      }
+    }
+    wait_seq_ = rank_->CommitLocked(&event);
+    if (moved_) rank_->moves_.Recorded(moving_);  // durable when this request ends
+    reply_->set_time_ns(op_now);
+    AfterCommit(ctx);
+    for (const pb::TrimRec& t : ctx.trim_add()) trims_.push_back(t.ino());
+  }
+  // A resent create or open is not counted again: the session's Reconnect
+  // gave back its handles, this one among them (counted twice, the file
+  // stayed open after its last close, and an unlinked one was never purged).
+  if (auto ino = ctx.open_ref(); ino && !replay_) {
+    rank_->sessions_.Opened(session_, *ino, ctx.open_write());
+    if (ctx.open_write())
+      rank_->leases_.NoteWriter(session_, *ino, rank_->sessions_.Find(session_));
+    if (wait_seq_ == 0 && request_.tid() != 0) {
+      // No event, so no completed reply: a retry must not open it twice.
+      pb::MetaReply kept = *reply_;
+      kept.clear_inline_data();
+      rank_->sessions_.Answered(session_, request_.tid(), request_.oldest_tid(),
+                                kept.SerializeAsString());
+    }
+  }
+  if (!replay_) {
+    rank_->leases_.Grant(request_, *reply_, now, reply_->mutable_leases());
+    if (rank_->leases_.MayGrantAttrAuthority(request_, *reply_, rank_->sessions_)) {
+      reply_->set_attr_authority(true);
+    }
+  }
+  if (!trims_.empty()) {
+    phase_ = Phase::kTrim;
+    return StepTrim();
+  }
+  phase_ = Phase::kReply;
+  return StepReply();
+}
+
+RequestRun::Outcome RequestRun::WaitRecall(std::vector<Leases::RecallKey> wanted, absl::Time now) {
+  if (!recall_wait_) {
+    recall_wait_ =
+        RecallWait{{}, now + absl::Milliseconds(rank_->options_.write_recall_timeout_ms)};
+  }
+  recall_wait_->keys = std::move(wanted);
+  const std::vector<Leases::RecallKey>* keys = &recall_wait_->keys;
+  return WaitFor(
+      "recall",
+      [this, keys]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(rank_->mu_) {
+        return rank_->stopping_ || rank_->leases_.Answered(*keys);
+      },
+      recall_wait_->deadline);
+}
+
+RequestRun::Outcome RequestRun::WaitTrims(std::vector<uint64_t> inos, absl::Time now) {
+  trim_wait_ = TrimWait{std::move(inos), now + kTrimWait};
+  return WaitFor(
+      "trim",
+      [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(rank_->mu_) {
+        return rank_->stopping_ || !TrimsBlock(trim_wait_->inos);
+      },
+      trim_wait_->deadline);
+}
+
+bool RequestRun::TrimsBlock(const std::vector<uint64_t>& inos) const {
+  if (!rank_->trims_.Any(rank_->cache_)) return false;  // nearly always
+  for (uint64_t ino : inos) {
+    if (rank_->trims_.Blocked(rank_->cache_, ino)) return true;
+  }
+  return false;
+}
+
+// ---- advisory locks
+
+RequestRun::Outcome RequestRun::StepLock() {
+  if (rank_->stopping_) return Done(absl::UnavailableError("the MDS is stopping"));
+  if (rank_->sessions_.Find(session_) == nullptr) return Done(Err(ENOTCONN, "no such session"));
+  absl::Status status;
+  if (rank_->locks_.Try(request_, rank_->sessions_, rank_->env_.clock->Now(), &lock_wait_, reply_,
+                        &status) == RankLocks::Step::kDone) {
+    return Done(status);
+  }
+  const uint64_t gen = lock_wait_.gen;
+  return WaitFor(
+      "lock",
+      [this, gen]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(rank_->mu_) {
+        return rank_->locks_.gen() != gen || rank_->stopping_;
+      },
+      lock_wait_.give_up);
+}
+
+// ---- a truncate's cuts
+
+RequestRun::Outcome RequestRun::StepTrim() {
+  // Its objects are cut once the event that truncated is durable.
+  if (!first_durable_done_) return Io(Kind::kDurable);
+  while (trim_next_ < trims_.size()) {
+    const uint64_t ino = trims_[trim_next_];
+    switch (cut_state_) {
+      case CutState::kRetry: {
+        if (rank_->stopping_) return Done(cut_error_);
+        const absl::Time now = rank_->env_.clock->Now();
+        if (now < retry_at_) {
+          return WaitFor(
+              "cut-retry",
+              [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(rank_->mu_) { return rank_->stopping_; },
+              retry_at_);
+        }
+        cut_state_ = CutState::kStart;
+        [[fallthrough]];
+      }
+      case CutState::kStart: {
+        if (rank_->stopping_) return Done(absl::UnavailableError("the MDS is stopping"));
+        if (rank_->trims_.Running(ino)) {  // the janitor, or another request
+          return WaitFor("trim", [this, ino]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(rank_->mu_) {
+            return rank_->stopping_ || !rank_->trims_.Running(ino);
+          });
+        }
+        auto it = rank_->cache_.trims().find(ino);
+        if (it == rank_->cache_.trims().end()) {  // cut by someone else meanwhile
+          ++trim_next_;
+          continue;
+        }
+        cut_ = it->second;
+        rank_->trims_.Begin(ino);
+        cut_state_ = CutState::kCutting;
+        return Io(Kind::kCut);
+      }
+      case CutState::kCutting:
+        return Done(absl::InternalError("a cut stepped before its result"));
+      case CutState::kDurable:
+        return Io(Kind::kDurable);
+    }
+  }
+  reply_->set_seq(wait_seq_);
+  return Done(absl::OkStatus());
+}
+
+// ---- the reply
+
+RequestRun::Outcome RequestRun::StepReply() {
+  if (wait_seq_ == 0) return Done(absl::OkStatus());
+  // An early reply when the client takes one and the journal is not too far
+  // behind; the client keeps the request until a reply shows it durable.
+  // Not after a move of inline data: the client writes the file's objects
+  // once it sees the move, and a replay of the request would move the
+  // (recorded) inline bytes again over what it wrote.
+  if (request_.unsafe_ok() && !reply_->replayed() && request_.op_case() != pb::MetaRequest::kSync &&
+      !moved_.has_value() &&
+      wait_seq_ - std::min(wait_seq_, rank_->journal_.durable_seq()) <
+          rank_->options_.unsafe_events_max) {
+    absl::Status broken = rank_->journal_.error();
+    if (!broken.ok()) return Done(broken);
+    reply_->set_unsafe(true);
+    reply_->set_seq(wait_seq_);
+    return Done(absl::OkStatus());
+  }
+  return Io(Kind::kDurable);
+}
+
+// ---- dispatch
+
+absl::Status RequestRun::Dispatch(OpContext& ctx) {
+  using R = pb::MetaRequest;
+  const R& q = request_;
+  pb::MetaReply* reply = reply_;
+  switch (q.op_case()) {
+    case R::kLookup:
+      return DoLookup(ctx, q.lookup(), reply);
+    case R::kGetattr:
+      return DoGetattr(ctx, q.getattr(), reply);
+    case R::kSetattr:
+      ctx.SetOp("setattr");
+      return DoSetattr(ctx, q.setattr(), reply);
+    case R::kCreate:
+      ctx.SetOp("create");
+      return DoCreate(ctx, q.create(), reply);
+    case R::kMkdir:
+      ctx.SetOp("mkdir");
+      return DoMkdir(ctx, q.mkdir(), reply);
+    case R::kSymlink:
+      ctx.SetOp("symlink");
+      return DoSymlink(ctx, q.symlink(), reply);
+    case R::kLink:
+      ctx.SetOp("link");
+      return DoLink(ctx, q.link(), reply);
+    case R::kUnlink:
+      ctx.SetOp("unlink");
+      return DoUnlink(ctx, q.unlink(), reply);
+    case R::kRmdir:
+      ctx.SetOp("rmdir");
+      return DoRmdir(ctx, q.rmdir(), reply);
+    case R::kRename:
+      ctx.SetOp("rename");
+      return DoRename(ctx, q.rename(), reply);
+    case R::kReadlink:
+      return DoReadlink(ctx, q.readlink(), reply);
+    case R::kReaddir:
+      return DoReaddir(ctx, q.readdir(), reply);
+    case R::kGetxattr:
+      return DoGetxattr(ctx, q.getxattr(), reply);
+    case R::kSetxattr:
+      ctx.SetOp("setxattr");
+      return DoSetxattr(ctx, q.setxattr(), reply);
+    case R::kListxattr:
+      return DoListxattr(ctx, q.listxattr(), reply);
+    case R::kRemovexattr:
+      ctx.SetOp("removexattr");
+      return DoRemovexattr(ctx, q.removexattr(), reply);
+    case R::kStatfs:
+      return DoStatfs(ctx, q.statfs(), reply);
+    case R::kOpen:
+      return DoOpen(ctx, q.open(), reply);
+    case R::kWritten:
+      ctx.SetOp("written");
+      return DoWritten(ctx, q.written(), reply);
+    case R::kAccess:
+      return DoAccess(ctx, q.access(), reply);
+    case R::kInlineData:
+      ctx.SetOp("inline");
+      return DoInline(ctx, q.inline_data(), reply);
+    case R::kAtime:
+      ctx.SetOp("atime");
+      return DoAtime(ctx, q.atime(), reply);
+    case R::kRelease:  // StepOp's own
+    case R::kSync:
+    case R::kLock:  // StepLock
+      return absl::InternalError("dispatch of a request the run handles itself");
+    case R::OP_NOT_SET:
+      break;
+  }
+  return Err(EINVAL, "request without an operation");
+}
+
+absl::Status RequestRun::Release(pb::JournalEvent* event) {
+  const pb::ReleaseOp& op = request_.release();
+  absl::Status first_error = ReleaseOne(op.ino(), op.write(), event);
+  for (const pb::ReleaseRef& ref : op.more()) {
+    absl::Status s = ReleaseOne(ref.ino(), ref.write(), event);
+    if (first_error.ok()) first_error = s;
+  }
+  return first_error;
+}
+
+absl::Status RequestRun::ReleaseOne(uint64_t ino, bool write, pb::JournalEvent* event) {
+  SessionState* s = rank_->sessions_.Find(session_);
+  DCHECK(s != nullptr) << "release in session " << session_ << ", which StepOp found";
+  auto it = s->opens.find(ino);
+  if (it == s->opens.end() || it->second <= 0) {
+    return Err(EBADF, absl::StrCat("release of inode ", ino, ", not open"));
+  }
+  if (--it->second == 0) s->opens.erase(it);
+  auto w = s->opens_write.find(ino);
+  if (w != s->opens_write.end() && (write || !s->opens.contains(ino))) {
+    if (--w->second <= 0 || !s->opens.contains(ino)) s->opens_write.erase(w);
+    rank_->leases_.NoteWriter(session_, ino, s);
+  }
+  if (s->opens.contains(ino)) return absl::OkStatus();
+  rank_->locks_.DropSession(session_, ino);  // what close and release left
+  event->set_op("release");
+  rank_->ReleaseStrayLocked(ino, session_, event);
+  return absl::OkStatus();
+}
+
+void RequestRun::AfterCommit(const OpContext& ctx) {
+  // (Its recursive statistics went with the event: MdsRank::CommitLocked.)
+  for (uint64_t dir : ctx.new_dirs()) rank_->cache_.MergeFrag(dir, kRootFrag, {});
+}
+
+}  // namespace weft::mds

@@ -1,0 +1,131 @@
+#include "mds/sessions/sessions.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_format.h"
+#include "common/log/log.h"
+#include "mds/fs/names.h"
+
+namespace weft::mds {
+
+std::string SessionKey(SessionId id) { return absl::StrFormat("%016x", id.value()); }
+
+Sessions::Sessions(uint32_t fs) : fs_(fs), next_id_((uint64_t{fs} << 40) + 1) {}
+
+SessionState* Sessions::Find(SessionId id) {
+  auto it = sessions_.find(id);
+  return it == sessions_.end() ? nullptr : &it->second;
+}
+
+const SessionState* Sessions::Find(SessionId id) const {
+  auto it = sessions_.find(id);
+  return it == sessions_.end() ? nullptr : &it->second;
+}
+
+SessionId Sessions::TakeId() {
+  const SessionId id = next_id_;
+  next_id_ = SessionId(id.value() + 1);
+  return id;
+}
+
+void Sessions::Apply(const pb::JournalEvent& ev) {
+  for (const pb::SessionRec& rec : ev.sessions()) {
+    const SessionId id(rec.id());
+    if (id >= next_id_) next_id_ = SessionId(id.value() + 1);
+    if (rec.closed()) {
+      sessions_.erase(id);
+      closed_.insert(id);
+      continue;
+    }
+    SessionState& s = sessions_[id];
+    auto completed = std::move(*s.rec.mutable_completed());
+    s.rec = rec;
+    *s.rec.mutable_completed() = std::move(completed);
+    s.dirty = true;
+    closed_.erase(id);
+  }
+  if (ev.tid() == 0) return;
+  SessionState* s = Find(SessionId(ev.session()));
+  if (s == nullptr) return;  // closed since (a replay of its last requests)
+  (*s->rec.mutable_completed())[ev.tid()] = ev.reply();
+  s->completed_seq[ev.tid()] = ev.seq();
+  auto& completed = *s->rec.mutable_completed();
+  for (auto c = completed.begin(); c != completed.end();) {
+    if (c->first < ev.oldest_tid()) {
+      s->completed_seq.erase(c->first);
+      c = completed.erase(c);
+    } else {
+      ++c;
+    }
+  }
+  s->dirty = true;
+}
+
+bool Sessions::HasOpen(SessionId session, uint64_t ino, bool write) const {
+  const SessionState* s = Find(session);
+  if (s == nullptr) return false;
+  const auto& table = write ? s->opens_write : s->opens;
+  auto it = table.find(ino);
+  return it != table.end() && it->second > 0;
+}
+
+SessionId Sessions::OtherHolder(uint64_t ino, SessionId except, bool write) const {
+  // The lowest id of them: whatever order the table iterates in (it depends
+  // on where the heap put it), the same sessions give the same answer.
+  SessionId found;
+  for (const auto& [id, s] : sessions_) {
+    if (id == except || (found.value() != 0 && id > found)) continue;
+    const auto& table = write ? s.opens_write : s.opens;
+    auto it = table.find(ino);
+    if (it != table.end() && it->second > 0) found = id;
+  }
+  return found;
+}
+
+void Sessions::Opened(SessionId session, uint64_t ino, bool write) {
+  SessionState* s = Find(session);
+  CHECK(s != nullptr) << "open in session " << session << ", which does not exist";
+  ++s->opens[ino];
+  if (write) ++s->opens_write[ino];
+}
+
+void Sessions::Answered(SessionId session, uint64_t tid, uint64_t oldest_tid, std::string reply) {
+  SessionState* s = Find(session);
+  if (s == nullptr || tid == 0) return;
+  s->answered.erase(s->answered.begin(), s->answered.lower_bound(oldest_tid));
+  // A client keeps few requests unanswered; this bounds one that does not.
+  constexpr size_t kAnsweredMax = 4096;
+  while (s->answered.size() >= kAnsweredMax) s->answered.erase(s->answered.begin());
+  s->answered[tid] = std::move(reply);
+}
+
+void Sessions::TakeDirty(FlushBatch* batch) {
+  const std::string object = TableObject(fs_, "sessions");
+  ObjectUpdate update;
+  for (auto& [id, s] : sessions_) {
+    if (!s.dirty) continue;
+    s.dirty = false;
+    update.set.emplace_back(SessionKey(id), s.rec.SerializeAsString());
+  }
+  for (SessionId id : closed_) update.rm.push_back(SessionKey(id));
+  closed_.clear();
+  if (update.set.empty() && update.rm.empty()) return;
+  // Rows in key order: the same flush writes the same request.
+  std::sort(update.set.begin(), update.set.end());
+  batch->updates[object] = std::move(update);
+}
+
+void Sessions::LoadTable(const std::map<std::string, std::string>& rows) {
+  for (const auto& [key, value] : rows) {
+    pb::SessionRec rec;
+    if (!rec.ParseFromString(value)) {
+      LOG(WARNING) << "event=bad_session_record key=" << key;
+      continue;
+    }
+    const SessionId id(rec.id());
+    sessions_[id].rec = rec;
+    if (id >= next_id_) next_id_ = SessionId(id.value() + 1);
+  }
+}
+
+}  // namespace weft::mds

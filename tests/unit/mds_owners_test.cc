@@ -1,0 +1,333 @@
+// The owners of a rank's state, each alone (no processes, no rank):
+// Sessions, Leases, RankLocks, InlineMoves, Trims.
+#include <fcntl.h>
+#include <sys/stat.h>
+
+#include <catch2/catch.hpp>
+
+#include "absl/time/clock.h"
+#include "common/status/status.h"
+#include "mds/cache/inline_moves.h"
+#include "mds/caps/leases.h"
+#include "mds/locks/rank_locks.h"
+#include "mds/sessions/sessions.h"
+#include "mds/trims/trims.h"
+
+namespace weft::mds {
+namespace {
+
+pb::JournalEvent OpenEvent(uint64_t seq, uint64_t id) {
+  pb::JournalEvent ev;
+  ev.set_seq(seq);
+  pb::SessionRec* rec = ev.add_sessions();
+  rec->set_id(id);
+  rec->set_client("c");
+  return ev;
+}
+
+TEST_CASE("sessions: completed requests below the client's oldest tid are dropped") {
+  Sessions sessions(3);
+  sessions.Apply(OpenEvent(1, 77));
+  for (uint64_t tid = 1; tid <= 5; ++tid) {
+    pb::JournalEvent ev;
+    ev.set_seq(1 + tid);
+    ev.set_session(77);
+    ev.set_tid(tid);
+    ev.set_oldest_tid(tid >= 4 ? 3 : 1);
+    ev.set_reply("r" + std::to_string(tid));
+    sessions.Apply(ev);
+  }
+  const auto& completed = sessions.Find(SessionId(77))->rec.completed();
+  CHECK(completed.size() == 3);
+  CHECK(completed.count(3) == 1);
+  CHECK(completed.count(2) == 0);
+  CHECK(completed.at(5) == "r5");
+  CHECK(sessions.Find(SessionId(77))->completed_seq.at(5) == 6);
+}
+
+TEST_CASE("sessions: ids only grow - also past closed and loaded ones") {
+  Sessions sessions(1);
+  const SessionId first = sessions.TakeId();
+  CHECK(first.value() == (uint64_t{1} << 40) + 1);
+  CHECK(first.fs() == 1);
+  sessions.Apply(OpenEvent(1, first.value() + 10));
+  pb::JournalEvent close;
+  close.set_seq(2);
+  close.add_sessions()->set_id(first.value() + 10);
+  close.mutable_sessions(0)->set_closed(true);
+  sessions.Apply(close);
+  CHECK(sessions.Find(SessionId(first.value() + 10)) == nullptr);
+  CHECK(sessions.TakeId().value() == first.value() + 11);
+  FlushBatch batch;
+  sessions.TakeDirty(&batch);
+  const ObjectUpdate& u = batch.updates.at(TableObject(1, "sessions"));
+  CHECK(u.rm == std::vector<std::string>{SessionKey(SessionId(first.value() + 10))});
+  Sessions reloaded(1);
+  pb::SessionRec rec;
+  rec.set_id(first.value() + 40);
+  reloaded.LoadTable({{SessionKey(SessionId(rec.id())), rec.SerializeAsString()}});
+  CHECK(reloaded.TakeId().value() == first.value() + 41);
+}
+
+TEST_CASE("sessions: the holder of an open file is the lowest session id") {
+  Sessions sessions(1);
+  for (uint64_t id : {30, 10, 20}) {
+    sessions.Apply(OpenEvent(id, id));
+    sessions.Opened(SessionId(id), 500, id == 20);
+  }
+  CHECK(sessions.OtherHolder(500, SessionId(), false) == SessionId(10));
+  CHECK(sessions.OtherHolder(500, SessionId(10), false) == SessionId(20));
+  CHECK(sessions.OtherHolder(500, SessionId(), true) == SessionId(20));
+  CHECK(sessions.OtherHolder(500, SessionId(20), true).value() == 0);
+  CHECK(sessions.HasOpen(SessionId(30), 500, false));
+  CHECK_FALSE(sessions.HasOpen(SessionId(30), 500, true));
+}
+
+pb::MetaRequest Mkdir(uint64_t session, uint64_t parent) {
+  pb::MetaRequest r;
+  r.set_session(session);
+  r.mutable_mkdir()->set_parent(parent);
+  r.mutable_mkdir()->set_name("x");
+  return r;
+}
+
+TEST_CASE("leases: a change revokes other holders' leases and waits for their acks") {
+  Leases leases(absl::Seconds(5));
+  const absl::Time now = absl::FromUnixSeconds(1000);
+  const uint64_t gen = leases.OpenStream(SessionId(1));
+  leases.OpenStream(SessionId(2));
+  pb::MetaRequest lookup;
+  lookup.set_session(1);
+  lookup.mutable_lookup()->set_parent(100);
+  google::protobuf::RepeatedPtrField<pb::DirLease> granted;
+  leases.Grant(lookup, pb::MetaReply(), now, &granted);
+  REQUIRE(granted.size() == 1);
+  CHECK(leases.dir_lease_count() == 1);
+  std::deque<pb::LeaseEvent> events;
+  REQUIRE(leases.TakeEvents(SessionId(1), gen, &events));
+  CHECK(events.size() == 1);
+  CHECK(events[0].hello());
+  // Session 2 changes the directory: session 1 must give its lease back.
+  absl::Time until = absl::InfiniteFuture();
+  CHECK(leases.Revoke(Mkdir(2, 100), now, &until));
+  CHECK(until > now);
+  events.clear();
+  REQUIRE(leases.TakeEvents(SessionId(1), gen, &events));
+  REQUIRE(events.size() == 1);
+  CHECK(events[0].ino() == 100);
+  CHECK(events[0].seq() == granted[0].seq());
+  // No new grant to anyone while the revoke is out.
+  granted.Clear();
+  leases.Grant(lookup, pb::MetaReply(), now, &granted);
+  CHECK(granted.empty());
+  const uint64_t seen = leases.returns();
+  pb::LeaseAckRequest ack;
+  ack.set_session(1);
+  *ack.add_acks() = events[0];
+  leases.Ack(SessionId(1), ack);
+  CHECK(leases.returns() != seen);
+  CHECK_FALSE(leases.Revoke(Mkdir(2, 100), now, &until));
+  // A session's own change revokes nothing of its own.
+  CHECK_FALSE(leases.Revoke(Mkdir(1, 100), now, &until));
+}
+
+TEST_CASE("leases: a holder that never acks is waited for until its lease runs out") {
+  Leases leases(absl::Seconds(5));
+  const absl::Time now = absl::FromUnixSeconds(1000);
+  leases.OpenStream(SessionId(1));
+  pb::MetaRequest readdir;
+  readdir.set_session(1);
+  readdir.mutable_readdir()->set_ino(100);
+  google::protobuf::RepeatedPtrField<pb::DirLease> granted;
+  leases.Grant(readdir, pb::MetaReply(), now, &granted);
+  absl::Time until = absl::InfiniteFuture();
+  REQUIRE(leases.Revoke(Mkdir(2, 100), now, &until));
+  CHECK(until >= now + absl::Seconds(5));
+  CHECK_FALSE(leases.Revoke(Mkdir(2, 100), until + absl::Milliseconds(1), &until));
+}
+
+TEST_CASE("leases: writes are recalled from other writers - once - and answered by acks") {
+  Leases leases(absl::Seconds(5));
+  Sessions sessions(1);
+  uint64_t gens[3] = {0, 0, 0};
+  for (uint64_t id : {1, 2}) {
+    sessions.Apply(OpenEvent(id, id));
+    gens[id] = leases.OpenStream(SessionId(id));
+  }
+  sessions.Opened(SessionId(1), 500, /*write=*/true);
+  leases.NoteWriter(SessionId(1), 500, sessions.Find(SessionId(1)));
+  CHECK(leases.HasWriters());
+  pb::MetaRequest stat;
+  stat.set_session(2);
+  stat.mutable_getattr()->set_ino(500);
+  pb::MetaReply reply;
+  reply.mutable_attr()->set_ino(500);
+  absl::flat_hash_set<Leases::RecallKey> recalled, held;
+  std::vector<Leases::RecallKey> wanted =
+      leases.Recall(stat, reply, {}, {}, sessions, &recalled, &held);
+  REQUIRE(wanted.size() == 1);
+  CHECK_FALSE(leases.Answered(wanted));
+  // Asked again in the same request's next run: nothing more to wait for.
+  CHECK(leases.Recall(stat, reply, {}, {}, sessions, &recalled, &held).empty());
+  std::deque<pb::LeaseEvent> events;
+  REQUIRE(leases.TakeEvents(SessionId(1), gens[1], &events));
+  pb::LeaseAckRequest ack;
+  ack.set_session(1);
+  for (const pb::LeaseEvent& e : events) {
+    if (e.flush()) *ack.add_acks() = e;
+  }
+  REQUIRE(ack.acks_size() == 1);
+  leases.Ack(SessionId(1), ack);
+  CHECK(leases.Answered(wanted));
+  // The writer's own view is never recalled.
+  stat.set_session(1);
+  CHECK(leases.Recall(stat, reply, {}, {}, sessions, &recalled, &held).empty());
+  // Its last close: no writer left.
+  sessions.Find(SessionId(1))->opens_write.clear();
+  leases.NoteWriter(SessionId(1), 500, sessions.Find(SessionId(1)));
+  CHECK_FALSE(leases.HasWriters());
+}
+
+TEST_CASE("leases: a truncate holds the writers until the last request lets them go") {
+  Leases leases(absl::Seconds(5));
+  Sessions sessions(1);
+  for (uint64_t id : {1, 2}) {
+    sessions.Apply(OpenEvent(id, id));
+    leases.OpenStream(SessionId(id));
+  }
+  sessions.Opened(SessionId(1), 500, true);
+  leases.NoteWriter(SessionId(1), 500, sessions.Find(SessionId(1)));
+  pb::MetaRequest truncate;
+  truncate.set_session(2);
+  truncate.mutable_setattr()->set_ino(500);
+  pb::MetaReply reply;
+  reply.mutable_attr()->set_ino(500);
+  pb::TrimRec trim;
+  trim.set_ino(500);
+  absl::flat_hash_set<Leases::RecallKey> recalled, held;
+  REQUIRE(leases.Recall(truncate, reply, {}, {trim}, sessions, &recalled, &held).size() == 1);
+  CHECK(held.size() == 1);
+  CHECK(leases.HoldWanted(500));
+  leases.EndHolds(held);
+  CHECK_FALSE(leases.HoldWanted(500));
+  leases.MaybeReleaseHolds(500);
+  std::deque<pb::LeaseEvent> events;
+  REQUIRE(leases.TakeEvents(SessionId(1), 1, &events));
+  bool released = false;
+  for (const pb::LeaseEvent& e : events) released |= e.release() && e.ino() == 500;
+  CHECK(released);
+}
+
+TEST_CASE("leases: a new stream ends the old one and what it held") {
+  Leases leases(absl::Seconds(5));
+  const uint64_t first = leases.OpenStream(SessionId(1));
+  const uint64_t second = leases.OpenStream(SessionId(1));
+  CHECK(first != second);
+  std::deque<pb::LeaseEvent> events;
+  CHECK_FALSE(leases.TakeEvents(SessionId(1), first, &events));
+  CHECK(leases.StreamReady(SessionId(1), first));
+  leases.CloseStream(SessionId(1), first);  // too late: the second stays
+  CHECK(leases.HasStream(SessionId(1)));
+  leases.DropSession(SessionId(1), nullptr);
+  CHECK_FALSE(leases.HasStream(SessionId(1)));
+}
+
+pb::MetaRequest Flock(uint64_t session, pb::LockType type, uint32_t wait_ms) {
+  pb::MetaRequest r;
+  r.set_session(session);
+  pb::LockOp* op = r.mutable_lock();
+  op->set_action(pb::LockOp::SET);
+  op->set_wait_ms(wait_ms);
+  pb::LockInfo* l = op->mutable_lock();
+  l->set_ino(500);
+  l->set_kind(pb::LK_FLOCK);
+  l->set_type(type);
+  l->set_start(0);
+  l->set_end((uint64_t{1} << 63) - 1);
+  l->set_owner(1);
+  l->set_pid(static_cast<uint32_t>(session));
+  return r;
+}
+
+TEST_CASE("rank locks: a conflicting lock waits for the holder's unlock - or is refused") {
+  RankLocks locks;
+  Sessions sessions(1);
+  for (uint64_t id : {1, 2}) {
+    sessions.Apply(OpenEvent(id, id));
+    sessions.Opened(SessionId(id), 500, false);
+  }
+  const absl::Time now = absl::FromUnixSeconds(1000);
+  RankLocks::Wait w1, w2;
+  pb::MetaReply reply;
+  absl::Status status;
+  REQUIRE(locks.Try(Flock(1, pb::LK_WRITE, 0), sessions, now, &w1, &reply, &status) ==
+          RankLocks::Step::kDone);
+  REQUIRE(status.ok());
+  CHECK(locks.size() == 1);
+  CHECK(locks.Try(Flock(2, pb::LK_WRITE, 0), sessions, now, &w2, &reply, &status) ==
+        RankLocks::Step::kDone);
+  CHECK(StatusToErrno(status) == EAGAIN);
+  RankLocks::Wait waiting;
+  REQUIRE(locks.Try(Flock(2, pb::LK_WRITE, 1000), sessions, now, &waiting, &reply, &status) ==
+          RankLocks::Step::kWait);
+  CHECK(locks.waiters() == 1);
+  RankLocks::Wait w3;
+  REQUIRE(locks.Try(Flock(1, pb::LK_UNLOCK, 0), sessions, now, &w3, &reply, &status) ==
+          RankLocks::Step::kDone);
+  CHECK(locks.gen() != waiting.gen);
+  REQUIRE(locks.Try(Flock(2, pb::LK_WRITE, 1000), sessions, now, &waiting, &reply, &status) ==
+          RankLocks::Step::kDone);
+  CHECK(status.ok());
+  CHECK(locks.waiters() == 0);
+  // A wait that runs out takes nothing: the client asks again.
+  RankLocks::Wait late;
+  pb::MetaReply retry;
+  REQUIRE(locks.Try(Flock(1, pb::LK_READ, 500), sessions, now, &late, &retry, &status) ==
+          RankLocks::Step::kWait);
+  REQUIRE(locks.Try(Flock(1, pb::LK_READ, 500), sessions, now + absl::Seconds(1), &late, &retry,
+                    &status) == RankLocks::Step::kDone);
+  CHECK(status.ok());
+  CHECK(retry.lock_retry());
+  // Abandoned waits leave no waiter behind.
+  RankLocks::Wait gone;
+  REQUIRE(locks.Try(Flock(1, pb::LK_READ, 500), sessions, now, &gone, &retry, &status) ==
+          RankLocks::Step::kWait);
+  locks.Done(&gone);
+  CHECK(locks.waiters() == 0);
+  locks.DropSession(SessionId(2), 0);
+  CHECK(locks.size() == 0);
+}
+
+TEST_CASE("inline moves and trims: one owner per file - and what blocks it") {
+  InlineMoves moves;
+  moves.Begin(7);
+  CHECK(moves.Moving(7));
+  CHECK(moves.RecordedElsewhere({7, 8}, 0) == 0);  // not recorded yet
+  moves.Recorded(7);
+  CHECK(moves.RecordedElsewhere({7, 8}, 0) == 7);
+  CHECK(moves.RecordedElsewhere({7, 8}, 7) == 0);  // the mover's own
+  moves.End(7);
+  CHECK(moves.empty());
+  MetaCache cache(1);
+  Trims trims;
+  CHECK_FALSE(trims.Any(cache));
+  pb::JournalEvent ev;
+  ev.set_seq(1);
+  pb::TrimRec* t = ev.add_trim_add();
+  t->set_ino(9);
+  t->set_keep(0);
+  t->set_size(100);
+  cache.Apply(ev);
+  CHECK(trims.Blocked(cache, 9));
+  trims.Begin(9);
+  pb::JournalEvent done;
+  done.set_seq(2);
+  done.add_trim_done(9);
+  cache.Apply(done);
+  CHECK(trims.Blocked(cache, 9));  // until its trim_done is durable
+  trims.End(9);
+  CHECK_FALSE(trims.Blocked(cache, 9));
+}
+
+}  // namespace
+}  // namespace weft::mds
