@@ -7,7 +7,8 @@
 
 #include "mds/mds_daemon.h"
 #include "mds/mds_metrics.h"
-#include "proto/mds.grpc.pb.h"
+#include "proto/cluster.grpc.pb.h"
+#include "proto/mds_client.grpc.pb.h"
 
 namespace weft::mds {
 

@@ -5,7 +5,7 @@
 
 #include "mds/manager/map_manager.h"
 #include "mds/mds_daemon.h"
-#include "proto/mds.pb.h"
+#include "proto/mds_client.pb.h"
 
 namespace weft::mds {
 namespace {

@@ -3,7 +3,7 @@
 #pragma once
 
 #include "mds/manager/map_manager.h"
-#include "proto/mds.grpc.pb.h"
+#include "proto/cluster.grpc.pb.h"
 
 namespace weft::mds {
 

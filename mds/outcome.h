@@ -10,7 +10,7 @@
 #include "absl/status/status.h"
 #include "absl/time/time.h"
 #include "mds/rank_options.h"
-#include "proto/mds.pb.h"
+#include "mds/store/records.pb.h"
 
 namespace weft::mds {
 

@@ -58,7 +58,8 @@
 #include "mds/sessions/sessions.h"
 #include "mds/store/meta_store.h"
 #include "mds/trims/trims.h"
-#include "proto/mds.pb.h"
+#include "proto/mds_client.pb.h"
+#include "mds/store/records.pb.h"
 
 namespace weft::mds {
 

@@ -17,7 +17,7 @@
 #include "common/objects/objects.h"
 #include "mds/fs/layout.h"
 #include "mds/journal/journal.h"
-#include "proto/mds.pb.h"
+#include "proto/common.pb.h"
 
 namespace weft::mds {
 

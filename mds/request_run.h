@@ -44,7 +44,8 @@
 #include "mds/outcome.h"
 #include "mds/rank.h"
 #include "mds/rank_options.h"
-#include "proto/mds.pb.h"
+#include "proto/mds_client.pb.h"
+#include "mds/store/records.pb.h"
 
 namespace weft::mds {
 

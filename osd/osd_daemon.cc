@@ -18,7 +18,7 @@
 #include "osd/osd_service.h"
 #include "osd/pg/object_ops.h"
 #include "osd/pg/osd_error.h"
-#include "proto/mds.pb.h"
+#include "proto/cluster.pb.h"
 
 namespace weft::osd {
 namespace {

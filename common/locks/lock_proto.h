@@ -1,10 +1,10 @@
-// LockTable's locks on the wire (proto/mds.proto LockInfo), for the MDS and
+// LockTable's locks on the wire (proto/mds_client.proto LockInfo), for the MDS and
 // the client alike.
 #pragma once
 
 #include "absl/status/statusor.h"
 #include "common/locks/lock_table.h"
-#include "proto/mds.pb.h"
+#include "proto/mds_client.pb.h"
 
 namespace weft::locks {
 

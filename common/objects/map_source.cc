@@ -2,7 +2,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/log/log.h"
-#include "proto/mds.grpc.pb.h"
+#include "proto/cluster.grpc.pb.h"
 
 namespace weft::objects {
 namespace {

@@ -21,7 +21,7 @@
 #include "common/striping/striping.h"
 #include "common/objects/extent_map.h"
 #include "common/objects/objects.h"
-#include "proto/mds.pb.h"
+#include "proto/common.pb.h"
 
 namespace weft::objects {
 

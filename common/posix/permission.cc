@@ -9,7 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/status/status.h"
-#include "proto/mds.pb.h"
+#include "proto/mds_client.pb.h"
 
 namespace weft::posix {
 namespace {

@@ -193,7 +193,7 @@ struct SetattrResult {
 absl::StatusOr<SetattrResult> DecideSetattr(const AccessAttrs& inode, const Credentials& cred,
                                             const SetattrAsk& ask);
 // The ask of a setattr request: `valid` holds pb::SetattrMask bits
-// (proto/mds.proto); only "both times to now" (utimes(NULL)) is the weaker,
+// (proto/mds_client.proto); only "both times to now" (utimes(NULL)) is the weaker,
 // write-access check, anything else that sets a time is explicit (Linux
 // vfs_utimes).
 SetattrAsk SetattrAskOf(uint32_t valid, uint32_t uid, uint32_t gid, uint32_t mode);

@@ -9,6 +9,8 @@
 #include "common/objects/object_client.h"
 #include "mds/fs/names.h"
 #include "mds/journal/journal_format.h"
+#include "mds/store/records.pb.h"
+#include "proto/mds_client.grpc.pb.h"
 
 namespace weft::cli {
 namespace {

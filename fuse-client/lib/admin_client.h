@@ -9,7 +9,7 @@
 
 #include "absl/status/statusor.h"
 #include "common/rpc/rpc.h"
-#include "proto/mds.grpc.pb.h"
+#include "proto/cluster.grpc.pb.h"
 
 namespace weft::client {
 

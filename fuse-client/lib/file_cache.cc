@@ -6,7 +6,7 @@
 #include "absl/cleanup/cleanup.h"
 #include "common/log/log.h"
 #include "common/status/status.h"
-#include "proto/mds.pb.h"
+#include "proto/mds_client.pb.h"
 
 namespace weft::client {
 

@@ -60,7 +60,7 @@
 #include "fuse-client/lib/meta_client.h"
 #include "common/objects/object_client.h"
 #include "common/objects/striped_io.h"
-#include "proto/mds.pb.h"
+#include "proto/mds_client.pb.h"
 
 namespace weft::client {
 

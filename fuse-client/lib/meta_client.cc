@@ -11,6 +11,7 @@
 #include "common/log/log.h"
 #include "common/status/status.h"
 #include "fuse-client/lib/admin_client.h"
+#include "proto/mds_client.grpc.pb.h"
 
 namespace weft::client {
 namespace {

@@ -32,7 +32,8 @@
 #include "absl/synchronization/mutex.h"
 #include "common/rpc/rpc.h"
 #include "fuse-client/lib/dir_leases.h"
-#include "proto/mds.grpc.pb.h"
+#include "proto/cluster.grpc.pb.h"
+#include "proto/mds_client.pb.h"
 
 namespace weft::client {
 

@@ -34,7 +34,8 @@
 #include "mds/caps/dir_leases.h"
 #include "mds/ids.h"
 #include "mds/sessions/sessions.h"
-#include "proto/mds.pb.h"
+#include "proto/mds_client.pb.h"
+#include "mds/store/records.pb.h"
 
 namespace weft::mds {
 

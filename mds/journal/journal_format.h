@@ -6,7 +6,7 @@
 //
 //   u32 length   little-endian, of the payload
 //   u32 check    low 32 bits of XXH3-64 of the payload
-//   payload      one encoded JournalEvent (mds.proto)
+//   payload      one encoded JournalEvent (mds/store/records.proto)
 //
 // Writers append whole batches of frames at the segment's end; a crash can
 // leave a torn last frame, which ends the journal there (nothing after it was

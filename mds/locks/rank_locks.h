@@ -22,7 +22,7 @@
 #include "common/locks/lock_table.h"
 #include "mds/ids.h"
 #include "mds/sessions/sessions.h"
-#include "proto/mds.pb.h"
+#include "proto/mds_client.pb.h"
 
 namespace weft::mds {
 

@@ -10,7 +10,7 @@
 #include "absl/synchronization/mutex.h"
 #include "common/etcd/etcd_client.h"
 #include "mds/manager/map_manager.h"
-#include "proto/mds.pb.h"
+#include "proto/cluster.pb.h"
 
 namespace weft::mds {
 

@@ -20,7 +20,7 @@
 #include "common/cluster_map/osd_map.h"
 #include "common/etcd/etcd_client.h"
 #include "mds/manager/slow_disks.h"
-#include "proto/mds.pb.h"
+#include "proto/cluster.pb.h"
 
 namespace weft::mds {
 

@@ -16,7 +16,8 @@
 #include "mds/cache/meta_cache.h"
 #include "mds/rank_options.h"
 #include "mds/sessions/sessions.h"
-#include "proto/mds.pb.h"
+#include "proto/mds_client.pb.h"
+#include "mds/store/records.pb.h"
 
 namespace weft::mds {
 

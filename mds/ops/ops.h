@@ -6,7 +6,8 @@
 
 #include "mds/fs/layout.h"
 #include "mds/ops/op_context.h"
-#include "proto/mds.pb.h"
+#include "proto/mds_client.pb.h"
+#include "mds/store/records.pb.h"
 
 namespace weft::mds {
 

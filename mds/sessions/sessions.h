@@ -24,7 +24,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "mds/ids.h"
 #include "mds/store/meta_store.h"
-#include "proto/mds.pb.h"
+#include "mds/store/records.pb.h"
 
 namespace weft::mds {
 

@@ -12,7 +12,7 @@
 #include "absl/status/statusor.h"
 #include "common/objects/objects.h"
 #include "mds/fs/names.h"
-#include "proto/mds.pb.h"
+#include "mds/store/records.pb.h"
 
 namespace weft::mds {
 

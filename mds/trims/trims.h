@@ -24,7 +24,6 @@
 
 #include "absl/container/flat_hash_set.h"
 #include "mds/cache/meta_cache.h"
-#include "proto/mds.pb.h"
 
 namespace weft::mds {
 

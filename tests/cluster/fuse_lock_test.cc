@@ -17,7 +17,7 @@
 #include <thread>
 
 #include "absl/time/clock.h"
-#include "proto/mds.pb.h"
+#include "proto/mds_client.pb.h"
 #include "tests/harness/mount_fixture.h"
 
 namespace weft::testing {

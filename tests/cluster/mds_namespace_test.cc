@@ -15,6 +15,7 @@
 #include "common/striping/striping.h"
 #include "tests/harness/cluster.h"
 #include "tests/harness/fs_fixture.h"
+#include "proto/mds_client.grpc.pb.h"
 
 namespace weft::testing {
 namespace {

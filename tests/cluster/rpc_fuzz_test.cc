@@ -24,7 +24,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "common/placement/placement.h"
-#include "proto/mds.pb.h"
+#include "proto/mds_client.grpc.pb.h"
 #include "proto/osd.pb.h"
 #include "tests/harness/cluster.h"
 

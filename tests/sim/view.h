@@ -16,7 +16,7 @@
 #include "mds/cache/meta_cache.h"
 #include "mds/rank_options.h"
 #include "mds/sessions/sessions.h"
-#include "proto/mds.pb.h"
+#include "mds/store/records.pb.h"
 
 namespace weft::sim {
 

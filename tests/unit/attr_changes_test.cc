@@ -3,7 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include "fuse-client/lib/file_cache.h"
-#include "proto/mds.pb.h"
+#include "proto/mds_client.pb.h"
 
 namespace weft::client {
 namespace {

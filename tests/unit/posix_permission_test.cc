@@ -2,7 +2,7 @@
 // what Linux (ext4/xfs with acl, 6.2+) does, down to the errno.
 #include "common/posix/acl.h"
 #include "common/posix/permission.h"
-#include "proto/mds.pb.h"
+#include "proto/mds_client.pb.h"
 #include "common/posix/xattr.h"
 
 #include <sys/stat.h>
