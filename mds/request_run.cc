@@ -221,7 +221,8 @@ RequestRun::Outcome RequestRun::StepOp() {
       reply_->set_replayed(true);
       auto seq = s->completed_seq.find(request_.tid());
       wait_seq_ = seq == s->completed_seq.end() ? 0 : seq->second;
-      if (!replay_ && wait_seq_ == 0 && request_.has_create() && request_.create().open()) {
+      if (!replay_ && !reopened_ && wait_seq_ == 0 && request_.has_create() &&
+          request_.create().open()) {
         // Created and opened by an earlier incarnation, whose answer never
         // arrived: the client opens the file now, and no Reconnect of it
         // counted the handle (the client had none yet). Without this its
@@ -230,6 +231,7 @@ RequestRun::Outcome RequestRun::StepOp() {
         const bool write = (flags & O_ACCMODE) != O_RDONLY || (flags & O_TRUNC) != 0;
         const uint64_t ino = reply_->attr().ino();
         rank_->sessions_.Opened(session_, ino, write);
+        reopened_ = true;  // once per run: a wait below comes back through here
         if (write) rank_->leases_.NoteWriter(session_, ino, rank_->sessions_.Find(session_));
       }
       // A truncate resent while its objects are still being cut (the first
@@ -292,7 +294,10 @@ RequestRun::Outcome RequestRun::RunOperation(absl::Time now) {
                                                                    : absl::ToUnixNanos(now);
   reply_->Clear();
   OpContext ctx(rank_->OpEnvLocked(), &rank_->cache_, &rank_->sessions_, request_, op_now);
-  if (replay_) ctx.ReuseIno(request_.replay_ino());
+  if (replay_) {
+    ctx.ReuseIno(request_.replay_ino());
+    ctx.SetReplay();
+  }
   ctx.SetMoved(moved_);
   const absl::Status status = Dispatch(ctx);
   if (const uint64_t busy = rank_->moves_.RecordedElsewhere(ctx.touched(), moving_); busy != 0) {

@@ -44,8 +44,8 @@
 #include "mds/outcome.h"
 #include "mds/rank.h"
 #include "mds/rank_options.h"
-#include "proto/mds_client.pb.h"
 #include "mds/store/records.pb.h"
+#include "proto/mds_client.pb.h"
 
 namespace weft::mds {
 
@@ -121,6 +121,7 @@ class RequestRun {
   bool uncounted_ = false;  // the last wait was not a failed try
   Kind pending_io_ = Kind::kDone;
   uint64_t wait_seq_ = 0;  // the journal sequence the reply waits for
+  bool reopened_ = false;  // the handle of an earlier incarnation's create+open counted
   absl::flat_hash_set<Leases::RecallKey> recalled_;
   absl::flat_hash_set<Leases::RecallKey> held_;  // writers held for this request's truncates
   std::optional<absl::Time> lease_give_up_;

@@ -230,14 +230,7 @@ absl::StatusOr<std::vector<std::string>> MemObjects::List(const std::string& cli
   const std::vector<pb::ObjectOp> none;
   const std::string oid;
   RETURN_IF_ERROR(Admit(Request{&client, pool, &oid, &none, false}));
-  std::vector<std::string> out;
-  for (auto it = objects_.lower_bound(Key(pool.value(), prefix));
-       it != objects_.end() && it->first.first == pool.value() &&
-       absl::StartsWith(it->first.second, prefix);
-       ++it) {
-    out.push_back(it->first.second);
-  }
-  return out;
+  return NamesLocked(pool, prefix);
 }
 
 std::optional<MemObjects::Object> MemObjects::Find(PoolId pool, const std::string& oid) {
@@ -249,6 +242,10 @@ std::optional<MemObjects::Object> MemObjects::Find(PoolId pool, const std::strin
 
 std::vector<std::string> MemObjects::Names(PoolId pool, const std::string& prefix) {
   absl::MutexLock lock(&mu_);
+  return NamesLocked(pool, prefix);
+}
+
+std::vector<std::string> MemObjects::NamesLocked(PoolId pool, const std::string& prefix) const {
   std::vector<std::string> out;
   for (auto it = objects_.lower_bound(Key(pool.value(), prefix));
        it != objects_.end() && it->first.first == pool.value() &&

@@ -73,6 +73,8 @@ class MemObjects {
   absl::StatusOr<std::vector<std::string>> List(const std::string& client, PoolId pool,
                                                 const std::string& prefix);
   absl::Status Admit(const Request& request) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  std::vector<std::string> NamesLocked(PoolId pool, const std::string& prefix) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   using Key = std::pair<uint32_t, std::string>;  // (pool, oid)
   mutable absl::Mutex mu_;

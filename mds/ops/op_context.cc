@@ -35,9 +35,7 @@ bool IsNeedMove(const absl::Status& status) {
   return status.GetPayload(kNeedMovePayload).has_value();
 }
 
-absl::Status Err(int err, absl::string_view message) {
-  return ::weft::ErrnoToStatus(err, message);
-}
+absl::Status Err(int err, absl::string_view message) { return ::weft::ErrnoToStatus(err, message); }
 
 OpContext::OpContext(OpEnv env, MetaCache* cache, const Sessions* sessions,
                      const pb::MetaRequest& request, int64_t now_ns)
@@ -73,7 +71,8 @@ absl::StatusOr<const pb::InodeRec*> OpContext::Dir(uint64_t ino) {
 
 absl::StatusOr<std::optional<CDentry>> OpContext::Dentry(uint64_t dir, const std::string& name) {
   for (const auto& d : linked_) {
-    if (d.dir() == dir && d.name() == name) return std::optional<CDentry>(CDentry{d.ino(), d.type()});
+    if (d.dir() == dir && d.name() == name)
+      return std::optional<CDentry>(CDentry{d.ino(), d.type()});
   }
   for (const auto& d : unlinked_) {
     if (d.dir() == dir && d.name() == name) return std::optional<CDentry>();
@@ -135,8 +134,8 @@ pb::InodeRec* OpContext::Edit(const pb::InodeRec& current) {
 pb::InodeRec* OpContext::NewInode(uint32_t mode, uint32_t uid, uint32_t gid) {
   if (next_ino_ == 0) next_ino_ = cache_->next_ino();
   pb::InodeRec rec;
-  if (reuse_ino_ != 0 && cache_->Inode(reuse_ino_) == nullptr && !cache_->InodeRemoved(reuse_ino_) &&
-      !edits_.contains(reuse_ino_)) {
+  if (reuse_ino_ != 0 && cache_->Inode(reuse_ino_) == nullptr &&
+      !cache_->InodeRemoved(reuse_ino_) && !edits_.contains(reuse_ino_)) {
     rec.set_ino(reuse_ino_);
     next_ino_ = std::max(next_ino_, reuse_ino_ + 1);
   } else {
@@ -164,7 +163,8 @@ void OpContext::RemoveInode(uint64_t ino) {
 }
 
 void OpContext::LinkDentry(uint64_t dir, const std::string& name, const pb::InodeRec& target) {
-  std::erase_if(unlinked_, [&](const pb::DentryRec& d) { return d.dir() == dir && d.name() == name; });
+  std::erase_if(unlinked_,
+                [&](const pb::DentryRec& d) { return d.dir() == dir && d.name() == name; });
   pb::DentryRec rec;
   rec.set_dir(dir);
   rec.set_name(name);
@@ -174,7 +174,8 @@ void OpContext::LinkDentry(uint64_t dir, const std::string& name, const pb::Inod
 }
 
 void OpContext::UnlinkDentry(uint64_t dir, const std::string& name) {
-  std::erase_if(linked_, [&](const pb::DentryRec& d) { return d.dir() == dir && d.name() == name; });
+  std::erase_if(linked_,
+                [&](const pb::DentryRec& d) { return d.dir() == dir && d.name() == name; });
   pb::DentryRec rec;
   rec.set_dir(dir);
   rec.set_name(name);
@@ -182,7 +183,7 @@ void OpContext::UnlinkDentry(uint64_t dir, const std::string& name) {
 }
 
 bool OpContext::HasOpen(uint64_t ino, bool write) {
-  return sessions_->HasOpen(SessionId(session_), ino, write);
+  return replay_ || sessions_->HasOpen(SessionId(session_), ino, write);
 }
 
 bool OpContext::DropLink(pb::InodeRec* inode) {

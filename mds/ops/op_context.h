@@ -16,8 +16,8 @@
 #include "mds/cache/meta_cache.h"
 #include "mds/rank_options.h"
 #include "mds/sessions/sessions.h"
-#include "proto/mds_client.pb.h"
 #include "mds/store/records.pb.h"
+#include "proto/mds_client.pb.h"
 
 namespace weft::mds {
 
@@ -52,6 +52,10 @@ class OpContext {
   // A resent request (Reconnect): its first new inode gets number `ino` again,
   // unless something else holds it now.
   void ReuseIno(uint64_t ino) { reuse_ino_ = ino; }
+  // A resent request, checked against the session's open files when it was
+  // first answered: the session may have closed them since (a write report,
+  // then the release, then the restart lost the report), so HasOpen holds.
+  void SetReplay() { replay_ = true; }
   uint64_t session() const { return session_; }
   MetaCache* cache() { return cache_; }
   const Sessions& sessions() const { return *sessions_; }
@@ -115,7 +119,11 @@ class OpContext {
   // past `keep` are cut after the event, before the reply (RequestRun's trim phase).
   void TrimObjects(const pb::InodeRec& inode, uint64_t keep);
   const std::vector<pb::TrimRec>& trim_add() const { return trim_add_; }
-  void OpenRef(uint64_t ino, bool write) { open_ref_ = ino; open_write_ = write; }
+  void OpenRef(uint64_t ino, bool write) {
+    open_ref_ = ino;
+    open_write_ = write;
+  }
+  // Whether this session holds `ino` open (for writing); always for a replay.
   bool HasOpen(uint64_t ino, bool write);
 
   // Moves the pending changes into the event; false when nothing changed.
@@ -123,9 +131,7 @@ class OpContext {
   std::optional<uint64_t> open_ref() const { return open_ref_; }
   bool open_write() const { return open_write_; }
   const std::vector<uint64_t>& new_dirs() const { return new_dirs_; }
-  const std::vector<std::pair<uint64_t, RStatDelta>>& rstat_deltas() const {
-    return rstat_deltas_;
-  }
+  const std::vector<std::pair<uint64_t, RStatDelta>>& rstat_deltas() const { return rstat_deltas_; }
   void SetOp(const std::string& op) { op_ = op; }
   // Every inode the operation looked at, in order: another session holding
   // one of them open for writing is recalled before the answer stands.
@@ -161,6 +167,7 @@ class OpContext {
   std::vector<std::pair<uint64_t, uint64_t>> rstat_moves_;  // removed dir -> parent
   uint64_t next_ino_ = 0;
   uint64_t reuse_ino_ = 0;
+  bool replay_ = false;
   std::optional<uint64_t> open_ref_;
   bool open_write_ = false;
   std::vector<uint64_t> touched_;

@@ -100,6 +100,21 @@ void Model::SetMode(uint64_t ino, uint32_t perm) {
   n.mode = (n.mode & 0170000) | (perm & 07777);
 }
 
+void Model::SetOwner(uint64_t ino, uint32_t uid, uint32_t gid) {
+  Node& n = nodes_.at(ino);
+  n.uid = uid;
+  n.gid = gid;
+}
+
+bool Model::May(uint64_t ino, uint32_t uid, uint32_t gid, uint32_t want) const {
+  if (uid == 0) return true;
+  const Node& n = nodes_.at(ino);
+  const uint32_t bits = uid == n.uid   ? (n.mode >> 6) & 7
+                        : gid == n.gid ? (n.mode >> 3) & 7
+                                       : n.mode & 7;
+  return (bits & want) == want;
+}
+
 void Model::SetSize(uint64_t ino, uint64_t size) { nodes_.at(ino).size = size; }
 
 void Model::Grow(uint64_t ino, uint64_t end) {

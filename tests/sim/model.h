@@ -21,6 +21,7 @@ namespace weft::sim {
 
 struct Node {
   uint32_t mode = 0;  // type and permission bits
+  uint32_t uid = 0, gid = 0;
   uint64_t size = 0;
   std::string target;                         // symlinks
   std::map<std::string, std::string> xattrs;  // user.* only
@@ -52,6 +53,11 @@ class Model {
   void Rename(uint64_t dir, const std::string& name, uint64_t new_dir, const std::string& new_name,
               bool exchange);
   void SetMode(uint64_t ino, uint32_t perm);
+  void SetOwner(uint64_t ino, uint32_t uid, uint32_t gid);
+  // Whether a caller (uid, gid) may read (4), write (2) or search (1) as
+  // `want` asks, by the mode bits alone (the simulation sets no ACLs); root
+  // always may (only directories are asked about).
+  bool May(uint64_t ino, uint32_t uid, uint32_t gid, uint32_t want) const;
   void SetSize(uint64_t ino, uint64_t size);
   void Grow(uint64_t ino, uint64_t end);
   void SetXattr(uint64_t ino, const std::string& name, const std::string& value);

@@ -1,3 +1,5 @@
+#include "absl/strings/numbers.h"
+#include "common/striping/striping.h"
 #include "tests/sim/world.h"
 
 namespace weft::sim {
@@ -266,6 +268,8 @@ void World::Advance(Client& c) {
     for (const auto& [tid, r] : c.unsafe) oldest = std::min(oldest, tid);
     p.plan.request.set_oldest_tid(oldest);
     p.plan.request.set_unsafe_ok(true);  // as MetaClient: early answers are taken
+    p.plan.request.mutable_creds()->set_uid(c.uid);
+    p.plan.request.mutable_creds()->set_gid(c.gid);
     p.reply.Clear();
     ++p.attempts;
     if (rank_->Reconnecting()) {
@@ -435,6 +439,10 @@ std::string World::CompareModel(const View& v) {
       return absl::StrCat("inode ", ino, " nlink ", rec.nlink(), ", the model says ", n.links);
     }
     if (rec.symlink() != n.target) return absl::StrCat("inode ", ino, " symlink target changed");
+    if (rec.uid() != n.uid || rec.gid() != n.gid) {
+      return absl::StrCat("inode ", ino, " owner ", rec.uid(), ":", rec.gid(), ", the model says ",
+                          n.uid, ":", n.gid);
+    }
     std::map<std::string, std::string> xattrs;
     for (const pb::Xattr& x : rec.xattrs()) {
       if (x.name().rfind("user.", 0) == 0) xattrs[x.name()] = x.value();
@@ -447,12 +455,16 @@ std::string World::CompareModel(const View& v) {
   return "";
 }
 
-void World::CheckStep() {
-  if (!rank_) return;
-  const View view = rank_->Inspect(
+View World::ReadNow() {
+  return rank_->Inspect(
       [&](const mds::MetaCache& cache, const mds::Sessions& sessions, const auto& pending) {
         return ReadView(cache, sessions, pending, store_, kMetaPool, kFs);
       });
+}
+
+void World::CheckStep() {
+  if (!rank_) return;
+  const View view = ReadNow();
   if (std::string broken = CheckInvariants(view, rstats_ok_); !broken.empty()) {
     Fail(absl::StrCat("invariant: ", broken));
     return;
@@ -462,6 +474,67 @@ void World::CheckStep() {
   if (!idle) return;
   if (std::string differs = CompareModel(view); !differs.empty()) {
     Fail(absl::StrCat("the namespace differs from the model: ", differs));
+  }
+}
+
+void World::CheckPurged() {
+  if (!rank_ || !result_.failure.empty()) return;
+  for (Client& c : clients_) {
+    // Half the clients release their handles one by one, the others leave
+    // them to the session's close.
+    if (c.index % 2 == 0) {
+      for (const auto& [ino, n] : c.handles) {
+        const auto w = c.writers.find(ino);
+        const int writers = w == c.writers.end() ? 0 : w->second;
+        for (int i = 0; i < n; ++i) {
+          pb::MetaRequest release;
+          release.mutable_release()->set_ino(ino);
+          release.mutable_release()->set_write(i < writers);
+          pb::MetaReply reply;
+          if (absl::Status s = CallNow(c, release, &reply); !s.ok()) {
+            Fail(absl::StrCat("client ", c.index, " release of ", ino, ": ", s.ToString()));
+            return;
+          }
+        }
+      }
+    }
+    if (absl::Status closed = rank_->SessionClose(c.session); !closed.ok()) {
+      Fail(absl::StrCat("client ", c.index, " session close: ", closed.ToString()));
+      return;
+    }
+    model_.DropOpens(c.handles);
+    c.handles.clear();
+    c.writers.clear();
+  }
+  View view;
+  for (int round = 0; round < 64; ++round) {
+    rank_->PurgeSome();
+    rank_->RunPendingTrims();
+    for (int i = 0; i < 8 && rank_->WriteJournal(); ++i) {
+    }
+    rank_->PropagateRstats();
+    (void)rank_->FlushOnce();
+    view = ReadNow();
+    if (view.strays.empty() && view.purge.empty() && view.trims.empty()) break;
+  }
+  if (!view.strays.empty() || !view.purge.empty() || !view.trims.empty()) {
+    Fail(absl::StrCat("after every session closed, ", view.strays.size(), " strays, ",
+                      view.purge.size(), " purges and ", view.trims.size(), " trims are left"));
+    return;
+  }
+  CheckStep();
+  for (const std::string& name : store_.Names(kDataPool)) {
+    uint64_t ino = 0;
+    const size_t dot = name.find('.');
+    if (dot == std::string::npos || !absl::SimpleHexAtoi(name.substr(0, dot), &ino) ||
+        !striping::DataObjectNumber(ino, name)) {
+      Fail(absl::StrCat("data object ", name, " is not named as data objects are"));
+      return;
+    }
+    if (!view.inodes.contains(ino)) {
+      Fail(absl::StrCat("data object ", name, " of inode ", ino, " outlives the inode"));
+      return;
+    }
   }
 }
 
@@ -492,6 +565,7 @@ SimResult World::Run() {
   clients_.resize(nclients);
   for (int i = 0; i < nclients; ++i) {
     clients_[i].index = i;
+    clients_[i].uid = clients_[i].gid = i == 0 ? 0 : 1000 + i;
     OpenSession(clients_[i]);
   }
   {
@@ -499,14 +573,14 @@ SimResult World::Run() {
     pb::MetaRequest mk;
     mk.mutable_mkdir()->set_parent(mds::kRootIno);
     mk.mutable_mkdir()->set_name("shared");
-    mk.mutable_mkdir()->set_mode(0755);
+    mk.mutable_mkdir()->set_mode(01777);
     pb::MetaReply reply;
     if (!CallNow(c0, mk, &reply).ok()) {
       Fail("setup: mkdir /shared");
       return result_;
     }
     shared_ = reply.attr().ino();
-    model_.Make(mds::kRootIno, "shared", shared_, S_IFDIR | 0755);
+    model_.Make(mds::kRootIno, "shared", shared_, S_IFDIR | 01777);
     pb::MetaRequest cr;
     cr.mutable_create()->set_parent(shared_);
     cr.mutable_create()->set_name("lock");
@@ -531,6 +605,16 @@ SimResult World::Run() {
     c.home = reply.attr().ino();
     c.dirs = {c.home};
     model_.Make(mds::kRootIno, absl::StrCat("c", c.index), c.home, S_IFDIR | 0755);
+    pb::MetaRequest chown;  // made by root (no creds), given to its user
+    chown.mutable_setattr()->set_ino(c.home);
+    chown.mutable_setattr()->set_valid(pb::SA_UID | pb::SA_GID);
+    chown.mutable_setattr()->set_uid(c.uid);
+    chown.mutable_setattr()->set_gid(c.gid);
+    if (!CallNow(c, chown, &reply).ok()) {
+      Fail("setup: chown /cN");
+      return result_;
+    }
+    model_.SetOwner(c.home, c.uid, c.gid);
     pb::MetaRequest open;
     open.mutable_open()->set_ino(lock_file_);
     open.mutable_open()->set_flags(O_RDONLY);
@@ -637,6 +721,7 @@ SimResult World::Run() {
       }
       rank_->MaybeFinishReconnect();
       CheckStep();
+      CheckPurged();
     }
   }
   digest_.Add(result_.failure);

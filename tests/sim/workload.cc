@@ -13,6 +13,13 @@ std::pair<uint64_t, std::string> World::OwnName(Client& c) {
   return *it;
 }
 
+void World::Made(Client& c, uint64_t dir, const std::string& name, uint64_t ino, uint32_t mode,
+                 const std::string& target) {
+  model_.Make(dir, name, ino, mode, target);
+  model_.SetOwner(ino, c.uid, c.gid);
+  c.names.insert({dir, name});
+}
+
 Plan World::MakeMkdir(Client& c) {
   const uint64_t dir = rng_.Chance(0.2) ? shared_ : rng_.Pick(c.dirs);
   const std::string name = Fresh(c);
@@ -21,9 +28,12 @@ Plan World::MakeMkdir(Client& c) {
   p.request.mutable_mkdir()->set_parent(dir);
   p.request.mutable_mkdir()->set_name(name);
   p.request.mutable_mkdir()->set_mode(0755);
+  if (Denied(c, dir, true)) {
+    p.check = Expect(EACCES);
+    return p;
+  }
   p.check = Expect(0, [this, &c, dir, name](const pb::MetaReply& r) -> std::string {
-    model_.Make(dir, name, r.attr().ino(), S_IFDIR | 0755);
-    c.names.insert({dir, name});
+    Made(c, dir, name, r.attr().ino(), S_IFDIR | 0755);
     c.dirs.push_back(r.attr().ino());
     return "";
   });
@@ -46,6 +56,12 @@ Plan World::MakeCreate(Client& c) {
   op->set_exclusive(exclusive);
   op->set_open_flags(O_RDWR | O_CREAT);
   const uint32_t mode = (op->mode() & S_IFMT) == 0 ? (S_IFREG | 0644) : op->mode();
+  // Search permission for an open of what may exist, write permission too
+  // for a name that is made.
+  if (Denied(c, dir, !open)) {
+    p.check = Expect(EACCES);
+    return p;
+  }
   if (existing) {
     const Node* n = model_.Find(*existing);
     if (!open || exclusive) {
@@ -68,10 +84,13 @@ Plan World::MakeCreate(Client& c) {
     }
     return p;
   }
+  if (Denied(c, dir, true)) {
+    p.check = Expect(EACCES);
+    return p;
+  }
   p.check = Expect(0, [this, &c, dir, name, open, mode](const pb::MetaReply& r) -> std::string {
     const uint64_t ino = r.attr().ino();
-    model_.Make(dir, name, ino, mode);
-    c.names.insert({dir, name});
+    Made(c, dir, name, ino, mode);
     if (open) {
       model_.Open(ino);
       ++c.handles[ino];
@@ -92,9 +111,12 @@ Plan World::MakeSymlink(Client& c) {
   p.request.mutable_symlink()->set_parent(dir);
   p.request.mutable_symlink()->set_name(name);
   p.request.mutable_symlink()->set_target(target);
+  if (Denied(c, dir, true)) {
+    p.check = Expect(EACCES);
+    return p;
+  }
   p.check = Expect(0, [this, &c, dir, name, target](const pb::MetaReply& r) -> std::string {
-    model_.Make(dir, name, r.attr().ino(), S_IFLNK | 0777, target);
-    c.names.insert({dir, name});
+    Made(c, dir, name, r.attr().ino(), S_IFLNK | 0777, target);
     return "";
   });
   return p;
@@ -115,6 +137,8 @@ Plan World::MakeLink(Client& c) {
     p.check = Expect(ESTALE);
   } else if (model_.Find(*ino)->IsDir()) {
     p.check = Expect(EPERM);
+  } else if (Denied(c, to, true)) {
+    p.check = Expect(EACCES);
   } else {
     const uint64_t target = *ino;
     rstats_ok_ = false;  // the MDS counts a hard-linked file per name
@@ -138,6 +162,10 @@ Plan World::MakeUnlink(Client& c, bool rmdir) {
   } else {
     p.request.mutable_unlink()->set_parent(dir);
     p.request.mutable_unlink()->set_name(name);
+  }
+  if (Denied(c, dir, true)) {
+    p.check = Expect(EACCES);
+    return p;
   }
   if (!ino) {
     p.check = Expect(ENOENT);
@@ -182,6 +210,12 @@ Plan World::MakeRename(Client& c) {
   op->set_new_name(new_name);
   op->set_flags(flags);
   const bool same = dir == to && name == new_name;
+  // In the MDS's order (mds/ops/rename.cc): search permission on both
+  // directories, the names, then write permission on both.
+  if (Denied(c, dir, false) || Denied(c, to, false)) {
+    p.check = Expect(EACCES);
+    return p;
+  }
   if (!src) {
     p.check = Expect(ENOENT);
     return p;
@@ -197,6 +231,8 @@ Plan World::MakeRename(Client& c) {
     want = ENOENT;
   } else if (dst && *dst == *src) {
     want = 0;
+  } else if (Denied(c, dir, true) || Denied(c, to, true)) {
+    want = EACCES;
   } else if (s->IsDir() && dir != to && model_.Under(to, *src)) {
     want = EINVAL;
   } else if ((flags & kRenameExchange) && d->IsDir() && dir != to && model_.Under(dir, *dst)) {
@@ -248,8 +284,10 @@ Plan World::MakeSetattr(Client& c) {
   const Node* n = model_.Find(*ino);
   const uint64_t target = *ino;
   if (rng_.Chance(0.5) && (n->mode & S_IFMT) != S_IFLNK) {
+    // Directories now and then lose their owner's search permission.
     static const uint32_t kPerms[] = {0600, 0644, 0755, 0700, 0640};
-    const uint32_t perm = kPerms[rng_.Below(5)];
+    static const uint32_t kDirPerms[] = {0755, 0700, 0711, 0750, 0600};
+    const uint32_t perm = n->IsDir() ? kDirPerms[rng_.Below(5)] : kPerms[rng_.Below(5)];
     op->set_valid(pb::SA_MODE);
     op->set_mode(perm);
     p.check = Expect(0, [this, target, perm](const pb::MetaReply&) -> std::string {
@@ -512,6 +550,10 @@ Plan World::MakeLookup(Client& c) {
   std::optional<uint64_t> ino = model_.Lookup(dir, name);
   p.request.mutable_lookup()->set_parent(dir);
   p.request.mutable_lookup()->set_name(name);
+  if (Denied(c, dir, false)) {
+    p.check = Expect(EACCES);
+    return p;
+  }
   if (!ino) {
     p.check = Expect(ENOENT);
     return p;
@@ -539,6 +581,10 @@ Plan World::MakeReaddir(Client& c) {
   p.request.mutable_readdir()->set_ino(dir);
   p.request.mutable_readdir()->set_max_entries(4096);
   p.request.mutable_readdir()->set_with_attrs(rng_.Chance(0.5));
+  if (!model_.May(dir, c.uid, c.gid, 4)) {
+    p.check = Expect(EACCES);
+    return p;
+  }
   p.check = Expect(0, [this, dir](const pb::MetaReply& r) -> std::string {
     std::map<std::string, uint64_t> got;
     for (const pb::DirEntry& e : r.entries()) got[e.name()] = e.ino();
@@ -560,6 +606,63 @@ Plan World::MakeReaddir(Client& c) {
     }
     return "";
   });
+  return p;
+}
+
+// The shared directory, which every client changes: this client's own
+// names in it (only it changes them) are exactly what the model has.
+Plan World::MakeReaddirShared(Client& c) {
+  Plan p;
+  p.what = "readdir-shared";
+  p.request.mutable_readdir()->set_ino(shared_);
+  p.request.mutable_readdir()->set_max_entries(4096);
+  p.request.mutable_readdir()->set_with_attrs(rng_.Chance(0.5));
+  const std::string mine = absl::StrCat("n", c.index, "_");
+  p.check = Expect(0, [this, mine](const pb::MetaReply& r) -> std::string {
+    std::map<std::string, uint64_t> got, want;
+    for (const pb::DirEntry& e : r.entries()) {
+      if (e.name().rfind(mine, 0) == 0) got[e.name()] = e.ino();
+    }
+    for (const auto& [name, ino] : model_.entries().at(shared_)) {
+      if (name.rfind(mine, 0) == 0) want[name] = ino;
+    }
+    for (const auto& [name, ino] : got) {
+      auto it = want.find(name);
+      if (it == want.end() || it->second != ino) {
+        return absl::StrCat("readdir of the shared directory lists ", name, " (inode ", ino,
+                            "), the model ", it == want.end() ? "lacks it" : "has another");
+      }
+    }
+    if (r.eof() && got.size() != want.size()) {
+      return absl::StrCat("readdir of the shared directory lists ", got.size(),
+                          " of this client's names, the model has ", want.size());
+    }
+    return "";
+  });
+  return p;
+}
+
+// getattr of another client's inode, which that client may be changing or
+// removing meanwhile (or holding open for writing: a recall).
+Plan World::MakeStatOther(Client& c) {
+  Client& o = clients_[(c.index + 1 + rng_.Below(clients_.size() - 1)) % clients_.size()];
+  if (o.names.empty()) return MakeLookup(c);
+  auto it = o.names.begin();
+  std::advance(it, rng_.Below(o.names.size()));
+  std::optional<uint64_t> ino = model_.Lookup(it->first, it->second);
+  if (!ino) return MakeLookup(c);
+  const uint64_t want = *ino;
+  const uint32_t type = model_.Find(want)->mode & S_IFMT;
+  Plan p;
+  p.what = "stat-other";
+  p.request.mutable_getattr()->set_ino(want);
+  p.check = [want, type](const absl::Status& s, const pb::MetaReply& r) -> std::string {
+    if (ErrnoOf(s) == ESTALE) return "";  // removed by its owner meanwhile
+    if (!s.ok()) return absl::StrCat("stat-other: ", s.ToString());
+    if (r.attr().ino() != want) return absl::StrCat("stat-other answered inode ", r.attr().ino());
+    if ((r.attr().mode() & S_IFMT) != type) return "stat-other: the inode changed type";
+    return "";
+  };
   return p;
 }
 
@@ -640,7 +743,9 @@ Plan World::NextPlan(Client& c) {
   if (r < 72) return MakeRelease(c);
   if (r < 80) return MakeWrite(c);
   if (r < 84) return MakeLock(c);
-  if (r < 91) return MakeLookup(c);
+  if (r < 88) return MakeLookup(c);
+  if (r < 90) return MakeStatOther(c);
+  if (r < 92) return MakeReaddirShared(c);
   if (r < 95) return MakeReaddir(c);
   if (r < 97) {
     Plan p;

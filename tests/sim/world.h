@@ -109,6 +109,9 @@ struct Pending {
 
 struct Client {
   int index = 0;
+  // Client 0 is root; the others are users 1000 + index, each owning its
+  // home directory, all sharing /shared (mode 01777).
+  uint32_t uid = 0, gid = 0;
   uint64_t session = 0;
   uint64_t boot = 0;  // the rank incarnation it last heard from
   uint64_t next_tid = 1;
@@ -170,12 +173,27 @@ class World {
   Plan MakeLock(Client& c);
   Plan MakeLookup(Client& c);
   Plan MakeReaddir(Client& c);
+  Plan MakeReaddirShared(Client& c);
+  Plan MakeStatOther(Client& c);
   Plan MakeBadInput(Client& c);
   std::string Fresh(Client& c) { return absl::StrCat("n", c.index, "_", c.counter++); }
   std::pair<uint64_t, std::string> OwnName(Client& c);
+  // A name this client made, in the model with it as owner.
+  void Made(Client& c, uint64_t dir, const std::string& name, uint64_t ino, uint32_t mode,
+            const std::string& target = "");
+  // Whether the MDS refuses `c` a name in `dir`: search permission, and
+  // write permission too when the name changes (`modify`).
+  bool Denied(const Client& c, uint64_t dir, bool modify) const {
+    return !model_.May(dir, c.uid, c.gid, modify ? 3 : 1);
+  }
 
   // ---- checks
+  View ReadNow();
   void CheckStep();
+  // At the end: every handle released and every session closed, the purge
+  // runs out, and then no stray, purge or data object is left of a removed
+  // inode.
+  void CheckPurged();
   std::string CompareModel(const View& view);
   void Fail(const std::string& what);
   void Trace(const std::string& line);
