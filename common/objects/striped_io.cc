@@ -15,12 +15,18 @@
 namespace weft::objects {
 
 absl::StatusOr<FileData> FileDataOf(uint64_t ino, const pb::FileLayout& layout) {
+  striping::Layout stripe;
+  stripe.stripe_unit = layout.stripe_unit();
+  stripe.stripe_count = layout.stripe_count();
+  stripe.object_size = layout.object_size();
+  return FileDataOf(ino, stripe, PoolId(layout.pool()));
+}
+
+absl::StatusOr<FileData> FileDataOf(uint64_t ino, const striping::Layout& layout, PoolId pool) {
   FileData d;
   d.ino = ino;
-  d.layout.stripe_unit = layout.stripe_unit();
-  d.layout.stripe_count = layout.stripe_count();
-  d.layout.object_size = layout.object_size();
-  d.pool = PoolId(layout.pool());
+  d.layout = layout;
+  d.pool = pool;
   absl::Status valid = d.layout.Validate();
   if (!valid.ok()) {
     return ErrnoError(absl::StatusCode::kInvalidArgument, EINVAL,

@@ -34,6 +34,7 @@ struct FileData {
 // Inode `ino`'s data by its layout as the MDS keeps it; EINVAL for a layout
 // that striping cannot use.
 absl::StatusOr<FileData> FileDataOf(uint64_t ino, const pb::FileLayout& layout);
+absl::StatusOr<FileData> FileDataOf(uint64_t ino, const striping::Layout& layout, PoolId pool);
 
 class StripedIo {
  public:

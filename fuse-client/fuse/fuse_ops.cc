@@ -104,19 +104,19 @@ int64_t Nanos(const timespec& t) {
 
 struct stat ToStat(fuse_req_t req, const Attr& a) {
   struct stat st = {};
-  st.st_ino = ToFuse(req, a.ino());
-  st.st_mode = a.mode();
-  st.st_nlink = a.nlink();
-  st.st_uid = a.uid();
-  st.st_gid = a.gid();
-  st.st_rdev = a.rdev();
-  st.st_size = static_cast<off_t>(a.size());
+  st.st_ino = ToFuse(req, a.ino);
+  st.st_mode = a.mode;
+  st.st_nlink = a.nlink;
+  st.st_uid = a.uid;
+  st.st_gid = a.gid;
+  st.st_rdev = a.rdev;
+  st.st_size = static_cast<off_t>(a.size);
   // Holes cost nothing, each data object counts up to its end (InodeRec).
-  st.st_blocks = static_cast<blkcnt_t>((a.allocated() + 511) / 512);
-  st.st_blksize = a.layout().stripe_unit() != 0 ? a.layout().stripe_unit() : 4096;
-  st.st_atim = Ts(a.atime_ns());
-  st.st_mtim = Ts(a.mtime_ns());
-  st.st_ctim = Ts(a.ctime_ns());
+  st.st_blocks = static_cast<blkcnt_t>((a.allocated + 511) / 512);
+  st.st_blksize = a.layout.stripe.stripe_unit != 0 ? a.layout.stripe.stripe_unit : 4096;
+  st.st_atim = Ts(a.atime_ns);
+  st.st_mtim = Ts(a.mtime_ns);
+  st.st_ctim = Ts(a.ctime_ns);
   return st;
 }
 
@@ -193,7 +193,7 @@ class BusyDir {
 // The kernel gets an entry for `a` as `name` in `parent`: where it keeps a
 // directory, for DropKeptNames.
 void NoteEntry(fuse_req_t req, uint64_t parent, const std::string& name, const Attr& a) {
-  if (S_ISDIR(a.mode()) && name != "." && name != "..") Ctx(req).dirs.Put(a.ino(), parent, name);
+  if (S_ISDIR(a.mode) && name != "." && name != "..") Ctx(req).dirs.Put(a.ino, parent, name);
 }
 
 // The kernel forgets `name` in `parent` (MDS inode) and what it keeps
@@ -237,8 +237,8 @@ void ReplyEntry(fuse_req_t req, uint64_t parent, const std::string& name, const 
   MountContext& ctx = Ctx(req);
   const NameGrant grant = GrantName(req, parent);
   fuse_entry_param e = {};
-  e.ino = ToFuse(req, a.ino());
-  e.generation = a.generation();
+  e.ino = ToFuse(req, a.ino);
+  e.generation = a.generation;
   e.attr = ToStat(req, a);
   e.attr_timeout = attr_timeout;
   e.entry_timeout = grant.timeout;
@@ -246,7 +246,7 @@ void ReplyEntry(fuse_req_t req, uint64_t parent, const std::string& name, const 
   client::FileSystemClient& fs = *ctx.fs;
   fs.Remember(a, from_mds);
   if (fuse_reply_entry(req, &e) != 0) {
-    fs.Forget(a.ino(), 1);  // request interrupted
+    fs.Forget(a.ino, 1);  // request interrupted
     return;
   }
   fs.NoteKernelAttrs(a);
@@ -326,7 +326,7 @@ void Lookup(fuse_req_t req, fuse_ino_t parent, const char* name) {
     if (!a.ok()) return ReplyError(req, a.status(), "lookup");
     // Removed (its purge may not have run yet): the handle is stale. An
     // open file is still in the kernel, which asks nothing.
-    if (a->nlink() == 0) return fuse_reply_err(req, ESTALE), void();
+    if (a->nlink == 0) return fuse_reply_err(req, ESTALE), void();
     return ReplyEntry(req, ToMds(req, parent), name, *a, 0.0);
   }
   client::FileSystemClient::LookupInfo info;
@@ -397,7 +397,7 @@ void Setattr(fuse_req_t req, fuse_ino_t ino, struct stat* attr, int to_set, fuse
   struct stat st = ToStat(req, *a);
   MountContext& ctx = Ctx(req);
   if (fuse_reply_attr(req, &st, kAttrTimeoutS) == 0) ctx.fs->NoteKernelAttrs(*a);
-  if ((args.valid & pb::SA_MODE) && S_ISDIR(a->mode())) DropKeptNames(ctx, a->ino());
+  if ((args.valid & pb::SA_MODE) && S_ISDIR(a->mode)) DropKeptNames(ctx, a->ino);
 }
 
 void Mknod(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t mode, dev_t rdev) {
@@ -490,8 +490,8 @@ void Create(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t mode,
   fi->direct_io = DirectIo(ctx, fi->flags) ? 1 : 0;
   const NameGrant grant = GrantName(req, dir);
   fuse_entry_param e = {};
-  e.ino = ToFuse(req, opened->attr.ino());
-  e.generation = opened->attr.generation();
+  e.ino = ToFuse(req, opened->attr.ino);
+  e.generation = opened->attr.generation;
   e.attr = ToStat(req, opened->attr);
   e.attr_timeout = kAttrTimeoutS;
   e.entry_timeout = grant.timeout;
@@ -499,7 +499,7 @@ void Create(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t mode,
   client::FileSystemClient& fs = *ctx.fs;
   fs.Remember(opened->attr);
   if (fuse_reply_create(req, &e, fi) != 0) {
-    fs.Forget(opened->attr.ino(), 1);
+    fs.Forget(opened->attr.ino, 1);
     (void)fs.Release(opened->fh);
     return;
   }
@@ -657,7 +657,7 @@ void Fsync(fuse_req_t req, fuse_ino_t, int, fuse_file_info* fi) {
 void Opendir(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
   auto a = Fs(req).Getattr(CredsOf(req), ToMds(req, ino));
   if (!a.ok()) return ReplyError(req, a.status(), "opendir");
-  if (!S_ISDIR(a->mode())) return fuse_reply_err(req, ENOTDIR), void();
+  if (!S_ISDIR(a->mode)) return fuse_reply_err(req, ENOTDIR), void();
   // Every open of a directory reads it (the kernel refuses a write open).
   const absl::Status may = Fs(req).MayReadDir(CredsOf(req), *a);
   if (!may.ok()) return ReplyError(req, may, "opendir");
@@ -692,13 +692,13 @@ void Statfs(fuse_req_t req, fuse_ino_t) {
   struct statvfs st = {};
   st.f_bsize = kBlock;
   st.f_frsize = kBlock;
-  st.f_blocks = s->bytes_total() / kBlock;
-  st.f_bfree = s->bytes_avail() / kBlock;
-  st.f_bavail = s->bytes_avail() / kBlock;
-  st.f_files = s->files() + s->files_free();
-  st.f_ffree = s->files_free();
-  st.f_favail = s->files_free();
-  st.f_namemax = s->name_max();
+  st.f_blocks = s->bytes_total / kBlock;
+  st.f_bfree = s->bytes_avail / kBlock;
+  st.f_bavail = s->bytes_avail / kBlock;
+  st.f_files = s->files + s->files_free;
+  st.f_ffree = s->files_free;
+  st.f_favail = s->files_free;
+  st.f_namemax = s->name_max;
   fuse_reply_statfs(req, &st);
 }
 
@@ -771,24 +771,24 @@ class DirFiller {
     return Add(name, e, next);
   }
 
-  bool AddEntry(const pb::DirEntry& d) {
+  bool AddEntry(const client::DirEntry& d) {
     fuse_entry_param e = {};
-    if (plus_ && d.attr().ino() != 0) {
-      e.ino = ToFuse(req_, d.ino());
-      e.generation = d.attr().generation();
-      e.attr = ToStat(req_, d.attr());
+    if (plus_ && d.has_attr()) {
+      e.ino = ToFuse(req_, d.ino);
+      e.generation = d.attr.generation;
+      e.attr = ToStat(req_, d.attr);
       e.attr_timeout = attr_timeout_;
       e.entry_timeout = grant_.timeout;
-      NoteEntry(req_, dir_, d.name(), d.attr());
+      NoteEntry(req_, dir_, d.name, d.attr);
     } else {
-      e.attr.st_ino = ToFuse(req_, d.ino());
-      e.attr.st_mode = d.type() << 12;
+      e.attr.st_ino = ToFuse(req_, d.ino);
+      e.attr.st_mode = d.type << 12;
     }
-    if (!Add(d.name().c_str(), e, static_cast<off_t>(d.cookie()))) return false;
+    if (!Add(d.name.c_str(), e, static_cast<off_t>(d.cookie))) return false;
     if (e.ino != 0) {
-      Fs(req_).Remember(d.attr());
-      remembered_.push_back(d.ino());
-      if (grant_.timeout > 0.0) given_.push_back(d.name());
+      Fs(req_).Remember(d.attr);
+      remembered_.push_back(d.ino);
+      if (grant_.timeout > 0.0) given_.push_back(d.name);
     }
     return true;
   }
@@ -853,8 +853,8 @@ void DoReaddir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, bool plus
   // no longer than if they had come with the last READDIR's reply.
   double attr_timeout = kAttrTimeoutS;
   if (kept.has_value()) {
-    for (pb::DirEntry& e : page->entries) {
-      if (e.attr().ino() != 0) *e.mutable_attr() = Fs(req).Freshen(e.attr());
+    for (client::DirEntry& e : page->entries) {
+      if (e.has_attr()) e.attr = Fs(req).Freshen(std::move(e.attr));
     }
     attr_timeout = std::max(0.0, kAttrTimeoutS - absl::ToDoubleSeconds(absl::Now() - fetched));
   }
@@ -864,7 +864,7 @@ void DoReaddir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, bool plus
   if (off < 1 && !filler.AddDot(".", dir, 1)) return filler.Reply();
   if (off < 2) {
     auto parent = Fs(req).Lookup(creds, dir, "..");
-    uint64_t parent_ino = ino == FUSE_ROOT_ID || !parent.ok() ? dir : parent->ino();
+    uint64_t parent_ino = ino == FUSE_ROOT_ID || !parent.ok() ? dir : parent->ino;
     if (!filler.AddDot("..", parent_ino, 2)) return filler.Reply();
   }
   // The rest of the page from entry `i` on, for the READDIR that continues
@@ -888,7 +888,7 @@ void DoReaddir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, bool plus
       keep_rest(page->entries.size());
       return filler.Reply();
     }
-    page = fetch(page->entries.back().cookie());
+    page = fetch(page->entries.back().cookie);
     if (!page.ok()) return ReplyError(req, page.status(), "readdir");
   }
 }

@@ -281,8 +281,8 @@ int Run(int argc, char** argv) {
   const char* subdir = mo.subdir != nullptr ? mo.subdir : "/";
   auto base = (*fs)->ResolvePath(subdir);
   if (!base.ok()) Fail(absl::StrCat("subdir ", subdir, ": ", base.status().message()));
-  if (!S_ISDIR(base->mode())) Fail(absl::StrCat("subdir ", subdir, " is not a directory"));
-  ctx.base_ino = base->ino();
+  if (!S_ISDIR(base->mode)) Fail(absl::StrCat("subdir ", subdir, " is not a directory"));
+  ctx.base_ino = base->ino;
   ctx.expirer = std::make_unique<ThreadPool>("fuse-expire", 2, 65536);
   ctx.lock_waits = std::make_unique<LockWaits>();
   (*fs)->SetDirRevoked([&ctx](uint64_t dir) { OnDirRevoked(ctx, dir); });

@@ -15,6 +15,7 @@
 #include "common/posix/permission.h"
 #include "common/posix/xattr.h"
 #include "common/status/status.h"
+#include "fuse-client/lib/attr_wire.h"
 
 namespace weft::client {
 
@@ -140,7 +141,7 @@ absl::StatusOr<Attr> FileSystemClient::ResolvePath(const std::string& path) {
   Creds root_creds;
   ASSIGN_OR_RETURN(Attr attr, FetchAttr(root_creds, root()));
   for (absl::string_view part : absl::StrSplit(path, '/', absl::SkipEmpty())) {
-    ASSIGN_OR_RETURN(attr, Lookup(root_creds, attr.ino(), std::string(part)));
+    ASSIGN_OR_RETURN(attr, Lookup(root_creds, attr.ino, std::string(part)));
   }
   return attr;
 }
@@ -149,7 +150,7 @@ absl::StatusOr<Attr> FileSystemClient::ResolvePath(const std::string& path) {
 
 void FileSystemClient::Remember(const Attr& attr, bool from_mds) {
   absl::MutexLock lock(&mu_);
-  auto [it, added] = inodes_.try_emplace(attr.ino());
+  auto [it, added] = inodes_.try_emplace(attr.ino);
   it->second.refs++;
   // An inode held already had the reply offered when it came (CacheAttr),
   // which may have refused it; attributes this client had cached are no
@@ -178,14 +179,14 @@ bool FileSystemClient::Forget(uint64_t ino, uint64_t n) {
 
 void FileSystemClient::NoteKernelAttrs(const Attr& a) {
   absl::MutexLock lock(&mu_);
-  auto it = inodes_.find(a.ino());
-  if (it != inodes_.end()) it->second.kernel_version = a.version();
+  auto it = inodes_.find(a.ino);
+  if (it != inodes_.end()) it->second.kernel_version = a.version;
 }
 
 bool FileSystemClient::KernelHas(const Attr& a) {
   absl::MutexLock lock(&mu_);
-  auto it = inodes_.find(a.ino());
-  return it != inodes_.end() && a.version() != 0 && it->second.kernel_version == a.version();
+  auto it = inodes_.find(a.ino);
+  return it != inodes_.end() && a.version != 0 && it->second.kernel_version == a.version;
 }
 
 bool FileSystemClient::SearchableByAll(uint64_t dir) {
@@ -194,14 +195,14 @@ bool FileSystemClient::SearchableByAll(uint64_t dir) {
   // Attributes known wrong still hold the mode: creates in the directory
   // invalidate it (its times changed), and this client's own chmod leaves
   // the new mode cached.
-  if (it == inodes_.end() || it->second.attr.ino() == 0) return false;
+  if (it == inodes_.end() || it->second.attr.ino == 0) return false;
   const Attr& a = it->second.attr;
   // Without an ACL from the mode, which this client may have changed itself
   // (attribute authority); with one the MDS read it (Samba gives every
   // directory one, and a client with xattrs on an inode decides nothing).
   // Both are false for anything but a directory.
-  if (a.no_acl() || a.no_xattrs()) return posix::SearchableByEveryone(a.mode(), "");
-  return a.searchable_by_all();
+  if (a.no_acl || a.no_xattrs) return posix::SearchableByEveryone(a.mode, "");
+  return a.searchable_by_all;
 }
 
 absl::Duration FileSystemClient::DirLeaseRemaining(uint64_t dir) {
@@ -214,7 +215,7 @@ void FileSystemClient::SetDirRevoked(std::function<void(uint64_t dir)> handler) 
 
 Attr FileSystemClient::CacheAttr(const Attr& attr, uint64_t tid) {
   absl::MutexLock lock(&mu_);
-  auto it = inodes_.find(attr.ino());
+  auto it = inodes_.find(attr.ino);
   // Only inodes someone holds are cached; the rest would never be dropped.
   if (it == inodes_.end()) return attr;
   // An older reply must not overwrite a newer one: e.g. a getattr answered
@@ -223,10 +224,14 @@ Attr FileSystemClient::CacheAttr(const Attr& attr, uint64_t tid) {
   return it->second.Offer(attr, tid);
 }
 
+Attr FileSystemClient::CacheAttr(const pb::MetaReply& reply) {
+  return CacheAttr(FromWire(reply.attr()), reply.tid());
+}
+
 Attr FileSystemClient::Newest(Attr attr) {
   absl::MutexLock lock(&mu_);
-  auto it = inodes_.find(attr.ino());
-  if (it == inodes_.end() || it->second.attr.version() <= attr.version()) return attr;
+  auto it = inodes_.find(attr.ino);
+  if (it == inodes_.end() || it->second.attr.version <= attr.version) return attr;
   return it->second.attr;
 }
 
@@ -241,7 +246,7 @@ void FileSystemClient::Invalidate(uint64_t ino) {
 
 void FileSystemClient::KeepGone(const Attr& last) {
   absl::MutexLock lock(&mu_);
-  auto it = inodes_.find(last.ino());
+  auto it = inodes_.find(last.ino);
   if (it == inodes_.end()) return;
   it->second.attr = last;
   it->second.fetched = absl::Now();
@@ -254,7 +259,7 @@ void FileSystemClient::ForgetVersions() {
   for (auto& [ino, ci] : inodes_) {
     ci.fetched = absl::InfinitePast();
     ci.stale_below = next;
-    ci.attr.set_version(0);  // the mode stays for SearchableByAll
+    ci.attr.version = 0;  // the mode stays for SearchableByAll
   }
   // Inline bytes are kept by version too: fetched again.
   for (auto& [ino, oc] : caches_) {
@@ -434,8 +439,8 @@ absl::StatusOr<std::optional<Attr>> FileSystemClient::SetattrLocally(const Creds
   // Exact while the authority holds: nobody else changed the file, and
   // this client's own changes are in the cache or pending.
   const Attr before = WithPending(*cached);
-  if ((before.mode() & S_IFMT) != S_IFREG || (before.mode() & kPrivileged) != 0 ||
-      !before.no_xattrs() || ((args.valid & pb::SA_MODE) && (args.mode & kPrivileged) != 0)) {
+  if ((before.mode & S_IFMT) != S_IFREG || (before.mode & kPrivileged) != 0 || !before.no_xattrs ||
+      ((args.valid & pb::SA_MODE) && (args.mode & kPrivileged) != 0)) {
     return std::nullopt;
   }
   // The MDS's own decision (DoSetattr calls the same), with its errors; no
@@ -443,7 +448,7 @@ absl::StatusOr<std::optional<Attr>> FileSystemClient::SetattrLocally(const Creds
   const posix::SetattrAsk ask = posix::SetattrAskOf(args.valid, args.uid, args.gid, args.mode);
   ASSIGN_OR_RETURN(posix::SetattrResult decided,
                    posix::DecideSetattr(AccessOf(before), CredentialsOf(c), ask));
-  const int64_t t = std::max(absl::ToUnixNanos(absl::Now()), before.ctime_ns());
+  const int64_t t = std::max(absl::ToUnixNanos(absl::Now()), before.ctime_ns);
   AttrChanges change;
   if (ask.uid) change.valid |= pb::SA_UID;
   if (ask.gid) change.valid |= pb::SA_GID;
@@ -559,7 +564,7 @@ absl::Status FileSystemClient::Rmdir(const Creds& c, uint64_t parent, const std:
   r.mutable_rmdir()->set_parent(parent);
   r.mutable_rmdir()->set_name(name);
   ASSIGN_OR_RETURN(pb::MetaReply reply, CallInDir(c, std::move(r), parent));
-  if (reply.attr().ino() != 0) KeepGone(reply.attr());
+  if (reply.attr().ino() != 0) KeepGone(FromWire(reply.attr()));
   return absl::OkStatus();
 }
 
@@ -584,10 +589,10 @@ absl::Status FileSystemClient::Rename(const Creds& c, uint64_t parent, const std
   // reply carries both at their new versions, newer than any write-back
   // report of the replaced file answered before the rename.
   if (reply->attr().ino() != 0) CacheAttr(*reply);
-  const Attr& replaced = reply->replaced();
-  if (S_ISDIR(replaced.mode()) && replaced.nlink() == 0) {
+  const Attr replaced = FromWire(reply->replaced());
+  if (S_ISDIR(replaced.mode) && replaced.nlink == 0) {
     KeepGone(replaced);  // an empty directory, removed
-  } else if (replaced.ino() != 0) {
+  } else if (replaced.ino != 0) {
     CacheAttr(replaced, reply->tid());
   }
   return absl::OkStatus();
@@ -625,11 +630,12 @@ absl::StatusOr<DirPage> FileSystemClient::Readdir(const Creds& c, uint64_t ino, 
   }
   DirPage page;
   page.eof = reply.eof();
-  page.entries.assign(reply.entries().begin(), reply.entries().end());
+  page.entries.reserve(reply.entries_size());
   // As Getattr would answer: newer cached versions and this client's
   // buffered or in-flight writes (closed files still write back).
-  for (pb::DirEntry& e : page.entries) {
-    if (e.attr().ino() != 0) *e.mutable_attr() = WithPending(CacheAttr(e.attr(), reply.tid()));
+  for (const pb::DirEntry& wire : reply.entries()) {
+    DirEntry& e = page.entries.emplace_back(FromWire(wire));
+    if (e.has_attr()) e.attr = WithPending(CacheAttr(e.attr, reply.tid()));
   }
   return page;
 }
@@ -637,7 +643,7 @@ absl::StatusOr<DirPage> FileSystemClient::Readdir(const Creds& c, uint64_t ino, 
 bool FileSystemClient::KnownWithoutXattrs(uint64_t ino) {
   absl::MutexLock lock(&mu_);
   const CachedInode* ci = TrustedLocked(ino);
-  return ci != nullptr && ci->attr.no_xattrs();
+  return ci != nullptr && ci->attr.no_xattrs;
 }
 
 namespace {
@@ -671,7 +677,7 @@ bool SurelyReadable(const Creds& c, const Attr& attr, posix::XattrNs ns) {
     case posix::XattrNs::kTrusted:
       return c.uid == 0;
     case posix::XattrNs::kUser:
-      return c.uid == 0 || (c.uid == attr.uid() && (attr.mode() & S_IRUSR) != 0);
+      return c.uid == 0 || (c.uid == attr.uid && (attr.mode & S_IRUSR) != 0);
     default:
       return false;  // weft.* are virtual: counted on the MDS, no version of their own
   }
@@ -681,14 +687,14 @@ bool SurelyReadable(const Creds& c, const Attr& attr, posix::XattrNs ns) {
 
 const FileSystemClient::CachedInode* FileSystemClient::TrustedXattrs(uint64_t ino) {
   const CachedInode* ci = TrustedLocked(ino);
-  return ci != nullptr && ci->attr.version() == ci->xattrs_version ? ci : nullptr;
+  return ci != nullptr && ci->attr.version == ci->xattrs_version ? ci : nullptr;
 }
 
 FileSystemClient::CachedInode* FileSystemClient::XattrsAt(uint64_t ino, uint64_t version) {
   auto it = inodes_.find(ino);
   if (version == 0 || it == inodes_.end()) return nullptr;
   CachedInode& ci = it->second;
-  if (ci.attr.version() != version) return nullptr;  // changed meanwhile: the answer may be older
+  if (ci.attr.version != version) return nullptr;  // changed meanwhile: the answer may be older
   if (ci.xattrs_version != version) {
     ci.xattrs.clear();
     ci.xattr_names[0].reset();
@@ -721,13 +727,13 @@ std::optional<absl::StatusOr<std::string>> FileSystemClient::CachedXattr(
 uint64_t FileSystemClient::KeepAttrOf(const pb::MetaReply& reply) {
   const uint64_t version = reply.attr().version();
   // A newer version cached meanwhile: the answer may be older than it.
-  return CacheAttr(reply).version() == version ? version : 0;
+  return CacheAttr(reply).version == version ? version : 0;
 }
 
 uint64_t FileSystemClient::TrustedVersion(uint64_t ino) {
   absl::MutexLock lock(&mu_);
   const CachedInode* ci = TrustedLocked(ino);  // no copy of the attributes for a number
-  return ci != nullptr ? ci->attr.version() : 0;
+  return ci != nullptr ? ci->attr.version : 0;
 }
 
 void FileSystemClient::RememberXattr(uint64_t ino, uint64_t version, const std::string& name,
@@ -800,8 +806,9 @@ absl::Status FileSystemClient::Setxattr(const Creds& c, uint64_t ino, const std:
   ASSIGN_OR_RETURN(pb::MetaReply reply, Call(c, std::move(r)));
   // Newer than anything fetched meanwhile: a getxattr after this one
   // returns must not be answered from attributes that predate it.
-  if (reply.attr().ino() != 0) CacheAttr(reply);
-  if (layout) RefreshLayout(reply.attr());
+  const Attr attr = FromWire(reply.attr());
+  if (attr.ino != 0) CacheAttr(attr, reply.tid());
+  if (layout) RefreshLayout(attr);
   if (name == "security.capability") {  // the next write through any handle drops it
     absl::MutexLock lock(&mu_);
     for (auto& [fh, f] : handles_) {
@@ -814,7 +821,7 @@ absl::Status FileSystemClient::Setxattr(const Creds& c, uint64_t ino, const std:
 void FileSystemClient::RefreshLayout(const Attr& attr) {
   absl::StatusOr<objects::FileData> data = DataOf(attr);
   if (!data.ok()) return;  // not a file with a layout: nothing to refresh
-  std::shared_ptr<FileCache> cache = CacheOf(attr.ino());
+  std::shared_ptr<FileCache> cache = CacheOf(attr.ino);
   if (cache != nullptr) cache->SetData(*data);
 }
 
@@ -855,7 +862,7 @@ absl::Status FileSystemClient::Removexattr(const Creds& c, uint64_t ino,
   return absl::OkStatus();
 }
 
-absl::StatusOr<pb::StatfsReply> FileSystemClient::Statfs(const Creds& c) {
+absl::StatusOr<FsStats> FileSystemClient::Statfs(const Creds& c) {
   constexpr absl::Duration kStatfsKept = absl::Seconds(1);
   {
     absl::MutexLock lock(&statfs_mu_);
@@ -865,12 +872,13 @@ absl::StatusOr<pb::StatfsReply> FileSystemClient::Statfs(const Creds& c) {
   pb::MetaRequest r;
   r.mutable_statfs();
   ASSIGN_OR_RETURN(pb::MetaReply reply, Call(c, std::move(r)));
+  const FsStats stats = FromWire(reply.statfs());
   absl::MutexLock lock(&statfs_mu_);
   if (!statfs_.has_value() || asked > statfs_at_) {
-    statfs_ = reply.statfs();
+    statfs_ = stats;
     statfs_at_ = asked;
   }
-  return reply.statfs();
+  return stats;
 }
 
 posix::Credentials CredentialsOf(const Creds& c) {
@@ -883,14 +891,14 @@ posix::Credentials CredentialsOf(const Creds& c) {
 
 posix::AccessAttrs AccessOf(const Attr& a) {
   posix::AccessAttrs out;
-  out.mode = a.mode();
-  out.uid = a.uid();
-  out.gid = a.gid();
+  out.mode = a.mode;
+  out.uid = a.uid;
+  out.gid = a.gid;
   return out;
 }
 
 absl::Status FileSystemClient::MayReadDir(const Creds& c, const Attr& dir) {
-  if (!dir.no_acl() && !dir.no_xattrs()) return Access(c, dir.ino(), R_OK);
+  if (!dir.no_acl && !dir.no_xattrs) return Access(c, dir.ino, R_OK);
   return posix::CheckAccess(AccessOf(dir), CredentialsOf(c), posix::kMayRead);
 }
 
@@ -900,7 +908,7 @@ absl::Status FileSystemClient::Access(const Creds& c, uint64_t ino, int mask) {
   // (posix::CheckAccess): answered here from trusted attributes, like
   // getattr. (Samba calls access(2) before most operations.)
   std::optional<Attr> attr = TrustedAttr(ino);
-  if (attr && (attr->no_acl() || attr->no_xattrs())) {
+  if (attr && (attr->no_acl || attr->no_xattrs)) {
     local_access_.fetch_add(1, std::memory_order_relaxed);
     return posix::CheckAccess(AccessOf(*attr), CredentialsOf(c), mask & (R_OK | W_OK | X_OK));
   }

@@ -54,13 +54,13 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "common/executor/thread_pool.h"
+#include "common/objects/object_client.h"
+#include "common/objects/striped_io.h"
 #include "common/posix/permission.h"
+#include "fuse-client/lib/attr.h"
 #include "fuse-client/lib/file_cache.h"
 #include "fuse-client/lib/file_locks.h"
 #include "fuse-client/lib/meta_client.h"
-#include "common/objects/object_client.h"
-#include "common/objects/striped_io.h"
-#include "proto/mds_client.pb.h"
 
 namespace weft::client {
 
@@ -111,9 +111,6 @@ struct Creds {
   uint32_t umask = 0;
 };
 
-// Attributes as the MDS reports them.
-using Attr = pb::Attr;
-
 // The caller and the inode as common/posix's permission rules take them
 // (AccessOf: without an ACL; only for attributes with no_acl).
 posix::Credentials CredentialsOf(const Creds& c);
@@ -128,7 +125,7 @@ struct SetattrArgs {
 };
 
 struct DirPage {
-  std::vector<pb::DirEntry> entries;  // cookie of each entry continues after it
+  std::vector<DirEntry> entries;  // cookie of each entry continues after it
   bool eof = false;
 };
 
@@ -147,7 +144,7 @@ class FileSystemClient {
   absl::StatusOr<Attr> ResolvePath(const std::string& path);
 
   // ---- inode references (the frontend's lookup counts)
-  // One more reference to attr.ino(), caching attr if it comes from the MDS.
+  // One more reference to attr.ino, caching attr if it comes from the MDS.
   void Remember(const Attr& attr, bool from_mds = true);
   // n fewer; cached state dropped at 0 (then true: nobody holds it).
   bool Forget(uint64_t ino, uint64_t n);
@@ -167,8 +164,8 @@ class FileSystemClient {
   // acknowledged (MetaClient::SetDirRevoked); nullptr removes it.
   void SetDirRevoked(std::function<void(uint64_t dir)> handler);
   // The frontend gave the kernel `a` (a reply it sent): the version the
-  // kernel's attributes of a.ino() are at. KernelHas: whether they are at
-  // a.version(), so that an open finding that version need not make the
+  // kernel's attributes of a.ino are at. KernelHas: whether they are at
+  // a.version, so that an open finding that version need not make the
   // kernel ask again.
   void NoteKernelAttrs(const Attr& a);
   bool KernelHas(const Attr& a);
@@ -218,7 +215,7 @@ class FileSystemClient {
   // The MDS's answer, kept for a second: it sums capacity the OSDs report
   // every few seconds anyway, and gateways ask before every write (Samba's
   // disk_free, dbench's QFSINFO).
-  absl::StatusOr<pb::StatfsReply> Statfs(const Creds& c);
+  absl::StatusOr<FsStats> Statfs(const Creds& c);
   // R_OK/W_OK/X_OK (F_OK = 0), decided as an open or exec would be: mode
   // bits, ACLs, root passing except X_OK on a file no one may execute.
   // EACCES when refused. Decided here from trusted attributes when the inode
@@ -362,7 +359,7 @@ class FileSystemClient {
     const Attr& Offer(const Attr& a, uint64_t tid) {
       if (gone) return attr;
       const bool fresh = tid >= stale_below;
-      if (a.version() > attr.version() || (a.version() == attr.version() && fresh)) {
+      if (a.version > attr.version || (a.version == attr.version && fresh)) {
         attr = a;
         fetched = fresh ? absl::Now() : absl::InfinitePast();
       }
@@ -381,7 +378,7 @@ class FileSystemClient {
   // Caches `attr`, the answer to request `tid`, unless it may be older
   // than what is known (CachedInode::Offer); returns the newer.
   Attr CacheAttr(const Attr& attr, uint64_t tid);
-  Attr CacheAttr(const pb::MetaReply& reply) { return CacheAttr(reply.attr(), reply.tid()); }
+  Attr CacheAttr(const pb::MetaReply& reply);  // its attributes, converted once
   // `attr`, or the newer version cached, trusted or not (without caching
   // `attr`).
   Attr Newest(Attr attr);
@@ -391,7 +388,7 @@ class FileSystemClient {
   // before this are not trusted, as the MDS may have answered them before
   // the change.
   void Invalidate(uint64_t ino);
-  // `last` is how the directory last.ino() ended (nlink 0): kept, if held,
+  // `last` is how the directory last.ino ended (nlink 0): kept, if held,
   // as its attributes from now on (CachedInode::gone).
   void KeepGone(const Attr& last);
   // The MDS may have restarted, and numbers versions on from what it had
@@ -425,7 +422,7 @@ class FileSystemClient {
   // The cached, trusted entry of `ino` whose xattrs are of its version.
   const CachedInode* TrustedXattrs(uint64_t ino) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::StatusOr<objects::FileData> DataOf(const Attr& attr);
-  // After this client changed the layout of the empty file attr.ino() (the
+  // After this client changed the layout of the empty file attr.ino (the
   // MDS refuses while another client has it open for writing): its open
   // handles write with the new layout from now on.
   void RefreshLayout(const Attr& attr);
@@ -438,7 +435,7 @@ class FileSystemClient {
   absl::Status DropCapability(uint64_t ino);
   // For the reply to an open or a create (its attributes and tid).
   absl::StatusOr<Opened> AddHandle(const Creds& c, const pb::MetaReply& reply, int flags);
-  // `inline_bytes`: the file's inline data at attr.version(), if the reply had it.
+  // `inline_bytes`: the file's inline data at attr.version, if the reply had it.
   std::shared_ptr<FileCache> CacheFor(const Attr& attr, const std::string* inline_bytes)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // What a file with inline data asks the MDS (FileCache::InlineHooks).
@@ -528,7 +525,7 @@ class FileSystemClient {
   // have threads of their own (never the other way round).
   std::unique_ptr<ThreadPool> release_pool_;
   absl::Mutex statfs_mu_;
-  std::optional<pb::StatfsReply> statfs_ ABSL_GUARDED_BY(statfs_mu_);
+  std::optional<FsStats> statfs_ ABSL_GUARDED_BY(statfs_mu_);
   absl::Time statfs_at_ ABSL_GUARDED_BY(statfs_mu_);
   absl::Mutex release_mu_;  // after mu_ if both
   std::vector<std::shared_ptr<OpenFile>> releases_ ABSL_GUARDED_BY(release_mu_);

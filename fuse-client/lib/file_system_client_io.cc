@@ -12,6 +12,7 @@
 #include "common/memory/memory.h"
 #include "common/posix/atime.h"
 #include "common/status/status.h"
+#include "fuse-client/lib/attr_wire.h"
 #include "fuse-client/lib/file_system_client.h"
 
 namespace weft::client {
@@ -26,7 +27,7 @@ constexpr uint64_t kHeapFreeBytesKept = 256ull << 20;
 }  // namespace
 
 absl::StatusOr<objects::FileData> FileSystemClient::DataOf(const Attr& attr) {
-  return objects::FileDataOf(attr.ino(), attr.layout());
+  return objects::FileDataOf(attr.ino, attr.layout.stripe, attr.layout.pool);
 }
 
 absl::StatusOr<std::shared_ptr<FileSystemClient::OpenFile>> FileSystemClient::Handle(
@@ -43,21 +44,21 @@ absl::StatusOr<std::shared_ptr<FileSystemClient::OpenFile>> FileSystemClient::Ha
 absl::StatusOr<FileSystemClient::Opened> FileSystemClient::AddHandle(const Creds& c,
                                                                      const pb::MetaReply& reply,
                                                                      int flags) {
-  const Attr& attr = reply.attr();
+  const Attr attr = FromWire(reply.attr());
   auto f = std::make_shared<OpenFile>();
-  f->ino = attr.ino();
+  f->ino = attr.ino;
   f->flags = flags;
   f->creds = c;
   Opened out;
   Attr freshest = attr;
   {
     absl::MutexLock lock(&mu_);
-    if ((attr.mode() & S_IFMT) == S_IFREG) {
+    if ((attr.mode & S_IFMT) == S_IFREG) {
       f->cache = CacheFor(attr, reply.has_inline_data() ? &reply.inline_data() : nullptr);
     }
     out.fh = next_fh_++;
     handles_[out.fh] = std::move(f);
-    CachedInode& cached = inodes_[attr.ino()];
+    CachedInode& cached = inodes_[attr.ino];
     cached.refs++;  // an open file keeps its inode cached
     // The open's reply may predate the size report of this client's own
     // write-back after an earlier close (WrittenOp's reply, cached first).
@@ -69,21 +70,21 @@ absl::StatusOr<FileSystemClient::Opened> FileSystemClient::AddHandle(const Creds
 
 std::shared_ptr<FileCache> FileSystemClient::CacheFor(const Attr& attr,
                                                       const std::string* inline_bytes) {
-  auto it = caches_.find(attr.ino());
+  auto it = caches_.find(attr.ino);
   if (it != caches_.end()) {
     it->second.handles++;
     // Close-to-open: what was read ahead before this open may be stale.
     it->second.cache->DropReadahead();
-    it->second.cache->NoteInline(attr.data_inline(), attr.version(), inline_bytes);
+    it->second.cache->NoteInline(attr.data_inline, attr.version, inline_bytes);
     return it->second.cache;
   }
   absl::StatusOr<objects::FileData> data = DataOf(attr);
   if (!data.ok()) {
     // Still a handle: the MDS holds the open, and Release must end it.
-    LOG(ERROR) << "op=open ino=" << attr.ino() << " bad_layout=" << data.status();
+    LOG(ERROR) << "op=open ino=" << attr.ino << " bad_layout=" << data.status();
     return nullptr;
   }
-  const uint64_t ino = attr.ino();
+  const uint64_t ino = attr.ino;
   OpenCache& oc = caches_[ino];
   oc.handles = 1;
   oc.cache = FileCache::Create(*data, &io_, pool_.get(), read_pool_.get(), &budget_,
@@ -92,10 +93,9 @@ std::shared_ptr<FileCache> FileSystemClient::CacheFor(const Attr& attr,
                                            int64_t allocated_delta, const AttrChanges& attrs) {
                                  return ReportWritten(ino, end, mtime_ns, allocated_delta, attrs);
                                });
-  if (attr.data_inline()) {
+  if (attr.data_inline) {
     const uint64_t limit = std::min<uint64_t>(meta_->inline_max_bytes(), data->layout.stripe_unit);
-    oc.cache->EnableInline(InlineHooksFor(ino), limit, &inline_copies_, attr.version(),
-                           inline_bytes);
+    oc.cache->EnableInline(InlineHooksFor(ino), limit, &inline_copies_, attr.version, inline_bytes);
   }
   return oc.cache;
 }
@@ -198,15 +198,15 @@ absl::StatusOr<pb::MetaReply> FileSystemClient::CallWritten(uint64_t ino, uint64
 
 void FileSystemClient::NoteRead(const Attr& attr) {
   using Atime = FileSystemClientOptions::Atime;
-  if (options_.atime == Atime::kNone || (S_ISDIR(attr.mode()) && !options_.diratime)) return;
+  if (options_.atime == Atime::kNone || (S_ISDIR(attr.mode) && !options_.diratime)) return;
   const int64_t now = NowNs();
-  if (!posix::AtimeDue(attr.atime_ns(), attr.mtime_ns(), attr.ctime_ns(), now,
+  if (!posix::AtimeDue(attr.atime_ns, attr.mtime_ns, attr.ctime_ns, now,
                        options_.atime == Atime::kStrict)) {
     return;
   }
   absl::MutexLock lock(&release_mu_);
   if (reads_.empty()) reads_since_ = absl::Now();
-  int64_t& read = reads_[attr.ino()];
+  int64_t& read = reads_[attr.ino];
   read = std::max(read, now);
 }
 
@@ -235,7 +235,7 @@ void FileSystemClient::SendReads() {
   // As the MDS: root's credentials (a read needs no right to change times).
   absl::StatusOr<pb::MetaReply> reply = Call(Creds(), std::move(r));
   if (reply.ok()) {
-    for (const pb::Attr& a : reply->changed()) CacheAttr(a, reply->tid());
+    for (const pb::Attr& a : reply->changed()) CacheAttr(FromWire(a), reply->tid());
   } else {
     // Best effort, like a lazy atime: dropped rather than sent again and again.
     LOG(WARNING) << "op=atime inodes=" << sent.size() << " status=" << reply.status();
@@ -252,47 +252,47 @@ Attr FileSystemClient::WithPending(Attr attr) {
   {
     // A read's atime until the MDS has it.
     absl::MutexLock lock(&release_mu_);
-    auto read = reads_.find(attr.ino());
-    if (read != reads_.end() && read->second > attr.atime_ns()) attr.set_atime_ns(read->second);
+    auto read = reads_.find(attr.ino);
+    if (read != reads_.end() && read->second > attr.atime_ns) attr.atime_ns = read->second;
   }
   // The buffered state first, then the attributes: a batch that finishes
   // in between has had its report's reply cached (ReportWritten, before the
   // batch leaves `pending`), so it is in one or the other. The other order
   // lost it: a read that took the size from before the report and the
   // pending bytes from after it was cut short (a reopened file read 0 bytes).
-  std::shared_ptr<FileCache> cache = CacheOf(attr.ino());
+  std::shared_ptr<FileCache> cache = CacheOf(attr.ino);
   FileCache::Pending p;
   if (cache != nullptr) p = cache->pending();
   attr = Newest(std::move(attr));
   if (cache == nullptr) return attr;
   const AttrChanges& a = p.attrs;
-  if (a.valid & pb::SA_MODE) attr.set_mode((attr.mode() & S_IFMT) | a.mode);
-  if (a.valid & pb::SA_UID) attr.set_uid(a.uid);
-  if (a.valid & pb::SA_GID) attr.set_gid(a.gid);
-  if (a.valid & pb::SA_ATIME) attr.set_atime_ns(a.atime_ns);
-  if (a.valid & pb::SA_MTIME) attr.set_mtime_ns(a.mtime_ns);
-  if (!a.empty()) attr.set_ctime_ns(std::max(attr.ctime_ns(), a.ctime_ns));
+  if (a.valid & pb::SA_MODE) attr.mode = (attr.mode & S_IFMT) | a.mode;
+  if (a.valid & pb::SA_UID) attr.uid = a.uid;
+  if (a.valid & pb::SA_GID) attr.gid = a.gid;
+  if (a.valid & pb::SA_ATIME) attr.atime_ns = a.atime_ns;
+  if (a.valid & pb::SA_MTIME) attr.mtime_ns = a.mtime_ns;
+  if (!a.empty()) attr.ctime_ns = std::max(attr.ctime_ns, a.ctime_ns);
   // The report of buffered writes drops setuid/setgid as the MDS decides
   // for the writer (ModeAfterWrite); show that now. (The kernel sends a
   // chmod of its own only for setuid, and setgid with group exec.)
-  if (p.bytes > 0 && (attr.mode() & (S_ISUID | S_ISGID)) != 0) {
+  if (p.bytes > 0 && (attr.mode & (S_ISUID | S_ISGID)) != 0) {
     Creds writer;
     {
       absl::MutexLock lock(&mu_);
-      auto it = caches_.find(attr.ino());
+      auto it = caches_.find(attr.ino);
       if (it != caches_.end()) writer = it->second.writer;
     }
-    attr.set_mode(posix::ModeAfterWrite(AccessOf(attr), CredentialsOf(writer)));
+    attr.mode = posix::ModeAfterWrite(AccessOf(attr), CredentialsOf(writer));
   }
-  if (p.end > attr.size()) attr.set_size(p.end);
+  if (p.end > attr.size) attr.size = p.end;
   // Buffered bytes count as allocated until their flush reports what the
   // objects really grew by (an overwrite: nothing), like a local file
   // system's delayed allocation.
-  attr.set_allocated(std::min(attr.size(), attr.allocated() + p.bytes));
+  attr.allocated = std::min(attr.size, attr.allocated + p.bytes);
   // 0: nothing buffered (not 1970: an mtime set before 1970 stays).
-  if (p.mtime_ns != 0 && p.mtime_ns > attr.mtime_ns()) {
-    attr.set_mtime_ns(p.mtime_ns);
-    attr.set_ctime_ns(std::max(attr.ctime_ns(), p.mtime_ns));
+  if (p.mtime_ns != 0 && p.mtime_ns > attr.mtime_ns) {
+    attr.mtime_ns = p.mtime_ns;
+    attr.ctime_ns = std::max(attr.ctime_ns, p.mtime_ns);
   }
   return attr;
 }
@@ -332,11 +332,11 @@ absl::StatusOr<FileSystemClient::Opened> FileSystemClient::TruncateOnOpen(const 
   // on Linux, O_TRUNC truncates also through O_RDONLY (write permission is
   // checked by the setattr), and sets mtime and ctime also of an empty file.
   const Attr& attr = opened.attr;
-  if ((flags & O_TRUNC) == 0 || (attr.mode() & S_IFMT) != S_IFREG) return opened;
+  if ((flags & O_TRUNC) == 0 || (attr.mode & S_IFMT) != S_IFREG) return opened;
   SetattrArgs args;
   args.valid = pb::SA_SIZE;
   args.size = 0;
-  absl::StatusOr<Attr> after = Setattr(c, attr.ino(), args, opened.fh);
+  absl::StatusOr<Attr> after = Setattr(c, attr.ino, args, opened.fh);
   if (!after.ok()) {
     (void)Release(opened.fh);
     return after.status();
@@ -363,7 +363,7 @@ absl::StatusOr<FileSystemClient::Opened> FileSystemClient::Create(const Creds& c
   ASSIGN_OR_RETURN(Opened opened, AddHandle(c, reply, flags));
   if (reply.attr_authority()) {
     absl::MutexLock lock(&mu_);
-    auto it = caches_.find(opened.attr.ino());
+    auto it = caches_.find(opened.attr.ino);
     if (it != caches_.end() && it->second.cache != nullptr) {
       it->second.created_parent = parent;
       it->second.created_name = name;
@@ -382,9 +382,9 @@ absl::StatusOr<std::string> FileSystemClient::Read(FileHandle fh, uint64_t offse
   }
   ASSIGN_OR_RETURN(Attr attr, Getattr(f->creds, f->ino));
   NoteRead(attr);  // also at the end of the file, as Linux's file_accessed
-  const uint64_t size = attr.size();  // Getattr includes buffered writes
+  const uint64_t size = attr.size;  // Getattr includes buffered writes
   // A newer version may have other bytes (another client's); moved: for good.
-  f->cache->NoteInline(attr.data_inline(), attr.version(), nullptr);
+  f->cache->NoteInline(attr.data_inline, attr.version, nullptr);
   if (offset >= size || length == 0) return std::string();
   length = std::min(length, size - offset);
   return f->cache->Read(offset, length, size, (f->flags & O_DIRECT) == 0);
@@ -434,7 +434,7 @@ absl::StatusOr<uint64_t> FileSystemClient::Write(const Creds& c, FileHandle fh, 
   }
   if (f->flags & O_APPEND) {
     ASSIGN_OR_RETURN(Attr attr, Getattr(c, f->ino));
-    RETURN_IF_ERROR(f->cache->Append(attr.size(), data, NowNs()).status());
+    RETURN_IF_ERROR(f->cache->Append(attr.size, data, NowNs()).status());
   } else {
     RETURN_IF_ERROR(f->cache->Write(offset, data, NowNs()));
   }
@@ -462,7 +462,7 @@ absl::Status FileSystemClient::Fallocate(const Creds& c, FileHandle fh, uint32_t
     return ErrnoError(absl::StatusCode::kOutOfRange, EFBIG, "past the maximum file size");
   }
   ASSIGN_OR_RETURN(Attr attr, Getattr(c, f->ino));  // buffered writes included
-  const uint64_t size = attr.size();
+  const uint64_t size = attr.size;
   if (zeros) {
     // Past the size the file reads as zeros already: a range beyond it only
     // grows the size (below), whatever its length. Within it, a punched or
@@ -519,12 +519,12 @@ absl::StatusOr<uint64_t> FileSystemClient::Seek(FileHandle fh, uint64_t offset, 
   }
   RETURN_IF_ERROR(f->cache->Flush());  // what it buffers is data too: on the OSDs first
   ASSIGN_OR_RETURN(Attr attr, Getattr(f->creds, f->ino));
-  if (offset >= attr.size()) {
+  if (offset >= attr.size) {
     return ErrnoError(absl::StatusCode::kOutOfRange, ENXIO, "offset at or past the end of the file");
   }
-  f->cache->NoteInline(attr.data_inline(), attr.version(), nullptr);
-  if (f->cache->inline_on()) return hole ? attr.size() : offset;  // all data, no holes
-  return io_.Seek(f->cache->data(), attr.size(), offset, hole);
+  f->cache->NoteInline(attr.data_inline, attr.version, nullptr);
+  if (f->cache->inline_on()) return hole ? attr.size : offset;  // all data, no holes
+  return io_.Seek(f->cache->data(), attr.size, offset, hole);
 }
 
 absl::Status FileSystemClient::Flush(FileHandle fh) {

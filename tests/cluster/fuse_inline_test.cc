@@ -245,7 +245,7 @@ TEST_CASE("inline data: a client that may keep no copy reads every byte from the
   const client::Creds root;
   auto created = fs.Create(root, fs.root(), "f", 0644, O_RDWR | O_CREAT);
   REQUIRE(created.ok());
-  REQUIRE(created->attr.data_inline());
+  REQUIRE(created->attr.data_inline);
   REQUIRE(fs.Write(root, created->fh, 0, "hello world").ok());
   REQUIRE(fs.Fsync(created->fh).ok());
   CHECK(*fs.Read(created->fh, 0, 100) == "hello world");
@@ -253,7 +253,7 @@ TEST_CASE("inline data: a client that may keep no copy reads every byte from the
   REQUIRE(fs.Write(root, created->fh, 20, "past a hole").ok());
   CHECK(*fs.Read(created->fh, 0, 100) == std::string("hello world\0\0\0\0\0\0\0\0\0past a hole", 31));
   REQUIRE(fs.Release(created->fh).ok());
-  auto opened = fs.Open(root, created->attr.ino(), O_RDONLY);
+  auto opened = fs.Open(root, created->attr.ino, O_RDONLY);
   REQUIRE(opened.ok());
   CHECK(*fs.Read(opened->fh, 12, 100) == std::string("\0\0\0\0\0\0\0\0past a hole", 19));
   REQUIRE(fs.Release(opened->fh).ok());

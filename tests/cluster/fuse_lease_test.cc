@@ -70,7 +70,7 @@ std::string AccessFailsAsUser(const std::string& path, int want, int times = 1) 
   });
 }
 
-int Errno(const absl::StatusOr<pb::Attr>& a) { return a.ok() ? 0 : StatusToErrno(a.status()); }
+int Errno(const absl::StatusOr<client::Attr>& a) { return a.ok() ? 0 : StatusToErrno(a.status()); }
 
 TEST_CASE("client leases: absent names are answered without the MDS until another client changes the directory",
           "[fuse][leases]") {
@@ -84,9 +84,9 @@ TEST_CASE("client leases: absent names are answered without the MDS until anothe
     auto d = a->Mkdir(root, a->root(), absl::StrCat("d", i), 0755);
     REQUIRE(d.ok());
     const uint64_t before = a->local_lookups();
-    CHECK(Errno(a->Lookup(root, d->ino(), "x")) == ENOENT);  // the MDS: grants a searchable lease
-    CHECK(Errno(a->Lookup(root, d->ino(), "x")) == ENOENT);
-    if (a->local_lookups() > before) dir = d->ino();
+    CHECK(Errno(a->Lookup(root, d->ino, "x")) == ENOENT);  // the MDS: grants a searchable lease
+    CHECK(Errno(a->Lookup(root, d->ino, "x")) == ENOENT);
+    if (a->local_lookups() > before) dir = d->ino;
     else absl::SleepFor(absl::Milliseconds(100));
   }
   REQUIRE(dir != 0);
@@ -127,7 +127,7 @@ struct TwoClients {
     held = *created;
   }
   ~TwoClients() { (void)a->Release(held.fh); }
-  uint64_t ino() const { return held.attr.ino(); }
+  uint64_t ino() const { return held.attr.ino; }
 
   std::unique_ptr<Cluster> cluster;
   std::unique_ptr<client::FileSystemClient> a, b;
@@ -835,12 +835,12 @@ TEST_CASE("client attributes: the creator changes mode - owner - times on its ow
     INFO(created.status());
     REQUIRE(created.ok());
     const uint64_t before = a->local_setattrs();
-    auto set = a->Setattr(root, created->attr.ino(), OwnerArgs(1000, 2000), created->fh);
+    auto set = a->Setattr(root, created->attr.ino, OwnerArgs(1000, 2000), created->fh);
     REQUIRE(set.ok());
-    CHECK(set->uid() == 1000);
-    CHECK(set->gid() == 2000);
+    CHECK(set->uid == 1000);
+    CHECK(set->gid == 2000);
     if (a->local_setattrs() > before) {
-      ino = created->attr.ino();
+      ino = created->attr.ino;
       fh = created->fh;
     } else {
       CHECK(a->Release(created->fh).ok());
@@ -853,15 +853,15 @@ TEST_CASE("client attributes: the creator changes mode - owner - times on its ow
   // The same file as the MDS sees it, made by b: a holds no authority there.
   auto twin = b->Create(root, b->root(), "twin", 0600, O_CREAT | O_EXCL | O_WRONLY);
   REQUIRE(twin.ok());
-  REQUIRE(b->Setattr(root, twin->attr.ino(), OwnerArgs(1000, 2000), twin->fh).ok());
-  REQUIRE(b->Setattr(root, twin->attr.ino(), ModeArgs(0640), twin->fh).ok());
+  REQUIRE(b->Setattr(root, twin->attr.ino, OwnerArgs(1000, 2000), twin->fh).ok());
+  REQUIRE(b->Setattr(root, twin->attr.ino, ModeArgs(0640), twin->fh).ok());
   REQUIRE(b->Release(twin->fh).ok());
 
   // Every decision a takes alone is the MDS's decision, errno for errno.
   const uint64_t local = a->local_setattrs();
   const std::vector<int> alone = Decisions(*a, ino);
   const uint64_t decided_alone = a->local_setattrs() - local;
-  const std::vector<int> by_mds = Decisions(*a, twin->attr.ino());
+  const std::vector<int> by_mds = Decisions(*a, twin->attr.ino);
   CHECK(a->local_setattrs() == local + decided_alone);  // the twin went to the MDS
   CHECK(alone == by_mds);
   CHECK(alone == std::vector<int>{EPERM, EPERM, EACCES, EPERM, EPERM, 0, 0, 0, EPERM, 0, 0, 0,
@@ -873,18 +873,18 @@ TEST_CASE("client attributes: the creator changes mode - owner - times on its ow
   REQUIRE(mine.ok());
   auto theirs = b->Getattr(root, ino);
   REQUIRE(theirs.ok());
-  auto twin_now = b->Getattr(root, twin->attr.ino());
+  auto twin_now = b->Getattr(root, twin->attr.ino);
   REQUIRE(twin_now.ok());
-  for (const pb::Attr* at : {&*mine, &*theirs}) {
-    INFO("ino " << at->ino());
-    CHECK((at->mode() & 07777) == (twin_now->mode() & 07777));
-    CHECK(at->uid() == twin_now->uid());
-    CHECK(at->gid() == twin_now->gid());
-    CHECK(at->atime_ns() == 1000000000 * 1000000000ll + 5);
-    CHECK(at->mtime_ns() == 1100000000 * 1000000000ll + 7);
+  for (const client::Attr* at : {&*mine, &*theirs}) {
+    INFO("ino " << at->ino);
+    CHECK((at->mode & 07777) == (twin_now->mode & 07777));
+    CHECK(at->uid == twin_now->uid);
+    CHECK(at->gid == twin_now->gid);
+    CHECK(at->atime_ns == 1000000000 * 1000000000ll + 5);
+    CHECK(at->mtime_ns == 1100000000 * 1000000000ll + 7);
   }
-  CHECK(theirs->ctime_ns() == mine->ctime_ns());
-  CHECK(mine->ctime_ns() >= mine->btime_ns());
+  CHECK(theirs->ctime_ns == mine->ctime_ns);
+  CHECK(mine->ctime_ns >= mine->btime_ns);
 
   // After the recall the MDS decides: a changes nothing on its own any more.
   const uint64_t after_recall = a->local_setattrs();
@@ -893,7 +893,7 @@ TEST_CASE("client attributes: the creator changes mode - owner - times on its ow
   auto c = Connect(*cluster);
   auto fresh = c->Getattr(root, ino);
   REQUIRE(fresh.ok());
-  CHECK((fresh->mode() & 07777) == 0604);
+  CHECK((fresh->mode & 07777) == 0604);
   CHECK(a->Release(fh).ok());
 }
 
@@ -912,7 +912,7 @@ TEST_CASE("client attributes: replies from before this client's rename - unlink 
   auto dir = a->Mkdir(root, a->root(), "d", 0755);
   REQUIRE(dir.ok());
   a->Remember(*dir);  // held, as the kernel holds what it looked up
-  const uint64_t d = dir->ino();
+  const uint64_t d = dir->ino;
   for (int i = 0; i < 200; ++i) {
     auto f = a->Create(root, d, absl::StrCat("filler", i), 0644, O_CREAT | O_EXCL | O_WRONLY);
     REQUIRE(f.ok());
@@ -929,7 +929,7 @@ TEST_CASE("client attributes: replies from before this client's rename - unlink 
         for (bool eof = false; !eof && !stop.load();) {
           auto page = a->Readdir(root, listed, cookie, 512, /*with_attrs=*/true);
           if (!page.ok() || page->entries.empty()) break;
-          cookie = page->entries.back().cookie();
+          cookie = page->entries.back().cookie;
           eof = page->eof;
         }
       }
@@ -938,20 +938,20 @@ TEST_CASE("client attributes: replies from before this client's rename - unlink 
   });
   auto nlink = [&](uint64_t ino) -> int64_t {
     auto at = a->Getattr(root, ino);
-    return at.ok() ? static_cast<int64_t>(at->nlink()) : -StatusToErrno(at.status());
+    return at.ok() ? static_cast<int64_t>(at->nlink) : -StatusToErrno(at.status());
   };
   auto dir_mtime = [&]() -> int64_t {
     auto at = a->Getattr(root, d);
-    return at.ok() ? at->mtime_ns() : 0;
+    return at.ok() ? at->mtime_ns : 0;
   };
   int stale_nlink = 0, stale_mtime = 0;
   for (int i = 0; i < 60; ++i) {
     // Held open with bytes written back after the close of another handle.
     auto victim = a->Create(root, d, absl::StrCat("v", i), 0644, O_CREAT | O_EXCL | O_RDWR);
     REQUIRE(victim.ok());
-    if (dir_mtime() < victim->attr.ctime_ns()) ++stale_mtime;
+    if (dir_mtime() < victim->attr.ctime_ns) ++stale_mtime;
     REQUIRE(a->Write(root, victim->fh, 0, "written back").ok());
-    auto other = a->Open(root, victim->attr.ino(), O_RDONLY);
+    auto other = a->Open(root, victim->attr.ino, O_RDONLY);
     REQUIRE(other.ok());
     REQUIRE(a->Release(other->fh).ok());
     if (i % 2 == 0) {
@@ -961,11 +961,11 @@ TEST_CASE("client attributes: replies from before this client's rename - unlink 
       REQUIRE(a->Rename(root, d, absl::StrCat("r", i), d, absl::StrCat("v", i), 0).ok());
       auto moved = a->Lookup(root, d, absl::StrCat("v", i));
       REQUIRE(moved.ok());
-      if (dir_mtime() < moved->ctime_ns()) ++stale_mtime;
+      if (dir_mtime() < moved->ctime_ns) ++stale_mtime;
     } else {
       REQUIRE(a->Unlink(root, d, absl::StrCat("v", i)).ok());
     }
-    if (nlink(victim->attr.ino()) != 0) ++stale_nlink;
+    if (nlink(victim->attr.ino) != 0) ++stale_nlink;
     REQUIRE(a->Release(victim->fh).ok());
   }
   stop = true;

@@ -14,9 +14,9 @@ DirPage PageOf(std::initializer_list<uint64_t> cookies, bool eof) {
   DirPage page;
   page.eof = eof;
   for (uint64_t c : cookies) {
-    pb::DirEntry& e = page.entries.emplace_back();
-    e.set_name("n" + std::to_string(c));
-    e.set_cookie(c);
+    DirEntry& e = page.entries.emplace_back();
+    e.name = "n" + std::to_string(c);
+    e.cookie = c;
   }
   return page;
 }
@@ -29,7 +29,7 @@ TEST_CASE("dir stream: the rest of a page continues at its offset - once", "[uni
   REQUIRE(kept.has_value());
   CHECK(kept->page.eof);
   REQUIRE(kept->page.entries.size() == 2);
-  CHECK(kept->page.entries[0].cookie() == 20);
+  CHECK(kept->page.entries[0].cookie == 20);
   CHECK(kept->fetched == now);
   CHECK_FALSE(s.Take(17, now, 5).has_value());  // taken
 }
