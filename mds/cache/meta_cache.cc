@@ -188,8 +188,8 @@ void MetaCache::Apply(const pb::JournalEvent& ev) {
     // An event carries inline bytes only where they changed: the cached
     // ones stand otherwise (or stay unloaded).
     std::string kept;
-    const bool keep = rec.data_inline() && !rec.has_inline_data() &&
-                      slot->rec.data_inline() && slot->rec.has_inline_data();
+    const bool keep = rec.data_inline() && !rec.has_inline_data() && slot->rec.data_inline() &&
+                      slot->rec.has_inline_data();
     if (keep) kept = std::move(*slot->rec.mutable_inline_data());
     if (rec.has_inline_data()) slot->inline_dirty = true;
     slot->rec = rec;
@@ -228,6 +228,8 @@ void MetaCache::Apply(const pb::JournalEvent& ev) {
     next_ino_dirty_ = true;
   }
   for (uint64_t ino : ev.stray_add()) {
+    DCHECK(inodes_.contains(ino) && inodes_.at(ino)->rec.nlink() == 0)
+        << "stray " << ino << " still linked, or not in the event that made it a stray";
     auto h = ev.stray_holders().find(ino);
     strays_[ino] = h == ev.stray_holders().end() ? 0 : h->second;
     strays_changed_.insert(ino);
@@ -237,6 +239,8 @@ void MetaCache::Apply(const pb::JournalEvent& ev) {
     strays_changed_.insert(ino);
   }
   for (const pb::PurgeRec& rec : ev.purge_add()) {
+    DCHECK(!inodes_.contains(rec.ino()) && removed_inodes_.contains(rec.ino()))
+        << "purge of inode " << rec.ino() << ", which the event does not remove";
     purge_[rec.ino()] = rec;
     purge_changed_.insert(rec.ino());
   }
@@ -352,8 +356,9 @@ void MetaCache::AddDirUpdates(FlushBatch* batch) {
 }
 
 void MetaCache::AddTableUpdates(FlushBatch* batch) {
-  TakeTableChanges(strays_, [](uint64_t holder) { return absl::StrCat(holder); },
-                   &strays_changed_, batch->updates, TableObject(fs_, "strays"));
+  TakeTableChanges(
+      strays_, [](uint64_t holder) { return absl::StrCat(holder); }, &strays_changed_,
+      batch->updates, TableObject(fs_, "strays"));
   auto encoded = [](const auto& rec) { return rec.SerializeAsString(); };
   TakeTableChanges(purge_, encoded, &purge_changed_, batch->updates, TableObject(fs_, "purge"));
   TakeTableChanges(trims_, encoded, &trims_changed_, batch->updates, TableObject(fs_, "trims"));
