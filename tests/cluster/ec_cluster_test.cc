@@ -381,6 +381,7 @@ TEST_CASE("erasure 4+2: a primary back without the shards written while it was d
   ::unsetenv("WEFT_FAULTS");
   REQUIRE(up.ok());
   REQUIRE(c.WaitOsdsUp(6, absl::Seconds(20)).ok());
+  WaitUpCount(*client, 6);  // the client's map too: it decides who leads below
   int lacked = 0;  // objects written while it was down, in PGs it leads again
   for (const auto& [name, data] : objects) {
     if (name[0] == 'b' && Mapping(*client, pool, name).primary == victim_id) ++lacked;
