@@ -14,12 +14,16 @@
 
 namespace weft::objects {
 
-absl::StatusOr<FileData> FileDataOf(uint64_t ino, const pb::FileLayout& layout) {
+striping::Layout StripeOf(const pb::FileLayout& layout) {
   striping::Layout stripe;
   stripe.stripe_unit = layout.stripe_unit();
   stripe.stripe_count = layout.stripe_count();
   stripe.object_size = layout.object_size();
-  return FileDataOf(ino, stripe, PoolId(layout.pool()));
+  return stripe;
+}
+
+absl::StatusOr<FileData> FileDataOf(uint64_t ino, const pb::FileLayout& layout) {
+  return FileDataOf(ino, StripeOf(layout), PoolId(layout.pool()));
 }
 
 absl::StatusOr<FileData> FileDataOf(uint64_t ino, const striping::Layout& layout, PoolId pool) {

@@ -1,14 +1,11 @@
 #include "fuse-client/lib/attr_wire.h"
 
+#include "common/objects/striped_io.h"
+
 namespace weft::client {
 
 FileLayout FromWire(const pb::FileLayout& layout) {
-  FileLayout out;
-  out.stripe.stripe_unit = layout.stripe_unit();
-  out.stripe.stripe_count = layout.stripe_count();
-  out.stripe.object_size = layout.object_size();
-  out.pool = PoolId(layout.pool());
-  return out;
+  return FileLayout{objects::StripeOf(layout), PoolId(layout.pool())};
 }
 
 Attr FromWire(const pb::Attr& attr) {

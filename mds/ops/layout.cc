@@ -12,6 +12,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/log/log.h"
+#include "common/objects/striped_io.h"
 #include "common/status/status.h"
 #include "mds/fs/names.h"
 #include "mds/ops/ops.h"
@@ -21,9 +22,7 @@ namespace {
 
 FileLayout FromProto(const pb::FileLayout& p) {
   FileLayout l;
-  l.stripe.stripe_unit = p.stripe_unit();
-  l.stripe.stripe_count = p.stripe_count();
-  l.stripe.object_size = p.object_size();
+  l.stripe = objects::StripeOf(p);
   l.pool = PoolId(p.pool());
   return l;
 }
