@@ -4,6 +4,7 @@
 
 #include "common/rpc/rpc.h"
 #include "common/status/status.h"
+#include "mds/request.h"
 
 namespace weft::mds {
 namespace {
@@ -79,7 +80,9 @@ void MdsService::CallOnRank(const pb::MetaRequest& req, pb::MetaReply* reply) {
     }
     return rpc::ToProto(status, reply->mutable_status());
   }
-  *reply = (*rank)->Handle(req);
+  absl::StatusOr<Request> request = FromWire(req);
+  if (!request.ok()) return (*rank)->FinishReply(request.status(), reply);
+  *reply = (*rank)->Handle(*request);
 }
 
 grpc::Status MdsService::Reconnect(grpc::ServerContext*, const pb::ReconnectRequest* req,

@@ -306,7 +306,7 @@ void MdsRank::WaitLocked(const std::function<bool()>& ready, absl::Time deadline
 
 // ---- requests
 
-pb::MetaReply MdsRank::Handle(const pb::MetaRequest& request) {
+pb::MetaReply MdsRank::Handle(const Request& request) {
   pb::MetaReply reply;
   MaybeFinishReconnect();
   absl::Status status;
@@ -356,8 +356,7 @@ absl::Status MdsRank::Drive(RequestRun& run) {
   return result;
 }
 
-std::unique_ptr<RequestRun> MdsRank::StartRun(const pb::MetaRequest& request,
-                                              pb::MetaReply* reply) {
+std::unique_ptr<RequestRun> MdsRank::StartRun(const Request& request, pb::MetaReply* reply) {
   return std::make_unique<RequestRun>(this, request, reply, /*replay=*/false);
 }
 
@@ -472,16 +471,21 @@ bool MdsRank::Reconnecting() {
 
 absl::StatusOr<pb::ReconnectReply> MdsRank::ReconnectBegin(const pb::ReconnectRequest& request) {
   pb::ReconnectReply reply;
-  std::vector<pb::MetaRequest> late;
+  std::vector<Request> resent;
+  resent.reserve(request.replays_size());
+  for (const pb::MetaRequest& r : request.replays()) {
+    if (r.session() != request.session()) return Err(EINVAL, "resent request of another session");
+    absl::StatusOr<Request> parsed = FromWire(r);
+    if (!parsed.ok()) return Annotate(parsed.status(), "a resent request");
+    resent.push_back(*std::move(parsed));
+  }
+  std::vector<Request> late;
   {
     absl::MutexLock lock(&mu_);
     if (stopping_) return absl::UnavailableError("the MDS is stopping");
     const SessionId session(request.session());
     SessionState* s = sessions_.Find(session);
     if (s == nullptr) return Err(ENOTCONN, "no such session");
-    for (const pb::MetaRequest& r : request.replays()) {
-      if (r.session() != request.session()) return Err(EINVAL, "resent request of another session");
-    }
     s->last_renew_ms = env_.clock->NowMs();
     for (const pb::OpenRef& o : request.opens()) {
       if (o.handles() == 0) continue;
@@ -493,9 +497,7 @@ absl::StatusOr<pb::ReconnectReply> MdsRank::ReconnectBegin(const pb::ReconnectRe
     }
     locks_.Reclaim(request, sessions_, &reply);
     const bool window_open = reconnecting_ && !replaying_;
-    for (const pb::MetaRequest& r : request.replays()) {
-      (window_open ? replays_ : late).push_back(r);
-    }
+    for (Request& r : resent) (window_open ? replays_ : late).push_back(std::move(r));
     awaiting_reconnect_.erase(request.session());
     LOG(INFO) << "event=reconnect session=" << request.session()
               << " opens=" << request.opens_size() << " replays=" << request.replays_size()
@@ -536,7 +538,7 @@ absl::Status MdsRank::ReconnectResult() {
 }
 
 void MdsRank::MaybeFinishReconnect() {
-  std::vector<pb::MetaRequest> replays;
+  std::vector<Request> replays;
   {
     absl::MutexLock lock(&mu_);
     if (!reconnecting_ || replaying_) return;
@@ -556,15 +558,14 @@ void MdsRank::MaybeFinishReconnect() {
   replaying_ = false;
 }
 
-absl::Status MdsRank::Replay(std::vector<pb::MetaRequest> requests) {
+absl::Status MdsRank::Replay(std::vector<Request> requests) {
   // The order the previous incarnation applied them in.
-  std::stable_sort(requests.begin(), requests.end(),
-                   [](const pb::MetaRequest& a, const pb::MetaRequest& b) {
-                     return a.replay_seq() < b.replay_seq();
-                   });
+  std::stable_sort(requests.begin(), requests.end(), [](const Request& a, const Request& b) {
+    return a.replay_seq < b.replay_seq;
+  });
   uint64_t last = 0;
-  for (pb::MetaRequest& r : requests) {
-    r.set_unsafe_ok(true);  // one wait for all of them, below
+  for (Request& r : requests) {
+    r.unsafe_ok = true;  // one wait for all of them, below
     pb::MetaReply reply;
     absl::Status s;
     for (int attempt = 0;; ++attempt) {
@@ -577,7 +578,7 @@ absl::Status MdsRank::Replay(std::vector<pb::MetaRequest> requests) {
       if (!absl::IsUnavailable(s) && !absl::IsDeadlineExceeded(s)) break;
       absl::MutexLock lock(&mu_);
       if (stopping_) break;
-      LOG(WARNING) << "op=replay session=" << r.session() << " tid=" << r.tid()
+      LOG(WARNING) << "op=replay session=" << r.session << " tid=" << r.id
                    << " attempt=" << attempt << " status=\"" << s << "\" action=retry";
       const absl::Duration backoff = absl::Milliseconds(std::min(1000, 50 << std::min(attempt, 4)));
       WaitLocked([this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return stopping_; },
@@ -586,8 +587,8 @@ absl::Status MdsRank::Replay(std::vector<pb::MetaRequest> requests) {
     if (!s.ok()) {
       // The history changed under it (e.g. a request it depended on was
       // lost with a client that never came back).
-      LOG(WARNING) << "op=replay session=" << r.session() << " tid=" << r.tid()
-                   << " seq=" << r.replay_seq() << " status=" << s;
+      LOG(WARNING) << "op=replay session=" << r.session << " tid=" << r.id
+                   << " seq=" << r.replay_seq << " status=" << s;
     }
     last = std::max(last, reply.seq());
   }

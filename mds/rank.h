@@ -55,6 +55,7 @@
 #include "mds/ops/op_context.h"
 #include "mds/outcome.h"
 #include "mds/rank_options.h"
+#include "mds/request.h"
 #include "mds/sessions/sessions.h"
 #include "mds/store/meta_store.h"
 #include "mds/trims/trims.h"
@@ -86,7 +87,7 @@ class MdsRank {
 
   // Any namespace operation. Errors are in reply.status (with errno). Every
   // reply carries the rank's boot id and durable journal sequence.
-  pb::MetaReply Handle(const pb::MetaRequest& request);
+  pb::MetaReply Handle(const Request& request);
   // A session back after a restart: its open files, and its requests that an
   // earlier incarnation answered unsafe (see proto ReconnectRequest). Returns
   // once every resent request of every session is applied and durable.
@@ -108,7 +109,7 @@ class MdsRank {
   // ---- driving a rank by hand (RankOptions::threads false; tests/sim)
   // A request's run; Step, IoDone and End take the lock themselves, DoIo
   // must be called without it. Handle() is Start + Drive + FinishReply.
-  std::unique_ptr<RequestRun> StartRun(const pb::MetaRequest& request, pb::MetaReply* reply);
+  std::unique_ptr<RequestRun> StartRun(const Request& request, pb::MetaReply* reply);
   RunOutcome StepRun(RequestRun& run);
   bool WaitOver(const RunWait& wait);  // ready, or past its deadline
   absl::Status DoIo(const RunOutcome& outcome);
@@ -182,7 +183,7 @@ class MdsRank {
   // failure the trim stays pending for the next.
   absl::Status RunTrim(uint64_t ino);
   // Applies resent requests in their original order; whether they are durable.
-  absl::Status Replay(std::vector<pb::MetaRequest> requests);
+  absl::Status Replay(std::vector<Request> requests);
   void FlusherLoop();
   void JanitorLoop();
   // The journal broke: the rank must not serve on.
@@ -212,7 +213,7 @@ class MdsRank {
   bool replaying_ ABSL_GUARDED_BY(mu_) = false;
   absl::Time reconnect_until_ ABSL_GUARDED_BY(mu_);
   absl::flat_hash_set<uint64_t> awaiting_reconnect_ ABSL_GUARDED_BY(mu_);
-  std::vector<pb::MetaRequest> replays_ ABSL_GUARDED_BY(mu_);
+  std::vector<Request> replays_ ABSL_GUARDED_BY(mu_);
   absl::Status reconnect_result_ ABSL_GUARDED_BY(mu_);
   // Directories' statistics changes not yet propagated up their trees, and
   // the first event that made one of them (0: none pending): the journal is

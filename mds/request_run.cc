@@ -26,16 +26,21 @@ constexpr absl::Duration kTrimWait = absl::Seconds(10);
 // A failed cut is tried again after this long (the request's own truncate).
 constexpr absl::Duration kCutRetry = absl::Seconds(1);
 
+absl::Status RunsItself() {
+  return absl::InternalError("dispatch of a request the run handles itself");
+}
+
 }  // namespace
 
-RequestRun::RequestRun(MdsRank* rank, const pb::MetaRequest& request, pb::MetaReply* reply,
+RequestRun::RequestRun(MdsRank* rank, const Request& request, pb::MetaReply* reply,
                        bool replay)
     : rank_(rank),
       request_(request),
       reply_(reply),
       replay_(replay),
-      session_(request.session()),
-      phase_(request.has_lock() ? Phase::kLock : Phase::kOp) {}
+      session_(request.session),
+      tid_(request.id.value()),
+      phase_(request.Is<req::Lock>() ? Phase::kLock : Phase::kOp) {}
 
 RequestRun::~RequestRun() { DCHECK(ended_) << "a request run was dropped without End()"; }
 
@@ -166,7 +171,7 @@ void RequestRun::IoDone(const absl::Status& status) {
       }
       break;
     default:
-      LOG(ERROR) << "event=bad_io_result request_tid=" << request_.tid();
+      LOG(ERROR) << "event=bad_io_result request_tid=" << tid_;
       break;
   }
 }
@@ -181,7 +186,7 @@ RequestRun::Outcome RequestRun::StepOp() {
     if (!rank_->leases_.Answered(recall_wait_->keys)) {
       if (now < recall_wait_->deadline) return WaitRecall(std::move(recall_wait_->keys), now);
       // A client that stopped answering: what the MDS has is all there is.
-      LOG(WARNING) << "event=write_recall_timeout session=" << request_.session();
+      LOG(WARNING) << "event=write_recall_timeout session=" << session_;
       rank_->leases_.ForgetRecalls(recall_wait_->keys);
     }
     recall_wait_.reset();
@@ -209,8 +214,8 @@ RequestRun::Outcome RequestRun::StepOp() {
   SessionState* s = rank_->sessions_.Find(session_);
   if (s == nullptr) return Done(Err(ENOTCONN, "no such session"));
   s->last_renew_ms = absl::ToUnixMillis(now);
-  if (request_.tid() != 0) {
-    auto done = s->rec.completed().find(request_.tid());
+  if (tid_ != 0) {
+    auto done = s->rec.completed().find(tid_);
     if (done != s->rec.completed().end()) {
       // A retry of a request this rank (or an earlier incarnation) applied:
       // its answer again, once durable, and nothing applied twice.
@@ -219,15 +224,15 @@ RequestRun::Outcome RequestRun::StepOp() {
         return Done(absl::InternalError("bad completed reply"));
       }
       reply_->set_replayed(true);
-      auto seq = s->completed_seq.find(request_.tid());
+      auto seq = s->completed_seq.find(tid_);
       wait_seq_ = seq == s->completed_seq.end() ? 0 : seq->second;
-      if (!replay_ && !reopened_ && wait_seq_ == 0 && request_.has_create() &&
-          request_.create().open()) {
+      const req::Create* create = request_.As<req::Create>();
+      if (!replay_ && !reopened_ && wait_seq_ == 0 && create != nullptr && create->open) {
         // Created and opened by an earlier incarnation, whose answer never
         // arrived: the client opens the file now, and no Reconnect of it
         // counted the handle (the client had none yet). Without this its
         // writes failed with EBADF after the restart.
-        const uint32_t flags = request_.create().open_flags();
+        const uint32_t flags = create->open_flags;
         const bool write = (flags & O_ACCMODE) != O_RDONLY || (flags & O_TRUNC) != 0;
         const uint64_t ino = reply_->attr().ino();
         rank_->sessions_.Opened(session_, ino, write);
@@ -240,7 +245,7 @@ RequestRun::Outcome RequestRun::StepOp() {
       phase_ = Phase::kReply;
       return StepReply();
     }
-    if (auto kept = s->answered.find(request_.tid()); kept != s->answered.end()) {
+    if (auto kept = s->answered.find(tid_); kept != s->answered.end()) {
       reply_->Clear();
       if (!reply_->ParseFromString(kept->second)) {
         return Done(absl::InternalError("bad kept answer"));
@@ -256,7 +261,7 @@ RequestRun::Outcome RequestRun::StepOp() {
       if (!lease_give_up_) lease_give_up_ = now + 3 * rank_->leases_.lease() + absl::Seconds(1);
       if (now > *lease_give_up_) {
         // Cannot happen while leases run out on time: a bug, not a client's fault.
-        LOG(ERROR) << "event=lease_wait_stuck session=" << request_.session();
+        LOG(ERROR) << "event=lease_wait_stuck session=" << session_;
         return Done(absl::UnavailableError("a directory lease was not returned; retry"));
       }
       const uint64_t seen = rank_->leases_.returns();
@@ -270,14 +275,14 @@ RequestRun::Outcome RequestRun::StepOp() {
     }
     lease_give_up_.reset();
   }
-  if (request_.op_case() == pb::MetaRequest::kSync) {
+  if (const req::Sync* sync = request_.As<req::Sync>()) {
     // Everything this session was told through `seq` (0: through now).
-    const uint64_t seq = request_.sync().seq();
+    const uint64_t seq = sync->seq;
     wait_seq_ = seq == 0 ? rank_->last_seq_ : std::min(seq, rank_->last_seq_);
     phase_ = Phase::kReply;
     return StepReply();
   }
-  if (request_.op_case() == pb::MetaRequest::kRelease) {
+  if (request_.Is<req::Release>()) {
     // Every handle of a batch is released even when one fails.
     pb::JournalEvent event;
     absl::Status released = Release(&event);
@@ -290,12 +295,12 @@ RequestRun::Outcome RequestRun::StepOp() {
 }
 
 RequestRun::Outcome RequestRun::RunOperation(absl::Time now) {
-  const int64_t op_now = replay_ && request_.replay_time_ns() != 0 ? request_.replay_time_ns()
-                                                                   : absl::ToUnixNanos(now);
+  const int64_t op_now = replay_ && request_.replay_time_ns != 0 ? request_.replay_time_ns
+                                                                 : absl::ToUnixNanos(now);
   reply_->Clear();
   OpContext ctx(rank_->OpEnvLocked(), &rank_->cache_, &rank_->sessions_, request_, op_now);
   if (replay_) {
-    ctx.ReuseIno(request_.replay_ino());
+    ctx.ReuseIno(request_.replay_ino);
     ctx.SetReplay();
   }
   ctx.SetMoved(moved_);
@@ -343,7 +348,7 @@ RequestRun::Outcome RequestRun::RunOperation(absl::Time now) {
         return WaitRecall(std::move(wanted), now);
       }
     }
-    if (request_.has_lookup() && IsNoEntry(status)) {
+    if (request_.Is<req::Lookup>() && IsNoEntry(status)) {
       rank_->leases_.Grant(request_, *reply_, now,
                            reply_->mutable_leases());  // a negative lookup's
     }
@@ -371,10 +376,10 @@ RequestRun::Outcome RequestRun::RunOperation(absl::Time now) {
   // The operation stands: commit what it changed, in one event.
   pb::JournalEvent event;
   if (ctx.Finish(&event)) {
-    if (request_.tid() != 0) {
-      event.set_session(request_.session());
-      event.set_tid(request_.tid());
-      event.set_oldest_tid(request_.oldest_tid());
+    if (tid_ != 0) {
+      event.set_session(session_.value());
+      event.set_tid(tid_);
+      event.set_oldest_tid(request_.oldest.value());
       if (reply_->has_inline_data()) {
         pb::MetaReply kept = *reply_;  // a retry reads the bytes again
         kept.clear_inline_data();
@@ -396,11 +401,11 @@ RequestRun::Outcome RequestRun::RunOperation(absl::Time now) {
     rank_->sessions_.Opened(session_, *ino, ctx.open_write());
     if (ctx.open_write())
       rank_->leases_.NoteWriter(session_, *ino, rank_->sessions_.Find(session_));
-    if (wait_seq_ == 0 && request_.tid() != 0) {
+    if (wait_seq_ == 0 && tid_ != 0) {
       // No event, so no completed reply: a retry must not open it twice.
       pb::MetaReply kept = *reply_;
       kept.clear_inline_data();
-      rank_->sessions_.Answered(session_, request_.tid(), request_.oldest_tid(),
+      rank_->sessions_.Answered(session_, request_.id, request_.oldest,
                                 kept.SerializeAsString());
     }
   }
@@ -457,7 +462,8 @@ RequestRun::Outcome RequestRun::StepLock() {
   if (rank_->stopping_) return Done(absl::UnavailableError("the MDS is stopping"));
   if (rank_->sessions_.Find(session_) == nullptr) return Done(Err(ENOTCONN, "no such session"));
   absl::Status status;
-  if (rank_->locks_.Try(request_, rank_->sessions_, rank_->env_.clock->Now(), &lock_wait_, reply_,
+  if (rank_->locks_.Try(session_, std::get<req::Lock>(request_.op), rank_->sessions_,
+                        rank_->env_.clock->Now(), &lock_wait_, reply_,
                         &status) == RankLocks::Step::kDone) {
     return Done(status);
   }
@@ -526,7 +532,7 @@ RequestRun::Outcome RequestRun::StepReply() {
   // Not after a move of inline data: the client writes the file's objects
   // once it sees the move, and a replay of the request would move the
   // (recorded) inline bytes again over what it wrote.
-  if (request_.unsafe_ok() && !reply_->replayed() && request_.op_case() != pb::MetaRequest::kSync &&
+  if (request_.unsafe_ok && !reply_->replayed() && !request_.Is<req::Sync>() &&
       !moved_.has_value() &&
       wait_seq_ - std::min(wait_seq_, rank_->journal_.durable_seq()) <
           rank_->options_.unsafe_events_max) {
@@ -541,83 +547,96 @@ RequestRun::Outcome RequestRun::StepReply() {
 
 // ---- dispatch
 
+namespace {
+
+template <class... F>
+struct Overloaded : F... {
+  using F::operator()...;
+};
+template <class... F>
+Overloaded(F...) -> Overloaded<F...>;
+
+}  // namespace
+
 absl::Status RequestRun::Dispatch(OpContext& ctx) {
-  using R = pb::MetaRequest;
-  const R& q = request_;
   pb::MetaReply* reply = reply_;
-  switch (q.op_case()) {
-    case R::kLookup:
-      return DoLookup(ctx, q.lookup(), reply);
-    case R::kGetattr:
-      return DoGetattr(ctx, q.getattr(), reply);
-    case R::kSetattr:
-      ctx.SetOp("setattr");
-      return DoSetattr(ctx, q.setattr(), reply);
-    case R::kCreate:
-      ctx.SetOp("create");
-      return DoCreate(ctx, q.create(), reply);
-    case R::kMkdir:
-      ctx.SetOp("mkdir");
-      return DoMkdir(ctx, q.mkdir(), reply);
-    case R::kSymlink:
-      ctx.SetOp("symlink");
-      return DoSymlink(ctx, q.symlink(), reply);
-    case R::kLink:
-      ctx.SetOp("link");
-      return DoLink(ctx, q.link(), reply);
-    case R::kUnlink:
-      ctx.SetOp("unlink");
-      return DoUnlink(ctx, q.unlink(), reply);
-    case R::kRmdir:
-      ctx.SetOp("rmdir");
-      return DoRmdir(ctx, q.rmdir(), reply);
-    case R::kRename:
-      ctx.SetOp("rename");
-      return DoRename(ctx, q.rename(), reply);
-    case R::kReadlink:
-      return DoReadlink(ctx, q.readlink(), reply);
-    case R::kReaddir:
-      return DoReaddir(ctx, q.readdir(), reply);
-    case R::kGetxattr:
-      return DoGetxattr(ctx, q.getxattr(), reply);
-    case R::kSetxattr:
-      ctx.SetOp("setxattr");
-      return DoSetxattr(ctx, q.setxattr(), reply);
-    case R::kListxattr:
-      return DoListxattr(ctx, q.listxattr(), reply);
-    case R::kRemovexattr:
-      ctx.SetOp("removexattr");
-      return DoRemovexattr(ctx, q.removexattr(), reply);
-    case R::kStatfs:
-      return DoStatfs(ctx, q.statfs(), reply);
-    case R::kOpen:
-      return DoOpen(ctx, q.open(), reply);
-    case R::kWritten:
-      ctx.SetOp("written");
-      return DoWritten(ctx, q.written(), reply);
-    case R::kAccess:
-      return DoAccess(ctx, q.access(), reply);
-    case R::kInlineData:
-      ctx.SetOp("inline");
-      return DoInline(ctx, q.inline_data(), reply);
-    case R::kAtime:
-      ctx.SetOp("atime");
-      return DoAtime(ctx, q.atime(), reply);
-    case R::kRelease:  // StepOp's own
-    case R::kSync:
-    case R::kLock:  // StepLock
-      return absl::InternalError("dispatch of a request the run handles itself");
-    case R::OP_NOT_SET:
-      break;
-  }
-  return Err(EINVAL, "request without an operation");
+  // A changing operation names its journal event (ctx.SetOp).
+  return std::visit(
+      Overloaded{
+          [&](const req::Lookup& op) { return DoLookup(ctx, op, reply); },
+          [&](const req::Getattr& op) { return DoGetattr(ctx, op, reply); },
+          [&](const req::Setattr& op) {
+            ctx.SetOp("setattr");
+            return DoSetattr(ctx, op, reply);
+          },
+          [&](const req::Create& op) {
+            ctx.SetOp("create");
+            return DoCreate(ctx, op, reply);
+          },
+          [&](const req::Mkdir& op) {
+            ctx.SetOp("mkdir");
+            return DoMkdir(ctx, op, reply);
+          },
+          [&](const req::Symlink& op) {
+            ctx.SetOp("symlink");
+            return DoSymlink(ctx, op, reply);
+          },
+          [&](const req::Link& op) {
+            ctx.SetOp("link");
+            return DoLink(ctx, op, reply);
+          },
+          [&](const req::Unlink& op) {
+            ctx.SetOp("unlink");
+            return DoUnlink(ctx, op, reply);
+          },
+          [&](const req::Rmdir& op) {
+            ctx.SetOp("rmdir");
+            return DoRmdir(ctx, op, reply);
+          },
+          [&](const req::Rename& op) {
+            ctx.SetOp("rename");
+            return DoRename(ctx, op, reply);
+          },
+          [&](const req::Readlink& op) { return DoReadlink(ctx, op, reply); },
+          [&](const req::Readdir& op) { return DoReaddir(ctx, op, reply); },
+          [&](const req::Getxattr& op) { return DoGetxattr(ctx, op, reply); },
+          [&](const req::Setxattr& op) {
+            ctx.SetOp("setxattr");
+            return DoSetxattr(ctx, op, reply);
+          },
+          [&](const req::Listxattr& op) { return DoListxattr(ctx, op, reply); },
+          [&](const req::Removexattr& op) {
+            ctx.SetOp("removexattr");
+            return DoRemovexattr(ctx, op, reply);
+          },
+          [&](const req::Statfs& op) { return DoStatfs(ctx, op, reply); },
+          [&](const req::Open& op) { return DoOpen(ctx, op, reply); },
+          [&](const req::Written& op) {
+            ctx.SetOp("written");
+            return DoWritten(ctx, op, reply);
+          },
+          [&](const req::Access& op) { return DoAccess(ctx, op, reply); },
+          [&](const req::Inline& op) {
+            ctx.SetOp("inline");
+            return DoInline(ctx, op, reply);
+          },
+          [&](const req::Atime& op) {
+            ctx.SetOp("atime");
+            return DoAtime(ctx, op, reply);
+          },
+          // StepOp's own (release, sync) and StepLock's.
+          [](const req::Release&) { return RunsItself(); },
+          [](const req::Sync&) { return RunsItself(); },
+          [](const req::Lock&) { return RunsItself(); },
+          [](const std::monostate&) { return Err(EINVAL, "request without an operation"); },
+      },
+      request_.op);
 }
 
 absl::Status RequestRun::Release(pb::JournalEvent* event) {
-  const pb::ReleaseOp& op = request_.release();
-  absl::Status first_error = ReleaseOne(op.ino(), op.write(), event);
-  for (const pb::ReleaseRef& ref : op.more()) {
-    absl::Status s = ReleaseOne(ref.ino(), ref.write(), event);
+  absl::Status first_error;
+  for (const req::Release::Handle& h : std::get<req::Release>(request_.op).handles) {
+    absl::Status s = ReleaseOne(h.ino.value(), h.write, event);
     if (first_error.ok()) first_error = s;
   }
   return first_error;

@@ -44,6 +44,7 @@
 #include "mds/outcome.h"
 #include "mds/rank.h"
 #include "mds/rank_options.h"
+#include "mds/request.h"
 #include "mds/store/records.pb.h"
 #include "proto/mds_client.pb.h"
 
@@ -58,7 +59,7 @@ class RequestRun {
 
   // `replay`: a request resent through Reconnect (its original time and
   // inode, no leases or recalls). `reply` must outlive the run.
-  RequestRun(MdsRank* rank, const pb::MetaRequest& request, pb::MetaReply* reply, bool replay);
+  RequestRun(MdsRank* rank, const Request& request, pb::MetaReply* reply, bool replay);
   ~RequestRun();
   RequestRun(const RequestRun&) = delete;
   RequestRun& operator=(const RequestRun&) = delete;
@@ -71,7 +72,7 @@ class RequestRun {
   // Gives back what the request holds. Idempotent.
   void End();
 
-  const pb::MetaRequest& request() const { return request_; }
+  const Request& request() const { return request_; }
   pb::MetaReply* reply() { return reply_; }
 
  private:
@@ -108,10 +109,11 @@ class RequestRun {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(rank_->mu_);
 
   MdsRank* const rank_;
-  const pb::MetaRequest& request_;
+  const Request& request_;
   pb::MetaReply* const reply_;
   const bool replay_;
   const SessionId session_;
+  const uint64_t tid_;  // request_.id, as the session tables key it
   Phase phase_;
   absl::Status final_;  // kDone: the answer's status
   bool ended_ = false;

@@ -132,7 +132,7 @@ void MetaCache::MergeFrag(uint64_t dir, Frag frag, const std::vector<pb::DentryR
   if (d->loaded.contains(frag)) return;
   for (const pb::DentryRec& e : entries) {
     if (d->entries.contains(e.name()) || d->removed.contains(e.name())) continue;
-    d->entries[e.name()] = CDentry{e.ino(), e.type()};
+    d->entries[e.name()] = CDentry{InodeId(e.ino()), e.type()};
     d->AddHash(NameHash(e.name()), e.name());
     ++dentries_;
   }
@@ -146,7 +146,7 @@ void MetaCache::MergeFrag(uint64_t dir, Frag frag, const std::vector<pb::DentryR
 void MetaCache::SetDentry(const pb::DentryRec& rec) {
   CDir* d = Dir(rec.dir());
   auto [it, inserted] = d->entries.try_emplace(rec.name());
-  it->second = CDentry{rec.ino(), rec.type()};
+  it->second = CDentry{InodeId(rec.ino()), rec.type()};
   if (inserted) {
     d->AddHash(NameHash(rec.name()), rec.name());
     ++dentries_;
@@ -325,7 +325,7 @@ void MetaCache::AddDirUpdates(FlushBatch* batch) {
            it != d->by_hash.end() && it->first < FragEnd(f); ++it) {
         const CDentry& e = d->entries.at(it->second);
         pb::DentryRec rec;
-        rec.set_ino(e.ino);
+        rec.set_ino(e.ino.value());
         rec.set_type(e.type);
         u.set.emplace_back(it->second, rec.SerializeAsString());
         ++batch->dentries;
@@ -340,7 +340,7 @@ void MetaCache::AddDirUpdates(FlushBatch* batch) {
         u.rm.push_back(name);
       } else {
         pb::DentryRec rec;
-        rec.set_ino(e->second.ino);
+        rec.set_ino(e->second.ino.value());
         rec.set_type(e->second.type);
         u.set.emplace_back(name, rec.SerializeAsString());
       }

@@ -23,13 +23,14 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "mds/fs/names.h"
+#include "mds/ids.h"
 #include "mds/store/meta_store.h"
 #include "mds/store/records.pb.h"
 
 namespace weft::mds {
 
 struct CDentry {
-  uint64_t ino = 0;
+  InodeId ino;
   uint32_t type = 0;
 };
 

@@ -16,41 +16,31 @@ struct LeaseChange {
 };
 
 // The directories a request changes in a way a lease holder must hear of.
-std::vector<LeaseChange> ChangesOf(const pb::MetaRequest& r) {
-  using R = pb::MetaRequest;
-  switch (r.op_case()) {
-    case R::kCreate:
-      return {{r.create().parent(), false}};
-    case R::kMkdir:
-      return {{r.mkdir().parent(), false}};
-    case R::kSymlink:
-      return {{r.symlink().parent(), false}};
-    case R::kLink:
-      return {{r.link().new_parent(), false}};
-    case R::kUnlink:
-      return {{r.unlink().parent(), false}};
-    case R::kRmdir:
-      return {{r.rmdir().parent(), false}};
-    case R::kRename:
-      if (r.rename().parent() == r.rename().new_parent()) return {{r.rename().parent(), false}};
-      return {{r.rename().parent(), false}, {r.rename().new_parent(), false}};
-    case R::kSetattr:
-      // Mode and owner decide who may search the directory.
-      if (r.setattr().valid() & (pb::SA_MODE | pb::SA_UID | pb::SA_GID)) {
-        return {{r.setattr().ino(), true}};
-      }
-      return {};
-    case R::kSetxattr:
-      if (r.setxattr().name() == posix::kXattrPosixAclAccess) return {{r.setxattr().ino(), true}};
-      return {};
-    case R::kRemovexattr:
-      if (r.removexattr().name() == posix::kXattrPosixAclAccess) {
-        return {{r.removexattr().ino(), true}};
-      }
-      return {};
-    default:
-      return {};
+std::vector<LeaseChange> ChangesOf(const Request& r) {
+  if (auto* op = r.As<req::Create>()) return {{op->parent.value(), false}};
+  if (auto* op = r.As<req::Mkdir>()) return {{op->parent.value(), false}};
+  if (auto* op = r.As<req::Symlink>()) return {{op->parent.value(), false}};
+  if (auto* op = r.As<req::Link>()) return {{op->new_parent.value(), false}};
+  if (auto* op = r.As<req::Unlink>()) return {{op->parent.value(), false}};
+  if (auto* op = r.As<req::Rmdir>()) return {{op->parent.value(), false}};
+  if (auto* op = r.As<req::Rename>()) {
+    if (op->parent == op->new_parent) return {{op->parent.value(), false}};
+    return {{op->parent.value(), false}, {op->new_parent.value(), false}};
   }
+  if (auto* op = r.As<req::Setattr>()) {
+    // Mode and owner decide who may search the directory.
+    if (op->valid & (kSetMode | kSetUid | kSetGid)) return {{op->ino.value(), true}};
+    return {};
+  }
+  if (auto* op = r.As<req::Setxattr>()) {
+    if (op->name == posix::kXattrPosixAclAccess) return {{op->ino.value(), true}};
+    return {};
+  }
+  if (auto* op = r.As<req::Removexattr>()) {
+    if (op->name == posix::kXattrPosixAclAccess) return {{op->ino.value(), true}};
+    return {};
+  }
+  return {};
 }
 
 }  // namespace
@@ -120,12 +110,13 @@ void Leases::Send(uint64_t session, const pb::LeaseEvent& event) {
 
 // ---- directory leases
 
-bool Leases::Revoke(const pb::MetaRequest& request, absl::Time now, absl::Time* until) {
+bool Leases::Revoke(const Request& request, absl::Time now, absl::Time* until) {
   const std::vector<LeaseChange> changes = ChangesOf(request);
   std::vector<DirLeaseTable::Revoke> revokes;
   bool blocked = false;
   for (const LeaseChange& c : changes) {
-    blocked |= dirs_.Conflicts(c.dir, request.session(), c.include_self, now, &revokes, until);
+    blocked |=
+        dirs_.Conflicts(c.dir, request.session.value(), c.include_self, now, &revokes, until);
   }
   for (const DirLeaseTable::Revoke& r : revokes) {
     pb::LeaseEvent event;
@@ -134,16 +125,17 @@ bool Leases::Revoke(const pb::MetaRequest& request, absl::Time now, absl::Time* 
     Send(r.session, event);
   }
   if (!revokes.empty()) {
-    VLOG(1) << "event=lease_revoke session=" << request.session() << " n=" << revokes.size();
+    VLOG(1) << "event=lease_revoke session=" << request.session << " n=" << revokes.size();
   }
   return blocked;
 }
 
-void Leases::Grant(const pb::MetaRequest& r, const pb::MetaReply& done, absl::Time now,
+void Leases::Grant(const Request& r, const pb::MetaReply& done, absl::Time now,
                    google::protobuf::RepeatedPtrField<pb::DirLease>* out) {
-  if (!streams_.contains(r.session())) return;  // revokes could not reach it
+  const uint64_t session = r.session.value();
+  if (!streams_.contains(session)) return;  // revokes could not reach it
   auto grant = [&](uint64_t dir, bool searchable) {
-    const uint64_t seq = dirs_.Grant(dir, r.session(), now);
+    const uint64_t seq = dirs_.Grant(dir, session, now);
     if (seq == 0) return;
     pb::DirLease* l = out->Add();
     l->set_ino(dir);
@@ -151,39 +143,26 @@ void Leases::Grant(const pb::MetaRequest& r, const pb::MetaReply& done, absl::Ti
     l->set_lease_ms(absl::ToInt64Milliseconds(dirs_.lease()));
     l->set_searchable(searchable);
   };
-  using R = pb::MetaRequest;
-  switch (r.op_case()) {
-    case R::kLookup:
-      grant(r.lookup().parent(), true);
-      break;
-    case R::kReaddir:
-      grant(r.readdir().ino(), false);
-      break;
-    case R::kCreate:
-      grant(r.create().parent(), true);
-      break;
-    case R::kMkdir:
-      grant(r.mkdir().parent(), true);
-      if (done.attr().ino() != 0) grant(done.attr().ino(), false);  // new and empty
-      break;
-    case R::kSymlink:
-      grant(r.symlink().parent(), true);
-      break;
-    case R::kLink:
-      grant(r.link().new_parent(), true);
-      break;
-    case R::kUnlink:
-      grant(r.unlink().parent(), true);
-      break;
-    case R::kRmdir:
-      grant(r.rmdir().parent(), true);
-      break;
-    case R::kRename:
-      grant(r.rename().parent(), true);
-      if (r.rename().new_parent() != r.rename().parent()) grant(r.rename().new_parent(), true);
-      break;
-    default:
-      break;
+  if (auto* op = r.As<req::Lookup>()) {
+    grant(op->parent.value(), true);
+  } else if (auto* op = r.As<req::Readdir>()) {
+    grant(op->ino.value(), false);
+  } else if (auto* op = r.As<req::Create>()) {
+    grant(op->parent.value(), true);
+  } else if (auto* op = r.As<req::Mkdir>()) {
+    grant(op->parent.value(), true);
+    if (done.attr().ino() != 0) grant(done.attr().ino(), false);  // new and empty
+  } else if (auto* op = r.As<req::Symlink>()) {
+    grant(op->parent.value(), true);
+  } else if (auto* op = r.As<req::Link>()) {
+    grant(op->new_parent.value(), true);
+  } else if (auto* op = r.As<req::Unlink>()) {
+    grant(op->parent.value(), true);
+  } else if (auto* op = r.As<req::Rmdir>()) {
+    grant(op->parent.value(), true);
+  } else if (auto* op = r.As<req::Rename>()) {
+    grant(op->parent.value(), true);
+    if (op->new_parent != op->parent) grant(op->new_parent.value(), true);
   }
 }
 
@@ -207,20 +186,20 @@ void Leases::DropWriter(uint64_t session, uint64_t ino) {
   if (w->second.empty()) writers_.erase(w);
 }
 
-std::vector<Leases::RecallKey> Leases::Recall(const pb::MetaRequest& request,
+std::vector<Leases::RecallKey> Leases::Recall(const Request& request,
                                               const pb::MetaReply& reply,
                                               const std::vector<uint64_t>& touched,
                                               const std::vector<pb::TrimRec>& trims,
                                               const Sessions& sessions,
                                               absl::flat_hash_set<RecallKey>* recalled,
                                               absl::flat_hash_set<RecallKey>* held) {
-  using R = pb::MetaRequest;
   // A flush's own report, and what cannot show a file's size. A move of
   // inline data comes from a flush too (the writers' own reports then find
   // the file moved); an atime moved by reads needs no writer's changes.
-  if (writers_.empty() || request.op_case() == R::kWritten || request.op_case() == R::kRelease ||
-      request.op_case() == R::kSync || request.op_case() == R::kAtime ||
-      (request.op_case() == R::kInlineData && request.inline_data().uninline())) {
+  const req::Inline* inline_op = request.As<req::Inline>();
+  if (writers_.empty() || request.Is<req::Written>() || request.Is<req::Release>() ||
+      request.Is<req::Sync>() || request.Is<req::Atime>() ||
+      (inline_op != nullptr && inline_op->uninline)) {
     return {};
   }
   // What the reply shows, and what the operation looked at: a permission
@@ -235,7 +214,7 @@ std::vector<Leases::RecallKey> Leases::Recall(const pb::MetaRequest& request,
     const bool hold = std::any_of(trims.begin(), trims.end(),
                                   [ino](const pb::TrimRec& t) { return t.ino() == ino; });
     for (uint64_t id : w->second) {
-      if (id == request.session() || !streams_.contains(id)) continue;
+      if (id == request.session.value() || !streams_.contains(id)) continue;
       if (!sessions.HasOpen(SessionId(id), ino, /*write=*/true)) continue;
       const RecallKey key{id, ino};
       const bool first = recalled->insert(key).second;
@@ -263,7 +242,7 @@ std::vector<Leases::RecallKey> Leases::Recall(const pb::MetaRequest& request,
     Send(key.first, event);
   }
   if (!wanted.empty()) {
-    VLOG(1) << "event=write_recall session=" << request.session() << " n=" << wanted.size();
+    VLOG(1) << "event=write_recall session=" << request.session << " n=" << wanted.size();
   }
   return wanted;
 }
@@ -277,16 +256,17 @@ void Leases::ForgetRecalls(const std::vector<RecallKey>& wanted) {
   for (const RecallKey& key : wanted) recalls_.erase(key);
 }
 
-bool Leases::MayGrantAttrAuthority(const pb::MetaRequest& request, const pb::MetaReply& reply,
+bool Leases::MayGrantAttrAuthority(const Request& request, const pb::MetaReply& reply,
                                    const Sessions& sessions) const {
   const pb::Attr& a = reply.attr();
-  if (!request.has_create() || !request.create().open() || !reply.created() ||
-      !streams_.contains(request.session()) || (a.mode() & S_IFMT) != S_IFREG || !a.no_xattrs() ||
-      (a.mode() & (S_ISUID | S_ISGID)) != 0) {
+  const req::Create* create = request.As<req::Create>();
+  if (create == nullptr || !create->open || !reply.created() ||
+      !streams_.contains(request.session.value()) || (a.mode() & S_IFMT) != S_IFREG ||
+      !a.no_xattrs() || (a.mode() & (S_ISUID | S_ISGID)) != 0) {
     return false;
   }
   // The recall that ends it needs the session counted as a writer.
-  return sessions.HasOpen(SessionId(request.session()), a.ino(), /*write=*/true);
+  return sessions.HasOpen(request.session, a.ino(), /*write=*/true);
 }
 
 void Leases::Ack(SessionId session, const pb::LeaseAckRequest& request) {

@@ -33,6 +33,7 @@
 #include "absl/time/time.h"
 #include "mds/caps/dir_leases.h"
 #include "mds/ids.h"
+#include "mds/request.h"
 #include "mds/sessions/sessions.h"
 #include "proto/mds_client.pb.h"
 #include "mds/store/records.pb.h"
@@ -72,11 +73,11 @@ class Leases {
   // Before `request` changes directories: revokes (queues the events of)
   // every other holder's lease on them. True while any lease that must go is
   // still alive; *until then gets the time the last of them runs out (min-ed).
-  bool Revoke(const pb::MetaRequest& request, absl::Time now, absl::Time* until);
+  bool Revoke(const Request& request, absl::Time now, absl::Time* until);
   // Bumped whenever a lease goes: what a request waiting in Revoke watches.
   uint64_t returns() const { return returns_; }
   // The leases `done` (the reply to `request`, or a lookup's ENOENT) grants.
-  void Grant(const pb::MetaRequest& request, const pb::MetaReply& done, absl::Time now,
+  void Grant(const Request& request, const pb::MetaReply& done, absl::Time now,
              google::protobuf::RepeatedPtrField<pb::DirLease>* out);
   void Expire(absl::Time now) { dirs_.Expire(now); }
 
@@ -93,7 +94,7 @@ class Leases {
   // recall twice, a hold once). Returns the recalls the request must wait
   // for (empty: none). A flush's own report, a release, a sync, an atime
   // report and an inline move recall nothing.
-  std::vector<RecallKey> Recall(const pb::MetaRequest& request, const pb::MetaReply& reply,
+  std::vector<RecallKey> Recall(const Request& request, const pb::MetaReply& reply,
                                 const std::vector<uint64_t>& touched,
                                 const std::vector<pb::TrimRec>& trims, const Sessions& sessions,
                                 absl::flat_hash_set<RecallKey>* recalled,
@@ -103,7 +104,7 @@ class Leases {
   // A waiter gave up on them (the client stopped answering).
   void ForgetRecalls(const std::vector<RecallKey>& wanted);
   // Whether a create's reply may carry attr_authority (MetaReply).
-  bool MayGrantAttrAuthority(const pb::MetaRequest& request, const pb::MetaReply& reply,
+  bool MayGrantAttrAuthority(const Request& request, const pb::MetaReply& reply,
                              const Sessions& sessions) const;
   // The client's acknowledgements of revokes and recalls.
   void Ack(SessionId session, const pb::LeaseAckRequest& request);

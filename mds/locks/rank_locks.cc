@@ -30,17 +30,11 @@ absl::Status Held(const locks::Lock& by) {
 
 }  // namespace
 
-RankLocks::Step RankLocks::Try(const pb::MetaRequest& request, const Sessions& sessions,
-                               absl::Time now, Wait* wait, pb::MetaReply* reply,
-                               absl::Status* status) {
-  const pb::LockOp& op = request.lock();
-  const SessionId session(request.session());
-  absl::StatusOr<locks::Lock> parsed = LockFromProto(op.lock(), request.session());
-  if (!parsed.ok()) {
-    *status = parsed.status();
-    return Step::kDone;
-  }
-  const locks::Lock& want = *parsed;
+RankLocks::Step RankLocks::Try(const SessionId session, const req::Lock& op,
+                               const Sessions& sessions, absl::Time now, Wait* wait,
+                               pb::MetaReply* reply, absl::Status* status) {
+  const locks::Lock& want = op.lock;
+  DCHECK(want.owner.session == session.value()) << "a lock request owned by another session";
   auto done = [&](absl::Status s) {
     *status = std::move(s);
     return Step::kDone;
@@ -59,8 +53,8 @@ RankLocks::Step RankLocks::Try(const pb::MetaRequest& request, const Sessions& s
   } else if (!sessions.HasOpen(session, want.ino, /*write=*/false)) {
     return done(Err(EBADF, absl::StrCat("lock of inode ", want.ino, ", not open in the session")));
   }
-  switch (op.action()) {
-    case pb::LockOp::GET: {
+  switch (op.action) {
+    case req::Lock::Action::kGet: {
       if (want.type == locks::Type::kUnlock) return done(Err(EINVAL, "F_GETLK of F_UNLCK"));
       std::optional<locks::Lock> conflict = locks_.FirstConflict(want);
       if (conflict.has_value()) {
@@ -70,13 +64,11 @@ RankLocks::Step RankLocks::Try(const pb::MetaRequest& request, const Sessions& s
       }
       return done(absl::OkStatus());
     }
-    case pb::LockOp::DROP:
+    case req::Lock::Action::kDrop:
       if (locks_.DropOwner(want.ino, want.kind, want.owner)) ++gen_;
       return done(absl::OkStatus());
-    case pb::LockOp::SET:
+    case req::Lock::Action::kSet:
       break;
-    default:
-      return done(Err(EINVAL, "unknown lock action"));
   }
   if (want.type == locks::Type::kUnlock) {
     if (locks_.Apply(want)) ++gen_;
@@ -84,14 +76,14 @@ RankLocks::Step RankLocks::Try(const pb::MetaRequest& request, const Sessions& s
   }
   if (!wait->started) {
     wait->started = true;
-    wait->give_up = now + absl::Milliseconds(std::min(op.wait_ms(), kLockWaitMaxMs));
+    wait->give_up = now + absl::Milliseconds(std::min(op.wait_ms, kLockWaitMaxMs));
   }
   std::vector<locks::Lock> conflicts = locks_.ConflictsWith(want);
   if (conflicts.empty()) {
     if (locks_.Apply(want)) ++gen_;
     return done(absl::OkStatus());
   }
-  if (op.wait_ms() == 0) return done(Held(conflicts.front()));
+  if (op.wait_ms == 0) return done(Held(conflicts.front()));
   if (want.kind == locks::Kind::kPosix && WouldDeadlock(want.owner, conflicts)) {
     return done(Err(EDEADLK, absl::StrCat("waiting for session ", conflicts.front().owner.session,
                                           " pid ", conflicts.front().pid, " would deadlock")));

@@ -21,6 +21,7 @@
 #include "absl/time/time.h"
 #include "common/locks/lock_table.h"
 #include "mds/ids.h"
+#include "mds/request.h"
 #include "mds/sessions/sessions.h"
 #include "proto/mds_client.pb.h"
 
@@ -37,11 +38,11 @@ class RankLocks {
   };
   enum class Step { kDone, kWait };
 
-  // One step of LockOp `request` (of a session that exists). kDone: the
-  // answer is in `reply` and *status; kWait: wait until gen() != wait->gen
-  // or wait->give_up, then call again.
-  Step Try(const pb::MetaRequest& request, const Sessions& sessions, absl::Time now, Wait* wait,
-           pb::MetaReply* reply, absl::Status* status);
+  // One step of lock request `op` of `session` (which exists; the lock's
+  // owner is in it). kDone: the answer is in `reply` and *status; kWait:
+  // wait until gen() != wait->gen or wait->give_up, then call again.
+  Step Try(SessionId session, const req::Lock& op, const Sessions& sessions, absl::Time now,
+           Wait* wait, pb::MetaReply* reply, absl::Status* status);
   // The request ended (answered or abandoned).
   void Done(Wait* wait);
 

@@ -17,7 +17,7 @@ namespace {
 // Checks the name and the parent, then makes the inode with inherited owner,
 // mode and ACLs (and, for a regular file, layout: see mds/ops/layout.cc), and
 // links it.
-absl::StatusOr<pb::InodeRec*> MakeInode(OpContext& ctx, uint64_t parent, const std::string& name,
+absl::StatusOr<pb::InodeRec*> MakeInode(OpContext& ctx, InodeId parent, const std::string& name,
                                         uint32_t mode) {
   ASSIGN_OR_RETURN(const pb::InodeRec* dir, ParentFor(ctx, parent, true));
   ASSIGN_OR_RETURN(auto existing, ctx.Dentry(parent, name));
@@ -26,11 +26,11 @@ absl::StatusOr<pb::InodeRec*> MakeInode(OpContext& ctx, uint64_t parent, const s
   if ((mode & S_IFMT) == S_IFREG) {
     ASSIGN_OR_RETURN(layout, EffectiveDirLayout(ctx, parent));
   }
-  ASSIGN_OR_RETURN(NewInodeAttrs attrs,
-                   InheritForCreate(AccessOf(*dir), DefaultAcl(*dir), ctx.cred(), mode, ctx.umask()));
+  ASSIGN_OR_RETURN(NewInodeAttrs attrs, InheritForCreate(AccessOf(*dir), DefaultAcl(*dir),
+                                                         ctx.cred(), mode, ctx.umask()));
   const pb::InodeRec dir_copy = *dir;
   pb::InodeRec* inode = ctx.NewInode(attrs.mode, attrs.uid, attrs.gid);
-  inode->set_parent(parent);
+  inode->set_parent(parent.value());
   if (!attrs.acl_access.empty()) SetXattr(inode, kXattrPosixAclAccess, attrs.acl_access);
   if (!attrs.acl_default.empty()) SetXattr(inode, kXattrPosixAclDefault, attrs.acl_default);
   if (IsReg(*inode)) {
@@ -61,61 +61,59 @@ int OpenMask(uint32_t flags) {
 
 }  // namespace
 
-absl::Status DoCreate(OpContext& ctx, const pb::CreateOp& op, pb::MetaReply* reply) {
-  RETURN_IF_ERROR(ValidateName(op.name()));
-  uint32_t type = op.mode() & S_IFMT;
+absl::Status DoCreate(OpContext& ctx, const req::Create& op, pb::MetaReply* reply) {
+  RETURN_IF_ERROR(ValidateName(op.name));
+  uint32_t type = op.mode & S_IFMT;
   if (type == 0) type = S_IFREG;
   if (type != S_IFREG && type != S_IFIFO && type != S_IFSOCK && type != S_IFCHR &&
       type != S_IFBLK) {
     return Err(EINVAL, "create: not a file, fifo, socket or device");
   }
-  if (op.open()) {
+  if (op.open) {
     // open(O_CREAT) of an existing name opens it unless O_EXCL.
-    ASSIGN_OR_RETURN(const pb::InodeRec* dir, ParentFor(ctx, op.parent(), false));
+    ASSIGN_OR_RETURN(const pb::InodeRec* dir, ParentFor(ctx, op.parent, false));
     (void)dir;
-    ASSIGN_OR_RETURN(auto existing, ctx.Dentry(op.parent(), op.name()));
+    ASSIGN_OR_RETURN(auto existing, ctx.Dentry(op.parent, op.name));
     if (existing) {
-      if (op.exclusive()) return Err(EEXIST, absl::StrCat("create ", op.name()));
-      pb::OpenOp open;
-      open.set_ino(existing->ino);
-      open.set_flags(op.open_flags() & ~O_CREAT);
-      return DoOpen(ctx, open, reply);
+      if (op.exclusive) return Err(EEXIST, absl::StrCat("create ", op.name));
+      return DoOpen(ctx, req::Open{existing->ino, op.open_flags & ~uint32_t{O_CREAT}}, reply);
     }
   }
-  ASSIGN_OR_RETURN(pb::InodeRec* inode, MakeInode(ctx, op.parent(), op.name(), type | (op.mode() & 07777)));
-  if (type == S_IFCHR || type == S_IFBLK) inode->set_rdev(op.rdev());
-  if (op.open()) ctx.OpenRef(inode->ino(), (OpenMask(op.open_flags()) & kMayWrite) != 0);
+  ASSIGN_OR_RETURN(pb::InodeRec * inode,
+                   MakeInode(ctx, op.parent, op.name, type | (op.mode & 07777)));
+  if (type == S_IFCHR || type == S_IFBLK) inode->set_rdev(op.rdev);
+  if (op.open) ctx.OpenRef(IdOf(*inode), (OpenMask(op.open_flags) & kMayWrite) != 0);
   reply->set_created(true);
   if (inode->data_inline()) reply->set_inline_data("");
   FillAttr(*inode, reply->mutable_attr());
   return absl::OkStatus();
 }
 
-absl::Status DoMkdir(OpContext& ctx, const pb::MkdirOp& op, pb::MetaReply* reply) {
-  RETURN_IF_ERROR(ValidateName(op.name()));
+absl::Status DoMkdir(OpContext& ctx, const req::Mkdir& op, pb::MetaReply* reply) {
+  RETURN_IF_ERROR(ValidateName(op.name));
   ASSIGN_OR_RETURN(pb::InodeRec* inode,
-                   MakeInode(ctx, op.parent(), op.name(), S_IFDIR | (op.mode() & 07777)));
+                   MakeInode(ctx, op.parent, op.name, S_IFDIR | (op.mode & 07777)));
   FillAttr(*inode, reply->mutable_attr());
   return absl::OkStatus();
 }
 
-absl::Status DoSymlink(OpContext& ctx, const pb::SymlinkOp& op, pb::MetaReply* reply) {
-  RETURN_IF_ERROR(ValidateName(op.name()));
-  if (op.target().empty()) return Err(ENOENT, "empty symlink target");
-  if (op.target().size() > kSymlinkMax) return Err(ENAMETOOLONG, "symlink target over 4095 bytes");
-  if (op.target().find('\0') != std::string::npos) return Err(EINVAL, "NUL in symlink target");
-  ASSIGN_OR_RETURN(pb::InodeRec* inode, MakeInode(ctx, op.parent(), op.name(), S_IFLNK | 0777));
+absl::Status DoSymlink(OpContext& ctx, const req::Symlink& op, pb::MetaReply* reply) {
+  RETURN_IF_ERROR(ValidateName(op.name));
+  if (op.target.empty()) return Err(ENOENT, "empty symlink target");
+  if (op.target.size() > kSymlinkMax) return Err(ENAMETOOLONG, "symlink target over 4095 bytes");
+  if (op.target.find('\0') != std::string::npos) return Err(EINVAL, "NUL in symlink target");
+  ASSIGN_OR_RETURN(pb::InodeRec* inode, MakeInode(ctx, op.parent, op.name, S_IFLNK | 0777));
   inode->set_mode(S_IFLNK | 0777);
   inode->clear_xattrs();
-  inode->set_symlink(op.target());
-  inode->set_size(op.target().size());
+  inode->set_symlink(op.target);
+  inode->set_size(op.target.size());
   FillAttr(*inode, reply->mutable_attr());
   return absl::OkStatus();
 }
 
-absl::Status DoOpen(OpContext& ctx, const pb::OpenOp& op, pb::MetaReply* reply) {
-  ASSIGN_OR_RETURN(const pb::InodeRec* inode, ctx.Inode(op.ino()));
-  int mask = OpenMask(op.flags());
+absl::Status DoOpen(OpContext& ctx, const req::Open& op, pb::MetaReply* reply) {
+  ASSIGN_OR_RETURN(const pb::InodeRec* inode, ctx.Inode(op.ino));
+  int mask = OpenMask(op.flags);
   if (IsDir(*inode) && (mask & kMayWrite)) return Err(EISDIR, "open a directory for writing");
   if (IsSymlink(*inode)) return Err(ELOOP, "open a symbolic link");
   RETURN_IF_ERROR(CheckAccess(AccessOf(*inode), ctx.cred(), mask));
@@ -124,7 +122,7 @@ absl::Status DoOpen(OpContext& ctx, const pb::OpenOp& op, pb::MetaReply* reply) 
     ASSIGN_OR_RETURN(const std::string* data, ctx.InlineData(*inode));
     reply->set_inline_data(*data);
   }
-  ctx.OpenRef(inode->ino(), (mask & kMayWrite) != 0);
+  ctx.OpenRef(IdOf(*inode), (mask & kMayWrite) != 0);
   FillAttr(*inode, reply->mutable_attr());
   return absl::OkStatus();
 }
@@ -134,51 +132,53 @@ namespace {
 // What a session changed on its own under MetaReply.attr_authority: it
 // decided permissions itself (common/posix, as DoSetattr would); only the
 // cases that grant allows are taken.
-absl::Status ApplyOwnAttrs(const pb::SetattrOp& a, pb::InodeRec* edit) {
+absl::Status ApplyOwnAttrs(const req::Setattr& a, pb::InodeRec* edit) {
   constexpr uint32_t kOwn =
-      pb::SA_MODE | pb::SA_UID | pb::SA_GID | pb::SA_ATIME | pb::SA_MTIME | pb::SA_CTIME;
+      kSetMode | kSetUid | kSetGid | kSetAtime | kSetMtime | kSetCtime;
   constexpr uint32_t kPrivileged = S_ISUID | S_ISGID;
-  if ((a.valid() & ~kOwn) != 0) return Err(EINVAL, "written: attributes other than mode, owner, times");
+  if ((a.valid & ~kOwn) != 0) {
+    return Err(EINVAL, "written: attributes other than mode, owner, times");
+  }
   if (!IsReg(*edit) || !edit->xattrs().empty() || (edit->mode() & kPrivileged) != 0) {
     return Err(EPERM, "written: attributes of this file must go through setattr");
   }
-  if (a.valid() & pb::SA_MODE) {
-    if (a.mode() & kPrivileged) return Err(EPERM, "written: setuid/setgid must go through setattr");
-    edit->set_mode((edit->mode() & S_IFMT) | (a.mode() & 07777));
+  if (a.valid & kSetMode) {
+    if (a.mode & kPrivileged) return Err(EPERM, "written: setuid/setgid must go through setattr");
+    edit->set_mode((edit->mode() & S_IFMT) | (a.mode & 07777));
   }
-  if (a.valid() & pb::SA_UID) edit->set_uid(a.uid());
-  if (a.valid() & pb::SA_GID) edit->set_gid(a.gid());
-  if (a.valid() & pb::SA_ATIME) edit->set_atime_ns(a.atime_ns());
-  if (a.valid() & pb::SA_MTIME) edit->set_mtime_ns(a.mtime_ns());
-  if (a.valid() & pb::SA_CTIME) edit->set_ctime_ns(std::max(edit->ctime_ns(), a.ctime_ns()));
+  if (a.valid & kSetUid) edit->set_uid(a.uid);
+  if (a.valid & kSetGid) edit->set_gid(a.gid);
+  if (a.valid & kSetAtime) edit->set_atime_ns(a.atime_ns);
+  if (a.valid & kSetMtime) edit->set_mtime_ns(a.mtime_ns);
+  if (a.valid & kSetCtime) edit->set_ctime_ns(std::max(edit->ctime_ns(), a.ctime_ns));
   return absl::OkStatus();
 }
 
 }  // namespace
 
-absl::Status DoWritten(OpContext& ctx, const pb::WrittenOp& op, pb::MetaReply* reply) {
-  ASSIGN_OR_RETURN(const pb::InodeRec* inode, ctx.Inode(op.ino()));
-  if (!ctx.HasOpen(op.ino(), true)) return Err(EBADF, "file not open for writing by this session");
-  if (op.end() > (uint64_t{1} << 60)) return Err(EFBIG, "write past the maximum file size");
-  if (!op.inline_report() && inode->data_inline() && inode->allocated() > 0) {
-    return Err(EINVAL, absl::StrCat("inode ", op.ino(),
+absl::Status DoWritten(OpContext& ctx, const req::Written& op, pb::MetaReply* reply) {
+  ASSIGN_OR_RETURN(const pb::InodeRec* inode, ctx.Inode(op.ino));
+  if (!ctx.HasOpen(op.ino, true)) return Err(EBADF, "file not open for writing by this session");
+  if (op.end > (uint64_t{1} << 60)) return Err(EFBIG, "write past the maximum file size");
+  if (!op.inline_report && inode->data_inline() && inode->allocated() > 0) {
+    return Err(EINVAL, absl::StrCat("inode ", op.ino.value(),
                                     " keeps its data in the MDS: objects written before a move"));
   }
-  if (op.inline_report()) {
+  if (op.inline_report) {
     if (!InlineWritesFit(ctx, op, *inode)) {
       // Nothing changes: the client moves the data and writes objects.
       reply->set_inline_refused(true);
       FillAttr(*inode, reply->mutable_attr());
       return absl::OkStatus();
     }
-    if (!op.inline_writes().empty() && ctx.cluster_full()) {
+    if (!op.inline_writes.empty() && ctx.cluster_full()) {
       return Err(ENOSPC, "cluster full: an OSD is past the full ratio (weft status)");
     }
     RETURN_IF_ERROR(ctx.InlineData(*inode).status());
   }
   const pb::InodeRec before = *inode;
   pb::InodeRec* edit = ctx.Edit(before);
-  if (op.inline_report()) {
+  if (op.inline_report) {
     ApplyInlineWrites(ctx, op, edit);
   } else if (edit->data_inline()) {
     // Objects written to a file without inline bytes: its data lives there.
@@ -186,15 +186,15 @@ absl::Status DoWritten(OpContext& ctx, const pb::WrittenOp& op, pb::MetaReply* r
     edit->clear_inline_data();
     edit->set_inline_version(before.inline_version() + 1);
   }
-  if (op.end() > before.size()) {
-    edit->set_size(op.end());
+  if (op.end > before.size()) {
+    edit->set_size(op.end);
     // An unlinked file (open still) counts in no directory any more.
     if (before.nlink() > 0) {
-      ctx.RStat(before.parent(), static_cast<int64_t>(op.end() - before.size()), 0, 0);
+      ctx.RStat(ParentOf(before), static_cast<int64_t>(op.end - before.size()), 0, 0);
     }
   }
-  if (!op.keep_times()) {
-    const int64_t mtime = op.mtime_ns() != 0 ? op.mtime_ns() : ctx.now_ns();
+  if (!op.keep_times) {
+    const int64_t mtime = op.mtime_ns != 0 ? op.mtime_ns : ctx.now_ns();
     edit->set_mtime_ns(mtime);
     // Never back: a chmod after the write (its report came later) keeps its
     // change time.
@@ -203,12 +203,12 @@ absl::Status DoWritten(OpContext& ctx, const pb::WrittenOp& op, pb::MetaReply* r
   if (edit->has_allocated() && !edit->data_inline()) {
     // A report may cross a truncate (the objects it grew were cut after):
     // keep the count within [0, size].
-    const int64_t grown = static_cast<int64_t>(edit->allocated()) + op.allocated_delta();
+    const int64_t grown = static_cast<int64_t>(edit->allocated()) + op.allocated_delta;
     edit->set_allocated(std::min<uint64_t>(static_cast<uint64_t>(std::max<int64_t>(grown, 0)),
                                            edit->size()));
   }
   edit->set_mode(ModeAfterWrite(AccessOf(*edit), ctx.cred()));
-  if (op.has_attrs()) RETURN_IF_ERROR(ApplyOwnAttrs(op.attrs(), edit));
+  if (op.attrs.has_value()) RETURN_IF_ERROR(ApplyOwnAttrs(*op.attrs, edit));
   FillAttr(*edit, reply->mutable_attr());
   return absl::OkStatus();
 }

@@ -19,29 +19,29 @@ void StartInline(OpContext& ctx, pb::InodeRec* rec) {
   if (!IsReg(*rec) || InlineLimit(ctx, *rec) == 0) return;
   rec->set_data_inline(true);
   rec->set_inline_data("");
-  ctx.InlineChanged(rec->ino());
+  ctx.InlineChanged(IdOf(*rec));
 }
 
-bool InlineWritesFit(OpContext& ctx, const pb::WrittenOp& op, const pb::InodeRec& rec) {
+bool InlineWritesFit(OpContext& ctx, const req::Written& op, const pb::InodeRec& rec) {
   if (!IsReg(rec) || !rec.data_inline()) return false;
   const uint64_t limit = InlineLimit(ctx, rec);
-  for (const pb::InlineExtent& e : op.inline_writes()) {
-    if (e.offset() > limit || e.data().size() > limit - e.offset()) return false;
+  for (const req::Written::Extent& e : op.inline_writes) {
+    if (e.offset > limit || e.data.size() > limit - e.offset) return false;
   }
   return true;
 }
 
-void ApplyInlineWrites(OpContext& ctx, const pb::WrittenOp& op, pb::InodeRec* edit) {
-  if (op.inline_writes().empty()) return;  // a report of times or attributes only
+void ApplyInlineWrites(OpContext& ctx, const req::Written& op, pb::InodeRec* edit) {
+  if (op.inline_writes.empty()) return;  // a report of times or attributes only
   std::string* data = edit->mutable_inline_data();
-  for (const pb::InlineExtent& e : op.inline_writes()) {
-    const uint64_t end = e.offset() + e.data().size();
+  for (const req::Written::Extent& e : op.inline_writes) {
+    const uint64_t end = e.offset + e.data.size();
     if (data->size() < end) data->resize(end, '\0');
-    data->replace(e.offset(), e.data().size(), e.data());
+    data->replace(e.offset, e.data.size(), e.data);
   }
   edit->set_inline_version(edit->inline_version() + 1);
   edit->set_allocated(data->size());
-  ctx.InlineChanged(edit->ino());
+  ctx.InlineChanged(IdOf(*edit));
 }
 
 void CutInline(OpContext& ctx, uint64_t size, pb::InodeRec* edit) {
@@ -49,14 +49,14 @@ void CutInline(OpContext& ctx, uint64_t size, pb::InodeRec* edit) {
   edit->mutable_inline_data()->resize(size);
   edit->set_inline_version(edit->inline_version() + 1);
   edit->set_allocated(size);
-  ctx.InlineChanged(edit->ino());
+  ctx.InlineChanged(IdOf(*edit));
 }
 
-absl::Status DoInline(OpContext& ctx, const pb::InlineOp& op, pb::MetaReply* reply) {
-  ASSIGN_OR_RETURN(const pb::InodeRec* inode, ctx.Inode(op.ino()));
+absl::Status DoInline(OpContext& ctx, const req::Inline& op, pb::MetaReply* reply) {
+  ASSIGN_OR_RETURN(const pb::InodeRec* inode, ctx.Inode(op.ino));
   if (!IsReg(*inode)) return Err(EINVAL, "inline data of a file that is not a regular file");
-  if (!ctx.HasOpen(op.ino(), op.uninline())) {
-    return Err(EBADF, op.uninline() ? "file not open for writing by this session"
+  if (!ctx.HasOpen(op.ino, op.uninline)) {
+    return Err(EBADF, op.uninline ? "file not open for writing by this session"
                                     : "file not open by this session");
   }
   if (!inode->data_inline()) {
@@ -64,14 +64,14 @@ absl::Status DoInline(OpContext& ctx, const pb::InlineOp& op, pb::MetaReply* rep
     return absl::OkStatus();
   }
   ASSIGN_OR_RETURN(const std::string* data, ctx.InlineData(*inode));
-  if (!op.uninline()) {
+  if (!op.uninline) {
     FillAttr(*inode, reply->mutable_attr());
     reply->set_inline_data(*data);
     return absl::OkStatus();
   }
-  if (!ctx.Moved(inode->ino(), inode->inline_version())) {
+  if (!ctx.Moved(IdOf(*inode), inode->inline_version())) {
     if (inode->layout().pool() == 0) {
-      return Err(EINVAL, absl::StrCat("inode ", op.ino(), " has no data pool"));
+      return Err(EINVAL, absl::StrCat("inode ", op.ino.value(), " has no data pool"));
     }
     InlineMove move;
     move.ino = inode->ino();

@@ -58,7 +58,7 @@ absl::Status CheckOwner(OpContext& ctx, const pb::InodeRec& inode) {
 // Until capabilities exist, the MDS cannot tell another client that the
 // layout changed: that client would go on writing with the old one.
 bool OpenForWritingElsewhere(OpContext& ctx, uint64_t ino) {
-  return ctx.sessions().OtherHolder(ino, SessionId(ctx.session()), /*write=*/true).value() != 0;
+  return ctx.sessions().OtherHolder(ino, ctx.session(), /*write=*/true).value() != 0;
 }
 
 // A refused change is the client's mistake, but the issue asks for the
@@ -72,13 +72,14 @@ absl::Status Refused(OpContext& ctx, uint64_t ino, const std::string& name, absl
 
 }  // namespace
 
-absl::StatusOr<pb::FileLayout> EffectiveDirLayout(OpContext& ctx, uint64_t dir) {
-  uint64_t cur = dir;
+absl::StatusOr<pb::FileLayout> EffectiveDirLayout(OpContext& ctx, InodeId dir) {
+  InodeId cur = dir;
   for (int depth = 0; depth < 4096; ++depth) {
     ASSIGN_OR_RETURN(const pb::InodeRec* rec, ctx.Inode(cur));
     if (HasDirLayout(*rec)) return rec->dir_layout();
-    if (cur == kRootIno || rec->parent() == 0 || rec->parent() == cur) return FsDefault(ctx);
-    cur = rec->parent();
+    if (cur.value() == kRootIno || rec->parent() == 0 || ParentOf(*rec) == cur)
+      return FsDefault(ctx);
+    cur = ParentOf(*rec);
   }
   return Err(ELOOP, "directory tree too deep");
 }
@@ -119,7 +120,7 @@ absl::Status SetLayoutXattr(OpContext& ctx, const pb::InodeRec& inode, const std
   RETURN_IF_ERROR(CheckOwner(ctx, before));
   FileLayout base;
   if (dir) {
-    ASSIGN_OR_RETURN(pb::FileLayout effective, EffectiveDirLayout(ctx, before.ino()));
+    ASSIGN_OR_RETURN(pb::FileLayout effective, EffectiveDirLayout(ctx, IdOf(before)));
     base = FromProto(effective);
   } else {
     // CephFS answers ENOTEMPTY here too. (Not Err(): its strerror suffix

@@ -6,7 +6,7 @@
 
 namespace weft::mds {
 
-absl::StatusOr<const pb::InodeRec*> ParentFor(OpContext& ctx, uint64_t parent, bool modify) {
+absl::StatusOr<const pb::InodeRec*> ParentFor(OpContext& ctx, InodeId parent, bool modify) {
   ASSIGN_OR_RETURN(const pb::InodeRec* dir, ctx.Dir(parent));
   if (dir->nlink() == 0) return Err(ENOENT, "directory was removed");
   RETURN_IF_ERROR(CheckAccess(AccessOf(*dir), ctx.cred(), modify ? kMayWrite | kMayExec : kMayExec));
@@ -19,46 +19,46 @@ void TouchDir(OpContext& ctx, const pb::InodeRec& dir) {
   edit->set_ctime_ns(ctx.now_ns());
 }
 
-absl::Status DoLookup(OpContext& ctx, const pb::LookupOp& op, pb::MetaReply* reply) {
-  const std::string& name = op.name();
+absl::Status DoLookup(OpContext& ctx, const req::Lookup& op, pb::MetaReply* reply) {
+  const std::string& name = op.name;
   // Search permission first, as the kernel's walk checks it before the name.
-  ASSIGN_OR_RETURN(const pb::InodeRec* dir, ParentFor(ctx, op.parent(), false));
+  ASSIGN_OR_RETURN(const pb::InodeRec* dir, ParentFor(ctx, op.parent, false));
   if (name.size() > kNameMax) return Err(ENAMETOOLONG, "name over 255 bytes");
   if (name == ".") {
     FillAttr(*dir, reply->mutable_attr());
     return absl::OkStatus();
   }
   if (name == "..") {
-    uint64_t up = dir->ino() == kRootIno ? kRootIno : dir->parent();
+    const InodeId up(dir->ino() == kRootIno ? kRootIno : dir->parent());
     ASSIGN_OR_RETURN(const pb::InodeRec* parent, ctx.Inode(up));
     FillAttr(*parent, reply->mutable_attr());
     return absl::OkStatus();
   }
   RETURN_IF_ERROR(ValidateName(name));
-  ASSIGN_OR_RETURN(auto dentry, ctx.Dentry(op.parent(), name));
+  ASSIGN_OR_RETURN(auto dentry, ctx.Dentry(op.parent, name));
   if (!dentry) return Err(ENOENT, absl::StrCat("lookup ", name));
   ASSIGN_OR_RETURN(const pb::InodeRec* inode, ctx.Inode(dentry->ino));
   FillAttr(*inode, reply->mutable_attr());
   return absl::OkStatus();
 }
 
-absl::Status DoGetattr(OpContext& ctx, const pb::GetattrOp& op, pb::MetaReply* reply) {
-  ASSIGN_OR_RETURN(const pb::InodeRec* inode, ctx.Inode(op.ino()));
+absl::Status DoGetattr(OpContext& ctx, const req::Getattr& op, pb::MetaReply* reply) {
+  ASSIGN_OR_RETURN(const pb::InodeRec* inode, ctx.Inode(op.ino));
   FillAttr(*inode, reply->mutable_attr());
   return absl::OkStatus();
 }
 
-absl::Status DoReadlink(OpContext& ctx, const pb::ReadlinkOp& op, pb::MetaReply* reply) {
-  ASSIGN_OR_RETURN(const pb::InodeRec* inode, ctx.Inode(op.ino()));
+absl::Status DoReadlink(OpContext& ctx, const req::Readlink& op, pb::MetaReply* reply) {
+  ASSIGN_OR_RETURN(const pb::InodeRec* inode, ctx.Inode(op.ino));
   if (!IsSymlink(*inode)) return Err(EINVAL, "not a symbolic link");
   reply->set_value(inode->symlink());
   FillAttr(*inode, reply->mutable_attr());
   return absl::OkStatus();
 }
 
-absl::Status DoStatfs(OpContext& ctx, const pb::StatfsOp&, pb::MetaReply* reply) {
+absl::Status DoStatfs(OpContext& ctx, const req::Statfs&, pb::MetaReply* reply) {
   Capacity cap = ctx.capacity();
-  ASSIGN_OR_RETURN(const pb::InodeRec* root, ctx.Inode(kRootIno));
+  ASSIGN_OR_RETURN(const pb::InodeRec* root, ctx.Inode(InodeId(kRootIno)));
   pb::StatfsReply* s = reply->mutable_statfs();
   s->set_bytes_total(cap.bytes_total);
   s->set_bytes_avail(cap.bytes_avail);

@@ -38,19 +38,21 @@ bool IsNeedMove(const absl::Status& status) {
 absl::Status Err(int err, absl::string_view message) { return ::weft::ErrnoToStatus(err, message); }
 
 OpContext::OpContext(OpEnv env, MetaCache* cache, const Sessions* sessions,
-                     const pb::MetaRequest& request, int64_t now_ns)
-    : env_(env), cache_(cache), sessions_(sessions), session_(request.session()), now_ns_(now_ns) {
-  cred_.uid = request.creds().uid();
-  cred_.gid = request.creds().gid();
-  cred_.groups.assign(request.creds().groups().begin(), request.creds().groups().end());
-  umask_ = request.creds().umask() & 0777;
-}
+                     const Request& request, int64_t now_ns)
+    : env_(env),
+      cache_(cache),
+      sessions_(sessions),
+      cred_(request.cred),
+      umask_(request.umask),
+      session_(request.session),
+      now_ns_(now_ns) {}
 
 Capacity OpContext::capacity() { return env_.env->capacity(); }
 DataPools OpContext::data_pools() { return env_.env->data_pools(); }
 bool OpContext::cluster_full() { return env_.env->cluster_full(); }
 
-absl::StatusOr<const pb::InodeRec*> OpContext::Inode(uint64_t ino) {
+absl::StatusOr<const pb::InodeRec*> OpContext::Inode(InodeId id) {
+  const uint64_t ino = id.value();
   if (std::find(touched_.begin(), touched_.end(), ino) == touched_.end()) touched_.push_back(ino);
   auto e = edits_.find(ino);
   if (e != edits_.end()) return &e->second;
@@ -63,16 +65,17 @@ absl::StatusOr<const pb::InodeRec*> OpContext::Inode(uint64_t ino) {
   return NeedLoad();
 }
 
-absl::StatusOr<const pb::InodeRec*> OpContext::Dir(uint64_t ino) {
+absl::StatusOr<const pb::InodeRec*> OpContext::Dir(InodeId ino) {
   ASSIGN_OR_RETURN(const pb::InodeRec* rec, Inode(ino));
-  if (!IsDir(*rec)) return Err(ENOTDIR, absl::StrCat("inode ", ino));
+  if (!IsDir(*rec)) return Err(ENOTDIR, absl::StrCat("inode ", ino.value()));
   return rec;
 }
 
-absl::StatusOr<std::optional<CDentry>> OpContext::Dentry(uint64_t dir, const std::string& name) {
+absl::StatusOr<std::optional<CDentry>> OpContext::Dentry(InodeId id, const std::string& name) {
+  const uint64_t dir = id.value();
   for (const auto& d : linked_) {
     if (d.dir() == dir && d.name() == name)
-      return std::optional<CDentry>(CDentry{d.ino(), d.type()});
+      return std::optional<CDentry>(CDentry{InodeId(d.ino()), d.type()});
   }
   for (const auto& d : unlinked_) {
     if (d.dir() == dir && d.name() == name) return std::optional<CDentry>();
@@ -81,14 +84,15 @@ absl::StatusOr<std::optional<CDentry>> OpContext::Dentry(uint64_t dir, const std
   const CDentry* found = cache_->Lookup(dir, name, &known);
   if (found != nullptr) return std::optional<CDentry>(*found);
   if (known) return std::optional<CDentry>();
-  ASSIGN_OR_RETURN(const pb::InodeRec* rec, Dir(dir));
+  ASSIGN_OR_RETURN(const pb::InodeRec* rec, Dir(id));
   std::vector<Frag> frags(rec->frags().begin(), rec->frags().end());
   load_frags_.emplace_back(dir, FragFor(frags, NameHash(name)));
   return NeedLoad();
 }
 
-absl::Status OpContext::LoadAllFrags(uint64_t dir) {
-  ASSIGN_OR_RETURN(const pb::InodeRec* rec, Dir(dir));
+absl::Status OpContext::LoadAllFrags(InodeId id) {
+  const uint64_t dir = id.value();
+  ASSIGN_OR_RETURN(const pb::InodeRec* rec, Dir(id));
   bool missing = false;
   for (Frag f : SortedFrags({rec->frags().begin(), rec->frags().end()})) {
     if (!cache_->FragLoaded(dir, f)) {
@@ -99,13 +103,14 @@ absl::Status OpContext::LoadAllFrags(uint64_t dir) {
   return missing ? NeedLoad() : absl::OkStatus();
 }
 
-absl::Status OpContext::LoadFrag(uint64_t dir, Frag frag) {
-  load_frags_.emplace_back(dir, frag);
+absl::Status OpContext::LoadFrag(InodeId dir, Frag frag) {
+  load_frags_.emplace_back(dir.value(), frag);
   return NeedLoad();
 }
 
-absl::Status OpContext::CheckEmpty(uint64_t dir) {
-  RETURN_IF_ERROR(LoadAllFrags(dir));
+absl::Status OpContext::CheckEmpty(InodeId id) {
+  const uint64_t dir = id.value();
+  RETURN_IF_ERROR(LoadAllFrags(id));
   CDir* d = cache_->Dir(dir);
   size_t count = d->entries.size();
   for (const auto& l : linked_) count += l.dir() == dir;
@@ -157,12 +162,13 @@ pb::InodeRec* OpContext::NewInode(uint32_t mode, uint32_t uid, uint32_t gid) {
   return &it->second;
 }
 
-void OpContext::RemoveInode(uint64_t ino) {
-  edits_.erase(ino);
-  removed_.push_back(ino);
+void OpContext::RemoveInode(InodeId ino) {
+  edits_.erase(ino.value());
+  removed_.push_back(ino.value());
 }
 
-void OpContext::LinkDentry(uint64_t dir, const std::string& name, const pb::InodeRec& target) {
+void OpContext::LinkDentry(InodeId id, const std::string& name, const pb::InodeRec& target) {
+  const uint64_t dir = id.value();
   std::erase_if(unlinked_,
                 [&](const pb::DentryRec& d) { return d.dir() == dir && d.name() == name; });
   pb::DentryRec rec;
@@ -173,7 +179,8 @@ void OpContext::LinkDentry(uint64_t dir, const std::string& name, const pb::Inod
   linked_.push_back(std::move(rec));
 }
 
-void OpContext::UnlinkDentry(uint64_t dir, const std::string& name) {
+void OpContext::UnlinkDentry(InodeId id, const std::string& name) {
+  const uint64_t dir = id.value();
   std::erase_if(linked_,
                 [&](const pb::DentryRec& d) { return d.dir() == dir && d.name() == name; });
   pb::DentryRec rec;
@@ -182,8 +189,8 @@ void OpContext::UnlinkDentry(uint64_t dir, const std::string& name) {
   unlinked_.push_back(std::move(rec));
 }
 
-bool OpContext::HasOpen(uint64_t ino, bool write) {
-  return replay_ || sessions_->HasOpen(SessionId(session_), ino, write);
+bool OpContext::HasOpen(InodeId ino, bool write) {
+  return replay_ || sessions_->HasOpen(session_, ino.value(), write);
 }
 
 bool OpContext::DropLink(pb::InodeRec* inode) {
@@ -209,12 +216,13 @@ bool OpContext::DropLink(pb::InodeRec* inode) {
     *purge.mutable_layout() = inode->layout();
     purge_add_.push_back(std::move(purge));
   }
-  RemoveInode(inode->ino());
+  RemoveInode(IdOf(*inode));
   return false;
 }
 
-void OpContext::MaybeSplit(uint64_t dir) {
-  auto rec_or = Inode(dir);
+void OpContext::MaybeSplit(InodeId id) {
+  const uint64_t dir = id.value();
+  auto rec_or = Inode(id);
   if (!rec_or.ok()) return;
   // Cheap test first: no fragment can be over the limit while the whole
   // directory is not (counting a fragment walks its entries).
@@ -247,7 +255,7 @@ void OpContext::MaybeSplit(uint64_t dir) {
       pb::DentryRec rec;
       rec.set_dir(dir);
       rec.set_name(it->second);
-      rec.set_ino(e.ino);
+      rec.set_ino(e.ino.value());
       rec.set_type(e.type);
       split_entries_.push_back(std::move(rec));
     }
@@ -255,13 +263,13 @@ void OpContext::MaybeSplit(uint64_t dir) {
   }
 }
 
-void OpContext::RStat(uint64_t dir, int64_t bytes, int64_t files, int64_t subdirs) {
+void OpContext::RStat(InodeId dir, int64_t bytes, int64_t files, int64_t subdirs) {
   RStatDelta delta;
   delta.rbytes = bytes;
   delta.rfiles = files;
   delta.rsubdirs = subdirs;
   delta.rctime_ns = now_ns_;
-  rstat_deltas_.emplace_back(dir, delta);
+  rstat_deltas_.emplace_back(dir.value(), delta);
 }
 
 void OpContext::TrimObjects(const pb::InodeRec& inode, uint64_t keep) {

@@ -15,6 +15,7 @@
 #include "common/posix/permission.h"
 #include "mds/cache/meta_cache.h"
 #include "mds/rank_options.h"
+#include "mds/request.h"
 #include "mds/sessions/sessions.h"
 #include "mds/store/records.pb.h"
 #include "proto/mds_client.pb.h"
@@ -43,7 +44,7 @@ struct OpEnv {
 
 class OpContext {
  public:
-  OpContext(OpEnv env, MetaCache* cache, const Sessions* sessions, const pb::MetaRequest& request,
+  OpContext(OpEnv env, MetaCache* cache, const Sessions* sessions, const Request& request,
             int64_t now_ns);
 
   const Credentials& cred() const { return cred_; }
@@ -51,12 +52,12 @@ class OpContext {
   int64_t now_ns() const { return now_ns_; }
   // A resent request (Reconnect): its first new inode gets number `ino` again,
   // unless something else holds it now.
-  void ReuseIno(uint64_t ino) { reuse_ino_ = ino; }
+  void ReuseIno(InodeId ino) { reuse_ino_ = ino.value(); }
   // A resent request, checked against the session's open files when it was
   // first answered: the session may have closed them since (a write report,
   // then the release, then the restart lost the report), so HasOpen holds.
   void SetReplay() { replay_ = true; }
-  uint64_t session() const { return session_; }
+  SessionId session() const { return session_; }
   MetaCache* cache() { return cache_; }
   const Sessions& sessions() const { return *sessions_; }
   const RankOptions& options() const { return *env_.options; }
@@ -68,30 +69,30 @@ class OpContext {
 
   // The inode (its pending new value if this operation changed it), or
   // NeedLoad, or ESTALE when it does not exist.
-  absl::StatusOr<const pb::InodeRec*> Inode(uint64_t ino);
+  absl::StatusOr<const pb::InodeRec*> Inode(InodeId ino);
   // Same, ENOTDIR unless a directory.
-  absl::StatusOr<const pb::InodeRec*> Dir(uint64_t ino);
+  absl::StatusOr<const pb::InodeRec*> Dir(InodeId ino);
   // The entry, nullopt when certainly absent, or NeedLoad.
-  absl::StatusOr<std::optional<CDentry>> Dentry(uint64_t dir, const std::string& name);
+  absl::StatusOr<std::optional<CDentry>> Dentry(InodeId dir, const std::string& name);
   // OK when the directory has no entries (loads every fragment), ENOTEMPTY.
-  absl::Status CheckEmpty(uint64_t dir);
+  absl::Status CheckEmpty(InodeId dir);
   // Every fragment of `dir` loaded, or NeedLoad.
-  absl::Status LoadAllFrags(uint64_t dir);
+  absl::Status LoadAllFrags(InodeId dir);
   // Asks for one fragment; always NeedLoad.
-  absl::Status LoadFrag(uint64_t dir, Frag frag);
+  absl::Status LoadFrag(InodeId dir, Frag frag);
   // The inline bytes of `rec` (data_inline), or NeedLoad.
   absl::StatusOr<const std::string*> InlineData(const pb::InodeRec& rec);
   // The operation changed the inline bytes of `ino` (edited): the event
   // carries them. Other events leave them out.
-  void InlineChanged(uint64_t ino) { inline_changed_.push_back(ino); }
+  void InlineChanged(InodeId ino) { inline_changed_.push_back(ino.value()); }
   // Asks the rank to write `move` to the file's first object, outside its
   // lock, and run the operation again; returns NeedMove.
   absl::Status MoveInline(InlineMove move);
   const std::optional<InlineMove>& move() const { return move_; }
   // The inline data moved by this request so far: (ino, inline_version).
   void SetMoved(std::optional<std::pair<uint64_t, uint64_t>> moved) { moved_ = moved; }
-  bool Moved(uint64_t ino, uint64_t inline_version) const {
-    return moved_ && moved_->first == ino && moved_->second == inline_version;
+  bool Moved(InodeId ino, uint64_t inline_version) const {
+    return moved_ && moved_->first == ino.value() && moved_->second == inline_version;
   }
   bool loads_pending() const {
     return !load_inodes_.empty() || !load_frags_.empty() || !load_inline_.empty();
@@ -103,28 +104,30 @@ class OpContext {
   // Changes. Edit returns the pending copy of an inode (version bumped once).
   pb::InodeRec* Edit(const pb::InodeRec& current);
   pb::InodeRec* NewInode(uint32_t mode, uint32_t uid, uint32_t gid);
-  void RemoveInode(uint64_t ino);
-  void LinkDentry(uint64_t dir, const std::string& name, const pb::InodeRec& target);
-  void UnlinkDentry(uint64_t dir, const std::string& name);
+  void RemoveInode(InodeId ino);
+  void LinkDentry(InodeId dir, const std::string& name, const pb::InodeRec& target);
+  void UnlinkDentry(InodeId dir, const std::string& name);
   // Drops one link of `inode` (already edited): a stray if open, else
   // purged. Returns whether the inode lives on (other links, or open).
   bool DropLink(pb::InodeRec* inode);
   // Splits the fragment holding `name` if it has grown past the limit.
-  void MaybeSplit(uint64_t dir);
-  void RStat(uint64_t dir, int64_t bytes, int64_t files, int64_t subdirs);
+  void MaybeSplit(InodeId dir);
+  void RStat(InodeId dir, int64_t bytes, int64_t files, int64_t subdirs);
   // Directory `dir` goes: what it has pending of recursive statistics goes
   // to `parent` (it was counted there on the way up, or will be).
-  void DirRemoved(uint64_t dir, uint64_t parent) { rstat_moves_.emplace_back(dir, parent); }
+  void DirRemoved(InodeId dir, InodeId parent) {
+    rstat_moves_.emplace_back(dir.value(), parent.value());
+  }
   // A truncate of `inode` (as it was before) to `keep` bytes: its objects
   // past `keep` are cut after the event, before the reply (RequestRun's trim phase).
   void TrimObjects(const pb::InodeRec& inode, uint64_t keep);
   const std::vector<pb::TrimRec>& trim_add() const { return trim_add_; }
-  void OpenRef(uint64_t ino, bool write) {
-    open_ref_ = ino;
+  void OpenRef(InodeId ino, bool write) {
+    open_ref_ = ino.value();
     open_write_ = write;
   }
   // Whether this session holds `ino` open (for writing); always for a replay.
-  bool HasOpen(uint64_t ino, bool write);
+  bool HasOpen(InodeId ino, bool write);
 
   // Moves the pending changes into the event; false when nothing changed.
   bool Finish(pb::JournalEvent* event);
@@ -143,7 +146,7 @@ class OpContext {
   const Sessions* const sessions_;
   Credentials cred_;
   uint32_t umask_ = 022;
-  uint64_t session_ = 0;
+  const SessionId session_;
   const int64_t now_ns_;
   std::string op_;
   std::vector<uint64_t> load_inodes_;
@@ -184,6 +187,9 @@ bool RemoveXattr(pb::InodeRec* rec, absl::string_view name);
 AccessAttrs AccessOf(const pb::InodeRec& rec);
 std::string DefaultAcl(const pb::InodeRec& rec);
 void FillAttr(const pb::InodeRec& rec, pb::Attr* attr);
+// The strong ids of a stored record's bare numbers.
+inline InodeId IdOf(const pb::InodeRec& rec) { return InodeId(rec.ino()); }
+inline InodeId ParentOf(const pb::InodeRec& rec) { return InodeId(rec.parent()); }
 inline bool IsDir(const pb::InodeRec& rec) { return (rec.mode() & 0170000) == 0040000; }
 inline bool IsReg(const pb::InodeRec& rec) { return (rec.mode() & 0170000) == 0100000; }
 inline bool IsSymlink(const pb::InodeRec& rec) { return (rec.mode() & 0170000) == 0120000; }

@@ -6,34 +6,35 @@
 
 #include "mds/fs/layout.h"
 #include "mds/ops/op_context.h"
+#include "mds/request.h"
 #include "proto/mds_client.pb.h"
 #include "mds/store/records.pb.h"
 
 namespace weft::mds {
 
-absl::Status DoLookup(OpContext& ctx, const pb::LookupOp& op, pb::MetaReply* reply);
-absl::Status DoGetattr(OpContext& ctx, const pb::GetattrOp& op, pb::MetaReply* reply);
-absl::Status DoSetattr(OpContext& ctx, const pb::SetattrOp& op, pb::MetaReply* reply);
-absl::Status DoCreate(OpContext& ctx, const pb::CreateOp& op, pb::MetaReply* reply);
-absl::Status DoMkdir(OpContext& ctx, const pb::MkdirOp& op, pb::MetaReply* reply);
-absl::Status DoSymlink(OpContext& ctx, const pb::SymlinkOp& op, pb::MetaReply* reply);
-absl::Status DoLink(OpContext& ctx, const pb::LinkOp& op, pb::MetaReply* reply);
-absl::Status DoUnlink(OpContext& ctx, const pb::UnlinkOp& op, pb::MetaReply* reply);
-absl::Status DoRmdir(OpContext& ctx, const pb::RmdirOp& op, pb::MetaReply* reply);
-absl::Status DoRename(OpContext& ctx, const pb::RenameOp& op, pb::MetaReply* reply);
-absl::Status DoReadlink(OpContext& ctx, const pb::ReadlinkOp& op, pb::MetaReply* reply);
-absl::Status DoReaddir(OpContext& ctx, const pb::ReaddirOp& op, pb::MetaReply* reply);
-absl::Status DoGetxattr(OpContext& ctx, const pb::GetxattrOp& op, pb::MetaReply* reply);
-absl::Status DoSetxattr(OpContext& ctx, const pb::SetxattrOp& op, pb::MetaReply* reply);
-absl::Status DoListxattr(OpContext& ctx, const pb::ListxattrOp& op, pb::MetaReply* reply);
-absl::Status DoRemovexattr(OpContext& ctx, const pb::RemovexattrOp& op, pb::MetaReply* reply);
-absl::Status DoStatfs(OpContext& ctx, const pb::StatfsOp& op, pb::MetaReply* reply);
-absl::Status DoOpen(OpContext& ctx, const pb::OpenOp& op, pb::MetaReply* reply);
-absl::Status DoAccess(OpContext& ctx, const pb::AccessOp& op, pb::MetaReply* reply);
-absl::Status DoWritten(OpContext& ctx, const pb::WrittenOp& op, pb::MetaReply* reply);
-absl::Status DoInline(OpContext& ctx, const pb::InlineOp& op, pb::MetaReply* reply);
+absl::Status DoLookup(OpContext& ctx, const req::Lookup& op, pb::MetaReply* reply);
+absl::Status DoGetattr(OpContext& ctx, const req::Getattr& op, pb::MetaReply* reply);
+absl::Status DoSetattr(OpContext& ctx, const req::Setattr& op, pb::MetaReply* reply);
+absl::Status DoCreate(OpContext& ctx, const req::Create& op, pb::MetaReply* reply);
+absl::Status DoMkdir(OpContext& ctx, const req::Mkdir& op, pb::MetaReply* reply);
+absl::Status DoSymlink(OpContext& ctx, const req::Symlink& op, pb::MetaReply* reply);
+absl::Status DoLink(OpContext& ctx, const req::Link& op, pb::MetaReply* reply);
+absl::Status DoUnlink(OpContext& ctx, const req::Unlink& op, pb::MetaReply* reply);
+absl::Status DoRmdir(OpContext& ctx, const req::Rmdir& op, pb::MetaReply* reply);
+absl::Status DoRename(OpContext& ctx, const req::Rename& op, pb::MetaReply* reply);
+absl::Status DoReadlink(OpContext& ctx, const req::Readlink& op, pb::MetaReply* reply);
+absl::Status DoReaddir(OpContext& ctx, const req::Readdir& op, pb::MetaReply* reply);
+absl::Status DoGetxattr(OpContext& ctx, const req::Getxattr& op, pb::MetaReply* reply);
+absl::Status DoSetxattr(OpContext& ctx, const req::Setxattr& op, pb::MetaReply* reply);
+absl::Status DoListxattr(OpContext& ctx, const req::Listxattr& op, pb::MetaReply* reply);
+absl::Status DoRemovexattr(OpContext& ctx, const req::Removexattr& op, pb::MetaReply* reply);
+absl::Status DoStatfs(OpContext& ctx, const req::Statfs& op, pb::MetaReply* reply);
+absl::Status DoOpen(OpContext& ctx, const req::Open& op, pb::MetaReply* reply);
+absl::Status DoAccess(OpContext& ctx, const req::Access& op, pb::MetaReply* reply);
+absl::Status DoWritten(OpContext& ctx, const req::Written& op, pb::MetaReply* reply);
+absl::Status DoInline(OpContext& ctx, const req::Inline& op, pb::MetaReply* reply);
 // Reads served by a client: relatime on each inode (see AtimeOp).
-absl::Status DoAtime(OpContext& ctx, const pb::AtimeOp& op, pb::MetaReply* reply);
+absl::Status DoAtime(OpContext& ctx, const req::Atime& op, pb::MetaReply* reply);
 
 // Inline data (mds/ops/inline.cc).
 // How many bytes `rec` may keep inline: the rank's limit, within its first
@@ -42,15 +43,15 @@ uint64_t InlineLimit(OpContext& ctx, const pb::InodeRec& rec);
 // A new regular file starts with empty inline data when the rank keeps any.
 void StartInline(OpContext& ctx, pb::InodeRec* rec);
 // Whether WrittenOp.inline_writes fit in the inline data of `rec`.
-bool InlineWritesFit(OpContext& ctx, const pb::WrittenOp& op, const pb::InodeRec& rec);
+bool InlineWritesFit(OpContext& ctx, const req::Written& op, const pb::InodeRec& rec);
 // Applies them to `edit` (they fit, its bytes are loaded).
-void ApplyInlineWrites(OpContext& ctx, const pb::WrittenOp& op, pb::InodeRec* edit);
+void ApplyInlineWrites(OpContext& ctx, const req::Written& op, pb::InodeRec* edit);
 // Cuts the inline bytes of `edit` (loaded) to `size`.
 void CutInline(OpContext& ctx, uint64_t size, pb::InodeRec* edit);
 
 // Shared checks.
 // The parent directory with search (and, when `modify`, write) permission.
-absl::StatusOr<const pb::InodeRec*> ParentFor(OpContext& ctx, uint64_t parent, bool modify);
+absl::StatusOr<const pb::InodeRec*> ParentFor(OpContext& ctx, InodeId parent, bool modify);
 // A directory's mtime and ctime set to now.
 void TouchDir(OpContext& ctx, const pb::InodeRec& dir);
 // Removes the empty directory `dir` from `parent` (its link count and
@@ -62,7 +63,7 @@ void RemoveDir(OpContext& ctx, const pb::InodeRec& parent, const pb::InodeRec& d
 // Layouts (mds/ops/layout.cc).
 // What a new file in `dir` gets: the dir_layout of `dir` or of its nearest
 // ancestor that has one, else the filesystem default. May be NeedLoad.
-absl::StatusOr<pb::FileLayout> EffectiveDirLayout(OpContext& ctx, uint64_t dir);
+absl::StatusOr<pb::FileLayout> EffectiveDirLayout(OpContext& ctx, InodeId dir);
 // The value of a layout xattr (x.target != kNone); ENODATA when there is none.
 absl::StatusOr<std::string> GetLayoutXattr(OpContext& ctx, const pb::InodeRec& inode,
                                            const LayoutXattr& x);

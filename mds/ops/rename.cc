@@ -13,23 +13,23 @@ constexpr uint32_t kExchange = 2;
 
 // EINVAL when `dir` is `ancestor` or below it (a directory moved into its
 // own subtree). Walks the parent pointers up to the root.
-absl::Status CheckNotUnder(OpContext& ctx, uint64_t dir, uint64_t ancestor) {
-  uint64_t cur = dir;
+absl::Status CheckNotUnder(OpContext& ctx, InodeId dir, InodeId ancestor) {
+  InodeId cur = dir;
   for (int depth = 0; depth < 4096; ++depth) {
     if (cur == ancestor) return Err(EINVAL, "a directory cannot move into its own subtree");
-    if (cur == kRootIno) return absl::OkStatus();
+    if (cur.value() == kRootIno) return absl::OkStatus();
     ASSIGN_OR_RETURN(const pb::InodeRec* rec, ctx.Inode(cur));
-    cur = rec->parent();
+    cur = ParentOf(*rec);
   }
   return Err(ELOOP, "directory tree too deep");
 }
 
 // Moves `inode` (already edited) from `from` to `to`: parent pointer, link
 // counts of the directories, recursive statistics.
-void Reparent(OpContext& ctx, pb::InodeRec* inode, uint64_t from, uint64_t to) {
+void Reparent(OpContext& ctx, pb::InodeRec* inode, InodeId from, InodeId to) {
   inode->set_ctime_ns(ctx.now_ns());
   if (from == to) return;
-  inode->set_parent(to);
+  inode->set_parent(to.value());
   int64_t bytes = IsReg(*inode) ? static_cast<int64_t>(inode->size()) : 0;
   int64_t files = IsDir(*inode) ? 0 : 1;
   int64_t subdirs = IsDir(*inode) ? 1 : 0;
@@ -48,16 +48,16 @@ void Reparent(OpContext& ctx, pb::InodeRec* inode, uint64_t from, uint64_t to) {
   ctx.RStat(to, bytes, files, subdirs);
 }
 
-absl::Status Exchange(OpContext& ctx, const pb::RenameOp& op, const pb::InodeRec& src,
+absl::Status Exchange(OpContext& ctx, const req::Rename& op, const pb::InodeRec& src,
                       const pb::InodeRec& dst, pb::MetaReply* reply) {
   pb::InodeRec* a = ctx.Edit(src);
   pb::InodeRec* b = ctx.Edit(dst);
-  ctx.UnlinkDentry(op.parent(), op.name());
-  ctx.UnlinkDentry(op.new_parent(), op.new_name());
-  ctx.LinkDentry(op.new_parent(), op.new_name(), *a);
-  ctx.LinkDentry(op.parent(), op.name(), *b);
-  Reparent(ctx, a, op.parent(), op.new_parent());
-  Reparent(ctx, b, op.new_parent(), op.parent());
+  ctx.UnlinkDentry(op.parent, op.name);
+  ctx.UnlinkDentry(op.new_parent, op.new_name);
+  ctx.LinkDentry(op.new_parent, op.new_name, *a);
+  ctx.LinkDentry(op.parent, op.name, *b);
+  Reparent(ctx, a, op.parent, op.new_parent);
+  Reparent(ctx, b, op.new_parent, op.parent);
   FillAttr(*a, reply->mutable_attr());
   FillAttr(*b, reply->mutable_replaced());
   return absl::OkStatus();
@@ -66,7 +66,7 @@ absl::Status Exchange(OpContext& ctx, const pb::RenameOp& op, const pb::InodeRec
 absl::Status CheckReplace(OpContext& ctx, const pb::InodeRec& src, const pb::InodeRec& dst) {
   if (IsDir(src) && !IsDir(dst)) return Err(ENOTDIR, "rename a directory over a non-directory");
   if (!IsDir(src) && IsDir(dst)) return Err(EISDIR, "rename a non-directory over a directory");
-  if (IsDir(dst)) RETURN_IF_ERROR(ctx.CheckEmpty(dst.ino()));
+  if (IsDir(dst)) RETURN_IF_ERROR(ctx.CheckEmpty(IdOf(dst)));
   return absl::OkStatus();
 }
 
@@ -76,19 +76,19 @@ absl::Status CheckReplace(OpContext& ctx, const pb::InodeRec& src, const pb::Ino
 // as `replaced` those of the inode the new name pointed to (its nlink went
 // down; a removed directory's last ones; the other inode of an exchange), so
 // that a client can refresh what it caches of them.
-absl::Status DoRename(OpContext& ctx, const pb::RenameOp& op, pb::MetaReply* reply) {
-  if ((op.flags() & ~(kNoReplace | kExchange)) != 0 ||
-      (op.flags() & (kNoReplace | kExchange)) == (kNoReplace | kExchange)) {
+absl::Status DoRename(OpContext& ctx, const req::Rename& op, pb::MetaReply* reply) {
+  if ((op.flags & ~(kNoReplace | kExchange)) != 0 ||
+      (op.flags & (kNoReplace | kExchange)) == (kNoReplace | kExchange)) {
     return Err(EINVAL, "rename: bad flags");
   }
-  RETURN_IF_ERROR(ValidateName(op.name()));
-  RETURN_IF_ERROR(ValidateName(op.new_name()));
-  ASSIGN_OR_RETURN(const pb::InodeRec* from_dir, ParentFor(ctx, op.parent(), false));
-  ASSIGN_OR_RETURN(const pb::InodeRec* to_dir, ParentFor(ctx, op.new_parent(), false));
+  RETURN_IF_ERROR(ValidateName(op.name));
+  RETURN_IF_ERROR(ValidateName(op.new_name));
+  ASSIGN_OR_RETURN(const pb::InodeRec* from_dir, ParentFor(ctx, op.parent, false));
+  ASSIGN_OR_RETURN(const pb::InodeRec* to_dir, ParentFor(ctx, op.new_parent, false));
   const pb::InodeRec from_copy = *from_dir, to_copy = *to_dir;
-  ASSIGN_OR_RETURN(auto src_d, ctx.Dentry(op.parent(), op.name()));
-  if (!src_d) return Err(ENOENT, absl::StrCat("rename ", op.name()));
-  ASSIGN_OR_RETURN(auto dst_d, ctx.Dentry(op.new_parent(), op.new_name()));
+  ASSIGN_OR_RETURN(auto src_d, ctx.Dentry(op.parent, op.name));
+  if (!src_d) return Err(ENOENT, absl::StrCat("rename ", op.name));
+  ASSIGN_OR_RETURN(auto dst_d, ctx.Dentry(op.new_parent, op.new_name));
   ASSIGN_OR_RETURN(const pb::InodeRec* src_p, ctx.Inode(src_d->ino));
   const pb::InodeRec src = *src_p;
   pb::InodeRec dst;
@@ -99,9 +99,9 @@ absl::Status DoRename(OpContext& ctx, const pb::RenameOp& op, pb::MetaReply* rep
   // NOREPLACE first: a name renamed onto itself exists, as Linux answers
   // renameat2(x, x, RENAME_NOREPLACE) (the kernel passes it on when its
   // dentry for the target was invalidated during the call).
-  if ((op.flags() & kNoReplace) && dst_d) return Err(EEXIST, "rename: target exists");
-  if (op.parent() == op.new_parent() && op.name() == op.new_name()) return absl::OkStatus();
-  if ((op.flags() & kExchange) && !dst_d) return Err(ENOENT, "exchange with a missing name");
+  if ((op.flags & kNoReplace) && dst_d) return Err(EEXIST, "rename: target exists");
+  if (op.parent == op.new_parent && op.name == op.new_name) return absl::OkStatus();
+  if ((op.flags & kExchange) && !dst_d) return Err(ENOENT, "exchange with a missing name");
   if (dst_d && dst.ino() == src.ino()) return absl::OkStatus();  // two links of one file
   // In vfs_rename's order: the source's directory (write, then its sticky
   // bit), then the target's, then the ".." of a directory that moves.
@@ -110,17 +110,17 @@ absl::Status DoRename(OpContext& ctx, const pb::RenameOp& op, pb::MetaReply* rep
   RETURN_IF_ERROR(CheckStickyDelete(AccessOf(from_copy), AccessOf(src), ctx.cred()));
   RETURN_IF_ERROR(CheckAccess(AccessOf(to_copy), ctx.cred(), kModify));
   if (dst_d) RETURN_IF_ERROR(CheckStickyDelete(AccessOf(to_copy), AccessOf(dst), ctx.cred()));
-  if (IsDir(src) && op.parent() != op.new_parent()) {
-    RETURN_IF_ERROR(CheckNotUnder(ctx, op.new_parent(), src.ino()));
+  if (IsDir(src) && op.parent != op.new_parent) {
+    RETURN_IF_ERROR(CheckNotUnder(ctx, op.new_parent, IdOf(src)));
     RETURN_IF_ERROR(CheckAccess(AccessOf(src), ctx.cred(), kMayWrite));  // its ".." changes
   }
-  if ((op.flags() & kExchange) && IsDir(dst) && op.parent() != op.new_parent()) {
-    RETURN_IF_ERROR(CheckNotUnder(ctx, op.parent(), dst.ino()));
+  if ((op.flags & kExchange) && IsDir(dst) && op.parent != op.new_parent) {
+    RETURN_IF_ERROR(CheckNotUnder(ctx, op.parent, IdOf(dst)));
     RETURN_IF_ERROR(CheckAccess(AccessOf(dst), ctx.cred(), kMayWrite));
   }
   TouchDir(ctx, from_copy);
   TouchDir(ctx, to_copy);
-  if (op.flags() & kExchange) return Exchange(ctx, op, src, dst, reply);
+  if (op.flags & kExchange) return Exchange(ctx, op, src, dst, reply);
   if (dst_d) {
     RETURN_IF_ERROR(CheckReplace(ctx, src, dst));
     if (IsDir(dst)) {
@@ -128,14 +128,14 @@ absl::Status DoRename(OpContext& ctx, const pb::RenameOp& op, pb::MetaReply* rep
     } else {
       pb::InodeRec* victim = ctx.Edit(dst);
       if (ctx.DropLink(victim)) FillAttr(*victim, reply->mutable_replaced());
-      ctx.RStat(op.new_parent(), -static_cast<int64_t>(IsReg(dst) ? dst.size() : 0), -1, 0);
+      ctx.RStat(op.new_parent, -static_cast<int64_t>(IsReg(dst) ? dst.size() : 0), -1, 0);
     }
   }
   pb::InodeRec* moved = ctx.Edit(src);
-  ctx.UnlinkDentry(op.parent(), op.name());
-  ctx.LinkDentry(op.new_parent(), op.new_name(), *moved);
-  Reparent(ctx, moved, op.parent(), op.new_parent());
-  ctx.MaybeSplit(op.new_parent());
+  ctx.UnlinkDentry(op.parent, op.name);
+  ctx.LinkDentry(op.new_parent, op.new_name, *moved);
+  Reparent(ctx, moved, op.parent, op.new_parent);
+  ctx.MaybeSplit(op.new_parent);
   FillAttr(*moved, reply->mutable_attr());
   return absl::OkStatus();
 }

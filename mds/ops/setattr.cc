@@ -17,48 +17,49 @@ namespace {
 // truncate(2) checks the file before anything else changes (vfs_truncate,
 // then do_truncate): a truncate that also drops setuid (the kernel sends
 // that as a mode) fails with the truncate's EACCES, not the chmod's EPERM.
-absl::Status CheckSize(OpContext& ctx, const pb::SetattrOp& op, const pb::InodeRec& current) {
+absl::Status CheckSize(OpContext& ctx, const req::Setattr& op, const pb::InodeRec& current) {
   if (IsDir(current)) return Err(EISDIR, "size of a directory");
   if (!IsReg(current)) return Err(EINVAL, "size of a special file");
-  bool by_handle = op.by_handle() && ctx.HasOpen(current.ino(), true);
+  bool by_handle = op.by_handle && ctx.HasOpen(IdOf(current), true);
   if (!by_handle) RETURN_IF_ERROR(CheckTruncate(AccessOf(current), ctx.cred()));
-  if (op.size() > (uint64_t{1} << 60)) return Err(EFBIG, "size over the maximum file size");
+  if (op.size > (uint64_t{1} << 60)) return Err(EFBIG, "size over the maximum file size");
   return absl::OkStatus();
 }
 
-void ApplySize(OpContext& ctx, const pb::SetattrOp& op, const pb::InodeRec& current,
+void ApplySize(OpContext& ctx, const req::Setattr& op, const pb::InodeRec& current,
                pb::InodeRec* edit) {
   // An unlinked file (open still) counts in no directory any more.
-  if (op.size() != current.size() && current.nlink() > 0) {
-    ctx.RStat(current.parent(), static_cast<int64_t>(op.size()) - static_cast<int64_t>(current.size()), 0, 0);
+  if (op.size != current.size() && current.nlink() > 0) {
+    ctx.RStat(ParentOf(current),
+              static_cast<int64_t>(op.size) - static_cast<int64_t>(current.size()), 0, 0);
   }
-  edit->set_size(op.size());
-  CutInline(ctx, op.size(), edit);
-  ctx.TrimObjects(current, op.size());
+  edit->set_size(op.size);
+  CutInline(ctx, op.size, edit);
+  ctx.TrimObjects(current, op.size);
   // A cut frees at most what lay past the new size; growing allocates nothing.
-  if (edit->has_allocated()) edit->set_allocated(std::min(edit->allocated(), op.size()));
+  if (edit->has_allocated()) edit->set_allocated(std::min(edit->allocated(), op.size));
   edit->set_mtime_ns(ctx.now_ns());
   edit->set_mode(ModeAfterWrite(AccessOf(*edit), ctx.cred()));
 }
 
 }  // namespace
 
-absl::Status DoSetattr(OpContext& ctx, const pb::SetattrOp& op, pb::MetaReply* reply) {
-  ASSIGN_OR_RETURN(const pb::InodeRec* current, ctx.Inode(op.ino()));
-  const uint32_t valid = op.valid();
+absl::Status DoSetattr(OpContext& ctx, const req::Setattr& op, pb::MetaReply* reply) {
+  ASSIGN_OR_RETURN(const pb::InodeRec* current, ctx.Inode(op.ino));
+  const uint32_t valid = op.valid;
   if (valid == 0) {
     FillAttr(*current, reply->mutable_attr());
     return absl::OkStatus();
   }
   const pb::InodeRec before = *current;
-  if (valid & pb::SA_SIZE) {
+  if (valid & kSetSize) {
     RETURN_IF_ERROR(CheckSize(ctx, op, before));
     // A cut of inline data needs its bytes (their length is `allocated`).
-    if (before.data_inline() && op.size() < before.allocated()) {
+    if (before.data_inline() && op.size < before.allocated()) {
       RETURN_IF_ERROR(ctx.InlineData(before).status());
     }
   }
-  const SetattrAsk ask = SetattrAskOf(valid, op.uid(), op.gid(), op.mode());
+  const SetattrAsk ask = SetattrAskOf(valid, op.uid, op.gid, op.mode);
   ASSIGN_OR_RETURN(SetattrResult decided, DecideSetattr(AccessOf(before), ctx.cred(), ask));
   pb::InodeRec* edit = ctx.Edit(before);
   edit->set_uid(decided.uid);
@@ -67,17 +68,17 @@ absl::Status DoSetattr(OpContext& ctx, const pb::SetattrOp& op, pb::MetaReply* r
   if (!decided.acl_access.empty()) {
     SetXattr(edit, kXattrPosixAclAccess, decided.acl_access);
   }
-  if (valid & pb::SA_SIZE) {
+  if (valid & kSetSize) {
     ApplySize(ctx, op, before, edit);
     reply->set_prior_size(before.size());
   }
-  if (valid & pb::SA_ATIME) edit->set_atime_ns(op.atime_ns());
-  if (valid & pb::SA_MTIME) edit->set_mtime_ns(op.mtime_ns());
-  if (valid & pb::SA_ATIME_NOW) edit->set_atime_ns(ctx.now_ns());
-  if (valid & pb::SA_MTIME_NOW) edit->set_mtime_ns(ctx.now_ns());
-  if (valid & pb::SA_CTIME) {
+  if (valid & kSetAtime) edit->set_atime_ns(op.atime_ns);
+  if (valid & kSetMtime) edit->set_mtime_ns(op.mtime_ns);
+  if (valid & kSetAtimeNow) edit->set_atime_ns(ctx.now_ns());
+  if (valid & kSetMtimeNow) edit->set_mtime_ns(ctx.now_ns());
+  if (valid & kSetCtime) {
     RETURN_IF_ERROR(CheckSetTimes(AccessOf(before), ctx.cred(), true));
-    edit->set_ctime_ns(op.ctime_ns());
+    edit->set_ctime_ns(op.ctime_ns);
   } else {
     edit->set_ctime_ns(ctx.now_ns());
   }
@@ -85,15 +86,15 @@ absl::Status DoSetattr(OpContext& ctx, const pb::SetattrOp& op, pb::MetaReply* r
   return absl::OkStatus();
 }
 
-absl::Status DoAtime(OpContext& ctx, const pb::AtimeOp& op, pb::MetaReply* reply) {
-  if (op.reads_size() > posix::kMaxAtimeReads) {
-    return Err(EINVAL, absl::StrCat(op.reads_size(), " reads in one request, over ",
+absl::Status DoAtime(OpContext& ctx, const req::Atime& op, pb::MetaReply* reply) {
+  if (op.reads.size() > posix::kMaxAtimeReads) {
+    return Err(EINVAL, absl::StrCat(op.reads.size(), " reads in one request, over ",
                                     posix::kMaxAtimeReads));
   }
   // Every inode is loaded, and every error found, before anything changes.
   bool need_load = false;
-  for (const pb::AtimeRef& read : op.reads()) {
-    absl::StatusOr<const pb::InodeRec*> rec = ctx.Inode(read.ino());
+  for (const req::Atime::Read& read : op.reads) {
+    absl::StatusOr<const pb::InodeRec*> rec = ctx.Inode(read.ino);
     if (IsNeedLoad(rec.status())) {
       need_load = true;
     } else if (!IsStale(rec.status())) {  // removed since the read
@@ -101,22 +102,22 @@ absl::Status DoAtime(OpContext& ctx, const pb::AtimeOp& op, pb::MetaReply* reply
     }
   }
   if (need_load) return NeedLoad();
-  std::vector<uint64_t> moved;  // in request order, once each
-  absl::flat_hash_set<uint64_t> seen;
-  for (const pb::AtimeRef& read : op.reads()) {
-    absl::StatusOr<const pb::InodeRec*> rec = ctx.Inode(read.ino());
+  std::vector<InodeId> moved;  // in request order, once each
+  absl::flat_hash_set<InodeId> seen;
+  for (const req::Atime::Read& read : op.reads) {
+    absl::StatusOr<const pb::InodeRec*> rec = ctx.Inode(read.ino);
     if (!rec.ok()) continue;  // removed
     // An inode read twice in the batch: the later read moves it again only
     // if it is still due after the first.
     const pb::InodeRec& cur = **rec;
-    if (!posix::AtimeDue(cur.atime_ns(), cur.mtime_ns(), cur.ctime_ns(), read.atime_ns(),
-                         op.strict())) {
+    if (!posix::AtimeDue(cur.atime_ns(), cur.mtime_ns(), cur.ctime_ns(), read.atime_ns,
+                         op.strict)) {
       continue;
     }
-    ctx.Edit(cur)->set_atime_ns(read.atime_ns());
-    if (seen.insert(read.ino()).second) moved.push_back(read.ino());
+    ctx.Edit(cur)->set_atime_ns(read.atime_ns);
+    if (seen.insert(read.ino).second) moved.push_back(read.ino);
   }
-  for (uint64_t ino : moved) {
+  for (InodeId ino : moved) {
     ASSIGN_OR_RETURN(const pb::InodeRec* rec, ctx.Inode(ino));
     FillAttr(*rec, reply->add_changed());
   }

@@ -13,7 +13,7 @@ struct Victim {
   const pb::InodeRec* inode;
 };
 
-absl::StatusOr<Victim> FindVictim(OpContext& ctx, uint64_t parent, const std::string& name) {
+absl::StatusOr<Victim> FindVictim(OpContext& ctx, InodeId parent, const std::string& name) {
   ASSIGN_OR_RETURN(const pb::InodeRec* dir, ParentFor(ctx, parent, true));
   ASSIGN_OR_RETURN(auto dentry, ctx.Dentry(parent, name));
   if (!dentry) return Err(ENOENT, absl::StrCat("remove ", name));
@@ -28,9 +28,9 @@ void RemoveDir(OpContext& ctx, const pb::InodeRec& parent, const pb::InodeRec& d
                pb::Attr* last) {
   pb::InodeRec* p = ctx.Edit(parent);
   p->set_nlink(p->nlink() - 1);
-  ctx.RemoveInode(dir.ino());
-  ctx.RStat(parent.ino(), 0, 0, -1);
-  ctx.DirRemoved(dir.ino(), parent.ino());
+  ctx.RemoveInode(IdOf(dir));
+  ctx.RStat(IdOf(parent), 0, 0, -1);
+  ctx.DirRemoved(IdOf(dir), IdOf(parent));
   // fstat of it gives nlink 0 on Linux, and nothing can ask the MDS any more.
   pb::InodeRec end = dir;
   end.set_nlink(0);
@@ -39,33 +39,33 @@ void RemoveDir(OpContext& ctx, const pb::InodeRec& parent, const pb::InodeRec& d
   FillAttr(end, last);
 }
 
-absl::Status DoUnlink(OpContext& ctx, const pb::UnlinkOp& op, pb::MetaReply* reply) {
-  RETURN_IF_ERROR(ValidateName(op.name()));
-  ASSIGN_OR_RETURN(Victim v, FindVictim(ctx, op.parent(), op.name()));
-  if (IsDir(*v.inode)) return Err(EISDIR, absl::StrCat("unlink ", op.name()));
+absl::Status DoUnlink(OpContext& ctx, const req::Unlink& op, pb::MetaReply* reply) {
+  RETURN_IF_ERROR(ValidateName(op.name));
+  ASSIGN_OR_RETURN(Victim v, FindVictim(ctx, op.parent, op.name));
+  if (IsDir(*v.inode)) return Err(EISDIR, absl::StrCat("unlink ", op.name));
   const pb::InodeRec inode = *v.inode;
   TouchDir(ctx, *v.dir);
-  ctx.UnlinkDentry(op.parent(), op.name());
+  ctx.UnlinkDentry(op.parent, op.name);
   pb::InodeRec* edit = ctx.Edit(inode);
   // The target's new attributes (nlink, ctime), when it lives on (other
   // links, or open): clients replace their cached copy without a lookup.
   if (ctx.DropLink(edit)) FillAttr(*edit, reply->mutable_attr());
-  ctx.RStat(op.parent(), -static_cast<int64_t>(IsReg(inode) ? inode.size() : 0), -1, 0);
+  ctx.RStat(op.parent, -static_cast<int64_t>(IsReg(inode) ? inode.size() : 0), -1, 0);
   return absl::OkStatus();
 }
 
-absl::Status DoRmdir(OpContext& ctx, const pb::RmdirOp& op, pb::MetaReply* reply) {
-  if (op.name() == ".") return Err(EINVAL, "rmdir .");
-  if (op.name() == "..") return Err(ENOTEMPTY, "rmdir ..");
-  RETURN_IF_ERROR(ValidateName(op.name()));
-  ASSIGN_OR_RETURN(Victim v, FindVictim(ctx, op.parent(), op.name()));
-  if (!IsDir(*v.inode)) return Err(ENOTDIR, absl::StrCat("rmdir ", op.name()));
+absl::Status DoRmdir(OpContext& ctx, const req::Rmdir& op, pb::MetaReply* reply) {
+  if (op.name == ".") return Err(EINVAL, "rmdir .");
+  if (op.name == "..") return Err(ENOTEMPTY, "rmdir ..");
+  RETURN_IF_ERROR(ValidateName(op.name));
+  ASSIGN_OR_RETURN(Victim v, FindVictim(ctx, op.parent, op.name));
+  if (!IsDir(*v.inode)) return Err(ENOTDIR, absl::StrCat("rmdir ", op.name));
   if (v.inode->ino() == kRootIno) return Err(EBUSY, "rmdir of the root");
   const pb::InodeRec inode = *v.inode;
   const pb::InodeRec dir = *v.dir;
-  RETURN_IF_ERROR(ctx.CheckEmpty(inode.ino()));
+  RETURN_IF_ERROR(ctx.CheckEmpty(IdOf(inode)));
   TouchDir(ctx, dir);
-  ctx.UnlinkDentry(op.parent(), op.name());
+  ctx.UnlinkDentry(op.parent, op.name);
   RemoveDir(ctx, dir, inode, reply->mutable_attr());
   return absl::OkStatus();
 }

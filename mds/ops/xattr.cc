@@ -71,53 +71,53 @@ absl::StatusOr<std::string> VirtualXattr(OpContext& ctx, const pb::InodeRec& ino
 
 }  // namespace
 
-absl::Status DoGetxattr(OpContext& ctx, const pb::GetxattrOp& op, pb::MetaReply* reply) {
-  RETURN_IF_ERROR(CheckName(op.name()));
-  ASSIGN_OR_RETURN(const pb::InodeRec* inode, ctx.Inode(op.ino()));
-  XattrNs ns = XattrNamespace(op.name());
+absl::Status DoGetxattr(OpContext& ctx, const req::Getxattr& op, pb::MetaReply* reply) {
+  RETURN_IF_ERROR(CheckName(op.name));
+  ASSIGN_OR_RETURN(const pb::InodeRec* inode, ctx.Inode(op.ino));
+  XattrNs ns = XattrNamespace(op.name);
   RETURN_IF_ERROR(XattrPermission(ctx, *inode, ns, kMayRead));
   if (ns == XattrNs::kWeft) {
-    ASSIGN_OR_RETURN(std::string value, VirtualXattr(ctx, *inode, op.name()));
+    ASSIGN_OR_RETURN(std::string value, VirtualXattr(ctx, *inode, op.name));
     reply->set_value(value);
     return absl::OkStatus();
   }
-  const std::string* value = FindXattr(*inode, op.name());
-  if (value == nullptr) return Err(ENODATA, absl::StrCat("no attribute ", op.name()));
+  const std::string* value = FindXattr(*inode, op.name);
+  if (value == nullptr) return Err(ENODATA, absl::StrCat("no attribute ", op.name));
   reply->set_value(*value);
   FillAttr(*inode, reply->mutable_attr());  // the version the client may keep the value at
   return absl::OkStatus();
 }
 
-absl::Status DoSetxattr(OpContext& ctx, const pb::SetxattrOp& op, pb::MetaReply* reply) {
-  RETURN_IF_ERROR(CheckName(op.name()));
-  if ((op.flags() & ~(kXattrCreate | kXattrReplace)) != 0 ||
-      op.flags() == (kXattrCreate | kXattrReplace)) {
+absl::Status DoSetxattr(OpContext& ctx, const req::Setxattr& op, pb::MetaReply* reply) {
+  RETURN_IF_ERROR(CheckName(op.name));
+  if ((op.flags & ~(kXattrCreate | kXattrReplace)) != 0 ||
+      op.flags == (kXattrCreate | kXattrReplace)) {
     return Err(EINVAL, "setxattr: bad flags");
   }
-  if (op.value().size() > kXattrValueMax) return Err(E2BIG, "xattr value over 64 KiB");
-  ASSIGN_OR_RETURN(const pb::InodeRec* inode, ctx.Inode(op.ino()));
-  XattrNs ns = XattrNamespace(op.name());
+  if (op.value.size() > kXattrValueMax) return Err(E2BIG, "xattr value over 64 KiB");
+  ASSIGN_OR_RETURN(const pb::InodeRec* inode, ctx.Inode(op.ino));
+  XattrNs ns = XattrNamespace(op.name);
   if (ns == XattrNs::kWeft) {
-    LayoutXattr layout = ParseLayoutXattrName(op.name());
+    LayoutXattr layout = ParseLayoutXattrName(op.name);
     if (layout.target == LayoutTarget::kNone) {
-      return Err(EOPNOTSUPP, absl::StrCat(op.name(), " cannot be set"));
+      return Err(EOPNOTSUPP, absl::StrCat(op.name, " cannot be set"));
     }
-    return SetLayoutXattr(ctx, *inode, op.name(), layout, op.value(), reply);
+    return SetLayoutXattr(ctx, *inode, op.name, layout, op.value, reply);
   }
   RETURN_IF_ERROR(XattrPermission(ctx, *inode, ns, kMayWrite));
   const pb::InodeRec before = *inode;
-  bool exists = FindXattr(before, op.name()) != nullptr;
+  bool exists = FindXattr(before, op.name) != nullptr;
   if (ns == XattrNs::kAcl) {  // Linux ignores the flags for ACLs
     // An ACL the mode bits say all of is not stored; Linux then changes
     // nothing, ctime included, unless the mode changes or one is removed.
     uint32_t mode = before.mode();
     std::string stored;
-    if (op.name() == kXattrPosixAclAccess) {
-      ASSIGN_OR_RETURN(AclSetResult r, SetAccessAcl(AccessOf(before), ctx.cred(), op.value()));
+    if (op.name == kXattrPosixAclAccess) {
+      ASSIGN_OR_RETURN(AclSetResult r, SetAccessAcl(AccessOf(before), ctx.cred(), op.value));
       mode = r.mode;
       stored = std::move(r.stored_value);
     } else {
-      ASSIGN_OR_RETURN(stored, SetDefaultAcl(AccessOf(before), ctx.cred(), op.value()));
+      ASSIGN_OR_RETURN(stored, SetDefaultAcl(AccessOf(before), ctx.cred(), op.value));
     }
     if (stored.empty() && !exists && mode == before.mode()) {
       FillAttr(before, reply->mutable_attr());
@@ -126,30 +126,30 @@ absl::Status DoSetxattr(OpContext& ctx, const pb::SetxattrOp& op, pb::MetaReply*
     pb::InodeRec* edit = ctx.Edit(before);
     edit->set_mode(mode);
     if (stored.empty()) {
-      RemoveXattr(edit, op.name());
+      RemoveXattr(edit, op.name);
     } else {
-      SetXattr(edit, op.name(), std::move(stored));
+      SetXattr(edit, op.name, std::move(stored));
     }
     edit->set_ctime_ns(ctx.now_ns());
     FillAttr(*edit, reply->mutable_attr());
     return absl::OkStatus();
   }
-  if ((op.flags() & kXattrCreate) && exists) return Err(EEXIST, "xattr exists");
-  if ((op.flags() & kXattrReplace) && !exists) return Err(ENODATA, "no such xattr");
+  if ((op.flags & kXattrCreate) && exists) return Err(EEXIST, "xattr exists");
+  if ((op.flags & kXattrReplace) && !exists) return Err(ENODATA, "no such xattr");
   size_t total = 0;
   for (const pb::Xattr& x : before.xattrs()) total += x.name().size() + x.value().size();
-  if (total + op.name().size() + op.value().size() > 1024 * 1024) {
+  if (total + op.name.size() + op.value.size() > 1024 * 1024) {
     return Err(ENOSPC, "over 1 MiB of xattrs on one inode");
   }
   pb::InodeRec* edit = ctx.Edit(before);
-  SetXattr(edit, op.name(), op.value());
+  SetXattr(edit, op.name, op.value);
   edit->set_ctime_ns(ctx.now_ns());
   FillAttr(*edit, reply->mutable_attr());
   return absl::OkStatus();
 }
 
-absl::Status DoListxattr(OpContext& ctx, const pb::ListxattrOp& op, pb::MetaReply* reply) {
-  ASSIGN_OR_RETURN(const pb::InodeRec* inode, ctx.Inode(op.ino()));
+absl::Status DoListxattr(OpContext& ctx, const req::Listxattr& op, pb::MetaReply* reply) {
+  ASSIGN_OR_RETURN(const pb::InodeRec* inode, ctx.Inode(op.ino));
   std::vector<std::string> names;
   for (const pb::Xattr& x : inode->xattrs()) {
     if (XattrNamespace(x.name()) == XattrNs::kTrusted && ctx.cred().uid != 0) continue;
@@ -161,14 +161,14 @@ absl::Status DoListxattr(OpContext& ctx, const pb::ListxattrOp& op, pb::MetaRepl
   return absl::OkStatus();
 }
 
-absl::Status DoRemovexattr(OpContext& ctx, const pb::RemovexattrOp& op, pb::MetaReply* reply) {
-  RETURN_IF_ERROR(CheckName(op.name()));
-  ASSIGN_OR_RETURN(const pb::InodeRec* inode, ctx.Inode(op.ino()));
-  XattrNs ns = XattrNamespace(op.name());
+absl::Status DoRemovexattr(OpContext& ctx, const req::Removexattr& op, pb::MetaReply* reply) {
+  RETURN_IF_ERROR(CheckName(op.name));
+  ASSIGN_OR_RETURN(const pb::InodeRec* inode, ctx.Inode(op.ino));
+  XattrNs ns = XattrNamespace(op.name);
   if (ns == XattrNs::kWeft) {
-    LayoutXattr layout = ParseLayoutXattrName(op.name());
+    LayoutXattr layout = ParseLayoutXattrName(op.name);
     if (layout.target == LayoutTarget::kNone) {
-      return Err(EOPNOTSUPP, absl::StrCat(op.name(), " cannot be removed"));
+      return Err(EOPNOTSUPP, absl::StrCat(op.name, " cannot be removed"));
     }
     return RemoveLayoutXattr(ctx, *inode, layout, reply);
   }
@@ -176,14 +176,11 @@ absl::Status DoRemovexattr(OpContext& ctx, const pb::RemovexattrOp& op, pb::Meta
   if (ns == XattrNs::kAcl) {
     // Removing an ACL is setting an empty one: the owner's right, and no
     // error when there is none (Linux), nor a new ctime.
-    pb::SetxattrOp set;
-    set.set_ino(op.ino());
-    set.set_name(op.name());
-    return DoSetxattr(ctx, set, reply);
+    return DoSetxattr(ctx, req::Setxattr{op.ino, op.name, "", 0}, reply);
   }
-  if (FindXattr(*inode, op.name()) == nullptr) return Err(ENODATA, "no such xattr");
+  if (FindXattr(*inode, op.name) == nullptr) return Err(ENODATA, "no such xattr");
   pb::InodeRec* edit = ctx.Edit(*inode);
-  RemoveXattr(edit, op.name());
+  RemoveXattr(edit, op.name);
   edit->set_ctime_ns(ctx.now_ns());
   FillAttr(*edit, reply->mutable_attr());
   return absl::OkStatus();

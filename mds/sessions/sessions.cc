@@ -89,14 +89,14 @@ void Sessions::Opened(SessionId session, uint64_t ino, bool write) {
   if (write) ++s->opens_write[ino];
 }
 
-void Sessions::Answered(SessionId session, uint64_t tid, uint64_t oldest_tid, std::string reply) {
+void Sessions::Answered(SessionId session, RequestId tid, RequestId oldest, std::string reply) {
   SessionState* s = Find(session);
-  if (s == nullptr || tid == 0) return;
-  s->answered.erase(s->answered.begin(), s->answered.lower_bound(oldest_tid));
+  if (s == nullptr || tid.value() == 0) return;
+  s->answered.erase(s->answered.begin(), s->answered.lower_bound(oldest.value()));
   // A client keeps few requests unanswered; this bounds one that does not.
   constexpr size_t kAnsweredMax = 4096;
   while (s->answered.size() >= kAnsweredMax) s->answered.erase(s->answered.begin());
-  s->answered[tid] = std::move(reply);
+  s->answered[tid.value()] = std::move(reply);
 }
 
 void Sessions::TakeDirty(FlushBatch* batch) {

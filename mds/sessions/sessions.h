@@ -72,8 +72,8 @@ class Sessions {
   // One more handle of `ino` in `session` (which must exist).
   void Opened(SessionId session, uint64_t ino, bool write);
   // Keeps the answer of request `tid`, which changed only memory (see
-  // SessionState::answered), and forgets those below `oldest_tid`.
-  void Answered(SessionId session, uint64_t tid, uint64_t oldest_tid, std::string reply);
+  // SessionState::answered), and forgets those below `oldest`.
+  void Answered(SessionId session, RequestId tid, RequestId oldest, std::string reply);
 
   // The changed and closed rows, as an update of the table object.
   void TakeDirty(FlushBatch* batch);

@@ -114,7 +114,9 @@ void World::Crash(const std::string& why) {
 absl::Status World::CallNow(Client& c, pb::MetaRequest request, pb::MetaReply* reply) {
   request.set_session(c.session);
   if (request.tid() == 0) request.set_tid(c.next_tid++);
-  std::unique_ptr<RequestRun> run = rank_->StartRun(request, reply);
+  absl::StatusOr<Request> converted = FromWire(request);
+  if (!converted.ok()) return converted.status();
+  std::unique_ptr<RequestRun> run = rank_->StartRun(*converted, reply);
   absl::Status status;
   for (int steps = 0;; ++steps) {
     if (steps > 10000) {
@@ -276,7 +278,14 @@ void World::Advance(Client& c) {
       Answer(c, absl::UnavailableError("the MDS is waiting for clients to reconnect"));
       return;
     }
-    p.run = rank_->StartRun(p.plan.request, &p.reply);
+    absl::StatusOr<Request> request = FromWire(p.plan.request);
+    if (!request.ok()) {  // refused at the adapter, as MdsService::CallOnRank does
+      rank_->FinishReply(request.status(), &p.reply);
+      Answer(c, request.status());
+      return;
+    }
+    p.request = *std::move(request);
+    p.run = rank_->StartRun(p.request, &p.reply);
     p.outcome = rank_->StepRun(*p.run);
   } else {
     RequestRun::Outcome& o = p.outcome;

@@ -80,7 +80,7 @@ View ReadView(const mds::MetaCache& cache, const mds::Sessions& sessions,
         pb::DentryRec d;
         d.set_dir(ino);
         d.set_name(name);
-        d.set_ino(e.ino);
+        d.set_ino(e.ino.value());
         d.set_type(e.type);
         entries[name] = d;
       }

@@ -39,7 +39,9 @@
 
 namespace weft::sim {
 
+using mds::FromWire;
 using mds::MdsRank;
+using mds::Request;
 using mds::RequestRun;
 using Kind = mds::RunOutcome::Kind;
 
@@ -101,6 +103,7 @@ struct Pending {
   Plan plan;
   uint64_t tid = 0;
   pb::MetaReply reply;
+  Request request;                  // plan.request as the adapter converts it, for the run
   std::unique_ptr<RequestRun> run;  // null: to be sent (again)
   RequestRun::Outcome outcome;      // the last one, while the run waits
   absl::Time io_at;                 // its I/O completes no earlier

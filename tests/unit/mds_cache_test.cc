@@ -112,7 +112,7 @@ TEST_CASE("mds cache: replayed changes overlay fragments loaded later") {
                    Dentry(kRootIno, "kept", 4003)});
   const CDentry* d = cache.Lookup(kRootIno, "new", &known);
   REQUIRE(d != nullptr);
-  CHECK(d->ino == 5000);
+  CHECK(d->ino == InodeId(5000));
   CHECK(cache.Lookup(kRootIno, "gone", &known) == nullptr);
   CHECK(known);
   REQUIRE(cache.Lookup(kRootIno, "kept", &known) != nullptr);
@@ -194,7 +194,7 @@ TEST_CASE("mds cache: a flush in flight keeps what it took cached until the stor
   bool known = false;
   const CDentry* d = cache.Lookup(kRootIno, "new", &known);
   REQUIRE(d != nullptr);
-  CHECK(d->ino == 5000);
+  CHECK(d->ino == InodeId(5000));
   CHECK(cache.Lookup(kRootIno, "old", &known) == nullptr);
   CHECK(known);
   // A load that read the table before the batch reached it finds the

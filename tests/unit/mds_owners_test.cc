@@ -83,12 +83,16 @@ TEST_CASE("sessions: the holder of an open file is the lowest session id") {
   CHECK_FALSE(sessions.HasOpen(SessionId(30), 500, true));
 }
 
-pb::MetaRequest Mkdir(uint64_t session, uint64_t parent) {
-  pb::MetaRequest r;
-  r.set_session(session);
-  r.mutable_mkdir()->set_parent(parent);
-  r.mutable_mkdir()->set_name("x");
+// A request of `session`, as the adapter hands it to the rank.
+Request Of(uint64_t session, Operation op) {
+  Request r;
+  r.session = SessionId(session);
+  r.op = std::move(op);
   return r;
+}
+
+Request Mkdir(uint64_t session, uint64_t parent) {
+  return Of(session, req::Mkdir{InodeId(parent), "x", 0755});
 }
 
 TEST_CASE("leases: a change revokes other holders' leases and waits for their acks") {
@@ -96,9 +100,7 @@ TEST_CASE("leases: a change revokes other holders' leases and waits for their ac
   const absl::Time now = absl::FromUnixSeconds(1000);
   const uint64_t gen = leases.OpenStream(SessionId(1));
   leases.OpenStream(SessionId(2));
-  pb::MetaRequest lookup;
-  lookup.set_session(1);
-  lookup.mutable_lookup()->set_parent(100);
+  const Request lookup = Of(1, req::Lookup{InodeId(100), "x"});
   google::protobuf::RepeatedPtrField<pb::DirLease> granted;
   leases.Grant(lookup, pb::MetaReply(), now, &granted);
   REQUIRE(granted.size() == 1);
@@ -135,9 +137,7 @@ TEST_CASE("leases: a holder that never acks is waited for until its lease runs o
   Leases leases(absl::Seconds(5));
   const absl::Time now = absl::FromUnixSeconds(1000);
   leases.OpenStream(SessionId(1));
-  pb::MetaRequest readdir;
-  readdir.set_session(1);
-  readdir.mutable_readdir()->set_ino(100);
+  const Request readdir = Of(1, req::Readdir{InodeId(100)});
   google::protobuf::RepeatedPtrField<pb::DirLease> granted;
   leases.Grant(readdir, pb::MetaReply(), now, &granted);
   absl::Time until = absl::InfiniteFuture();
@@ -157,9 +157,7 @@ TEST_CASE("leases: writes are recalled from other writers - once - and answered 
   sessions.Opened(SessionId(1), 500, /*write=*/true);
   leases.NoteWriter(SessionId(1), 500, sessions.Find(SessionId(1)));
   CHECK(leases.HasWriters());
-  pb::MetaRequest stat;
-  stat.set_session(2);
-  stat.mutable_getattr()->set_ino(500);
+  Request stat = Of(2, req::Getattr{InodeId(500)});
   pb::MetaReply reply;
   reply.mutable_attr()->set_ino(500);
   absl::flat_hash_set<Leases::RecallKey> recalled, held;
@@ -180,7 +178,7 @@ TEST_CASE("leases: writes are recalled from other writers - once - and answered 
   leases.Ack(SessionId(1), ack);
   CHECK(leases.Answered(wanted));
   // The writer's own view is never recalled.
-  stat.set_session(1);
+  stat.session = SessionId(1);
   CHECK(leases.Recall(stat, reply, {}, {}, sessions, &recalled, &held).empty());
   // Its last close: no writer left.
   sessions.Find(SessionId(1))->opens_write.clear();
@@ -197,9 +195,10 @@ TEST_CASE("leases: a truncate holds the writers until the last request lets them
   }
   sessions.Opened(SessionId(1), 500, true);
   leases.NoteWriter(SessionId(1), 500, sessions.Find(SessionId(1)));
-  pb::MetaRequest truncate;
-  truncate.set_session(2);
-  truncate.mutable_setattr()->set_ino(500);
+  req::Setattr cut;
+  cut.ino = InodeId(500);
+  cut.valid = kSetSize;
+  const Request truncate = Of(2, cut);
   pb::MetaReply reply;
   reply.mutable_attr()->set_ino(500);
   pb::TrimRec trim;
@@ -232,21 +231,17 @@ TEST_CASE("leases: a new stream ends the old one and what it held") {
   CHECK_FALSE(leases.HasStream(SessionId(1)));
 }
 
-pb::MetaRequest Flock(uint64_t session, pb::LockType type, uint32_t wait_ms) {
-  pb::MetaRequest r;
-  r.set_session(session);
-  pb::LockOp* op = r.mutable_lock();
-  op->set_action(pb::LockOp::SET);
-  op->set_wait_ms(wait_ms);
-  pb::LockInfo* l = op->mutable_lock();
-  l->set_ino(500);
-  l->set_kind(pb::LK_FLOCK);
-  l->set_type(type);
-  l->set_start(0);
-  l->set_end((uint64_t{1} << 63) - 1);
-  l->set_owner(1);
-  l->set_pid(static_cast<uint32_t>(session));
-  return r;
+// A whole-file flock of inode 500 by owner 1 of `session`.
+req::Lock Flock(uint64_t session, locks::Type type, uint32_t wait_ms) {
+  req::Lock op;
+  op.action = req::Lock::Action::kSet;
+  op.wait_ms = wait_ms;
+  op.lock.ino = 500;
+  op.lock.kind = locks::Kind::kFlock;
+  op.lock.type = type;
+  op.lock.owner = locks::Owner{session, 1};
+  op.lock.pid = static_cast<uint32_t>(session);
+  return op;
 }
 
 TEST_CASE("rank locks: a conflicting lock waits for the holder's unlock - or is refused") {
@@ -260,38 +255,38 @@ TEST_CASE("rank locks: a conflicting lock waits for the holder's unlock - or is 
   RankLocks::Wait w1, w2;
   pb::MetaReply reply;
   absl::Status status;
-  REQUIRE(locks.Try(Flock(1, pb::LK_WRITE, 0), sessions, now, &w1, &reply, &status) ==
-          RankLocks::Step::kDone);
+  REQUIRE(locks.Try(SessionId(1), Flock(1, locks::Type::kWrite, 0), sessions, now, &w1, &reply,
+                    &status) == RankLocks::Step::kDone);
   REQUIRE(status.ok());
   CHECK(locks.size() == 1);
-  CHECK(locks.Try(Flock(2, pb::LK_WRITE, 0), sessions, now, &w2, &reply, &status) ==
-        RankLocks::Step::kDone);
+  CHECK(locks.Try(SessionId(2), Flock(2, locks::Type::kWrite, 0), sessions, now, &w2, &reply,
+                  &status) == RankLocks::Step::kDone);
   CHECK(StatusToErrno(status) == EAGAIN);
   RankLocks::Wait waiting;
-  REQUIRE(locks.Try(Flock(2, pb::LK_WRITE, 1000), sessions, now, &waiting, &reply, &status) ==
-          RankLocks::Step::kWait);
+  REQUIRE(locks.Try(SessionId(2), Flock(2, locks::Type::kWrite, 1000), sessions, now, &waiting,
+                    &reply, &status) == RankLocks::Step::kWait);
   CHECK(locks.waiters() == 1);
   RankLocks::Wait w3;
-  REQUIRE(locks.Try(Flock(1, pb::LK_UNLOCK, 0), sessions, now, &w3, &reply, &status) ==
-          RankLocks::Step::kDone);
+  REQUIRE(locks.Try(SessionId(1), Flock(1, locks::Type::kUnlock, 0), sessions, now, &w3, &reply,
+                    &status) == RankLocks::Step::kDone);
   CHECK(locks.gen() != waiting.gen);
-  REQUIRE(locks.Try(Flock(2, pb::LK_WRITE, 1000), sessions, now, &waiting, &reply, &status) ==
-          RankLocks::Step::kDone);
+  REQUIRE(locks.Try(SessionId(2), Flock(2, locks::Type::kWrite, 1000), sessions, now, &waiting,
+                    &reply, &status) == RankLocks::Step::kDone);
   CHECK(status.ok());
   CHECK(locks.waiters() == 0);
   // A wait that runs out takes nothing: the client asks again.
   RankLocks::Wait late;
   pb::MetaReply retry;
-  REQUIRE(locks.Try(Flock(1, pb::LK_READ, 500), sessions, now, &late, &retry, &status) ==
-          RankLocks::Step::kWait);
-  REQUIRE(locks.Try(Flock(1, pb::LK_READ, 500), sessions, now + absl::Seconds(1), &late, &retry,
-                    &status) == RankLocks::Step::kDone);
+  REQUIRE(locks.Try(SessionId(1), Flock(1, locks::Type::kRead, 500), sessions, now, &late, &retry,
+                    &status) == RankLocks::Step::kWait);
+  REQUIRE(locks.Try(SessionId(1), Flock(1, locks::Type::kRead, 500), sessions,
+                    now + absl::Seconds(1), &late, &retry, &status) == RankLocks::Step::kDone);
   CHECK(status.ok());
   CHECK(retry.lock_retry());
   // Abandoned waits leave no waiter behind.
   RankLocks::Wait gone;
-  REQUIRE(locks.Try(Flock(1, pb::LK_READ, 500), sessions, now, &gone, &retry, &status) ==
-          RankLocks::Step::kWait);
+  REQUIRE(locks.Try(SessionId(1), Flock(1, locks::Type::kRead, 500), sessions, now, &gone, &retry,
+                    &status) == RankLocks::Step::kWait);
   locks.Done(&gone);
   CHECK(locks.waiters() == 0);
   locks.DropSession(SessionId(2), 0);

@@ -85,28 +85,35 @@ pb::MetaRequest Lookup(uint64_t session, uint64_t parent, const std::string& nam
   return r;
 }
 
+// As the gRPC adapter does it: the wire request converted, then handled.
+pb::MetaReply Call(MdsRank& rank, const pb::MetaRequest& wire) {
+  absl::StatusOr<Request> request = FromWire(wire);
+  REQUIRE(request.ok());
+  return rank.Handle(*request);
+}
+
 TEST_CASE("mds rank: requests on in-memory objects - durable across a restart") {
   Bench b;
   MdsRank& rank = b.Start();
   auto session = rank.SessionOpen("client.a", 0);
   REQUIRE(session.ok());
   const uint64_t s = session->session();
-  pb::MetaReply made = rank.Handle(Mkdir(s, 1, kRootIno, "home"));
+  pb::MetaReply made = Call(rank, Mkdir(s, 1, kRootIno, "home"));
   REQUIRE(made.status().code() == 0);
   CHECK_FALSE(made.unsafe());  // unsafe_ok was not asked for
   CHECK(made.seq() <= made.durable_seq());
   const uint64_t home = made.attr().ino();
   // A retry of the same tid is answered from the completed table.
-  pb::MetaReply again = rank.Handle(Mkdir(s, 1, kRootIno, "home"));
+  pb::MetaReply again = Call(rank, Mkdir(s, 1, kRootIno, "home"));
   CHECK(again.status().code() == 0);
   CHECK(again.replayed());
   CHECK(again.attr().ino() == home);
-  pb::MetaReply exists = rank.Handle(Mkdir(s, 2, kRootIno, "home"));
+  pb::MetaReply exists = Call(rank, Mkdir(s, 2, kRootIno, "home"));
   CHECK(StatusToErrno(rpc::FromProto(exists.status())) == EEXIST);
   // Bad input changes nothing.
-  pb::MetaReply bad = rank.Handle(Mkdir(s, 3, kRootIno, "a/b"));
+  pb::MetaReply bad = Call(rank, Mkdir(s, 3, kRootIno, "a/b"));
   CHECK(StatusToErrno(rpc::FromProto(bad.status())) == EINVAL);
-  pb::MetaReply stale = rank.Handle(Lookup(s + 99, kRootIno, "home"));
+  pb::MetaReply stale = Call(rank, Lookup(s + 99, kRootIno, "home"));
   CHECK(StatusToErrno(rpc::FromProto(stale.status())) == ENOTCONN);
 
   MdsRank& second = b.Start();
@@ -117,7 +124,7 @@ TEST_CASE("mds rank: requests on in-memory objects - durable across a restart") 
   REQUIRE(second.ReconnectBegin(back).ok());
   second.MaybeFinishReconnect();
   CHECK_FALSE(second.Reconnecting());
-  pb::MetaReply found = second.Handle(Lookup(s, kRootIno, "home"));
+  pb::MetaReply found = Call(second, Lookup(s, kRootIno, "home"));
   REQUIRE(found.status().code() == 0);
   CHECK(found.attr().ino() == home);
   CHECK(found.boot() == 2);
@@ -130,13 +137,13 @@ TEST_CASE("mds rank: an unsafe answer lost with the journal is applied again at 
   const uint64_t s = rank.SessionOpen("client.a", 0)->session();
   pb::MetaRequest mk = Mkdir(s, 1, kRootIno, "fast");
   mk.set_unsafe_ok(true);
-  pb::MetaReply early = rank.Handle(mk);
+  pb::MetaReply early = Call(rank, mk);
   REQUIRE(early.status().code() == 0);
   REQUIRE(early.unsafe());
   CHECK(early.durable_seq() < early.seq());  // nothing written yet: no writer thread
   // The rank dies before its journal reaches the store.
   MdsRank& second = b.Start();
-  pb::MetaReply before = second.Handle(Lookup(s, kRootIno, "fast"));
+  pb::MetaReply before = Call(second, Lookup(s, kRootIno, "fast"));
   CHECK(absl::IsUnavailable(rpc::FromProto(before.status())));  // reconnect window
   pb::ReconnectRequest back;
   back.set_session(s);
@@ -147,7 +154,7 @@ TEST_CASE("mds rank: an unsafe answer lost with the journal is applied again at 
   *back.add_replays() = resend;
   REQUIRE(second.ReconnectBegin(back).ok());
   second.MaybeFinishReconnect();
-  pb::MetaReply found = second.Handle(Lookup(s, kRootIno, "fast"));
+  pb::MetaReply found = Call(second, Lookup(s, kRootIno, "fast"));
   REQUIRE(found.status().code() == 0);
   CHECK(found.attr().ino() == early.attr().ino());  // the inode number it was told
   // And once more after another crash: durable now, not applied twice.
@@ -156,7 +163,7 @@ TEST_CASE("mds rank: an unsafe answer lost with the journal is applied again at 
   again.set_session(s);
   REQUIRE(third.ReconnectBegin(again).ok());
   third.MaybeFinishReconnect();
-  pb::MetaReply dup = third.Handle(Mkdir(s, 1, kRootIno, "fast"));
+  pb::MetaReply dup = Call(third, Mkdir(s, 1, kRootIno, "fast"));
   CHECK(dup.status().code() == 0);
   CHECK(dup.replayed());
 }
@@ -166,13 +173,14 @@ TEST_CASE("mds rank: a request stepped by hand shows its waits and I/O") {
   b.options_.cache_max_bytes = 1;  // everything clean is dropped at TrimCache
   MdsRank& rank = b.Start();
   const uint64_t s = rank.SessionOpen("client.a", 0)->session();
-  REQUIRE(rank.Handle(Mkdir(s, 1, kRootIno, "d")).status().code() == 0);
+  REQUIRE(Call(rank, Mkdir(s, 1, kRootIno, "d")).status().code() == 0);
   REQUIRE(rank.FlushOnce().ok());
   rank.TrimCache();
   // Not cached any more: the lookup asks for a load first.
-  pb::MetaRequest lookup = Lookup(s, kRootIno, "d");
+  const absl::StatusOr<Request> lookup = FromWire(Lookup(s, kRootIno, "d"));
+  REQUIRE(lookup.ok());
   pb::MetaReply reply;
-  std::unique_ptr<RequestRun> run = rank.StartRun(lookup, &reply);
+  std::unique_ptr<RequestRun> run = rank.StartRun(*lookup, &reply);
   RunOutcome o = rank.StepRun(*run);
   REQUIRE(o.kind == RunOutcome::Kind::kLoad);
   CHECK_FALSE(o.load.empty());
@@ -190,10 +198,10 @@ TEST_CASE("mds rank: a request stepped by hand shows its waits and I/O") {
   rank.TrimCache();
   b.store_.SetHook(
       [](const objects::MemObjects::Request&) { return absl::UnavailableError("down"); });
-  pb::MetaReply down = rank.Handle(Lookup(s, kRootIno, "d"));
+  pb::MetaReply down = Call(rank, Lookup(s, kRootIno, "d"));
   CHECK(absl::IsUnavailable(rpc::FromProto(down.status())));
   b.store_.SetHook(nullptr);
-  CHECK(rank.Handle(Lookup(s, kRootIno, "d")).status().code() == 0);
+  CHECK(Call(rank, Lookup(s, kRootIno, "d")).status().code() == 0);
 }
 
 TEST_CASE("mds rank: a broken journal is sticky and fails what waits for it") {
@@ -205,19 +213,19 @@ TEST_CASE("mds rank: a broken journal is sticky and fails what waits for it") {
                ? absl::UnavailableError("journal object refused")
                : absl::OkStatus();
   });
-  pb::MetaReply failed = rank.Handle(Mkdir(s, 1, kRootIno, "x"));
+  pb::MetaReply failed = Call(rank, Mkdir(s, 1, kRootIno, "x"));
   CHECK(failed.status().code() != 0);
   b.store_.SetHook(nullptr);
   CHECK_FALSE(rank.journal_error().ok());
-  pb::MetaReply later = rank.Handle(Mkdir(s, 2, kRootIno, "y"));
+  pb::MetaReply later = Call(rank, Mkdir(s, 2, kRootIno, "y"));
   CHECK(later.status().code() != 0);  // sticky: a restart must replay
   MdsRank& second = b.Start();
   pb::ReconnectRequest back;
   back.set_session(s);
   REQUIRE(second.ReconnectBegin(back).ok());
   second.MaybeFinishReconnect();
-  CHECK(StatusToErrno(rpc::FromProto(second.Handle(Lookup(s, kRootIno, "x")).status())) == ENOENT);
-  CHECK(second.Handle(Mkdir(s, 3, kRootIno, "x")).status().code() == 0);
+  CHECK(StatusToErrno(rpc::FromProto(Call(second, Lookup(s, kRootIno, "x")).status())) == ENOENT);
+  CHECK(Call(second, Mkdir(s, 3, kRootIno, "x")).status().code() == 0);
 }
 
 }  // namespace
