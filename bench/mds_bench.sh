@@ -148,6 +148,8 @@ weft_part() {
   weft_start
   local pidfile=$weft_dir/run/mds.pid
   start_sampler "$OUT/weft.rss.samples" "$pidfile"
+  "${W[@]}" fs status >"$OUT/weft.fs_status.before.txt" 2>&1 || true
+  weft_runs_from=$(date +%s.%N)
   for r in $(seq "$RUNS"); do
     mdbench_runs weft "$weft_mnt/mdbench.$$.$r" "$r"
     run_tool "weft gRPC private (run $r)" "$OUT/grpc.private.$r.txt" \
@@ -155,11 +157,12 @@ weft_part() {
     run_tool "weft gRPC shared (run $r)" "$OUT/grpc.shared.$r.txt" \
       "$bin/weft-mdbench" -c "$WEFT_CONF" --fs "$FS" --threads "$THREADS" --files "$FILES" --shared --dir "mdbench.$r"
   done
+  weft_runs_to=$(date +%s.%N)
   stop_sampler
   commands+=("weft-mdbench -c weft.conf --fs $FS --threads $THREADS --files $FILES --dir mdbench.R")
   commands+=("weft-mdbench -c weft.conf --fs $FS --threads $THREADS --files $FILES --shared --dir mdbench.R")
   weft_rss=$(peak_rss "$OUT/weft.rss" "$pidfile")
-  "${W[@]}" fs status "$FS" >"$OUT/weft.fs_status.txt" 2>&1 || true
+  "${W[@]}" fs status >"$OUT/weft.fs_status.txt" 2>&1 || true
   if [[ $MILLION == 1 ]]; then weft_million; fi
   weft_purge
 }
@@ -182,7 +185,7 @@ ceph_part() {
   anchor_down
 }
 
-ceph_rss="" weft_rss="" million_hwm="" weft_mnt=$OUT/weft-mnt
+ceph_rss="" weft_rss="" million_hwm="" weft_mnt=$OUT/weft-mnt weft_runs_from="" weft_runs_to=""
 # Both sides run the same mdbench binary.
 command -v gcc >/dev/null || apt_install gcc
 gcc -O2 -pthread "$anchors/bench/mdbench.c" -o "$OUT/mdbench" || die "compiling mdbench.c failed"
@@ -265,6 +268,24 @@ rate_row() {  # mode phase label target_x (empty: no target)
     row "MDS RSS after, FsStatus (MiB)" "" "${mafter:--}" "" ""
     row "MDS peak RSS, VmHWM (MiB)" "" "${million_hwm:--}" "" "target <= $MDS_RSS_TARGET_MIB MiB: $mv"
     grep '^mds_' "$OUT/weft.million.txt" | sed 's/^/  weft-mdbench: /'
+  fi
+  # The ranks' locks over the Weft runs (the mount's filesystem for mdbench,
+  # $FS for weft-mdbench, one after the other): `weft fs status` before and
+  # after. How much a finer lock could win: the share of the requests' time
+  # spent waiting for it, and how busy it was.
+  if [[ -f $OUT/weft.fs_status.before.txt && -f $OUT/weft.fs_status.txt ]]; then
+    echo
+    echo "the rank locks over the Weft runs (weft fs status before and after; docs/ARCHITECTURE.md, \"One lock per rank\"):"
+    awk -v wall="$(awk -v a="$weft_runs_from" -v b="$weft_runs_to" 'BEGIN { print b - a }')" '
+      /requests: / {
+        gsub(/,/, ""); s = (FILENAME ~ /before/) ? -1 : 1
+        n += s * $2; t += s * $6; w += s * $11; h += s * $14
+      }
+      END {
+        if (n <= 0 || t <= 0 || wall <= 0) { print "  (no requests counted)"; exit }
+        printf "  %d requests, %.0f us each in the rank, %.1f %% of it waiting for the rank lock;\n", n, t * 1000 / n, 100 * w / t
+        printf "  the lock held %.1f s of the runs'"'"' %.1f s (%.1f %%), %.1f us per request\n", h / 1000, wall, 100 * h / 1000 / wall, h * 1000 / n
+      }' "$OUT/weft.fs_status.before.txt" "$OUT/weft.fs_status.txt"
   fi
   echo
   echo "readdir entries/s = mdbench's directories/s x the entries of a directory ($FILES private, $(( THREADS * FILES )) shared);"

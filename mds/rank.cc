@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <random>
@@ -333,8 +334,32 @@ void MdsRank::FinishReply(absl::Status status, pb::MetaReply* reply) {
   reply->set_durable_seq(journal_.durable_seq());
 }
 
-absl::Status MdsRank::Drive(RequestRun& run) {
+namespace {
+
+int64_t SteadyNs() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+}  // namespace
+
+int64_t MdsRank::LockForRun() {
+  const int64_t asked = SteadyNs();
   mu_.Lock();
+  const int64_t taken = SteadyNs();
+  lock_wait_ns_.fetch_add(static_cast<uint64_t>(taken - asked), std::memory_order_relaxed);
+  return taken;
+}
+
+void MdsRank::UnlockForRun(int64_t taken) {
+  lock_held_ns_.fetch_add(static_cast<uint64_t>(SteadyNs() - taken), std::memory_order_relaxed);
+  mu_.Unlock();
+}
+
+absl::Status MdsRank::Drive(RequestRun& run) {
+  const int64_t start = SteadyNs();
+  int64_t taken = LockForRun();
   absl::Status result;
   for (;;) {
     RunOutcome o = run.Step();
@@ -343,16 +368,22 @@ absl::Status MdsRank::Drive(RequestRun& run) {
       break;
     }
     if (o.kind == RunOutcome::Kind::kWait) {
+      // Waiting releases mu_: not counted as held.
+      lock_held_ns_.fetch_add(static_cast<uint64_t>(SteadyNs() - taken),
+                              std::memory_order_relaxed);
       WaitLocked(o.wait.ready, o.wait.deadline);
+      taken = SteadyNs();
       continue;
     }
-    mu_.Unlock();
+    UnlockForRun(taken);
     const absl::Status io = DoIo(o);
-    mu_.Lock();
+    taken = LockForRun();
     run.IoDone(io);
   }
   run.End();
-  mu_.Unlock();
+  UnlockForRun(taken);
+  requests_.fetch_add(1, std::memory_order_relaxed);
+  request_ns_.fetch_add(static_cast<uint64_t>(SteadyNs() - start), std::memory_order_relaxed);
   return result;
 }
 

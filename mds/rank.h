@@ -157,6 +157,11 @@ class MdsRank {
 
   // Drives `run` to its end on this thread (the daemon's requests).
   absl::Status Drive(RequestRun& run);
+  // mu_ for a request's steps, timed into lock_wait_ns_ (returns when it was
+  // taken) and, given that back, lock_held_ns_: how much a finer lock could
+  // win (docs/ARCHITECTURE.md, "One lock per rank").
+  int64_t LockForRun() ABSL_EXCLUSIVE_LOCK_FUNCTION(mu_);
+  void UnlockForRun(int64_t taken) ABSL_UNLOCK_FUNCTION(mu_);
   OpEnv OpEnvLocked() const { return OpEnv{&options_, &env_}; }
   // Reads `load` into the cache (takes mu_ to merge, never over newer state).
   absl::Status LoadMissing(const Load& load);
@@ -226,6 +231,13 @@ class MdsRank {
   uint64_t flushed_seq_ ABSL_GUARDED_BY(flush_mu_) = 0;  // the last flush's
   std::thread flusher_;
   std::thread janitor_;
+
+  // Requests driven (Drive), their time from the first step to the last,
+  // and how long they waited for mu_ and held it (FsStatusReply.requests...).
+  std::atomic<uint64_t> requests_{0};
+  std::atomic<uint64_t> request_ns_{0};
+  std::atomic<uint64_t> lock_wait_ns_{0};
+  std::atomic<uint64_t> lock_held_ns_{0};
 };
 
 }  // namespace weft::mds

@@ -363,6 +363,10 @@ pb::FsStatusReply MdsRank::Status() {
   reply.set_dir_leases(leases_.dir_lease_count());
   reply.set_locks(locks_.size());
   reply.set_lock_waiters(locks_.waiters());
+  reply.set_requests(requests_.load(std::memory_order_relaxed));
+  reply.set_request_ns(request_ns_.load(std::memory_order_relaxed));
+  reply.set_rank_lock_wait_ns(lock_wait_ns_.load(std::memory_order_relaxed));
+  reply.set_rank_lock_held_ns(lock_held_ns_.load(std::memory_order_relaxed));
   return reply;
 }
 

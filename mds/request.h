@@ -21,23 +21,6 @@
 
 namespace weft::mds {
 
-// Which Setattr fields apply. The values are the wire's SA_* bits, so a mask
-// converts as it is.
-enum SetMask : uint32_t {
-  kSetMode = 1,
-  kSetUid = 2,
-  kSetGid = 4,
-  kSetSize = 8,
-  kSetAtime = 16,
-  kSetMtime = 32,
-  kSetAtimeNow = 64,
-  kSetMtimeNow = 128,
-  kSetCtime = 256,
-  // Nothing but the change time, to now: chown(path, -1, -1) and other
-  // setattrs that change nothing still mark the inode changed (Linux).
-  kSetCtimeNow = 512,
-};
-
 namespace req {
 
 struct Lookup {
@@ -49,7 +32,7 @@ struct Getattr {
 };
 struct Setattr {
   InodeId ino;
-  uint32_t valid = 0;  // SetMask bits
+  uint32_t valid = 0;  // posix::SetMask bits
   uint32_t mode = 0;
   uint32_t uid = 0;
   uint32_t gid = 0;

@@ -382,15 +382,20 @@ bool DropsOnlyWhatAWriteWould(const AccessAttrs& inode, const Credentials& cred,
 
 }  // namespace
 
+static_assert(kSetMode == pb::SA_MODE && kSetUid == pb::SA_UID && kSetGid == pb::SA_GID &&
+              kSetSize == pb::SA_SIZE && kSetAtime == pb::SA_ATIME && kSetMtime == pb::SA_MTIME &&
+              kSetAtimeNow == pb::SA_ATIME_NOW && kSetMtimeNow == pb::SA_MTIME_NOW &&
+              kSetCtime == pb::SA_CTIME && kSetCtimeNow == pb::SA_CTIME_NOW,
+              "SetMask crosses the wire as pb::SetattrMask");
+
 SetattrAsk SetattrAskOf(uint32_t valid, uint32_t uid, uint32_t gid, uint32_t mode) {
   SetattrAsk ask;
-  if (valid & pb::SA_UID) ask.uid = uid;
-  if (valid & pb::SA_GID) ask.gid = gid;
-  if (valid & pb::SA_MODE) ask.mode = mode;
-  const uint32_t time_bits =
-      valid & (pb::SA_ATIME | pb::SA_MTIME | pb::SA_ATIME_NOW | pb::SA_MTIME_NOW);
+  if (valid & kSetUid) ask.uid = uid;
+  if (valid & kSetGid) ask.gid = gid;
+  if (valid & kSetMode) ask.mode = mode;
+  const uint32_t time_bits = valid & (kSetAtime | kSetMtime | kSetAtimeNow | kSetMtimeNow);
   ask.times = time_bits != 0;
-  ask.times_now = time_bits == (pb::SA_ATIME_NOW | pb::SA_MTIME_NOW);
+  ask.times_now = time_bits == (kSetAtimeNow | kSetMtimeNow);
   return ask;
 }
 

@@ -192,8 +192,26 @@ struct SetattrResult {
 };
 absl::StatusOr<SetattrResult> DecideSetattr(const AccessAttrs& inode, const Credentials& cred,
                                             const SetattrAsk& ask);
-// The ask of a setattr request: `valid` holds pb::SetattrMask bits
-// (proto/mds_client.proto); only "both times to now" (utimes(NULL)) is the weaker,
+// Which fields of a setattr apply (the client's SetattrArgs, the MDS's
+// req::Setattr). The values are the wire's SetattrMask bits (checked in
+// permission.cc), so a mask crosses the wire as it is.
+enum SetMask : uint32_t {
+  kSetMode = 1,
+  kSetUid = 2,
+  kSetGid = 4,
+  kSetSize = 8,
+  kSetAtime = 16,
+  kSetMtime = 32,
+  kSetAtimeNow = 64,
+  kSetMtimeNow = 128,
+  kSetCtime = 256,
+  // Nothing but the change time, to now: chown(path, -1, -1) and other
+  // setattrs that change nothing still mark the inode changed (Linux), and
+  // need no permission.
+  kSetCtimeNow = 512,
+};
+
+// The ask of a setattr request: `valid` holds SetMask bits; only "both times to now" (utimes(NULL)) is the weaker,
 // write-access check, anything else that sets a time is explicit (Linux
 // vfs_utimes).
 SetattrAsk SetattrAskOf(uint32_t valid, uint32_t uid, uint32_t gid, uint32_t mode);

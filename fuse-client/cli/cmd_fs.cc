@@ -94,6 +94,9 @@ int FsStatus(client::FsAdmin& admin, const std::string& name) {
     std::printf("  strays: %lu, purge queue: %lu, truncates cutting objects: %lu\n",
                 reply.strays(), reply.purge_queue(), reply.trims());
     std::printf("  locks: %lu held, %lu waiting\n", reply.locks(), reply.lock_waiters());
+    std::printf("  requests: %lu, in the rank %.1f ms, rank lock: waited %.1f ms, held %.1f ms\n",
+                reply.requests(), reply.request_ns() / 1e6, reply.rank_lock_wait_ns() / 1e6,
+                reply.rank_lock_held_ns() / 1e6);
   }
   if (shown == 0 && !name.empty()) return Fail(absl::NotFoundError(absl::StrCat("no filesystem named ", name)), "fs status");
   return 0;

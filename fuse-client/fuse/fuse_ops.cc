@@ -361,43 +361,43 @@ void Getattr(fuse_req_t req, fuse_ino_t ino, fuse_file_info*) {
 void Setattr(fuse_req_t req, fuse_ino_t ino, struct stat* attr, int to_set, fuse_file_info* fi) {
   client::SetattrArgs args;
   if (to_set & FUSE_SET_ATTR_MODE) {
-    args.valid |= pb::SA_MODE;
+    args.valid |= posix::kSetMode;
     args.mode = attr->st_mode & 07777;
   }
   if (to_set & FUSE_SET_ATTR_UID) {
-    args.valid |= pb::SA_UID;
+    args.valid |= posix::kSetUid;
     args.uid = attr->st_uid;
   }
   if (to_set & FUSE_SET_ATTR_GID) {
-    args.valid |= pb::SA_GID;
+    args.valid |= posix::kSetGid;
     args.gid = attr->st_gid;
   }
   if (to_set & FUSE_SET_ATTR_SIZE) {
-    args.valid |= pb::SA_SIZE;
+    args.valid |= posix::kSetSize;
     args.size = attr->st_size;
   }
   if (to_set & FUSE_SET_ATTR_ATIME_NOW) {
-    args.valid |= pb::SA_ATIME_NOW;
+    args.valid |= posix::kSetAtimeNow;
   } else if (to_set & FUSE_SET_ATTR_ATIME) {
-    args.valid |= pb::SA_ATIME;
+    args.valid |= posix::kSetAtime;
     args.atime_ns = Nanos(attr->st_atim);
   }
   if (to_set & FUSE_SET_ATTR_MTIME_NOW) {
-    args.valid |= pb::SA_MTIME_NOW;
+    args.valid |= posix::kSetMtimeNow;
   } else if (to_set & FUSE_SET_ATTR_MTIME) {
-    args.valid |= pb::SA_MTIME;
+    args.valid |= posix::kSetMtime;
     args.mtime_ns = Nanos(attr->st_mtim);
   }
   // The kernel sends a setattr without fields for chown(path, -1, -1),
   // which still sets the change time.
-  if (args.valid == 0) args.valid = pb::SA_CTIME_NOW;
+  if (args.valid == 0) args.valid = posix::kSetCtimeNow;
   BusyDir busy(req, ToMds(req, ino));  // a no-op for files
   auto a = Fs(req).Setattr(CredsOf(req), ToMds(req, ino), args, fi != nullptr ? fi->fh : 0);
   if (!a.ok()) return ReplyError(req, a.status(), "setattr");
   struct stat st = ToStat(req, *a);
   MountContext& ctx = Ctx(req);
   if (fuse_reply_attr(req, &st, kAttrTimeoutS) == 0) ctx.fs->NoteKernelAttrs(*a);
-  if ((args.valid & pb::SA_MODE) && S_ISDIR(a->mode)) DropKeptNames(ctx, a->ino);
+  if ((args.valid & posix::kSetMode) && S_ISDIR(a->mode)) DropKeptNames(ctx, a->ino);
 }
 
 void Mknod(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t mode, dev_t rdev) {

@@ -18,11 +18,11 @@ void DirtyBudget::Add(int64_t delta) {
 }
 
 void AttrChanges::Add(const AttrChanges& later) {
-  if (later.valid & pb::SA_MODE) mode = later.mode;
-  if (later.valid & pb::SA_UID) uid = later.uid;
-  if (later.valid & pb::SA_GID) gid = later.gid;
-  if (later.valid & pb::SA_ATIME) atime_ns = later.atime_ns;
-  if (later.valid & pb::SA_MTIME) mtime_ns = later.mtime_ns;
+  if (later.valid & posix::kSetMode) mode = later.mode;
+  if (later.valid & posix::kSetUid) uid = later.uid;
+  if (later.valid & posix::kSetGid) gid = later.gid;
+  if (later.valid & posix::kSetAtime) atime_ns = later.atime_ns;
+  if (later.valid & posix::kSetMtime) mtime_ns = later.mtime_ns;
   ctime_ns = std::max(ctime_ns, later.ctime_ns);
   valid |= later.valid;
 }
@@ -135,7 +135,7 @@ absl::StatusOr<uint64_t> FileCache::Put(uint64_t offset, const uint64_t* append_
     dirty_end_ = std::max<uint64_t>(dirty_end_, offset + bytes.size());
     written_end_ = std::max<uint64_t>(written_end_, offset + bytes.size());
     dirty_mtime_ns_ = std::max(dirty_mtime_ns_, mtime_ns);
-    attrs_.valid &= ~pb::SA_MTIME;  // this write's mtime is the later one
+    attrs_.valid &= ~posix::kSetMtime;  // this write's mtime is the later one
     if (dirty_since_ == absl::InfiniteFuture()) dirty_since_ = absl::Now();
     DropChunksLocked(offset, bytes.size());
     if (dirty_.bytes() >= options_.flush_bytes && flushing_ == nullptr) {
@@ -422,7 +422,7 @@ FileCache::Pending FileCache::pending() {
     p.attrs = flushing_->attrs;
   }
   p.attrs.Add(attrs_);
-  if (dirty_mtime_ns_ != 0) p.attrs.valid &= ~pb::SA_MTIME;  // written since
+  if (dirty_mtime_ns_ != 0) p.attrs.valid &= ~posix::kSetMtime;  // written since
   return p;
 }
 

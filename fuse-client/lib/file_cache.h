@@ -66,6 +66,7 @@
 #include "common/executor/thread_pool.h"
 #include "common/objects/extent_map.h"
 #include "common/objects/striped_io.h"
+#include "common/posix/permission.h"
 
 namespace weft::client {
 
@@ -101,7 +102,7 @@ class DirtyBudget {
 
 // Changes of a file's mode, owner and times that this client made on its own
 // (it created the file and holds MetaReply.attr_authority): explicit values,
-// `valid` among pb::SA_MODE, SA_UID, SA_GID, SA_ATIME, SA_MTIME; `ctime_ns`
+// `valid` among kSetMode, kSetUid, kSetGid, kSetAtime, kSetMtime; `ctime_ns`
 // is the time of the latest change.
 struct AttrChanges {
   uint32_t valid = 0;

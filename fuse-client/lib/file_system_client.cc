@@ -382,7 +382,7 @@ absl::StatusOr<Attr> FileSystemClient::Setattr(const Creds& c, uint64_t ino,
     ASSIGN_OR_RETURN(auto f, Handle(fh));
     op->set_by_handle(f->writable());
   }
-  if (args.valid & (pb::SA_ATIME | pb::SA_ATIME_NOW)) {
+  if (args.valid & (posix::kSetAtime | posix::kSetAtimeNow)) {
     // An atime set explicitly after a read stands: the read is not reported.
     absl::MutexLock lock(&release_mu_);
     reads_.erase(ino);
@@ -397,17 +397,17 @@ absl::StatusOr<Attr> FileSystemClient::Setattr(const Creds& c, uint64_t ino,
   // futimens, fchown, fchmod were three MDS calls per file).
   std::shared_ptr<FileCache> cache = CacheOf(ino);
   if (cache != nullptr) {
-    const bool suid = (args.valid & pb::SA_MODE) && (args.mode & (S_ISUID | S_ISGID));
-    if ((args.valid & pb::SA_SIZE) || suid) RETURN_IF_ERROR(cache->Flush());
-    if (args.valid & (pb::SA_MTIME | pb::SA_MTIME_NOW)) cache->TimesSet();
-    if ((args.valid & pb::SA_SIZE) == 0) {
+    const bool suid = (args.valid & posix::kSetMode) && (args.mode & (S_ISUID | S_ISGID));
+    if ((args.valid & posix::kSetSize) || suid) RETURN_IF_ERROR(cache->Flush());
+    if (args.valid & (posix::kSetMtime | posix::kSetMtimeNow)) cache->TimesSet();
+    if ((args.valid & posix::kSetSize) == 0) {
       ASSIGN_OR_RETURN(std::optional<Attr> local, SetattrLocally(c, ino, args, cache.get()));
       if (local.has_value()) return *std::move(local);
     }
     // Changes made here come first: the MDS decides on top of them.
     if (cache->attrs_pending()) RETURN_IF_ERROR(cache->Flush());
   }
-  if ((args.valid & pb::SA_SIZE) == 0) {
+  if ((args.valid & posix::kSetSize) == 0) {
     ASSIGN_OR_RETURN(Attr after, CallAttr(c, std::move(r)));
     return WithPending(std::move(after));
   }
@@ -423,8 +423,8 @@ absl::StatusOr<std::optional<Attr>> FileSystemClient::SetattrLocally(const Creds
                                                                      uint64_t ino,
                                                                      const SetattrArgs& args,
                                                                      FileCache* cache) {
-  constexpr uint32_t kLocal = pb::SA_MODE | pb::SA_UID | pb::SA_GID | pb::SA_ATIME |
-                              pb::SA_MTIME | pb::SA_ATIME_NOW | pb::SA_MTIME_NOW;
+  constexpr uint32_t kLocal = posix::kSetMode | posix::kSetUid | posix::kSetGid | posix::kSetAtime |
+                              posix::kSetMtime | posix::kSetAtimeNow | posix::kSetMtimeNow;
   constexpr uint32_t kPrivileged = S_ISUID | S_ISGID;
   if (args.valid == 0 || (args.valid & ~kLocal) != 0 || !cache->attr_authority()) {
     return std::nullopt;
@@ -440,7 +440,7 @@ absl::StatusOr<std::optional<Attr>> FileSystemClient::SetattrLocally(const Creds
   // this client's own changes are in the cache or pending.
   const Attr before = WithPending(*cached);
   if ((before.mode & S_IFMT) != S_IFREG || (before.mode & kPrivileged) != 0 || !before.no_xattrs ||
-      ((args.valid & pb::SA_MODE) && (args.mode & kPrivileged) != 0)) {
+      ((args.valid & posix::kSetMode) && (args.mode & kPrivileged) != 0)) {
     return std::nullopt;
   }
   // The MDS's own decision (DoSetattr calls the same), with its errors; no
@@ -450,19 +450,19 @@ absl::StatusOr<std::optional<Attr>> FileSystemClient::SetattrLocally(const Creds
                    posix::DecideSetattr(AccessOf(before), CredentialsOf(c), ask));
   const int64_t t = std::max(absl::ToUnixNanos(absl::Now()), before.ctime_ns);
   AttrChanges change;
-  if (ask.uid) change.valid |= pb::SA_UID;
-  if (ask.gid) change.valid |= pb::SA_GID;
-  if (ask.mode) change.valid |= pb::SA_MODE;
+  if (ask.uid) change.valid |= posix::kSetUid;
+  if (ask.gid) change.valid |= posix::kSetGid;
+  if (ask.mode) change.valid |= posix::kSetMode;
   change.uid = decided.uid;
   change.gid = decided.gid;
   change.mode = decided.mode & 07777;
-  if (args.valid & (pb::SA_ATIME | pb::SA_ATIME_NOW)) {
-    change.valid |= pb::SA_ATIME;
-    change.atime_ns = (args.valid & pb::SA_ATIME) ? args.atime_ns : t;
+  if (args.valid & (posix::kSetAtime | posix::kSetAtimeNow)) {
+    change.valid |= posix::kSetAtime;
+    change.atime_ns = (args.valid & posix::kSetAtime) ? args.atime_ns : t;
   }
-  if (args.valid & (pb::SA_MTIME | pb::SA_MTIME_NOW)) {
-    change.valid |= pb::SA_MTIME;
-    change.mtime_ns = (args.valid & pb::SA_MTIME) ? args.mtime_ns : t;
+  if (args.valid & (posix::kSetMtime | posix::kSetMtimeNow)) {
+    change.valid |= posix::kSetMtime;
+    change.mtime_ns = (args.valid & posix::kSetMtime) ? args.mtime_ns : t;
   }
   change.ctime_ns = t;
   if (!cache->ChangeAttrs(change)) return std::nullopt;  // recalled meanwhile

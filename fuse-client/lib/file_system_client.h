@@ -116,7 +116,8 @@ struct Creds {
 posix::Credentials CredentialsOf(const Creds& c);
 posix::AccessAttrs AccessOf(const Attr& a);
 
-// Which SetattrArgs fields apply: pb::SetattrMask bits (SA_MODE, SA_SIZE, ...).
+// Which SetattrArgs fields apply: posix::SetMask bits (kSetMode, kSetSize, ...),
+// which cross the wire as they are.
 struct SetattrArgs {
   uint32_t valid = 0;
   uint32_t mode = 0, uid = 0, gid = 0;
@@ -181,7 +182,7 @@ class FileSystemClient {
                               LookupInfo* info = nullptr);
   // Cached attributes if fresh, else from the MDS.
   absl::StatusOr<Attr> Getattr(const Creds& c, uint64_t ino);
-  // With SA_SIZE, trims the data objects past a smaller size after the MDS
+  // With kSetSize, trims the data objects past a smaller size after the MDS
   // has the new size. `fh` (or 0) is a handle open for writing (ftruncate).
   absl::StatusOr<Attr> Setattr(const Creds& c, uint64_t ino, const SetattrArgs& args,
                                FileHandle fh);

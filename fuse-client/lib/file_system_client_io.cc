@@ -175,7 +175,7 @@ absl::StatusOr<pb::MetaReply> FileSystemClient::CallWritten(uint64_t ino, uint64
   if (!attrs.empty()) {
     pb::SetattrOp* a = op->mutable_attrs();
     a->set_ino(ino);
-    a->set_valid(attrs.valid | pb::SA_CTIME);
+    a->set_valid(attrs.valid | posix::kSetCtime);
     a->set_mode(attrs.mode);
     a->set_uid(attrs.uid);
     a->set_gid(attrs.gid);
@@ -266,11 +266,11 @@ Attr FileSystemClient::WithPending(Attr attr) {
   attr = Newest(std::move(attr));
   if (cache == nullptr) return attr;
   const AttrChanges& a = p.attrs;
-  if (a.valid & pb::SA_MODE) attr.mode = (attr.mode & S_IFMT) | a.mode;
-  if (a.valid & pb::SA_UID) attr.uid = a.uid;
-  if (a.valid & pb::SA_GID) attr.gid = a.gid;
-  if (a.valid & pb::SA_ATIME) attr.atime_ns = a.atime_ns;
-  if (a.valid & pb::SA_MTIME) attr.mtime_ns = a.mtime_ns;
+  if (a.valid & posix::kSetMode) attr.mode = (attr.mode & S_IFMT) | a.mode;
+  if (a.valid & posix::kSetUid) attr.uid = a.uid;
+  if (a.valid & posix::kSetGid) attr.gid = a.gid;
+  if (a.valid & posix::kSetAtime) attr.atime_ns = a.atime_ns;
+  if (a.valid & posix::kSetMtime) attr.mtime_ns = a.mtime_ns;
   if (!a.empty()) attr.ctime_ns = std::max(attr.ctime_ns, a.ctime_ns);
   // The report of buffered writes drops setuid/setgid as the MDS decides
   // for the writer (ModeAfterWrite); show that now. (The kernel sends a
@@ -334,7 +334,7 @@ absl::StatusOr<FileSystemClient::Opened> FileSystemClient::TruncateOnOpen(const 
   const Attr& attr = opened.attr;
   if ((flags & O_TRUNC) == 0 || (attr.mode & S_IFMT) != S_IFREG) return opened;
   SetattrArgs args;
-  args.valid = pb::SA_SIZE;
+  args.valid = posix::kSetSize;
   args.size = 0;
   absl::StatusOr<Attr> after = Setattr(c, attr.ino, args, opened.fh);
   if (!after.ok()) {
@@ -501,7 +501,7 @@ absl::Status FileSystemClient::Fallocate(const Creds& c, FileHandle fh, uint32_t
   }
   if ((mode & kKeepSize) || end <= size) return absl::OkStatus();
   SetattrArgs grow;
-  grow.valid = pb::SA_SIZE;
+  grow.valid = posix::kSetSize;
   grow.size = end;
   return Setattr(c, f->ino, grow, fh).status();
 }

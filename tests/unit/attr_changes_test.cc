@@ -12,30 +12,30 @@ TEST_CASE("attr changes: later values win field by field - ctime is the latest",
   AttrChanges merged;
   CHECK(merged.empty());
   AttrChanges chown;
-  chown.valid = pb::SA_UID | pb::SA_GID;
+  chown.valid = posix::kSetUid | posix::kSetGid;
   chown.uid = 1000;
   chown.gid = 2000;
   chown.ctime_ns = 300;
   merged.Add(chown);
   AttrChanges chmod;
-  chmod.valid = pb::SA_MODE;
+  chmod.valid = posix::kSetMode;
   chmod.mode = 0640;
   chmod.ctime_ns = 500;
   merged.Add(chmod);
   AttrChanges chgrp;
-  chgrp.valid = pb::SA_GID;
+  chgrp.valid = posix::kSetGid;
   chgrp.gid = 3000;
   chgrp.ctime_ns = 400;  // a clock that went back: ctime does not
   merged.Add(chgrp);
   AttrChanges times;
-  times.valid = pb::SA_ATIME | pb::SA_MTIME;
+  times.valid = posix::kSetAtime | posix::kSetMtime;
   times.atime_ns = 7;
   times.mtime_ns = 9;
   times.ctime_ns = 600;
   merged.Add(times);
 
   CHECK_FALSE(merged.empty());
-  CHECK(merged.valid == (pb::SA_UID | pb::SA_GID | pb::SA_MODE | pb::SA_ATIME | pb::SA_MTIME));
+  CHECK(merged.valid == (posix::kSetUid | posix::kSetGid | posix::kSetMode | posix::kSetAtime | posix::kSetMtime));
   CHECK(merged.uid == 1000);
   CHECK(merged.gid == 3000);
   CHECK(merged.mode == 0640);
@@ -45,7 +45,7 @@ TEST_CASE("attr changes: later values win field by field - ctime is the latest",
 
   // A field not set by a later change keeps its earlier value.
   AttrChanges mode_again;
-  mode_again.valid = pb::SA_MODE;
+  mode_again.valid = posix::kSetMode;
   mode_again.mode = 0600;
   mode_again.ctime_ns = 100;
   merged.Add(mode_again);

@@ -197,7 +197,7 @@ TEST_CASE("leases: a truncate holds the writers until the last request lets them
   leases.NoteWriter(SessionId(1), 500, sessions.Find(SessionId(1)));
   req::Setattr cut;
   cut.ino = InodeId(500);
-  cut.valid = kSetSize;
+  cut.valid = posix::kSetSize;
   const Request truncate = Of(2, cut);
   pb::MetaReply reply;
   reply.mutable_attr()->set_ino(500);

@@ -99,7 +99,7 @@ TEST_CASE("request wire: a flush report with attributes and inline bytes", "[mds
   CHECK(a->inline_writes[0].offset == 10);
   CHECK(a->inline_writes[0].data == "xyz");
   REQUIRE(a->attrs.has_value());
-  CHECK(a->attrs->valid == (kSetMode | kSetCtime));
+  CHECK(a->attrs->valid == (posix::kSetMode | posix::kSetCtime));
   CHECK(a->attrs->mode == 0600);
   CHECK(a->attrs->ctime_ns == 99);
   // Without attributes on the wire there are none (not an empty change).
