@@ -131,6 +131,10 @@ void MetaCache::MergeFrag(uint64_t dir, Frag frag, const std::vector<pb::DentryR
   CDir* d = Dir(dir);
   if (d->loaded.contains(frag)) return;
   for (const pb::DentryRec& e : entries) {
+    // The store answers the fragment asked for: its entries, no other's.
+    DCHECK(e.dir() == dir && FragContains(frag, NameHash(e.name())) && e.ino() != 0)
+        << "fragment " << frag << " of " << dir << " loaded with entry " << e.name() << " of "
+        << e.dir() << " -> " << e.ino();
     if (d->entries.contains(e.name()) || d->removed.contains(e.name())) continue;
     d->entries[e.name()] = CDentry{InodeId(e.ino()), e.type()};
     d->AddHash(NameHash(e.name()), e.name());

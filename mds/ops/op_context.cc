@@ -7,6 +7,7 @@
 
 #include "absl/strings/cord.h"
 #include "absl/strings/str_cat.h"
+#include "common/log/log.h"
 #include "common/posix/acl.h"
 #include "common/status/status.h"
 
@@ -131,6 +132,9 @@ absl::Status OpContext::MoveInline(InlineMove move) {
 }
 
 pb::InodeRec* OpContext::Edit(const pb::InodeRec& current) {
+  DCHECK(current.ino() != 0 &&
+         std::find(removed_.begin(), removed_.end(), current.ino()) == removed_.end())
+      << "inode " << current.ino() << " edited after this operation removed it";
   auto [it, inserted] = edits_.try_emplace(current.ino(), current);
   if (inserted) it->second.set_version(current.version() + 1);
   return &it->second;
@@ -169,6 +173,8 @@ void OpContext::RemoveInode(InodeId ino) {
 
 void OpContext::LinkDentry(InodeId id, const std::string& name, const pb::InodeRec& target) {
   const uint64_t dir = id.value();
+  DCHECK(dir != 0 && target.ino() != 0 && target.ino() != dir && ValidateName(name).ok())
+      << "link " << dir << "/" << name << " -> " << target.ino();
   std::erase_if(unlinked_,
                 [&](const pb::DentryRec& d) { return d.dir() == dir && d.name() == name; });
   pb::DentryRec rec;
@@ -283,6 +289,21 @@ void OpContext::TrimObjects(const pb::InodeRec& inode, uint64_t keep) {
 }
 
 bool OpContext::Finish(pb::JournalEvent* event) {
+  // What the event says must hold together: an edited inode is not also
+  // removed, and no new name points at a removed inode (an orphan dentry).
+  if (log::DebugChecks()) {
+    for (uint64_t ino : removed_) {
+      DCHECK(!edits_.contains(ino)) << "inode " << ino << " both edited and removed";
+    }
+    for (const pb::DentryRec& d : linked_) {
+      DCHECK(std::find(removed_.begin(), removed_.end(), d.ino()) == removed_.end())
+          << "dentry " << d.dir() << "/" << d.name() << " names removed inode " << d.ino();
+    }
+    for (const auto& [ino, rec] : edits_) {
+      DCHECK(rec.ino() == ino && (!IsDir(rec) || rec.nlink() >= 2 || rec.nlink() == 0))
+          << "inode " << ino << " edited into " << rec.ino() << " nlink " << rec.nlink();
+    }
+  }
   event->set_op(op_);
   for (auto& [ino, rec] : edits_) {
     pb::InodeRec* out = event->add_inodes();
