@@ -16,12 +16,14 @@ namespace {
 
 // Checks the name and the parent, then makes the inode with inherited owner,
 // mode and ACLs (and, for a regular file, layout: see mds/ops/layout.cc), and
-// links it.
+// links it. In Linux's order (filename_create, then may_create): search
+// permission, then an existing name (EEXIST), then write permission.
 absl::StatusOr<pb::InodeRec*> MakeInode(OpContext& ctx, InodeId parent, const std::string& name,
                                         uint32_t mode) {
-  ASSIGN_OR_RETURN(const pb::InodeRec* dir, ParentFor(ctx, parent, true));
+  ASSIGN_OR_RETURN(const pb::InodeRec* dir, ParentFor(ctx, parent, false));
   ASSIGN_OR_RETURN(auto existing, ctx.Dentry(parent, name));
   if (existing) return Err(EEXIST, absl::StrCat("create ", name));
+  RETURN_IF_ERROR(CheckAccess(AccessOf(*dir), ctx.cred(), kMayWrite | kMayExec));
   pb::FileLayout layout;
   if ((mode & S_IFMT) == S_IFREG) {
     ASSIGN_OR_RETURN(layout, EffectiveDirLayout(ctx, parent));

@@ -15,9 +15,11 @@ absl::Status DoLink(OpContext& ctx, const req::Link& op, pb::MetaReply* reply) {
   if (target->nlink() >= 65000) return Err(EMLINK, "too many links");
   RETURN_IF_ERROR(CheckHardlinkSource(AccessOf(*target), ctx.cred()));
   const pb::InodeRec target_copy = *target;
-  ASSIGN_OR_RETURN(const pb::InodeRec* dir, ParentFor(ctx, op.new_parent, true));
+  // An existing name before write permission, as Linux's filename_create.
+  ASSIGN_OR_RETURN(const pb::InodeRec* dir, ParentFor(ctx, op.new_parent, false));
   ASSIGN_OR_RETURN(auto existing, ctx.Dentry(op.new_parent, op.new_name));
   if (existing) return Err(EEXIST, absl::StrCat("link ", op.new_name));
+  RETURN_IF_ERROR(CheckAccess(AccessOf(*dir), ctx.cred(), kMayWrite | kMayExec));
   TouchDir(ctx, *dir);
   pb::InodeRec* edit = ctx.Edit(target_copy);
   if (!fault::Fire(fault::kMdsBugLinkSkipsNlink)) edit->set_nlink(edit->nlink() + 1);

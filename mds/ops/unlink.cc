@@ -13,10 +13,13 @@ struct Victim {
   const pb::InodeRec* inode;
 };
 
+// In Linux's order (the lookup, then may_delete): search permission, a
+// missing name (ENOENT), then write permission and the sticky bit.
 absl::StatusOr<Victim> FindVictim(OpContext& ctx, InodeId parent, const std::string& name) {
-  ASSIGN_OR_RETURN(const pb::InodeRec* dir, ParentFor(ctx, parent, true));
+  ASSIGN_OR_RETURN(const pb::InodeRec* dir, ParentFor(ctx, parent, false));
   ASSIGN_OR_RETURN(auto dentry, ctx.Dentry(parent, name));
   if (!dentry) return Err(ENOENT, absl::StrCat("remove ", name));
+  RETURN_IF_ERROR(CheckAccess(AccessOf(*dir), ctx.cred(), kMayWrite | kMayExec));
   ASSIGN_OR_RETURN(const pb::InodeRec* inode, ctx.Inode(dentry->ino));
   RETURN_IF_ERROR(CheckStickyDelete(AccessOf(*dir), AccessOf(*inode), ctx.cred()));
   return Victim{dir, inode};

@@ -56,9 +56,9 @@ Plan World::MakeCreate(Client& c) {
   op->set_exclusive(exclusive);
   op->set_open_flags(O_RDWR | O_CREAT);
   const uint32_t mode = (op->mode() & S_IFMT) == 0 ? (S_IFREG | 0644) : op->mode();
-  // Search permission for an open of what may exist, write permission too
-  // for a name that is made.
-  if (Denied(c, dir, !open)) {
+  // Search permission first; write permission only for a name that is
+  // made (an existing one is EEXIST first, as in Linux).
+  if (Denied(c, dir, false)) {
     p.check = Expect(EACCES);
     return p;
   }
@@ -163,12 +163,17 @@ Plan World::MakeUnlink(Client& c, bool rmdir) {
     p.request.mutable_unlink()->set_parent(dir);
     p.request.mutable_unlink()->set_name(name);
   }
-  if (Denied(c, dir, true)) {
+  // Search permission, the name (ENOENT), then write permission: Linux's order.
+  if (Denied(c, dir, false)) {
     p.check = Expect(EACCES);
     return p;
   }
   if (!ino) {
     p.check = Expect(ENOENT);
+    return p;
+  }
+  if (Denied(c, dir, true)) {
+    p.check = Expect(EACCES);
     return p;
   }
   const Node* n = model_.Find(*ino);
