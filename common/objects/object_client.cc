@@ -212,6 +212,16 @@ absl::StatusOr<OpResult> ObjectClient::Run(PoolId pool_id, const std::string& oi
         break;
     }
     RETURN_IF_ERROR(rpc::FromProto(reply.status()));
+    // A request of reads is answered one result per read (a mutation with
+    // none): anything else is refused here, so that no caller indexes past
+    // what a misbehaving OSD sent.
+    const bool reads = req.ops_size() > 0 && req.ops(0).type() < pb::WRITE;
+    if (reads && reply.results_size() != req.ops_size()) {
+      return absl::DataLossError(absl::StrCat("osd.", target.value(), " answered ",
+                                              reply.results_size(), " results to ",
+                                              req.ops_size(), " reads of '", oid.substr(0, 64),
+                                              "'"));
+    }
     OpResult result;
     uint64_t received_bytes = 0;
     for (const ByteChain& d : data) received_bytes += d.size();
