@@ -32,8 +32,9 @@ req::Written WrittenOf(const pb::WrittenOp& w) {
   if (w.has_attrs()) a.attrs = SetattrOf(w.attrs());
   a.allocated_delta = w.allocated_delta();
   a.inline_writes.reserve(w.inline_writes_size());
-  for (const pb::InlineExtent& e : w.inline_writes())
+  for (const pb::InlineExtent& e : w.inline_writes()) {
     a.inline_writes.push_back({e.offset(), e.data()});
+  }
   a.inline_report = w.inline_report();
   return a;
 }
@@ -53,8 +54,7 @@ absl::StatusOr<req::Lock> LockOf(const pb::LockOp& w, uint64_t session) {
     default:
       return ErrnoToStatus(EINVAL, "unknown lock action");
   }
-  ASSIGN_OR_RETURN(a.lock, locks::FromProto(w.lock()));
-  a.lock.owner.session = session;  // the caller's, whatever the wire says
+  ASSIGN_OR_RETURN(a.lock, locks::FromProto(w.lock(), session));  // the caller's
   a.wait_ms = w.wait_ms();
   return a;
 }
@@ -130,8 +130,9 @@ absl::StatusOr<Operation> OperationOf(const pb::MetaRequest& w) {
       req::Atime a;
       a.strict = w.atime().strict();
       a.reads.reserve(w.atime().reads_size());
-      for (const pb::AtimeRef& r : w.atime().reads())
+      for (const pb::AtimeRef& r : w.atime().reads()) {
         a.reads.push_back({InodeId(r.ino()), r.atime_ns()});
+      }
       return a;
     }
     case R::kLock: {

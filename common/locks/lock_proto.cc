@@ -40,4 +40,10 @@ absl::StatusOr<Lock> FromProto(const pb::LockInfo& in) {
   return l;
 }
 
+absl::StatusOr<Lock> FromProto(const pb::LockInfo& in, uint64_t session) {
+  ASSIGN_OR_RETURN(Lock l, FromProto(in));
+  l.owner.session = session;
+  return l;
+}
+
 }  // namespace weft::locks

@@ -14,5 +14,8 @@ void ToProto(const Lock& lock, pb::LockInfo* out);
 // ends past kLockEnd. The owner's session is the message's (requests leave
 // it 0: the MDS puts the caller's).
 absl::StatusOr<Lock> FromProto(const pb::LockInfo& in);
+// The same, owned by `session` whatever the message says: a lock the MDS
+// takes for the session that asked.
+absl::StatusOr<Lock> FromProto(const pb::LockInfo& in, uint64_t session);
 
 }  // namespace weft::locks

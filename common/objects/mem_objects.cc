@@ -27,9 +27,6 @@ class MemObjects::View final : public Objects {
 
 namespace {
 
-bool IsMutation(pb::OpType type) { return type >= pb::WRITE && type <= pb::OMAP_CLEAR; }
-bool IsRead(pb::OpType type) { return type >= pb::READ && type <= pb::OMAP_LIST; }
-
 absl::Status NoSuchObject(const std::string& oid) {
   return absl::NotFoundError(absl::StrCat("no such object ", oid.substr(0, 64)));
 }

@@ -215,7 +215,7 @@ absl::StatusOr<OpResult> ObjectClient::Run(PoolId pool_id, const std::string& oi
     // A request of reads is answered one result per read (a mutation with
     // none): anything else is refused here, so that no caller indexes past
     // what a misbehaving OSD sent.
-    const bool reads = req.ops_size() > 0 && req.ops(0).type() < pb::WRITE;
+    const bool reads = req.ops_size() > 0 && IsRead(req.ops(0).type());
     if (reads && reply.results_size() != req.ops_size()) {
       return absl::DataLossError(absl::StrCat("osd.", target.value(), " answered ",
                                               reply.results_size(), " results to ",

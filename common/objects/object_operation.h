@@ -14,6 +14,12 @@
 
 namespace weft::objects {
 
+// The kinds of operation (proto/osd.proto OpType): READ through OMAP_LIST
+// read, WRITE through OMAP_CLEAR change the object. The OSD and both
+// Objects implementations classify by these.
+inline bool IsRead(pb::OpType type) { return type >= pb::READ && type <= pb::OMAP_LIST; }
+inline bool IsMutation(pb::OpType type) { return type >= pb::WRITE && type <= pb::OMAP_CLEAR; }
+
 class ObjectOperation {
  public:
   ObjectOperation& Create(bool exclusive);

@@ -211,9 +211,9 @@ enum SetMask : uint32_t {
   kSetCtimeNow = 512,
 };
 
-// The ask of a setattr request: `valid` holds SetMask bits; only "both times to now" (utimes(NULL)) is the weaker,
-// write-access check, anything else that sets a time is explicit (Linux
-// vfs_utimes).
+// The ask of a setattr request: `valid` holds SetMask bits; only "both
+// times to now" (utimes(NULL)) is the weaker, write-access check, anything
+// else that sets a time is explicit (Linux vfs_utimes).
 SetattrAsk SetattrAskOf(uint32_t valid, uint32_t uid, uint32_t gid, uint32_t mode);
 
 // A new inode in directory `parent`.

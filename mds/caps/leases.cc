@@ -29,7 +29,9 @@ std::vector<LeaseChange> ChangesOf(const Request& r) {
   }
   if (auto* op = r.As<req::Setattr>()) {
     // Mode and owner decide who may search the directory.
-    if (op->valid & (posix::kSetMode | posix::kSetUid | posix::kSetGid)) return {{op->ino.value(), true}};
+    if (op->valid & (posix::kSetMode | posix::kSetUid | posix::kSetGid)) {
+      return {{op->ino.value(), true}};
+    }
     return {};
   }
   if (auto* op = r.As<req::Setxattr>()) {

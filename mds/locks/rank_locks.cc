@@ -13,13 +13,6 @@ namespace {
 
 constexpr uint32_t kLockWaitMaxMs = 30000;
 
-// The caller's lock: its owner is in the request's session.
-absl::StatusOr<locks::Lock> LockFromProto(const pb::LockInfo& in, uint64_t session) {
-  ASSIGN_OR_RETURN(locks::Lock l, locks::FromProto(in));
-  l.owner.session = session;
-  return l;
-}
-
 absl::Status Err(int err, absl::string_view message) { return ::weft::ErrnoToStatus(err, message); }
 
 // Not retried by the client (kUnavailable would be): the lock is taken.
@@ -30,7 +23,7 @@ absl::Status Held(const locks::Lock& by) {
 
 }  // namespace
 
-RankLocks::Step RankLocks::Try(const SessionId session, const req::Lock& op,
+RankLocks::Step RankLocks::Try(SessionId session, const req::Lock& op,
                                const Sessions& sessions, absl::Time now, Wait* wait,
                                pb::MetaReply* reply, absl::Status* status) {
   const locks::Lock& want = op.lock;
@@ -131,7 +124,7 @@ void RankLocks::DropSession(SessionId session, uint64_t ino) {
 void RankLocks::Reclaim(const pb::ReconnectRequest& request, const Sessions& sessions,
                         pb::ReconnectReply* reply) {
   for (const pb::LockInfo& in : request.locks()) {
-    absl::StatusOr<locks::Lock> l = LockFromProto(in, request.session());
+    absl::StatusOr<locks::Lock> l = locks::FromProto(in, request.session());
     const bool kept = l.ok() && l->type != locks::Type::kUnlock &&
                       sessions.HasOpen(SessionId(request.session()), l->ino, /*write=*/false) &&
                       !locks_.FirstConflict(*l).has_value();

@@ -77,8 +77,9 @@ absl::StatusOr<pb::FileLayout> EffectiveDirLayout(OpContext& ctx, InodeId dir) {
   for (int depth = 0; depth < 4096; ++depth) {
     ASSIGN_OR_RETURN(const pb::InodeRec* rec, ctx.Inode(cur));
     if (HasDirLayout(*rec)) return rec->dir_layout();
-    if (cur.value() == kRootIno || rec->parent() == 0 || ParentOf(*rec) == cur)
+    if (cur.value() == kRootIno || rec->parent() == 0 || ParentOf(*rec) == cur) {
       return FsDefault(ctx);
+    }
     cur = ParentOf(*rec);
   }
   return Err(ELOOP, "directory tree too deep");

@@ -144,8 +144,8 @@ class OpContext {
   const OpEnv env_;
   MetaCache* const cache_;
   const Sessions* const sessions_;
-  Credentials cred_;
-  uint32_t umask_ = 022;
+  const Credentials& cred_;  // the request's, which outlives the context
+  const uint32_t umask_;
   const SessionId session_;
   const int64_t now_ns_;
   std::string op_;

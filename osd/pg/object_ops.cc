@@ -5,11 +5,7 @@
 #include "osd/pg/pg_codec.h"
 
 namespace weft::osd {
-bool IsMutation(pb::OpType type) { return type >= pb::WRITE && type <= pb::OMAP_CLEAR; }
-
 namespace {
-
-bool IsRead(pb::OpType type) { return type >= pb::READ && type <= pb::OMAP_LIST; }
 
 absl::Status CheckRange(uint64_t offset, uint64_t length, const ObjectLimits& limits) {
   if (offset > limits.max_object_bytes || length > limits.max_object_bytes - offset) {

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "common/objects/object_operation.h"
 #include "osd/store/object_store.h"
 #include "proto/osd.pb.h"
 
@@ -24,8 +25,9 @@ struct ObjectLimits {
 inline constexpr size_t kMaxObjectNameBytes = 4096;
 inline constexpr size_t kMaxOpsPerRequest = 256;
 
-// Whether an op changes the object (WRITE through OMAP_CLEAR).
-bool IsMutation(pb::OpType type);
+// Whether an op changes the object, or reads it (common/objects).
+using objects::IsMutation;
+using objects::IsRead;
 
 // Checks names, op types and sizes; sets *mutating. Changes nothing.
 absl::Status ValidateOps(const std::string& oid,

@@ -50,6 +50,14 @@ TEST_CASE("permissions: mode bits - groups - sticky and setgid directories - cho
   CHECK(Errno(alice.Create(top, "nope")) == EACCES);
   CHECK(Errno(alice.Mkdir(top, "nope")) == EACCES);
   uint64_t home = Ino(root.Mkdir(top, "alice", 0755));
+  // Refused for two reasons, answered as Linux does: the name first (EEXIST
+  // for one that exists, ENOENT for one that does not), then write permission.
+  CHECK(Errno(alice.Mkdir(top, "alice")) == EEXIST);
+  CHECK(Errno(alice.Symlink(top, "alice", "x")) == EEXIST);
+  CHECK(Errno(alice.Create(top, "alice", 0644, /*exclusive=*/true)) == EEXIST);
+  CHECK(Errno(alice.Unlink(top, "nope")) == ENOENT);
+  CHECK(Errno(alice.Rmdir(top, "nope")) == ENOENT);
+  CHECK(Errno(alice.Rmdir(top, "alice")) == EACCES);
   REQUIRE(root.Chown(home, 1000, 1000).ok());
   auto file = alice.Create(home, "f", 0666);
   REQUIRE(file.ok());

@@ -35,7 +35,8 @@ TEST_CASE("attr changes: later values win field by field - ctime is the latest",
   merged.Add(times);
 
   CHECK_FALSE(merged.empty());
-  CHECK(merged.valid == (posix::kSetUid | posix::kSetGid | posix::kSetMode | posix::kSetAtime | posix::kSetMtime));
+  CHECK(merged.valid == (posix::kSetUid | posix::kSetGid | posix::kSetMode | posix::kSetAtime |
+                         posix::kSetMtime));
   CHECK(merged.uid == 1000);
   CHECK(merged.gid == 3000);
   CHECK(merged.mode == 0640);

@@ -204,6 +204,25 @@ TEST_CASE("mds rank: a request stepped by hand shows its waits and I/O") {
   CHECK(Call(rank, Lookup(s, kRootIno, "d")).status().code() == 0);
 }
 
+TEST_CASE("mds rank: the lock's wait and hold are counted within each request's time") {
+  Bench b;
+  MdsRank& rank = b.Start();
+  const uint64_t s = rank.SessionOpen("client.a", 0)->session();
+  const pb::FsStatusReply before = rank.Status();
+  for (int i = 0; i < 20; ++i) {
+    REQUIRE(Call(rank, Mkdir(s, 100 + i, kRootIno, "d" + std::to_string(i))).status().code() == 0);
+  }
+  REQUIRE(Call(rank, Lookup(s, kRootIno, "missing")).status().code() != 0);  // errors count too
+  const pb::FsStatusReply after = rank.Status();
+  CHECK(after.requests() - before.requests() == 21);
+  const uint64_t in_rank = after.request_ns() - before.request_ns();
+  const uint64_t waited = after.rank_lock_wait_ns() - before.rank_lock_wait_ns();
+  const uint64_t held = after.rank_lock_held_ns() - before.rank_lock_held_ns();
+  CHECK(held > 0);
+  // Both are parts of the requests' own time, taken on one thread here.
+  CHECK(waited + held <= in_rank);
+}
+
 TEST_CASE("mds rank: a broken journal is sticky and fails what waits for it") {
   Bench b;
   MdsRank& rank = b.Start();
