@@ -4,6 +4,7 @@
 
 #include "common/rpc/rpc.h"
 #include "common/status/status.h"
+#include "mds/reply.h"
 #include "mds/request.h"
 
 namespace weft::mds {
@@ -81,8 +82,13 @@ void MdsService::CallOnRank(const pb::MetaRequest& req, pb::MetaReply* reply) {
     return rpc::ToProto(status, reply->mutable_status());
   }
   absl::StatusOr<Request> request = FromWire(req);
-  if (!request.ok()) return (*rank)->FinishReply(request.status(), reply);
-  *reply = (*rank)->Handle(*request);
+  Reply answer;
+  if (request.ok()) {
+    answer = (*rank)->Handle(*request);
+  } else {
+    (*rank)->FinishReply(request.status(), &answer);
+  }
+  ToWire(answer, req.tid(), reply);
 }
 
 grpc::Status MdsService::Reconnect(grpc::ServerContext*, const pb::ReconnectRequest* req,

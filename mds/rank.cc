@@ -307,8 +307,8 @@ void MdsRank::WaitLocked(const std::function<bool()>& ready, absl::Time deadline
 
 // ---- requests
 
-pb::MetaReply MdsRank::Handle(const Request& request) {
-  pb::MetaReply reply;
+Reply MdsRank::Handle(const Request& request) {
+  Reply reply;
   MaybeFinishReconnect();
   absl::Status status;
   if (Reconnecting()) {
@@ -321,17 +321,16 @@ pb::MetaReply MdsRank::Handle(const Request& request) {
   return reply;
 }
 
-void MdsRank::FinishReply(absl::Status status, pb::MetaReply* reply) {
+void MdsRank::FinishReply(absl::Status status, Reply* reply) {
   if (!status.ok()) {
-    google::protobuf::RepeatedPtrField<pb::DirLease> leases;
-    leases.Swap(reply->mutable_leases());  // a lookup's ENOENT grants too
-    reply->Clear();
-    leases.Swap(reply->mutable_leases());
+    std::vector<DirLeaseGrant> leases = std::move(reply->leases);  // a lookup's ENOENT grants too
+    *reply = Reply();
+    reply->leases = std::move(leases);
     if (IsNeedLoad(status)) status = absl::UnavailableError("metadata kept changing; retry");
-    rpc::ToProto(status, reply->mutable_status());
+    reply->status = std::move(status);
   }
-  reply->set_boot(boot_);
-  reply->set_durable_seq(journal_.durable_seq());
+  reply->boot = boot_;
+  reply->durable_seq = journal_.durable_seq();
 }
 
 namespace {
@@ -387,7 +386,7 @@ absl::Status MdsRank::Drive(RequestRun& run) {
   return result;
 }
 
-std::unique_ptr<RequestRun> MdsRank::StartRun(const Request& request, pb::MetaReply* reply) {
+std::unique_ptr<RequestRun> MdsRank::StartRun(const Request& request, Reply* reply) {
   return std::make_unique<RequestRun>(this, request, reply, /*replay=*/false);
 }
 
@@ -597,10 +596,10 @@ absl::Status MdsRank::Replay(std::vector<Request> requests) {
   uint64_t last = 0;
   for (Request& r : requests) {
     r.unsafe_ok = true;  // one wait for all of them, below
-    pb::MetaReply reply;
+    Reply reply;
     absl::Status s;
     for (int attempt = 0;; ++attempt) {
-      reply.Clear();
+      reply = Reply();
       RequestRun run(this, r, &reply, /*replay=*/true);
       s = Drive(run);
       // The OSDs refused or did not answer (a load, a move, a cut): the
@@ -621,7 +620,7 @@ absl::Status MdsRank::Replay(std::vector<Request> requests) {
       LOG(WARNING) << "op=replay session=" << r.session << " tid=" << r.id
                    << " seq=" << r.replay_seq << " status=" << s;
     }
-    last = std::max(last, reply.seq());
+    last = std::max(last, reply.seq);
   }
   if (last == 0) return absl::OkStatus();
   absl::Status durable = journal_.WaitDurable(last);

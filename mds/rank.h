@@ -55,6 +55,7 @@
 #include "mds/ops/op_context.h"
 #include "mds/outcome.h"
 #include "mds/rank_options.h"
+#include "mds/reply.h"
 #include "mds/request.h"
 #include "mds/sessions/sessions.h"
 #include "mds/store/meta_store.h"
@@ -85,9 +86,9 @@ class MdsRank {
   absl::StatusOr<pb::SessionReply> SessionRenew(uint64_t session);
   absl::Status SessionClose(uint64_t session);
 
-  // Any namespace operation. Errors are in reply.status (with errno). Every
+  // Any namespace operation. Errors are in Reply::status (with errno). Every
   // reply carries the rank's boot id and durable journal sequence.
-  pb::MetaReply Handle(const Request& request);
+  Reply Handle(const Request& request);
   // A session back after a restart: its open files, and its requests that an
   // earlier incarnation answered unsafe (see proto ReconnectRequest). Returns
   // once every resent request of every session is applied and durable.
@@ -109,14 +110,14 @@ class MdsRank {
   // ---- driving a rank by hand (RankOptions::threads false; tests/sim)
   // A request's run; Step, IoDone and End take the lock themselves, DoIo
   // must be called without it. Handle() is Start + Drive + FinishReply.
-  std::unique_ptr<RequestRun> StartRun(const Request& request, pb::MetaReply* reply);
+  std::unique_ptr<RequestRun> StartRun(const Request& request, Reply* reply);
   RunOutcome StepRun(RequestRun& run);
   bool WaitOver(const RunWait& wait);  // ready, or past its deadline
   absl::Status DoIo(const RunOutcome& outcome);
   void IoDoneRun(RequestRun& run, const absl::Status& status);
   void EndRun(RequestRun& run);
   // The reply for a run that ended with `status` (as Handle gives it).
-  void FinishReply(absl::Status status, pb::MetaReply* reply);
+  void FinishReply(absl::Status status, Reply* reply);
   // Reconnect in parts: the session's opens, locks and resent requests are
   // taken (applied when the window closes), without waiting.
   absl::StatusOr<pb::ReconnectReply> ReconnectBegin(const pb::ReconnectRequest& request);

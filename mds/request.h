@@ -4,7 +4,7 @@
 // The gRPC adapter builds it from the wire (FromWire, mds/request_wire.cc),
 // which is also where malformed lock requests are refused; the ops
 // (mds/ops/), the request run, the leases and the locks read only this.
-// Replies are still the wire's pb::MetaReply (docs/ARCHITECTURE.md, "Types").
+// The answer is a Reply (mds/reply.h), put on the wire by the adapter too.
 #pragma once
 
 #include <cstdint>

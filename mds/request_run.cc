@@ -30,9 +30,30 @@ absl::Status RunsItself() {
   return absl::InternalError("dispatch of a request the run handles itself");
 }
 
+// A reply as the session tables keep it for a retry: the wire's encoding,
+// without inline bytes (a retry reads them again).
+std::string KeptReply(const Reply& reply) {
+  pb::MetaReply kept;
+  ToWire(reply, /*tid=*/0, &kept);
+  kept.clear_inline_data();
+  return kept.SerializeAsString();
+}
+
+// A kept reply back, marked as answered from the table; false if it does
+// not parse.
+bool ReadKept(const std::string& bytes, Reply* reply) {
+  pb::MetaReply kept;
+  if (!kept.ParseFromString(bytes)) return false;
+  absl::StatusOr<Reply> parsed = FromWire(kept);
+  if (!parsed.ok()) return false;
+  *reply = *std::move(parsed);
+  reply->replayed = true;
+  return true;
+}
+
 }  // namespace
 
-RequestRun::RequestRun(MdsRank* rank, const Request& request, pb::MetaReply* reply,
+RequestRun::RequestRun(MdsRank* rank, const Request& request, Reply* reply,
                        bool replay)
     : rank_(rank),
       request_(request),
@@ -166,7 +187,7 @@ void RequestRun::IoDone(const absl::Status& status) {
         cut_state_ = CutState::kStart;
       } else {
         // kReply: the answer, once the change is durable.
-        if (status.ok()) reply_->set_seq(wait_seq_);
+        if (status.ok()) reply_->seq = wait_seq_;
         Done(status);
       }
       break;
@@ -219,11 +240,7 @@ RequestRun::Outcome RequestRun::StepOp() {
     if (done != s->rec.completed().end()) {
       // A retry of a request this rank (or an earlier incarnation) applied:
       // its answer again, once durable, and nothing applied twice.
-      reply_->Clear();
-      if (!reply_->ParseFromString(done->second)) {
-        return Done(absl::InternalError("bad completed reply"));
-      }
-      reply_->set_replayed(true);
+      if (!ReadKept(done->second, reply_)) return Done(absl::InternalError("bad completed reply"));
       auto seq = s->completed_seq.find(tid_);
       wait_seq_ = seq == s->completed_seq.end() ? 0 : seq->second;
       const req::Create* create = request_.As<req::Create>();
@@ -234,23 +251,19 @@ RequestRun::Outcome RequestRun::StepOp() {
         // writes failed with EBADF after the restart.
         const uint32_t flags = create->open_flags;
         const bool write = (flags & O_ACCMODE) != O_RDONLY || (flags & O_TRUNC) != 0;
-        const uint64_t ino = reply_->attr().ino();
+        const uint64_t ino = reply_->attr.ino;
         rank_->sessions_.Opened(session_, ino, write);
         reopened_ = true;  // once per run: a wait below comes back through here
         if (write) rank_->leases_.NoteWriter(session_, ino, rank_->sessions_.Find(session_));
       }
       // A truncate resent while its objects are still being cut (the first
       // try's thread, or a restart's) is answered once they are.
-      if (TrimsBlock({reply_->attr().ino()})) return WaitTrims({reply_->attr().ino()}, now);
+      if (TrimsBlock({reply_->attr.ino})) return WaitTrims({reply_->attr.ino}, now);
       phase_ = Phase::kReply;
       return StepReply();
     }
     if (auto kept = s->answered.find(tid_); kept != s->answered.end()) {
-      reply_->Clear();
-      if (!reply_->ParseFromString(kept->second)) {
-        return Done(absl::InternalError("bad kept answer"));
-      }
-      reply_->set_replayed(true);
+      if (!ReadKept(kept->second, reply_)) return Done(absl::InternalError("bad kept answer"));
       return Done(absl::OkStatus());
     }
   }
@@ -297,7 +310,7 @@ RequestRun::Outcome RequestRun::StepOp() {
 RequestRun::Outcome RequestRun::RunOperation(absl::Time now) {
   const int64_t op_now = replay_ && request_.replay_time_ns != 0 ? request_.replay_time_ns
                                                                  : absl::ToUnixNanos(now);
-  reply_->Clear();
+  *reply_ = Reply();
   OpContext ctx(rank_->OpEnvLocked(), &rank_->cache_, &rank_->sessions_, request_, op_now);
   if (replay_) {
     ctx.ReuseIno(request_.replay_ino);
@@ -309,7 +322,7 @@ RequestRun::Outcome RequestRun::RunOperation(absl::Time now) {
     // Another request moved this file's inline data and its record is not
     // durable yet: an answer showing the move would let the client write
     // objects that a replay of the move overwrites.
-    reply_->Clear();
+    *reply_ = Reply();
     uncounted_ = true;  // waiting is not a failed try
     return WaitFor("move", [this, busy]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(rank_->mu_) {
       return rank_->stopping_ || !rank_->moves_.Moving(busy);
@@ -319,11 +332,11 @@ RequestRun::Outcome RequestRun::RunOperation(absl::Time now) {
     load_.inodes = ctx.load_inodes();
     load_.frags = ctx.load_frags();
     load_.inline_data = ctx.load_inline();
-    reply_->Clear();
+    *reply_ = Reply();
     return Io(Kind::kLoad);
   }
   if (IsNeedMove(status) && ctx.move()) {
-    reply_->Clear();
+    *reply_ = Reply();
     const uint64_t ino = ctx.move()->ino;
     if (moving_ != ino) {
       if (rank_->moves_.Moving(ino)) {
@@ -344,13 +357,12 @@ RequestRun::Outcome RequestRun::RunOperation(absl::Time now) {
           request_, *reply_, ctx.touched(), {}, rank_->sessions_, &recalled_, &held_);
       if (!wanted.empty()) {
         // Decided on a file another session may have changed on its own.
-        reply_->Clear();
+        *reply_ = Reply();
         return WaitRecall(std::move(wanted), now);
       }
     }
     if (request_.Is<req::Lookup>() && IsNoEntry(status)) {
-      rank_->leases_.Grant(request_, *reply_, now,
-                           reply_->mutable_leases());  // a negative lookup's
+      rank_->leases_.Grant(request_, *reply_, now, &reply_->leases);  // a negative lookup's
     }
     return Done(status);
   }
@@ -359,7 +371,7 @@ RequestRun::Outcome RequestRun::RunOperation(absl::Time now) {
     // releases the writers: a truncate here holds them again.
     std::vector<uint64_t> shown = ShownInos(*reply_, ctx.touched());
     if (TrimsBlock(shown)) {
-      reply_->Clear();
+      *reply_ = Reply();
       recalled_.clear();
       return WaitTrims(std::move(shown), now);
     }
@@ -369,7 +381,7 @@ RequestRun::Outcome RequestRun::RunOperation(absl::Time now) {
         request_, *reply_, ctx.touched(), ctx.trim_add(), rank_->sessions_, &recalled_, &held_);
     if (!wanted.empty()) {
       // Other sessions flush what this reply shows: run it again after.
-      reply_->Clear();
+      *reply_ = Reply();
       return WaitRecall(std::move(wanted), now);
     }
   }
@@ -380,17 +392,11 @@ RequestRun::Outcome RequestRun::RunOperation(absl::Time now) {
       event.set_session(session_.value());
       event.set_tid(tid_);
       event.set_oldest_tid(request_.oldest.value());
-      if (reply_->has_inline_data()) {
-        pb::MetaReply kept = *reply_;  // a retry reads the bytes again
-        kept.clear_inline_data();
-        event.set_reply(kept.SerializeAsString());
-      } else {
-        event.set_reply(reply_->SerializeAsString());
-      }
+      event.set_reply(KeptReply(*reply_));
     }
     wait_seq_ = rank_->CommitLocked(&event);
     if (moved_) rank_->moves_.Recorded(moving_);  // durable when this request ends
-    reply_->set_time_ns(op_now);
+    reply_->time_ns = op_now;
     AfterCommit(ctx);
     for (const pb::TrimRec& t : ctx.trim_add()) trims_.push_back(t.ino());
   }
@@ -403,16 +409,13 @@ RequestRun::Outcome RequestRun::RunOperation(absl::Time now) {
       rank_->leases_.NoteWriter(session_, *ino, rank_->sessions_.Find(session_));
     if (wait_seq_ == 0 && tid_ != 0) {
       // No event, so no completed reply: a retry must not open it twice.
-      pb::MetaReply kept = *reply_;
-      kept.clear_inline_data();
-      rank_->sessions_.Answered(session_, request_.id, request_.oldest,
-                                kept.SerializeAsString());
+      rank_->sessions_.Answered(session_, request_.id, request_.oldest, KeptReply(*reply_));
     }
   }
   if (!replay_) {
-    rank_->leases_.Grant(request_, *reply_, now, reply_->mutable_leases());
+    rank_->leases_.Grant(request_, *reply_, now, &reply_->leases);
     if (rank_->leases_.MayGrantAttrAuthority(request_, *reply_, rank_->sessions_)) {
-      reply_->set_attr_authority(true);
+      reply_->attr_authority = true;
     }
   }
   if (!trims_.empty()) {
@@ -519,7 +522,7 @@ RequestRun::Outcome RequestRun::StepTrim() {
         return Io(Kind::kDurable);
     }
   }
-  reply_->set_seq(wait_seq_);
+  reply_->seq = wait_seq_;
   return Done(absl::OkStatus());
 }
 
@@ -532,14 +535,14 @@ RequestRun::Outcome RequestRun::StepReply() {
   // Not after a move of inline data: the client writes the file's objects
   // once it sees the move, and a replay of the request would move the
   // (recorded) inline bytes again over what it wrote.
-  if (request_.unsafe_ok && !reply_->replayed() && !request_.Is<req::Sync>() &&
+  if (request_.unsafe_ok && !reply_->replayed && !request_.Is<req::Sync>() &&
       !moved_.has_value() &&
       wait_seq_ - std::min(wait_seq_, rank_->journal_.durable_seq()) <
           rank_->options_.unsafe_events_max) {
     absl::Status broken = rank_->journal_.error();
     if (!broken.ok()) return Done(broken);
-    reply_->set_unsafe(true);
-    reply_->set_seq(wait_seq_);
+    reply_->unsafe = true;
+    reply_->seq = wait_seq_;
     return Done(absl::OkStatus());
   }
   return Io(Kind::kDurable);
@@ -559,7 +562,7 @@ Overloaded(F...) -> Overloaded<F...>;
 }  // namespace
 
 absl::Status RequestRun::Dispatch(OpContext& ctx) {
-  pb::MetaReply* reply = reply_;
+  Reply* reply = reply_;
   // A changing operation names its journal event (ctx.SetOp).
   return std::visit(
       Overloaded{

@@ -44,6 +44,7 @@
 #include "mds/outcome.h"
 #include "mds/rank.h"
 #include "mds/rank_options.h"
+#include "mds/reply.h"
 #include "mds/request.h"
 #include "mds/store/records.pb.h"
 #include "proto/mds_client.pb.h"
@@ -59,7 +60,7 @@ class RequestRun {
 
   // `replay`: a request resent through Reconnect (its original time and
   // inode, no leases or recalls). `reply` must outlive the run.
-  RequestRun(MdsRank* rank, const Request& request, pb::MetaReply* reply, bool replay);
+  RequestRun(MdsRank* rank, const Request& request, Reply* reply, bool replay);
   ~RequestRun();
   RequestRun(const RequestRun&) = delete;
   RequestRun& operator=(const RequestRun&) = delete;
@@ -73,7 +74,7 @@ class RequestRun {
   void End();
 
   const Request& request() const { return request_; }
-  pb::MetaReply* reply() { return reply_; }
+  Reply* reply() { return reply_; }
 
  private:
   enum class Phase { kOp, kLock, kTrim, kReply, kDone };
@@ -110,7 +111,7 @@ class RequestRun {
 
   MdsRank* const rank_;
   const Request& request_;
-  pb::MetaReply* const reply_;
+  Reply* const reply_;
   const bool replay_;
   const SessionId session_;
   const uint64_t tid_;  // request_.id, as the session tables key it

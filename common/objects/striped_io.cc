@@ -9,21 +9,14 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
+#include "common/fs/attr_wire.h"
 #include "common/status/status.h"
 #include "common/objects/data_objects.h"
 
 namespace weft::objects {
 
-striping::Layout StripeOf(const pb::FileLayout& layout) {
-  striping::Layout stripe;
-  stripe.stripe_unit = layout.stripe_unit();
-  stripe.stripe_count = layout.stripe_count();
-  stripe.object_size = layout.object_size();
-  return stripe;
-}
-
 absl::StatusOr<FileData> FileDataOf(uint64_t ino, const pb::FileLayout& layout) {
-  return FileDataOf(ino, StripeOf(layout), PoolId(layout.pool()));
+  return FileDataOf(ino, fs::StripeOf(layout), PoolId(layout.pool()));
 }
 
 absl::StatusOr<FileData> FileDataOf(uint64_t ino, const striping::Layout& layout, PoolId pool) {

@@ -31,9 +31,6 @@ struct FileData {
   striping::Layout layout;
   PoolId pool;
 };
-// The striping of a wire layout (its pool aside): the one conversion the
-// MDS, the client library and FileDataOf share.
-striping::Layout StripeOf(const pb::FileLayout& layout);
 // Inode `ino`'s data by its layout as the MDS keeps it; EINVAL for a layout
 // that striping cannot use.
 absl::StatusOr<FileData> FileDataOf(uint64_t ino, const pb::FileLayout& layout);

@@ -15,9 +15,11 @@
 #include "common/posix/permission.h"
 #include "common/posix/xattr.h"
 #include "common/status/status.h"
-#include "fuse-client/lib/attr_wire.h"
+#include "common/fs/attr_wire.h"
 
 namespace weft::client {
+
+using fs::FromWire;
 
 absl::Status FileSystemClientOptions::Validate() const {
   if (mds_addrs.empty()) return absl::InvalidArgumentError("no MDS address");

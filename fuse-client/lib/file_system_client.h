@@ -57,12 +57,18 @@
 #include "common/objects/object_client.h"
 #include "common/objects/striped_io.h"
 #include "common/posix/permission.h"
-#include "fuse-client/lib/attr.h"
+#include "common/fs/attr.h"
 #include "fuse-client/lib/file_cache.h"
 #include "fuse-client/lib/file_locks.h"
 #include "fuse-client/lib/meta_client.h"
 
 namespace weft::client {
+
+// The values the MDS reports (common/fs/attr.h), as this library's API.
+using fs::Attr;
+using fs::DirEntry;
+using fs::FileLayout;
+using fs::FsStats;
 
 struct FileSystemClientOptions {
   std::vector<std::string> mds_addrs;

@@ -12,10 +12,12 @@
 #include "common/memory/memory.h"
 #include "common/posix/atime.h"
 #include "common/status/status.h"
-#include "fuse-client/lib/attr_wire.h"
+#include "common/fs/attr_wire.h"
 #include "fuse-client/lib/file_system_client.h"
 
 namespace weft::client {
+
+using fs::FromWire;
 namespace {
 
 int64_t NowNs() { return absl::ToUnixNanos(absl::Now()); }

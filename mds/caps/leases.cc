@@ -47,11 +47,11 @@ std::vector<LeaseChange> ChangesOf(const Request& r) {
 
 }  // namespace
 
-std::vector<uint64_t> ShownInos(const pb::MetaReply& reply, const std::vector<uint64_t>& touched) {
+std::vector<uint64_t> ShownInos(const Reply& reply, const std::vector<uint64_t>& touched) {
   std::vector<uint64_t> shown = touched;
-  if (reply.attr().ino() != 0) shown.push_back(reply.attr().ino());
-  for (const pb::DirEntry& e : reply.entries()) {
-    if (e.attr().ino() != 0) shown.push_back(e.attr().ino());
+  if (reply.attr.ino != 0) shown.push_back(reply.attr.ino);
+  for (const fs::DirEntry& e : reply.entries) {
+    if (e.has_attr()) shown.push_back(e.attr.ino);
   }
   return shown;
 }
@@ -132,18 +132,15 @@ bool Leases::Revoke(const Request& request, absl::Time now, absl::Time* until) {
   return blocked;
 }
 
-void Leases::Grant(const Request& r, const pb::MetaReply& done, absl::Time now,
-                   google::protobuf::RepeatedPtrField<pb::DirLease>* out) {
+void Leases::Grant(const Request& r, const Reply& done, absl::Time now,
+                   std::vector<DirLeaseGrant>* out) {
   const uint64_t session = r.session.value();
   if (!streams_.contains(session)) return;  // revokes could not reach it
   auto grant = [&](uint64_t dir, bool searchable) {
     const uint64_t seq = dirs_.Grant(dir, session, now);
     if (seq == 0) return;
-    pb::DirLease* l = out->Add();
-    l->set_ino(dir);
-    l->set_seq(seq);
-    l->set_lease_ms(absl::ToInt64Milliseconds(dirs_.lease()));
-    l->set_searchable(searchable);
+    out->push_back(
+        DirLeaseGrant{InodeId(dir), seq, absl::ToInt64Milliseconds(dirs_.lease()), searchable});
   };
   if (auto* op = r.As<req::Lookup>()) {
     grant(op->parent.value(), true);
@@ -153,7 +150,7 @@ void Leases::Grant(const Request& r, const pb::MetaReply& done, absl::Time now,
     grant(op->parent.value(), true);
   } else if (auto* op = r.As<req::Mkdir>()) {
     grant(op->parent.value(), true);
-    if (done.attr().ino() != 0) grant(done.attr().ino(), false);  // new and empty
+    if (done.attr.ino != 0) grant(done.attr.ino, false);  // new and empty
   } else if (auto* op = r.As<req::Symlink>()) {
     grant(op->parent.value(), true);
   } else if (auto* op = r.As<req::Link>()) {
@@ -189,7 +186,7 @@ void Leases::DropWriter(uint64_t session, uint64_t ino) {
 }
 
 std::vector<Leases::RecallKey> Leases::Recall(const Request& request,
-                                              const pb::MetaReply& reply,
+                                              const Reply& reply,
                                               const std::vector<uint64_t>& touched,
                                               const std::vector<pb::TrimRec>& trims,
                                               const Sessions& sessions,
@@ -258,17 +255,17 @@ void Leases::ForgetRecalls(const std::vector<RecallKey>& wanted) {
   for (const RecallKey& key : wanted) recalls_.erase(key);
 }
 
-bool Leases::MayGrantAttrAuthority(const Request& request, const pb::MetaReply& reply,
+bool Leases::MayGrantAttrAuthority(const Request& request, const Reply& reply,
                                    const Sessions& sessions) const {
-  const pb::Attr& a = reply.attr();
+  const fs::Attr& a = reply.attr;
   const req::Create* create = request.As<req::Create>();
-  if (create == nullptr || !create->open || !reply.created() ||
-      !streams_.contains(request.session.value()) || (a.mode() & S_IFMT) != S_IFREG ||
-      !a.no_xattrs() || (a.mode() & (S_ISUID | S_ISGID)) != 0) {
+  if (create == nullptr || !create->open || !reply.created ||
+      !streams_.contains(request.session.value()) || (a.mode & S_IFMT) != S_IFREG ||
+      !a.no_xattrs || (a.mode & (S_ISUID | S_ISGID)) != 0) {
     return false;
   }
   // The recall that ends it needs the session counted as a writer.
-  return sessions.HasOpen(request.session, a.ino(), /*write=*/true);
+  return sessions.HasOpen(request.session, a.ino, /*write=*/true);
 }
 
 void Leases::Ack(SessionId session, const pb::LeaseAckRequest& request) {

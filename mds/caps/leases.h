@@ -33,6 +33,7 @@
 #include "absl/time/time.h"
 #include "mds/caps/dir_leases.h"
 #include "mds/ids.h"
+#include "mds/reply.h"
 #include "mds/request.h"
 #include "mds/sessions/sessions.h"
 #include "proto/mds_client.pb.h"
@@ -77,8 +78,8 @@ class Leases {
   // Bumped whenever a lease goes: what a request waiting in Revoke watches.
   uint64_t returns() const { return returns_; }
   // The leases `done` (the reply to `request`, or a lookup's ENOENT) grants.
-  void Grant(const Request& request, const pb::MetaReply& done, absl::Time now,
-             google::protobuf::RepeatedPtrField<pb::DirLease>* out);
+  void Grant(const Request& request, const Reply& done, absl::Time now,
+             std::vector<DirLeaseGrant>* out);
   void Expire(absl::Time now) { dirs_.Expire(now); }
 
   // ---- writers and recalls
@@ -94,7 +95,7 @@ class Leases {
   // recall twice, a hold once). Returns the recalls the request must wait
   // for (empty: none). A flush's own report, a release, a sync, an atime
   // report and an inline move recall nothing.
-  std::vector<RecallKey> Recall(const Request& request, const pb::MetaReply& reply,
+  std::vector<RecallKey> Recall(const Request& request, const Reply& reply,
                                 const std::vector<uint64_t>& touched,
                                 const std::vector<pb::TrimRec>& trims, const Sessions& sessions,
                                 absl::flat_hash_set<RecallKey>* recalled,
@@ -104,7 +105,7 @@ class Leases {
   // A waiter gave up on them (the client stopped answering).
   void ForgetRecalls(const std::vector<RecallKey>& wanted);
   // Whether a create's reply may carry attr_authority (MetaReply).
-  bool MayGrantAttrAuthority(const Request& request, const pb::MetaReply& reply,
+  bool MayGrantAttrAuthority(const Request& request, const Reply& reply,
                              const Sessions& sessions) const;
   // The client's acknowledgements of revokes and recalls.
   void Ack(SessionId session, const pb::LeaseAckRequest& request);
@@ -141,6 +142,6 @@ class Leases {
 
 // The inodes an operation's reply shows (its attr, readdir's entries) and
 // those it looked at (`touched`).
-std::vector<uint64_t> ShownInos(const pb::MetaReply& reply, const std::vector<uint64_t>& touched);
+std::vector<uint64_t> ShownInos(const Reply& reply, const std::vector<uint64_t>& touched);
 
 }  // namespace weft::mds

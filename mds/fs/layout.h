@@ -30,6 +30,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "common/cluster_map/types.h"
+#include "common/fs/attr.h"
 #include "common/striping/striping.h"
 
 namespace weft::mds {
@@ -38,10 +39,8 @@ inline constexpr uint64_t kStripeUnitAlignBytes = 4096;
 inline constexpr uint64_t kLayoutObjectBytesMax = 1ull << 30;
 inline constexpr uint64_t kStripeCountMax = 256;
 
-struct FileLayout {
-  striping::Layout stripe;
-  PoolId pool;  // 0 = none
-};
+// A file's striping and data pool (pool 0: none), as the client sees it too.
+using FileLayout = fs::FileLayout;
 
 // The pools a layout may name, as the maps say at the time of the request.
 struct DataPools {

@@ -25,7 +25,7 @@ absl::Status Held(const locks::Lock& by) {
 
 RankLocks::Step RankLocks::Try(SessionId session, const req::Lock& op,
                                const Sessions& sessions, absl::Time now, Wait* wait,
-                               pb::MetaReply* reply, absl::Status* status) {
+                               Reply* reply, absl::Status* status) {
   const locks::Lock& want = op.lock;
   DCHECK(want.owner.session == session.value()) << "a lock request owned by another session";
   auto done = [&](absl::Status s) {
@@ -36,7 +36,7 @@ RankLocks::Step RankLocks::Try(SessionId session, const req::Lock& op,
     waiters_.erase(wait->waiter);
     wait->waiter = 0;
     if (gen_ == wait->gen && now >= wait->give_up) {
-      reply->set_lock_retry(true);  // not an error: the client asks again
+      reply->lock_retry = true;  // not an error: the client asks again
       return done(absl::OkStatus());
     }
     // The file may have been closed, or the session ended, meanwhile.
@@ -51,9 +51,9 @@ RankLocks::Step RankLocks::Try(SessionId session, const req::Lock& op,
       if (want.type == locks::Type::kUnlock) return done(Err(EINVAL, "F_GETLK of F_UNLCK"));
       std::optional<locks::Lock> conflict = locks_.FirstConflict(want);
       if (conflict.has_value()) {
-        locks::ToProto(*conflict, reply->mutable_lock());
+        reply->lock_query = Reply::LockQuery{*conflict};
       } else {
-        reply->mutable_lock()->set_type(pb::LK_UNLOCK);
+        reply->lock_query = Reply::LockQuery{};
       }
       return done(absl::OkStatus());
     }

@@ -21,6 +21,7 @@
 #include "absl/time/time.h"
 #include "common/locks/lock_table.h"
 #include "mds/ids.h"
+#include "mds/reply.h"
 #include "mds/request.h"
 #include "mds/sessions/sessions.h"
 #include "proto/mds_client.pb.h"
@@ -42,7 +43,7 @@ class RankLocks {
   // owner is in it). kDone: the answer is in `reply` and *status; kWait:
   // wait until gen() != wait->gen or wait->give_up, then call again.
   Step Try(SessionId session, const req::Lock& op, const Sessions& sessions, absl::Time now,
-           Wait* wait, pb::MetaReply* reply, absl::Status* status);
+           Wait* wait, Reply* reply, absl::Status* status);
   // The request ended (answered or abandoned).
   void Done(Wait* wait);
 

@@ -63,7 +63,7 @@ int OpenMask(uint32_t flags) {
 
 }  // namespace
 
-absl::Status DoCreate(OpContext& ctx, const req::Create& op, pb::MetaReply* reply) {
+absl::Status DoCreate(OpContext& ctx, const req::Create& op, Reply* reply) {
   RETURN_IF_ERROR(ValidateName(op.name));
   uint32_t type = op.mode & S_IFMT;
   if (type == 0) type = S_IFREG;
@@ -85,21 +85,21 @@ absl::Status DoCreate(OpContext& ctx, const req::Create& op, pb::MetaReply* repl
                    MakeInode(ctx, op.parent, op.name, type | (op.mode & 07777)));
   if (type == S_IFCHR || type == S_IFBLK) inode->set_rdev(op.rdev);
   if (op.open) ctx.OpenRef(IdOf(*inode), (OpenMask(op.open_flags) & kMayWrite) != 0);
-  reply->set_created(true);
-  if (inode->data_inline()) reply->set_inline_data("");
-  FillAttr(*inode, reply->mutable_attr());
+  reply->created = true;
+  if (inode->data_inline()) reply->inline_data = "";
+  FillAttr(*inode, &reply->attr);
   return absl::OkStatus();
 }
 
-absl::Status DoMkdir(OpContext& ctx, const req::Mkdir& op, pb::MetaReply* reply) {
+absl::Status DoMkdir(OpContext& ctx, const req::Mkdir& op, Reply* reply) {
   RETURN_IF_ERROR(ValidateName(op.name));
   ASSIGN_OR_RETURN(pb::InodeRec* inode,
                    MakeInode(ctx, op.parent, op.name, S_IFDIR | (op.mode & 07777)));
-  FillAttr(*inode, reply->mutable_attr());
+  FillAttr(*inode, &reply->attr);
   return absl::OkStatus();
 }
 
-absl::Status DoSymlink(OpContext& ctx, const req::Symlink& op, pb::MetaReply* reply) {
+absl::Status DoSymlink(OpContext& ctx, const req::Symlink& op, Reply* reply) {
   RETURN_IF_ERROR(ValidateName(op.name));
   if (op.target.empty()) return Err(ENOENT, "empty symlink target");
   if (op.target.size() > kSymlinkMax) return Err(ENAMETOOLONG, "symlink target over 4095 bytes");
@@ -109,11 +109,11 @@ absl::Status DoSymlink(OpContext& ctx, const req::Symlink& op, pb::MetaReply* re
   inode->clear_xattrs();
   inode->set_symlink(op.target);
   inode->set_size(op.target.size());
-  FillAttr(*inode, reply->mutable_attr());
+  FillAttr(*inode, &reply->attr);
   return absl::OkStatus();
 }
 
-absl::Status DoOpen(OpContext& ctx, const req::Open& op, pb::MetaReply* reply) {
+absl::Status DoOpen(OpContext& ctx, const req::Open& op, Reply* reply) {
   ASSIGN_OR_RETURN(const pb::InodeRec* inode, ctx.Inode(op.ino));
   int mask = OpenMask(op.flags);
   if (IsDir(*inode) && (mask & kMayWrite)) return Err(EISDIR, "open a directory for writing");
@@ -122,10 +122,10 @@ absl::Status DoOpen(OpContext& ctx, const req::Open& op, pb::MetaReply* reply) {
   if (IsReg(*inode) && inode->data_inline() && (mask & kMayRead)) {
     // The opener reads them from here: a small file costs no OSD read.
     ASSIGN_OR_RETURN(const std::string* data, ctx.InlineData(*inode));
-    reply->set_inline_data(*data);
+    reply->inline_data = *data;
   }
   ctx.OpenRef(IdOf(*inode), (mask & kMayWrite) != 0);
-  FillAttr(*inode, reply->mutable_attr());
+  FillAttr(*inode, &reply->attr);
   return absl::OkStatus();
 }
 
@@ -158,7 +158,7 @@ absl::Status ApplyOwnAttrs(const req::Setattr& a, pb::InodeRec* edit) {
 
 }  // namespace
 
-absl::Status DoWritten(OpContext& ctx, const req::Written& op, pb::MetaReply* reply) {
+absl::Status DoWritten(OpContext& ctx, const req::Written& op, Reply* reply) {
   ASSIGN_OR_RETURN(const pb::InodeRec* inode, ctx.Inode(op.ino));
   if (!ctx.HasOpen(op.ino, true)) return Err(EBADF, "file not open for writing by this session");
   if (op.end > (uint64_t{1} << 60)) return Err(EFBIG, "write past the maximum file size");
@@ -169,8 +169,8 @@ absl::Status DoWritten(OpContext& ctx, const req::Written& op, pb::MetaReply* re
   if (op.inline_report) {
     if (!InlineWritesFit(ctx, op, *inode)) {
       // Nothing changes: the client moves the data and writes objects.
-      reply->set_inline_refused(true);
-      FillAttr(*inode, reply->mutable_attr());
+      reply->inline_refused = true;
+      FillAttr(*inode, &reply->attr);
       return absl::OkStatus();
     }
     if (!op.inline_writes.empty() && ctx.cluster_full()) {
@@ -211,7 +211,7 @@ absl::Status DoWritten(OpContext& ctx, const req::Written& op, pb::MetaReply* re
   }
   edit->set_mode(ModeAfterWrite(AccessOf(*edit), ctx.cred()));
   if (op.attrs.has_value()) RETURN_IF_ERROR(ApplyOwnAttrs(*op.attrs, edit));
-  FillAttr(*edit, reply->mutable_attr());
+  FillAttr(*edit, &reply->attr);
   return absl::OkStatus();
 }
 

@@ -52,7 +52,7 @@ void CutInline(OpContext& ctx, uint64_t size, pb::InodeRec* edit) {
   ctx.InlineChanged(IdOf(*edit));
 }
 
-absl::Status DoInline(OpContext& ctx, const req::Inline& op, pb::MetaReply* reply) {
+absl::Status DoInline(OpContext& ctx, const req::Inline& op, Reply* reply) {
   ASSIGN_OR_RETURN(const pb::InodeRec* inode, ctx.Inode(op.ino));
   if (!IsReg(*inode)) return Err(EINVAL, "inline data of a file that is not a regular file");
   if (!ctx.HasOpen(op.ino, op.uninline)) {
@@ -60,13 +60,13 @@ absl::Status DoInline(OpContext& ctx, const req::Inline& op, pb::MetaReply* repl
                                     : "file not open by this session");
   }
   if (!inode->data_inline()) {
-    FillAttr(*inode, reply->mutable_attr());
+    FillAttr(*inode, &reply->attr);
     return absl::OkStatus();
   }
   ASSIGN_OR_RETURN(const std::string* data, ctx.InlineData(*inode));
   if (!op.uninline) {
-    FillAttr(*inode, reply->mutable_attr());
-    reply->set_inline_data(*data);
+    FillAttr(*inode, &reply->attr);
+    reply->inline_data = *data;
     return absl::OkStatus();
   }
   if (!ctx.Moved(IdOf(*inode), inode->inline_version())) {
@@ -88,7 +88,7 @@ absl::Status DoInline(OpContext& ctx, const req::Inline& op, pb::MetaReply* repl
   edit->clear_inline_data();
   edit->set_inline_version(before.inline_version() + 1);
   edit->set_allocated(std::min<uint64_t>(data->size(), before.size()));
-  FillAttr(*edit, reply->mutable_attr());
+  FillAttr(*edit, &reply->attr);
   return absl::OkStatus();
 }
 

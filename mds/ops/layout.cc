@@ -12,7 +12,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/log/log.h"
-#include "common/objects/striped_io.h"
+#include "common/fs/attr_wire.h"
 #include "common/status/status.h"
 #include "mds/fs/names.h"
 #include "mds/ops/ops.h"
@@ -20,21 +20,13 @@
 namespace weft::mds {
 namespace {
 
-FileLayout FromProto(const pb::FileLayout& p) {
-  FileLayout l;
-  l.stripe = objects::StripeOf(p);
-  l.pool = PoolId(p.pool());
-  return l;
-}
+FileLayout FromProto(const pb::FileLayout& p) { return fs::FromWire(p); }
 
 // Only called with layouts that passed ValidateLayout, so the narrowing
 // conversions cannot lose bits (stripe_unit <= object_size <= 1 GiB).
 pb::FileLayout ToProto(const FileLayout& l) {
   pb::FileLayout p;
-  p.set_stripe_unit(static_cast<uint32_t>(l.stripe.stripe_unit));
-  p.set_stripe_count(static_cast<uint32_t>(l.stripe.stripe_count));
-  p.set_object_size(l.stripe.object_size);
-  p.set_pool(l.pool.value());
+  fs::ToWire(l, &p);
   return p;
 }
 
@@ -109,7 +101,7 @@ absl::StatusOr<std::string> GetLayoutXattr(OpContext& ctx, const pb::InodeRec& i
 
 absl::Status SetLayoutXattr(OpContext& ctx, const pb::InodeRec& inode, const std::string& name,
                             const LayoutXattr& x, const std::string& value,
-                            pb::MetaReply* reply) {
+                            Reply* reply) {
   const pb::InodeRec before = inode;
   const bool dir = x.target == LayoutTarget::kDir;
   if (dir && !IsDir(before)) {
@@ -145,12 +137,12 @@ absl::Status SetLayoutXattr(OpContext& ctx, const pb::InodeRec& inode, const std
   pb::InodeRec* edit = ctx.Edit(before);
   *(dir ? edit->mutable_dir_layout() : edit->mutable_layout()) = ToProto(*layout);
   edit->set_ctime_ns(ctx.now_ns());
-  FillAttr(*edit, reply->mutable_attr());
+  FillAttr(*edit, &reply->attr);
   return absl::OkStatus();
 }
 
 absl::Status RemoveLayoutXattr(OpContext& ctx, const pb::InodeRec& inode, const LayoutXattr& x,
-                               pb::MetaReply* reply) {
+                               Reply* reply) {
   if (x.target != LayoutTarget::kDir || !x.field.empty()) {
     return Err(EOPNOTSUPP, "only weft.dir.layout can be removed (its directory inherits again)");
   }
@@ -160,7 +152,7 @@ absl::Status RemoveLayoutXattr(OpContext& ctx, const pb::InodeRec& inode, const 
   pb::InodeRec* edit = ctx.Edit(before);
   edit->clear_dir_layout();
   edit->set_ctime_ns(ctx.now_ns());
-  FillAttr(*edit, reply->mutable_attr());
+  FillAttr(*edit, &reply->attr);
   return absl::OkStatus();
 }
 

@@ -7,7 +7,7 @@
 
 namespace weft::mds {
 
-absl::Status DoLink(OpContext& ctx, const req::Link& op, pb::MetaReply* reply) {
+absl::Status DoLink(OpContext& ctx, const req::Link& op, Reply* reply) {
   RETURN_IF_ERROR(ValidateName(op.new_name));
   ASSIGN_OR_RETURN(const pb::InodeRec* target, ctx.Inode(op.ino));
   if (IsDir(*target)) return Err(EPERM, "hard link to a directory");
@@ -26,7 +26,7 @@ absl::Status DoLink(OpContext& ctx, const req::Link& op, pb::MetaReply* reply) {
   edit->set_ctime_ns(ctx.now_ns());
   ctx.LinkDentry(op.new_parent, op.new_name, *edit);
   ctx.MaybeSplit(op.new_parent);
-  FillAttr(*edit, reply->mutable_attr());
+  FillAttr(*edit, &reply->attr);
   return absl::OkStatus();
 }
 

@@ -19,54 +19,53 @@ void TouchDir(OpContext& ctx, const pb::InodeRec& dir) {
   edit->set_ctime_ns(ctx.now_ns());
 }
 
-absl::Status DoLookup(OpContext& ctx, const req::Lookup& op, pb::MetaReply* reply) {
+absl::Status DoLookup(OpContext& ctx, const req::Lookup& op, Reply* reply) {
   const std::string& name = op.name;
   // Search permission first, as the kernel's walk checks it before the name.
   ASSIGN_OR_RETURN(const pb::InodeRec* dir, ParentFor(ctx, op.parent, false));
   if (name.size() > kNameMax) return Err(ENAMETOOLONG, "name over 255 bytes");
   if (name == ".") {
-    FillAttr(*dir, reply->mutable_attr());
+    FillAttr(*dir, &reply->attr);
     return absl::OkStatus();
   }
   if (name == "..") {
     const InodeId up(dir->ino() == kRootIno ? kRootIno : dir->parent());
     ASSIGN_OR_RETURN(const pb::InodeRec* parent, ctx.Inode(up));
-    FillAttr(*parent, reply->mutable_attr());
+    FillAttr(*parent, &reply->attr);
     return absl::OkStatus();
   }
   RETURN_IF_ERROR(ValidateName(name));
   ASSIGN_OR_RETURN(auto dentry, ctx.Dentry(op.parent, name));
   if (!dentry) return Err(ENOENT, absl::StrCat("lookup ", name));
   ASSIGN_OR_RETURN(const pb::InodeRec* inode, ctx.Inode(dentry->ino));
-  FillAttr(*inode, reply->mutable_attr());
+  FillAttr(*inode, &reply->attr);
   return absl::OkStatus();
 }
 
-absl::Status DoGetattr(OpContext& ctx, const req::Getattr& op, pb::MetaReply* reply) {
+absl::Status DoGetattr(OpContext& ctx, const req::Getattr& op, Reply* reply) {
   ASSIGN_OR_RETURN(const pb::InodeRec* inode, ctx.Inode(op.ino));
-  FillAttr(*inode, reply->mutable_attr());
+  FillAttr(*inode, &reply->attr);
   return absl::OkStatus();
 }
 
-absl::Status DoReadlink(OpContext& ctx, const req::Readlink& op, pb::MetaReply* reply) {
+absl::Status DoReadlink(OpContext& ctx, const req::Readlink& op, Reply* reply) {
   ASSIGN_OR_RETURN(const pb::InodeRec* inode, ctx.Inode(op.ino));
   if (!IsSymlink(*inode)) return Err(EINVAL, "not a symbolic link");
-  reply->set_value(inode->symlink());
-  FillAttr(*inode, reply->mutable_attr());
+  reply->value = inode->symlink();
+  FillAttr(*inode, &reply->attr);
   return absl::OkStatus();
 }
 
-absl::Status DoStatfs(OpContext& ctx, const req::Statfs&, pb::MetaReply* reply) {
+absl::Status DoStatfs(OpContext& ctx, const req::Statfs&, Reply* reply) {
   Capacity cap = ctx.capacity();
   ASSIGN_OR_RETURN(const pb::InodeRec* root, ctx.Inode(InodeId(kRootIno)));
-  pb::StatfsReply* s = reply->mutable_statfs();
-  s->set_bytes_total(cap.bytes_total);
-  s->set_bytes_avail(cap.bytes_avail);
-  s->set_bytes_used(cap.bytes_used);
-  uint64_t files = root->rstat().rfiles() + root->rstat().rsubdirs() + 1;
-  s->set_files(files);
-  s->set_files_free(uint64_t{1} << 40);
-  s->set_name_max(kNameMax);
+  fs::FsStats& s = reply->statfs.emplace();
+  s.bytes_total = cap.bytes_total;
+  s.bytes_avail = cap.bytes_avail;
+  s.bytes_used = cap.bytes_used;
+  s.files = root->rstat().rfiles() + root->rstat().rsubdirs() + 1;
+  s.files_free = uint64_t{1} << 40;
+  s.name_max = kNameMax;
   return absl::OkStatus();
 }
 

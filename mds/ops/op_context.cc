@@ -7,6 +7,7 @@
 
 #include "absl/strings/cord.h"
 #include "absl/strings/str_cat.h"
+#include "common/fs/attr_wire.h"
 #include "common/log/log.h"
 #include "common/posix/acl.h"
 #include "common/status/status.h"
@@ -384,29 +385,30 @@ std::string DefaultAcl(const pb::InodeRec& rec) {
   return acl == nullptr ? std::string() : *acl;
 }
 
-void FillAttr(const pb::InodeRec& rec, pb::Attr* attr) {
-  attr->set_ino(rec.ino());
-  attr->set_mode(rec.mode());
-  attr->set_uid(rec.uid());
-  attr->set_gid(rec.gid());
-  attr->set_size(rec.size());
-  attr->set_allocated(rec.has_allocated() ? std::min(rec.allocated(), rec.size()) : rec.size());
-  attr->set_nlink(rec.nlink());
-  attr->set_rdev(rec.rdev());
-  attr->set_atime_ns(rec.atime_ns());
-  attr->set_mtime_ns(rec.mtime_ns());
-  attr->set_ctime_ns(rec.ctime_ns());
-  attr->set_btime_ns(rec.btime_ns());
-  attr->set_version(rec.version());
-  attr->set_generation(rec.generation());
-  if (rec.has_layout()) *attr->mutable_layout() = rec.layout();
-  attr->set_data_inline(rec.data_inline());
-  attr->set_no_xattrs(rec.xattrs().empty());
+void FillAttr(const pb::InodeRec& rec, fs::Attr* attr) {
+  *attr = fs::Attr();
+  attr->ino = rec.ino();
+  attr->mode = rec.mode();
+  attr->uid = rec.uid();
+  attr->gid = rec.gid();
+  attr->size = rec.size();
+  attr->allocated = rec.has_allocated() ? std::min(rec.allocated(), rec.size()) : rec.size();
+  attr->nlink = rec.nlink();
+  attr->rdev = rec.rdev();
+  attr->atime_ns = rec.atime_ns();
+  attr->mtime_ns = rec.mtime_ns();
+  attr->ctime_ns = rec.ctime_ns();
+  attr->btime_ns = rec.btime_ns();
+  attr->version = rec.version();
+  attr->generation = rec.generation();
+  if (rec.has_layout()) attr->layout = fs::FromWire(rec.layout());
+  attr->data_inline = rec.data_inline();
+  attr->no_xattrs = rec.xattrs().empty();
   const std::string* acl = FindXattr(rec, posix::kXattrPosixAclAccess);
-  attr->set_no_acl(acl == nullptr);
+  attr->no_acl = acl == nullptr;
   if (S_ISDIR(rec.mode())) {
-    attr->set_searchable_by_all(
-        posix::SearchableByEveryone(rec.mode(), acl == nullptr ? std::string() : *acl));
+    attr->searchable_by_all =
+        posix::SearchableByEveryone(rec.mode(), acl == nullptr ? std::string() : *acl);
   }
 }
 

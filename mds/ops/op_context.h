@@ -15,6 +15,7 @@
 #include "common/posix/permission.h"
 #include "mds/cache/meta_cache.h"
 #include "mds/rank_options.h"
+#include "mds/reply.h"
 #include "mds/request.h"
 #include "mds/sessions/sessions.h"
 #include "mds/store/records.pb.h"
@@ -186,7 +187,7 @@ bool RemoveXattr(pb::InodeRec* rec, absl::string_view name);
 
 AccessAttrs AccessOf(const pb::InodeRec& rec);
 std::string DefaultAcl(const pb::InodeRec& rec);
-void FillAttr(const pb::InodeRec& rec, pb::Attr* attr);
+void FillAttr(const pb::InodeRec& rec, fs::Attr* attr);
 // The strong ids of a stored record's bare numbers.
 inline InodeId IdOf(const pb::InodeRec& rec) { return InodeId(rec.ino()); }
 inline InodeId ParentOf(const pb::InodeRec& rec) { return InodeId(rec.parent()); }

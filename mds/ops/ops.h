@@ -6,35 +6,36 @@
 
 #include "mds/fs/layout.h"
 #include "mds/ops/op_context.h"
+#include "mds/reply.h"
 #include "mds/request.h"
 #include "proto/mds_client.pb.h"
 #include "mds/store/records.pb.h"
 
 namespace weft::mds {
 
-absl::Status DoLookup(OpContext& ctx, const req::Lookup& op, pb::MetaReply* reply);
-absl::Status DoGetattr(OpContext& ctx, const req::Getattr& op, pb::MetaReply* reply);
-absl::Status DoSetattr(OpContext& ctx, const req::Setattr& op, pb::MetaReply* reply);
-absl::Status DoCreate(OpContext& ctx, const req::Create& op, pb::MetaReply* reply);
-absl::Status DoMkdir(OpContext& ctx, const req::Mkdir& op, pb::MetaReply* reply);
-absl::Status DoSymlink(OpContext& ctx, const req::Symlink& op, pb::MetaReply* reply);
-absl::Status DoLink(OpContext& ctx, const req::Link& op, pb::MetaReply* reply);
-absl::Status DoUnlink(OpContext& ctx, const req::Unlink& op, pb::MetaReply* reply);
-absl::Status DoRmdir(OpContext& ctx, const req::Rmdir& op, pb::MetaReply* reply);
-absl::Status DoRename(OpContext& ctx, const req::Rename& op, pb::MetaReply* reply);
-absl::Status DoReadlink(OpContext& ctx, const req::Readlink& op, pb::MetaReply* reply);
-absl::Status DoReaddir(OpContext& ctx, const req::Readdir& op, pb::MetaReply* reply);
-absl::Status DoGetxattr(OpContext& ctx, const req::Getxattr& op, pb::MetaReply* reply);
-absl::Status DoSetxattr(OpContext& ctx, const req::Setxattr& op, pb::MetaReply* reply);
-absl::Status DoListxattr(OpContext& ctx, const req::Listxattr& op, pb::MetaReply* reply);
-absl::Status DoRemovexattr(OpContext& ctx, const req::Removexattr& op, pb::MetaReply* reply);
-absl::Status DoStatfs(OpContext& ctx, const req::Statfs& op, pb::MetaReply* reply);
-absl::Status DoOpen(OpContext& ctx, const req::Open& op, pb::MetaReply* reply);
-absl::Status DoAccess(OpContext& ctx, const req::Access& op, pb::MetaReply* reply);
-absl::Status DoWritten(OpContext& ctx, const req::Written& op, pb::MetaReply* reply);
-absl::Status DoInline(OpContext& ctx, const req::Inline& op, pb::MetaReply* reply);
+absl::Status DoLookup(OpContext& ctx, const req::Lookup& op, Reply* reply);
+absl::Status DoGetattr(OpContext& ctx, const req::Getattr& op, Reply* reply);
+absl::Status DoSetattr(OpContext& ctx, const req::Setattr& op, Reply* reply);
+absl::Status DoCreate(OpContext& ctx, const req::Create& op, Reply* reply);
+absl::Status DoMkdir(OpContext& ctx, const req::Mkdir& op, Reply* reply);
+absl::Status DoSymlink(OpContext& ctx, const req::Symlink& op, Reply* reply);
+absl::Status DoLink(OpContext& ctx, const req::Link& op, Reply* reply);
+absl::Status DoUnlink(OpContext& ctx, const req::Unlink& op, Reply* reply);
+absl::Status DoRmdir(OpContext& ctx, const req::Rmdir& op, Reply* reply);
+absl::Status DoRename(OpContext& ctx, const req::Rename& op, Reply* reply);
+absl::Status DoReadlink(OpContext& ctx, const req::Readlink& op, Reply* reply);
+absl::Status DoReaddir(OpContext& ctx, const req::Readdir& op, Reply* reply);
+absl::Status DoGetxattr(OpContext& ctx, const req::Getxattr& op, Reply* reply);
+absl::Status DoSetxattr(OpContext& ctx, const req::Setxattr& op, Reply* reply);
+absl::Status DoListxattr(OpContext& ctx, const req::Listxattr& op, Reply* reply);
+absl::Status DoRemovexattr(OpContext& ctx, const req::Removexattr& op, Reply* reply);
+absl::Status DoStatfs(OpContext& ctx, const req::Statfs& op, Reply* reply);
+absl::Status DoOpen(OpContext& ctx, const req::Open& op, Reply* reply);
+absl::Status DoAccess(OpContext& ctx, const req::Access& op, Reply* reply);
+absl::Status DoWritten(OpContext& ctx, const req::Written& op, Reply* reply);
+absl::Status DoInline(OpContext& ctx, const req::Inline& op, Reply* reply);
 // Reads served by a client: relatime on each inode (see AtimeOp).
-absl::Status DoAtime(OpContext& ctx, const req::Atime& op, pb::MetaReply* reply);
+absl::Status DoAtime(OpContext& ctx, const req::Atime& op, Reply* reply);
 
 // Inline data (mds/ops/inline.cc).
 // How many bytes `rec` may keep inline: the rank's limit, within its first
@@ -58,7 +59,7 @@ void TouchDir(OpContext& ctx, const pb::InodeRec& dir);
 // statistics; the dentry is the caller's) and fills `last` with how it
 // ends, nlink 0, for a client that holds it open (mds/ops/unlink.cc).
 void RemoveDir(OpContext& ctx, const pb::InodeRec& parent, const pb::InodeRec& dir,
-               pb::Attr* last);
+               fs::Attr* last);
 
 // Layouts (mds/ops/layout.cc).
 // What a new file in `dir` gets: the dir_layout of `dir` or of its nearest
@@ -72,9 +73,9 @@ absl::StatusOr<std::string> GetLayoutXattr(OpContext& ctx, const pb::InodeRec& i
 // for a file with data, EBUSY for a file another session has open for writing.
 absl::Status SetLayoutXattr(OpContext& ctx, const pb::InodeRec& inode, const std::string& name,
                             const LayoutXattr& x, const std::string& value,
-                            pb::MetaReply* reply);
+                            Reply* reply);
 // Removes a directory's own layout: ENODATA when it has none.
 absl::Status RemoveLayoutXattr(OpContext& ctx, const pb::InodeRec& inode, const LayoutXattr& x,
-                               pb::MetaReply* reply);
+                               Reply* reply);
 
 }  // namespace weft::mds

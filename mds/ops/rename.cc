@@ -49,7 +49,7 @@ void Reparent(OpContext& ctx, pb::InodeRec* inode, InodeId from, InodeId to) {
 }
 
 absl::Status Exchange(OpContext& ctx, const req::Rename& op, const pb::InodeRec& src,
-                      const pb::InodeRec& dst, pb::MetaReply* reply) {
+                      const pb::InodeRec& dst, Reply* reply) {
   pb::InodeRec* a = ctx.Edit(src);
   pb::InodeRec* b = ctx.Edit(dst);
   ctx.UnlinkDentry(op.parent, op.name);
@@ -58,8 +58,8 @@ absl::Status Exchange(OpContext& ctx, const req::Rename& op, const pb::InodeRec&
   ctx.LinkDentry(op.parent, op.name, *b);
   Reparent(ctx, a, op.parent, op.new_parent);
   Reparent(ctx, b, op.new_parent, op.parent);
-  FillAttr(*a, reply->mutable_attr());
-  FillAttr(*b, reply->mutable_replaced());
+  FillAttr(*a, &reply->attr);
+  FillAttr(*b, &reply->replaced);
   return absl::OkStatus();
 }
 
@@ -76,7 +76,7 @@ absl::Status CheckReplace(OpContext& ctx, const pb::InodeRec& src, const pb::Ino
 // as `replaced` those of the inode the new name pointed to (its nlink went
 // down; a removed directory's last ones; the other inode of an exchange), so
 // that a client can refresh what it caches of them.
-absl::Status DoRename(OpContext& ctx, const req::Rename& op, pb::MetaReply* reply) {
+absl::Status DoRename(OpContext& ctx, const req::Rename& op, Reply* reply) {
   if ((op.flags & ~(kNoReplace | kExchange)) != 0 ||
       (op.flags & (kNoReplace | kExchange)) == (kNoReplace | kExchange)) {
     return Err(EINVAL, "rename: bad flags");
@@ -124,10 +124,10 @@ absl::Status DoRename(OpContext& ctx, const req::Rename& op, pb::MetaReply* repl
   if (dst_d) {
     RETURN_IF_ERROR(CheckReplace(ctx, src, dst));
     if (IsDir(dst)) {
-      RemoveDir(ctx, to_copy, dst, reply->mutable_replaced());
+      RemoveDir(ctx, to_copy, dst, &reply->replaced);
     } else {
       pb::InodeRec* victim = ctx.Edit(dst);
-      if (ctx.DropLink(victim)) FillAttr(*victim, reply->mutable_replaced());
+      if (ctx.DropLink(victim)) FillAttr(*victim, &reply->replaced);
       ctx.RStat(op.new_parent, -static_cast<int64_t>(IsReg(dst) ? dst.size() : 0), -1, 0);
     }
   }
@@ -136,7 +136,7 @@ absl::Status DoRename(OpContext& ctx, const req::Rename& op, pb::MetaReply* repl
   ctx.LinkDentry(op.new_parent, op.new_name, *moved);
   Reparent(ctx, moved, op.parent, op.new_parent);
   ctx.MaybeSplit(op.new_parent);
-  FillAttr(*moved, reply->mutable_attr());
+  FillAttr(*moved, &reply->attr);
   return absl::OkStatus();
 }
 

@@ -44,11 +44,11 @@ void ApplySize(OpContext& ctx, const req::Setattr& op, const pb::InodeRec& curre
 
 }  // namespace
 
-absl::Status DoSetattr(OpContext& ctx, const req::Setattr& op, pb::MetaReply* reply) {
+absl::Status DoSetattr(OpContext& ctx, const req::Setattr& op, Reply* reply) {
   ASSIGN_OR_RETURN(const pb::InodeRec* current, ctx.Inode(op.ino));
   const uint32_t valid = op.valid;
   if (valid == 0) {
-    FillAttr(*current, reply->mutable_attr());
+    FillAttr(*current, &reply->attr);
     return absl::OkStatus();
   }
   const pb::InodeRec before = *current;
@@ -70,7 +70,7 @@ absl::Status DoSetattr(OpContext& ctx, const req::Setattr& op, pb::MetaReply* re
   }
   if (valid & kSetSize) {
     ApplySize(ctx, op, before, edit);
-    reply->set_prior_size(before.size());
+    reply->prior_size = before.size();
   }
   if (valid & kSetAtime) edit->set_atime_ns(op.atime_ns);
   if (valid & kSetMtime) edit->set_mtime_ns(op.mtime_ns);
@@ -82,11 +82,11 @@ absl::Status DoSetattr(OpContext& ctx, const req::Setattr& op, pb::MetaReply* re
   } else {
     edit->set_ctime_ns(ctx.now_ns());
   }
-  FillAttr(*edit, reply->mutable_attr());
+  FillAttr(*edit, &reply->attr);
   return absl::OkStatus();
 }
 
-absl::Status DoAtime(OpContext& ctx, const req::Atime& op, pb::MetaReply* reply) {
+absl::Status DoAtime(OpContext& ctx, const req::Atime& op, Reply* reply) {
   if (op.reads.size() > posix::kMaxAtimeReads) {
     return Err(EINVAL, absl::StrCat(op.reads.size(), " reads in one request, over ",
                                     posix::kMaxAtimeReads));
@@ -119,7 +119,7 @@ absl::Status DoAtime(OpContext& ctx, const req::Atime& op, pb::MetaReply* reply)
   }
   for (InodeId ino : moved) {
     ASSIGN_OR_RETURN(const pb::InodeRec* rec, ctx.Inode(ino));
-    FillAttr(*rec, reply->add_changed());
+    FillAttr(*rec, &reply->changed.emplace_back());
   }
   return absl::OkStatus();
 }

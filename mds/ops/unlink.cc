@@ -28,7 +28,7 @@ absl::StatusOr<Victim> FindVictim(OpContext& ctx, InodeId parent, const std::str
 }  // namespace
 
 void RemoveDir(OpContext& ctx, const pb::InodeRec& parent, const pb::InodeRec& dir,
-               pb::Attr* last) {
+               fs::Attr* last) {
   pb::InodeRec* p = ctx.Edit(parent);
   p->set_nlink(p->nlink() - 1);
   ctx.RemoveInode(IdOf(dir));
@@ -42,7 +42,7 @@ void RemoveDir(OpContext& ctx, const pb::InodeRec& parent, const pb::InodeRec& d
   FillAttr(end, last);
 }
 
-absl::Status DoUnlink(OpContext& ctx, const req::Unlink& op, pb::MetaReply* reply) {
+absl::Status DoUnlink(OpContext& ctx, const req::Unlink& op, Reply* reply) {
   RETURN_IF_ERROR(ValidateName(op.name));
   ASSIGN_OR_RETURN(Victim v, FindVictim(ctx, op.parent, op.name));
   if (IsDir(*v.inode)) return Err(EISDIR, absl::StrCat("unlink ", op.name));
@@ -52,12 +52,12 @@ absl::Status DoUnlink(OpContext& ctx, const req::Unlink& op, pb::MetaReply* repl
   pb::InodeRec* edit = ctx.Edit(inode);
   // The target's new attributes (nlink, ctime), when it lives on (other
   // links, or open): clients replace their cached copy without a lookup.
-  if (ctx.DropLink(edit)) FillAttr(*edit, reply->mutable_attr());
+  if (ctx.DropLink(edit)) FillAttr(*edit, &reply->attr);
   ctx.RStat(op.parent, -static_cast<int64_t>(IsReg(inode) ? inode.size() : 0), -1, 0);
   return absl::OkStatus();
 }
 
-absl::Status DoRmdir(OpContext& ctx, const req::Rmdir& op, pb::MetaReply* reply) {
+absl::Status DoRmdir(OpContext& ctx, const req::Rmdir& op, Reply* reply) {
   if (op.name == ".") return Err(EINVAL, "rmdir .");
   if (op.name == "..") return Err(ENOTEMPTY, "rmdir ..");
   RETURN_IF_ERROR(ValidateName(op.name));
@@ -69,7 +69,7 @@ absl::Status DoRmdir(OpContext& ctx, const req::Rmdir& op, pb::MetaReply* reply)
   RETURN_IF_ERROR(ctx.CheckEmpty(IdOf(inode)));
   TouchDir(ctx, dir);
   ctx.UnlinkDentry(op.parent, op.name);
-  RemoveDir(ctx, dir, inode, reply->mutable_attr());
+  RemoveDir(ctx, dir, inode, &reply->attr);
   return absl::OkStatus();
 }
 

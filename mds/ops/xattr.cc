@@ -71,24 +71,24 @@ absl::StatusOr<std::string> VirtualXattr(OpContext& ctx, const pb::InodeRec& ino
 
 }  // namespace
 
-absl::Status DoGetxattr(OpContext& ctx, const req::Getxattr& op, pb::MetaReply* reply) {
+absl::Status DoGetxattr(OpContext& ctx, const req::Getxattr& op, Reply* reply) {
   RETURN_IF_ERROR(CheckName(op.name));
   ASSIGN_OR_RETURN(const pb::InodeRec* inode, ctx.Inode(op.ino));
   XattrNs ns = XattrNamespace(op.name);
   RETURN_IF_ERROR(XattrPermission(ctx, *inode, ns, kMayRead));
   if (ns == XattrNs::kWeft) {
     ASSIGN_OR_RETURN(std::string value, VirtualXattr(ctx, *inode, op.name));
-    reply->set_value(value);
+    reply->value = value;
     return absl::OkStatus();
   }
   const std::string* value = FindXattr(*inode, op.name);
   if (value == nullptr) return Err(ENODATA, absl::StrCat("no attribute ", op.name));
-  reply->set_value(*value);
-  FillAttr(*inode, reply->mutable_attr());  // the version the client may keep the value at
+  reply->value = *value;
+  FillAttr(*inode, &reply->attr);  // the version the client may keep the value at
   return absl::OkStatus();
 }
 
-absl::Status DoSetxattr(OpContext& ctx, const req::Setxattr& op, pb::MetaReply* reply) {
+absl::Status DoSetxattr(OpContext& ctx, const req::Setxattr& op, Reply* reply) {
   RETURN_IF_ERROR(CheckName(op.name));
   if ((op.flags & ~(kXattrCreate | kXattrReplace)) != 0 ||
       op.flags == (kXattrCreate | kXattrReplace)) {
@@ -120,7 +120,7 @@ absl::Status DoSetxattr(OpContext& ctx, const req::Setxattr& op, pb::MetaReply* 
       ASSIGN_OR_RETURN(stored, SetDefaultAcl(AccessOf(before), ctx.cred(), op.value));
     }
     if (stored.empty() && !exists && mode == before.mode()) {
-      FillAttr(before, reply->mutable_attr());
+      FillAttr(before, &reply->attr);
       return absl::OkStatus();
     }
     pb::InodeRec* edit = ctx.Edit(before);
@@ -131,7 +131,7 @@ absl::Status DoSetxattr(OpContext& ctx, const req::Setxattr& op, pb::MetaReply* 
       SetXattr(edit, op.name, std::move(stored));
     }
     edit->set_ctime_ns(ctx.now_ns());
-    FillAttr(*edit, reply->mutable_attr());
+    FillAttr(*edit, &reply->attr);
     return absl::OkStatus();
   }
   if ((op.flags & kXattrCreate) && exists) return Err(EEXIST, "xattr exists");
@@ -144,11 +144,11 @@ absl::Status DoSetxattr(OpContext& ctx, const req::Setxattr& op, pb::MetaReply* 
   pb::InodeRec* edit = ctx.Edit(before);
   SetXattr(edit, op.name, op.value);
   edit->set_ctime_ns(ctx.now_ns());
-  FillAttr(*edit, reply->mutable_attr());
+  FillAttr(*edit, &reply->attr);
   return absl::OkStatus();
 }
 
-absl::Status DoListxattr(OpContext& ctx, const req::Listxattr& op, pb::MetaReply* reply) {
+absl::Status DoListxattr(OpContext& ctx, const req::Listxattr& op, Reply* reply) {
   ASSIGN_OR_RETURN(const pb::InodeRec* inode, ctx.Inode(op.ino));
   std::vector<std::string> names;
   for (const pb::Xattr& x : inode->xattrs()) {
@@ -156,12 +156,12 @@ absl::Status DoListxattr(OpContext& ctx, const req::Listxattr& op, pb::MetaReply
     names.push_back(x.name());
   }
   std::sort(names.begin(), names.end());
-  for (auto& n : names) reply->add_names(n);
-  FillAttr(*inode, reply->mutable_attr());
+  for (auto& n : names) reply->names.push_back(n);
+  FillAttr(*inode, &reply->attr);
   return absl::OkStatus();
 }
 
-absl::Status DoRemovexattr(OpContext& ctx, const req::Removexattr& op, pb::MetaReply* reply) {
+absl::Status DoRemovexattr(OpContext& ctx, const req::Removexattr& op, Reply* reply) {
   RETURN_IF_ERROR(CheckName(op.name));
   ASSIGN_OR_RETURN(const pb::InodeRec* inode, ctx.Inode(op.ino));
   XattrNs ns = XattrNamespace(op.name);
@@ -182,7 +182,7 @@ absl::Status DoRemovexattr(OpContext& ctx, const req::Removexattr& op, pb::MetaR
   pb::InodeRec* edit = ctx.Edit(*inode);
   RemoveXattr(edit, op.name);
   edit->set_ctime_ns(ctx.now_ns());
-  FillAttr(*edit, reply->mutable_attr());
+  FillAttr(*edit, &reply->attr);
   return absl::OkStatus();
 }
 

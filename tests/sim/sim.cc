@@ -116,7 +116,8 @@ absl::Status World::CallNow(Client& c, pb::MetaRequest request, pb::MetaReply* r
   if (request.tid() == 0) request.set_tid(c.next_tid++);
   absl::StatusOr<Request> converted = FromWire(request);
   if (!converted.ok()) return converted.status();
-  std::unique_ptr<RequestRun> run = rank_->StartRun(*converted, reply);
+  Reply answer;
+  std::unique_ptr<RequestRun> run = rank_->StartRun(*converted, &answer);
   absl::Status status;
   for (int steps = 0;; ++steps) {
     if (steps > 10000) {
@@ -150,8 +151,10 @@ absl::Status World::CallNow(Client& c, pb::MetaRequest request, pb::MetaReply* r
     rank_->IoDoneRun(*run, rank_->DoIo(o));
   }
   rank_->EndRun(*run);
-  rank_->FinishReply(status, reply);
-  return rpc::FromProto(reply->status());
+  rank_->FinishReply(status, &answer);
+  reply->Clear();
+  ToWire(answer, request.tid(), reply);  // as the adapter does
+  return answer.status;
 }
 
 void World::OpenSession(Client& c) {
@@ -273,6 +276,7 @@ void World::Advance(Client& c) {
     p.plan.request.mutable_creds()->set_uid(c.uid);
     p.plan.request.mutable_creds()->set_gid(c.gid);
     p.reply.Clear();
+    p.answer = Reply();
     ++p.attempts;
     if (rank_->Reconnecting()) {
       Answer(c, absl::UnavailableError("the MDS is waiting for clients to reconnect"));
@@ -280,12 +284,13 @@ void World::Advance(Client& c) {
     }
     absl::StatusOr<Request> request = FromWire(p.plan.request);
     if (!request.ok()) {  // refused at the adapter, as MdsService::CallOnRank does
-      rank_->FinishReply(request.status(), &p.reply);
+      rank_->FinishReply(request.status(), &p.answer);
+      ToWire(p.answer, p.tid, &p.reply);
       Answer(c, request.status());
       return;
     }
     p.request = *std::move(request);
-    p.run = rank_->StartRun(p.request, &p.reply);
+    p.run = rank_->StartRun(p.request, &p.answer);
     p.outcome = rank_->StepRun(*p.run);
   } else {
     RequestRun::Outcome& o = p.outcome;
@@ -324,8 +329,9 @@ void World::Advance(Client& c) {
   if (o.kind != Kind::kDone) return;
   rank_->EndRun(*p.run);
   p.run.reset();
-  rank_->FinishReply(o.status, &p.reply);
-  Answer(c, rpc::FromProto(p.reply.status()));
+  rank_->FinishReply(o.status, &p.answer);
+  ToWire(p.answer, p.tid, &p.reply);  // as the adapter does
+  Answer(c, p.answer.status);
 }
 
 // A reply, as MetaClient takes it: a new incarnation means reconnect and

@@ -42,7 +42,9 @@ namespace weft::sim {
 using mds::FromWire;
 using mds::MdsRank;
 using mds::Request;
+using mds::Reply;
 using mds::RequestRun;
+using mds::ToWire;
 using Kind = mds::RunOutcome::Kind;
 
 inline constexpr uint32_t kFs = 1;
@@ -102,7 +104,8 @@ struct Plan {
 struct Pending {
   Plan plan;
   uint64_t tid = 0;
-  pb::MetaReply reply;
+  Reply answer;         // the rank's, for the run
+  pb::MetaReply reply;  // the answer as the client gets it (ToWire)
   Request request;                  // plan.request as the adapter converts it, for the run
   std::unique_ptr<RequestRun> run;  // null: to be sent (again)
   RequestRun::Outcome outcome;      // the last one, while the run waits

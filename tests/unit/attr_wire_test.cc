@@ -1,14 +1,14 @@
-// The client's attribute values from the MDS's wire messages
-// (fuse-client/lib/attr_wire.h): every field arrives.
+// Attribute values to and from the MDS's wire messages (common/fs/attr_wire.h):
+// every field arrives, and a value goes back to the wire as it came.
 #include <catch2/catch.hpp>
 
-#include "fuse-client/lib/attr_wire.h"
+#include "common/fs/attr_wire.h"
 
-namespace weft::client {
+namespace weft::fs {
 namespace {
 
 TEST_CASE("attr wire: every field of an attribute reply arrives", "[client]") {
-  // A field added to the wire Attr needs a place in client::Attr and in FromWire.
+  // A field added to the wire Attr needs a place in fs::Attr, FromWire and ToWire.
   REQUIRE(pb::Attr::descriptor()->field_count() == 19);
   REQUIRE(pb::FileLayout::descriptor()->field_count() == 4);
   pb::Attr w;
@@ -57,6 +57,19 @@ TEST_CASE("attr wire: every field of an attribute reply arrives", "[client]") {
   CHECK(a.allocated == 17);
   CHECK(a.searchable_by_all);
   CHECK(a.data_inline);
+  pb::Attr back;
+  ToWire(a, &back);
+  CHECK(back.SerializeAsString() == w.SerializeAsString());
+}
+
+TEST_CASE("attr wire: an inode without data objects sends no layout", "[client]") {
+  pb::Attr w;
+  w.set_ino(1);
+  w.set_mode(040755);
+  pb::Attr back;
+  ToWire(FromWire(w), &back);
+  CHECK_FALSE(back.has_layout());
+  CHECK(back.SerializeAsString() == w.SerializeAsString());
 }
 
 TEST_CASE("attr wire: an entry without attributes has none", "[client]") {
@@ -77,6 +90,9 @@ TEST_CASE("attr wire: an entry without attributes has none", "[client]") {
   e = FromWire(w);
   REQUIRE(e.has_attr());
   CHECK(e.attr.version == 3);
+  pb::DirEntry back;
+  ToWire(e, &back);
+  CHECK(back.SerializeAsString() == w.SerializeAsString());
 }
 
 TEST_CASE("attr wire: statfs", "[client]") {
@@ -95,7 +111,10 @@ TEST_CASE("attr wire: statfs", "[client]") {
   CHECK(s.files == 4);
   CHECK(s.files_free == 5);
   CHECK(s.name_max == 255);
+  pb::StatfsReply back;
+  ToWire(s, &back);
+  CHECK(back.SerializeAsString() == w.SerializeAsString());
 }
 
 }  // namespace
-}  // namespace weft::client
+}  // namespace weft::fs

@@ -101,8 +101,8 @@ TEST_CASE("leases: a change revokes other holders' leases and waits for their ac
   const uint64_t gen = leases.OpenStream(SessionId(1));
   leases.OpenStream(SessionId(2));
   const Request lookup = Of(1, req::Lookup{InodeId(100), "x"});
-  google::protobuf::RepeatedPtrField<pb::DirLease> granted;
-  leases.Grant(lookup, pb::MetaReply(), now, &granted);
+  std::vector<DirLeaseGrant> granted;
+  leases.Grant(lookup, Reply(), now, &granted);
   REQUIRE(granted.size() == 1);
   CHECK(leases.dir_lease_count() == 1);
   std::deque<pb::LeaseEvent> events;
@@ -117,10 +117,10 @@ TEST_CASE("leases: a change revokes other holders' leases and waits for their ac
   REQUIRE(leases.TakeEvents(SessionId(1), gen, &events));
   REQUIRE(events.size() == 1);
   CHECK(events[0].ino() == 100);
-  CHECK(events[0].seq() == granted[0].seq());
+  CHECK(events[0].seq() == granted[0].seq);
   // No new grant to anyone while the revoke is out.
-  granted.Clear();
-  leases.Grant(lookup, pb::MetaReply(), now, &granted);
+  granted.clear();
+  leases.Grant(lookup, Reply(), now, &granted);
   CHECK(granted.empty());
   const uint64_t seen = leases.returns();
   pb::LeaseAckRequest ack;
@@ -138,8 +138,8 @@ TEST_CASE("leases: a holder that never acks is waited for until its lease runs o
   const absl::Time now = absl::FromUnixSeconds(1000);
   leases.OpenStream(SessionId(1));
   const Request readdir = Of(1, req::Readdir{InodeId(100)});
-  google::protobuf::RepeatedPtrField<pb::DirLease> granted;
-  leases.Grant(readdir, pb::MetaReply(), now, &granted);
+  std::vector<DirLeaseGrant> granted;
+  leases.Grant(readdir, Reply(), now, &granted);
   absl::Time until = absl::InfiniteFuture();
   REQUIRE(leases.Revoke(Mkdir(2, 100), now, &until));
   CHECK(until >= now + absl::Seconds(5));
@@ -158,8 +158,8 @@ TEST_CASE("leases: writes are recalled from other writers - once - and answered 
   leases.NoteWriter(SessionId(1), 500, sessions.Find(SessionId(1)));
   CHECK(leases.HasWriters());
   Request stat = Of(2, req::Getattr{InodeId(500)});
-  pb::MetaReply reply;
-  reply.mutable_attr()->set_ino(500);
+  Reply reply;
+  reply.attr.ino = 500;
   absl::flat_hash_set<Leases::RecallKey> recalled, held;
   std::vector<Leases::RecallKey> wanted =
       leases.Recall(stat, reply, {}, {}, sessions, &recalled, &held);
@@ -199,8 +199,8 @@ TEST_CASE("leases: a truncate holds the writers until the last request lets them
   cut.ino = InodeId(500);
   cut.valid = posix::kSetSize;
   const Request truncate = Of(2, cut);
-  pb::MetaReply reply;
-  reply.mutable_attr()->set_ino(500);
+  Reply reply;
+  reply.attr.ino = 500;
   pb::TrimRec trim;
   trim.set_ino(500);
   absl::flat_hash_set<Leases::RecallKey> recalled, held;
@@ -253,7 +253,7 @@ TEST_CASE("rank locks: a conflicting lock waits for the holder's unlock - or is 
   }
   const absl::Time now = absl::FromUnixSeconds(1000);
   RankLocks::Wait w1, w2;
-  pb::MetaReply reply;
+  Reply reply;
   absl::Status status;
   REQUIRE(locks.Try(SessionId(1), Flock(1, locks::Type::kWrite, 0), sessions, now, &w1, &reply,
                     &status) == RankLocks::Step::kDone);
@@ -276,13 +276,13 @@ TEST_CASE("rank locks: a conflicting lock waits for the holder's unlock - or is 
   CHECK(locks.waiters() == 0);
   // A wait that runs out takes nothing: the client asks again.
   RankLocks::Wait late;
-  pb::MetaReply retry;
+  Reply retry;
   REQUIRE(locks.Try(SessionId(1), Flock(1, locks::Type::kRead, 500), sessions, now, &late, &retry,
                     &status) == RankLocks::Step::kWait);
   REQUIRE(locks.Try(SessionId(1), Flock(1, locks::Type::kRead, 500), sessions,
                     now + absl::Seconds(1), &late, &retry, &status) == RankLocks::Step::kDone);
   CHECK(status.ok());
-  CHECK(retry.lock_retry());
+  CHECK(retry.lock_retry);
   // Abandoned waits leave no waiter behind.
   RankLocks::Wait gone;
   REQUIRE(locks.Try(SessionId(1), Flock(1, locks::Type::kRead, 500), sessions, now, &gone, &retry,

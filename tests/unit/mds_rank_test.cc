@@ -89,7 +89,9 @@ pb::MetaRequest Lookup(uint64_t session, uint64_t parent, const std::string& nam
 pb::MetaReply Call(MdsRank& rank, const pb::MetaRequest& wire) {
   absl::StatusOr<Request> request = FromWire(wire);
   REQUIRE(request.ok());
-  return rank.Handle(*request);
+  pb::MetaReply reply;
+  ToWire(rank.Handle(*request), wire.tid(), &reply);
+  return reply;
 }
 
 TEST_CASE("mds rank: requests on in-memory objects - durable across a restart") {
@@ -179,7 +181,7 @@ TEST_CASE("mds rank: a request stepped by hand shows its waits and I/O") {
   // Not cached any more: the lookup asks for a load first.
   const absl::StatusOr<Request> lookup = FromWire(Lookup(s, kRootIno, "d"));
   REQUIRE(lookup.ok());
-  pb::MetaReply reply;
+  Reply reply;
   std::unique_ptr<RequestRun> run = rank.StartRun(*lookup, &reply);
   RunOutcome o = rank.StepRun(*run);
   REQUIRE(o.kind == RunOutcome::Kind::kLoad);
@@ -193,7 +195,7 @@ TEST_CASE("mds rank: a request stepped by hand shows its waits and I/O") {
   REQUIRE(o.kind == RunOutcome::Kind::kDone);
   CHECK(o.status.ok());
   rank.EndRun(*run);
-  CHECK(reply.attr().ino() != 0);
+  CHECK(reply.attr.ino != 0);
   // A failed load fails the request, and changes nothing.
   rank.TrimCache();
   b.store_.SetHook(

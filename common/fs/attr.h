@@ -1,8 +1,9 @@
-// What the client library tells its frontends about inodes, directory
-// entries and the filesystem: plain values, the same fields the MDS sends
-// (proto/mds_client.proto's Attr, DirEntry and StatfsReply), so that a
-// frontend needs no wire type. They are converted from the wire in one place
-// (attr_wire.h), where MDS replies enter the client.
+// Inodes, directory entries and the filesystem as the MDS reports them and
+// the client library tells its frontends: plain values, the same fields as
+// proto/mds_client.proto's Attr, DirEntry and StatfsReply, so that neither
+// the MDS's operations nor a frontend need a wire type. They are converted
+// in one place (attr_wire.h): where the MDS's replies leave its adapter, and
+// where they enter the client.
 #pragma once
 
 #include <cstdint>
@@ -11,13 +12,19 @@
 #include "common/cluster_map/types.h"
 #include "common/striping/striping.h"
 
-namespace weft::client {
+namespace weft::fs {
 
 // Where a file's data lives: its striping and its data pool. All zero for an
 // inode without data objects (anything but a regular file).
 struct FileLayout {
   striping::Layout stripe;
   PoolId pool;
+
+  // Anything but all zeros (an inode without data objects has none).
+  bool has_value() const {
+    return pool.value() != 0 || stripe.stripe_unit != 0 || stripe.stripe_count != 0 ||
+           stripe.object_size != 0;
+  }
 };
 
 // An inode's attributes as the MDS reports them. Every change of the inode
@@ -70,4 +77,4 @@ struct FsStats {
   uint32_t name_max = 0;  // bytes in a name
 };
 
-}  // namespace weft::client
+}  // namespace weft::fs
