@@ -11,6 +11,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/fault/fault.h"
+#include "common/fs/attr_wire.h"
 #include "common/log/log.h"
 #include "common/rpc/rpc.h"
 #include "common/status/status.h"
@@ -246,12 +247,12 @@ void MdsRank::ReleaseStrayLocked(uint64_t ino, SessionId releasing, pb::JournalE
   event->add_stray_remove(ino);
   event->add_removed_inodes(ino);
   CInode* inode = cache_.Inode(ino);
-  if (inode != nullptr && !HasDataObjects(inode->rec)) return;  // no data to purge
+  if (inode != nullptr && !HasDataObjects(inode->inode)) return;  // no data to purge
   pb::PurgeRec* purge = event->add_purge_add();
   purge->set_ino(ino);
   if (inode != nullptr) {
-    purge->set_size(inode->rec.size());
-    *purge->mutable_layout() = inode->rec.layout();
+    purge->set_size(inode->inode.size);
+    fs::ToWire(inode->inode.layout, purge->mutable_layout());
   }
 }
 

@@ -182,7 +182,7 @@ void MdsRank::PropagateRstats() {
               if (!cache_.InodeRemoved(dir)) load.inodes.push_back(dir);
               continue;
             }
-            e = edits.emplace(dir, inode->rec).first;
+            e = edits.emplace(dir, RecordOf(inode->inode)).first;  // the event's record
             e->second.set_version(e->second.version() + 1);
           }
           pb::RStat* r = e->second.mutable_rstat();
@@ -357,7 +357,7 @@ pb::FsStatusReply MdsRank::Status() {
   reply.set_trims(cache_.trims().size());
   reply.set_replay_ms(replay_ms_);
   if (CInode* root = cache_.Inode(kRootIno)) {  // files and directories, root included
-    reply.set_inodes(root->rec.rstat().rfiles() + root->rec.rstat().rsubdirs() + 1);
+    reply.set_inodes(root->inode.rstat.rfiles + root->inode.rstat.rsubdirs + 1);
   }
   reply.set_rss_bytes(memory::ResidentBytes());
   reply.set_dir_leases(leases_.dir_lease_count());

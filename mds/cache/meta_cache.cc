@@ -100,7 +100,7 @@ const CDentry* MetaCache::Lookup(uint64_t dir, const std::string& name, bool* kn
   }
   CInode* di = Inode(dir);
   if (di == nullptr) return nullptr;
-  std::vector<Frag> frags(di->rec.frags().begin(), di->rec.frags().end());
+  std::vector<Frag> frags(di->inode.frags.begin(), di->inode.frags.end());
   *known = FragLoaded(dir, FragFor(frags, NameHash(name)));
   return nullptr;
 }
@@ -111,19 +111,19 @@ void MetaCache::MergeInode(const pb::InodeRec& rec) {
     return;
   }
   auto inode = std::make_unique<CInode>();
-  inode->rec = rec;
+  inode->inode = InodeOf(rec);
   inode->last_used = Tick();
-  inline_bytes_ += InlineBytes(inode->rec);
+  inline_bytes_ += InlineBytes(inode->inode);
   inodes_[rec.ino()] = std::move(inode);
 }
 
 void MetaCache::MergeInline(uint64_t ino, const pb::InlineRec& data) {
   auto it = inodes_.find(ino);
   if (it == inodes_.end()) return;
-  pb::InodeRec& rec = it->second->rec;
-  if (!rec.data_inline() || rec.has_inline_data()) return;
-  if (rec.inline_version() != data.inline_version()) return;
-  rec.set_inline_data(data.data());
+  mds::Inode& inode = it->second->inode;
+  if (!inode.data_inline || inode.inline_data) return;
+  if (inode.inline_version != data.inline_version()) return;
+  inode.inline_data = data.data();
   inline_bytes_ += data.data().size();
 }
 
@@ -188,18 +188,18 @@ void MetaCache::Apply(const pb::JournalEvent& ev) {
   for (const pb::InodeRec& rec : ev.inodes()) {
     auto& slot = inodes_[rec.ino()];
     if (!slot) slot = std::make_unique<CInode>();
-    inline_bytes_ -= InlineBytes(slot->rec);
+    inline_bytes_ -= InlineBytes(slot->inode);
     // An event carries inline bytes only where they changed: the cached
     // ones stand otherwise (or stay unloaded).
-    std::string kept;
-    const bool keep = rec.data_inline() && !rec.has_inline_data() && slot->rec.data_inline() &&
-                      slot->rec.has_inline_data();
-    if (keep) kept = std::move(*slot->rec.mutable_inline_data());
+    std::optional<std::string> kept;
+    const bool keep = rec.data_inline() && !rec.has_inline_data() && slot->inode.data_inline &&
+                      slot->inode.inline_data.has_value();
+    if (keep) kept = std::move(slot->inode.inline_data);
     if (rec.has_inline_data()) slot->inline_dirty = true;
-    slot->rec = rec;
-    if (keep) slot->rec.set_inline_data(std::move(kept));
-    if (!rec.data_inline()) slot->rec.clear_inline_data();
-    inline_bytes_ += InlineBytes(slot->rec);
+    slot->inode = InodeOf(rec);
+    if (keep) slot->inode.inline_data = std::move(kept);
+    if (!rec.data_inline()) slot->inode.inline_data.reset();
+    inline_bytes_ += InlineBytes(slot->inode);
     slot->last_used = Tick();
     slot->dirty = true;
     dirty_inodes_.insert(rec.ino());
@@ -211,9 +211,10 @@ void MetaCache::Apply(const pb::JournalEvent& ev) {
     auto it = inodes_.find(ino);
     std::vector<Frag> frags = {kRootFrag};
     if (it != inodes_.end()) {
-      frags = SortedFrags({it->second->rec.frags().begin(), it->second->rec.frags().end()});
-      if ((it->second->rec.mode() & 0170000) != 0040000) frags.clear();
-      inline_bytes_ -= InlineBytes(it->second->rec);
+      const mds::Inode& gone = it->second->inode;
+      frags = SortedFrags({gone.frags.begin(), gone.frags.end()});
+      if ((gone.mode & 0170000) != 0040000) frags.clear();
+      inline_bytes_ -= InlineBytes(gone);
       inodes_.erase(it);
     }
     if (!frags.empty()) {
@@ -232,7 +233,7 @@ void MetaCache::Apply(const pb::JournalEvent& ev) {
     next_ino_dirty_ = true;
   }
   for (uint64_t ino : ev.stray_add()) {
-    DCHECK(inodes_.contains(ino) && inodes_.at(ino)->rec.nlink() == 0)
+    DCHECK(inodes_.contains(ino) && inodes_.at(ino)->inode.nlink == 0)
         << "stray " << ino << " still linked, or not in the event that made it a stray";
     auto h = ev.stray_holders().find(ino);
     strays_[ino] = h == ev.stray_holders().end() ? 0 : h->second;
@@ -272,7 +273,7 @@ void MetaCache::AddInodeUpdates(FlushBatch* batch) {
     if (it == inodes_.end()) continue;
     it->second->dirty = false;
     unstored_inodes_.insert(ino);
-    const pb::InodeRec& rec = it->second->rec;
+    pb::InodeRec rec = RecordOf(it->second->inode);  // the stored record
     ObjectUpdate& u = batch->updates[InodeTableObject(fs_, ino)];
     if (rec.has_inline_data()) {
       // The bytes under a key of their own, so that loading the inode
@@ -311,7 +312,8 @@ void MetaCache::AddDirUpdates(FlushBatch* batch) {
     auto ii = inodes_.find(dir);
     std::vector<Frag> frags = {kRootFrag};
     if (ii != inodes_.end()) {
-      frags = SortedFrags({ii->second->rec.frags().begin(), ii->second->rec.frags().end()});
+      const mds::Inode& inode = ii->second->inode;
+      frags = SortedFrags({inode.frags.begin(), inode.frags.end()});
     } else if (!d->dirty.empty() || !d->rewrite.empty()) {
       bool gone = d->entries.empty() && !d->dead.empty();
       if (!gone) {
@@ -435,7 +437,7 @@ void MetaCache::Trim(size_t max_bytes, const absl::flat_hash_set<uint64_t>& pinn
       dirs_.erase(d);
     } else {
       auto it = inodes_.find(ino);
-      inline_bytes_ -= InlineBytes(it->second->rec);
+      inline_bytes_ -= InlineBytes(it->second->inode);
       inodes_.erase(it);
     }
   }

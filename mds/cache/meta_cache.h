@@ -24,6 +24,7 @@
 #include "absl/container/flat_hash_set.h"
 #include "mds/fs/names.h"
 #include "mds/ids.h"
+#include "mds/inode.h"
 #include "mds/store/meta_store.h"
 #include "mds/store/records.pb.h"
 
@@ -53,7 +54,7 @@ struct CDir {
 };
 
 struct CInode {
-  pb::InodeRec rec;
+  Inode inode;
   bool dirty = false;
   // Its inline bytes changed since they were last stored: a flush of an
   // inode whose attributes alone changed (an atime, a chmod) does not write
@@ -86,14 +87,16 @@ class MetaCache {
   bool FragLoaded(uint64_t dir, Frag frag);
   size_t FragCount(uint64_t dir, Frag frag);
 
-  // Merges what a load returned (never overrides newer cached state).
+  // Merges what a load returned (never overrides newer cached state): the
+  // stored record's values (InodeOf) enter the cache here.
   void MergeInode(const pb::InodeRec& rec);
   // Inline bytes loaded for `ino`: kept if its cached inode lacks them and
   // is at their version.
   void MergeInline(uint64_t ino, const pb::InlineRec& data);
   void MergeFrag(uint64_t dir, Frag frag, const std::vector<pb::DentryRec>& entries);
 
-  // Applies a journal event (live or replayed).
+  // Applies a journal event (live or replayed): its records become the
+  // cached inodes' values.
   void Apply(const pb::JournalEvent& event);
 
   uint64_t next_ino() const { return next_ino_; }
@@ -150,8 +153,8 @@ class MetaCache {
   void AddDirUpdates(FlushBatch* batch);
   void AddTableUpdates(FlushBatch* batch);
 
-  static size_t InlineBytes(const pb::InodeRec& rec) {
-    return rec.has_inline_data() ? rec.inline_data().size() : 0;
+  static size_t InlineBytes(const mds::Inode& inode) {
+    return inode.inline_data ? inode.inline_data->size() : 0;
   }
 
   const uint32_t fs_;

@@ -10,7 +10,7 @@ namespace weft::mds {
 
 absl::Status DoAccess(OpContext& ctx, const req::Access& op, Reply* reply) {
   if ((op.mask & ~uint32_t{7}) != 0) return Err(EINVAL, "access: mask beyond R_OK|W_OK|X_OK");
-  ASSIGN_OR_RETURN(const pb::InodeRec* inode, ctx.Inode(op.ino));
+  ASSIGN_OR_RETURN(const Inode* inode, ctx.Inode(op.ino));
   // R_OK, W_OK and X_OK have the values of kMayRead, kMayWrite, kMayExec.
   RETURN_IF_ERROR(CheckAccess(AccessOf(*inode), ctx.cred(), static_cast<int>(op.mask)));
   FillAttr(*inode, &reply->attr);

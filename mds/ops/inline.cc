@@ -11,19 +11,19 @@
 
 namespace weft::mds {
 
-uint64_t InlineLimit(OpContext& ctx, const pb::InodeRec& rec) {
-  return std::min<uint64_t>(ctx.options().inline_max_bytes, rec.layout().stripe_unit());
+uint64_t InlineLimit(OpContext& ctx, const Inode& rec) {
+  return std::min<uint64_t>(ctx.options().inline_max_bytes, rec.layout.stripe.stripe_unit);
 }
 
-void StartInline(OpContext& ctx, pb::InodeRec* rec) {
+void StartInline(OpContext& ctx, Inode* rec) {
   if (!IsReg(*rec) || InlineLimit(ctx, *rec) == 0) return;
-  rec->set_data_inline(true);
-  rec->set_inline_data("");
-  ctx.InlineChanged(IdOf(*rec));
+  rec->data_inline = true;
+  rec->inline_data = "";
+  ctx.InlineChanged(rec->ino);
 }
 
-bool InlineWritesFit(OpContext& ctx, const req::Written& op, const pb::InodeRec& rec) {
-  if (!IsReg(rec) || !rec.data_inline()) return false;
+bool InlineWritesFit(OpContext& ctx, const req::Written& op, const Inode& rec) {
+  if (!IsReg(rec) || !rec.data_inline) return false;
   const uint64_t limit = InlineLimit(ctx, rec);
   for (const req::Written::Extent& e : op.inline_writes) {
     if (e.offset > limit || e.data.size() > limit - e.offset) return false;
@@ -31,35 +31,36 @@ bool InlineWritesFit(OpContext& ctx, const req::Written& op, const pb::InodeRec&
   return true;
 }
 
-void ApplyInlineWrites(OpContext& ctx, const req::Written& op, pb::InodeRec* edit) {
+void ApplyInlineWrites(OpContext& ctx, const req::Written& op, Inode* edit) {
   if (op.inline_writes.empty()) return;  // a report of times or attributes only
-  std::string* data = edit->mutable_inline_data();
+  if (!edit->inline_data) edit->inline_data.emplace();
+  std::string* data = &*edit->inline_data;
   for (const req::Written::Extent& e : op.inline_writes) {
     const uint64_t end = e.offset + e.data.size();
     if (data->size() < end) data->resize(end, '\0');
     data->replace(e.offset, e.data.size(), e.data);
   }
-  edit->set_inline_version(edit->inline_version() + 1);
-  edit->set_allocated(data->size());
-  ctx.InlineChanged(IdOf(*edit));
+  edit->inline_version = edit->inline_version + 1;
+  edit->allocated = data->size();
+  ctx.InlineChanged(edit->ino);
 }
 
-void CutInline(OpContext& ctx, uint64_t size, pb::InodeRec* edit) {
-  if (!edit->data_inline() || edit->inline_data().size() <= size) return;
-  edit->mutable_inline_data()->resize(size);
-  edit->set_inline_version(edit->inline_version() + 1);
-  edit->set_allocated(size);
-  ctx.InlineChanged(IdOf(*edit));
+void CutInline(OpContext& ctx, uint64_t size, Inode* edit) {
+  if (!edit->data_inline || edit->inline_data.value_or("").size() <= size) return;
+  edit->inline_data->resize(size);
+  edit->inline_version = edit->inline_version + 1;
+  edit->allocated = size;
+  ctx.InlineChanged(edit->ino);
 }
 
 absl::Status DoInline(OpContext& ctx, const req::Inline& op, Reply* reply) {
-  ASSIGN_OR_RETURN(const pb::InodeRec* inode, ctx.Inode(op.ino));
+  ASSIGN_OR_RETURN(const Inode* inode, ctx.Inode(op.ino));
   if (!IsReg(*inode)) return Err(EINVAL, "inline data of a file that is not a regular file");
   if (!ctx.HasOpen(op.ino, op.uninline)) {
     return Err(EBADF, op.uninline ? "file not open for writing by this session"
                                     : "file not open by this session");
   }
-  if (!inode->data_inline()) {
+  if (!inode->data_inline) {
     FillAttr(*inode, &reply->attr);
     return absl::OkStatus();
   }
@@ -69,25 +70,25 @@ absl::Status DoInline(OpContext& ctx, const req::Inline& op, Reply* reply) {
     reply->inline_data = *data;
     return absl::OkStatus();
   }
-  if (!ctx.Moved(IdOf(*inode), inode->inline_version())) {
-    if (inode->layout().pool() == 0) {
+  if (!ctx.Moved(inode->ino, inode->inline_version)) {
+    if (inode->layout.pool.value() == 0) {
       return Err(EINVAL, absl::StrCat("inode ", op.ino.value(), " has no data pool"));
     }
     InlineMove move;
-    move.ino = inode->ino();
-    move.pool = PoolId(inode->layout().pool());
+    move.ino = inode->ino.value();
+    move.pool = PoolId(inode->layout.pool.value());
     move.data = *data;
-    move.inline_version = inode->inline_version();
+    move.inline_version = inode->inline_version;
     return ctx.MoveInline(std::move(move));
   }
   // The first object holds exactly these bytes now (the move replaced it
   // whole, and nobody changed them since).
-  const pb::InodeRec before = *inode;
-  pb::InodeRec* edit = ctx.Edit(before);
-  edit->set_data_inline(false);
-  edit->clear_inline_data();
-  edit->set_inline_version(before.inline_version() + 1);
-  edit->set_allocated(std::min<uint64_t>(data->size(), before.size()));
+  const Inode before = *inode;
+  Inode* edit = ctx.Edit(before);
+  edit->data_inline = false;
+  edit->inline_data.reset();
+  edit->inline_version = before.inline_version + 1;
+  edit->allocated = std::min<uint64_t>(data->size(), before.size);
   FillAttr(*edit, &reply->attr);
   return absl::OkStatus();
 }

@@ -20,30 +20,18 @@
 namespace weft::mds {
 namespace {
 
-FileLayout FromProto(const pb::FileLayout& p) { return fs::FromWire(p); }
+bool HasDirLayout(const Inode& rec) { return rec.dir_layout.pool.value() != 0; }
 
-// Only called with layouts that passed ValidateLayout, so the narrowing
-// conversions cannot lose bits (stripe_unit <= object_size <= 1 GiB).
-pb::FileLayout ToProto(const FileLayout& l) {
-  pb::FileLayout p;
-  fs::ToWire(l, &p);
-  return p;
-}
-
-bool HasDirLayout(const pb::InodeRec& rec) {
-  return rec.has_dir_layout() && rec.dir_layout().pool() != 0;
-}
-
-pb::FileLayout FsDefault(OpContext& ctx) {
-  pb::FileLayout layout = ctx.options().default_layout;
-  if (layout.pool() == 0) layout.set_pool(ctx.options().data_pool.value());
+FileLayout FsDefault(OpContext& ctx) {
+  FileLayout layout = fs::FromWire(ctx.options().default_layout);
+  if (layout.pool.value() == 0) layout.pool = ctx.options().data_pool;
   return layout;
 }
 
 // A layout says where and how an inode's data is stored, like its mode: the
 // owner or root may change it (Linux's inode_owner_or_capable).
-absl::Status CheckOwner(OpContext& ctx, const pb::InodeRec& inode) {
-  if (ctx.cred().uid == 0 || ctx.cred().uid == inode.uid()) return absl::OkStatus();
+absl::Status CheckOwner(OpContext& ctx, const Inode& inode) {
+  if (ctx.cred().uid == 0 || ctx.cred().uid == inode.uid) return absl::OkStatus();
   return Err(EPERM, "only the owner or root may change a layout");
 }
 
@@ -64,94 +52,94 @@ absl::Status Refused(OpContext& ctx, uint64_t ino, const std::string& name, absl
 
 }  // namespace
 
-absl::StatusOr<pb::FileLayout> EffectiveDirLayout(OpContext& ctx, InodeId dir) {
+absl::StatusOr<FileLayout> EffectiveDirLayout(OpContext& ctx, InodeId dir) {
   InodeId cur = dir;
   for (int depth = 0; depth < 4096; ++depth) {
-    ASSIGN_OR_RETURN(const pb::InodeRec* rec, ctx.Inode(cur));
-    if (HasDirLayout(*rec)) return rec->dir_layout();
-    if (cur.value() == kRootIno || rec->parent() == 0 || ParentOf(*rec) == cur) {
+    ASSIGN_OR_RETURN(const Inode* rec, ctx.Inode(cur));
+    if (HasDirLayout(*rec)) return rec->dir_layout;
+    if (cur.value() == kRootIno || rec->parent.value() == 0 || rec->parent == cur) {
       return FsDefault(ctx);
     }
-    cur = ParentOf(*rec);
+    cur = rec->parent;
   }
   return Err(ELOOP, "directory tree too deep");
 }
 
-absl::StatusOr<std::string> GetLayoutXattr(OpContext& ctx, const pb::InodeRec& inode,
+absl::StatusOr<std::string> GetLayoutXattr(OpContext& ctx, const Inode& inode,
                                            const LayoutXattr& x) {
   if (!x.field.empty() && !IsLayoutField(x.field)) return Err(ENODATA, "no such layout field");
-  pb::FileLayout layout;
+  FileLayout layout;
   if (x.target == LayoutTarget::kDir) {
     if (!IsDir(inode)) return Err(ENODATA, "weft.dir.layout: not a directory");
     if (HasDirLayout(inode)) {
-      layout = inode.dir_layout();
-    } else if (inode.ino() == kRootIno) {
+      layout = inode.dir_layout;
+    } else if (inode.ino.value() == kRootIno) {
       layout = FsDefault(ctx);  // the root always shows one, as in CephFS
     } else {
       return Err(ENODATA, "no layout of its own (new files inherit one from above)");
     }
   } else {
     if (!IsReg(inode)) return Err(ENODATA, "weft.file.layout: not a regular file");
-    layout = inode.layout();
+    layout = inode.layout;
   }
   const DataPools pools = ctx.data_pools();
-  const FileLayout l = FromProto(layout);
-  return x.field.empty() ? FormatLayout(l, pools) : FormatLayoutField(l, x.field, pools);
+  return x.field.empty() ? FormatLayout(layout, pools)
+                         : FormatLayoutField(layout, x.field, pools);
 }
 
-absl::Status SetLayoutXattr(OpContext& ctx, const pb::InodeRec& inode, const std::string& name,
+absl::Status SetLayoutXattr(OpContext& ctx, const Inode& inode, const std::string& name,
                             const LayoutXattr& x, const std::string& value,
                             Reply* reply) {
-  const pb::InodeRec before = inode;
+  const Inode before = inode;
   const bool dir = x.target == LayoutTarget::kDir;
   if (dir && !IsDir(before)) {
-    return Refused(ctx, before.ino(), name, Err(EINVAL, "weft.dir.layout: not a directory"));
+    return Refused(ctx, before.ino.value(), name, Err(EINVAL, "weft.dir.layout: not a directory"));
   }
   if (!dir && !IsReg(before)) {
-    return Refused(ctx, before.ino(), name, Err(EINVAL, "weft.file.layout: not a regular file"));
+    return Refused(ctx, before.ino.value(), name,
+                   Err(EINVAL, "weft.file.layout: not a regular file"));
   }
   RETURN_IF_ERROR(CheckOwner(ctx, before));
   FileLayout base;
   if (dir) {
-    ASSIGN_OR_RETURN(pb::FileLayout effective, EffectiveDirLayout(ctx, IdOf(before)));
-    base = FromProto(effective);
+    ASSIGN_OR_RETURN(base, EffectiveDirLayout(ctx, before.ino));
   } else {
     // CephFS answers ENOTEMPTY here too. (Not Err(): its strerror suffix
     // would say "Directory not empty" about a file.)
-    if (before.size() > 0) {
-      return Refused(ctx, before.ino(), name,
+    if (before.size > 0) {
+      return Refused(ctx, before.ino.value(), name,
                      ErrnoError(absl::StatusCode::kFailedPrecondition, ENOTEMPTY,
                                 "the file has data, so its layout is fixed; copy it to a new "
                                 "file to change the layout"));
     }
-    if (OpenForWritingElsewhere(ctx, before.ino())) {
-      return Refused(ctx, before.ino(), name,
+    if (OpenForWritingElsewhere(ctx, before.ino.value())) {
+      return Refused(ctx, before.ino.value(), name,
                      ErrnoError(absl::StatusCode::kFailedPrecondition, EBUSY,
                                 "another client has the file open for writing"));
     }
-    base = FromProto(before.layout());
+    base = before.layout;
   }
   absl::StatusOr<FileLayout> layout =
       ApplyLayoutText(base, x.field, value, ctx.data_pools(), ctx.options().object_bytes_max);
-  if (!layout.ok()) return Refused(ctx, before.ino(), name, layout.status());
-  pb::InodeRec* edit = ctx.Edit(before);
-  *(dir ? edit->mutable_dir_layout() : edit->mutable_layout()) = ToProto(*layout);
-  edit->set_ctime_ns(ctx.now_ns());
+  if (!layout.ok()) return Refused(ctx, before.ino.value(), name, layout.status());
+  Inode* edit = ctx.Edit(before);
+  (dir ? edit->dir_layout : edit->layout) = *layout;
+  edit->ctime_ns = ctx.now_ns();
   FillAttr(*edit, &reply->attr);
   return absl::OkStatus();
 }
 
-absl::Status RemoveLayoutXattr(OpContext& ctx, const pb::InodeRec& inode, const LayoutXattr& x,
+absl::Status RemoveLayoutXattr(OpContext& ctx, const Inode& inode, const LayoutXattr& x,
                                Reply* reply) {
   if (x.target != LayoutTarget::kDir || !x.field.empty()) {
     return Err(EOPNOTSUPP, "only weft.dir.layout can be removed (its directory inherits again)");
   }
   if (!IsDir(inode) || !HasDirLayout(inode)) return Err(ENODATA, "no layout of its own");
   RETURN_IF_ERROR(CheckOwner(ctx, inode));
-  const pb::InodeRec before = inode;
-  pb::InodeRec* edit = ctx.Edit(before);
-  edit->clear_dir_layout();
-  edit->set_ctime_ns(ctx.now_ns());
+  const Inode before = inode;
+  Inode* edit = ctx.Edit(before);
+  edit->dir_layout = fs::FileLayout();
+  edit->ctime_ns = ctx.now_ns();
   FillAttr(*edit, &reply->attr);
   return absl::OkStatus();
 }

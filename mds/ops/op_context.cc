@@ -53,7 +53,7 @@ Capacity OpContext::capacity() { return env_.env->capacity(); }
 DataPools OpContext::data_pools() { return env_.env->data_pools(); }
 bool OpContext::cluster_full() { return env_.env->cluster_full(); }
 
-absl::StatusOr<const pb::InodeRec*> OpContext::Inode(InodeId id) {
+absl::StatusOr<const mds::Inode*> OpContext::Inode(InodeId id) {
   const uint64_t ino = id.value();
   if (std::find(touched_.begin(), touched_.end(), ino) == touched_.end()) touched_.push_back(ino);
   auto e = edits_.find(ino);
@@ -62,13 +62,13 @@ absl::StatusOr<const pb::InodeRec*> OpContext::Inode(InodeId id) {
       cache_->InodeRemoved(ino) || ino == 0) {
     return Err(ESTALE, absl::StrCat("inode ", ino));
   }
-  if (CInode* inode = cache_->Inode(ino)) return &inode->rec;
+  if (CInode* inode = cache_->Inode(ino)) return &inode->inode;
   load_inodes_.push_back(ino);
   return NeedLoad();
 }
 
-absl::StatusOr<const pb::InodeRec*> OpContext::Dir(InodeId ino) {
-  ASSIGN_OR_RETURN(const pb::InodeRec* rec, Inode(ino));
+absl::StatusOr<const mds::Inode*> OpContext::Dir(InodeId ino) {
+  ASSIGN_OR_RETURN(const mds::Inode* rec, Inode(ino));
   if (!IsDir(*rec)) return Err(ENOTDIR, absl::StrCat("inode ", ino.value()));
   return rec;
 }
@@ -86,17 +86,17 @@ absl::StatusOr<std::optional<CDentry>> OpContext::Dentry(InodeId id, const std::
   const CDentry* found = cache_->Lookup(dir, name, &known);
   if (found != nullptr) return std::optional<CDentry>(*found);
   if (known) return std::optional<CDentry>();
-  ASSIGN_OR_RETURN(const pb::InodeRec* rec, Dir(id));
-  std::vector<Frag> frags(rec->frags().begin(), rec->frags().end());
+  ASSIGN_OR_RETURN(const mds::Inode* rec, Dir(id));
+  std::vector<Frag> frags(rec->frags.begin(), rec->frags.end());
   load_frags_.emplace_back(dir, FragFor(frags, NameHash(name)));
   return NeedLoad();
 }
 
 absl::Status OpContext::LoadAllFrags(InodeId id) {
   const uint64_t dir = id.value();
-  ASSIGN_OR_RETURN(const pb::InodeRec* rec, Dir(id));
+  ASSIGN_OR_RETURN(const mds::Inode* rec, Dir(id));
   bool missing = false;
-  for (Frag f : SortedFrags({rec->frags().begin(), rec->frags().end()})) {
+  for (Frag f : SortedFrags({rec->frags.begin(), rec->frags.end()})) {
     if (!cache_->FragLoaded(dir, f)) {
       load_frags_.emplace_back(dir, f);
       missing = true;
@@ -121,9 +121,9 @@ absl::Status OpContext::CheckEmpty(InodeId id) {
   return absl::OkStatus();
 }
 
-absl::StatusOr<const std::string*> OpContext::InlineData(const pb::InodeRec& rec) {
-  if (rec.has_inline_data()) return &rec.inline_data();
-  load_inline_.push_back(rec.ino());
+absl::StatusOr<const std::string*> OpContext::InlineData(const mds::Inode& rec) {
+  if (rec.inline_data) return &*rec.inline_data;
+  load_inline_.push_back(rec.ino.value());
   return NeedLoad();
 }
 
@@ -132,38 +132,38 @@ absl::Status OpContext::MoveInline(InlineMove move) {
   return NeedMove();
 }
 
-pb::InodeRec* OpContext::Edit(const pb::InodeRec& current) {
-  DCHECK(current.ino() != 0 &&
-         std::find(removed_.begin(), removed_.end(), current.ino()) == removed_.end())
-      << "inode " << current.ino() << " edited after this operation removed it";
-  auto [it, inserted] = edits_.try_emplace(current.ino(), current);
-  if (inserted) it->second.set_version(current.version() + 1);
+mds::Inode* OpContext::Edit(const mds::Inode& current) {
+  DCHECK(current.ino.value() != 0 &&
+         std::find(removed_.begin(), removed_.end(), current.ino.value()) == removed_.end())
+      << "inode " << current.ino.value() << " edited after this operation removed it";
+  auto [it, inserted] = edits_.try_emplace(current.ino.value(), current);
+  if (inserted) it->second.version = current.version + 1;
   return &it->second;
 }
 
-pb::InodeRec* OpContext::NewInode(uint32_t mode, uint32_t uid, uint32_t gid) {
+mds::Inode* OpContext::NewInode(uint32_t mode, uint32_t uid, uint32_t gid) {
   if (next_ino_ == 0) next_ino_ = cache_->next_ino();
-  pb::InodeRec rec;
+  mds::Inode rec;
   if (reuse_ino_ != 0 && cache_->Inode(reuse_ino_) == nullptr &&
       !cache_->InodeRemoved(reuse_ino_) && !edits_.contains(reuse_ino_)) {
-    rec.set_ino(reuse_ino_);
+    rec.ino = InodeId(reuse_ino_);
     next_ino_ = std::max(next_ino_, reuse_ino_ + 1);
   } else {
-    rec.set_ino(next_ino_++);
+    rec.ino = InodeId(next_ino_++);
   }
   reuse_ino_ = 0;
-  rec.set_mode(mode);
-  rec.set_uid(uid);
-  rec.set_gid(gid);
-  rec.set_nlink(IsDir(rec) ? 2 : 1);
-  rec.set_atime_ns(now_ns_);
-  rec.set_mtime_ns(now_ns_);
-  rec.set_ctime_ns(now_ns_);
-  rec.set_btime_ns(now_ns_);
-  rec.set_version(1);
-  rec.set_generation(1);
-  if (IsDir(rec)) new_dirs_.push_back(rec.ino());
-  auto [it, inserted] = edits_.emplace(rec.ino(), std::move(rec));
+  rec.mode = mode;
+  rec.uid = uid;
+  rec.gid = gid;
+  rec.nlink = IsDir(rec) ? 2 : 1;
+  rec.atime_ns = now_ns_;
+  rec.mtime_ns = now_ns_;
+  rec.ctime_ns = now_ns_;
+  rec.btime_ns = now_ns_;
+  rec.version = 1;
+  rec.generation = 1;
+  if (IsDir(rec)) new_dirs_.push_back(rec.ino.value());
+  auto [it, inserted] = edits_.emplace(rec.ino.value(), std::move(rec));
   return &it->second;
 }
 
@@ -172,17 +172,18 @@ void OpContext::RemoveInode(InodeId ino) {
   removed_.push_back(ino.value());
 }
 
-void OpContext::LinkDentry(InodeId id, const std::string& name, const pb::InodeRec& target) {
+void OpContext::LinkDentry(InodeId id, const std::string& name, const mds::Inode& target) {
   const uint64_t dir = id.value();
-  DCHECK(dir != 0 && target.ino() != 0 && target.ino() != dir && ValidateName(name).ok())
-      << "link " << dir << "/" << name << " -> " << target.ino();
+  DCHECK(dir != 0 && target.ino.value() != 0 && target.ino.value() != dir &&
+         ValidateName(name).ok())
+      << "link " << dir << "/" << name << " -> " << target.ino.value();
   std::erase_if(unlinked_,
                 [&](const pb::DentryRec& d) { return d.dir() == dir && d.name() == name; });
   pb::DentryRec rec;
   rec.set_dir(dir);
   rec.set_name(name);
-  rec.set_ino(target.ino());
-  rec.set_type(DirentType(target.mode()));
+  rec.set_ino(target.ino.value());
+  rec.set_type(DirentType(target.mode));
   linked_.push_back(std::move(rec));
 }
 
@@ -200,17 +201,18 @@ bool OpContext::HasOpen(InodeId ino, bool write) {
   return replay_ || sessions_->HasOpen(session_, ino.value(), write);
 }
 
-bool OpContext::DropLink(pb::InodeRec* inode) {
-  inode->set_nlink(inode->nlink() > 0 ? inode->nlink() - 1 : 0);
-  inode->set_ctime_ns(now_ns_);
-  if (IsDir(*inode) ? inode->nlink() > 1 : inode->nlink() > 0) return true;
+bool OpContext::DropLink(mds::Inode* inode) {
+  inode->nlink = inode->nlink > 0 ? inode->nlink - 1 : 0;
+  inode->ctime_ns = now_ns_;
+  if (IsDir(*inode) ? inode->nlink > 1 : inode->nlink > 0) return true;
   if (!IsDir(*inode)) {
     // Open somewhere (this session included): a stray until its last close.
-    const SessionId holder = sessions_->OtherHolder(inode->ino(), SessionId(), /*write=*/false);
+    const SessionId holder =
+        sessions_->OtherHolder(inode->ino.value(), SessionId(), /*write=*/false);
     if (holder.value() != 0) {
-      inode->set_nlink(0);
-      stray_add_.push_back(inode->ino());
-      stray_holders_[inode->ino()] = holder.value();
+      inode->nlink = 0;
+      stray_add_.push_back(inode->ino.value());
+      stray_holders_[inode->ino.value()] = holder.value();
       return true;
     }
   }
@@ -218,12 +220,12 @@ bool OpContext::DropLink(pb::InodeRec* inode) {
   // never had data, or has it inline, has nothing to purge.
   if (HasDataObjects(*inode)) {
     pb::PurgeRec purge;
-    purge.set_ino(inode->ino());
-    purge.set_size(inode->size());
-    *purge.mutable_layout() = inode->layout();
+    purge.set_ino(inode->ino.value());
+    purge.set_size(inode->size);
+    fs::ToWire(inode->layout, purge.mutable_layout());
     purge_add_.push_back(std::move(purge));
   }
-  RemoveInode(IdOf(*inode));
+  RemoveInode(inode->ino);
   return false;
 }
 
@@ -234,20 +236,20 @@ void OpContext::MaybeSplit(InodeId id) {
   // Cheap test first: no fragment can be over the limit while the whole
   // directory is not (counting a fragment walks its entries).
   if (cache_->Dir(dir)->entries.size() + 1 <= options().frag_split_entries) return;
-  std::vector<Frag> frags((*rec_or)->frags().begin(), (*rec_or)->frags().end());
+  std::vector<Frag> frags((*rec_or)->frags.begin(), (*rec_or)->frags.end());
   for (const auto& l : linked_) {
     if (l.dir() != dir) continue;
     Frag f = FragFor(frags, NameHash(l.name()));
     if (!cache_->FragLoaded(dir, f) || FragBits(f) >= 24) continue;
     if (cache_->FragCount(dir, f) + 1 <= options().frag_split_entries) continue;
-    pb::InodeRec* edit = Edit(**rec_or);
+    mds::Inode* edit = Edit(**rec_or);
     std::vector<Frag> next = SortedFrags(frags);
     std::erase(next, f);
     auto [a, b] = SplitFrag(f);
     next.push_back(a);
     next.push_back(b);
-    edit->clear_frags();
-    for (Frag n : SortedFrags(next)) edit->add_frags(n);
+    edit->frags.clear();
+    for (Frag n : SortedFrags(next)) edit->frags.push_back(n);
     pb::FragSplit split;
     split.set_dir(dir);
     split.set_frag(f);
@@ -279,13 +281,13 @@ void OpContext::RStat(InodeId dir, int64_t bytes, int64_t files, int64_t subdirs
   rstat_deltas_.emplace_back(dir.value(), delta);
 }
 
-void OpContext::TrimObjects(const pb::InodeRec& inode, uint64_t keep) {
-  if (keep >= inode.size() || !HasDataObjects(inode)) return;
+void OpContext::TrimObjects(const mds::Inode& inode, uint64_t keep) {
+  if (keep >= inode.size || !HasDataObjects(inode)) return;
   pb::TrimRec trim;
-  trim.set_ino(inode.ino());
+  trim.set_ino(inode.ino.value());
   trim.set_keep(keep);
-  trim.set_size(inode.size());
-  *trim.mutable_layout() = inode.layout();
+  trim.set_size(inode.size);
+  fs::ToWire(inode.layout, trim.mutable_layout());
   trim_add_.push_back(std::move(trim));
 }
 
@@ -301,14 +303,14 @@ bool OpContext::Finish(pb::JournalEvent* event) {
           << "dentry " << d.dir() << "/" << d.name() << " names removed inode " << d.ino();
     }
     for (const auto& [ino, rec] : edits_) {
-      DCHECK(rec.ino() == ino && (!IsDir(rec) || rec.nlink() >= 2 || rec.nlink() == 0))
-          << "inode " << ino << " edited into " << rec.ino() << " nlink " << rec.nlink();
+      DCHECK(rec.ino.value() == ino && (!IsDir(rec) || rec.nlink >= 2 || rec.nlink == 0))
+          << "inode " << ino << " edited into " << rec.ino.value() << " nlink " << rec.nlink;
     }
   }
   event->set_op(op_);
   for (auto& [ino, rec] : edits_) {
     pb::InodeRec* out = event->add_inodes();
-    *out = rec;
+    *out = RecordOf(rec);
     if (std::find(inline_changed_.begin(), inline_changed_.end(), ino) == inline_changed_.end()) {
       out->clear_inline_data();  // unchanged: the cache keeps its copy (MetaCache::Apply)
     }
@@ -341,74 +343,69 @@ bool OpContext::Finish(pb::JournalEvent* event) {
          !stray_add_.empty() || !purge_add_.empty() || !trim_add_.empty();
 }
 
-const std::string* FindXattr(const pb::InodeRec& rec, absl::string_view name) {
-  for (const pb::Xattr& x : rec.xattrs()) {
-    if (x.name() == name) return &x.value();
+const std::string* FindXattr(const mds::Inode& rec, absl::string_view name) {
+  for (const Xattr& x : rec.xattrs) {
+    if (x.name == name) return &x.value;
   }
   return nullptr;
 }
 
-void SetXattr(pb::InodeRec* rec, absl::string_view name, std::string value) {
-  for (pb::Xattr& x : *rec->mutable_xattrs()) {
-    if (x.name() == name) {
-      x.set_value(std::move(value));
+void SetXattr(mds::Inode* rec, absl::string_view name, std::string value) {
+  for (Xattr& x : rec->xattrs) {
+    if (x.name == name) {
+      x.value = std::move(value);
       return;
     }
   }
-  pb::Xattr* x = rec->add_xattrs();
-  x->set_name(std::string(name));
-  x->set_value(std::move(value));
+  rec->xattrs.push_back(Xattr{std::string(name), std::move(value)});
 }
 
-bool RemoveXattr(pb::InodeRec* rec, absl::string_view name) {
-  auto* xattrs = rec->mutable_xattrs();
-  for (int i = 0; i < xattrs->size(); ++i) {
-    if (xattrs->Get(i).name() == name) {
-      xattrs->DeleteSubrange(i, 1);
-      return true;
-    }
-  }
-  return false;
+bool RemoveXattr(mds::Inode* rec, absl::string_view name) {
+  auto it = std::find_if(rec->xattrs.begin(), rec->xattrs.end(),
+                         [&](const Xattr& x) { return x.name == name; });
+  if (it == rec->xattrs.end()) return false;
+  rec->xattrs.erase(it);
+  return true;
 }
 
-AccessAttrs AccessOf(const pb::InodeRec& rec) {
+AccessAttrs AccessOf(const mds::Inode& rec) {
   AccessAttrs a;
-  a.mode = rec.mode();
-  a.uid = rec.uid();
-  a.gid = rec.gid();
+  a.mode = rec.mode;
+  a.uid = rec.uid;
+  a.gid = rec.gid;
   if (const std::string* acl = FindXattr(rec, posix::kXattrPosixAclAccess)) a.acl_access = *acl;
   return a;
 }
 
-std::string DefaultAcl(const pb::InodeRec& rec) {
+std::string DefaultAcl(const mds::Inode& rec) {
   const std::string* acl = FindXattr(rec, posix::kXattrPosixAclDefault);
   return acl == nullptr ? std::string() : *acl;
 }
 
-void FillAttr(const pb::InodeRec& rec, fs::Attr* attr) {
+void FillAttr(const mds::Inode& rec, fs::Attr* attr) {
   *attr = fs::Attr();
-  attr->ino = rec.ino();
-  attr->mode = rec.mode();
-  attr->uid = rec.uid();
-  attr->gid = rec.gid();
-  attr->size = rec.size();
-  attr->allocated = rec.has_allocated() ? std::min(rec.allocated(), rec.size()) : rec.size();
-  attr->nlink = rec.nlink();
-  attr->rdev = rec.rdev();
-  attr->atime_ns = rec.atime_ns();
-  attr->mtime_ns = rec.mtime_ns();
-  attr->ctime_ns = rec.ctime_ns();
-  attr->btime_ns = rec.btime_ns();
-  attr->version = rec.version();
-  attr->generation = rec.generation();
-  if (rec.has_layout()) attr->layout = fs::FromWire(rec.layout());
-  attr->data_inline = rec.data_inline();
-  attr->no_xattrs = rec.xattrs().empty();
+  attr->ino = rec.ino.value();
+  attr->mode = rec.mode;
+  attr->uid = rec.uid;
+  attr->gid = rec.gid;
+  attr->size = rec.size;
+  attr->allocated = rec.allocated ? std::min(*rec.allocated, rec.size) : rec.size;
+  attr->nlink = rec.nlink;
+  attr->rdev = rec.rdev;
+  attr->atime_ns = rec.atime_ns;
+  attr->mtime_ns = rec.mtime_ns;
+  attr->ctime_ns = rec.ctime_ns;
+  attr->btime_ns = rec.btime_ns;
+  attr->version = rec.version;
+  attr->generation = rec.generation;
+  attr->layout = rec.layout;
+  attr->data_inline = rec.data_inline;
+  attr->no_xattrs = rec.xattrs.empty();
   const std::string* acl = FindXattr(rec, posix::kXattrPosixAclAccess);
   attr->no_acl = acl == nullptr;
-  if (S_ISDIR(rec.mode())) {
+  if (S_ISDIR(rec.mode)) {
     attr->searchable_by_all =
-        posix::SearchableByEveryone(rec.mode(), acl == nullptr ? std::string() : *acl);
+        posix::SearchableByEveryone(rec.mode, acl == nullptr ? std::string() : *acl);
   }
 }
 

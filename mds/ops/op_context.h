@@ -70,9 +70,9 @@ class OpContext {
 
   // The inode (its pending new value if this operation changed it), or
   // NeedLoad, or ESTALE when it does not exist.
-  absl::StatusOr<const pb::InodeRec*> Inode(InodeId ino);
+  absl::StatusOr<const mds::Inode*> Inode(InodeId ino);
   // Same, ENOTDIR unless a directory.
-  absl::StatusOr<const pb::InodeRec*> Dir(InodeId ino);
+  absl::StatusOr<const mds::Inode*> Dir(InodeId ino);
   // The entry, nullopt when certainly absent, or NeedLoad.
   absl::StatusOr<std::optional<CDentry>> Dentry(InodeId dir, const std::string& name);
   // OK when the directory has no entries (loads every fragment), ENOTEMPTY.
@@ -82,7 +82,7 @@ class OpContext {
   // Asks for one fragment; always NeedLoad.
   absl::Status LoadFrag(InodeId dir, Frag frag);
   // The inline bytes of `rec` (data_inline), or NeedLoad.
-  absl::StatusOr<const std::string*> InlineData(const pb::InodeRec& rec);
+  absl::StatusOr<const std::string*> InlineData(const mds::Inode& rec);
   // The operation changed the inline bytes of `ino` (edited): the event
   // carries them. Other events leave them out.
   void InlineChanged(InodeId ino) { inline_changed_.push_back(ino.value()); }
@@ -103,14 +103,14 @@ class OpContext {
   const std::vector<std::pair<uint64_t, Frag>>& load_frags() const { return load_frags_; }
 
   // Changes. Edit returns the pending copy of an inode (version bumped once).
-  pb::InodeRec* Edit(const pb::InodeRec& current);
-  pb::InodeRec* NewInode(uint32_t mode, uint32_t uid, uint32_t gid);
+  mds::Inode* Edit(const mds::Inode& current);
+  mds::Inode* NewInode(uint32_t mode, uint32_t uid, uint32_t gid);
   void RemoveInode(InodeId ino);
-  void LinkDentry(InodeId dir, const std::string& name, const pb::InodeRec& target);
+  void LinkDentry(InodeId dir, const std::string& name, const mds::Inode& target);
   void UnlinkDentry(InodeId dir, const std::string& name);
   // Drops one link of `inode` (already edited): a stray if open, else
   // purged. Returns whether the inode lives on (other links, or open).
-  bool DropLink(pb::InodeRec* inode);
+  bool DropLink(mds::Inode* inode);
   // Splits the fragment holding `name` if it has grown past the limit.
   void MaybeSplit(InodeId dir);
   void RStat(InodeId dir, int64_t bytes, int64_t files, int64_t subdirs);
@@ -121,7 +121,7 @@ class OpContext {
   }
   // A truncate of `inode` (as it was before) to `keep` bytes: its objects
   // past `keep` are cut after the event, before the reply (RequestRun's trim phase).
-  void TrimObjects(const pb::InodeRec& inode, uint64_t keep);
+  void TrimObjects(const mds::Inode& inode, uint64_t keep);
   const std::vector<pb::TrimRec>& trim_add() const { return trim_add_; }
   void OpenRef(InodeId ino, bool write) {
     open_ref_ = ino.value();
@@ -156,7 +156,7 @@ class OpContext {
   std::vector<uint64_t> inline_changed_;
   std::optional<InlineMove> move_;
   std::optional<std::pair<uint64_t, uint64_t>> moved_;
-  std::map<uint64_t, pb::InodeRec> edits_;
+  std::map<uint64_t, mds::Inode> edits_;
   std::vector<uint64_t> removed_;
   std::vector<pb::DentryRec> linked_;
   std::vector<pb::DentryRec> unlinked_;
@@ -179,28 +179,25 @@ class OpContext {
 
 // Shared by operations.
 // An inode's xattr by name: its value, or null.
-const std::string* FindXattr(const pb::InodeRec& rec, absl::string_view name);
+const std::string* FindXattr(const mds::Inode& rec, absl::string_view name);
 // Sets (adds or replaces) the xattr `name`.
-void SetXattr(pb::InodeRec* rec, absl::string_view name, std::string value);
+void SetXattr(mds::Inode* rec, absl::string_view name, std::string value);
 // Removes the xattr `name`; false if there was none.
-bool RemoveXattr(pb::InodeRec* rec, absl::string_view name);
+bool RemoveXattr(mds::Inode* rec, absl::string_view name);
 
-AccessAttrs AccessOf(const pb::InodeRec& rec);
-std::string DefaultAcl(const pb::InodeRec& rec);
-void FillAttr(const pb::InodeRec& rec, fs::Attr* attr);
-// The strong ids of a stored record's bare numbers.
-inline InodeId IdOf(const pb::InodeRec& rec) { return InodeId(rec.ino()); }
-inline InodeId ParentOf(const pb::InodeRec& rec) { return InodeId(rec.parent()); }
-inline bool IsDir(const pb::InodeRec& rec) { return (rec.mode() & 0170000) == 0040000; }
-inline bool IsReg(const pb::InodeRec& rec) { return (rec.mode() & 0170000) == 0100000; }
-inline bool IsSymlink(const pb::InodeRec& rec) { return (rec.mode() & 0170000) == 0120000; }
+AccessAttrs AccessOf(const mds::Inode& rec);
+std::string DefaultAcl(const mds::Inode& rec);
+void FillAttr(const mds::Inode& rec, fs::Attr* attr);
+inline bool IsDir(const mds::Inode& rec) { return (rec.mode & 0170000) == 0040000; }
+inline bool IsReg(const mds::Inode& rec) { return (rec.mode & 0170000) == 0100000; }
+inline bool IsSymlink(const mds::Inode& rec) { return (rec.mode & 0170000) == 0120000; }
 inline uint32_t DirentType(uint32_t mode) { return (mode >> 12) & 017; }
 // Whether data objects of the file may exist (a purge removes them). A file
 // whose data is inline has none: a move to objects that the MDS did not
 // record (it stopped between the object write and the event) leaves one
 // object behind, a known leak (docs/ARCHITECTURE.md, "Inline data").
-inline bool HasDataObjects(const pb::InodeRec& rec) {
-  return IsReg(rec) && rec.size() > 0 && !rec.data_inline();
+inline bool HasDataObjects(const mds::Inode& rec) {
+  return IsReg(rec) && rec.size > 0 && !rec.data_inline;
 }
 
 }  // namespace weft::mds

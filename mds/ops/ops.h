@@ -40,42 +40,42 @@ absl::Status DoAtime(OpContext& ctx, const req::Atime& op, Reply* reply);
 // Inline data (mds/ops/inline.cc).
 // How many bytes `rec` may keep inline: the rank's limit, within its first
 // stripe unit (so that a move writes one object).
-uint64_t InlineLimit(OpContext& ctx, const pb::InodeRec& rec);
+uint64_t InlineLimit(OpContext& ctx, const Inode& rec);
 // A new regular file starts with empty inline data when the rank keeps any.
-void StartInline(OpContext& ctx, pb::InodeRec* rec);
+void StartInline(OpContext& ctx, Inode* rec);
 // Whether WrittenOp.inline_writes fit in the inline data of `rec`.
-bool InlineWritesFit(OpContext& ctx, const req::Written& op, const pb::InodeRec& rec);
+bool InlineWritesFit(OpContext& ctx, const req::Written& op, const Inode& rec);
 // Applies them to `edit` (they fit, its bytes are loaded).
-void ApplyInlineWrites(OpContext& ctx, const req::Written& op, pb::InodeRec* edit);
+void ApplyInlineWrites(OpContext& ctx, const req::Written& op, Inode* edit);
 // Cuts the inline bytes of `edit` (loaded) to `size`.
-void CutInline(OpContext& ctx, uint64_t size, pb::InodeRec* edit);
+void CutInline(OpContext& ctx, uint64_t size, Inode* edit);
 
 // Shared checks.
 // The parent directory with search (and, when `modify`, write) permission.
-absl::StatusOr<const pb::InodeRec*> ParentFor(OpContext& ctx, InodeId parent, bool modify);
+absl::StatusOr<const Inode*> ParentFor(OpContext& ctx, InodeId parent, bool modify);
 // A directory's mtime and ctime set to now.
-void TouchDir(OpContext& ctx, const pb::InodeRec& dir);
+void TouchDir(OpContext& ctx, const Inode& dir);
 // Removes the empty directory `dir` from `parent` (its link count and
 // statistics; the dentry is the caller's) and fills `last` with how it
 // ends, nlink 0, for a client that holds it open (mds/ops/unlink.cc).
-void RemoveDir(OpContext& ctx, const pb::InodeRec& parent, const pb::InodeRec& dir,
+void RemoveDir(OpContext& ctx, const Inode& parent, const Inode& dir,
                fs::Attr* last);
 
 // Layouts (mds/ops/layout.cc).
 // What a new file in `dir` gets: the dir_layout of `dir` or of its nearest
 // ancestor that has one, else the filesystem default. May be NeedLoad.
-absl::StatusOr<pb::FileLayout> EffectiveDirLayout(OpContext& ctx, InodeId dir);
+absl::StatusOr<FileLayout> EffectiveDirLayout(OpContext& ctx, InodeId dir);
 // The value of a layout xattr (x.target != kNone); ENODATA when there is none.
-absl::StatusOr<std::string> GetLayoutXattr(OpContext& ctx, const pb::InodeRec& inode,
+absl::StatusOr<std::string> GetLayoutXattr(OpContext& ctx, const Inode& inode,
                                            const LayoutXattr& x);
 // Sets a layout (XATTR_CREATE/REPLACE are ignored, as CephFS does): EINVAL for
 // a wrong inode type or a bad value, EPERM unless owner or root, ENOTEMPTY
 // for a file with data, EBUSY for a file another session has open for writing.
-absl::Status SetLayoutXattr(OpContext& ctx, const pb::InodeRec& inode, const std::string& name,
+absl::Status SetLayoutXattr(OpContext& ctx, const Inode& inode, const std::string& name,
                             const LayoutXattr& x, const std::string& value,
                             Reply* reply);
 // Removes a directory's own layout: ENODATA when it has none.
-absl::Status RemoveLayoutXattr(OpContext& ctx, const pb::InodeRec& inode, const LayoutXattr& x,
+absl::Status RemoveLayoutXattr(OpContext& ctx, const Inode& inode, const LayoutXattr& x,
                                Reply* reply);
 
 }  // namespace weft::mds

@@ -12,7 +12,7 @@ constexpr uint32_t kMaxEntries = 4096;
 }  // namespace
 
 absl::Status DoReaddir(OpContext& ctx, const req::Readdir& op, Reply* reply) {
-  ASSIGN_OR_RETURN(const pb::InodeRec* dir, ctx.Dir(op.ino));
+  ASSIGN_OR_RETURN(const Inode* dir, ctx.Dir(op.ino));
   RETURN_IF_ERROR(CheckAccess(AccessOf(*dir), ctx.cred(), kMayRead));
   const uint32_t max = op.max_entries == 0 ? 1024 : std::min(op.max_entries, kMaxEntries);
   const uint64_t after = op.cookie;
@@ -22,7 +22,7 @@ absl::Status DoReaddir(OpContext& ctx, const req::Readdir& op, Reply* reply) {
   // entries are listed. A page stops at an unloaded fragment once it has
   // entries (the next call loads it), so a huge directory is read a
   // fragment at a time.
-  for (Frag f : SortedFrags({dir->frags().begin(), dir->frags().end()})) {
+  for (Frag f : SortedFrags({dir->frags.begin(), dir->frags.end()})) {
     if (FragEnd(f) <= after + 1) continue;
     if (!ctx.cache()->FragLoaded(op.ino.value(), f)) {
       if (reply->entries.size() > 0) {

@@ -17,70 +17,70 @@ namespace {
 // truncate(2) checks the file before anything else changes (vfs_truncate,
 // then do_truncate): a truncate that also drops setuid (the kernel sends
 // that as a mode) fails with the truncate's EACCES, not the chmod's EPERM.
-absl::Status CheckSize(OpContext& ctx, const req::Setattr& op, const pb::InodeRec& current) {
+absl::Status CheckSize(OpContext& ctx, const req::Setattr& op, const Inode& current) {
   if (IsDir(current)) return Err(EISDIR, "size of a directory");
   if (!IsReg(current)) return Err(EINVAL, "size of a special file");
-  bool by_handle = op.by_handle && ctx.HasOpen(IdOf(current), true);
+  bool by_handle = op.by_handle && ctx.HasOpen(current.ino, true);
   if (!by_handle) RETURN_IF_ERROR(CheckTruncate(AccessOf(current), ctx.cred()));
   if (op.size > (uint64_t{1} << 60)) return Err(EFBIG, "size over the maximum file size");
   return absl::OkStatus();
 }
 
-void ApplySize(OpContext& ctx, const req::Setattr& op, const pb::InodeRec& current,
-               pb::InodeRec* edit) {
+void ApplySize(OpContext& ctx, const req::Setattr& op, const Inode& current,
+               Inode* edit) {
   // An unlinked file (open still) counts in no directory any more.
-  if (op.size != current.size() && current.nlink() > 0) {
-    ctx.RStat(ParentOf(current),
-              static_cast<int64_t>(op.size) - static_cast<int64_t>(current.size()), 0, 0);
+  if (op.size != current.size && current.nlink > 0) {
+    ctx.RStat(current.parent,
+              static_cast<int64_t>(op.size) - static_cast<int64_t>(current.size), 0, 0);
   }
-  edit->set_size(op.size);
+  edit->size = op.size;
   CutInline(ctx, op.size, edit);
   ctx.TrimObjects(current, op.size);
   // A cut frees at most what lay past the new size; growing allocates nothing.
-  if (edit->has_allocated()) edit->set_allocated(std::min(edit->allocated(), op.size));
-  edit->set_mtime_ns(ctx.now_ns());
-  edit->set_mode(ModeAfterWrite(AccessOf(*edit), ctx.cred()));
+  if (edit->allocated) edit->allocated = std::min(*edit->allocated, op.size);
+  edit->mtime_ns = ctx.now_ns();
+  edit->mode = ModeAfterWrite(AccessOf(*edit), ctx.cred());
 }
 
 }  // namespace
 
 absl::Status DoSetattr(OpContext& ctx, const req::Setattr& op, Reply* reply) {
-  ASSIGN_OR_RETURN(const pb::InodeRec* current, ctx.Inode(op.ino));
+  ASSIGN_OR_RETURN(const Inode* current, ctx.Inode(op.ino));
   const uint32_t valid = op.valid;
   if (valid == 0) {
     FillAttr(*current, &reply->attr);
     return absl::OkStatus();
   }
-  const pb::InodeRec before = *current;
+  const Inode before = *current;
   if (valid & kSetSize) {
     RETURN_IF_ERROR(CheckSize(ctx, op, before));
     // A cut of inline data needs its bytes (their length is `allocated`).
-    if (before.data_inline() && op.size < before.allocated()) {
+    if (before.data_inline && op.size < before.allocated.value_or(0)) {
       RETURN_IF_ERROR(ctx.InlineData(before).status());
     }
   }
   const SetattrAsk ask = SetattrAskOf(valid, op.uid, op.gid, op.mode);
   ASSIGN_OR_RETURN(SetattrResult decided, DecideSetattr(AccessOf(before), ctx.cred(), ask));
-  pb::InodeRec* edit = ctx.Edit(before);
-  edit->set_uid(decided.uid);
-  edit->set_gid(decided.gid);
-  edit->set_mode(decided.mode);
+  Inode* edit = ctx.Edit(before);
+  edit->uid = decided.uid;
+  edit->gid = decided.gid;
+  edit->mode = decided.mode;
   if (!decided.acl_access.empty()) {
     SetXattr(edit, kXattrPosixAclAccess, decided.acl_access);
   }
   if (valid & kSetSize) {
     ApplySize(ctx, op, before, edit);
-    reply->prior_size = before.size();
+    reply->prior_size = before.size;
   }
-  if (valid & kSetAtime) edit->set_atime_ns(op.atime_ns);
-  if (valid & kSetMtime) edit->set_mtime_ns(op.mtime_ns);
-  if (valid & kSetAtimeNow) edit->set_atime_ns(ctx.now_ns());
-  if (valid & kSetMtimeNow) edit->set_mtime_ns(ctx.now_ns());
+  if (valid & kSetAtime) edit->atime_ns = op.atime_ns;
+  if (valid & kSetMtime) edit->mtime_ns = op.mtime_ns;
+  if (valid & kSetAtimeNow) edit->atime_ns = ctx.now_ns();
+  if (valid & kSetMtimeNow) edit->mtime_ns = ctx.now_ns();
   if (valid & kSetCtime) {
     RETURN_IF_ERROR(CheckSetTimes(AccessOf(before), ctx.cred(), true));
-    edit->set_ctime_ns(op.ctime_ns);
+    edit->ctime_ns = op.ctime_ns;
   } else {
-    edit->set_ctime_ns(ctx.now_ns());
+    edit->ctime_ns = ctx.now_ns();
   }
   FillAttr(*edit, &reply->attr);
   return absl::OkStatus();
@@ -94,7 +94,7 @@ absl::Status DoAtime(OpContext& ctx, const req::Atime& op, Reply* reply) {
   // Every inode is loaded, and every error found, before anything changes.
   bool need_load = false;
   for (const req::Atime::Read& read : op.reads) {
-    absl::StatusOr<const pb::InodeRec*> rec = ctx.Inode(read.ino);
+    absl::StatusOr<const Inode*> rec = ctx.Inode(read.ino);
     if (IsNeedLoad(rec.status())) {
       need_load = true;
     } else if (!IsStale(rec.status())) {  // removed since the read
@@ -105,20 +105,20 @@ absl::Status DoAtime(OpContext& ctx, const req::Atime& op, Reply* reply) {
   std::vector<InodeId> moved;  // in request order, once each
   absl::flat_hash_set<InodeId> seen;
   for (const req::Atime::Read& read : op.reads) {
-    absl::StatusOr<const pb::InodeRec*> rec = ctx.Inode(read.ino);
+    absl::StatusOr<const Inode*> rec = ctx.Inode(read.ino);
     if (!rec.ok()) continue;  // removed
     // An inode read twice in the batch: the later read moves it again only
     // if it is still due after the first.
-    const pb::InodeRec& cur = **rec;
-    if (!posix::AtimeDue(cur.atime_ns(), cur.mtime_ns(), cur.ctime_ns(), read.atime_ns,
+    const Inode& cur = **rec;
+    if (!posix::AtimeDue(cur.atime_ns, cur.mtime_ns, cur.ctime_ns, read.atime_ns,
                          op.strict)) {
       continue;
     }
-    ctx.Edit(cur)->set_atime_ns(read.atime_ns);
+    ctx.Edit(cur)->atime_ns = read.atime_ns;
     if (seen.insert(read.ino).second) moved.push_back(read.ino);
   }
   for (InodeId ino : moved) {
-    ASSIGN_OR_RETURN(const pb::InodeRec* rec, ctx.Inode(ino));
+    ASSIGN_OR_RETURN(const Inode* rec, ctx.Inode(ino));
     FillAttr(*rec, &reply->changed.emplace_back());
   }
   return absl::OkStatus();

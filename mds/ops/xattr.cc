@@ -27,7 +27,7 @@ absl::Status CheckName(const std::string& name) {
 
 // Linux's xattr_permission(): who may read (kMayRead) or write an attribute.
 // posix::AbsentReadsAsNoData (which the client relies on) follows it.
-absl::Status XattrPermission(OpContext& ctx, const pb::InodeRec& inode, XattrNs ns, int mask) {
+absl::Status XattrPermission(OpContext& ctx, const Inode& inode, XattrNs ns, int mask) {
   const bool write = (mask & kMayWrite) != 0;
   switch (ns) {
     case XattrNs::kUnsupported: return Err(EOPNOTSUPP, "unsupported xattr namespace");
@@ -42,8 +42,8 @@ absl::Status XattrPermission(OpContext& ctx, const pb::InodeRec& inode, XattrNs 
       if (!IsReg(inode) && !IsDir(inode)) {
         return Err(write ? EPERM : ENODATA, "user.* on a special file");
       }
-      if (write && IsDir(inode) && (inode.mode() & S_ISVTX) && ctx.cred().uid != 0 &&
-          ctx.cred().uid != inode.uid()) {
+      if (write && IsDir(inode) && (inode.mode & S_ISVTX) && ctx.cred().uid != 0 &&
+          ctx.cred().uid != inode.uid) {
         return Err(EPERM, "user.* on a sticky directory owned by another user");
       }
       return CheckAccess(AccessOf(inode), ctx.cred(), mask);
@@ -51,16 +51,16 @@ absl::Status XattrPermission(OpContext& ctx, const pb::InodeRec& inode, XattrNs 
   return absl::OkStatus();
 }
 
-absl::StatusOr<std::string> VirtualXattr(OpContext& ctx, const pb::InodeRec& inode,
+absl::StatusOr<std::string> VirtualXattr(OpContext& ctx, const Inode& inode,
                                          const std::string& name) {
-  const pb::RStat& r = inode.rstat();
+  const RStat& r = inode.rstat;
   if (IsDir(inode)) {
-    if (name == "weft.dir.rbytes") return absl::StrCat(r.rbytes());
-    if (name == "weft.dir.rfiles") return absl::StrCat(r.rfiles());
-    if (name == "weft.dir.rsubdirs") return absl::StrCat(r.rsubdirs());
-    if (name == "weft.dir.rentries") return absl::StrCat(r.rfiles() + r.rsubdirs());
+    if (name == "weft.dir.rbytes") return absl::StrCat(r.rbytes);
+    if (name == "weft.dir.rfiles") return absl::StrCat(r.rfiles);
+    if (name == "weft.dir.rsubdirs") return absl::StrCat(r.rsubdirs);
+    if (name == "weft.dir.rentries") return absl::StrCat(r.rfiles + r.rsubdirs);
     if (name == "weft.dir.rctime") {
-      int64_t t = std::max(r.rctime_ns(), inode.ctime_ns());
+      int64_t t = std::max(r.rctime_ns, inode.ctime_ns);
       return absl::StrFormat("%d.%09d", t / 1000000000, t % 1000000000);
     }
   }
@@ -73,7 +73,7 @@ absl::StatusOr<std::string> VirtualXattr(OpContext& ctx, const pb::InodeRec& ino
 
 absl::Status DoGetxattr(OpContext& ctx, const req::Getxattr& op, Reply* reply) {
   RETURN_IF_ERROR(CheckName(op.name));
-  ASSIGN_OR_RETURN(const pb::InodeRec* inode, ctx.Inode(op.ino));
+  ASSIGN_OR_RETURN(const Inode* inode, ctx.Inode(op.ino));
   XattrNs ns = XattrNamespace(op.name);
   RETURN_IF_ERROR(XattrPermission(ctx, *inode, ns, kMayRead));
   if (ns == XattrNs::kWeft) {
@@ -95,7 +95,7 @@ absl::Status DoSetxattr(OpContext& ctx, const req::Setxattr& op, Reply* reply) {
     return Err(EINVAL, "setxattr: bad flags");
   }
   if (op.value.size() > kXattrValueMax) return Err(E2BIG, "xattr value over 64 KiB");
-  ASSIGN_OR_RETURN(const pb::InodeRec* inode, ctx.Inode(op.ino));
+  ASSIGN_OR_RETURN(const Inode* inode, ctx.Inode(op.ino));
   XattrNs ns = XattrNamespace(op.name);
   if (ns == XattrNs::kWeft) {
     LayoutXattr layout = ParseLayoutXattrName(op.name);
@@ -105,12 +105,12 @@ absl::Status DoSetxattr(OpContext& ctx, const req::Setxattr& op, Reply* reply) {
     return SetLayoutXattr(ctx, *inode, op.name, layout, op.value, reply);
   }
   RETURN_IF_ERROR(XattrPermission(ctx, *inode, ns, kMayWrite));
-  const pb::InodeRec before = *inode;
+  const Inode before = *inode;
   bool exists = FindXattr(before, op.name) != nullptr;
   if (ns == XattrNs::kAcl) {  // Linux ignores the flags for ACLs
     // An ACL the mode bits say all of is not stored; Linux then changes
     // nothing, ctime included, unless the mode changes or one is removed.
-    uint32_t mode = before.mode();
+    uint32_t mode = before.mode;
     std::string stored;
     if (op.name == kXattrPosixAclAccess) {
       ASSIGN_OR_RETURN(AclSetResult r, SetAccessAcl(AccessOf(before), ctx.cred(), op.value));
@@ -119,41 +119,41 @@ absl::Status DoSetxattr(OpContext& ctx, const req::Setxattr& op, Reply* reply) {
     } else {
       ASSIGN_OR_RETURN(stored, SetDefaultAcl(AccessOf(before), ctx.cred(), op.value));
     }
-    if (stored.empty() && !exists && mode == before.mode()) {
+    if (stored.empty() && !exists && mode == before.mode) {
       FillAttr(before, &reply->attr);
       return absl::OkStatus();
     }
-    pb::InodeRec* edit = ctx.Edit(before);
-    edit->set_mode(mode);
+    Inode* edit = ctx.Edit(before);
+    edit->mode = mode;
     if (stored.empty()) {
       RemoveXattr(edit, op.name);
     } else {
       SetXattr(edit, op.name, std::move(stored));
     }
-    edit->set_ctime_ns(ctx.now_ns());
+    edit->ctime_ns = ctx.now_ns();
     FillAttr(*edit, &reply->attr);
     return absl::OkStatus();
   }
   if ((op.flags & kXattrCreate) && exists) return Err(EEXIST, "xattr exists");
   if ((op.flags & kXattrReplace) && !exists) return Err(ENODATA, "no such xattr");
   size_t total = 0;
-  for (const pb::Xattr& x : before.xattrs()) total += x.name().size() + x.value().size();
+  for (const Xattr& x : before.xattrs) total += x.name.size() + x.value.size();
   if (total + op.name.size() + op.value.size() > 1024 * 1024) {
     return Err(ENOSPC, "over 1 MiB of xattrs on one inode");
   }
-  pb::InodeRec* edit = ctx.Edit(before);
+  Inode* edit = ctx.Edit(before);
   SetXattr(edit, op.name, op.value);
-  edit->set_ctime_ns(ctx.now_ns());
+  edit->ctime_ns = ctx.now_ns();
   FillAttr(*edit, &reply->attr);
   return absl::OkStatus();
 }
 
 absl::Status DoListxattr(OpContext& ctx, const req::Listxattr& op, Reply* reply) {
-  ASSIGN_OR_RETURN(const pb::InodeRec* inode, ctx.Inode(op.ino));
+  ASSIGN_OR_RETURN(const Inode* inode, ctx.Inode(op.ino));
   std::vector<std::string> names;
-  for (const pb::Xattr& x : inode->xattrs()) {
-    if (XattrNamespace(x.name()) == XattrNs::kTrusted && ctx.cred().uid != 0) continue;
-    names.push_back(x.name());
+  for (const Xattr& x : inode->xattrs) {
+    if (XattrNamespace(x.name) == XattrNs::kTrusted && ctx.cred().uid != 0) continue;
+    names.push_back(x.name);
   }
   std::sort(names.begin(), names.end());
   for (auto& n : names) reply->names.push_back(n);
@@ -163,7 +163,7 @@ absl::Status DoListxattr(OpContext& ctx, const req::Listxattr& op, Reply* reply)
 
 absl::Status DoRemovexattr(OpContext& ctx, const req::Removexattr& op, Reply* reply) {
   RETURN_IF_ERROR(CheckName(op.name));
-  ASSIGN_OR_RETURN(const pb::InodeRec* inode, ctx.Inode(op.ino));
+  ASSIGN_OR_RETURN(const Inode* inode, ctx.Inode(op.ino));
   XattrNs ns = XattrNamespace(op.name);
   if (ns == XattrNs::kWeft) {
     LayoutXattr layout = ParseLayoutXattrName(op.name);
@@ -179,9 +179,9 @@ absl::Status DoRemovexattr(OpContext& ctx, const req::Removexattr& op, Reply* re
     return DoSetxattr(ctx, req::Setxattr{op.ino, op.name, "", 0}, reply);
   }
   if (FindXattr(*inode, op.name) == nullptr) return Err(ENODATA, "no such xattr");
-  pb::InodeRec* edit = ctx.Edit(*inode);
+  Inode* edit = ctx.Edit(*inode);
   RemoveXattr(edit, op.name);
-  edit->set_ctime_ns(ctx.now_ns());
+  edit->ctime_ns = ctx.now_ns();
   FillAttr(*edit, &reply->attr);
   return absl::OkStatus();
 }

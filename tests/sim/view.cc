@@ -59,7 +59,7 @@ View ReadView(const mds::MetaCache& cache, const mds::Sessions& sessions,
   for (auto& [ino, rec] : StoredInodes(store, pool, fs)) {
     if (!cache.InodeRemoved(ino)) v.inodes[ino] = rec;
   }
-  for (const auto& [ino, inode] : cache.inodes()) v.inodes[ino] = inode->rec;
+  for (const auto& [ino, inode] : cache.inodes()) v.inodes[ino] = mds::RecordOf(inode->inode);
   for (const auto& [ino, rec] : v.inodes) {
     if (!IsDirMode(rec.mode())) continue;
     std::map<std::string, pb::DentryRec>& entries = v.dirs[ino];

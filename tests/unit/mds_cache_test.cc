@@ -190,7 +190,7 @@ TEST_CASE("mds cache: a flush in flight keeps what it took cached until the stor
   cache.Trim(0, {});
   CHECK(cache.Inode(4001) == nullptr);
   REQUIRE(cache.Inode(5000) != nullptr);
-  CHECK(cache.Inode(5000)->rec.size() == 123);
+  CHECK(cache.Inode(5000)->inode.size == 123);
   bool known = false;
   const CDentry* d = cache.Lookup(kRootIno, "new", &known);
   REQUIRE(d != nullptr);
@@ -211,7 +211,7 @@ TEST_CASE("mds cache: a flush in flight keeps what it took cached until the stor
   CHECK(cache.Lookup(kRootIno, "new", &known) == nullptr);
   CHECK_FALSE(known);  // dropped: the next lookup loads the stored fragment
   cache.MergeInode(File(5000, 123));  // as the store now has it
-  CHECK(cache.Inode(5000)->rec.size() == 123);
+  CHECK(cache.Inode(5000)->inode.size == 123);
 }
 
 // Which keys of the inode table a flush writes for `ino`.
@@ -246,7 +246,7 @@ TEST_CASE("mds cache: a flush writes inline bytes only when they changed") {
   ev2.set_seq(2);
   *ev2.add_inodes() = touched;
   cache.Apply(ev2);
-  CHECK(cache.Inode(6000)->rec.inline_data() == "hello");
+  CHECK(cache.Inode(6000)->inode.inline_data == "hello");
   FlushBatch second = cache.TakeDirty(2);
   CHECK(KeysSet(second, 4, 6000) == std::vector<std::string>{InodeKey(6000)});
   cache.FlushApplied();
