@@ -177,7 +177,7 @@ void MdsRank::PropagateRstats() {
         for (const auto& [dir, d] : work) {
           auto e = edits.find(dir);
           if (e == edits.end()) {
-            CInode* inode = cache_.Inode(dir);
+            CInode* inode = cache_.Peek(dir);
             if (inode == nullptr) {
               if (!cache_.InodeRemoved(dir)) load.inodes.push_back(dir);
               continue;

@@ -308,7 +308,9 @@ void MetaCache::AddInodeUpdates(FlushBatch* batch) {
 void MetaCache::AddDirUpdates(FlushBatch* batch) {
   std::vector<uint64_t> kept;
   for (uint64_t dir : dirty_dirs_) {
-    CDir* d = Dir(dir);
+    std::unique_ptr<CDir>& slot = dirs_[dir];  // not a use: no LRU tick
+    if (!slot) slot = std::make_unique<CDir>();
+    CDir* d = slot.get();
     auto ii = inodes_.find(dir);
     std::vector<Frag> frags = {kRootFrag};
     if (ii != inodes_.end()) {

@@ -71,6 +71,13 @@ class MetaCache {
 
   // Lookups; nullptr when not cached (the caller loads, or answers ESTALE).
   CInode* Inode(uint64_t ino);
+  // The same without counting as a use (LRU): for the rank's own walks
+  // (statistics, flushes), which must not keep an inode cached, and whose
+  // order over hash tables would otherwise decide what Trim drops.
+  CInode* Peek(uint64_t ino) {
+    auto it = inodes_.find(ino);
+    return it == inodes_.end() ? nullptr : it->second.get();
+  }
   bool InodeRemoved(uint64_t ino) const {
     return removed_inodes_.contains(ino) || unstored_removed_.contains(ino) ||
            absent_.contains(ino);
