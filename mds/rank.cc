@@ -263,7 +263,9 @@ uint64_t MdsRank::CommitLocked(pb::JournalEvent* event) {
   cache_.Apply(*event);
   sessions_.Apply(*event);
   NoteRStatsLocked(*event);
-  journal_.Enqueue(seq, event->SerializeAsString());
+  std::string bytes = event->SerializeAsString();
+  unflushed_bytes_ += bytes.size();
+  journal_.Enqueue(seq, std::move(bytes));
   return seq;
 }
 

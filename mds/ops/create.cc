@@ -43,7 +43,7 @@ absl::StatusOr<Inode*> MakeInode(OpContext& ctx, InodeId parent, const std::stri
   Inode* parent_edit = ctx.Edit(dir_copy);
   parent_edit->mtime_ns = ctx.now_ns();
   parent_edit->ctime_ns = ctx.now_ns();
-  if (IsDir(*inode)) parent_edit->nlink = parent_edit->nlink + 1;
+  if (IsDir(*inode)) ++parent_edit->nlink;
   ctx.LinkDentry(parent, name, *inode);
   ctx.MaybeSplit(parent);
   ctx.RStat(parent, 0, IsDir(*inode) ? 0 : 1, IsDir(*inode) ? 1 : 0);

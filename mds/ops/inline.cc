@@ -40,7 +40,7 @@ void ApplyInlineWrites(OpContext& ctx, const req::Written& op, Inode* edit) {
     if (data->size() < end) data->resize(end, '\0');
     data->replace(e.offset, e.data.size(), e.data);
   }
-  edit->inline_version = edit->inline_version + 1;
+  ++edit->inline_version;
   edit->allocated = data->size();
   ctx.InlineChanged(edit->ino);
 }
@@ -48,7 +48,7 @@ void ApplyInlineWrites(OpContext& ctx, const req::Written& op, Inode* edit) {
 void CutInline(OpContext& ctx, uint64_t size, Inode* edit) {
   if (!edit->data_inline || edit->inline_data.value_or("").size() <= size) return;
   edit->inline_data->resize(size);
-  edit->inline_version = edit->inline_version + 1;
+  ++edit->inline_version;
   edit->allocated = size;
   ctx.InlineChanged(edit->ino);
 }

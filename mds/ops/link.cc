@@ -22,7 +22,7 @@ absl::Status DoLink(OpContext& ctx, const req::Link& op, Reply* reply) {
   RETURN_IF_ERROR(CheckAccess(AccessOf(*dir), ctx.cred(), kMayWrite | kMayExec));
   TouchDir(ctx, *dir);
   Inode* edit = ctx.Edit(target_copy);
-  if (!fault::Fire(fault::kMdsBugLinkSkipsNlink)) edit->nlink = edit->nlink + 1;
+  if (!fault::Fire(fault::kMdsBugLinkSkipsNlink)) ++edit->nlink;
   edit->ctime_ns = ctx.now_ns();
   ctx.LinkDentry(op.new_parent, op.new_name, *edit);
   ctx.MaybeSplit(op.new_parent);

@@ -30,7 +30,7 @@ absl::StatusOr<Victim> FindVictim(OpContext& ctx, InodeId parent, const std::str
 void RemoveDir(OpContext& ctx, const Inode& parent, const Inode& dir,
                fs::Attr* last) {
   Inode* p = ctx.Edit(parent);
-  p->nlink = p->nlink - 1;
+  --p->nlink;
   ctx.RemoveInode(dir.ino);
   ctx.RStat(parent.ino, 0, 0, -1);
   ctx.DirRemoved(dir.ino, parent.ino);
