@@ -263,9 +263,7 @@ uint64_t MdsRank::CommitLocked(pb::JournalEvent* event) {
   cache_.Apply(*event);
   sessions_.Apply(*event);
   NoteRStatsLocked(*event);
-  std::string bytes = event->SerializeAsString();
-  unflushed_bytes_ += bytes.size();
-  journal_.Enqueue(seq, std::move(bytes));
+  journal_.Enqueue(seq, event->SerializeAsString());
   return seq;
 }
 

@@ -226,9 +226,6 @@ class MdsRank {
   // not trimmed past it, so that replay finds them all again.
   absl::flat_hash_map<uint64_t, RStatDelta> rstat_pending_ ABSL_GUARDED_BY(mu_);
   uint64_t rstat_pending_since_ ABSL_GUARDED_BY(mu_) = 0;
-  // Journal bytes committed since the flusher last started (FlusherLoop
-  // runs early past options_.flush_journal_bytes).
-  uint64_t unflushed_bytes_ ABSL_GUARDED_BY(mu_) = 0;
 
   absl::Mutex flush_mu_;  // one flush at a time; taken before mu_
   std::optional<FlushBatch> failed_batch_ ABSL_GUARDED_BY(flush_mu_);

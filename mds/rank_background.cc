@@ -36,19 +36,14 @@ constexpr uint64_t kHeapFreeBytesKept = 128ull << 20;
 }  // namespace
 
 void MdsRank::FlusherLoop() {
-  auto due = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    return stopping_ || unflushed_bytes_ >= options_.flush_journal_bytes;
-  };
   for (;;) {
     {
       absl::MutexLock lock(&mu_);
-      mu_.AwaitWithTimeout(absl::Condition(&due), absl::Milliseconds(options_.flush_interval_ms));
-      if (stopping_) break;
-      unflushed_bytes_ = 0;
+      if (mu_.AwaitWithTimeout(absl::Condition(&stopping_),
+                               absl::Milliseconds(options_.flush_interval_ms))) {
+        break;
+      }
     }
-    // Statistics still pending hold the journal's trim back (FlushOnce):
-    // propagated first, the flush covers them and the trim reaches its end.
-    PropagateRstats();
     absl::Status status = FlushOnce();
     if (!status.ok()) LOG(WARNING) << "event=flush_failed status=\"" << status << "\"";
   }

@@ -29,11 +29,6 @@ struct RankOptions {
   uint64_t cache_max_bytes = 1ull << 30;  // mds_cache_memory_limit
   int64_t session_timeout_ms = 60000;
   int64_t flush_interval_ms = 1000;
-  // The flusher also runs as soon as this many journal bytes were committed
-  // since its last run, so that the untrimmed journal stays near this plus
-  // a segment however fast events come (at 9,000 creates/s the 1 s interval
-  // alone let it reach 14 MiB).
-  uint64_t flush_journal_bytes = 2ull << 20;
   int64_t rstat_interval_ms = 1000;
   size_t frag_split_entries = 10000;
   size_t completed_per_session_max = 4096;
