@@ -28,6 +28,7 @@ constexpr PerFsGauge kPerFs[] = {
     {"weft_mds_purge_queue", "Inodes waiting for their data to be removed.", &R::purge_queue},
     {"weft_mds_trims", "Truncates whose objects are still being cut.", &R::trims},
     {"weft_mds_dir_leases", "Directory leases held by clients.", &R::dir_leases},
+    {"weft_mds_attr_caps", "Attribute caps held by clients.", &R::attr_caps},
     {"weft_mds_locks", "Advisory locks held (POSIX ranges and flock).", &R::locks},
     {"weft_mds_lock_waiters", "Lock requests waiting for a conflicting lock to go.",
      &R::lock_waiters},

@@ -151,6 +151,12 @@ class MdsRank {
               static_cast<const absl::flat_hash_map<uint64_t, RStatDelta>&>(rstat_pending_));
   }
 
+  // For checks (tests/sim): the caps invariant of mds/caps/leases.h, now.
+  absl::Status CheckCaps() {
+    absl::MutexLock lock(&mu_);
+    return leases_.CheckCaps(env_.clock->Now());
+  }
+
   const RankOptions& options() const { return options_; }
 
  private:

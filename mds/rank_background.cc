@@ -361,6 +361,7 @@ pb::FsStatusReply MdsRank::Status() {
   }
   reply.set_rss_bytes(memory::ResidentBytes());
   reply.set_dir_leases(leases_.dir_lease_count());
+  reply.set_attr_caps(leases_.attr_cap_count());
   reply.set_locks(locks_.size());
   reply.set_lock_waiters(locks_.waiters());
   reply.set_requests(requests_.load(std::memory_order_relaxed));

@@ -34,6 +34,16 @@ struct DirLeaseGrant {
   bool operator==(const DirLeaseGrant&) const = default;
 };
 
+// An attribute cap granted with a reply (mds/caps/leases.h): the session may
+// answer `stat` of `ino` from what it has for `lease_ms`, counted from when
+// it sent the request, unless revoked first.
+struct AttrCapGrant {
+  InodeId ino;
+  uint64_t seq = 0;
+  int64_t lease_ms = 0;
+  bool operator==(const AttrCapGrant&) const = default;
+};
+
 struct Reply {
   // The answer's status; the rest is meaningful only when OK (a failed
   // answer keeps its leases alone: a lookup's ENOENT grants one).
@@ -64,6 +74,7 @@ struct Reply {
 
   // ---- what the rank adds
   std::vector<DirLeaseGrant> leases;
+  std::vector<AttrCapGrant> attr_caps;
   bool attr_authority = false;  // see MetaReply.attr_authority
   bool replayed = false;        // answered from the completed-request table
   bool unsafe = false;          // an early answer: the change is journal seq `seq`

@@ -45,6 +45,12 @@ void ToWire(const Reply& reply, uint64_t tid, pb::MetaReply* out) {
     }
   }
   out->set_lock_retry(reply.lock_retry);
+  for (const AttrCapGrant& g : reply.attr_caps) {
+    pb::DirLease* c = out->add_attr_caps();
+    c->set_ino(g.ino.value());
+    c->set_seq(g.seq);
+    c->set_lease_ms(g.lease_ms);
+  }
 }
 
 absl::StatusOr<Reply> FromWire(const pb::MetaReply& wire) {
@@ -83,6 +89,9 @@ absl::StatusOr<Reply> FromWire(const pb::MetaReply& wire) {
     reply.lock_query = query;
   }
   reply.lock_retry = wire.lock_retry();
+  for (const pb::DirLease& c : wire.attr_caps()) {
+    reply.attr_caps.push_back(AttrCapGrant{InodeId(c.ino()), c.seq(), c.lease_ms()});
+  }
   return reply;
 }
 

@@ -252,6 +252,10 @@ RequestRun::Outcome RequestRun::StepOp() {
         const uint32_t flags = create->open_flags;
         const bool write = (flags & O_ACCMODE) != O_RDONLY || (flags & O_TRUNC) != 0;
         const uint64_t ino = reply_->attr.ino;
+        absl::Time until = absl::InfiniteFuture();
+        if (write && rank_->leases_.RevokeAttrs(session_, {ino}, now, &until)) {
+          return WaitLeases(now, until);  // a session that looked at it since
+        }
         rank_->sessions_.Opened(session_, ino, write);
         reopened_ = true;  // once per run: a wait below comes back through here
         if (write) rank_->leases_.NoteWriter(session_, ino, rank_->sessions_.Find(session_));
@@ -270,23 +274,7 @@ RequestRun::Outcome RequestRun::StepOp() {
   if (!replay_) {
     // Other sessions' leases on what this changes come back first.
     absl::Time until = absl::InfiniteFuture();
-    if (rank_->leases_.Revoke(request_, now, &until)) {
-      if (!lease_give_up_) lease_give_up_ = now + 3 * rank_->leases_.lease() + absl::Seconds(1);
-      if (now > *lease_give_up_) {
-        // Cannot happen while leases run out on time: a bug, not a client's fault.
-        LOG(ERROR) << "event=lease_wait_stuck session=" << session_;
-        return Done(absl::UnavailableError("a directory lease was not returned; retry"));
-      }
-      const uint64_t seen = rank_->leases_.returns();
-      uncounted_ = true;
-      return WaitFor(
-          "lease",
-          [this, seen]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(rank_->mu_) {
-            return rank_->leases_.returns() != seen || rank_->stopping_;
-          },
-          std::min(until, *lease_give_up_));
-    }
-    lease_give_up_.reset();
+    if (rank_->leases_.Revoke(request_, now, &until)) return WaitLeases(now, until);
   }
   if (const req::Sync* sync = request_.As<req::Sync>()) {
     // Everything this session was told through `seq` (0: through now).
@@ -385,6 +373,16 @@ RequestRun::Outcome RequestRun::RunOperation(absl::Time now) {
       return WaitRecall(std::move(wanted), now);
     }
   }
+  if (!replay_) {
+    // Other sessions' attribute caps on what this changes come back first;
+    // the operation runs again after (what it read may have moved on).
+    absl::Time until = absl::InfiniteFuture();
+    if (rank_->leases_.RevokeAttrs(session_, ctx.changed(), now, &until)) {
+      *reply_ = Reply();
+      return WaitLeases(now, until);
+    }
+    lease_give_up_.reset();
+  }
   // The operation stands: commit what it changed, in one event.
   pb::JournalEvent event;
   if (ctx.Finish(&event)) {
@@ -414,6 +412,7 @@ RequestRun::Outcome RequestRun::RunOperation(absl::Time now) {
   }
   if (!replay_) {
     rank_->leases_.Grant(request_, *reply_, now, &reply_->leases);
+    rank_->leases_.GrantAttrs(session_, reply_, now);
     if (rank_->leases_.MayGrantAttrAuthority(request_, *reply_, rank_->sessions_)) {
       reply_->attr_authority = true;
     }
@@ -424,6 +423,23 @@ RequestRun::Outcome RequestRun::RunOperation(absl::Time now) {
   }
   phase_ = Phase::kReply;
   return StepReply();
+}
+
+RequestRun::Outcome RequestRun::WaitLeases(absl::Time now, absl::Time until) {
+  if (!lease_give_up_) lease_give_up_ = now + 3 * rank_->leases_.lease() + absl::Seconds(1);
+  if (now > *lease_give_up_) {
+    // Cannot happen while leases run out on time: a bug, not a client's fault.
+    LOG(ERROR) << "event=lease_wait_stuck session=" << session_;
+    return Done(absl::UnavailableError("a lease or cap was not returned; retry"));
+  }
+  const uint64_t seen = rank_->leases_.returns();
+  uncounted_ = true;
+  return WaitFor(
+      "lease",
+      [this, seen]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(rank_->mu_) {
+        return rank_->leases_.returns() != seen || rank_->stopping_;
+      },
+      std::min(until, *lease_give_up_));
 }
 
 RequestRun::Outcome RequestRun::WaitRecall(std::vector<Leases::RecallKey> wanted, absl::Time now) {

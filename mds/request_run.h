@@ -100,6 +100,8 @@ class RequestRun {
   Outcome Io(Kind kind);
   Outcome WaitFor(const char* what, std::function<bool()> ready,
                   absl::Time deadline = absl::InfiniteFuture());
+  // Waits for revoked leases or caps to come back (or run out at `until`).
+  Outcome WaitLeases(absl::Time now, absl::Time until) ABSL_EXCLUSIVE_LOCKS_REQUIRED(rank_->mu_);
   // Waits on a recall of `wanted`, until write_recall_timeout_ms.
   Outcome WaitRecall(std::vector<Leases::RecallKey> wanted, absl::Time now)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(rank_->mu_);

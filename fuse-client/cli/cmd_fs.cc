@@ -83,9 +83,10 @@ int FsStatus(client::FsAdmin& admin, const std::string& name) {
       std::printf("  state: unavailable (%s)\n", std::string(status.message()).c_str());
       continue;
     }
-    std::printf("  state: %s, sessions: %lu, inodes: %lu, replay: %ld ms, dir_leases: %lu\n",
-                reply.state().c_str(), reply.sessions(), reply.inodes(), reply.replay_ms(),
-                reply.dir_leases());
+    std::printf(
+        "  state: %s, sessions: %lu, inodes: %lu, replay: %ld ms, dir_leases: %lu, attr_caps: %lu\n",
+        reply.state().c_str(), reply.sessions(), reply.inodes(), reply.replay_ms(),
+        reply.dir_leases(), reply.attr_caps());
     std::printf("  cache: %lu inodes, %lu dentries, %lu dirty inodes, MDS RSS %.1f MiB\n",
                 reply.cached_inodes(), reply.cached_dentries(), reply.dirty_inodes(),
                 reply.rss_bytes() / 1048576.0);

@@ -230,11 +230,21 @@ void SettleMovedName(MountContext& ctx, const NameGrant& grant, uint64_t parent,
   NoteGiven(ctx, grant, parent, name);
 }
 
+// How long the kernel may keep `a`: a file's (or symlink's, or special
+// file's) while this mount holds its attribute cap, whose revoke
+// invalidates them in the kernel first (OnAttrsRevoked); a directory's for
+// kAttrTimeoutS. A reply the kernel asked for before such an invalidation
+// is dropped by the kernel itself (its attribute versions).
+double AttrTimeout(fuse_req_t req, const Attr& a) {
+  return absl::ToDoubleSeconds(Fs(req).AttrValid(a));
+}
+
 // Replies with an entry for `name` in `parent`; the kernel now holds one
-// more lookup reference.
+// more lookup reference. `attr_timeout` below 0: AttrTimeout's.
 void ReplyEntry(fuse_req_t req, uint64_t parent, const std::string& name, const Attr& a,
-                double attr_timeout = kAttrTimeoutS, bool from_mds = true) {
+                double attr_timeout = -1.0, bool from_mds = true) {
   MountContext& ctx = Ctx(req);
+  if (attr_timeout < 0.0) attr_timeout = AttrTimeout(req, a);
   const NameGrant grant = GrantName(req, parent);
   fuse_entry_param e = {};
   e.ino = ToFuse(req, a.ino);
@@ -332,8 +342,8 @@ void Lookup(fuse_req_t req, fuse_ino_t parent, const char* name) {
   client::FileSystemClient::LookupInfo info;
   auto a = Fs(req).Lookup(CredsOf(req), ToMds(req, parent), name, &info);
   if (!a.ok()) return ReplyError(req, a.status(), "lookup");
-  ReplyEntry(req, ToMds(req, parent), name, *a,
-             std::min(kAttrTimeoutS, absl::ToDoubleSeconds(info.attr_valid)), info.from_mds);
+  ReplyEntry(req, ToMds(req, parent), name, *a, absl::ToDoubleSeconds(info.attr_valid),
+             info.from_mds);
 }
 
 void ForgetOne(fuse_req_t req, uint64_t ino, uint64_t nlookup) {
@@ -355,7 +365,7 @@ void Getattr(fuse_req_t req, fuse_ino_t ino, fuse_file_info*) {
   auto a = fs.Getattr(CredsOf(req), ToMds(req, ino));
   if (!a.ok()) return ReplyError(req, a.status(), "getattr");
   struct stat st = ToStat(req, *a);
-  if (fuse_reply_attr(req, &st, kAttrTimeoutS) == 0) fs.NoteKernelAttrs(*a);
+  if (fuse_reply_attr(req, &st, AttrTimeout(req, *a)) == 0) fs.NoteKernelAttrs(*a);
 }
 
 void Setattr(fuse_req_t req, fuse_ino_t ino, struct stat* attr, int to_set, fuse_file_info* fi) {
@@ -396,7 +406,7 @@ void Setattr(fuse_req_t req, fuse_ino_t ino, struct stat* attr, int to_set, fuse
   if (!a.ok()) return ReplyError(req, a.status(), "setattr");
   struct stat st = ToStat(req, *a);
   MountContext& ctx = Ctx(req);
-  if (fuse_reply_attr(req, &st, kAttrTimeoutS) == 0) ctx.fs->NoteKernelAttrs(*a);
+  if (fuse_reply_attr(req, &st, AttrTimeout(req, *a)) == 0) ctx.fs->NoteKernelAttrs(*a);
   if ((args.valid & posix::kSetMode) && S_ISDIR(a->mode)) DropKeptNames(ctx, a->ino);
 }
 
@@ -493,7 +503,7 @@ void Create(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t mode,
   e.ino = ToFuse(req, opened->attr.ino);
   e.generation = opened->attr.generation;
   e.attr = ToStat(req, opened->attr);
-  e.attr_timeout = kAttrTimeoutS;
+  e.attr_timeout = AttrTimeout(req, opened->attr);
   e.entry_timeout = grant.timeout;
   NoteEntry(req, dir, name, opened->attr);
   client::FileSystemClient& fs = *ctx.fs;
@@ -754,10 +764,14 @@ void Access(fuse_req_t req, fuse_ino_t ino, int mask) {
 // continues after it however the directory changed meanwhile.
 class DirFiller {
  public:
-  // `attr_timeout`: how long the kernel may keep the entries' attributes.
-  DirFiller(fuse_req_t req, uint64_t dir, size_t size, bool plus, double attr_timeout)
+  // `attr_timeout`: how long the kernel may keep the directories' attributes
+  // among the entries; the others' for AttrTimeout, and no longer than
+  // `kept_max` (a page kept from an earlier READDIR: the attributes it has
+  // may be older than the cap held now).
+  DirFiller(fuse_req_t req, uint64_t dir, size_t size, bool plus, double attr_timeout,
+            double kept_max)
       : req_(req), ctx_(Ctx(req)), dir_(dir), grant_(GrantName(req, dir)), buf_(size, '\0'),
-        plus_(plus), attr_timeout_(attr_timeout) {}
+        plus_(plus), attr_timeout_(attr_timeout), kept_max_(kept_max) {}
   ~DirFiller() {
     // Entries the kernel never received hold no lookup reference.
     for (uint64_t ino : remembered_) Fs(req_).Forget(ino, 1);
@@ -777,7 +791,8 @@ class DirFiller {
       e.ino = ToFuse(req_, d.ino);
       e.generation = d.attr.generation;
       e.attr = ToStat(req_, d.attr);
-      e.attr_timeout = attr_timeout_;
+      e.attr_timeout = S_ISDIR(d.attr.mode) ? attr_timeout_
+                                            : std::min(kept_max_, AttrTimeout(req_, d.attr));
       e.entry_timeout = grant_.timeout;
       NoteEntry(req_, dir_, d.name, d.attr);
     } else {
@@ -823,6 +838,7 @@ class DirFiller {
   off_t next_ = 0;
   bool plus_;
   double attr_timeout_;
+  double kept_max_;
   std::vector<uint64_t> remembered_;
   std::vector<std::string> given_;  // names with a timeout
 };
@@ -860,7 +876,8 @@ void DoReaddir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, bool plus
   }
   // After the first page: its reply may have brought the lease the names'
   // timeout comes from (a directory listed for the first time).
-  DirFiller filler(req, dir, size, plus, attr_timeout);
+  DirFiller filler(req, dir, size, plus, attr_timeout,
+                   kept.has_value() ? attr_timeout : std::numeric_limits<double>::infinity());
   if (off < 1 && !filler.AddDot(".", dir, 1)) return filler.Reply();
   if (off < 2) {
     auto parent = Fs(req).Lookup(creds, dir, "..");
@@ -924,6 +941,14 @@ void OnDirRevoked(MountContext& ctx, uint64_t dir) {
     LOG(WARNING) << "op=lease_revoke dir=" << dir
                  << " names kept by the kernel not expired within 1 s; acknowledged anyway";
   }
+}
+
+void OnAttrsRevoked(MountContext& ctx, uint64_t ino) {
+  if (ctx.se == nullptr) return;
+  const fuse_ino_t kernel_ino = ino == ctx.base_ino ? FUSE_ROOT_ID : ino;
+  // Offset -1: the attributes only (no page of the file, so no lock of it).
+  const int err = fuse_lowlevel_notify_inval_inode(ctx.se, kernel_ino, -1, 0);
+  if (err != 0 && err != -ENOENT) VLOG(1) << "op=inval_attrs ino=" << ino << " err=" << err;
 }
 
 const fuse_lowlevel_ops& Operations() {

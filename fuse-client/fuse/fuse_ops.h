@@ -9,9 +9,10 @@
 // filesystem root, or subdir=); every other inode number is the MDS's own.
 // The kernel's lookup counts are kept by FileSystemClient (Remember/Forget).
 //
-// Kernel caching (until capabilities exist): attributes for kAttrTimeoutS
-// seconds, page cache dropped at every open (close-to-open), no writeback
-// cache. Names are kept by the kernel only under the directory's lease
+// Kernel caching: a file's attributes while this mount holds its attribute
+// cap (revoked with an invalidation, OnAttrsRevoked), a directory's for
+// kAttrTimeoutS seconds; page cache dropped at every open (close-to-open),
+// no writeback cache. Names are kept by the kernel only under the directory's lease
 // (KernelNames): for at most kAttrTimeoutS and the lease's remaining time,
 // and expired in the kernel when the lease is revoked, before the revoke is
 // acknowledged, so a name another mount renames or removes is never reached
@@ -21,9 +22,9 @@
 // names are given to the kernel only in directories every caller may
 // search, else for 0 s (each walk through them asks), and a directory of
 // this mount that stops being searchable by all has its names dropped from
-// the kernel at once (KernelDirs). A change of attributes made through
-// another mount reaches the kernel's attributes within kAttrTimeoutS (at
-// once on open).
+// the kernel at once (KernelDirs). A change of a directory's attributes made
+// through another mount reaches the kernel's within kAttrTimeoutS (at once
+// on open); of any other inode's, before the change is answered.
 #pragma once
 
 #define FUSE_USE_VERSION 35
@@ -83,5 +84,9 @@ const fuse_lowlevel_ops& Operations();
 // the directory in the kernel (then right after it), or that takes longer
 // than a second. For FileSystemClient::SetDirRevoked.
 void OnDirRevoked(MountContext& ctx, uint64_t dir);
+// An attribute cap of this mount on `ino` (MDS inode) was revoked: the
+// kernel's attributes of it are invalidated before the revoke is
+// acknowledged. Takes no lock the kernel holds for a request.
+void OnAttrsRevoked(MountContext& ctx, uint64_t ino);
 
 }  // namespace weft::fuse

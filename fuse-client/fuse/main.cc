@@ -286,6 +286,7 @@ int Run(int argc, char** argv) {
   ctx.expirer = std::make_unique<ThreadPool>("fuse-expire", 2, 65536);
   ctx.lock_waits = std::make_unique<LockWaits>();
   (*fs)->SetDirRevoked([&ctx](uint64_t dir) { OnDirRevoked(ctx, dir); });
+  (*fs)->SetAttrsRevoked([&ctx](uint64_t ino) { OnAttrsRevoked(ctx, ino); });
   // The kernel holds its root for the whole mount without ever looking it
   // up: held here too, its attributes are cached like any other directory's
   // (whether every caller may search it decides what the kernel keeps).
@@ -309,6 +310,7 @@ int Run(int argc, char** argv) {
 
   LOG(INFO) << "unmounting mountpoint=" << cmd.mountpoint << " rc=" << rc;
   (*fs)->SetDirRevoked(nullptr);
+  (*fs)->SetAttrsRevoked(nullptr);
   ctx.expirer.reset();  // notifies the session: before it goes
   ctx.lock_waits.reset();  // waiting lock requests answer EINTR: before it goes
   fuse_session_unmount(se);

@@ -39,12 +39,14 @@ void DirLeases::DropAll() {
   ++epoch_;
   up_ = false;
   dirs_.clear();
+  attrs_.clear();
 }
 
 void DirLeases::ForgetAll() {
   absl::MutexLock lock(&mu_);
   ++epoch_;
   dirs_.clear();
+  attrs_.clear();
 }
 
 void DirLeases::Forget(Dir* d) {
@@ -63,6 +65,25 @@ void DirLeases::Revoke(uint64_t ino, uint64_t seq) {
   if (d.seq != 0 && d.seq <= seq) Forget(&d);
 }
 
+void DirLeases::RevokeAttrs(uint64_t ino, uint64_t seq) {
+  absl::MutexLock lock(&mu_);
+  AttrCap& a = attrs_[ino];
+  a.revoked = std::max(a.revoked, seq);
+  a.revoked_at = absl::Now();
+  if (a.seq != 0 && a.seq <= seq) a.seq = 0;
+}
+
+absl::Duration DirLeases::AttrRemaining(uint64_t ino, uint64_t version, absl::Time now) {
+  absl::MutexLock lock(&mu_);
+  if (!up_) return absl::ZeroDuration();
+  auto it = attrs_.find(ino);
+  if (it == attrs_.end() || it->second.seq == 0 || now >= it->second.expires ||
+      version < it->second.version) {
+    return absl::ZeroDuration();
+  }
+  return it->second.expires - now;
+}
+
 bool DirLeases::Trusted(const Dir& d, absl::Time now) { return d.seq != 0 && now < d.expires; }
 
 DirLeases::Dir* DirLeases::Held(uint64_t ino, uint64_t seq, absl::Time now) {
@@ -74,6 +95,15 @@ DirLeases::Dir* DirLeases::Held(uint64_t ino, uint64_t seq, absl::Time now) {
 uint64_t DirLeases::SeqIn(const pb::MetaReply& reply, uint64_t ino) {
   for (const pb::DirLease& l : reply.leases()) {
     if (l.ino() == ino) return l.seq();
+  }
+  return 0;
+}
+
+uint64_t DirLeases::VersionIn(const pb::MetaReply& reply, uint64_t ino) {
+  if (reply.attr().ino() == ino) return reply.attr().version();
+  if (reply.replaced().ino() == ino) return reply.replaced().version();
+  for (const pb::DirEntry& e : reply.entries()) {
+    if (e.has_attr() && e.attr().ino() == ino) return e.attr().version();
   }
   return 0;
 }
@@ -141,6 +171,16 @@ void DirLeases::Observe(const pb::MetaRequest& r, const pb::MetaReply& reply,
       *c.mutable_groups() = r.creds().groups();
     }
   }
+  for (const pb::DirLease& l : reply.attr_caps()) {
+    AttrCap& a = attrs_[l.ino()];
+    if (l.seq() <= a.revoked) continue;           // crossed a revoke on the wire
+    if (a.seq != 0 && l.seq() < a.seq) continue;  // late: a newer cap is held
+    const absl::Time expires = sent + absl::Milliseconds(l.lease_ms());
+    a.expires = a.seq == l.seq() ? std::max(a.expires, expires) : expires;
+    a.version = a.seq == l.seq() ? std::max(a.version, VersionIn(reply, l.ino()))
+                                 : VersionIn(reply, l.ino());
+    a.seq = l.seq();
+  }
   // A name made (or found there already: EEXIST) by this client's request.
   auto made = [&](uint64_t dir, const std::string& name, uint64_t ino)
                   ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
@@ -199,6 +239,11 @@ void DirLeases::Prune(absl::Time now) {
     const Dir& d = kv.second;
     return !Trusted(d, now) && (d.revoked == 0 || now - d.revoked_at > kRevokeMemory);
   });
+  absl::erase_if(attrs_, [now](const auto& kv) {
+    const AttrCap& a = kv.second;
+    return (a.seq == 0 || now >= a.expires) &&
+           (a.revoked == 0 || now - a.revoked_at > kRevokeMemory);
+  });
 }
 
 std::optional<uint64_t> DirLeases::Known(uint64_t dir, const std::string& name,
@@ -231,6 +276,14 @@ absl::Duration DirLeases::Remaining(uint64_t dir, absl::Time now) {
   auto it = dirs_.find(dir);
   if (it == dirs_.end() || !Trusted(it->second, now)) return absl::ZeroDuration();
   return it->second.expires - now;
+}
+
+size_t DirLeases::attr_caps() {
+  absl::MutexLock lock(&mu_);
+  const absl::Time now = absl::Now();
+  return std::count_if(attrs_.begin(), attrs_.end(), [now](const auto& kv) {
+    return kv.second.seq != 0 && now < kv.second.expires;
+  });
 }
 
 size_t DirLeases::size() {

@@ -15,6 +15,11 @@
 // only with a new mkdir. Absent names are answered only to credentials that
 // the MDS let search the directory under the same lease.
 //
+// The attribute caps of other inodes (MetaReply.attr_caps, revoked by a
+// LeaseEvent with `attrs`) follow the same rules of trust, sequence numbers
+// and crossing: while one is trusted, the inode's cached attributes (and
+// the kernel's) stand for the MDS's (AttrRemaining).
+//
 // Thread-safe; no I/O.
 #pragma once
 
@@ -52,6 +57,13 @@ class DirLeases {
   void ForgetAll();
   // A revoke: forgets the directory if it holds lease `seq` or older.
   void Revoke(uint64_t ino, uint64_t seq);
+  // A revoke of the attribute cap `seq` (or older) on `ino`.
+  void RevokeAttrs(uint64_t ino, uint64_t seq);
+  // How much longer this client trusts its attribute cap on `ino` for
+  // attributes at `version` (zero: none held, the stream is down, or the
+  // attributes are older than those the cap came with: a reply's grant is
+  // installed here before its attributes reach the caller's cache).
+  absl::Duration AttrRemaining(uint64_t ino, uint64_t version, absl::Time now);
 
   // Takes what a reply says (see above). `status` is the reply's (OK when it
   // succeeded); `sent` and `epoch` are from when it was sent.
@@ -69,6 +81,7 @@ class DirLeases {
   absl::Duration Remaining(uint64_t dir, absl::Time now);
 
   size_t size();  // directories with a trusted lease (tests, status)
+  size_t attr_caps();  // inodes with a trusted attribute cap (tests, status)
 
  private:
   struct Dir {
@@ -82,12 +95,22 @@ class DirLeases {
     std::vector<pb::Creds> searchers;         // may search it under this lease
   };
 
+  struct AttrCap {
+    uint64_t seq = 0;      // 0: none
+    absl::Time expires;
+    uint64_t version = 0;  // of the attributes the grant came with
+    uint64_t revoked = 0;  // grants up to this seq were revoked
+    absl::Time revoked_at;
+  };
+
   // A lease is held and has not run out.
   static bool Trusted(const Dir& d, absl::Time now);
   // The lease `seq` on `ino` if it is the one held and trusted.
   Dir* Held(uint64_t ino, uint64_t seq, absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The grant of `ino` in `reply`, 0 if none.
   static uint64_t SeqIn(const pb::MetaReply& reply, uint64_t ino);
+  // The version of `ino`'s attributes in `reply`, 0 if none.
+  static uint64_t VersionIn(const pb::MetaReply& reply, uint64_t ino);
   void Forget(Dir* d) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The inode `name` in `dir` is known to stand for; 0 when not known.
   uint64_t InodeKnown(uint64_t dir, const std::string& name) const
@@ -104,6 +127,7 @@ class DirLeases {
   uint64_t epoch_ ABSL_GUARDED_BY(mu_) = 1;
   bool up_ ABSL_GUARDED_BY(mu_) = false;
   absl::flat_hash_map<uint64_t, Dir> dirs_ ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_map<uint64_t, AttrCap> attrs_ ABSL_GUARDED_BY(mu_);
   absl::Time last_prune_ ABSL_GUARDED_BY(mu_);
 };
 

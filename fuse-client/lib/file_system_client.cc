@@ -215,6 +215,15 @@ void FileSystemClient::SetDirRevoked(std::function<void(uint64_t dir)> handler) 
   meta_->SetDirRevoked(std::move(handler));
 }
 
+absl::Duration FileSystemClient::AttrValid(const Attr& a) {
+  if (S_ISDIR(a.mode)) return options_.attr_ttl;
+  return meta_->leases().AttrRemaining(a.ino, a.version, absl::Now());
+}
+
+void FileSystemClient::SetAttrsRevoked(std::function<void(uint64_t ino)> handler) {
+  meta_->SetAttrsRevoked(std::move(handler));
+}
+
 Attr FileSystemClient::CacheAttr(const Attr& attr, uint64_t tid) {
   absl::MutexLock lock(&mu_);
   auto it = inodes_.find(attr.ino);
@@ -331,7 +340,9 @@ absl::StatusOr<Attr> FileSystemClient::Lookup(const Creds& c, uint64_t parent,
       if (it != inodes_.end() && it->second.fetched != absl::InfinitePast()) {
         cached = it->second.attr;
         info->attr_valid =
-            std::max(absl::ZeroDuration(), options_.attr_ttl - (now - it->second.fetched));
+            S_ISDIR(cached->mode)
+                ? std::max(absl::ZeroDuration(), options_.attr_ttl - (now - it->second.fetched))
+                : meta_->leases().AttrRemaining(*known, cached->version, now);
       }
     }
     if (cached.has_value()) {
@@ -343,14 +354,20 @@ absl::StatusOr<Attr> FileSystemClient::Lookup(const Creds& c, uint64_t parent,
   r.mutable_lookup()->set_parent(parent);
   r.mutable_lookup()->set_name(name);
   ASSIGN_OR_RETURN(Attr attr, CallAttr(c, std::move(r)));
+  info->attr_valid = AttrValid(attr);  // with the cap the reply brought
   return WithPending(std::move(attr));
 }
 
 FileSystemClient::CachedInode* FileSystemClient::TrustedLocked(uint64_t ino) {
   auto it = inodes_.find(ino);
   if (it == inodes_.end()) return nullptr;
-  if (!it->second.gone && absl::Now() - it->second.fetched >= options_.attr_ttl) return nullptr;
-  return &it->second;
+  CachedInode& ci = it->second;
+  if (ci.gone) return &ci;
+  if (ci.fetched == absl::InfinitePast()) return nullptr;  // known stale
+  const absl::Time now = absl::Now();
+  if (S_ISDIR(ci.attr.mode)) return now - ci.fetched < options_.attr_ttl ? &ci : nullptr;
+  return meta_->leases().AttrRemaining(ino, ci.attr.version, now) > absl::ZeroDuration() ? &ci
+                                                                                      : nullptr;
 }
 
 std::optional<Attr> FileSystemClient::TrustedAttr(uint64_t ino) {

@@ -4,14 +4,15 @@
 // is an absl::Status carrying the errno POSIX needs (common/status), and only
 // the frontend turns it into one.
 //
-// Caching (until capabilities exist, issue 6): the client caches the
-// attributes of an inode for `attr_ttl` (default 1 s), which is all a single
-// client may safely cache without caps; its own writes, truncates and
-// setattrs refresh the entry at once. Cached entries live while a frontend
-// holds references (Remember/Forget, the FUSE lookup count) or an open file;
-// caps will govern the same entries later, replacing the TTL. Directory
-// leases (dir_leases.h) are the first such cap: under one, Lookup answers
-// absent names, and names of directories this client made, without the MDS.
+// Caching: the client trusts the attributes of a file, symlink or special
+// file while it holds the inode's attribute cap (the MDS grants it with
+// replies, never beside another session's writer, and revokes it before
+// any other session changes the inode), and those of a directory for
+// `attr_ttl` (default 1 s); its own writes, truncates and setattrs refresh
+// the entry at once. Cached entries live while a frontend holds references
+// (Remember/Forget, the FUSE lookup count) or an open file. Directory
+// leases (dir_leases.h) are the other cap: under one, Lookup answers absent
+// names, and names of directories this client made, without the MDS.
 //
 // File data (file_cache.h): writes are buffered per file and written back in
 // the background once `cache.flush_bytes` are pending, after `dirty_expire`,
@@ -34,8 +35,8 @@
 // them. Thread-safe.
 //
 // Lock order: FileSystemClient::mu_ (inode table, handles) may be taken
-// alone, or before OpenFile::mu_; objects::StripedIo::mu_ and OpenFile::data_mu are
-// leaves. No lock is held across an RPC.
+// alone, or before OpenFile::mu_; objects::StripedIo::mu_, OpenFile::data_mu
+// and the session's DirLeases (caps) are leaves. No lock is held across an RPC.
 #pragma once
 
 #include <fcntl.h>
@@ -170,6 +171,15 @@ class FileSystemClient {
   // `handler` runs for every revoked directory lease before the revoke is
   // acknowledged (MetaClient::SetDirRevoked); nullptr removes it.
   void SetDirRevoked(std::function<void(uint64_t dir)> handler);
+  // How long a frontend may let the kernel keep attributes `a` (this
+  // client's newest of the inode) without asking: a directory's for
+  // `attr_ttl`; any other inode's while this session holds its attribute
+  // cap, whose revoke (SetAttrsRevoked) comes before any other session
+  // changes the inode. Zero without a cap.
+  absl::Duration AttrValid(const Attr& a);
+  // `handler` runs for every revoked attribute cap before the revoke is
+  // acknowledged (MetaClient::SetAttrsRevoked); nullptr removes it.
+  void SetAttrsRevoked(std::function<void(uint64_t ino)> handler);
   // The frontend gave the kernel `a` (a reply it sent): the version the
   // kernel's attributes of a.ino are at. KernelHas: whether they are at
   // a.version, so that an open finding that version need not make the

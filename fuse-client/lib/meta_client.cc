@@ -166,6 +166,15 @@ void MetaClient::LeaseLoop() {
         if (hold_released_) hold_released_(event.ino());
         continue;
       }
+      if (event.attrs()) {
+        leases_.RevokeAttrs(event.ino(), event.seq());
+        {
+          absl::MutexLock lock(&recall_mu_);
+          if (attrs_revoked_) attrs_revoked_(event.ino());
+        }
+        AckLease(event);  // the change waits for this (or for the cap to run out)
+        continue;
+      }
       leases_.Revoke(event.ino(), event.seq());
       {
         absl::MutexLock lock(&recall_mu_);
@@ -218,6 +227,11 @@ void MetaClient::SetStreamLost(std::function<void()> handler) {
 void MetaClient::SetDirRevoked(DirRevoked handler) {
   absl::MutexLock lock(&recall_mu_);
   dir_revoked_ = std::move(handler);
+}
+
+void MetaClient::SetAttrsRevoked(DirRevoked handler) {
+  absl::MutexLock lock(&recall_mu_);
+  attrs_revoked_ = std::move(handler);
 }
 
 absl::StatusOr<pb::MetaReply> MetaClient::Call(pb::MetaRequest request) {

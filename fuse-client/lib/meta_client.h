@@ -102,6 +102,9 @@ class MetaClient {
   // not on a request of this session that the MDS holds for the revoke.
   using DirRevoked = std::function<void(uint64_t ino)>;
   void SetDirRevoked(DirRevoked handler);
+  // The same for each revoked attribute cap (LeaseEvent.attrs), after the
+  // client stopped trusting the inode's attributes.
+  void SetAttrsRevoked(DirRevoked handler);
 
   absl::StatusOr<pb::FsStatusReply> FsStatus();
   // Ends the session now (its open files are released).
@@ -156,6 +159,7 @@ class MetaClient {
   std::function<void()> stream_lost_ ABSL_GUARDED_BY(recall_mu_);
   std::function<void(uint64_t)> hold_released_ ABSL_GUARDED_BY(recall_mu_);
   DirRevoked dir_revoked_ ABSL_GUARDED_BY(recall_mu_);
+  DirRevoked attrs_revoked_ ABSL_GUARDED_BY(recall_mu_);
   std::thread renewer_;
   std::thread lease_thread_;
 };

@@ -20,6 +20,9 @@
 // it); a revoke names it, and the client ignores a grant whose number it
 // has already seen revoked.
 //
+// The same table keeps the attribute caps of other inodes (Leases::attrs_):
+// the protocol is the same, only what a change is differs.
+//
 // Not thread-safe: the rank's lock guards it. Memory: one entry per
 // (directory, session) lease alive, pruned as they run out (Expire).
 #pragma once
@@ -72,6 +75,17 @@ class DirLeaseTable {
   void Expire(absl::Time now);
 
   size_t size() const;  // live (directory, session) leases
+
+  // Calls f(ino, session) for every lease that has not run out at `now`
+  // (revoked or not: its holder may still trust it).
+  template <typename F>
+  void ForEachLive(absl::Time now, F f) const {
+    for (const auto& [ino, dir] : dirs_) {
+      for (const auto& [session, h] : dir.holders) {
+        if (h.expires > now) f(ino, session);
+      }
+    }
+  }
 
  private:
   struct Holder {

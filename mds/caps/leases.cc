@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "absl/strings/str_cat.h"
 #include "common/log/log.h"
 #include "common/posix/acl.h"
 
@@ -62,6 +63,7 @@ uint64_t Leases::OpenStream(SessionId session) {
   // The client dropped every lease when its earlier stream broke, and
   // trusts no grant of a request it sent before this hello.
   dirs_.DropSession(session.value());
+  attrs_.DropSession(session.value());
   absl::erase_if(recalls_, [&](const auto& r) { return r.first.first == session.value(); });
   ++returns_;
   const uint64_t gen = ++stream_gen_;
@@ -99,6 +101,7 @@ void Leases::DropSession(SessionId session, const SessionState* state) {
     for (const auto& [ino, count] : state->opens_write) DropWriter(session.value(), ino);
   }
   dirs_.DropSession(session.value());
+  attrs_.DropSession(session.value());
   absl::erase_if(recalls_, [&](const auto& r) { return r.first.first == session.value(); });
   ++returns_;
   streams_.erase(session.value());  // its stream ends
@@ -163,6 +166,66 @@ void Leases::Grant(const Request& r, const Reply& done, absl::Time now,
     grant(op->parent.value(), true);
     if (op->new_parent != op->parent) grant(op->new_parent.value(), true);
   }
+}
+
+// ---- attribute caps
+
+bool Leases::RevokeAttrs(SessionId session, const std::vector<uint64_t>& changed, absl::Time now,
+                         absl::Time* until) {
+  std::vector<DirLeaseTable::Revoke> revokes;
+  bool blocked = false;
+  for (uint64_t ino : changed) {
+    blocked |= attrs_.Conflicts(ino, session.value(), /*include_self=*/false, now, &revokes, until);
+  }
+  for (const DirLeaseTable::Revoke& r : revokes) {
+    pb::LeaseEvent event;
+    event.set_ino(r.ino);
+    event.set_seq(r.seq);
+    event.set_attrs(true);
+    Send(r.session, event);
+  }
+  if (!revokes.empty()) {
+    VLOG(1) << "event=attr_cap_revoke session=" << session << " n=" << revokes.size();
+  }
+  return blocked;
+}
+
+bool Leases::OtherWriter(uint64_t session, uint64_t ino) const {
+  auto w = writers_.find(ino);
+  if (w == writers_.end()) return false;
+  return w->second.size() > 1 || !w->second.contains(session);
+}
+
+void Leases::GrantAttrs(SessionId session, Reply* done, absl::Time now) {
+  if (!streams_.contains(session.value())) return;  // revokes could not reach it
+  const int64_t lease_ms = absl::ToInt64Milliseconds(attrs_.lease());
+  auto grant = [&](const fs::Attr& a) {
+    // A directory's attributes go with its lease; an inode with no links
+    // left is gone for everyone but its openers.
+    if (a.ino == 0 || (a.mode & S_IFMT) == S_IFDIR || a.nlink == 0) return;
+    if (OtherWriter(session.value(), a.ino)) return;
+    for (const AttrCapGrant& g : done->attr_caps) {
+      if (g.ino.value() == a.ino) return;
+    }
+    const uint64_t seq = attrs_.Grant(a.ino, session.value(), now);
+    if (seq != 0) done->attr_caps.push_back(AttrCapGrant{InodeId(a.ino), seq, lease_ms});
+  };
+  grant(done->attr);
+  grant(done->replaced);
+  for (const fs::DirEntry& e : done->entries) {
+    if (e.has_attr()) grant(e.attr);
+  }
+}
+
+absl::Status Leases::CheckCaps(absl::Time now) const {
+  absl::Status broken;
+  attrs_.ForEachLive(now, [&](uint64_t ino, uint64_t session) {
+    if (broken.ok() && OtherWriter(session, ino)) {
+      broken = absl::InternalError(absl::StrCat("session ", session, " holds an attribute cap on ",
+                                                ino, ", which another session writes"));
+    }
+  });
+  return broken;
 }
 
 // ---- writers and recalls
@@ -273,6 +336,8 @@ void Leases::Ack(SessionId session, const pb::LeaseAckRequest& request) {
     if (e.flush()) {
       auto it = recalls_.find(RecallKey{session.value(), e.ino()});
       if (it != recalls_.end() && it->second == e.seq()) recalls_.erase(it);
+    } else if (e.attrs()) {
+      if (attrs_.Ack(session.value(), e.ino(), e.seq())) ++returns_;
     } else if (dirs_.Ack(session.value(), e.ino(), e.seq())) {
       ++returns_;
     }

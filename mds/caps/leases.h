@@ -1,24 +1,31 @@
 // What a rank lets clients know or do without asking it, and how it takes
 // that back (the seed of the capabilities of DESIGN.md): directory leases
-// (dir_leases.h), the recall of a writer's buffered writes before another
-// session sees the file, the hold of those writes while a truncate cuts the
-// file's objects, attribute authority of a file's creator, and the
-// per-session streams all of their events travel on (MdsService's
-// LeaseStream: revokes, recalls, holds and releases).
+// (dir_leases.h, the `Ls` cap), attribute caps (`As Fs`: a session may
+// answer `stat` of a file, symlink or special file from what it has), the
+// recall of a writer's buffered writes before another session sees the
+// file, the hold of those writes while a truncate cuts the file's objects,
+// attribute authority of a file's creator, and the per-session streams all
+// of their events travel on (MdsService's LeaseStream: revokes, recalls,
+// holds and releases).
 //
-// Protocol, in brief (docs/ARCHITECTURE.md, "Directory leases" and
-// "Recalling buffered writes"): a change to a directory first revokes every
-// other holder's lease and waits for the acknowledgements (or for the
-// leases to run out); an answer that shows a file another session holds
-// open for writing first recalls that session's buffered writes and waits
-// for its acknowledgement (or write_recall_timeout_ms). Requests wait by
-// returning RequestRun's Wait outcome with the predicates below: Leases
-// never blocks.
+// Protocol, in brief (docs/ARCHITECTURE.md, "Directory leases", "Attribute
+// caps" and "Recalling buffered writes"): a change to a directory first
+// revokes every other holder's lease and waits for the acknowledgements (or
+// for the leases to run out); a change to any other inode (its attributes,
+// xattrs, links, data size, or an open of it for writing) first revokes
+// every other session's attribute cap on it the same way; an answer that
+// shows a file another session holds open for writing first recalls that
+// session's buffered writes and waits for its acknowledgement (or
+// write_recall_timeout_ms). Requests wait by returning RequestRun's Wait
+// outcome with the predicates below: Leases never blocks.
 //
 // Contract: a grant is given only to a session with a stream (its revokes
-// could not reach it otherwise); a revoke is sent at most once per lease; a
-// recall (session, ino) is outstanding at most once; writers() is exactly
-// the sessions whose opens_write count of the file is positive.
+// could not reach it otherwise); a revoke is sent at most once per lease or
+// cap; a recall (session, ino) is outstanding at most once; writers() is
+// exactly the sessions whose opens_write count of the file is positive; no
+// session holds a live attribute cap on a file another session holds open
+// for writing (that session's buffered size and mtime are not the MDS's:
+// CheckCaps, which the simulation asserts after every step).
 //
 // Not thread-safe: the rank's mutex guards it (MdsRank::mu_); no I/O.
 #pragma once
@@ -30,6 +37,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
+#include "absl/status/status.h"
 #include "absl/time/time.h"
 #include "mds/caps/dir_leases.h"
 #include "mds/ids.h"
@@ -45,11 +53,12 @@ class Leases {
  public:
   using RecallKey = std::pair<uint64_t, uint64_t>;  // (session, ino)
 
-  // `lease` as DirLeaseTable's (0: no directory leases).
-  explicit Leases(absl::Duration lease) : dirs_(lease) {}
+  // `lease` as DirLeaseTable's (0: no directory leases and no attribute caps).
+  explicit Leases(absl::Duration lease) : dirs_(lease), attrs_(lease) {}
 
   absl::Duration lease() const { return dirs_.lease(); }
   size_t dir_lease_count() const { return dirs_.size(); }
+  size_t attr_cap_count() const { return attrs_.size(); }
 
   // ---- streams
   // Registers a new stream for `session` (an older stream of it ends: its
@@ -80,7 +89,25 @@ class Leases {
   // The leases `done` (the reply to `request`, or a lookup's ENOENT) grants.
   void Grant(const Request& request, const Reply& done, absl::Time now,
              std::vector<DirLeaseGrant>* out);
-  void Expire(absl::Time now) { dirs_.Expire(now); }
+  void Expire(absl::Time now) {
+    dirs_.Expire(now);
+    attrs_.Expire(now);
+  }
+
+  // ---- attribute caps (files, symlinks, special files; a directory's
+  // attributes go with its lease)
+  // Before the change of `session` to `changed` stands (the inodes an
+  // operation edits or removes, and a file it opens for writing): revokes
+  // (queues the events of) every other session's cap on them. True while
+  // any cap that must go is still alive; *until as Revoke's.
+  bool RevokeAttrs(SessionId session, const std::vector<uint64_t>& changed, absl::Time now,
+                   absl::Time* until);
+  // Grants `session` the caps of the inodes `done` shows (its attr, a
+  // rename's replaced inode, readdir's entries) that no other session holds
+  // open for writing, into done->attr_caps.
+  void GrantAttrs(SessionId session, Reply* done, absl::Time now);
+  // The contract's invariant on the caps alive at `now`: OK, or what broke it.
+  absl::Status CheckCaps(absl::Time now) const;
 
   // ---- writers and recalls
   // Keeps writers() in step with `state`'s opens_write of `ino` (state may be
@@ -126,7 +153,11 @@ class Leases {
   void Send(uint64_t session, const pb::LeaseEvent& event);
   void DropWriter(uint64_t session, uint64_t ino);
 
+  // Whether a session other than `session` holds `ino` open for writing.
+  bool OtherWriter(uint64_t session, uint64_t ino) const;
+
   DirLeaseTable dirs_;
+  DirLeaseTable attrs_;  // the attribute caps, by inode
   absl::flat_hash_map<uint64_t, Stream> streams_;
   uint64_t stream_gen_ = 0;
   uint64_t returns_ = 0;

@@ -343,6 +343,15 @@ bool OpContext::Finish(pb::JournalEvent* event) {
          !stray_add_.empty() || !purge_add_.empty() || !trim_add_.empty();
 }
 
+std::vector<uint64_t> OpContext::changed() const {
+  std::vector<uint64_t> out;
+  out.reserve(edits_.size() + removed_.size() + 1);
+  for (const auto& [ino, rec] : edits_) out.push_back(ino);
+  out.insert(out.end(), removed_.begin(), removed_.end());
+  if (open_ref_ && open_write_) out.push_back(*open_ref_);
+  return out;
+}
+
 const std::string* FindXattr(const mds::Inode& rec, absl::string_view name) {
   for (const Xattr& x : rec.xattrs) {
     if (x.name == name) return &x.value;

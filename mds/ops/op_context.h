@@ -140,6 +140,9 @@ class OpContext {
   // Every inode the operation looked at, in order: another session holding
   // one of them open for writing is recalled before the answer stands.
   const std::vector<uint64_t>& touched() const { return touched_; }
+  // Every inode whose attributes the operation changes: edited, removed, or
+  // opened for writing (other sessions' attribute caps on them go first).
+  std::vector<uint64_t> changed() const;
 
  private:
   const OpEnv env_;

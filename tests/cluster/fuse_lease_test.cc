@@ -42,14 +42,7 @@ int StatErrno(const std::string& path) {
 }
 
 // Directory leases alive at the MDS.
-uint64_t LeasesAtMds(Cluster& cluster) {
-  auto meta = cluster.Meta("fs1");
-  REQUIRE(meta != nullptr);
-  auto status = meta->FsStatus();
-  INFO(status.status());
-  REQUIRE(status.ok());
-  return status->dir_leases();
-}
+uint64_t LeasesAtMds(Cluster& cluster) { return FsStatusOf(cluster).dir_leases(); }
 
 std::unique_ptr<client::FileSystemClient> Connect(Cluster& cluster) {
   client::FileSystemClientOptions o;

@@ -61,6 +61,16 @@ struct TwoMountFixture : MountFixture {
   std::unique_ptr<Mount> other;  // unmounted before the fixture's mount and cluster
 };
 
+// What rank 0 of filesystem `fs` reports (`weft fs status`).
+inline pb::FsStatusReply FsStatusOf(Cluster& cluster, const std::string& fs = "fs1") {
+  auto meta = cluster.Meta(fs);
+  REQUIRE(meta != nullptr);
+  auto status = meta->FsStatus();
+  INFO(status.status());
+  REQUIRE(status.ok());
+  return *std::move(status);
+}
+
 // All of `data` written at `off`.
 inline void WriteAll(int fd, const std::string& data, off_t off) {
   const absl::Status s = WriteFully(fd, static_cast<uint64_t>(off), data);

@@ -484,6 +484,10 @@ void World::CheckStep() {
     Fail(absl::StrCat("invariant: ", broken));
     return;
   }
+  if (absl::Status caps = rank_->CheckCaps(); !caps.ok()) {
+    Fail(absl::StrCat("invariant: ", caps.message()));
+    return;
+  }
   bool idle = !rank_->Reconnecting();
   for (const Client& c : clients_) idle &= !c.pending && !c.needs_reconnect && c.follow_ups.empty();
   if (!idle) return;

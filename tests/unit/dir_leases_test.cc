@@ -230,4 +230,58 @@ TEST_CASE("client dir leases: expiry - a broken stream - replies from before it"
 }
 
 }  // namespace
+TEST_CASE("client attribute caps: trusted until revoked or run out - a crossing grant is ignored",
+          "[unit][client]") {
+  client::DirLeases leases;
+  leases.StreamUp();
+  const absl::Time sent = absl::Now();
+  auto stat = [&](uint64_t seq, absl::Time when, uint64_t epoch) {
+    pb::MetaRequest r = Req(0);
+    r.mutable_getattr()->set_ino(500);
+    pb::MetaReply reply;
+    reply.mutable_attr()->set_ino(500);
+    reply.mutable_attr()->set_version(seq * 10);
+    pb::DirLease* cap = reply.add_attr_caps();
+    cap->set_ino(500);
+    cap->set_seq(seq);
+    cap->set_lease_ms(5000);
+    leases.Observe(r, reply, absl::OkStatus(), when, epoch);
+  };
+  constexpr uint64_t kNewest = 1000;
+  stat(4, sent, leases.epoch());
+  CHECK(leases.attr_caps() == 1);
+  // Attributes older than those the grant came with are not covered by it.
+  CHECK(leases.AttrRemaining(500, 39, sent) == absl::ZeroDuration());
+  CHECK(leases.AttrRemaining(500, 40, sent) > absl::ZeroDuration());
+  CHECK(leases.AttrRemaining(500, kNewest, sent + absl::Seconds(1)) == absl::Seconds(4));
+  CHECK(leases.AttrRemaining(500, kNewest, sent + absl::Seconds(5)) == absl::ZeroDuration());
+  CHECK(leases.AttrRemaining(501, kNewest, sent) == absl::ZeroDuration());
+  // A directory lease on the same number is another thing.
+  CHECK(leases.Remaining(500, sent) == absl::ZeroDuration());
+  // Revoked: not trusted, and a reply that crossed the revoke (cap 4 again)
+  // does not bring it back; a new cap (5) does.
+  leases.RevokeAttrs(500, 4);
+  CHECK(leases.AttrRemaining(500, kNewest, sent) == absl::ZeroDuration());
+  stat(4, sent, leases.epoch());
+  CHECK(leases.AttrRemaining(500, kNewest, sent) == absl::ZeroDuration());
+  stat(5, sent, leases.epoch());
+  CHECK(leases.AttrRemaining(500, kNewest, sent) > absl::ZeroDuration());
+  // A late reply with an older cap keeps the newer one.
+  stat(3, sent - absl::Seconds(3), leases.epoch());
+  CHECK(leases.AttrRemaining(500, kNewest, sent + absl::Seconds(4)) > absl::ZeroDuration());
+  // The stream broke: nothing is trusted, and replies from before the next
+  // hello grant nothing.
+  const uint64_t before = leases.epoch();
+  leases.DropAll();
+  CHECK(leases.AttrRemaining(500, kNewest, sent) == absl::ZeroDuration());
+  leases.StreamUp();
+  stat(6, sent, before);
+  CHECK(leases.AttrRemaining(500, kNewest, sent) == absl::ZeroDuration());
+  stat(6, sent, leases.epoch());
+  CHECK(leases.AttrRemaining(500, kNewest, sent) > absl::ZeroDuration());
+  // A request with an unknown outcome forgets every cap too.
+  leases.ForgetAll();
+  CHECK(leases.AttrRemaining(500, kNewest, sent) == absl::ZeroDuration());
+}
+
 }  // namespace weft

@@ -186,6 +186,106 @@ TEST_CASE("leases: writes are recalled from other writers - once - and answered 
   CHECK_FALSE(leases.HasWriters());
 }
 
+TEST_CASE("leases: attribute caps - granted to readers - revoked by a change - none beside a writer") {
+  Leases leases(absl::Seconds(5));
+  Sessions sessions(1);
+  uint64_t gens[4] = {0, 0, 0, 0};
+  for (uint64_t id : {1, 2, 3}) {
+    sessions.Apply(OpenEvent(id, id));
+    gens[id] = leases.OpenStream(SessionId(id));
+  }
+  const absl::Time now = absl::FromUnixSeconds(1000);
+  auto stat_reply = [](uint64_t ino, uint32_t mode) {
+    Reply r;
+    r.attr.ino = ino;
+    r.attr.mode = mode;
+    r.attr.nlink = 1;
+    return r;
+  };
+  auto take = [&](uint64_t id) {
+    std::deque<pb::LeaseEvent> events;
+    REQUIRE(leases.TakeEvents(SessionId(id), gens[id], &events));
+    std::vector<pb::LeaseEvent> out;
+    for (const pb::LeaseEvent& e : events) {
+      if (!e.hello()) out.push_back(e);
+    }
+    return out;
+  };
+  // Two readers of a file hold caps; a directory gets none (its lease stands for it).
+  Reply r1 = stat_reply(500, S_IFREG | 0644);
+  leases.GrantAttrs(SessionId(1), &r1, now);
+  REQUIRE(r1.attr_caps.size() == 1);
+  CHECK(r1.attr_caps[0].ino == InodeId(500));
+  CHECK(r1.attr_caps[0].lease_ms == 5000);
+  Reply r2 = stat_reply(500, S_IFREG | 0644);
+  fs::DirEntry dir;
+  dir.name = "d";
+  dir.ino = 600;
+  dir.attr = stat_reply(600, S_IFDIR | 0755).attr;
+  r2.entries.push_back(dir);
+  leases.GrantAttrs(SessionId(2), &r2, now);
+  REQUIRE(r2.attr_caps.size() == 1);
+  CHECK(leases.attr_cap_count() == 2);
+  CHECK(take(1).empty());
+  // Session 3 changes the file: both caps are revoked, and it waits for them.
+  absl::Time until = absl::InfiniteFuture();
+  CHECK(leases.RevokeAttrs(SessionId(3), {500}, now, &until));
+  CHECK(until > now);
+  const std::vector<pb::LeaseEvent> revoked = take(1);
+  REQUIRE(revoked.size() == 1);
+  CHECK(revoked[0].attrs());
+  CHECK(revoked[0].ino() == 500);
+  CHECK(revoked[0].seq() == r1.attr_caps[0].seq);
+  // Nobody else gets the cap while the change waits.
+  Reply again = stat_reply(500, S_IFREG | 0644);
+  leases.GrantAttrs(SessionId(1), &again, now);
+  CHECK(again.attr_caps.empty());
+  // An ack with a wrong sequence number or from another session releases nothing.
+  pb::LeaseAckRequest wrong;
+  pb::LeaseEvent bad = revoked[0];
+  bad.set_seq(bad.seq() + 100);
+  *wrong.add_acks() = bad;
+  const uint64_t seen = leases.returns();
+  leases.Ack(SessionId(1), wrong);
+  leases.Ack(SessionId(3), wrong);
+  CHECK(leases.returns() == seen);
+  pb::LeaseAckRequest ack;
+  *ack.add_acks() = revoked[0];
+  leases.Ack(SessionId(1), ack);
+  CHECK(leases.returns() != seen);
+  ack.clear_acks();
+  for (const pb::LeaseEvent& e : take(2)) *ack.add_acks() = e;
+  REQUIRE(ack.acks_size() == 1);
+  leases.Ack(SessionId(2), ack);
+  CHECK_FALSE(leases.RevokeAttrs(SessionId(3), {500}, now, &until));
+  CHECK(leases.attr_cap_count() == 0);
+  // Session 3 now writes the file: it may hold the cap, nobody else may.
+  sessions.Opened(SessionId(3), 500, /*write=*/true);
+  leases.NoteWriter(SessionId(3), 500, sessions.Find(SessionId(3)));
+  Reply w = stat_reply(500, S_IFREG | 0644);
+  leases.GrantAttrs(SessionId(3), &w, now);
+  CHECK(w.attr_caps.size() == 1);
+  Reply other = stat_reply(500, S_IFREG | 0644);
+  leases.GrantAttrs(SessionId(1), &other, now);
+  CHECK(other.attr_caps.empty());
+  CHECK(leases.CheckCaps(now).ok());
+  // A second writer: the first writer's cap is revoked before it counts.
+  CHECK(leases.RevokeAttrs(SessionId(2), {500}, now, &until));
+  CHECK_FALSE(leases.RevokeAttrs(SessionId(2), {500}, until + absl::Milliseconds(1), &until));
+  sessions.Opened(SessionId(2), 500, /*write=*/true);
+  leases.NoteWriter(SessionId(2), 500, sessions.Find(SessionId(2)));
+  CHECK(leases.CheckCaps(until + absl::Milliseconds(1)).ok());
+  // The invariant notices a cap held beside another's writes.
+  Leases broken(absl::Seconds(5));
+  broken.OpenStream(SessionId(1));
+  Reply b = stat_reply(700, S_IFREG | 0644);
+  broken.GrantAttrs(SessionId(1), &b, now);
+  sessions.Opened(SessionId(2), 700, /*write=*/true);
+  broken.NoteWriter(SessionId(2), 700, sessions.Find(SessionId(2)));
+  CHECK_FALSE(broken.CheckCaps(now).ok());
+  CHECK(broken.CheckCaps(now + absl::Seconds(6)).ok());  // run out
+}
+
 TEST_CASE("leases: a truncate holds the writers until the last request lets them go") {
   Leases leases(absl::Seconds(5));
   Sessions sessions(1);

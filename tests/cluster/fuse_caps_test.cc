@@ -1,0 +1,169 @@
+// Attribute caps through two real mounts of one filesystem
+// (mds/caps/leases.h): a mount keeps a file's attributes, in its client and
+// in its kernel, for as long as it holds the file's attribute cap, and the
+// MDS revokes the cap before any other mount changes the file. So every
+// change made through one mount is seen by the very next stat on the
+// other, with no sleep: mode, owner, times, size, links, xattrs. A file
+// another mount writes is never answered from a cap.
+#include <catch2/catch.hpp>
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/xattr.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "tests/harness/mount_fixture.h"
+
+namespace weft::testing {
+namespace {
+
+using TwoMounts = TwoMountFixture;
+
+// Attribute caps alive at the MDS.
+uint64_t CapsAtMds(Cluster& cluster) { return FsStatusOf(cluster).attr_caps(); }
+
+int64_t Nanos(const struct timespec& t) { return t.tv_sec * 1000000000LL + t.tv_nsec; }
+
+TEST_CASE("fuse caps: a change of a file through one mount is seen by the other's next stat",
+          "[fuse][caps]") {
+  TwoMounts f;
+  WriteFile(f.P("f"), "twelve bytes");
+  // The other mount looks: from now on it holds the file's cap, and its
+  // kernel keeps the attributes.
+  CHECK(Lstat(f.Q("f")).st_size == 12);
+  CHECK(Lstat(f.Q("f")).st_size == 12);
+  CHECK(CapsAtMds(*f.cluster) >= 1);
+
+  for (int i = 0; i < 20; ++i) {
+    INFO("round " << i);
+    const mode_t mode = i % 2 == 0 ? 0600 : 0644;
+    REQUIRE(chmod(f.P("f").c_str(), mode) == 0);
+    CHECK((Lstat(f.Q("f")).st_mode & 07777) == mode);
+    REQUIRE(chown(f.P("f").c_str(), 1000 + i, 2000 + i) == 0);
+    struct stat st = Lstat(f.Q("f"));
+    CHECK(st.st_uid == static_cast<uid_t>(1000 + i));
+    CHECK(st.st_gid == static_cast<gid_t>(2000 + i));
+    const struct timespec times[2] = {{1000000000 + i, 5}, {1100000000 + i, 7}};
+    REQUIRE(utimensat(AT_FDCWD, f.P("f").c_str(), times, 0) == 0);
+    st = Lstat(f.Q("f"));
+    CHECK(st.st_atim.tv_sec == 1000000000 + i);
+    CHECK(st.st_mtim.tv_sec == 1100000000 + i);
+    CHECK(st.st_mtim.tv_nsec == 7);
+    REQUIRE(truncate(f.P("f").c_str(), 100 + i) == 0);
+    CHECK(Lstat(f.Q("f")).st_size == 100 + i);
+    // The other way round too: each mount holds the cap in turn.
+    REQUIRE(chmod(f.Q("f").c_str(), 0640) == 0);
+    CHECK((Lstat(f.P("f")).st_mode & 07777) == 0640);
+  }
+
+  // Links: the link count and ctime the other mount shows move at once.
+  const struct stat before = Lstat(f.Q("f"));
+  REQUIRE(link(f.P("f").c_str(), f.P("g").c_str()) == 0);
+  struct stat st = Lstat(f.Q("f"));
+  CHECK(st.st_nlink == 2);
+  CHECK(Nanos(st.st_ctim) >= Nanos(before.st_ctim));
+  REQUIRE(unlink(f.P("g").c_str()) == 0);
+  CHECK(Lstat(f.Q("f")).st_nlink == 1);
+  const struct stat renamed_before = Lstat(f.Q("f"));
+  REQUIRE(rename(f.P("f").c_str(), f.P("h").c_str()) == 0);
+  CHECK(Nanos(Lstat(f.Q("h")).st_ctim) >= Nanos(renamed_before.st_ctim));
+
+  // Xattrs: a value the other mount read is not answered again after a change.
+  REQUIRE(setxattr(f.P("h").c_str(), "user.k", "one", 3, 0) == 0);
+  CHECK(Xattr(f.Q("h"), "user.k") == "one");
+  REQUIRE(setxattr(f.P("h").c_str(), "user.k", "two", 3, 0) == 0);
+  CHECK(Xattr(f.Q("h"), "user.k") == "two");
+  REQUIRE(removexattr(f.P("h").c_str(), "user.k") == 0);
+  char buf[16];
+  CHECK(getxattr(f.Q("h").c_str(), "user.k", buf, sizeof buf) < 0);
+  CHECK(errno == ENODATA);
+
+  // Data written and closed through one mount: the size at the next stat.
+  for (int i = 1; i <= 5; ++i) {
+    const std::string data(1000 * i, static_cast<char>('a' + i));
+    WriteFile(f.P("h"), data);
+    INFO("write " << i);
+    CHECK(Lstat(f.Q("h")).st_size == 1000 * i);
+    CHECK(ReadFile(f.Q("h")) == data);
+  }
+
+  // Removed through one mount: the other's next stat says so.
+  REQUIRE(unlink(f.P("h").c_str()) == 0);
+  struct stat gone;
+  CHECK(lstat(f.Q("h").c_str(), &gone) != 0);
+  CHECK(errno == ENOENT);
+}
+
+TEST_CASE("fuse caps: a file another mount writes is never answered from a cap",
+          "[fuse][caps]") {
+  TwoMounts f;
+  WriteFile(f.P("w"), "");
+  CHECK(Lstat(f.Q("w")).st_size == 0);  // the cap
+  // The open for writing takes the cap back first; from then on each stat
+  // on the other mount asks the MDS, which recalls the buffered writes.
+  const int fd = open(f.P("w").c_str(), O_WRONLY);
+  REQUIRE(fd >= 0);
+  std::string all;
+  for (int i = 0; i < 10; ++i) {
+    const std::string piece(3000, static_cast<char>('0' + i));
+    WriteAll(fd, piece, static_cast<off_t>(all.size()));
+    all += piece;
+    INFO("piece " << i);
+    CHECK(static_cast<size_t>(Lstat(f.Q("w")).st_size) == all.size());
+  }
+  REQUIRE(close(fd) == 0);
+  CHECK(ReadFile(f.Q("w")) == all);
+  // Both mounts writing: neither keeps the attributes.
+  const int a = open(f.P("w").c_str(), O_WRONLY | O_APPEND);
+  const int b = open(f.Q("w").c_str(), O_WRONLY | O_APPEND);
+  REQUIRE(a >= 0);
+  REQUIRE(b >= 0);
+  REQUIRE(write(a, "x", 1) == 1);
+  CHECK(static_cast<size_t>(Lstat(f.Q("w")).st_size) == all.size() + 1);
+  REQUIRE(close(a) == 0);
+  REQUIRE(close(b) == 0);
+}
+
+TEST_CASE("fuse caps: a holder killed with a cap delays a change only until the cap runs out",
+          "[fuse][caps]") {
+  TwoMounts f;
+  WriteFile(f.P("f"), "data");
+  CHECK(Lstat(f.P("f")).st_size == 4);
+  CHECK(Lstat(f.Q("f")).st_size == 4);
+  f.mount->process()->Kill(SIGKILL);
+  f.mount->process()->Wait();
+  // The MDS cannot reach the dead holder: the chmod waits for the cap (5 s)
+  // to run out, then goes through.
+  const absl::Time start = absl::Now();
+  REQUIRE(chmod(f.Q("f").c_str(), 0600) == 0);
+  const absl::Duration waited = absl::Now() - start;
+  INFO("chmod waited " << absl::FormatDuration(waited));
+  CHECK(waited < absl::Seconds(30));  // far from any timeout: it did not hang
+  CHECK((Lstat(f.Q("f")).st_mode & 07777) == 0600);
+}
+
+TEST_CASE("fuse caps: after an MDS restart a mount trusts no attributes it had",
+          "[fuse][caps]") {
+  TwoMounts f;
+  WriteFile(f.P("f"), "data");
+  CHECK((Lstat(f.Q("f")).st_mode & 07777) == 0644);
+  f.cluster->KillMds();
+  auto started = f.cluster->StartMds();
+  INFO(started);
+  REQUIRE(started.ok());
+  REQUIRE(chmod(f.P("f").c_str(), 0600) == 0);
+  CHECK((Lstat(f.Q("f")).st_mode & 07777) == 0600);
+  // Caps work again with the new incarnation.
+  CHECK((Lstat(f.Q("f")).st_mode & 07777) == 0600);
+  REQUIRE(chmod(f.P("f").c_str(), 0640) == 0);
+  CHECK((Lstat(f.Q("f")).st_mode & 07777) == 0640);
+}
+
+}  // namespace
+}  // namespace weft::testing
