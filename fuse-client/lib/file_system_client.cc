@@ -339,10 +339,7 @@ absl::StatusOr<Attr> FileSystemClient::Lookup(const Creds& c, uint64_t parent,
       // them), valid for what is left of their time; not when known wrong.
       if (it != inodes_.end() && it->second.fetched != absl::InfinitePast()) {
         cached = it->second.attr;
-        info->attr_valid =
-            S_ISDIR(cached->mode)
-                ? std::max(absl::ZeroDuration(), options_.attr_ttl - (now - it->second.fetched))
-                : meta_->leases().AttrRemaining(*known, cached->version, now);
+        info->attr_valid = TrustLeftLocked(it->second, now);
       }
     }
     if (cached.has_value()) {
@@ -358,16 +355,20 @@ absl::StatusOr<Attr> FileSystemClient::Lookup(const Creds& c, uint64_t parent,
   return WithPending(std::move(attr));
 }
 
+absl::Duration FileSystemClient::TrustLeftLocked(const CachedInode& ci, absl::Time now) {
+  if (ci.fetched == absl::InfinitePast()) return absl::ZeroDuration();  // known stale
+  if (S_ISDIR(ci.attr.mode)) {
+    return std::max(absl::ZeroDuration(), options_.attr_ttl - (now - ci.fetched));
+  }
+  return meta_->leases().AttrRemaining(ci.attr.ino, ci.attr.version, now);
+}
+
 FileSystemClient::CachedInode* FileSystemClient::TrustedLocked(uint64_t ino) {
   auto it = inodes_.find(ino);
   if (it == inodes_.end()) return nullptr;
   CachedInode& ci = it->second;
   if (ci.gone) return &ci;
-  if (ci.fetched == absl::InfinitePast()) return nullptr;  // known stale
-  const absl::Time now = absl::Now();
-  if (S_ISDIR(ci.attr.mode)) return now - ci.fetched < options_.attr_ttl ? &ci : nullptr;
-  return meta_->leases().AttrRemaining(ino, ci.attr.version, now) > absl::ZeroDuration() ? &ci
-                                                                                      : nullptr;
+  return TrustLeftLocked(ci, absl::Now()) > absl::ZeroDuration() ? &ci : nullptr;
 }
 
 std::optional<Attr> FileSystemClient::TrustedAttr(uint64_t ino) {

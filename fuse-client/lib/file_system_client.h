@@ -429,9 +429,14 @@ class FileSystemClient {
   // Keeps what the MDS answered for `name` if `ino` is still at `version`.
   void RememberXattr(uint64_t ino, uint64_t version, const std::string& name,
                      std::optional<std::string> value);
-  // The entry of `ino` if its attributes are trusted (fetched within
-  // attr_ttl), else null.
+  // The entry of `ino` if its attributes are trusted (TrustLeftLocked), or
+  // it is gone; else null.
   CachedInode* TrustedLocked(uint64_t ino) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // How much longer `ci`'s attributes are trusted at `now`: a directory's
+  // for what is left of `attr_ttl`, any other inode's while its attribute
+  // cap covers their version; zero when known stale.
+  absl::Duration TrustLeftLocked(const CachedInode& ci, absl::Time now)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   std::optional<Attr> TrustedAttr(uint64_t ino);
   // The xattrs of `ino` at `version`, for root or not: the entry to fill,
   // started afresh at a new version; null if `ino` is no longer at it.

@@ -204,9 +204,8 @@ void Leases::GrantAttrs(SessionId session, Reply* done, absl::Time now) {
     // left is gone for everyone but its openers.
     if (a.ino == 0 || (a.mode & S_IFMT) == S_IFDIR || a.nlink == 0) return;
     if (OtherWriter(session.value(), a.ino)) return;
-    for (const AttrCapGrant& g : done->attr_caps) {
-      if (g.ino.value() == a.ino) return;
-    }
+    // An inode shown twice (hard links in one listing) is granted twice
+    // with the same seq: the client takes the later one as a refresh.
     const uint64_t seq = attrs_.Grant(a.ino, session.value(), now);
     if (seq != 0) done->attr_caps.push_back(AttrCapGrant{InodeId(a.ino), seq, lease_ms});
   };
