@@ -35,6 +35,13 @@ struct RStat {
   bool operator==(const RStat&) const = default;
 };
 
+// A pending change of a directory's recursive statistics (a delta, signed).
+struct RStatDelta {
+  int64_t rbytes = 0, rfiles = 0, rsubdirs = 0;
+  int64_t rctime_ns = 0;
+  bool operator==(const RStatDelta&) const = default;
+};
+
 struct Inode {
   InodeId ino;
   uint32_t mode = 0;  // type and permission bits, as st_mode

@@ -33,7 +33,7 @@ struct RunOutcome {
   absl::Status status;  // kDone
   Load load;            // kLoad
   InlineMove move;      // kMove
-  pb::TrimRec cut;      // kCut
+  Cut cut;              // kCut
   uint64_t seq = 0;     // kDurable
   RunWait wait;         // kWait
 };

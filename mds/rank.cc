@@ -98,7 +98,7 @@ absl::Status MdsRank::Start() {
     cache_.LoadTables(strays, purge, trims, inotable);
   }
   uint64_t events = 0;
-  ASSIGN_OR_RETURN(uint64_t last, journal_.Replay([&](pb::JournalEvent& event) {
+  ASSIGN_OR_RETURN(uint64_t last, journal_.Replay([&](Event& event) {
     absl::MutexLock lock(&mu_);
     cache_.Apply(event);
     sessions_.Apply(event);
@@ -188,13 +188,10 @@ absl::StatusOr<pb::SessionReply> MdsRank::SessionOpen(const std::string& client,
       s->last_renew_ms = env_.clock->NowMs();
       id = SessionId(reclaim);
     } else {
-      pb::JournalEvent event;
-      event.set_op("session_open");
-      pb::SessionRec* rec = event.add_sessions();
+      Event event;
+      event.op = "session_open";
       id = sessions_.TakeId();
-      rec->set_id(id.value());
-      rec->set_client(client);
-      rec->set_opened_ms(env_.clock->NowMs());
+      event.sessions.push_back(SessionHeader{id, client, env_.clock->NowMs(), /*closed=*/false});
       seq = CommitLocked(&event);
       SessionState* s = sessions_.Find(id);
       CHECK(s != nullptr) << "session " << id << " not there after its own event";
@@ -218,15 +215,15 @@ absl::Status MdsRank::SessionClose(uint64_t session) {
   {
     absl::MutexLock lock(&mu_);
     if (sessions_.Find(SessionId(session)) == nullptr) return Err(ENOTCONN, "no such session");
-    pb::JournalEvent event;
+    Event event;
     CloseSessionLocked(SessionId(session), &event);
     seq = CommitLocked(&event);
   }
   return journal_.WaitDurable(seq);
 }
 
-void MdsRank::CloseSessionLocked(SessionId session, pb::JournalEvent* event) {
-  event->set_op("session_close");
+void MdsRank::CloseSessionLocked(SessionId session, Event* event) {
+  event->op = "session_close";
   SessionState* s = sessions_.Find(session);
   std::vector<uint64_t> held;
   if (s != nullptr) {
@@ -234,58 +231,61 @@ void MdsRank::CloseSessionLocked(SessionId session, pb::JournalEvent* event) {
     std::sort(held.begin(), held.end());
   }
   leases_.DropSession(session, s);
-  pb::SessionRec* rec = event->add_sessions();
-  rec->set_id(session.value());
-  rec->set_closed(true);
+  SessionHeader closed;
+  closed.id = session;
+  closed.closed = true;
+  event->sessions.push_back(std::move(closed));
   for (uint64_t ino : held) ReleaseStrayLocked(ino, session, event);
   locks_.DropSession(session, 0);
 }
 
-void MdsRank::ReleaseStrayLocked(uint64_t ino, SessionId releasing, pb::JournalEvent* event) {
+void MdsRank::ReleaseStrayLocked(uint64_t ino, SessionId releasing, Event* event) {
   if (!cache_.strays().contains(ino)) return;
   if (sessions_.OtherHolder(ino, releasing, /*write=*/false).value() != 0) return;
-  event->add_stray_remove(ino);
-  event->add_removed_inodes(ino);
+  event->strays_removed.emplace_back(ino);
+  event->removed_inodes.emplace_back(ino);
   CInode* inode = cache_.Inode(ino);
   if (inode != nullptr && !HasDataObjects(inode->inode)) return;  // no data to purge
-  pb::PurgeRec* purge = event->add_purge_add();
-  purge->set_ino(ino);
+  Purge purge;
+  purge.ino = InodeId(ino);
   if (inode != nullptr) {
-    purge->set_size(inode->inode.size);
-    fs::ToWire(inode->inode.layout, purge->mutable_layout());
+    purge.size = inode->inode.size;
+    purge.layout = inode->inode.layout;
   }
+  event->purges_added.push_back(std::move(purge));
 }
 
-uint64_t MdsRank::CommitLocked(pb::JournalEvent* event) {
-  DCHECK(event->seq() == 0) << "an event committed twice";
+uint64_t MdsRank::CommitLocked(Event* event) {
+  DCHECK(event->seq == 0) << "an event committed twice";
   const uint64_t seq = ++last_seq_;
-  event->set_seq(seq);
+  event->seq = seq;
   cache_.Apply(*event);
   sessions_.Apply(*event);
   NoteRStatsLocked(*event);
-  journal_.Enqueue(seq, event->SerializeAsString());
+  journal_.Enqueue(*event);
   return seq;
 }
 
-void MdsRank::NoteRStatsLocked(const pb::JournalEvent& event) {
-  if (event.rstat_propagated()) {
+void MdsRank::NoteRStatsLocked(const Event& event) {
+  if (event.rstat_propagated) {
     rstat_pending_.clear();
     rstat_pending_since_ = 0;
   }
-  for (const pb::RStatDeltaRec& d : event.rstat_deltas()) {
-    RStatDelta& p = rstat_pending_[d.dir()];
-    p.rbytes += d.rbytes();
-    p.rfiles += d.rfiles();
-    p.rsubdirs += d.rsubdirs();
-    p.rctime_ns = std::max(p.rctime_ns, d.rctime_ns());
-    if (rstat_pending_since_ == 0) rstat_pending_since_ = event.seq();
+  for (const RStatChange& c : event.rstat_changes) {
+    const RStatDelta& d = c.delta;
+    RStatDelta& p = rstat_pending_[c.dir.value()];
+    p.rbytes += d.rbytes;
+    p.rfiles += d.rfiles;
+    p.rsubdirs += d.rsubdirs;
+    p.rctime_ns = std::max(p.rctime_ns, d.rctime_ns);
+    if (rstat_pending_since_ == 0) rstat_pending_since_ = event.seq;
   }
-  for (const pb::RStatMoveRec& m : event.rstat_moves()) {
-    auto it = rstat_pending_.find(m.from());
+  for (const RStatMove& m : event.rstat_moves) {
+    auto it = rstat_pending_.find(m.from.value());
     if (it == rstat_pending_.end()) continue;
     const RStatDelta moved = it->second;
     rstat_pending_.erase(it);
-    RStatDelta& p = rstat_pending_[m.to()];
+    RStatDelta& p = rstat_pending_[m.to.value()];
     p.rbytes += moved.rbytes;
     p.rfiles += moved.rfiles;
     p.rsubdirs += moved.rsubdirs;
@@ -488,9 +488,10 @@ absl::Status MdsRank::WriteMove(const InlineMove& move) {
   return absl::OkStatus();
 }
 
-absl::Status MdsRank::CutObjects(const pb::TrimRec& trim) {
-  ASSIGN_OR_RETURN(objects::FileData data, objects::FileDataOf(trim.ino(), trim.layout()));
-  return trim_io_.Trim(data, trim.size(), trim.keep());
+absl::Status MdsRank::CutObjects(const Cut& cut) {
+  ASSIGN_OR_RETURN(objects::FileData data,
+                   objects::FileDataOf(cut.ino.value(), cut.layout.stripe, cut.layout.pool));
+  return trim_io_.Trim(data, cut.size, cut.keep);
 }
 
 // ---- reconnect after a restart

@@ -175,15 +175,15 @@ class MdsRank {
   // Writes a file's inline data to its first object (a request's move).
   absl::Status WriteMove(const InlineMove& move);
   // Cuts a truncate's objects (I/O).
-  absl::Status CutObjects(const pb::TrimRec& trim);
-  uint64_t CommitLocked(pb::JournalEvent* event) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Status CutObjects(const Cut& cut);
+  uint64_t CommitLocked(Event* event) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Keeps rstat_pending_ as the event says (live and in replay).
-  void NoteRStatsLocked(const pb::JournalEvent& event) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void CloseSessionLocked(SessionId session, pb::JournalEvent* event)
+  void NoteRStatsLocked(const Event& event) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void CloseSessionLocked(SessionId session, Event* event)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // A stray whose last holder (`releasing` aside) went: its inode goes and
   // its data is purged.
-  void ReleaseStrayLocked(uint64_t ino, SessionId releasing, pb::JournalEvent* event)
+  void ReleaseStrayLocked(uint64_t ino, SessionId releasing, Event* event)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Sends the release to the writers held for `ino` once no request wants
   // them held and no cut of the file is pending.

@@ -153,7 +153,7 @@ void MdsRank::ExpireSessions() {
     std::sort(expired.begin(), expired.end());
     for (SessionId id : expired) {
       LOG(INFO) << "event=session_timeout session=" << id;
-      pb::JournalEvent event;
+      Event event;
       CloseSessionLocked(id, &event);
       seq = CommitLocked(&event);
     }
@@ -170,7 +170,7 @@ void MdsRank::PropagateRstats() {
     {
       absl::MutexLock lock(&mu_);
       if (rstat_pending_.empty() || stopping_) return;
-      std::map<uint64_t, pb::InodeRec> edits;
+      std::map<uint64_t, mds::Inode> edits;
       auto work = rstat_pending_;
       while (!work.empty()) {
         absl::flat_hash_map<uint64_t, RStatDelta> next;
@@ -182,20 +182,21 @@ void MdsRank::PropagateRstats() {
               if (!cache_.InodeRemoved(dir)) load.inodes.push_back(dir);
               continue;
             }
-            e = edits.emplace(dir, RecordOf(inode->inode)).first;  // the event's record
-            e->second.set_version(e->second.version() + 1);
+            e = edits.emplace(dir, inode->inode).first;
+            e->second.version += 1;
+            e->second.inline_data.reset();  // unchanged: the cache keeps its copy
           }
-          pb::RStat* r = e->second.mutable_rstat();
+          RStat& r = e->second.rstat;
           auto add = [](uint64_t v, int64_t delta) {
             int64_t sum = static_cast<int64_t>(v) + delta;
             return static_cast<uint64_t>(sum < 0 ? 0 : sum);
           };
-          r->set_rbytes(add(r->rbytes(), d.rbytes));
-          r->set_rfiles(add(r->rfiles(), d.rfiles));
-          r->set_rsubdirs(add(r->rsubdirs(), d.rsubdirs));
-          r->set_rctime_ns(std::max(r->rctime_ns(), d.rctime_ns));
+          r.rbytes = add(r.rbytes, d.rbytes);
+          r.rfiles = add(r.rfiles, d.rfiles);
+          r.rsubdirs = add(r.rsubdirs, d.rsubdirs);
+          r.rctime_ns = std::max(r.rctime_ns, d.rctime_ns);
           if (dir == kRootIno) continue;
-          RStatDelta& up = next[e->second.parent()];
+          RStatDelta& up = next[e->second.parent.value()];
           up.rbytes += d.rbytes;
           up.rfiles += d.rfiles;
           up.rsubdirs += d.rsubdirs;
@@ -204,10 +205,10 @@ void MdsRank::PropagateRstats() {
         work = std::move(next);
       }
       if (load.inodes.empty()) {
-        pb::JournalEvent event;
-        event.set_op("rstat");
-        event.set_rstat_propagated(true);  // clears rstat_pending_
-        for (auto& [ino, rec] : edits) *event.add_inodes() = std::move(rec);
+        Event event;
+        event.op = "rstat";
+        event.rstat_propagated = true;  // clears rstat_pending_
+        for (auto& [ino, rec] : edits) event.inodes.push_back(std::move(rec));
         CommitLocked(&event);
         return;
       }
@@ -221,7 +222,7 @@ void MdsRank::PropagateRstats() {
 }
 
 void MdsRank::PurgeSome() {
-  std::vector<pb::PurgeRec> batch;
+  std::vector<Purge> batch;
   {
     absl::MutexLock lock(&mu_);
     for (const auto& [ino, rec] : cache_.purge_queue()) {
@@ -239,7 +240,7 @@ void MdsRank::PurgeSome() {
   std::unique_ptr<std::atomic<bool>[]> failed(new std::atomic<bool>[batch.size()]);
   for (size_t i = 0; i < batch.size(); ++i) failed[i] = false;
   auto fail = [&](size_t i, const absl::Status& status) {
-    LOG(WARNING) << "event=purge_failed ino=" << batch[i].ino() << " status=\"" << status << "\"";
+    LOG(WARNING) << "event=purge_failed ino=" << batch[i].ino << " status=\"" << status << "\"";
     failed[i] = true;
   };
   auto run = [&](size_t jobs, const std::function<void(size_t)>& job) {
@@ -257,12 +258,12 @@ void MdsRank::PurgeSome() {
     }
   };  // the pool's destructor joins
   run(batch.size(), [&](size_t i) {
-    const pb::FileLayout& l = batch[i].layout();
-    if (l.pool() == 0 || l.object_size() == 0) return;
-    const uint64_t stripe = std::max<uint64_t>(1, l.stripe_count());
-    const uint64_t set_bytes = l.object_size() * stripe;
-    const uint64_t possible = (batch[i].size() + set_bytes - 1) / set_bytes * stripe;
-    auto existing = objects::DataObjectsIn(objects_, PoolId(l.pool()), batch[i].ino(), 0, possible);
+    const fs::FileLayout& l = batch[i].layout;
+    if (l.pool.value() == 0 || l.stripe.object_size == 0) return;
+    const uint64_t stripe = std::max<uint64_t>(1, l.stripe.stripe_count);
+    const uint64_t set_bytes = l.stripe.object_size * stripe;
+    const uint64_t possible = (batch[i].size + set_bytes - 1) / set_bytes * stripe;
+    auto existing = objects::DataObjectsIn(objects_, l.pool, batch[i].ino.value(), 0, possible);
     if (!existing.ok()) return fail(i, existing.status());
     objects[i] = *std::move(existing);
   });
@@ -273,24 +274,24 @@ void MdsRank::PurgeSome() {
   run(removes.size(), [&](size_t j) {
     const auto [i, objno] = removes[j];
     if (failed[i]) return;  // kept in the queue for the next pass anyway
-    absl::Status status = objects_->Remove(PoolId(batch[i].layout().pool()),
-                                           striping::DataObjectName(batch[i].ino(), objno));
+    absl::Status status = objects_->Remove(
+        batch[i].layout.pool, striping::DataObjectName(batch[i].ino.value(), objno));
     if (!status.ok() && !absl::IsNotFound(status)) fail(i, status);
   });
   std::vector<uint64_t> done;
   for (size_t i = 0; i < batch.size(); ++i) {
-    if (!failed[i]) done.push_back(batch[i].ino());
+    if (!failed[i]) done.push_back(batch[i].ino.value());
   }
   if (done.empty()) return;
   absl::MutexLock lock(&mu_);
-  pb::JournalEvent event;
-  event.set_op("purged");
-  for (uint64_t ino : done) event.add_purge_done(ino);
+  Event event;
+  event.op = "purged";
+  for (uint64_t ino : done) event.purges_done.emplace_back(ino);
   CommitLocked(&event);
 }
 
 absl::Status MdsRank::RunTrim(uint64_t ino) {
-  pb::TrimRec trim;
+  Cut trim;
   {
     absl::MutexLock lock(&mu_);
     WaitLocked([this, ino]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
@@ -308,13 +309,13 @@ absl::Status MdsRank::RunTrim(uint64_t ino) {
     absl::MutexLock lock(&mu_);
     if (!cut.ok()) {
       trims_.End(ino);
-      LOG(WARNING) << "event=trim_failed ino=" << ino << " keep=" << trim.keep()
-                   << " size=" << trim.size() << " status=\"" << cut << "\"";
+      LOG(WARNING) << "event=trim_failed ino=" << ino << " keep=" << trim.keep
+                   << " size=" << trim.size << " status=\"" << cut << "\"";
       return cut;  // pending still: the janitor's next pass tries again
     }
-    pb::JournalEvent event;
-    event.set_op("trimmed");
-    event.add_trim_done(ino);
+    Event event;
+    event.op = "trimmed";
+    event.cuts_done.emplace_back(ino);
     seq = CommitLocked(&event);
   }
   // Until trim_done is durable a restart would cut again, over what
@@ -323,7 +324,7 @@ absl::Status MdsRank::RunTrim(uint64_t ino) {
   absl::MutexLock lock(&mu_);
   trims_.End(ino);
   MaybeReleaseHoldsLocked(ino);
-  VLOG(1) << "event=trimmed ino=" << ino << " keep=" << trim.keep() << " size=" << trim.size();
+  VLOG(1) << "event=trimmed ino=" << ino << " keep=" << trim.keep << " size=" << trim.size;
   return durable;
 }
 

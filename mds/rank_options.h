@@ -16,6 +16,7 @@
 #include "common/cluster_map/types.h"
 #include "common/objects/objects.h"
 #include "mds/fs/layout.h"
+#include "mds/inode.h"
 #include "mds/journal/journal.h"
 #include "proto/common.pb.h"
 
@@ -92,12 +93,6 @@ struct InlineMove {
   PoolId pool;
   std::string data;
   uint64_t inline_version = 0;
-};
-
-// A pending change of a directory's recursive statistics.
-struct RStatDelta {
-  int64_t rbytes = 0, rfiles = 0, rsubdirs = 0;
-  int64_t rctime_ns = 0;
 };
 
 }  // namespace weft::mds

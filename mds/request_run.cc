@@ -153,15 +153,15 @@ void RequestRun::IoDone(const absl::Status& status) {
       break;
     case Kind::kCut:
       if (status.ok()) {
-        pb::JournalEvent event;
-        event.set_op("trimmed");
-        event.add_trim_done(cut_.ino());
+        Event event;
+        event.op = "trimmed";
+        event.cuts_done.push_back(cut_.ino);
         cut_seq_ = rank_->CommitLocked(&event);
         cut_state_ = CutState::kDurable;
       } else {
-        rank_->trims_.End(cut_.ino());
-        LOG(WARNING) << "event=trim_failed ino=" << cut_.ino() << " keep=" << cut_.keep()
-                     << " size=" << cut_.size() << " status=\"" << status << "\"";
+        rank_->trims_.End(cut_.ino.value());
+        LOG(WARNING) << "event=trim_failed ino=" << cut_.ino << " keep=" << cut_.keep
+                     << " size=" << cut_.size << " status=\"" << status << "\"";
         cut_error_ = status;
         retry_at_ = rank_->env_.clock->Now() + kCutRetry;
         cut_state_ = CutState::kRetry;
@@ -174,11 +174,10 @@ void RequestRun::IoDone(const absl::Status& status) {
       } else if (phase_ == Phase::kTrim) {
         // trim_done is durable: a restart would not cut again over what
         // the writers write from now on.
-        const uint64_t ino = cut_.ino();
+        const uint64_t ino = cut_.ino.value();
         rank_->trims_.End(ino);
         rank_->MaybeReleaseHoldsLocked(ino);
-        VLOG(1) << "event=trimmed ino=" << ino << " keep=" << cut_.keep()
-                << " size=" << cut_.size();
+        VLOG(1) << "event=trimmed ino=" << ino << " keep=" << cut_.keep << " size=" << cut_.size;
         if (!status.ok()) {
           Done(status);
           break;
@@ -285,9 +284,9 @@ RequestRun::Outcome RequestRun::StepOp() {
   }
   if (request_.Is<req::Release>()) {
     // Every handle of a batch is released even when one fails.
-    pb::JournalEvent event;
+    Event event;
     absl::Status released = Release(&event);
-    if (event.removed_inodes_size() > 0) wait_seq_ = rank_->CommitLocked(&event);
+    if (!event.removed_inodes.empty()) wait_seq_ = rank_->CommitLocked(&event);
     if (!released.ok()) return Done(released);
     phase_ = Phase::kReply;
     return StepReply();
@@ -384,19 +383,19 @@ RequestRun::Outcome RequestRun::RunOperation(absl::Time now) {
     lease_give_up_.reset();
   }
   // The operation stands: commit what it changed, in one event.
-  pb::JournalEvent event;
+  Event event;
   if (ctx.Finish(&event)) {
     if (tid_ != 0) {
-      event.set_session(session_.value());
-      event.set_tid(tid_);
-      event.set_oldest_tid(request_.oldest.value());
-      event.set_reply(KeptReply(*reply_));
+      event.session = session_;
+      event.tid = request_.id;
+      event.oldest_tid = request_.oldest;
+      event.reply = KeptReply(*reply_);
     }
     wait_seq_ = rank_->CommitLocked(&event);
     if (moved_) rank_->moves_.Recorded(moving_);  // durable when this request ends
     reply_->time_ns = op_now;
     AfterCommit(ctx);
-    for (const pb::TrimRec& t : ctx.trim_add()) trims_.push_back(t.ino());
+    for (const Cut& t : ctx.trim_add()) trims_.push_back(t.ino.value());
   }
   // A resent create or open is not counted again: the session's Reconnect
   // gave back its handles, this one among them (counted twice, the file
@@ -652,7 +651,7 @@ absl::Status RequestRun::Dispatch(OpContext& ctx) {
       request_.op);
 }
 
-absl::Status RequestRun::Release(pb::JournalEvent* event) {
+absl::Status RequestRun::Release(Event* event) {
   absl::Status first_error;
   for (const req::Release::Handle& h : std::get<req::Release>(request_.op).handles) {
     absl::Status s = ReleaseOne(h.ino.value(), h.write, event);
@@ -661,7 +660,7 @@ absl::Status RequestRun::Release(pb::JournalEvent* event) {
   return first_error;
 }
 
-absl::Status RequestRun::ReleaseOne(uint64_t ino, bool write, pb::JournalEvent* event) {
+absl::Status RequestRun::ReleaseOne(uint64_t ino, bool write, Event* event) {
   SessionState* s = rank_->sessions_.Find(session_);
   DCHECK(s != nullptr) << "release in session " << session_ << ", which StepOp found";
   auto it = s->opens.find(ino);
@@ -676,7 +675,7 @@ absl::Status RequestRun::ReleaseOne(uint64_t ino, bool write, pb::JournalEvent* 
   }
   if (s->opens.contains(ino)) return absl::OkStatus();
   rank_->locks_.DropSession(session_, ino);  // what close and release left
-  event->set_op("release");
+  event->op = "release";
   rank_->ReleaseStrayLocked(ino, session_, event);
   return absl::OkStatus();
 }

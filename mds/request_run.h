@@ -89,8 +89,8 @@ class RequestRun {
   Outcome RunOperation(absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(rank_->mu_);
   absl::Status Dispatch(OpContext& ctx) ABSL_EXCLUSIVE_LOCKS_REQUIRED(rank_->mu_);
   // A release of every handle of the request (a batch); the first error.
-  absl::Status Release(pb::JournalEvent* event) ABSL_EXCLUSIVE_LOCKS_REQUIRED(rank_->mu_);
-  absl::Status ReleaseOne(uint64_t ino, bool write, pb::JournalEvent* event)
+  absl::Status Release(Event* event) ABSL_EXCLUSIVE_LOCKS_REQUIRED(rank_->mu_);
+  absl::Status ReleaseOne(uint64_t ino, bool write, Event* event)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(rank_->mu_);
   // After the event that committed the operation: what the rank keeps
   // beside the cache (new directories' fragments, pending statistics).
@@ -155,7 +155,7 @@ class RequestRun {
   enum class CutState { kStart, kCutting, kDurable, kRetry };
   CutState cut_state_ = CutState::kStart;
   bool first_durable_done_ = false;
-  pb::TrimRec cut_;
+  Cut cut_;
   absl::Status cut_error_;
   absl::Time retry_at_;
   uint64_t cut_seq_ = 0;

@@ -25,6 +25,7 @@ struct FileLayout {
     return pool.value() != 0 || stripe.stripe_unit != 0 || stripe.stripe_count != 0 ||
            stripe.object_size != 0;
   }
+  bool operator==(const FileLayout&) const = default;
 };
 
 // An inode's attributes as the MDS reports them. Every change of the inode

@@ -35,6 +35,7 @@ struct Layout {
   // InvalidArgument unless all are > 0 and stripe_unit divides object_size.
   absl::Status Validate() const;
   uint64_t set_bytes() const { return object_size * stripe_count; }
+  bool operator==(const Layout&) const = default;
 };
 
 // One piece of the caller's buffer that maps into an object.

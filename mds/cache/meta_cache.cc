@@ -29,6 +29,25 @@ void TakeTableChanges(const std::map<uint64_t, Value>& table, Encode encode,
   changed->clear();
 }
 
+// Restores a table of records by inode (`Record` stored, `of` to the
+// domain value). A row that does not parse, or names no inode, is skipped
+// with a warning: nothing could be done with it.
+template <typename Record, typename Value, typename Of>
+void LoadRows(const std::map<std::string, std::string>& rows, Of of, absl::string_view table,
+              std::map<uint64_t, Value>* out) {
+  for (const auto& [key, bytes] : rows) {
+    Record rec;
+    absl::StatusOr<Value> value =
+        rec.ParseFromString(bytes) ? of(rec) : absl::DataLossError("does not parse");
+    if (value.ok()) {
+      (*out)[value->ino.value()] = *std::move(value);
+    } else {
+      LOG(WARNING) << "event=table_row_skipped table=" << table << " key=" << key << " status=\""
+                   << value.status() << "\"";
+    }
+  }
+}
+
 }  // namespace
 
 CInode* MetaCache::Inode(uint64_t ino) {
@@ -147,17 +166,17 @@ void MetaCache::MergeFrag(uint64_t dir, Frag frag, const std::vector<pb::DentryR
   d->loaded.insert(frag);
 }
 
-void MetaCache::SetDentry(const pb::DentryRec& rec) {
-  CDir* d = Dir(rec.dir());
-  auto [it, inserted] = d->entries.try_emplace(rec.name());
-  it->second = CDentry{InodeId(rec.ino()), rec.type()};
+void MetaCache::SetDentry(const Dentry& entry) {
+  CDir* d = Dir(entry.dir.value());
+  auto [it, inserted] = d->entries.try_emplace(entry.name);
+  it->second = CDentry{entry.ino, entry.type};
   if (inserted) {
-    d->AddHash(NameHash(rec.name()), rec.name());
+    d->AddHash(NameHash(entry.name), entry.name);
     ++dentries_;
   }
-  d->removed.erase(rec.name());
-  d->dirty.insert(rec.name());
-  dirty_dirs_.insert(rec.dir());
+  d->removed.erase(entry.name);
+  d->dirty.insert(entry.name);
+  dirty_dirs_.insert(entry.dir.value());
 }
 
 void MetaCache::RemoveDentry(uint64_t dir, const std::string& name) {
@@ -171,43 +190,45 @@ void MetaCache::RemoveDentry(uint64_t dir, const std::string& name) {
   dirty_dirs_.insert(dir);
 }
 
-void MetaCache::Apply(const pb::JournalEvent& ev) {
-  for (const pb::FragSplit& split : ev.splits()) {
-    CDir* d = Dir(split.dir());
-    auto [a, b] = SplitFrag(split.frag());
-    d->dead.insert(split.frag());
-    d->rewrite.erase(split.frag());
-    d->loaded.erase(split.frag());
-    d->counts.erase(split.frag());
+void MetaCache::Apply(const Event& ev) {
+  for (const FragSplit& split : ev.splits) {
+    CDir* d = Dir(split.dir.value());
+    auto [a, b] = SplitFrag(split.frag);
+    d->dead.insert(split.frag);
+    d->rewrite.erase(split.frag);
+    d->loaded.erase(split.frag);
+    d->counts.erase(split.frag);
     for (Frag half : {a, b}) {
       d->rewrite.insert(half);
       d->loaded.insert(half);
     }
-    dirty_dirs_.insert(split.dir());
+    dirty_dirs_.insert(split.dir.value());
   }
-  for (const pb::InodeRec& rec : ev.inodes()) {
-    auto& slot = inodes_[rec.ino()];
+  for (const mds::Inode& changed : ev.inodes) {
+    const uint64_t ino = changed.ino.value();
+    auto& slot = inodes_[ino];
     if (!slot) slot = std::make_unique<CInode>();
     inline_bytes_ -= InlineBytes(slot->inode);
     // An event carries inline bytes only where they changed: the cached
     // ones stand otherwise (or stay unloaded).
     std::optional<std::string> kept;
-    const bool keep = rec.data_inline() && !rec.has_inline_data() && slot->inode.data_inline &&
-                      slot->inode.inline_data.has_value();
+    const bool keep = changed.data_inline && !changed.inline_data.has_value() &&
+                      slot->inode.data_inline && slot->inode.inline_data.has_value();
     if (keep) kept = std::move(slot->inode.inline_data);
-    if (rec.has_inline_data()) slot->inline_dirty = true;
-    slot->inode = InodeOf(rec);
+    if (changed.inline_data.has_value()) slot->inline_dirty = true;
+    slot->inode = changed;
     if (keep) slot->inode.inline_data = std::move(kept);
-    if (!rec.data_inline()) slot->inode.inline_data.reset();
+    if (!changed.data_inline) slot->inode.inline_data.reset();
     inline_bytes_ += InlineBytes(slot->inode);
     slot->last_used = Tick();
     slot->dirty = true;
-    dirty_inodes_.insert(rec.ino());
-    removed_inodes_.erase(rec.ino());
-    unstored_removed_.erase(rec.ino());
-    absent_.erase(rec.ino());
+    dirty_inodes_.insert(ino);
+    removed_inodes_.erase(ino);
+    unstored_removed_.erase(ino);
+    absent_.erase(ino);
   }
-  for (uint64_t ino : ev.removed_inodes()) {
+  for (InodeId id : ev.removed_inodes) {
+    const uint64_t ino = id.value();
     auto it = inodes_.find(ino);
     std::vector<Frag> frags = {kRootFrag};
     if (it != inodes_.end()) {
@@ -226,44 +247,46 @@ void MetaCache::Apply(const pb::JournalEvent& ev) {
     dirty_inodes_.erase(ino);
     removed_inodes_.insert(ino);
   }
-  for (const pb::DentryRec& rec : ev.removed_dentries()) RemoveDentry(rec.dir(), rec.name());
-  for (const pb::DentryRec& rec : ev.dentries()) SetDentry(rec);
-  if (ev.next_ino() > next_ino_) {
-    next_ino_ = ev.next_ino();
+  for (const Dentry& d : ev.removed_dentries) RemoveDentry(d.dir.value(), d.name);
+  for (const Dentry& d : ev.dentries) SetDentry(d);
+  if (ev.next_ino > next_ino_) {
+    next_ino_ = ev.next_ino;
     next_ino_dirty_ = true;
   }
-  for (uint64_t ino : ev.stray_add()) {
+  for (const Stray& stray : ev.strays_added) {
+    const uint64_t ino = stray.ino.value();
     DCHECK(inodes_.contains(ino) && inodes_.at(ino)->inode.nlink == 0)
         << "stray " << ino << " still linked, or not in the event that made it a stray";
-    auto h = ev.stray_holders().find(ino);
-    strays_[ino] = h == ev.stray_holders().end() ? 0 : h->second;
+    strays_[ino] = stray.holder.value();
     strays_changed_.insert(ino);
   }
-  for (uint64_t ino : ev.stray_remove()) {
-    strays_.erase(ino);
-    strays_changed_.insert(ino);
+  for (InodeId ino : ev.strays_removed) {
+    strays_.erase(ino.value());
+    strays_changed_.insert(ino.value());
   }
-  for (const pb::PurgeRec& rec : ev.purge_add()) {
-    DCHECK(!inodes_.contains(rec.ino()) && removed_inodes_.contains(rec.ino()))
-        << "purge of inode " << rec.ino() << ", which the event does not remove";
-    purge_[rec.ino()] = rec;
-    purge_changed_.insert(rec.ino());
-  }
-  for (uint64_t ino : ev.purge_done()) {
-    purge_.erase(ino);
+  for (const Purge& purge : ev.purges_added) {
+    const uint64_t ino = purge.ino.value();
+    DCHECK(!inodes_.contains(ino) && removed_inodes_.contains(ino))
+        << "purge of inode " << ino << ", which the event does not remove";
+    purge_[ino] = purge;
     purge_changed_.insert(ino);
   }
-  for (const pb::TrimRec& rec : ev.trim_add()) {
-    auto [it, added] = trims_.try_emplace(rec.ino(), rec);
-    if (!added) {  // one cut covering both
-      it->second.set_keep(std::min(it->second.keep(), rec.keep()));
-      it->second.set_size(std::max(it->second.size(), rec.size()));
-    }
-    trims_changed_.insert(rec.ino());
+  for (InodeId ino : ev.purges_done) {
+    purge_.erase(ino.value());
+    purge_changed_.insert(ino.value());
   }
-  for (uint64_t ino : ev.trim_done()) {
-    trims_.erase(ino);
+  for (const Cut& cut : ev.cuts_added) {
+    const uint64_t ino = cut.ino.value();
+    auto [it, added] = trims_.try_emplace(ino, cut);
+    if (!added) {  // one cut covering both
+      it->second.keep = std::min(it->second.keep, cut.keep);
+      it->second.size = std::max(it->second.size, cut.size);
+    }
     trims_changed_.insert(ino);
+  }
+  for (InodeId ino : ev.cuts_done) {
+    trims_.erase(ino.value());
+    trims_changed_.insert(ino.value());
   }
 }
 
@@ -367,9 +390,12 @@ void MetaCache::AddTableUpdates(FlushBatch* batch) {
   TakeTableChanges(
       strays_, [](uint64_t holder) { return absl::StrCat(holder); }, &strays_changed_,
       batch->updates, TableObject(fs_, "strays"));
-  auto encoded = [](const auto& rec) { return rec.SerializeAsString(); };
-  TakeTableChanges(purge_, encoded, &purge_changed_, batch->updates, TableObject(fs_, "purge"));
-  TakeTableChanges(trims_, encoded, &trims_changed_, batch->updates, TableObject(fs_, "trims"));
+  TakeTableChanges(
+      purge_, [](const Purge& p) { return PurgeRecord(p).SerializeAsString(); }, &purge_changed_,
+      batch->updates, TableObject(fs_, "purge"));
+  TakeTableChanges(
+      trims_, [](const Cut& c) { return CutRecord(c).SerializeAsString(); }, &trims_changed_,
+      batch->updates, TableObject(fs_, "trims"));
   if (next_ino_dirty_) {
     batch->updates[TableObject(fs_, "inotable")].set.emplace_back("next_ino",
                                                                   absl::StrCat(next_ino_));
@@ -400,14 +426,8 @@ void MetaCache::LoadTables(const std::map<std::string, std::string>& strays,
     uint64_t ino = 0, holder = 0;
     if (absl::SimpleHexAtoi(key, &ino) && absl::SimpleAtoi(value, &holder)) strays_[ino] = holder;
   }
-  for (const auto& [key, value] : purge) {
-    pb::PurgeRec rec;
-    if (rec.ParseFromString(value)) purge_[rec.ino()] = rec;
-  }
-  for (const auto& [key, value] : trims) {
-    pb::TrimRec rec;
-    if (rec.ParseFromString(value)) trims_[rec.ino()] = rec;
-  }
+  LoadRows<pb::PurgeRec>(purge, PurgeOf, "purge", &purge_);
+  LoadRows<pb::TrimRec>(trims, CutOf, "trims", &trims_);
   auto it = inotable.find("next_ino");
   uint64_t next = 0;
   if (it != inotable.end() && absl::SimpleAtoi(it->second, &next) && next > next_ino_) {

@@ -25,6 +25,7 @@
 #include "mds/fs/names.h"
 #include "mds/ids.h"
 #include "mds/inode.h"
+#include "mds/journal/event.h"
 #include "mds/store/meta_store.h"
 #include "mds/store/records.pb.h"
 
@@ -104,7 +105,7 @@ class MetaCache {
 
   // Applies a journal event (live or replayed): its records become the
   // cached inodes' values.
-  void Apply(const pb::JournalEvent& event);
+  void Apply(const Event& event);
 
   uint64_t next_ino() const { return next_ino_; }
   // Moves the allocator `n` numbers on (after a restart: past any number an
@@ -114,9 +115,9 @@ class MetaCache {
     next_ino_dirty_ = true;
   }
   const std::map<uint64_t, uint64_t>& strays() const { return strays_; }
-  const std::map<uint64_t, pb::PurgeRec>& purge_queue() const { return purge_; }
+  const std::map<uint64_t, Purge>& purge_queue() const { return purge_; }
   // Truncates whose objects are not cut yet, by inode.
-  const std::map<uint64_t, pb::TrimRec>& trims() const { return trims_; }
+  const std::map<uint64_t, Cut>& trims() const { return trims_; }
 
   // Takes everything dirty into a batch (and marks it clean). What it took
   // stays cached until FlushApplied: evicted before the store has it, a
@@ -154,7 +155,7 @@ class MetaCache {
   uint64_t Tick() { return ++clock_; }
 
  private:
-  void SetDentry(const pb::DentryRec& d);
+  void SetDentry(const Dentry& d);
   void RemoveDentry(uint64_t dir, const std::string& name);
   void AddInodeUpdates(FlushBatch* batch);
   void AddDirUpdates(FlushBatch* batch);
@@ -179,8 +180,8 @@ class MetaCache {
   uint64_t next_ino_ = kFirstFreeIno;
   bool next_ino_dirty_ = false;
   std::map<uint64_t, uint64_t> strays_;              // ino -> a holder session
-  std::map<uint64_t, pb::PurgeRec> purge_;
-  std::map<uint64_t, pb::TrimRec> trims_;
+  std::map<uint64_t, Purge> purge_;
+  std::map<uint64_t, Cut> trims_;
   // Since the last flush.
   absl::flat_hash_set<uint64_t> strays_changed_, purge_changed_, trims_changed_;
 };

@@ -250,7 +250,7 @@ void Leases::DropWriter(uint64_t session, uint64_t ino) {
 std::vector<Leases::RecallKey> Leases::Recall(const Request& request,
                                               const Reply& reply,
                                               const std::vector<uint64_t>& touched,
-                                              const std::vector<pb::TrimRec>& trims,
+                                              const std::vector<Cut>& trims,
                                               const Sessions& sessions,
                                               absl::flat_hash_set<RecallKey>* recalled,
                                               absl::flat_hash_set<RecallKey>* held) {
@@ -273,7 +273,7 @@ std::vector<Leases::RecallKey> Leases::Recall(const Request& request,
     auto w = writers_.find(ino);
     if (w == writers_.end()) continue;
     const bool hold = std::any_of(trims.begin(), trims.end(),
-                                  [ino](const pb::TrimRec& t) { return t.ino() == ino; });
+                                  [ino](const Cut& t) { return t.ino.value() == ino; });
     for (uint64_t id : w->second) {
       if (id == request.session.value() || !streams_.contains(id)) continue;
       if (!sessions.HasOpen(SessionId(id), ino, /*write=*/true)) continue;

@@ -41,11 +41,11 @@
 #include "absl/time/time.h"
 #include "mds/caps/dir_leases.h"
 #include "mds/ids.h"
+#include "mds/journal/event.h"
 #include "mds/reply.h"
 #include "mds/request.h"
 #include "mds/sessions/sessions.h"
 #include "proto/mds_client.pb.h"
-#include "mds/store/records.pb.h"
 
 namespace weft::mds {
 
@@ -124,7 +124,7 @@ class Leases {
   // report and an inline move recall nothing.
   std::vector<RecallKey> Recall(const Request& request, const Reply& reply,
                                 const std::vector<uint64_t>& touched,
-                                const std::vector<pb::TrimRec>& trims, const Sessions& sessions,
+                                const std::vector<Cut>& trims, const Sessions& sessions,
                                 absl::flat_hash_set<RecallKey>* recalled,
                                 absl::flat_hash_set<RecallKey>* held);
   // Whether every recall of `wanted` was acknowledged.

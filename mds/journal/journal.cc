@@ -26,7 +26,7 @@ absl::Status Journal::Create() {
 }
 
 absl::StatusOr<uint64_t> Journal::Replay(
-    const std::function<absl::Status(pb::JournalEvent&)>& apply) {
+    const std::function<absl::Status(Event&)>& apply) {
   ASSIGN_OR_RETURN(auto head, store_->ReadHead());
   if (!head.has_value()) return absl::DataLossError("the journal head object is missing");
   uint64_t last_seq = head->trimmed_seq();
@@ -46,18 +46,20 @@ absl::StatusOr<uint64_t> Journal::Replay(
     }
     Segment seg{segment, last_seq, bytes->size()};
     for (std::string& frame : frames) {
-      pb::JournalEvent event;
-      if (!event.ParseFromString(frame)) {
+      pb::JournalEvent record;
+      if (!record.ParseFromString(frame)) {
         return absl::DataLossError(absl::StrCat("journal segment ", segment, ": bad event"));
       }
-      if (event.seq() <= last_seq) continue;
-      if (event.seq() != last_seq + 1) {
-        LOG(WARNING) << "event=journal_end_at_gap seq=" << event.seq() << " after=" << last_seq;
+      if (record.seq() <= last_seq) continue;
+      if (record.seq() != last_seq + 1) {
+        LOG(WARNING) << "event=journal_end_at_gap seq=" << record.seq() << " after=" << last_seq;
         ended = true;
         break;
       }
-      RETURN_IF_ERROR(apply(event));
-      last_seq = event.seq();
+      absl::StatusOr<Event> event = EventOf(record);
+      if (!event.ok()) return Annotate(event.status(), absl::StrCat("journal segment ", segment));
+      RETURN_IF_ERROR(apply(*event));
+      last_seq = record.seq();
       seg.last_seq = last_seq;
     }
     live.push_back(seg);
@@ -96,7 +98,9 @@ void Journal::Stop() {
   if (writer_.joinable()) writer_.join();
 }
 
-void Journal::Enqueue(uint64_t seq, std::string event_bytes) {
+void Journal::Enqueue(const Event& event) {
+  const uint64_t seq = event.seq;
+  std::string event_bytes = EventRecord(event).SerializeAsString();
   absl::MutexLock lock(&mu_);
   CHECK(seq > last_queued_) << "journal seq " << seq << " queued after " << last_queued_;
   last_queued_ = seq;

@@ -2,7 +2,8 @@
 // metadata pool, group-committed by one writer thread.
 //
 // The caller assigns sequence numbers (under its own lock, in the order it
-// applied the events to its cache) and Enqueue()s the encoded event. One
+// applied the events to its cache) and Enqueue()s the event, which is
+// encoded here (mds/journal/event.h: EventRecord, EventOf at replay). One
 // writer thread takes every queued event as one batch and writes it at the
 // end of the current segment; then they are durable. When every reply went
 // out early (unsafe), the writer lets events gather for up to batch_wait_ms
@@ -28,6 +29,7 @@
 
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "mds/journal/event.h"
 #include "mds/store/meta_store.h"
 
 namespace weft::mds {
@@ -54,15 +56,18 @@ class Journal {
   // Reads the head and every live segment; calls `apply` for each event after
   // the trim point, in order. Leaves the journal ready to append after them
   // (in a new segment). Returns the last sequence number seen.
-  absl::StatusOr<uint64_t> Replay(const std::function<absl::Status(pb::JournalEvent&)>& apply);
+  // An event that does not parse, or breaks Event's contract (EventOf),
+  // stops replay with DataLoss.
+  absl::StatusOr<uint64_t> Replay(const std::function<absl::Status(Event&)>& apply);
   // Creates an empty journal (new filesystem).
   absl::Status Create();
 
   void Start();
   void Stop();
 
-  // Queues an event; `seq` must be above every sequence queued before.
-  void Enqueue(uint64_t seq, std::string event_bytes);
+  // Encodes and queues an event; its seq must be above every one queued
+  // before.
+  void Enqueue(const Event& event);
   // Returns once `seq` is durable, or the journal's sticky error. Without a
   // writer thread it writes what is queued itself.
   absl::Status WaitDurable(uint64_t seq);

@@ -76,11 +76,10 @@ absl::StatusOr<const mds::Inode*> OpContext::Dir(InodeId ino) {
 absl::StatusOr<std::optional<CDentry>> OpContext::Dentry(InodeId id, const std::string& name) {
   const uint64_t dir = id.value();
   for (const auto& d : linked_) {
-    if (d.dir() == dir && d.name() == name)
-      return std::optional<CDentry>(CDentry{InodeId(d.ino()), d.type()});
+    if (d.dir == id && d.name == name) return std::optional<CDentry>(CDentry{d.ino, d.type});
   }
   for (const auto& d : unlinked_) {
-    if (d.dir() == dir && d.name() == name) return std::optional<CDentry>();
+    if (d.dir == id && d.name == name) return std::optional<CDentry>();
   }
   bool known = false;
   const CDentry* found = cache_->Lookup(dir, name, &known);
@@ -115,8 +114,8 @@ absl::Status OpContext::CheckEmpty(InodeId id) {
   RETURN_IF_ERROR(LoadAllFrags(id));
   CDir* d = cache_->Dir(dir);
   size_t count = d->entries.size();
-  for (const auto& l : linked_) count += l.dir() == dir;
-  for (const auto& u : unlinked_) count -= u.dir() == dir;
+  for (const auto& l : linked_) count += l.dir == id;
+  for (const auto& u : unlinked_) count -= u.dir == id;
   if (count > 0) return Err(ENOTEMPTY, absl::StrCat("directory ", dir));
   return absl::OkStatus();
 }
@@ -177,24 +176,13 @@ void OpContext::LinkDentry(InodeId id, const std::string& name, const mds::Inode
   DCHECK(dir != 0 && target.ino.value() != 0 && target.ino.value() != dir &&
          ValidateName(name).ok())
       << "link " << dir << "/" << name << " -> " << target.ino.value();
-  std::erase_if(unlinked_,
-                [&](const pb::DentryRec& d) { return d.dir() == dir && d.name() == name; });
-  pb::DentryRec rec;
-  rec.set_dir(dir);
-  rec.set_name(name);
-  rec.set_ino(target.ino.value());
-  rec.set_type(DirentType(target.mode));
-  linked_.push_back(std::move(rec));
+  std::erase_if(unlinked_, [&](const mds::Dentry& d) { return d.dir == id && d.name == name; });
+  linked_.push_back(mds::Dentry{id, name, target.ino, DirentType(target.mode)});
 }
 
 void OpContext::UnlinkDentry(InodeId id, const std::string& name) {
-  const uint64_t dir = id.value();
-  std::erase_if(linked_,
-                [&](const pb::DentryRec& d) { return d.dir() == dir && d.name() == name; });
-  pb::DentryRec rec;
-  rec.set_dir(dir);
-  rec.set_name(name);
-  unlinked_.push_back(std::move(rec));
+  std::erase_if(linked_, [&](const mds::Dentry& d) { return d.dir == id && d.name == name; });
+  unlinked_.push_back(mds::Dentry{id, name, InodeId(), 0});
 }
 
 bool OpContext::HasOpen(InodeId ino, bool write) {
@@ -219,11 +207,7 @@ bool OpContext::DropLink(mds::Inode* inode) {
   // Data objects exist up to the size the writers reported; a file that
   // never had data, or has it inline, has nothing to purge.
   if (HasDataObjects(*inode)) {
-    pb::PurgeRec purge;
-    purge.set_ino(inode->ino.value());
-    purge.set_size(inode->size);
-    fs::ToWire(inode->layout, purge.mutable_layout());
-    purge_add_.push_back(std::move(purge));
+    purge_add_.push_back(Purge{inode->ino, inode->size, inode->layout});
   }
   RemoveInode(inode->ino);
   return false;
@@ -238,8 +222,8 @@ void OpContext::MaybeSplit(InodeId id) {
   if (cache_->Dir(dir)->entries.size() + 1 <= options().frag_split_entries) return;
   std::vector<Frag> frags((*rec_or)->frags.begin(), (*rec_or)->frags.end());
   for (const auto& l : linked_) {
-    if (l.dir() != dir) continue;
-    Frag f = FragFor(frags, NameHash(l.name()));
+    if (l.dir != id) continue;
+    Frag f = FragFor(frags, NameHash(l.name));
     if (!cache_->FragLoaded(dir, f) || FragBits(f) >= 24) continue;
     if (cache_->FragCount(dir, f) + 1 <= options().frag_split_entries) continue;
     mds::Inode* edit = Edit(**rec_or);
@@ -250,23 +234,15 @@ void OpContext::MaybeSplit(InodeId id) {
     next.push_back(b);
     edit->frags.clear();
     for (Frag n : SortedFrags(next)) edit->frags.push_back(n);
-    pb::FragSplit split;
-    split.set_dir(dir);
-    split.set_frag(f);
-    splits_.push_back(split);
+    splits_.push_back(FragSplit{id, f});
     CDir* d = cache_->Dir(dir);
     for (auto it = d->by_hash.lower_bound(FragStart(f));
          it != d->by_hash.end() && it->first < FragEnd(f); ++it) {
       bool gone = false;
-      for (const auto& u : unlinked_) gone |= (u.dir() == dir && u.name() == it->second);
+      for (const auto& u : unlinked_) gone |= (u.dir == id && u.name == it->second);
       if (gone) continue;
       const CDentry& e = d->entries.at(it->second);
-      pb::DentryRec rec;
-      rec.set_dir(dir);
-      rec.set_name(it->second);
-      rec.set_ino(e.ino.value());
-      rec.set_type(e.type);
-      split_entries_.push_back(std::move(rec));
+      split_entries_.push_back(mds::Dentry{id, it->second, e.ino, e.type});
     }
     return;
   }
@@ -283,64 +259,59 @@ void OpContext::RStat(InodeId dir, int64_t bytes, int64_t files, int64_t subdirs
 
 void OpContext::TrimObjects(const mds::Inode& inode, uint64_t keep) {
   if (keep >= inode.size || !HasDataObjects(inode)) return;
-  pb::TrimRec trim;
-  trim.set_ino(inode.ino.value());
-  trim.set_keep(keep);
-  trim.set_size(inode.size);
-  fs::ToWire(inode.layout, trim.mutable_layout());
-  trim_add_.push_back(std::move(trim));
+  trim_add_.push_back(Cut{inode.ino, keep, inode.size, inode.layout});
 }
 
-bool OpContext::Finish(pb::JournalEvent* event) {
+bool OpContext::Finish(Event* event) {
   // What the event says must hold together: an edited inode is not also
   // removed, and no new name points at a removed inode (an orphan dentry).
   if (log::DebugChecks()) {
     for (uint64_t ino : removed_) {
       DCHECK(!edits_.contains(ino)) << "inode " << ino << " both edited and removed";
     }
-    for (const pb::DentryRec& d : linked_) {
-      DCHECK(std::find(removed_.begin(), removed_.end(), d.ino()) == removed_.end())
-          << "dentry " << d.dir() << "/" << d.name() << " names removed inode " << d.ino();
+    for (const mds::Dentry& d : linked_) {
+      DCHECK(std::find(removed_.begin(), removed_.end(), d.ino.value()) == removed_.end())
+          << "dentry " << d.dir << "/" << d.name << " names removed inode " << d.ino;
     }
     for (const auto& [ino, rec] : edits_) {
       DCHECK(rec.ino.value() == ino && (!IsDir(rec) || rec.nlink >= 2 || rec.nlink == 0))
           << "inode " << ino << " edited into " << rec.ino.value() << " nlink " << rec.nlink;
     }
   }
-  event->set_op(op_);
+  const bool changed = !edits_.empty() || !removed_.empty() || !linked_.empty() ||
+                       !unlinked_.empty() || !stray_add_.empty() || !purge_add_.empty() ||
+                       !trim_add_.empty();
+  event->op = op_;
+  event->inodes.reserve(event->inodes.size() + edits_.size());
   for (auto& [ino, rec] : edits_) {
-    pb::InodeRec* out = event->add_inodes();
-    *out = RecordOf(rec);
     if (std::find(inline_changed_.begin(), inline_changed_.end(), ino) == inline_changed_.end()) {
-      out->clear_inline_data();  // unchanged: the cache keeps its copy (MetaCache::Apply)
+      rec.inline_data.reset();  // unchanged: the cache keeps its copy (MetaCache::Apply)
     }
+    event->inodes.push_back(std::move(rec));
   }
-  for (uint64_t ino : removed_) event->add_removed_inodes(ino);
-  for (auto& s : splits_) *event->add_splits() = s;
-  for (auto& d : unlinked_) *event->add_removed_dentries() = d;
-  for (auto& d : split_entries_) *event->add_dentries() = d;
-  for (auto& d : linked_) *event->add_dentries() = d;
-  if (next_ino_ != 0) event->set_next_ino(next_ino_);
-  for (uint64_t ino : stray_add_) event->add_stray_add(ino);
-  for (auto& [ino, holder] : stray_holders_) (*event->mutable_stray_holders())[ino] = holder;
-  for (uint64_t ino : stray_remove_) event->add_stray_remove(ino);
-  for (auto& p : purge_add_) *event->add_purge_add() = p;
-  for (auto& t : trim_add_) *event->add_trim_add() = t;
+  for (uint64_t ino : removed_) event->removed_inodes.emplace_back(ino);
+  event->splits = std::move(splits_);
+  event->removed_dentries = std::move(unlinked_);
+  event->dentries = std::move(split_entries_);
+  event->dentries.insert(event->dentries.end(), std::make_move_iterator(linked_.begin()),
+                         std::make_move_iterator(linked_.end()));
+  if (next_ino_ != 0) event->next_ino = next_ino_;
+  for (uint64_t ino : stray_add_) {
+    auto h = stray_holders_.find(ino);
+    event->strays_added.push_back(
+        Stray{InodeId(ino), SessionId(h == stray_holders_.end() ? 0 : h->second)});
+  }
+  for (uint64_t ino : stray_remove_) event->strays_removed.emplace_back(ino);
+  event->purges_added = std::move(purge_add_);
+  event->cuts_added = trim_add_;  // trim_add() stays for the trim phase
   for (const auto& [dir, d] : rstat_deltas_) {
-    pb::RStatDeltaRec* r = event->add_rstat_deltas();
-    r->set_dir(dir);
-    r->set_rbytes(d.rbytes);
-    r->set_rfiles(d.rfiles);
-    r->set_rsubdirs(d.rsubdirs);
-    r->set_rctime_ns(d.rctime_ns);
+    event->rstat_changes.push_back(RStatChange{InodeId(dir), d});
   }
   for (const auto& [dir, parent] : rstat_moves_) {
-    pb::RStatMoveRec* m = event->add_rstat_moves();
-    m->set_from(dir);
-    m->set_to(parent);
+    event->rstat_moves.push_back(RStatMove{InodeId(dir), InodeId(parent)});
   }
-  return !edits_.empty() || !removed_.empty() || !linked_.empty() || !unlinked_.empty() ||
-         !stray_add_.empty() || !purge_add_.empty() || !trim_add_.empty();
+  edits_.clear();
+  return changed;
 }
 
 std::vector<uint64_t> OpContext::changed() const {

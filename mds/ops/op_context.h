@@ -14,11 +14,11 @@
 #include "absl/status/statusor.h"
 #include "common/posix/permission.h"
 #include "mds/cache/meta_cache.h"
+#include "mds/journal/event.h"
 #include "mds/rank_options.h"
 #include "mds/reply.h"
 #include "mds/request.h"
 #include "mds/sessions/sessions.h"
-#include "mds/store/records.pb.h"
 #include "proto/mds_client.pb.h"
 
 namespace weft::mds {
@@ -122,7 +122,7 @@ class OpContext {
   // A truncate of `inode` (as it was before) to `keep` bytes: its objects
   // past `keep` are cut after the event, before the reply (RequestRun's trim phase).
   void TrimObjects(const mds::Inode& inode, uint64_t keep);
-  const std::vector<pb::TrimRec>& trim_add() const { return trim_add_; }
+  const std::vector<Cut>& trim_add() const { return trim_add_; }
   void OpenRef(InodeId ino, bool write) {
     open_ref_ = ino.value();
     open_write_ = write;
@@ -131,7 +131,7 @@ class OpContext {
   bool HasOpen(InodeId ino, bool write);
 
   // Moves the pending changes into the event; false when nothing changed.
-  bool Finish(pb::JournalEvent* event);
+  bool Finish(Event* event);
   std::optional<uint64_t> open_ref() const { return open_ref_; }
   bool open_write() const { return open_write_; }
   const std::vector<uint64_t>& new_dirs() const { return new_dirs_; }
@@ -161,14 +161,14 @@ class OpContext {
   std::optional<std::pair<uint64_t, uint64_t>> moved_;
   std::map<uint64_t, mds::Inode> edits_;
   std::vector<uint64_t> removed_;
-  std::vector<pb::DentryRec> linked_;
-  std::vector<pb::DentryRec> unlinked_;
-  std::vector<pb::FragSplit> splits_;
-  std::vector<pb::DentryRec> split_entries_;
+  std::vector<mds::Dentry> linked_;
+  std::vector<mds::Dentry> unlinked_;
+  std::vector<FragSplit> splits_;
+  std::vector<mds::Dentry> split_entries_;
   std::vector<uint64_t> stray_add_, stray_remove_;
   std::map<uint64_t, uint64_t> stray_holders_;
-  std::vector<pb::PurgeRec> purge_add_;
-  std::vector<pb::TrimRec> trim_add_;
+  std::vector<Purge> purge_add_;
+  std::vector<Cut> trim_add_;
   std::vector<uint64_t> new_dirs_;
   std::vector<std::pair<uint64_t, RStatDelta>> rstat_deltas_;
   std::vector<std::pair<uint64_t, uint64_t>> rstat_moves_;  // removed dir -> parent

@@ -28,30 +28,32 @@ SessionId Sessions::TakeId() {
   return id;
 }
 
-void Sessions::Apply(const pb::JournalEvent& ev) {
-  for (const pb::SessionRec& rec : ev.sessions()) {
-    const SessionId id(rec.id());
+void Sessions::Apply(const Event& ev) {
+  for (const SessionHeader& header : ev.sessions) {
+    const SessionId id = header.id;
     if (id >= next_id_) next_id_ = SessionId(id.value() + 1);
-    if (rec.closed()) {
+    if (header.closed) {
       sessions_.erase(id);
       closed_.insert(id);
       continue;
     }
     SessionState& s = sessions_[id];
-    auto completed = std::move(*s.rec.mutable_completed());
-    s.rec = rec;
-    *s.rec.mutable_completed() = std::move(completed);
+    s.rec.set_id(id.value());
+    s.rec.set_client(header.client);
+    s.rec.set_opened_ms(header.opened_ms);
+    s.rec.set_closed(false);
     s.dirty = true;
     closed_.erase(id);
   }
-  if (ev.tid() == 0) return;
-  SessionState* s = Find(SessionId(ev.session()));
+  if (ev.tid.value() == 0) return;
+  SessionState* s = Find(ev.session);
   if (s == nullptr) return;  // closed since (a replay of its last requests)
-  (*s->rec.mutable_completed())[ev.tid()] = ev.reply();
-  s->completed_seq[ev.tid()] = ev.seq();
+  const uint64_t tid = ev.tid.value();
+  (*s->rec.mutable_completed())[tid] = ev.reply;
+  s->completed_seq[tid] = ev.seq;
   auto& completed = *s->rec.mutable_completed();
   for (auto c = completed.begin(); c != completed.end();) {
-    if (c->first < ev.oldest_tid()) {
+    if (c->first < ev.oldest_tid.value()) {
       s->completed_seq.erase(c->first);
       c = completed.erase(c);
     } else {

@@ -3,7 +3,7 @@
 // answered again rather than applied twice.
 //
 // What is durable: a session's header (id, client name, opened time) and its
-// completed replies travel in journal events (JournalEvent.sessions, and
+// completed replies travel in journal events (Event::sessions, and
 // .session/.tid/.reply of the event a request produced) and are flushed to
 // the "sessions" table object. What is not: open handles and renewal times
 // (a restarted rank learns the opens again from each session's Reconnect,
@@ -23,6 +23,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "mds/ids.h"
+#include "mds/journal/event.h"
 #include "mds/store/meta_store.h"
 #include "mds/store/records.pb.h"
 
@@ -62,7 +63,7 @@ class Sessions {
   // Applies the session parts of a journal event (live or replayed): new or
   // changed headers, closed sessions, and the reply of a completed request
   // (dropping those below the client's oldest unanswered tid).
-  void Apply(const pb::JournalEvent& event);
+  void Apply(const Event& event);
 
   // Whether `session` holds `ino` open (for writing, with `write`).
   bool HasOpen(SessionId session, uint64_t ino, bool write) const;

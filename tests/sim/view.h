@@ -24,8 +24,8 @@ struct View {
   std::map<uint64_t, pb::InodeRec> inodes;
   std::map<uint64_t, std::map<std::string, pb::DentryRec>> dirs;  // dir -> name -> dentry
   std::map<uint64_t, uint64_t> strays;                            // ino -> holder session
-  std::map<uint64_t, pb::PurgeRec> purge;
-  std::map<uint64_t, pb::TrimRec> trims;
+  std::map<uint64_t, mds::Purge> purge;
+  std::map<uint64_t, mds::Cut> trims;
   std::map<uint64_t, std::map<uint64_t, int>> opens;  // session -> ino -> handles
   bool rstats_settled = false;                        // no statistics change waits to propagate
 };

@@ -15,6 +15,13 @@
 namespace weft::mds {
 namespace {
 
+// Applies a stored event as replay does: decoded (EventOf), then applied.
+void ApplyRecord(MetaCache& cache, const pb::JournalEvent& record) {
+  absl::StatusOr<Event> event = EventOf(record);
+  REQUIRE(event.ok());
+  cache.Apply(*event);
+}
+
 TEST_CASE("mds names: validation errors are the ones Linux gives") {
   CHECK(ValidateName("ok").ok());
   CHECK(ValidateName(std::string(255, 'x')).ok());
@@ -98,7 +105,7 @@ TEST_CASE("mds cache: replayed changes overlay fragments loaded later") {
   ev.set_seq(1);
   *ev.add_dentries() = Dentry(kRootIno, "new", 5000);
   *ev.add_removed_dentries() = Dentry(kRootIno, "gone", 0);
-  cache.Apply(ev);
+  ApplyRecord(cache, ev);
   bool known = false;
   // The directory inode is not cached: absence is not certain yet.
   CHECK(cache.Lookup(kRootIno, "other", &known) == nullptr);
@@ -143,7 +150,7 @@ TEST_CASE("mds cache: a split rewrites both halves and deletes the parent fragme
   ev.add_splits()->set_dir(100);
   ev.mutable_splits(0)->set_frag(kRootFrag);
   for (const auto& e : entries) *ev.add_dentries() = e;
-  cache.Apply(ev);
+  ApplyRecord(cache, ev);
   FlushBatch batch = cache.TakeDirty(1);
   CHECK(batch.updates.at(DirFragObject(2, 100, kRootFrag)).remove);
   const ObjectUpdate& ua = batch.updates.at(DirFragObject(2, 100, a));
@@ -183,7 +190,7 @@ TEST_CASE("mds cache: a flush in flight keeps what it took cached until the stor
   *ev.add_dentries() = Dentry(kRootIno, "new", 5000);
   ev.add_removed_inodes(4000);
   *ev.add_removed_dentries() = Dentry(kRootIno, "old", 4000);
-  cache.Apply(ev);
+  ApplyRecord(cache, ev);
 
   FlushBatch batch = cache.TakeDirty(1);
   REQUIRE(batch.updates.size() >= 2);
@@ -232,7 +239,7 @@ TEST_CASE("mds cache: a flush writes inline bytes only when they changed") {
   pb::JournalEvent ev;
   ev.set_seq(1);
   *ev.add_inodes() = rec;
-  cache.Apply(ev);
+  ApplyRecord(cache, ev);
   FlushBatch first = cache.TakeDirty(1);
   CHECK(KeysSet(first, 4, 6000) == std::vector<std::string>{InodeKey(6000), InlineKey(6000)});
   cache.FlushApplied();
@@ -245,7 +252,7 @@ TEST_CASE("mds cache: a flush writes inline bytes only when they changed") {
   pb::JournalEvent ev2;
   ev2.set_seq(2);
   *ev2.add_inodes() = touched;
-  cache.Apply(ev2);
+  ApplyRecord(cache, ev2);
   CHECK(cache.Inode(6000)->inode.inline_data == "hello");
   FlushBatch second = cache.TakeDirty(2);
   CHECK(KeysSet(second, 4, 6000) == std::vector<std::string>{InodeKey(6000)});
@@ -258,14 +265,14 @@ TEST_CASE("mds cache: a flush writes inline bytes only when they changed") {
   pb::JournalEvent ev3;
   ev3.set_seq(3);
   *ev3.add_inodes() = written;
-  cache.Apply(ev3);
+  ApplyRecord(cache, ev3);
   pb::InodeRec chmod = written;
   chmod.clear_inline_data();
   chmod.set_mode(0100600);
   pb::JournalEvent ev4;
   ev4.set_seq(4);
   *ev4.add_inodes() = chmod;
-  cache.Apply(ev4);
+  ApplyRecord(cache, ev4);
   FlushBatch third = cache.TakeDirty(4);
   CHECK(KeysSet(third, 4, 6000) == std::vector<std::string>{InodeKey(6000), InlineKey(6000)});
 }
@@ -298,7 +305,7 @@ TEST_CASE("mds cache: fragment counts follow creates - removes and splits") {
         gone->set_name(name);
       }
     }
-    cache.Apply(ev);
+    ApplyRecord(cache, ev);
     // Counted (and kept) from the second round on, the halves from the fourth.
     for (Frag f : {kRootFrag, low, high}) {
       if (round < 1 || (f != kRootFrag && round < 3)) continue;
@@ -312,7 +319,7 @@ TEST_CASE("mds cache: fragment counts follow creates - removes and splits") {
   split.set_seq(++seq);
   split.add_splits()->set_dir(100);
   split.mutable_splits(0)->set_frag(kRootFrag);
-  cache.Apply(split);
+  ApplyRecord(cache, split);
   CHECK(cache.Dir(100)->counts.count(kRootFrag) == 0);
   CHECK(cache.FragCount(100, low) + cache.FragCount(100, high) == names.size());
 }
@@ -331,16 +338,16 @@ TEST_CASE("mds cache: pending trims merge - persist in their table - and reload"
   ev.set_seq(1);
   *ev.add_trim_add() = trim(7000, 100, 5000);
   *ev.add_trim_add() = trim(7001, 0, 10);
-  cache.Apply(ev);
+  ApplyRecord(cache, ev);
   // A second truncate of the same file before the first's cut is recorded
   // done: one cut covering both ranges.
   pb::JournalEvent again;
   again.set_seq(2);
   *again.add_trim_add() = trim(7000, 50, 3000);
-  cache.Apply(again);
+  ApplyRecord(cache, again);
   REQUIRE(cache.trims().size() == 2);
-  CHECK(cache.trims().at(7000).keep() == 50);
-  CHECK(cache.trims().at(7000).size() == 5000);
+  CHECK(cache.trims().at(7000).keep == 50);
+  CHECK(cache.trims().at(7000).size == 5000);
 
   FlushBatch first = cache.TakeDirty(2);
   const ObjectUpdate& rows = first.updates.at(TableObject(4, "trims"));
@@ -353,7 +360,7 @@ TEST_CASE("mds cache: pending trims merge - persist in their table - and reload"
   pb::JournalEvent done;
   done.set_seq(3);
   done.add_trim_done(7001);
-  cache.Apply(done);
+  ApplyRecord(cache, done);
   CHECK(!cache.trims().contains(7001));
   FlushBatch second = cache.TakeDirty(3);
   CHECK(second.updates.at(TableObject(4, "trims")).rm == std::vector<std::string>{InodeKey(7001)});
@@ -362,8 +369,8 @@ TEST_CASE("mds cache: pending trims merge - persist in their table - and reload"
   MetaCache restarted(4);
   restarted.LoadTables({}, {}, table, {});
   REQUIRE(restarted.trims().size() == 2);
-  CHECK(restarted.trims().at(7000).keep() == 50);
-  CHECK(restarted.trims().at(7001).size() == 10);
+  CHECK(restarted.trims().at(7000).keep == 50);
+  CHECK(restarted.trims().at(7001).size == 10);
 }
 
 }  // namespace

@@ -16,12 +16,10 @@
 namespace weft::mds {
 namespace {
 
-pb::JournalEvent OpenEvent(uint64_t seq, uint64_t id) {
-  pb::JournalEvent ev;
-  ev.set_seq(seq);
-  pb::SessionRec* rec = ev.add_sessions();
-  rec->set_id(id);
-  rec->set_client("c");
+Event OpenEvent(uint64_t seq, uint64_t id) {
+  Event ev;
+  ev.seq = seq;
+  ev.sessions.push_back(SessionHeader{SessionId(id), "c", 0, false});
   return ev;
 }
 
@@ -29,12 +27,12 @@ TEST_CASE("sessions: completed requests below the client's oldest tid are droppe
   Sessions sessions(3);
   sessions.Apply(OpenEvent(1, 77));
   for (uint64_t tid = 1; tid <= 5; ++tid) {
-    pb::JournalEvent ev;
-    ev.set_seq(1 + tid);
-    ev.set_session(77);
-    ev.set_tid(tid);
-    ev.set_oldest_tid(tid >= 4 ? 3 : 1);
-    ev.set_reply("r" + std::to_string(tid));
+    Event ev;
+    ev.seq = 1 + tid;
+    ev.session = SessionId(77);
+    ev.tid = RequestId(tid);
+    ev.oldest_tid = RequestId(tid >= 4 ? 3 : 1);
+    ev.reply = "r" + std::to_string(tid);
     sessions.Apply(ev);
   }
   const auto& completed = sessions.Find(SessionId(77))->rec.completed();
@@ -51,10 +49,9 @@ TEST_CASE("sessions: ids only grow - also past closed and loaded ones") {
   CHECK(first.value() == (uint64_t{1} << 40) + 1);
   CHECK(first.fs() == 1);
   sessions.Apply(OpenEvent(1, first.value() + 10));
-  pb::JournalEvent close;
-  close.set_seq(2);
-  close.add_sessions()->set_id(first.value() + 10);
-  close.mutable_sessions(0)->set_closed(true);
+  Event close;
+  close.seq = 2;
+  close.sessions.push_back(SessionHeader{SessionId(first.value() + 10), "", 0, /*closed=*/true});
   sessions.Apply(close);
   CHECK(sessions.Find(SessionId(first.value() + 10)) == nullptr);
   CHECK(sessions.TakeId().value() == first.value() + 11);
@@ -301,8 +298,8 @@ TEST_CASE("leases: a truncate holds the writers until the last request lets them
   const Request truncate = Of(2, cut);
   Reply reply;
   reply.attr.ino = 500;
-  pb::TrimRec trim;
-  trim.set_ino(500);
+  Cut trim;
+  trim.ino = InodeId(500);
   absl::flat_hash_set<Leases::RecallKey> recalled, held;
   REQUIRE(leases.Recall(truncate, reply, {}, {trim}, sessions, &recalled, &held).size() == 1);
   CHECK(held.size() == 1);
@@ -406,18 +403,15 @@ TEST_CASE("inline moves and trims: one owner per file - and what blocks it") {
   MetaCache cache(1);
   Trims trims;
   CHECK_FALSE(trims.Any(cache));
-  pb::JournalEvent ev;
-  ev.set_seq(1);
-  pb::TrimRec* t = ev.add_trim_add();
-  t->set_ino(9);
-  t->set_keep(0);
-  t->set_size(100);
+  Event ev;
+  ev.seq = 1;
+  ev.cuts_added.push_back(Cut{InodeId(9), /*keep=*/0, /*size=*/100, {}});
   cache.Apply(ev);
   CHECK(trims.Blocked(cache, 9));
   trims.Begin(9);
-  pb::JournalEvent done;
-  done.set_seq(2);
-  done.add_trim_done(9);
+  Event done;
+  done.seq = 2;
+  done.cuts_done.push_back(InodeId(9));
   cache.Apply(done);
   CHECK(trims.Blocked(cache, 9));  // until its trim_done is durable
   trims.End(9);
