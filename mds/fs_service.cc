@@ -2,6 +2,7 @@
 
 #include <cerrno>
 
+#include "absl/strings/str_cat.h"
 #include "common/rpc/rpc.h"
 #include "common/status/status.h"
 #include "mds/reply.h"
@@ -35,7 +36,13 @@ grpc::Status MdsService::SessionOpen(grpc::ServerContext*, const pb::SessionOpen
                  reply->mutable_status());
     return grpc::Status::OK;
   }
-  auto result = (*rank)->SessionOpen(req->client(), req->reclaim());
+  if (req->osd_client().size() > 256) {
+    rpc::ToProto(ErrnoError(absl::StatusCode::kInvalidArgument, EINVAL,
+                            "OSD client names are at most 256 bytes"),
+                 reply->mutable_status());
+    return grpc::Status::OK;
+  }
+  auto result = (*rank)->SessionOpen(req->client(), req->osd_client(), req->reclaim());
   if (result.ok()) *reply = *result;
   rpc::ToProto(result.status(), reply->mutable_status());
   return grpc::Status::OK;
@@ -139,6 +146,41 @@ grpc::Status MdsService::LeaseAck(grpc::ServerContext*, const pb::LeaseAckReques
       rank.ok() ? (*rank)->LeaseAck(*req) : rank.status();
   if (result.ok()) *reply = *result;
   rpc::ToProto(result.status(), reply->mutable_status());
+  return grpc::Status::OK;
+}
+
+grpc::Status MdsService::ClientList(grpc::ServerContext*, const pb::ClientListRequest* req,
+                                    pb::ClientListReply* reply) {
+  WEFT_DAEMON_OR_REPLY(reply);
+  auto rank = d->RankByName(req->fs());
+  if (!rank.ok()) {
+    rpc::ToProto(rank.status(), reply->mutable_status());
+    return grpc::Status::OK;
+  }
+  for (pb::ClientInfo& c : (*rank)->ClientList()) *reply->add_clients() = std::move(c);
+  return grpc::Status::OK;
+}
+
+grpc::Status MdsService::ClientEvict(grpc::ServerContext*, const pb::ClientEvictRequest* req,
+                                     pb::ClientEvictReply* reply) {
+  WEFT_DAEMON_OR_REPLY(reply);
+  auto rank = d->RankByName(req->fs());
+  absl::Status status = rank.status();
+  if (status.ok() && req->reason().size() > 256) {
+    status = ErrnoError(absl::StatusCode::kInvalidArgument, EINVAL,
+                        "an eviction's reason is at most 256 bytes");
+  }
+  if (status.ok() && SessionFs(req->session()) != (*rank)->fs_id()) {
+    status = ErrnoError(absl::StatusCode::kFailedPrecondition, ENOTCONN,
+                        absl::StrCat("no session ", req->session(), " in filesystem ", req->fs()));
+  }
+  if (status.ok()) {
+    absl::StatusOr<uint64_t> epoch = (*rank)->Evict(
+        SessionId(req->session()), req->reason().empty() ? "weft client evict" : req->reason());
+    if (epoch.ok()) reply->set_osd_epoch(*epoch);
+    status = epoch.status();
+  }
+  rpc::ToProto(status, reply->mutable_status());
   return grpc::Status::OK;
 }
 

@@ -34,6 +34,10 @@ class MdsService final : public pb::Mds::Service {
                            grpc::ServerWriter<pb::LeaseEvent>*) override;
   grpc::Status LeaseAck(grpc::ServerContext*, const pb::LeaseAckRequest*,
                         pb::SessionReply*) override;
+  grpc::Status ClientList(grpc::ServerContext*, const pb::ClientListRequest*,
+                          pb::ClientListReply*) override;
+  grpc::Status ClientEvict(grpc::ServerContext*, const pb::ClientEvictRequest*,
+                           pb::ClientEvictReply*) override;
 
  private:
   void CallOnRank(const pb::MetaRequest& req, pb::MetaReply* reply);

@@ -198,6 +198,7 @@ void MdsDaemon::SuperviseOnce() {
     env.capacity = [this] { return CachedCapacity(); };
     env.data_pools = [this, fs_id] { return DataPoolsOf(fs_id); };
     env.cluster_full = [this] { return ClusterFull(); };
+    env.fence_client = [this](const std::string& client) { return Fence(client); };
     auto rank = std::make_shared<MdsRank>(RankOptionsFor(fs), std::move(env));
     absl::Status status = rank->Start();
     if (!status.ok()) {
@@ -220,8 +221,21 @@ void MdsDaemon::SuperviseOnce() {
 absl::Status MdsDaemon::FenceHolder(const pb::FsInfo& fs) {
   const std::string& holder = fs.rank0().client();
   if (holder.empty() || holder == objects_->name()) return absl::OkStatus();
+  ASSIGN_OR_RETURN(uint64_t epoch, Fence(holder));
+  LOG(INFO) << "event=rank_holder_fenced fs=" << fs.name() << " holder=\""
+            << absl::CHexEscape(holder) << "\" epoch=" << epoch;
+  return absl::OkStatus();
+}
+
+// Evicted clients are fenced the same way (MdsRank::Evict through
+// RankEnv::fence_client): the map manager's leader adds the entry, so a
+// daemon that is not the leader cannot, and says so.
+absl::StatusOr<uint64_t> MdsDaemon::Fence(const std::string& client) {
+  if (client == objects_->name()) {
+    return absl::InvalidArgumentError("refusing to blocklist this MDS's own OSD identity");
+  }
   const int64_t expires_ms = absl::ToUnixMillis(absl::Now() + absl::Hours(24));
-  ASSIGN_OR_RETURN(Epoch epoch, manager_->BlocklistAdd(holder, expires_ms));
+  ASSIGN_OR_RETURN(Epoch epoch, manager_->BlocklistAdd(client, expires_ms));
   const absl::Time deadline = absl::Now() + absl::Seconds(30);
   for (auto map = objects_->map(); map->epoch < epoch; map = objects_->map()) {
     if (absl::Now() >= deadline) {
@@ -230,9 +244,7 @@ absl::Status MdsDaemon::FenceHolder(const pb::FsInfo& fs) {
     }
     objects_->WaitNewer(map->epoch, absl::Seconds(1));
   }
-  LOG(INFO) << "event=rank_holder_fenced fs=" << fs.name() << " holder=\""
-            << absl::CHexEscape(holder) << "\" epoch=" << epoch;
-  return absl::OkStatus();
+  return epoch;
 }
 
 absl::Status MdsDaemon::FsNew(const std::string& name, const std::string& metadata_pool,

@@ -66,6 +66,9 @@ class MdsDaemon {
   void SuperviseOnce();
   // Blocklists the previous holder of `fs`'s rank 0 (see mds_daemon.cc).
   absl::Status FenceHolder(const pb::FsInfo& fs);
+  // Blocklists `client` (an OSD identity) for a day and waits until this
+  // daemon's object client has the map that says so; returns its epoch.
+  absl::StatusOr<uint64_t> Fence(const std::string& client);
   RankOptions RankOptionsFor(const pb::FsInfo& fs);
   Capacity CachedCapacity();
   // By the map the daemon's object client follows (no I/O).

@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <random>
 
+#include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "common/fault/fault.h"
 #include "common/fs/attr_wire.h"
@@ -176,22 +177,31 @@ absl::StatusOr<pb::SessionReply> MdsRank::SessionReplyFor(SessionId session) {
   return reply;
 }
 
-absl::StatusOr<pb::SessionReply> MdsRank::SessionOpen(const std::string& client, uint64_t reclaim) {
+absl::StatusOr<pb::SessionReply> MdsRank::SessionOpen(const std::string& client,
+                                                      const std::string& osd_client,
+                                                      uint64_t reclaim) {
   SessionId id;
   uint64_t seq = 0;
   {
     absl::MutexLock lock(&mu_);
     if (stopping_) return absl::UnavailableError("the MDS is stopping");
+    if (!osd_client.empty() && evicted_.contains(osd_client)) {
+      return EvictedError(absl::StrCat("client ", absl::CHexEscape(osd_client),
+                                     " was evicted (weft client evict); its OSD identity is "
+                                     "blocklisted: remount to get a new one"));
+    }
     if (reclaim != 0) {
       SessionState* s = sessions_.Find(SessionId(reclaim));
       if (s == nullptr) return Err(ESTALE, "the session to reclaim is gone");
+      if (s->evicting) return Err(ESTALE, "the session to reclaim is being evicted");
       s->last_renew_ms = env_.clock->NowMs();
       id = SessionId(reclaim);
     } else {
       Event event;
       event.op = "session_open";
       id = sessions_.TakeId();
-      event.sessions.push_back(SessionHeader{id, client, env_.clock->NowMs(), /*closed=*/false});
+      event.sessions.push_back(
+          SessionHeader{id, client, env_.clock->NowMs(), /*closed=*/false, osd_client});
       seq = CommitLocked(&event);
       SessionState* s = sessions_.Find(id);
       CHECK(s != nullptr) << "session " << id << " not there after its own event";
@@ -332,6 +342,92 @@ void MdsRank::FinishReply(absl::Status status, Reply* reply) {
   }
   reply->boot = boot_;
   reply->durable_seq = journal_.durable_seq();
+  reply->osd_epoch_barrier = osd_epoch_barrier_.load(std::memory_order_relaxed);
+}
+
+// ---- eviction
+
+std::vector<pb::ClientInfo> MdsRank::ClientList() {
+  absl::MutexLock lock(&mu_);
+  const int64_t now_ms = env_.clock->NowMs();
+  const auto counts = leases_.CountsBySession(env_.clock->Now());
+  std::vector<pb::ClientInfo> out;
+  out.reserve(sessions_.size());
+  for (const auto& [id, s] : sessions_.all()) {
+    pb::ClientInfo& c = out.emplace_back();
+    c.set_session(id.value());
+    c.set_client(s.rec.client());
+    c.set_osd_client(s.rec.osd_client());
+    c.set_opened_ms(s.rec.opened_ms());
+    c.set_idle_ms(std::max<int64_t>(0, now_ms - s.last_renew_ms));
+    c.set_open_files(s.opens.size());
+    if (auto it = counts.find(id.value()); it != counts.end()) {
+      c.set_dir_leases(it->second.first);
+      c.set_attr_caps(it->second.second);
+    }
+    c.set_lease_stream(leases_.HasStream(id));
+  }
+  std::sort(out.begin(), out.end(), [](const pb::ClientInfo& a, const pb::ClientInfo& b) {
+    return a.session() < b.session();
+  });
+  return out;
+}
+
+absl::StatusOr<uint64_t> MdsRank::Evict(SessionId session, const std::string& reason) {
+  std::string osd_client, client;
+  {
+    absl::MutexLock lock(&mu_);
+    if (stopping_) return absl::UnavailableError("the MDS is stopping");
+    SessionState* s = sessions_.Find(session);
+    if (s == nullptr) return Err(ENOTCONN, absl::StrCat("no session ", session.value()));
+    if (s->evicting) return Err(EBUSY, absl::StrCat("session ", session.value(), " is being evicted"));
+    if (!env_.fence_client) return Err(ENOTSUP, "this MDS cannot fence clients at the OSDs");
+    osd_client = s->rec.osd_client();
+    client = s->rec.client();
+    if (osd_client.empty()) {
+      // A client older than eviction never named its OSD identity: closing
+      // its session without a fence would let its late writes land.
+      return Err(ENOTSUP, absl::StrCat("session ", session.value(),
+                                       " did not name its OSD identity (an older client): it "
+                                       "cannot be fenced; stop it, or blocklist it with weft "
+                                       "osd blocklist add"));
+    }
+    s->evicting = true;  // its requests are refused from now on (RequestRun::StepOp)
+  }
+  // The fence first: nothing the session held may go to another client
+  // before its late writes are refused at the OSDs.
+  absl::StatusOr<uint64_t> epoch = env_.fence_client(osd_client);
+  uint64_t seq = 0;
+  {
+    absl::MutexLock lock(&mu_);
+    SessionState* s = sessions_.Find(session);
+    if (!epoch.ok()) {
+      if (s != nullptr) s->evicting = false;
+      LOG(WARNING) << "event=client_evict_failed session=" << session << " status=\""
+                   << epoch.status() << "\"";
+      return Annotate(epoch.status(), "fencing the client at the OSDs");
+    }
+    uint64_t barrier = osd_epoch_barrier_.load();
+    while (barrier < *epoch && !osd_epoch_barrier_.compare_exchange_weak(barrier, *epoch)) {
+    }
+    evicted_.insert(osd_client);
+    ++evictions_;
+    last_eviction_ = absl::StrCat("session ", session.value(), " (", client, ") at ",
+                                  absl::FormatTime("%Y-%m-%d %H:%M:%S UTC",
+                                                   env_.clock->Now(), absl::UTCTimeZone()),
+                                  ", osdmap epoch ", *epoch, ": ", reason);
+    LOG(WARNING) << "event=client_evicted session=" << session << " client=\""
+                 << absl::CHexEscape(client) << "\" osd_client=\"" << absl::CHexEscape(osd_client)
+                 << "\" osd_epoch=" << *epoch << " reason=\"" << absl::CHexEscape(reason) << "\"";
+    if (s != nullptr) {  // (it may have closed itself meanwhile)
+      Event event;
+      CloseSessionLocked(session, &event);
+      event.op = "session_evict";
+      seq = CommitLocked(&event);
+    }
+  }
+  if (seq != 0) RETURN_IF_ERROR(journal_.WaitDurable(seq));
+  return *epoch;
 }
 
 namespace {

@@ -82,7 +82,10 @@ class MdsRank {
   const std::string& fs_name() const { return options_.fs_name; }
   uint64_t boot() const { return boot_; }
 
-  absl::StatusOr<pb::SessionReply> SessionOpen(const std::string& client, uint64_t reclaim);
+  // `osd_client` is the client's OSD identity (what eviction blocklists);
+  // refused (ESHUTDOWN) when an earlier session of it was evicted.
+  absl::StatusOr<pb::SessionReply> SessionOpen(const std::string& client,
+                                               const std::string& osd_client, uint64_t reclaim);
   absl::StatusOr<pb::SessionReply> SessionRenew(uint64_t session);
   absl::Status SessionClose(uint64_t session);
 
@@ -102,6 +105,17 @@ class MdsRank {
                            const std::function<bool(const pb::LeaseEvent&)>& write);
   // The client no longer trusts these leases, or flushed what was recalled.
   absl::StatusOr<pb::SessionReply> LeaseAck(const pb::LeaseAckRequest& request);
+
+  // The client sessions, for `weft client ls`.
+  std::vector<pb::ClientInfo> ClientList();
+  // Evicts `session` (docs/ARCHITECTURE.md, "Eviction"): its requests are
+  // refused from now on; its OSD identity is blocklisted through
+  // RankEnv::fence_client, which returns once this rank's own object client
+  // has the map that says so; then the session is closed (its leases, caps,
+  // locks and strays go as on a close) and every later reply carries the
+  // epoch as the OSD epoch barrier. Returns that epoch. ENOTCONN for no such
+  // session; the fence's error leaves the session as it was.
+  absl::StatusOr<uint64_t> Evict(SessionId session, const std::string& reason);
 
   pb::FsStatusReply Status();
   // Flushes everything dirty and trims the journal (tests, clean shutdown).
@@ -241,6 +255,13 @@ class MdsRank {
 
   // Requests driven (Drive), their time from the first step to the last,
   // and how long they waited for mu_ and held it (FsStatusReply.requests...).
+  // Eviction: OSD identities evicted by this incarnation (refused a new
+  // session), the epoch every reply asks clients' maps to reach, counts.
+  absl::flat_hash_set<std::string> evicted_ ABSL_GUARDED_BY(mu_);
+  std::atomic<uint64_t> osd_epoch_barrier_{0};
+  uint64_t evictions_ ABSL_GUARDED_BY(mu_) = 0;
+  std::string last_eviction_ ABSL_GUARDED_BY(mu_);
+
   std::atomic<uint64_t> requests_{0};
   std::atomic<uint64_t> request_ns_{0};
   std::atomic<uint64_t> lock_wait_ns_{0};

@@ -357,6 +357,8 @@ pb::FsStatusReply MdsRank::Status() {
   reply.set_purge_queue(cache_.purge_queue().size());
   reply.set_trims(cache_.trims().size());
   reply.set_replay_ms(replay_ms_);
+  reply.set_evictions(evictions_);
+  reply.set_last_eviction(last_eviction_);
   if (CInode* root = cache_.Inode(kRootIno)) {  // files and directories, root included
     reply.set_inodes(root->inode.rstat.rfiles + root->inode.rstat.rsubdirs + 1);
   }

@@ -83,6 +83,10 @@ struct RankEnv {
   // durable, so the rank must not serve on (null: the process exits, and a
   // restart or a standby replays the journal).
   std::function<void(const absl::Status&)> on_journal_failure;
+  // Fences a client at the OSDs: puts its OSD identity on the blocklist and
+  // returns the OSD map epoch that holds the entry once this rank's object
+  // client has it (null: eviction is refused, nothing can fence).
+  std::function<absl::StatusOr<uint64_t>(const std::string& osd_client)> fence_client;
   // This incarnation's id (MetaReply.boot); 0: a random one.
   uint64_t boot = 0;
 };

@@ -80,6 +80,7 @@ struct Reply {
   bool unsafe = false;          // an early answer: the change is journal seq `seq`
   uint64_t seq = 0;
   uint64_t durable_seq = 0;     // the journal is durable through it
+  uint64_t osd_epoch_barrier = 0;  // see MetaReply.osd_epoch_barrier
   uint64_t boot = 0;            // the rank's incarnation
   int64_t time_ns = 0;          // the change's timestamp (for a resend)
 };

@@ -45,6 +45,7 @@ void ToWire(const Reply& reply, uint64_t tid, pb::MetaReply* out) {
     }
   }
   out->set_lock_retry(reply.lock_retry);
+  out->set_osd_epoch_barrier(reply.osd_epoch_barrier);
   for (const AttrCapGrant& g : reply.attr_caps) {
     pb::DirLease* c = out->add_attr_caps();
     c->set_ino(g.ino.value());
@@ -89,6 +90,7 @@ absl::StatusOr<Reply> FromWire(const pb::MetaReply& wire) {
     reply.lock_query = query;
   }
   reply.lock_retry = wire.lock_retry();
+  reply.osd_epoch_barrier = wire.osd_epoch_barrier();
   for (const pb::DirLease& c : wire.attr_caps()) {
     reply.attr_caps.push_back(AttrCapGrant{InodeId(c.ino()), c.seq(), c.lease_ms()});
   }

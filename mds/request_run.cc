@@ -233,6 +233,7 @@ RequestRun::Outcome RequestRun::StepOp() {
   uncounted_ = false;
   SessionState* s = rank_->sessions_.Find(session_);
   if (s == nullptr) return Done(Err(ENOTCONN, "no such session"));
+  if (s->evicting) return Done(EvictedError("this session is being evicted"));
   s->last_renew_ms = absl::ToUnixMillis(now);
   if (tid_ != 0) {
     auto done = s->rec.completed().find(tid_);
@@ -478,7 +479,9 @@ bool RequestRun::TrimsBlock(const std::vector<uint64_t>& inos) const {
 
 RequestRun::Outcome RequestRun::StepLock() {
   if (rank_->stopping_) return Done(absl::UnavailableError("the MDS is stopping"));
-  if (rank_->sessions_.Find(session_) == nullptr) return Done(Err(ENOTCONN, "no such session"));
+  const SessionState* s = rank_->sessions_.Find(session_);
+  if (s == nullptr) return Done(Err(ENOTCONN, "no such session"));
+  if (s->evicting) return Done(EvictedError("this session is being evicted"));
   absl::Status status;
   if (rank_->locks_.Try(session_, std::get<req::Lock>(request_.op), rank_->sessions_,
                         rank_->env_.clock->Now(), &lock_wait_, reply_,

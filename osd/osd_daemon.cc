@@ -528,9 +528,10 @@ void OsdDaemon::Op(pb::OpRequest* mutable_req, pb::OpReply* reply) {
             ? nullptr
             : map->FindBlocklisted(req.reqid().client(), absl::ToUnixMillis(absl::Now()));
     if (b != nullptr) {
-      pg = absl::PermissionDeniedError(absl::StrCat(
-          "client ", absl::CHexEscape(req.reqid().client()), " is blocklisted (osdmap epoch ", b->added,
-          "; weft osd blocklist ls)"));
+      // ESHUTDOWN: the client knows it was fenced (IsEvicted), not denied.
+      pg = EvictedError(absl::StrCat("client ", absl::CHexEscape(req.reqid().client()),
+                                     " is blocklisted (osdmap epoch ", b->added,
+                                     "; weft osd blocklist ls)"));
     }
   }
   if (pg.ok()) {

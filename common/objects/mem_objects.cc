@@ -165,7 +165,7 @@ void MemObjects::SetHook(Hook hook) {
 
 absl::Status MemObjects::Admit(const Request& request) {
   if (blocklist_.contains(*request.client)) {
-    return absl::PermissionDeniedError(absl::StrCat("client ", *request.client, " is blocklisted"));
+    return EvictedError(absl::StrCat("client ", *request.client, " is blocklisted"));
   }
   return hook_ ? hook_(request) : absl::OkStatus();
 }

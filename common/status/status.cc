@@ -85,6 +85,10 @@ bool IsStale(const absl::Status& status) { return StatusToErrno(status) == ESTAL
 bool IsNoData(const absl::Status& status) { return StatusToErrno(status) == ENODATA; }
 bool IsNoSession(const absl::Status& status) { return StatusToErrno(status) == ENOTCONN; }
 bool IsAccessDenied(const absl::Status& status) { return StatusToErrno(status) == EACCES; }
+bool IsEvicted(const absl::Status& status) { return StatusToErrno(status) == ESHUTDOWN; }
+absl::Status EvictedError(absl::string_view message) {
+  return ErrnoError(absl::StatusCode::kPermissionDenied, ESHUTDOWN, message);
+}
 
 absl::Status Annotate(const absl::Status& status, absl::string_view context) {
   if (status.ok()) return status;

@@ -52,6 +52,11 @@ bool IsStale(const absl::Status& status);        // ESTALE: no such inode (any m
 bool IsNoData(const absl::Status& status);       // ENODATA: no such attribute
 bool IsNoSession(const absl::Status& status);    // ENOTCONN: the MDS knows no such session
 bool IsAccessDenied(const absl::Status& status); // EACCES (EPERM is "not permitted")
+// ESHUTDOWN: this client was evicted (its session closed by `weft client
+// evict`, its OSD identity blocklisted). Nothing it retries can succeed; the
+// FUSE adapter reports it as EIO.
+bool IsEvicted(const absl::Status& status);
+absl::Status EvictedError(absl::string_view message = "this client was evicted (weft client evict)");
 
 // Prefixes the message of a failed status with context; OK stays OK.
 absl::Status Annotate(const absl::Status& status, absl::string_view context);

@@ -16,6 +16,8 @@
 #include "fuse-client/cli/commands.h"
 #include "fuse-client/lib/admin_client.h"
 #include "fuse-client/lib/meta_client.h"
+#include "common/rpc/rpc.h"
+#include "proto/mds_client.grpc.pb.h"
 
 namespace weft::cli {
 
@@ -66,11 +68,32 @@ void PrintFilesystems(const Config& config) {
   auto fsmap = fs_admin.FsList();
   if (!fsmap.ok() || fsmap->filesystems().empty()) return;
   std::string line;
+  std::vector<std::string> evictions;
+  rpc::ChannelCache channels;
   for (const pb::FsInfo& fs : fsmap->filesystems()) {
+    std::string sessions;
+    if (!fs.rank0().addr().empty()) {
+      auto stub = pb::Mds::NewStub(channels.Get(fs.rank0().addr()));
+      grpc::ClientContext ctx;
+      ctx.set_deadline(rpc::DeadlineIn(5000));
+      pb::FsStatusRequest req;
+      req.set_fs(fs.name());
+      pb::FsStatusReply reply;
+      absl::Status status = rpc::FromGrpc(stub->FsStatus(&ctx, req, &reply), "mds");
+      if (status.ok()) status = rpc::FromProto(reply.status());
+      if (status.ok()) {
+        sessions = absl::StrCat(", ", reply.sessions(), " sessions");
+        if (reply.evictions() > 0) {
+          evictions.push_back(absl::StrCat(fs.name(), ": ", reply.evictions(),
+                                           " clients evicted, last ", reply.last_eviction()));
+        }
+      }
+    }
     absl::StrAppend(&line, line.empty() ? "" : ", ", fs.name(), " (rank 0 on ",
-                    fs.rank0().name().empty() ? "none" : fs.rank0().name(), ")");
+                    fs.rank0().name().empty() ? "none" : fs.rank0().name(), sessions, ")");
   }
   std::printf("  fs:      %s\n", line.c_str());
+  for (const std::string& e : evictions) std::printf("  evicted: %s\n", e.c_str());
 }
 
 }  // namespace

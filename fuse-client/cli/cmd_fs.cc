@@ -1,6 +1,7 @@
 // fs commands: new, ls, status, add-data-pool, journal inspect.
 #include <cstdio>
 
+#include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/time/time.h"
@@ -95,6 +96,9 @@ int FsStatus(client::FsAdmin& admin, const std::string& name) {
     std::printf("  strays: %lu, purge queue: %lu, truncates cutting objects: %lu\n",
                 reply.strays(), reply.purge_queue(), reply.trims());
     std::printf("  locks: %lu held, %lu waiting\n", reply.locks(), reply.lock_waiters());
+    std::printf("  evictions: %lu%s%s\n", reply.evictions(),
+                reply.last_eviction().empty() ? "" : ", last: ",
+                absl::CHexEscape(reply.last_eviction()).c_str());
     std::printf("  requests: %lu, in the rank %.1f ms, rank lock: waited %.1f ms, held %.1f ms\n",
                 reply.requests(), reply.request_ns() / 1e6, reply.rank_lock_wait_ns() / 1e6,
                 reply.rank_lock_held_ns() / 1e6);

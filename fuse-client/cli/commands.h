@@ -18,5 +18,6 @@ int CmdStatus(const Config& config, const Args& args);
 int CmdObj(const Config& config, const Args& args);
 int CmdBench(const Config& config, const Args& args);
 int CmdFs(const Config& config, const Args& args);
+int CmdClient(const Config& config, const Args& args);
 
 }  // namespace weft::cli

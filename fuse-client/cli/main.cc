@@ -6,6 +6,7 @@
 //   weft [-c FILE] status
 //   weft [-c FILE] obj put|get|stat|rm|ls POOL [NAME] [FILE]
 //   weft [-c FILE] fs new|ls|status|add-data-pool|journal inspect ...
+//   weft [-c FILE] client ls [FS] | client evict SESSION [--reason TEXT]
 //   weft [-c FILE] bench POOL write|seq|rand|cleanup [--seconds S] [--threads T] [--block-size B]
 //
 // The config comes from -c FILE, else $WEFT_CONF, else /etc/weft/weft.conf.
@@ -33,7 +34,8 @@ constexpr char kUsage[] =
     "  obj rm POOL NAME | obj ls POOL\n"
     "  bench POOL write|seq|rand|cleanup [--seconds S] [--threads T] [--block-size B]\n"
     "  fs new NAME --metadata-pool P --data-pool D | fs ls | fs status [NAME]\n"
-    "  fs add-data-pool NAME POOL | fs journal inspect NAME [--events]\n";
+    "  fs add-data-pool NAME POOL | fs journal inspect NAME [--events]\n"
+    "  client ls [FS] | client evict SESSION [--reason TEXT]\n";
 
 }  // namespace
 
@@ -77,6 +79,7 @@ int main(int argc, char** argv) {
   if (cmd == "obj") return weft::cli::CmdObj(*config, *args);
   if (cmd == "bench") return weft::cli::CmdBench(*config, *args);
   if (cmd == "fs") return weft::cli::CmdFs(*config, *args);
+  if (cmd == "client") return weft::cli::CmdClient(*config, *args);
   std::fprintf(stderr, "weft: unknown command '%s'\n%s", cmd.c_str(), kUsage);
   return 2;
 }

@@ -41,7 +41,10 @@ fuse_ino_t ToFuse(fuse_req_t req, uint64_t ino) {
 
 // The one place an errno is chosen.
 void ReplyError(fuse_req_t req, const absl::Status& status, const char* op) {
-  const int err = StatusToErrno(status);
+  int err = StatusToErrno(status);
+  // An evicted mount: what it had not written is lost to it (refused at
+  // the OSDs), which applications know as EIO, never a success.
+  if (err == ESHUTDOWN) err = EIO;
   // What callers get wrong (a missing name, a denied permission) is
   // expected: debug. The rest is loud.
   if (err == ENOENT || err == EEXIST || err == ENODATA || err == ENOTEMPTY || err == EACCES ||

@@ -65,16 +65,19 @@ absl::StatusOr<std::unique_ptr<FileSystemClient>> FileSystemClient::Connect(
     FileSystemClientOptions options) {
   RETURN_IF_ERROR(options.Validate());
   RETURN_IF_ERROR(Probe(options));
-  MetaClientOptions mo;
-  mo.mds_addrs = options.mds_addrs;
-  mo.fs = options.fs;
-  mo.client_name = options.client_name;
-  mo.op_timeout_ms = options.op_timeout_ms;
-  ASSIGN_OR_RETURN(auto meta, MetaClient::Connect(mo));
+  // The object client first: its name (the OSD identity) is bound to the
+  // session, so that an eviction can fence exactly this mount.
   objects::ClientOptions co;
   co.mds_addrs = options.mds_addrs;
   co.op_timeout_ms = options.op_timeout_ms;
   ASSIGN_OR_RETURN(auto objects, objects::ObjectClient::Connect(co));
+  MetaClientOptions mo;
+  mo.mds_addrs = options.mds_addrs;
+  mo.fs = options.fs;
+  mo.client_name = options.client_name;
+  mo.osd_client = objects->name();
+  mo.op_timeout_ms = options.op_timeout_ms;
+  ASSIGN_OR_RETURN(auto meta, MetaClient::Connect(mo));
   return std::unique_ptr<FileSystemClient>(
       new FileSystemClient(std::move(options), std::move(meta), std::move(objects)));
 }
@@ -101,6 +104,7 @@ FileSystemClient::FileSystemClient(FileSystemClientOptions options,
     FlushForRecall(ino, hold, std::move(ack));
   });
   meta_->SetHoldReleased([this](uint64_t ino) { ReleaseHold(ino); });
+  meta_->SetEpochBarrier([this](uint64_t epoch) { WaitForMap(epoch); });
   meta_->SetStreamLost([this] {
     DropAttrAuthorities();
     ForgetVersions();
@@ -262,6 +266,17 @@ void FileSystemClient::KeepGone(const Attr& last) {
   it->second.attr = last;
   it->second.fetched = absl::Now();
   it->second.gone = true;
+}
+
+void FileSystemClient::WaitForMap(uint64_t epoch) {
+  const absl::Time deadline = absl::Now() + absl::Seconds(10);
+  for (auto map = objects_->map(); map->epoch < epoch; map = objects_->map()) {
+    if (absl::Now() >= deadline) {
+      LOG(WARNING) << "event=epoch_barrier_late want=" << epoch << " have=" << map->epoch;
+      return;
+    }
+    objects_->WaitNewer(map->epoch, absl::Seconds(1));
+  }
 }
 
 void FileSystemClient::ForgetVersions() {

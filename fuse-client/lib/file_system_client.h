@@ -411,6 +411,9 @@ class FileSystemClient {
   // The MDS may have restarted, and numbers versions on from what it had
   // made durable: every cached inode is invalidated, its version forgotten.
   void ForgetVersions();
+  // Returns once the object client has OSD map `epoch` (an eviction's
+  // barrier: MetaReply.osd_epoch_barrier), or after 10 s with a warning.
+  void WaitForMap(uint64_t epoch);
   // The cached, still trusted attributes of `ino` say it has no xattrs.
   bool KnownWithoutXattrs(uint64_t ino);
   // Xattr `name` of `ino` as read at the trusted attributes' version, if

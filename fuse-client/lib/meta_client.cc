@@ -78,9 +78,13 @@ absl::Status MetaClient::OpenSession(uint64_t reclaim) {
   req.set_fs(options_.fs);
   req.set_client(options_.client_name);
   req.set_reclaim(reclaim);
+  req.set_osd_client(options_.osd_client);
   pb::SessionReply reply;
   RETURN_IF_ERROR(rpc::FromGrpc(stub->SessionOpen(&ctx, req, &reply), "mds"));
-  RETURN_IF_ERROR(rpc::FromProto(reply.status()));
+  if (absl::Status opened = rpc::FromProto(reply.status()); !opened.ok()) {
+    if (IsEvicted(opened)) NoteEvicted(opened);
+    return opened;
+  }
   const bool changed = session_ != 0 && session_ != reply.session();
   // Opened again (the MDS answered ENOTCONN): it closed the session, and
   // its locks went with it, even when it lets the session continue.
@@ -193,7 +197,8 @@ void MetaClient::LeaseLoop() {
     lease_ctx_ = nullptr;
     if (closed_) return;
     VLOG(1) << "op=lease_stream session=" << req.session() << " ended=" << ended;
-    if (mu_.AwaitWithTimeout(absl::Condition(&closed_), absl::Milliseconds(200))) return;
+    const absl::Duration pause = absl::Milliseconds(evicted_.load() ? 5000 : 200);
+    if (mu_.AwaitWithTimeout(absl::Condition(&closed_), pause)) return;
   }
 }
 
@@ -239,6 +244,7 @@ absl::StatusOr<pb::MetaReply> MetaClient::Call(pb::MetaRequest request) {
 }
 
 absl::StatusOr<pb::MetaReply> MetaClient::CallWithTid(pb::MetaRequest request, uint64_t tid) {
+  if (evicted_.load()) return evicted();
   request.set_session(session_);
   request.set_tid(tid);
   request.set_unsafe_ok(options_.unsafe_ok);
@@ -307,10 +313,12 @@ absl::StatusOr<pb::MetaReply> MetaClient::CallWithTid(pb::MetaRequest request, u
       // The MDS lost our session (timed out): continue it if it can, else a
       // new one.
       absl::Status reopened = OpenSession(session_);
-      if (!reopened.ok()) reopened = OpenSession(0);
+      if (!reopened.ok() && !IsEvicted(reopened)) reopened = OpenSession(0);
       request.set_session(session_);
       if (reopened.ok()) continue;
+      if (IsEvicted(reopened)) status = reopened;
     }
+    if (IsEvicted(status)) NoteEvicted(status);
     if (!Retryable(status) || absl::Now() > deadline) {
       result = status;
       break;
@@ -332,8 +340,37 @@ void MetaClient::Forget(uint64_t tid) {
 }
 
 void MetaClient::Observe(const pb::MetaReply& reply) {
+  const uint64_t barrier = reply.osd_epoch_barrier();
+  if (barrier > osd_epoch_barrier_.load()) {
+    // Rare (an eviction happened): whoever sees it first waits for the
+    // map; the others wait behind it on barrier_mu_.
+    absl::MutexLock lock(&barrier_mu_);
+    if (barrier > osd_epoch_barrier_.load()) {
+      if (epoch_barrier_) epoch_barrier_(barrier);
+      osd_epoch_barrier_.store(barrier);
+    }
+  }
   absl::MutexLock lock(&mu_);
   if (reply.boot() == boot_) DropDurableLocked(reply.durable_seq());
+}
+
+void MetaClient::SetEpochBarrier(std::function<void(uint64_t)> handler) {
+  absl::MutexLock lock(&barrier_mu_);
+  epoch_barrier_ = std::move(handler);
+}
+
+void MetaClient::NoteEvicted(const absl::Status& status) {
+  absl::MutexLock lock(&mu_);
+  if (evicted_.exchange(true)) return;
+  evicted_status_ = EvictedError(absl::StrCat(
+      "this mount's session ", session_, " was evicted (weft client evict): ", status.message(),
+      "; unmount and mount again"));
+  LOG(ERROR) << "event=client_evicted session=" << session_ << " status=\"" << status << "\"";
+}
+
+absl::Status MetaClient::evicted() {
+  absl::MutexLock lock(&mu_);
+  return evicted_status_;
 }
 
 void MetaClient::DropDurableLocked(uint64_t durable_seq) {

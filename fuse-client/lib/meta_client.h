@@ -41,6 +41,9 @@ struct MetaClientOptions {
   std::vector<std::string> mds_addrs;
   std::string fs;
   std::string client_name;          // default client.<host>.<pid>
+  // The name the client's object client gives the OSDs: bound to the
+  // session, it is what an eviction blocklists.
+  std::string osd_client;
   int64_t rpc_timeout_ms = 30000;   // one attempt
   int64_t op_timeout_ms = 120000;   // all retries of one request
   bool unsafe_ok = true;            // take early replies (see above)
@@ -105,6 +108,13 @@ class MetaClient {
   // The same for each revoked attribute cap (LeaseEvent.attrs), after the
   // client stopped trusting the inode's attributes.
   void SetAttrsRevoked(DirRevoked handler);
+  // Called with each new OSD epoch barrier a reply carries (an eviction
+  // fenced a client at that epoch): it returns once the object client has
+  // that map, before the reply is used (and any data I/O it permits).
+  void SetEpochBarrier(std::function<void(uint64_t epoch)> handler);
+  // This mount was evicted: every request fails with it (EIO at the FUSE
+  // edge) until it is mounted again. OK while not.
+  absl::Status evicted();
 
   absl::StatusOr<pb::FsStatusReply> FsStatus();
   // Ends the session now (its open files are released).
@@ -124,6 +134,8 @@ class MetaClient {
   // Takes what a reply says: unsafe requests now durable are dropped; a new
   // boot id means the MDS restarted and Reconnect must run first.
   void Observe(const pb::MetaReply& reply);
+  // The MDS says this client was evicted: remembered for good.
+  void NoteEvicted(const absl::Status& status);
   // Sends open files and unsafe requests to a restarted MDS (once per boot).
   absl::Status Reconnect(uint64_t boot);
   void Forget(uint64_t tid) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -160,6 +172,11 @@ class MetaClient {
   std::function<void(uint64_t)> hold_released_ ABSL_GUARDED_BY(recall_mu_);
   DirRevoked dir_revoked_ ABSL_GUARDED_BY(recall_mu_);
   DirRevoked attrs_revoked_ ABSL_GUARDED_BY(recall_mu_);
+  std::atomic<uint64_t> osd_epoch_barrier_{0};
+  absl::Mutex barrier_mu_;  // held while the handler runs: one wait at a time
+  std::function<void(uint64_t)> epoch_barrier_ ABSL_GUARDED_BY(barrier_mu_);
+  std::atomic<bool> evicted_{false};
+  absl::Status evicted_status_ ABSL_GUARDED_BY(mu_);
   std::thread renewer_;
   std::thread lease_thread_;
 };

@@ -59,6 +59,15 @@ class Leases {
   absl::Duration lease() const { return dirs_.lease(); }
   size_t dir_lease_count() const { return dirs_.size(); }
   size_t attr_cap_count() const { return attrs_.size(); }
+  // Live directory leases and attribute caps by session, at `now`
+  // (`weft client ls`): session -> (leases, caps).
+  absl::flat_hash_map<uint64_t, std::pair<uint64_t, uint64_t>> CountsBySession(
+      absl::Time now) const {
+    absl::flat_hash_map<uint64_t, std::pair<uint64_t, uint64_t>> out;
+    dirs_.ForEachLive(now, [&](uint64_t, uint64_t session) { ++out[session].first; });
+    attrs_.ForEachLive(now, [&](uint64_t, uint64_t session) { ++out[session].second; });
+    return out;
+  }
 
   // ---- streams
   // Registers a new stream for `session` (an older stream of it ends: its

@@ -83,6 +83,7 @@ pb::JournalEvent EventRecord(const Event& ev) {
     r->set_client(h.client);
     r->set_opened_ms(h.opened_ms);
     r->set_closed(h.closed);
+    r->set_osd_client(h.osd_client);
   }
   rec.set_session(ev.session.value());
   rec.set_tid(ev.tid.value());
@@ -141,7 +142,8 @@ absl::StatusOr<Event> EventOf(const pb::JournalEvent& rec) {
   }
   ev.next_ino = rec.next_ino();
   for (const pb::SessionRec& r : rec.sessions()) {
-    ev.sessions.push_back(SessionHeader{SessionId(r.id()), r.client(), r.opened_ms(), r.closed()});
+    ev.sessions.push_back(
+        SessionHeader{SessionId(r.id()), r.client(), r.opened_ms(), r.closed(), r.osd_client()});
   }
   ev.session = SessionId(rec.session());
   ev.tid = RequestId(rec.tid());

@@ -41,6 +41,7 @@ struct SessionHeader {
   std::string client;       // the client's self-chosen name
   int64_t opened_ms = 0;
   bool closed = false;      // the session goes
+  std::string osd_client;   // its object client's name (what eviction blocklists)
   bool operator==(const SessionHeader&) const = default;
 };
 

@@ -42,6 +42,7 @@ void Sessions::Apply(const Event& ev) {
     s.rec.set_client(header.client);
     s.rec.set_opened_ms(header.opened_ms);
     s.rec.set_closed(false);
+    s.rec.set_osd_client(header.osd_client);
     s.dirty = true;
     closed_.erase(id);
   }

@@ -33,6 +33,9 @@ struct SessionState {
   pb::SessionRec rec;  // completed requests included
   bool dirty = false;
   int64_t last_renew_ms = 0;
+  // Being evicted (MdsRank::Evict): its requests are refused while the rank
+  // fences it, before the session is closed.
+  bool evicting = false;
   absl::flat_hash_map<uint64_t, uint64_t> completed_seq;  // tid -> journal seq
   absl::flat_hash_map<uint64_t, int> opens;               // ino -> open count
   absl::flat_hash_map<uint64_t, int> opens_write;         // ino -> open for writing

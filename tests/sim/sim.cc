@@ -159,7 +159,7 @@ absl::Status World::CallNow(Client& c, pb::MetaRequest request, pb::MetaReply* r
 
 void World::OpenSession(Client& c) {
   for (int attempt = 0; attempt < 20; ++attempt) {
-    auto opened = rank_->SessionOpen(absl::StrCat("client.", c.index), 0);
+    auto opened = rank_->SessionOpen(absl::StrCat("client.", c.index), absl::StrCat("osd.", c.index), 0);
     if (opened.ok()) {
       c.session = opened->session();
       c.boot = opened->boot();

@@ -37,7 +37,7 @@ Event EveryField() {
   ev.dentries.push_back(Dentry{InodeId(1), std::string("n\xff", 2), InodeId(4096), 8});
   ev.removed_dentries.push_back(Dentry{InodeId(1), "old", InodeId(), 0});
   ev.next_ino = 5000;
-  ev.sessions.push_back(SessionHeader{SessionId(9), "client-a", 123, false});
+  ev.sessions.push_back(SessionHeader{SessionId(9), "client-a", 123, false, "client.h.1.2"});
   ev.sessions.push_back(SessionHeader{SessionId(10), "", 0, true});
   ev.session = SessionId(9);
   ev.tid = RequestId(77);
@@ -65,7 +65,7 @@ TEST_CASE("journal events: every field goes to the record and back") {
   std::vector<const google::protobuf::FieldDescriptor*> set;
   rec.GetReflection()->ListFields(rec, &set);
   CHECK(set.size() == static_cast<size_t>(descriptor->field_count()));
-  CHECK(pb::SessionRec::descriptor()->field_count() == 5);
+  CHECK(pb::SessionRec::descriptor()->field_count() == 6);
   CHECK(pb::PurgeRec::descriptor()->field_count() == 3);
   CHECK(pb::TrimRec::descriptor()->field_count() == 4);
   CHECK(pb::DentryRec::descriptor()->field_count() == 4);

@@ -51,6 +51,7 @@ class Bench {
     env.cluster_full = [] { return false; };
     env.clock = &clock_;
     env.boot = static_cast<uint64_t>(incarnation_);
+    env.fence_client = fence_;
     rank_ = std::make_unique<MdsRank>(options_, std::move(env));
     if (incarnation_ == 1) REQUIRE(rank_->Create().ok());
     REQUIRE(rank_->Start().ok());
@@ -64,6 +65,7 @@ class Bench {
   std::unique_ptr<objects::Objects> client_;
   std::unique_ptr<MdsRank> rank_;
   int incarnation_ = 0;
+  std::function<absl::StatusOr<uint64_t>(const std::string&)> fence_;
 };
 
 pb::MetaRequest Mkdir(uint64_t session, uint64_t tid, uint64_t parent, const std::string& name) {
@@ -97,7 +99,7 @@ pb::MetaReply Call(MdsRank& rank, const pb::MetaRequest& wire) {
 TEST_CASE("mds rank: requests on in-memory objects - durable across a restart") {
   Bench b;
   MdsRank& rank = b.Start();
-  auto session = rank.SessionOpen("client.a", 0);
+  auto session = rank.SessionOpen("client.a", "osd.a", 0);
   REQUIRE(session.ok());
   const uint64_t s = session->session();
   pb::MetaReply made = Call(rank, Mkdir(s, 1, kRootIno, "home"));
@@ -136,7 +138,7 @@ TEST_CASE("mds rank: an unsafe answer lost with the journal is applied again at 
   Bench b;
   b.options_.unsafe_events_max = 4096;
   MdsRank& rank = b.Start();
-  const uint64_t s = rank.SessionOpen("client.a", 0)->session();
+  const uint64_t s = rank.SessionOpen("client.a", "osd.a", 0)->session();
   pb::MetaRequest mk = Mkdir(s, 1, kRootIno, "fast");
   mk.set_unsafe_ok(true);
   pb::MetaReply early = Call(rank, mk);
@@ -174,7 +176,7 @@ TEST_CASE("mds rank: a request stepped by hand shows its waits and I/O") {
   Bench b;
   b.options_.cache_max_bytes = 1;  // everything clean is dropped at TrimCache
   MdsRank& rank = b.Start();
-  const uint64_t s = rank.SessionOpen("client.a", 0)->session();
+  const uint64_t s = rank.SessionOpen("client.a", "osd.a", 0)->session();
   REQUIRE(Call(rank, Mkdir(s, 1, kRootIno, "d")).status().code() == 0);
   REQUIRE(rank.FlushOnce().ok());
   rank.TrimCache();
@@ -209,7 +211,7 @@ TEST_CASE("mds rank: a request stepped by hand shows its waits and I/O") {
 TEST_CASE("mds rank: the lock's wait and hold are counted within each request's time") {
   Bench b;
   MdsRank& rank = b.Start();
-  const uint64_t s = rank.SessionOpen("client.a", 0)->session();
+  const uint64_t s = rank.SessionOpen("client.a", "osd.a", 0)->session();
   const pb::FsStatusReply before = rank.Status();
   for (int i = 0; i < 20; ++i) {
     REQUIRE(Call(rank, Mkdir(s, 100 + i, kRootIno, "d" + std::to_string(i))).status().code() == 0);
@@ -228,7 +230,7 @@ TEST_CASE("mds rank: the lock's wait and hold are counted within each request's 
 TEST_CASE("mds rank: a broken journal is sticky and fails what waits for it") {
   Bench b;
   MdsRank& rank = b.Start();
-  const uint64_t s = rank.SessionOpen("client.a", 0)->session();
+  const uint64_t s = rank.SessionOpen("client.a", "osd.a", 0)->session();
   b.store_.SetHook([](const objects::MemObjects::Request& r) {
     return r.oid->find(".journal.") != std::string::npos && r.mutating
                ? absl::UnavailableError("journal object refused")
@@ -247,6 +249,66 @@ TEST_CASE("mds rank: a broken journal is sticky and fails what waits for it") {
   second.MaybeFinishReconnect();
   CHECK(StatusToErrno(rpc::FromProto(Call(second, Lookup(s, kRootIno, "x")).status())) == ENOENT);
   CHECK(Call(second, Mkdir(s, 3, kRootIno, "x")).status().code() == 0);
+}
+
+TEST_CASE("mds rank: eviction fences the client before its session goes - and it cannot come back") {
+  Bench b;
+  int fenced = 0;
+  bool fail_fence = false;
+  std::vector<pb::ClientInfo> during;  // the sessions while the fence ran
+  pb::MetaReply refused;               // a request of the evicted session meanwhile
+  uint64_t evicting = 0;
+  b.fence_ = [&](const std::string& osd_client) -> absl::StatusOr<uint64_t> {
+    if (fail_fence) return absl::UnavailableError("no map manager");
+    ++fenced;
+    during = b.rank_->ClientList();
+    refused = Call(*b.rank_, Lookup(evicting, kRootIno, "x"));
+    b.store_.Blocklist(osd_client);
+    return uint64_t{7};
+  };
+  MdsRank& rank = b.Start();
+  const uint64_t a = rank.SessionOpen("client.a", "osd.a", 0)->session();
+  const uint64_t other = rank.SessionOpen("client.b", "osd.b", 0)->session();
+  REQUIRE(Call(rank, Mkdir(a, 1, kRootIno, "d")).status().code() == 0);
+  std::vector<pb::ClientInfo> listed = rank.ClientList();
+  REQUIRE(listed.size() == 2);
+  CHECK(listed[0].session() == a);
+  CHECK(listed[0].client() == "client.a");
+  CHECK(listed[0].osd_client() == "osd.a");
+
+  // Bad input: an unknown session; a fence that fails leaves the session as it was.
+  CHECK(StatusToErrno(rank.Evict(SessionId(a + 99), "test").status()) == ENOTCONN);
+  fail_fence = true;
+  CHECK(absl::IsUnavailable(rank.Evict(SessionId(other), "test").status()));
+  CHECK(Call(rank, Lookup(other, kRootIno, "d")).status().code() == 0);
+  fail_fence = false;
+
+  evicting = a;
+  absl::StatusOr<uint64_t> epoch = rank.Evict(SessionId(a), "stopped answering");
+  REQUIRE(epoch.ok());
+  CHECK(*epoch == 7);
+  CHECK(fenced == 1);
+  // The fence ran while the session still stood (nothing it held was given
+  // away yet), and the session's requests were already refused.
+  CHECK(during.size() == 2);
+  CHECK(IsEvicted(rpc::FromProto(refused.status())));
+  // Gone now; its OSD identity may not open a session again, another may.
+  REQUIRE(rank.ClientList().size() == 1);
+  CHECK(StatusToErrno(rpc::FromProto(Call(rank, Lookup(a, kRootIno, "d")).status())) == ENOTCONN);
+  CHECK(IsEvicted(rank.SessionOpen("client.a", "osd.a", 0).status()));
+  CHECK(StatusToErrno(rank.SessionOpen("client.a", "osd.a", a).status()) == ESHUTDOWN);
+  const uint64_t fresh = rank.SessionOpen("client.c", "osd.c", 0)->session();
+  // Every reply asks for the map that holds the fence before data I/O.
+  pb::MetaReply after = Call(rank, Lookup(fresh, kRootIno, "d"));
+  CHECK(after.status().code() == 0);
+  CHECK(after.osd_epoch_barrier() == 7);
+  pb::FsStatusReply status = rank.Status();
+  CHECK(status.evictions() == 1);
+  CHECK(status.last_eviction().find("stopped answering") != std::string::npos);
+  // A session that never named its OSD identity cannot be fenced: refused.
+  const uint64_t old = rank.SessionOpen("client.old", "", 0)->session();
+  CHECK(StatusToErrno(rank.Evict(SessionId(old), "test").status()) == ENOTSUP);
+  CHECK(fenced == 1);
 }
 
 }  // namespace

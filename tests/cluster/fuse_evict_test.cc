@@ -1,0 +1,166 @@
+// Eviction through real mounts (MdsRank::Evict, `weft client evict`): a
+// mount with buffered writes that stops answering (SIGSTOP of its
+// weft-fuse) is evicted by the operator; its OSD identity is blocklisted
+// before its session goes, so when it resumes its late writes are refused
+// at the OSDs and it reports EIO, never a silent success, while another
+// mount's write of the same range stands, bit-exact, as a third mount reads
+// it. The evicted mount cannot open a session again; a new mount can.
+#include <catch2/catch.hpp>
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <string>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "tests/harness/mount_fixture.h"
+
+namespace weft::testing {
+namespace {
+
+// The session of the mount whose weft-fuse is `pid`, as `weft client ls`
+// lists it (client names are client.<host>.<pid>.<n>); 0 if not listed.
+uint64_t SessionOf(const std::string& listing, pid_t pid) {
+  const std::string tag = absl::StrCat(".", pid, ".");
+  for (absl::string_view line : absl::StrSplit(listing, '\n')) {
+    if (line.find(tag) == absl::string_view::npos) continue;
+    const size_t at = line.find("session ");
+    if (at == absl::string_view::npos) continue;
+    absl::string_view rest = line.substr(at + 8);
+    uint64_t id = 0;
+    if (absl::SimpleAtoi(rest.substr(0, rest.find(':')), &id)) return id;
+  }
+  return 0;
+}
+
+// SIGCONT on the way out, whatever happened: a stopped weft-fuse would hang
+// the unmount.
+struct Resume {
+  pid_t pid;
+  ~Resume() { kill(pid, SIGCONT); }
+};
+
+TEST_CASE("fuse evict: a stopped writer is fenced - its late writes are refused and it reports EIO",
+          "[fuse][caps]") {
+  TwoMountFixture f;  // mount: the writer that stops; other: the one that writes after
+  auto third = Mount::Start(*f.cluster, "fs1");
+  REQUIRE(third.ok());
+  const std::string before(1 << 20, 'o');
+  WriteFile(f.P("f"), before);
+  SyncFile(f.P("f"));
+
+  CommandResult ls = f.cluster->Weft({"client", "ls", "fs1"});
+  INFO(ls.output);
+  REQUIRE(ls.code == 0);
+  CHECK(ls.output.find("fs1: 3 sessions") != std::string::npos);
+  const uint64_t writer = SessionOf(ls.output, f.mount->pid());
+  REQUIRE(writer != 0);
+  CHECK(SessionOf(ls.output, f.other->pid()) != 0);
+  CHECK(ls.output.find("osd identity client.") != std::string::npos);
+
+  // The writer buffers a whole new megabyte and stops before it is flushed.
+  // Its descriptor lives in a child process: a fork of the test (the CLI
+  // below) would inherit it, and closing a descriptor of a stopped FUSE
+  // daemon's file waits for that daemon.
+  int to_child[2], from_child[2];
+  REQUIRE(pipe(to_child) == 0);
+  REQUIRE(pipe(from_child) == 0);
+  const std::string path = f.P("f");
+  const pid_t child = fork();
+  REQUIRE(child >= 0);
+  if (child == 0) {
+    const int fd = open(path.c_str(), O_WRONLY);
+    const std::string data(1 << 20, 'A');
+    char ready = fd >= 0 && pwrite(fd, data.data(), data.size(), 0) ==
+                                static_cast<ssize_t>(data.size()) ? 'w' : 'x';
+    if (write(from_child[1], &ready, 1) != 1) _exit(1);
+    char go = 0;
+    if (read(to_child[0], &go, 1) != 1) _exit(1);
+    int result[2] = {0, 0};  // fsync's errno, close's errno
+    if (fsync(fd) != 0) result[0] = errno;
+    if (close(fd) != 0) result[1] = errno;
+    if (write(from_child[1], result, sizeof(result)) != sizeof(result)) _exit(1);
+    _exit(0);
+  }
+  char ready = 0;
+  REQUIRE(read(from_child[0], &ready, 1) == 1);
+  REQUIRE(ready == 'w');
+  Resume resume{f.mount->pid()};
+  REQUIRE(kill(f.mount->pid(), SIGSTOP) == 0);
+
+  CommandResult evict = f.cluster->Weft(
+      {"client", "evict", absl::StrCat(writer), "--reason", "test: writer stopped"});
+  INFO(evict.output);
+  REQUIRE(evict.code == 0);
+  CHECK(evict.output.find("blocklisted at the OSDs from osdmap epoch") != std::string::npos);
+
+  // Another mount writes the same range and makes it durable.
+  const std::string after(1 << 20, 'B');
+  const int other = open(f.Q("f").c_str(), O_WRONLY);
+  REQUIRE(other >= 0);
+  WriteAll(other, after, 0);
+  REQUIRE(fsync(other) == 0);
+  REQUIRE(close(other) == 0);
+
+  // The writer resumes: its buffered megabyte is refused, and it says so.
+  REQUIRE(kill(f.mount->pid(), SIGCONT) == 0);
+  const char go = 'g';
+  REQUIRE(write(to_child[1], &go, 1) == 1);
+  int result[2] = {-1, -1};
+  REQUIRE(read(from_child[0], result, sizeof(result)) == sizeof(result));
+  int child_status = 0;
+  waitpid(child, &child_status, 0);
+  for (int p : {to_child[0], to_child[1], from_child[0], from_child[1]}) close(p);
+  CHECK(result[0] == EIO);                       // fsync
+  CHECK((result[1] == 0 || result[1] == EIO));   // close
+  // Nothing it asks of the MDS succeeds any more.
+  errno = 0;
+  CHECK(open(f.P("new").c_str(), O_CREAT | O_WRONLY, 0644) == -1);
+  CHECK(errno == EIO);
+
+  // The other mount's bytes stand, bit-exact, as a third mount reads them.
+  CHECK(ReadFile((*third)->Path("f")) == after);
+  CHECK(ReadFile(f.Q("f")) == after);
+
+  ls = f.cluster->Weft({"client", "ls", "fs1"});
+  INFO(ls.output);
+  CHECK(ls.output.find("fs1: 2 sessions") != std::string::npos);
+  CHECK(SessionOf(ls.output, f.mount->pid()) == 0);
+  CommandResult status = f.cluster->Weft({"fs", "status", "fs1"});
+  INFO(status.output);
+  CHECK(status.output.find("evictions: 1, last: session " + absl::StrCat(writer)) !=
+        std::string::npos);
+  CHECK(status.output.find("test: writer stopped") != std::string::npos);
+  CommandResult cluster_status = f.cluster->Weft({"status"});
+  INFO(cluster_status.output);
+  CHECK(cluster_status.output.find("evicted: fs1: 1 clients evicted") != std::string::npos);
+
+  // Bad input: a clear error, nothing else evicted.
+  CommandResult again = f.cluster->Weft({"client", "evict", absl::StrCat(writer)});
+  CHECK(again.code != 0);
+  CHECK(again.output.find("no session") != std::string::npos);
+  CommandResult junk = f.cluster->Weft({"client", "evict", "twelve"});
+  CHECK(junk.code != 0);
+  CHECK(junk.output.find("not a session id") != std::string::npos);
+  CommandResult nofs = f.cluster->Weft({"client", "evict", "12345"});
+  CHECK(nofs.code != 0);
+  CHECK(nofs.output.find("no filesystem has session") != std::string::npos);
+  CHECK(f.cluster->Weft({"client", "evict"}).code == 2);
+  CHECK(f.cluster->Weft({"client", "ls", "nosuchfs"}).code != 0);
+  CHECK(ReadFile(f.Q("f")) == after);
+
+  // A new mount (a new OSD identity, a new session) works as before.
+  f.Remount();
+  CHECK(ReadFile(f.P("f")) == after);
+  WriteFile(f.P("g"), "fresh");
+  CHECK(ReadFile(f.Q("g")) == "fresh");
+}
+
+}  // namespace
+}  // namespace weft::testing
