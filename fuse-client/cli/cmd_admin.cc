@@ -69,24 +69,15 @@ void PrintFilesystems(const Config& config) {
   if (!fsmap.ok() || fsmap->filesystems().empty()) return;
   std::string line;
   std::vector<std::string> evictions;
-  rpc::ChannelCache channels;
   for (const pb::FsInfo& fs : fsmap->filesystems()) {
     std::string sessions;
-    if (!fs.rank0().addr().empty()) {
-      auto stub = pb::Mds::NewStub(channels.Get(fs.rank0().addr()));
-      grpc::ClientContext ctx;
-      ctx.set_deadline(rpc::DeadlineIn(5000));
-      pb::FsStatusRequest req;
-      req.set_fs(fs.name());
-      pb::FsStatusReply reply;
-      absl::Status status = rpc::FromGrpc(stub->FsStatus(&ctx, req, &reply), "mds");
-      if (status.ok()) status = rpc::FromProto(reply.status());
-      if (status.ok()) {
-        sessions = absl::StrCat(", ", reply.sessions(), " sessions");
-        if (reply.evictions() > 0) {
-          evictions.push_back(absl::StrCat(fs.name(), ": ", reply.evictions(),
-                                           " clients evicted, last ", reply.last_eviction()));
-        }
+    absl::StatusOr<pb::FsStatusReply> reply =
+        fs.rank0().addr().empty() ? absl::UnavailableError("no rank 0") : RankStatus(fs, 5000);
+    if (reply.ok()) {
+      sessions = absl::StrCat(", ", reply->sessions(), " sessions");
+      if (reply->evictions() > 0) {
+        evictions.push_back(absl::StrCat(fs.name(), ": ", reply->evictions(),
+                                         " clients evicted, last ", reply->last_eviction()));
       }
     }
     absl::StrAppend(&line, line.empty() ? "" : ", ", fs.name(), " (rank 0 on ",

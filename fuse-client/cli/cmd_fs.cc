@@ -6,6 +6,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/time/time.h"
 #include "fuse-client/cli/commands.h"
+#include "common/status/status.h"
 #include "fuse-client/lib/meta_client.h"
 #include "common/objects/object_client.h"
 #include "mds/fs/names.h"
@@ -66,15 +67,9 @@ int FsStatus(client::FsAdmin& admin, const std::string& name) {
   for (const pb::FsInfo& fs : map->filesystems()) {
     if (!name.empty() && fs.name() != name) continue;
     ++shown;
-    rpc::ChannelCache channels;
-    auto stub = pb::Mds::NewStub(channels.Get(fs.rank0().addr()));
-    grpc::ClientContext ctx;
-    ctx.set_deadline(rpc::DeadlineIn(10000));
-    pb::FsStatusRequest req;
-    req.set_fs(fs.name());
-    pb::FsStatusReply reply;
-    absl::Status status = rpc::FromGrpc(stub->FsStatus(&ctx, req, &reply), "mds");
-    if (status.ok()) status = rpc::FromProto(reply.status());
+    absl::StatusOr<pb::FsStatusReply> asked = RankStatus(fs, 10000);
+    const absl::Status status = asked.status();
+    const pb::FsStatusReply reply = asked.ok() ? *std::move(asked) : pb::FsStatusReply();
     std::printf("%s: rank 0 on %s (%s)\n", fs.name().c_str(), fs.rank0().name().c_str(),
                 fs.rank0().addr().c_str());
     std::printf("  holder: client %s, incarnation %lu\n",
@@ -161,6 +156,19 @@ int JournalInspect(client::FsAdmin& admin, const std::vector<std::string>& mds,
 }
 
 }  // namespace
+
+absl::StatusOr<pb::FsStatusReply> RankStatus(const pb::FsInfo& fs, int64_t timeout_ms) {
+  rpc::ChannelCache channels;
+  auto stub = pb::Mds::NewStub(channels.Get(fs.rank0().addr()));
+  grpc::ClientContext ctx;
+  ctx.set_deadline(rpc::DeadlineIn(timeout_ms));
+  pb::FsStatusRequest req;
+  req.set_fs(fs.name());
+  pb::FsStatusReply reply;
+  RETURN_IF_ERROR(rpc::FromGrpc(stub->FsStatus(&ctx, req, &reply), "mds"));
+  RETURN_IF_ERROR(rpc::FromProto(reply.status()));
+  return reply;
+}
 
 int CmdFs(const Config& config, const Args& args) {
   if (args.positional.empty()) return FsUsage();

@@ -4,8 +4,11 @@
 
 #include <string>
 
+#include "absl/status/statusor.h"
 #include "common/config/config.h"
 #include "fuse-client/cli/args.h"
+#include "proto/cluster.pb.h"
+#include "proto/mds_client.pb.h"
 
 namespace weft::cli {
 
@@ -19,5 +22,8 @@ int CmdObj(const Config& config, const Args& args);
 int CmdBench(const Config& config, const Args& args);
 int CmdFs(const Config& config, const Args& args);
 int CmdClient(const Config& config, const Args& args);
+
+// What rank 0 of `fs` reports (`weft fs status`), within `timeout_ms`.
+absl::StatusOr<pb::FsStatusReply> RankStatus(const pb::FsInfo& fs, int64_t timeout_ms);
 
 }  // namespace weft::cli
