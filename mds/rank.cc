@@ -187,8 +187,8 @@ absl::StatusOr<pb::SessionReply> MdsRank::SessionOpen(const std::string& client,
     if (stopping_) return absl::UnavailableError("the MDS is stopping");
     if (!osd_client.empty() && evicted_.contains(osd_client)) {
       return EvictedError(absl::StrCat("client ", absl::CHexEscape(osd_client),
-                                     " was evicted (weft client evict); its OSD identity is "
-                                     "blocklisted: remount to get a new one"));
+                                       " was evicted (weft client evict); its OSD identity is "
+                                       "blocklisted: remount to get a new one"));
     }
     if (reclaim != 0) {
       SessionState* s = sessions_.Find(SessionId(reclaim));
