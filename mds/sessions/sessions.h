@@ -2,9 +2,10 @@
 // replies of each one's completed requests, so that a retried request is
 // answered again rather than applied twice.
 //
-// What is durable: a session's header (id, client name, opened time) and its
-// completed replies travel in journal events (Event::sessions, and
-// .session/.tid/.reply of the event a request produced) and are flushed to
+// What is durable: a session's header (id, client name, OSD identity, opened
+// time) and its completed replies travel in journal events
+// (Event::sessions, and .session/.tid/.reply of the event a request
+// produced) and are flushed to
 // the "sessions" table object. What is not: open handles and renewal times
 // (a restarted rank learns the opens again from each session's Reconnect,
 // and gives every session a full timeout to come back).
