@@ -618,10 +618,8 @@ absl::StatusOr<pb::ReconnectReply> MdsRank::ReconnectBegin(const pb::ReconnectRe
     for (const pb::OpenRef& o : request.opens()) {
       if (o.handles() == 0) continue;
       s->opens[o.ino()] = static_cast<int>(o.handles());
-      if (o.writers() > 0) {
-        s->opens_write[o.ino()] = static_cast<int>(o.writers());
-        leases_.NoteWriter(session, o.ino(), s);
-      }
+      if (o.writers() > 0) s->opens_write[o.ino()] = static_cast<int>(o.writers());
+      leases_.NoteOpen(session, o.ino(), s);
     }
     locks_.Reclaim(request, sessions_, &reply);
     const bool window_open = reconnecting_ && !replaying_;

@@ -76,6 +76,9 @@ struct Reply {
   std::vector<DirLeaseGrant> leases;
   std::vector<AttrCapGrant> attr_caps;
   bool attr_authority = false;  // see MetaReply.attr_authority
+  bool write_through = false;   // see MetaReply.write_through
+  uint64_t buffer_seq = 0;
+  uint64_t append_offset = 0;   // a reservation's (WrittenOp.append)
   bool replayed = false;        // answered from the completed-request table
   bool unsafe = false;          // an early answer: the change is journal seq `seq`
   uint64_t seq = 0;

@@ -31,6 +31,9 @@ void ToWire(const Reply& reply, uint64_t tid, pb::MetaReply* out) {
     l->set_searchable(g.searchable);
   }
   out->set_attr_authority(reply.attr_authority);
+  out->set_write_through(reply.write_through);
+  out->set_buffer_seq(reply.buffer_seq);
+  out->set_append_offset(reply.append_offset);
   out->set_tid(tid);
   out->set_prior_size(reply.prior_size);
   if (reply.replaced.ino != 0) fs::ToWire(reply.replaced, out->mutable_replaced());
@@ -75,6 +78,9 @@ absl::StatusOr<Reply> FromWire(const pb::MetaReply& wire) {
     reply.leases.push_back(DirLeaseGrant{InodeId(l.ino()), l.seq(), l.lease_ms(), l.searchable()});
   }
   reply.attr_authority = wire.attr_authority();
+  reply.write_through = wire.write_through();
+  reply.buffer_seq = wire.buffer_seq();
+  reply.append_offset = wire.append_offset();
   reply.prior_size = wire.prior_size();
   if (wire.has_replaced()) reply.replaced = fs::FromWire(wire.replaced());
   if (wire.has_inline_data()) reply.inline_data = wire.inline_data();

@@ -140,6 +140,7 @@ struct Written {
   int64_t allocated_delta = 0;
   std::vector<Extent> inline_writes;
   bool inline_report = false;
+  uint64_t append = 0;  // a shared appender's reservation (WrittenOp.append)
 };
 struct Sync {
   uint64_t seq = 0;  // 0: through now

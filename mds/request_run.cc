@@ -7,6 +7,7 @@
 #include <fcntl.h>
 
 #include <algorithm>
+#include <tuple>
 
 #include "absl/strings/str_cat.h"
 #include "common/log/log.h"
@@ -126,6 +127,8 @@ RequestRun::Outcome RequestRun::Step() {
       return StepOp();
     case Phase::kLock:
       return StepLock();
+    case Phase::kInval:
+      return StepInval();
     case Phase::kTrim:
       return StepTrim();
     case Phase::kReply:
@@ -258,7 +261,8 @@ RequestRun::Outcome RequestRun::StepOp() {
         }
         rank_->sessions_.Opened(session_, ino, write);
         reopened_ = true;  // once per run: a wait below comes back through here
-        if (write) rank_->leases_.NoteWriter(session_, ino, rank_->sessions_.Find(session_));
+        rank_->leases_.NoteOpen(session_, ino, rank_->sessions_.Find(session_));
+        std::tie(reply_->write_through, reply_->buffer_seq) = rank_->leases_.BufferFor(session_, ino);
       }
       // A truncate resent while its objects are still being cut (the first
       // try's thread, or a restart's) is answered once they are.
@@ -385,7 +389,8 @@ RequestRun::Outcome RequestRun::RunOperation(absl::Time now) {
   }
   // The operation stands: commit what it changed, in one event.
   Event event;
-  if (ctx.Finish(&event)) {
+  const bool committed = ctx.Finish(&event);
+  if (committed) {
     if (tid_ != 0) {
       event.session = session_;
       event.tid = request_.id;
@@ -403,12 +408,13 @@ RequestRun::Outcome RequestRun::RunOperation(absl::Time now) {
   // stayed open after its last close, and an unlinked one was never purged).
   if (auto ino = ctx.open_ref(); ino && !replay_) {
     rank_->sessions_.Opened(session_, *ino, ctx.open_write());
-    if (ctx.open_write())
-      rank_->leases_.NoteWriter(session_, *ino, rank_->sessions_.Find(session_));
+    rank_->leases_.NoteOpen(session_, *ino, rank_->sessions_.Find(session_));
     if (wait_seq_ == 0 && tid_ != 0) {
       // No event, so no completed reply: a retry must not open it twice.
       rank_->sessions_.Answered(session_, request_.id, request_.oldest, KeptReply(*reply_));
     }
+    std::tie(reply_->write_through, reply_->buffer_seq) =
+        rank_->leases_.BufferFor(session_, *ino);
   }
   if (!replay_) {
     rank_->leases_.Grant(request_, *reply_, now, &reply_->leases);
@@ -417,12 +423,44 @@ RequestRun::Outcome RequestRun::RunOperation(absl::Time now) {
       reply_->attr_authority = true;
     }
   }
+  if (committed && !replay_) {
+    invals_ = rank_->leases_.Invalidate(request_);
+    if (!invals_.empty()) {
+      inval_deadline_ = now + absl::Milliseconds(rank_->options_.write_recall_timeout_ms);
+      phase_ = Phase::kInval;
+      return StepInval();
+    }
+  }
+  return AfterInval();
+}
+
+RequestRun::Outcome RequestRun::AfterInval() {
   if (!trims_.empty()) {
     phase_ = Phase::kTrim;
     return StepTrim();
   }
   phase_ = Phase::kReply;
   return StepReply();
+}
+
+RequestRun::Outcome RequestRun::StepInval() {
+  if (!rank_->stopping_ && !rank_->leases_.Invalidated(invals_)) {
+    if (rank_->env_.clock->Now() < inval_deadline_) {
+      const std::vector<Leases::RecallKey>* keys = &invals_;
+      return WaitFor(
+          "inval",
+          [this, keys]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(rank_->mu_) {
+            return rank_->stopping_ || rank_->leases_.Invalidated(*keys);
+          },
+          inval_deadline_);
+    }
+    // A client that stopped answering: the change stands; its pages may be
+    // stale until it reopens the file.
+    LOG(WARNING) << "event=data_inval_timeout session=" << session_;
+    rank_->leases_.ForgetInvals(invals_);
+  }
+  invals_.clear();
+  return AfterInval();
 }
 
 RequestRun::Outcome RequestRun::WaitLeases(absl::Time now, absl::Time until) {
@@ -674,8 +712,8 @@ absl::Status RequestRun::ReleaseOne(uint64_t ino, bool write, Event* event) {
   auto w = s->opens_write.find(ino);
   if (w != s->opens_write.end() && (write || !s->opens.contains(ino))) {
     if (--w->second <= 0 || !s->opens.contains(ino)) s->opens_write.erase(w);
-    rank_->leases_.NoteWriter(session_, ino, s);
   }
+  rank_->leases_.NoteOpen(session_, ino, s);
   if (s->opens.contains(ino)) return absl::OkStatus();
   rank_->locks_.DropSession(session_, ino);  // what close and release left
   event->op = "release";

@@ -22,7 +22,8 @@
 // half way (a stopping or crashing rank): it gives back what the request
 // held (its inline move, its truncates' holds, its place among lock waiters).
 //
-// Phases: kOp (the operation, retried whole) → kTrim (a truncate's cuts,
+// Phases: kOp (the operation, retried whole) → kInval (other openers drop
+// their cached pages of a file whose data it changed) → kTrim (a truncate's cuts,
 // once its event is durable) → kReply (an early "unsafe" answer, or a wait
 // for the journal) → done. A lock request has its own phase (kLock).
 //
@@ -77,11 +78,16 @@ class RequestRun {
   Reply* reply() { return reply_; }
 
  private:
-  enum class Phase { kOp, kLock, kTrim, kReply, kDone };
+  enum class Phase { kOp, kLock, kInval, kTrim, kReply, kDone };
   using Kind = Outcome::Kind;
 
   Outcome StepOp() ABSL_EXCLUSIVE_LOCKS_REQUIRED(rank_->mu_);
   Outcome StepLock() ABSL_EXCLUSIVE_LOCKS_REQUIRED(rank_->mu_);
+  // Waits until the other openers of a file whose data or size the request
+  // changed dropped their cached pages (up to write_recall_timeout_ms).
+  Outcome StepInval() ABSL_EXCLUSIVE_LOCKS_REQUIRED(rank_->mu_);
+  // Where a committed operation goes after its invalidations.
+  Outcome AfterInval() ABSL_EXCLUSIVE_LOCKS_REQUIRED(rank_->mu_);
   Outcome StepTrim() ABSL_EXCLUSIVE_LOCKS_REQUIRED(rank_->mu_);
   Outcome StepReply() ABSL_EXCLUSIVE_LOCKS_REQUIRED(rank_->mu_);
   // The operation proper, on a fresh context, once the request passed its
@@ -140,6 +146,8 @@ class RequestRun {
     absl::Time deadline;
   };
   std::optional<TrimWait> trim_wait_;
+  std::vector<Leases::RecallKey> invals_;  // phase kInval
+  absl::Time inval_deadline_;
   // A move of inline data this request makes (the file is its own until the
   // request ends), and what it moved: (ino, inline_version).
   uint64_t moving_ = 0;

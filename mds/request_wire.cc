@@ -36,6 +36,7 @@ req::Written WrittenOf(const pb::WrittenOp& w) {
     a.inline_writes.push_back({e.offset(), e.data()});
   }
   a.inline_report = w.inline_report();
+  a.append = w.append();
   return a;
 }
 

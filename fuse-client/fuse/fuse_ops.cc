@@ -954,6 +954,15 @@ void OnAttrsRevoked(MountContext& ctx, uint64_t ino) {
   if (err != 0 && err != -ENOENT) VLOG(1) << "op=inval_attrs ino=" << ino << " err=" << err;
 }
 
+void OnDataInvalidated(MountContext& ctx, uint64_t ino) {
+  if (ctx.se == nullptr) return;
+  const fuse_ino_t kernel_ino = ino == ctx.base_ino ? FUSE_ROOT_ID : ino;
+  // Offset 0, length 0: every page of the file (unmapped from any mmap)
+  // and its attributes. Waits for a page a read of this mount has locked.
+  const int err = fuse_lowlevel_notify_inval_inode(ctx.se, kernel_ino, 0, 0);
+  if (err != 0 && err != -ENOENT) VLOG(1) << "op=inval_data ino=" << ino << " err=" << err;
+}
+
 const fuse_lowlevel_ops& Operations() {
   static const fuse_lowlevel_ops ops = [] {
     fuse_lowlevel_ops o = {};

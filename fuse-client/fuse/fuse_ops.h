@@ -88,5 +88,7 @@ void OnDirRevoked(MountContext& ctx, uint64_t dir);
 // kernel's attributes of it are invalidated before the revoke is
 // acknowledged. Takes no lock the kernel holds for a request.
 void OnAttrsRevoked(MountContext& ctx, uint64_t ino);
+// Another session changed the data of file `ino`: the kernel's pages of it go.
+void OnDataInvalidated(MountContext& ctx, uint64_t ino);
 
 }  // namespace weft::fuse

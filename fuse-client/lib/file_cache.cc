@@ -475,6 +475,18 @@ void FileCache::ReleaseWrites() {
   held_ = false;
 }
 
+void FileCache::SetWriteThrough(bool on, uint64_t seq) {
+  absl::MutexLock lock(&mu_);
+  if (seq == 0 || seq <= buffer_seq_) return;  // an older answer, crossed by a newer one
+  buffer_seq_ = seq;
+  write_through_ = on;
+}
+
+bool FileCache::write_through() {
+  absl::MutexLock lock(&mu_);
+  return write_through_;
+}
+
 void FileCache::DropReadahead() {
   absl::MutexLock lock(&mu_);
   chunks_.clear();

@@ -166,6 +166,14 @@ class FileCache : public std::enable_shared_from_this<FileCache> {
   void DropReadahead();
   void Truncated(uint64_t size);
 
+  // Whether every write goes through to the OSDs and is reported before it
+  // returns: another session holds the file open and someone writes it
+  // (MetaReply.write_through with an open, LeaseEvent.write_through with a
+  // recall). Of the two, the one with the higher seq stands (they cross on
+  // the wire); seq 0 says nothing.
+  void SetWriteThrough(bool on, uint64_t seq);
+  bool write_through();
+
   // The MDS is cutting the file's objects (another client's truncate; the
   // recall flushed this one's writes first): no batch starts writing to the
   // OSDs until ReleaseWrites. HoldWrites returns at once; AwaitWritesHeld
@@ -313,6 +321,8 @@ class FileCache : public std::enable_shared_from_this<FileCache> {
 
   absl::Mutex mu_;
   objects::FileData data_ ABSL_GUARDED_BY(mu_);
+  bool write_through_ ABSL_GUARDED_BY(mu_) = false;
+  uint64_t buffer_seq_ ABSL_GUARDED_BY(mu_) = 0;
   objects::ExtentMap dirty_ ABSL_GUARDED_BY(mu_);
   uint64_t dirty_end_ ABSL_GUARDED_BY(mu_) = 0;    // of writes since the last batch taken
   uint64_t written_end_ ABSL_GUARDED_BY(mu_) = 0;  // of every write (appends go here)

@@ -97,11 +97,15 @@ FileSystemClient::FileSystemClient(FileSystemClientOptions options,
       read_pool_(std::make_unique<ThreadPool>("client-read", options_.io_threads, 4096)),
       release_pool_(std::make_unique<ThreadPool>("client-release", 4, 65536)),
       recall_pool_(std::make_unique<ThreadPool>("client-recall", 2, 65536)),
+      inval_pool_(std::make_unique<ThreadPool>("client-inval", 1, 65536)),
       releaser_([this] { ReleaseLoop(); }),
       flusher_([this] { FlushLoop(); }) {
   meta_->SetOpenFiles([this] { return OpenFiles(); });
-  meta_->SetFlushRecall([this](uint64_t ino, bool hold, std::function<void()> ack) {
-    FlushForRecall(ino, hold, std::move(ack));
+  meta_->SetFlushRecall([this](const MetaClient::FlushRequest& recall, std::function<void()> ack) {
+    FlushForRecall(recall, std::move(ack));
+  });
+  meta_->SetDataInval([this](uint64_t ino, std::function<void()> ack) {
+    InvalidateData(ino, std::move(ack));
   });
   meta_->SetHoldReleased([this](uint64_t ino) { ReleaseHold(ino); });
   meta_->SetEpochBarrier([this](uint64_t epoch) { WaitForMap(epoch); });
@@ -128,9 +132,11 @@ FileSystemClient::~FileSystemClient() {
   }
   for (FileHandle fh : open) (void)Release(fh);
   meta_->SetFlushRecall(nullptr);  // nothing is buffered any more: acknowledged at once
+  meta_->SetDataInval(nullptr);
   meta_->SetHoldReleased(nullptr);
   meta_->SetStreamLost(nullptr);
   recall_pool_.reset();
+  inval_pool_.reset();
   {
     absl::MutexLock lock(&mu_);
     stopping_ = true;
@@ -222,6 +228,11 @@ void FileSystemClient::SetDirRevoked(std::function<void(uint64_t dir)> handler) 
 absl::Duration FileSystemClient::AttrValid(const Attr& a) {
   if (S_ISDIR(a.mode)) return options_.attr_ttl;
   return meta_->leases().AttrRemaining(a.ino, a.version, absl::Now());
+}
+
+void FileSystemClient::SetDataInvalidated(std::function<void(uint64_t ino)> handler) {
+  absl::MutexLock lock(&inval_mu_);
+  data_invalidated_ = std::move(handler);
 }
 
 void FileSystemClient::SetAttrsRevoked(std::function<void(uint64_t ino)> handler) {

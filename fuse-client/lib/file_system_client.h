@@ -180,6 +180,11 @@ class FileSystemClient {
   // `handler` runs for every revoked attribute cap before the revoke is
   // acknowledged (MetaClient::SetAttrsRevoked); nullptr removes it.
   void SetAttrsRevoked(std::function<void(uint64_t ino)> handler);
+  // Called (off the lease thread) when another session changed the data or
+  // size of a file this client has open, after the client dropped its own
+  // cached data of it and before the change is acknowledged: the FUSE layer
+  // drops the kernel's pages. Set before the mount serves.
+  void SetDataInvalidated(std::function<void(uint64_t ino)> handler);
   // The frontend gave the kernel `a` (a reply it sent): the version the
   // kernel's attributes of a.ino are at. KernelHas: whether they are at
   // a.version, so that an open finding that version need not make the
@@ -499,7 +504,13 @@ class FileSystemClient {
   void FlushLoop();
   // The MDS recalled the buffered writes of `ino` (MetaClient::FlushRecall),
   // and with `hold` holds them until ReleaseHold(ino) (0: every file).
-  void FlushForRecall(uint64_t ino, bool hold, std::function<void()> ack);
+  void FlushForRecall(const MetaClient::FlushRequest& recall, std::function<void()> ack);
+  // Another session changed the data of `ino` (MetaClient::DataInval).
+  void InvalidateData(uint64_t ino, std::function<void()> ack);
+  // A write of an O_APPEND handle to a file shared with other writers: the
+  // MDS reserves the bytes at its end of the file (WrittenOp.append), then
+  // they are written through.
+  absl::Status AppendShared(const std::shared_ptr<OpenFile>& f, absl::string_view data);
   void ReleaseHold(uint64_t ino);
   // This client's open files, for the MDS after its restart.
   std::vector<pb::OpenRef> OpenFiles();
@@ -561,6 +572,11 @@ class FileSystemClient {
   // Recalls of buffered writes: they wait for flushes too, and must not
   // queue behind releases.
   std::unique_ptr<ThreadPool> recall_pool_;
+  // Data invalidations: they take the kernel's page locks, so they must not
+  // queue behind a recall's flush that waits for another client's.
+  std::unique_ptr<ThreadPool> inval_pool_;
+  absl::Mutex inval_mu_;
+  std::function<void(uint64_t ino)> data_invalidated_ ABSL_GUARDED_BY(inval_mu_);
   // Files whose writes the MDS holds for a truncate (LeaseEvent.hold) and
   // has not released yet. Taken before mu_.
   absl::Mutex holds_mu_;

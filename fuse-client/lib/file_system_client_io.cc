@@ -57,6 +57,7 @@ absl::StatusOr<FileSystemClient::Opened> FileSystemClient::AddHandle(const Creds
     absl::MutexLock lock(&mu_);
     if ((attr.mode & S_IFMT) == S_IFREG) {
       f->cache = CacheFor(attr, reply.has_inline_data() ? &reply.inline_data() : nullptr);
+      if (f->cache != nullptr) f->cache->SetWriteThrough(reply.write_through(), reply.buffer_seq());
     }
     out.fh = next_fh_++;
     handles_[out.fh] = std::move(f);
@@ -434,14 +435,53 @@ absl::StatusOr<uint64_t> FileSystemClient::Write(const Creds& c, FileHandle fh, 
       return dropped;
     }
   }
+  const bool shared = f->cache->write_through();
+  if ((f->flags & O_APPEND) && shared) {
+    RETURN_IF_ERROR(AppendShared(f, data));
+    return data.size();
+  }
   if (f->flags & O_APPEND) {
     ASSIGN_OR_RETURN(Attr attr, Getattr(c, f->ino));
     RETURN_IF_ERROR(f->cache->Append(attr.size, data, NowNs()).status());
   } else {
     RETURN_IF_ERROR(f->cache->Write(offset, data, NowNs()));
   }
-  if (f->write_through()) RETURN_IF_ERROR(f->cache->Flush());
+  // Shared with another session: on the OSDs and reported before the write
+  // returns (the report drops every other opener's cached pages).
+  if (f->write_through() || shared) RETURN_IF_ERROR(f->cache->Flush());
   return data.size();
+}
+
+absl::Status FileSystemClient::AppendShared(const std::shared_ptr<OpenFile>& f,
+                                            absl::string_view data) {
+  // What this handle buffered before the file became shared goes first.
+  RETURN_IF_ERROR(f->cache->Flush());
+  for (int attempt = 0;; ++attempt) {
+    if (f->cache->inline_on()) RETURN_IF_ERROR(f->cache->MoveToObjects());
+    Creds writer;
+    {
+      absl::MutexLock lock(&mu_);
+      auto it = caches_.find(f->ino);
+      if (it != caches_.end()) writer = it->second.writer;
+    }
+    pb::MetaRequest r;
+    pb::WrittenOp* op = r.mutable_written();
+    op->set_ino(f->ino);
+    op->set_append(data.size());
+    op->set_keep_times(true);
+    ASSIGN_OR_RETURN(pb::MetaReply reply, Call(writer, std::move(r)));
+    if (reply.inline_refused()) {
+      // The MDS keeps the data inline: move it (this cache may not know yet).
+      if (attempt >= 3) {
+        return ErrnoError(absl::StatusCode::kAborted, EIO,
+                          "append: the file's inline data did not move to objects");
+      }
+      continue;
+    }
+    CacheAttr(reply);
+    RETURN_IF_ERROR(f->cache->Write(reply.append_offset(), data, NowNs()));
+    return f->cache->Flush();
+  }
 }
 
 absl::Status FileSystemClient::Fallocate(const Creds& c, FileHandle fh, uint32_t mode,
@@ -499,7 +539,7 @@ absl::Status FileSystemClient::Fallocate(const Creds& c, FileHandle fh, uint32_t
     };
     RETURN_IF_ERROR(write_zeros(offset, removed.first));  // before the removed sets
     RETURN_IF_ERROR(write_zeros(removed.second, zero_end));
-    if (f->write_through()) RETURN_IF_ERROR(f->cache->Flush());
+    if (f->write_through() || f->cache->write_through()) RETURN_IF_ERROR(f->cache->Flush());
   }
   if ((mode & kKeepSize) || end <= size) return absl::OkStatus();
   SetattrArgs grow;
@@ -536,7 +576,14 @@ absl::Status FileSystemClient::Flush(FileHandle fh) {
   return f->cache->FlushInBackground(absl::InfiniteFuture(), /*force=*/true);
 }
 
-void FileSystemClient::FlushForRecall(uint64_t ino, bool hold, std::function<void()> ack) {
+void FileSystemClient::FlushForRecall(const MetaClient::FlushRequest& recall,
+                                      std::function<void()> ack) {
+  const uint64_t ino = recall.ino;
+  const bool hold = recall.hold;
+  if (recall.write_through) {
+    // Before the flush: a write buffered after it would stay unseen.
+    if (std::shared_ptr<FileCache> cache = CacheOf(ino)) cache->SetWriteThrough(true, recall.seq);
+  }
   if (hold) {
     // Noted at once, on the lease thread: a release (the MDS gave up
     // waiting for this flush) may come before the flush ends.
@@ -558,6 +605,20 @@ void FileSystemClient::FlushForRecall(uint64_t ino, bool hold, std::function<voi
         }
         cache->AwaitWritesHeld();  // a batch begun after the flush
       }
+    }
+    ack();
+  });
+}
+
+void FileSystemClient::InvalidateData(uint64_t ino, std::function<void()> ack) {
+  inval_pool_->Submit([this, ino, ack = std::move(ack)] {
+    if (std::shared_ptr<FileCache> cache = CacheOf(ino)) {
+      cache->DropReadahead();
+      cache->DropInlineCopy();
+    }
+    {
+      absl::MutexLock lock(&inval_mu_);
+      if (data_invalidated_) data_invalidated_(ino);
     }
     ack();
   });

@@ -155,11 +155,22 @@ void MetaClient::LeaseLoop() {
         leases_.StreamUp();
         continue;
       }
+      if (event.inval()) {
+        auto ack = [this, event] { AckLease(event); };
+        absl::MutexLock lock(&recall_mu_);
+        if (data_inval_) {
+          data_inval_(event.ino(), std::move(ack));
+        } else {
+          ack();
+        }
+        continue;
+      }
       if (event.flush()) {
         auto ack = [this, event] { AckLease(event); };
         absl::MutexLock lock(&recall_mu_);
         if (flush_recall_) {
-          flush_recall_(event.ino(), event.hold(), std::move(ack));
+          flush_recall_(FlushRequest{event.ino(), event.hold(), event.write_through(), event.seq()},
+                        std::move(ack));
         } else {
           ack();
         }
@@ -212,6 +223,11 @@ void MetaClient::AckLease(const pb::LeaseEvent& event) {
   pb::SessionReply reply;
   absl::Status acked = rpc::FromGrpc(stub->LeaseAck(&ctx, ack, &reply), "mds");
   if (!acked.ok()) VLOG(1) << "op=lease_ack ino=" << event.ino() << " status=" << acked;
+}
+
+void MetaClient::SetDataInval(DataInval handler) {
+  absl::MutexLock lock(&recall_mu_);
+  data_inval_ = std::move(handler);
 }
 
 void MetaClient::SetFlushRecall(FlushRecall handler) {

@@ -92,8 +92,22 @@ class MetaClient {
   // to cut the file's objects; once flushed, nothing more of the file goes
   // to the OSDs until the hold-released handler is called for it (or the
   // stream ends).
-  using FlushRecall = std::function<void(uint64_t ino, bool hold, std::function<void()> ack)>;
+  // `write_through` (LeaseEvent.write_through): another session opened the
+  // file; from now on (as of `seq`) this client writes it through.
+  struct FlushRequest {
+    uint64_t ino = 0;
+    bool hold = false;
+    bool write_through = false;
+    uint64_t seq = 0;
+  };
+  using FlushRecall = std::function<void(const FlushRequest& recall, std::function<void()> ack)>;
   void SetFlushRecall(FlushRecall handler);
+  // Another session changed file `ino`'s data or size (LeaseEvent.inval):
+  // the handler drops what this client caches of its data (and the kernel's
+  // pages), then calls `ack`; it must return at once. Without a handler
+  // the event is acknowledged at once.
+  using DataInval = std::function<void(uint64_t ino, std::function<void()> ack)>;
+  void SetDataInval(DataInval handler);
   void SetHoldReleased(std::function<void(uint64_t ino)> handler);
   // Called when the lease stream ends: until the next one is up, the MDS
   // cannot recall anything this client buffers.
@@ -168,6 +182,7 @@ class MetaClient {
   DirLeases leases_;
   absl::Mutex recall_mu_;  // held while the handler runs
   FlushRecall flush_recall_ ABSL_GUARDED_BY(recall_mu_);
+  DataInval data_inval_ ABSL_GUARDED_BY(recall_mu_);
   std::function<void()> stream_lost_ ABSL_GUARDED_BY(recall_mu_);
   std::function<void(uint64_t)> hold_released_ ABSL_GUARDED_BY(recall_mu_);
   DirRevoked dir_revoked_ ABSL_GUARDED_BY(recall_mu_);

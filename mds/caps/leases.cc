@@ -64,7 +64,7 @@ uint64_t Leases::OpenStream(SessionId session) {
   // trusts no grant of a request it sent before this hello.
   dirs_.DropSession(session.value());
   attrs_.DropSession(session.value());
-  absl::erase_if(recalls_, [&](const auto& r) { return r.first.first == session.value(); });
+  DropSessionRecalls(session.value());
   ++returns_;
   const uint64_t gen = ++stream_gen_;
   Stream& stream = streams_[session.value()];
@@ -93,16 +93,22 @@ void Leases::CloseStream(SessionId session, uint64_t gen) {
   auto it = streams_.find(session.value());
   if (it == streams_.end() || it->second.gen != gen) return;
   streams_.erase(it);
-  absl::erase_if(recalls_, [&](const auto& r) { return r.first.first == session.value(); });
+  DropSessionRecalls(session.value());
+}
+
+void Leases::DropSessionRecalls(uint64_t session) {
+  absl::erase_if(recalls_, [&](const auto& r) { return r.first.first == session; });
+  absl::erase_if(invals_, [&](const auto& r) { return r.first.first == session; });
 }
 
 void Leases::DropSession(SessionId session, const SessionState* state) {
   if (state != nullptr) {
     for (const auto& [ino, count] : state->opens_write) DropWriter(session.value(), ino);
+    for (const auto& [ino, count] : state->opens) DropOpener(session.value(), ino);
   }
   dirs_.DropSession(session.value());
   attrs_.DropSession(session.value());
-  absl::erase_if(recalls_, [&](const auto& r) { return r.first.first == session.value(); });
+  DropSessionRecalls(session.value());
   ++returns_;
   streams_.erase(session.value());  // its stream ends
 }
@@ -229,15 +235,90 @@ absl::Status Leases::CheckCaps(absl::Time now) const {
 
 // ---- writers and recalls
 
-void Leases::NoteWriter(SessionId session, uint64_t ino, const SessionState* state) {
-  if (state != nullptr) {
-    auto it = state->opens_write.find(ino);
-    if (it != state->opens_write.end() && it->second > 0) {
-      writers_[ino].insert(session.value());
-      return;
-    }
+void Leases::NoteOpen(SessionId session, uint64_t ino, const SessionState* state) {
+  auto positive = [ino](const absl::flat_hash_map<uint64_t, int>& counts) {
+    auto it = counts.find(ino);
+    return it != counts.end() && it->second > 0;
+  };
+  if (state != nullptr && positive(state->opens_write)) {
+    writers_[ino].insert(session.value());
+  } else {
+    DropWriter(session.value(), ino);
   }
-  DropWriter(session.value(), ino);
+  if (state != nullptr && positive(state->opens)) {
+    openers_[ino].try_emplace(session.value());
+  } else {
+    DropOpener(session.value(), ino);
+  }
+}
+
+void Leases::DropOpener(uint64_t session, uint64_t ino) {
+  auto o = openers_.find(ino);
+  if (o == openers_.end()) return;
+  o->second.erase(session);
+  if (o->second.empty()) openers_.erase(o);
+}
+
+bool Leases::MayBuffer(uint64_t session, uint64_t ino) const {
+  auto o = openers_.find(ino);
+  if (o == openers_.end()) return true;  // not counted yet: assume it may
+  auto it = o->second.find(session);
+  return it == o->second.end() || it->second.may_buffer;
+}
+
+std::pair<bool, uint64_t> Leases::BufferFor(SessionId session, uint64_t ino) {
+  auto o = openers_.find(ino);
+  const bool shared = o != openers_.end() && o->second.size() > 1 && writers_.contains(ino);
+  if (o != openers_.end()) {
+    auto it = o->second.find(session.value());
+    if (it != o->second.end()) it->second.may_buffer = !shared;
+  }
+  return {shared, ++next_recall_seq_};
+}
+
+namespace {
+
+// The file whose data or size `r` changed (0: none). A reservation of a
+// shared appender is not: the bytes come with its next report.
+uint64_t DataChangeOf(const Request& r) {
+  if (auto* op = r.As<req::Written>()) return op->append != 0 ? 0 : op->ino.value();
+  if (auto* op = r.As<req::Setattr>()) return (op->valid & posix::kSetSize) ? op->ino.value() : 0;
+  return 0;
+}
+
+}  // namespace
+
+std::vector<Leases::RecallKey> Leases::Invalidate(const Request& request) {
+  const uint64_t ino = DataChangeOf(request);
+  if (ino == 0) return {};
+  auto o = openers_.find(ino);
+  if (o == openers_.end()) return {};
+  std::vector<RecallKey> wanted;
+  for (const auto& [id, opener] : o->second) {
+    if (id == request.session.value() || !streams_.contains(id)) continue;
+    const RecallKey key{id, ino};
+    const uint64_t seq = ++next_recall_seq_;
+    invals_[key] = seq;
+    pb::LeaseEvent event;
+    event.set_ino(ino);
+    event.set_seq(seq);
+    event.set_inval(true);
+    Send(id, event);
+    wanted.push_back(key);
+  }
+  if (!wanted.empty()) {
+    VLOG(1) << "event=data_inval session=" << request.session << " n=" << wanted.size();
+  }
+  return wanted;
+}
+
+bool Leases::Invalidated(const std::vector<RecallKey>& wanted) const {
+  return std::none_of(wanted.begin(), wanted.end(),
+                      [this](const RecallKey& key) { return invals_.contains(key); });
+}
+
+void Leases::ForgetInvals(const std::vector<RecallKey>& wanted) {
+  for (const RecallKey& key : wanted) invals_.erase(key);
 }
 
 void Leases::DropWriter(uint64_t session, uint64_t ino) {
@@ -267,6 +348,11 @@ std::vector<Leases::RecallKey> Leases::Recall(const Request& request,
   // decision on a file's mode or owner (also one that failed) needs the
   // writer's own changes of them (MetaReply.attr_authority) first.
   const std::vector<uint64_t> shown = ShownInos(reply, touched);
+  // An open makes the file shared with its writers: they write through
+  // from then on, so no later look needs to recall them.
+  uint64_t opened = 0;
+  if (auto* op = request.As<req::Open>()) opened = op->ino.value();
+  if (auto* op = request.As<req::Create>(); op != nullptr && op->open) opened = reply.attr.ino;
   std::vector<RecallKey> wanted;
   absl::flat_hash_set<RecallKey> holds;  // of `wanted`: those asked to hold
   for (uint64_t ino : shown) {
@@ -277,6 +363,9 @@ std::vector<Leases::RecallKey> Leases::Recall(const Request& request,
     for (uint64_t id : w->second) {
       if (id == request.session.value() || !streams_.contains(id)) continue;
       if (!sessions.HasOpen(SessionId(id), ino, /*write=*/true)) continue;
+      // Told to write through: it buffers nothing (its write in flight is
+      // concurrent with this request).
+      if (!MayBuffer(id, ino) && !hold) continue;
       const RecallKey key{id, ino};
       const bool first = recalled->insert(key).second;
       // Recalled already when the run before had no truncate to hold it for.
@@ -287,8 +376,10 @@ std::vector<Leases::RecallKey> Leases::Recall(const Request& request,
   }
   for (const RecallKey& key : wanted) {
     const bool hold = holds.contains(key);
-    // Already asked for another request (a hold is asked again).
-    if (recalls_.contains(key) && !hold) continue;
+    const bool write_through = key.second == opened && MayBuffer(key.first, key.second);
+    // Already asked for another request (a hold, or a switch to write
+    // through, is asked again).
+    if (recalls_.contains(key) && !hold && !write_through) continue;
     const uint64_t seq = ++next_recall_seq_;
     recalls_[key] = seq;
     pb::LeaseEvent event;
@@ -296,6 +387,15 @@ std::vector<Leases::RecallKey> Leases::Recall(const Request& request,
     event.set_seq(seq);
     event.set_flush(true);
     event.set_hold(hold);
+    if (write_through) {
+      event.set_write_through(true);
+      auto o = openers_.find(key.second);
+      if (o != openers_.end()) {
+        if (auto it = o->second.find(key.first); it != o->second.end()) {
+          it->second.may_buffer = false;
+        }
+      }
+    }
     if (hold) {
       holds_[key.second].insert(key.first);
       ++hold_requests_[key.second];
@@ -332,7 +432,10 @@ bool Leases::MayGrantAttrAuthority(const Request& request, const Reply& reply,
 
 void Leases::Ack(SessionId session, const pb::LeaseAckRequest& request) {
   for (const pb::LeaseEvent& e : request.acks()) {
-    if (e.flush()) {
+    if (e.inval()) {
+      auto it = invals_.find(RecallKey{session.value(), e.ino()});
+      if (it != invals_.end() && it->second == e.seq()) invals_.erase(it);
+    } else if (e.flush()) {
       auto it = recalls_.find(RecallKey{session.value(), e.ino()});
       if (it != recalls_.end() && it->second == e.seq()) recalls_.erase(it);
     } else if (e.attrs()) {

@@ -4,7 +4,8 @@
 // answer `stat` of a file, symlink or special file from what it has), the
 // recall of a writer's buffered writes before another session sees the
 // file, the hold of those writes while a truncate cuts the file's objects,
-// attribute authority of a file's creator, and the per-session streams all
+// attribute authority of a file's creator, write-through and page
+// invalidation of files several sessions hold open, and the per-session streams all
 // of their events travel on (MdsService's LeaseStream: revokes, recalls,
 // holds and releases).
 //
@@ -16,7 +17,10 @@
 // every other session's attribute cap on it the same way; an answer that
 // shows a file another session holds open for writing first recalls that
 // session's buffered writes and waits for its acknowledgement (or
-// write_recall_timeout_ms). Requests wait by returning RequestRun's Wait
+// write_recall_timeout_ms); an open that shares a file with a buffering
+// writer switches that writer to write-through, and a committed change of a
+// shared file's data or size waits for every other opener to drop its
+// pages ("Shared files"). Requests wait by returning RequestRun's Wait
 // outcome with the predicates below: Leases never blocks.
 //
 // Contract: a grant is given only to a session with a stream (its revokes
@@ -118,10 +122,10 @@ class Leases {
   // The contract's invariant on the caps alive at `now`: OK, or what broke it.
   absl::Status CheckCaps(absl::Time now) const;
 
-  // ---- writers and recalls
-  // Keeps writers() in step with `state`'s opens_write of `ino` (state may be
-  // null: the session is gone).
-  void NoteWriter(SessionId session, uint64_t ino, const SessionState* state);
+  // ---- openers, writers and recalls
+  // Keeps openers and writers() in step with `state`'s opens and opens_write
+  // of `ino` (state may be null: the session is gone).
+  void NoteOpen(SessionId session, uint64_t ino, const SessionState* state);
   bool HasWriters() const { return !writers_.empty(); }
   // Before an answer to `request` that shows, or looked at, files another
   // session holds open for writing (`reply` and `touched`: ShownInos):
@@ -143,6 +147,21 @@ class Leases {
   // Whether a create's reply may carry attr_authority (MetaReply).
   bool MayGrantAttrAuthority(const Request& request, const Reply& reply,
                              const Sessions& sessions) const;
+  // ---- shared files (MetaReply.write_through)
+  // After an open of `ino` by `session` was counted: whether the session
+  // must write the file through (another session holds it open and someone
+  // writes it), with the seq that orders this answer against recalls. A
+  // writer told to buffer counts as buffering from now on (recalled by
+  // lookers); one told to write through is not recalled again.
+  std::pair<bool, uint64_t> BufferFor(SessionId session, uint64_t ino);
+  // After `request` committed a change of a file's data or size (a write
+  // report, a truncate): asks every other session holding the file open to
+  // drop its cached pages (LeaseEvent.inval). Returns what to wait for.
+  std::vector<RecallKey> Invalidate(const Request& request);
+  bool Invalidated(const std::vector<RecallKey>& wanted) const;
+  void ForgetInvals(const std::vector<RecallKey>& wanted);
+  // Whether `session` may be buffering writes to `ino` (tests).
+  bool MayBuffer(uint64_t session, uint64_t ino) const;
   // The client's acknowledgements of revokes and recalls.
   void Ack(SessionId session, const pb::LeaseAckRequest& request);
 
@@ -161,6 +180,8 @@ class Leases {
   };
   void Send(uint64_t session, const pb::LeaseEvent& event);
   void DropWriter(uint64_t session, uint64_t ino);
+  void DropOpener(uint64_t session, uint64_t ino);
+  void DropSessionRecalls(uint64_t session);
 
   // Whether a session other than `session` holds `ino` open for writing.
   bool OtherWriter(uint64_t session, uint64_t ino) const;
@@ -174,6 +195,13 @@ class Leases {
   uint64_t next_recall_seq_ = 0;
   // ino -> sessions that hold it open for writing.
   absl::flat_hash_map<uint64_t, absl::flat_hash_set<uint64_t>> writers_;
+  // ino -> every session holding it open, and whether it may buffer writes
+  // (true until it is told to write through; a reader's is unused).
+  struct Opener {
+    bool may_buffer = true;
+  };
+  absl::flat_hash_map<uint64_t, absl::flat_hash_map<uint64_t, Opener>> openers_;
+  absl::flat_hash_map<RecallKey, uint64_t> invals_;  // -> seq
   // Truncates: the sessions holding a file's writes, and how many holds of
   // each file requests asked for and have not ended.
   absl::flat_hash_map<uint64_t, absl::flat_hash_set<uint64_t>> holds_;

@@ -158,10 +158,40 @@ absl::Status ApplyOwnAttrs(const req::Setattr& a, Inode* edit) {
 
 }  // namespace
 
+namespace {
+
+// A shared appender's reservation (WrittenOp.append): the bytes go at the
+// end of the file as the MDS knows it (every writer of a shared file reports
+// each write before it returns), and the size moves past them now, so the
+// next appender's bytes go after them.
+absl::Status ReserveAppend(OpContext& ctx, const req::Written& op, const Inode& inode,
+                           Reply* reply) {
+  if (op.append > (uint64_t{1} << 60) - std::min(inode.size, uint64_t{1} << 60)) {
+    return Err(EFBIG, "append past the maximum file size");
+  }
+  if (inode.data_inline) {
+    // The client moves the data to objects first (InlineOp uninline).
+    reply->inline_refused = true;
+    FillAttr(inode, &reply->attr);
+    return absl::OkStatus();
+  }
+  const Inode before = inode;
+  Inode* edit = ctx.Edit(before);
+  reply->append_offset = before.size;
+  edit->size = before.size + op.append;
+  if (before.nlink > 0) ctx.RStat(before.parent, static_cast<int64_t>(op.append), 0, 0);
+  edit->mode = ModeAfterWrite(AccessOf(*edit), ctx.cred());
+  FillAttr(*edit, &reply->attr);
+  return absl::OkStatus();
+}
+
+}  // namespace
+
 absl::Status DoWritten(OpContext& ctx, const req::Written& op, Reply* reply) {
   ASSIGN_OR_RETURN(const Inode* inode, ctx.Inode(op.ino));
   if (!ctx.HasOpen(op.ino, true)) return Err(EBADF, "file not open for writing by this session");
   if (op.end > (uint64_t{1} << 60)) return Err(EFBIG, "write past the maximum file size");
+  if (op.append != 0) return ReserveAppend(ctx, op, *inode, reply);
   if (!op.inline_report && inode->data_inline && inode->allocated.value_or(0) > 0) {
     return Err(EINVAL, absl::StrCat("inode ", op.ino.value(),
                                     " keeps its data in the MDS: objects written before a move"));

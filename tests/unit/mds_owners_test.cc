@@ -152,7 +152,7 @@ TEST_CASE("leases: writes are recalled from other writers - once - and answered 
     gens[id] = leases.OpenStream(SessionId(id));
   }
   sessions.Opened(SessionId(1), 500, /*write=*/true);
-  leases.NoteWriter(SessionId(1), 500, sessions.Find(SessionId(1)));
+  leases.NoteOpen(SessionId(1), 500, sessions.Find(SessionId(1)));
   CHECK(leases.HasWriters());
   Request stat = Of(2, req::Getattr{InodeId(500)});
   Reply reply;
@@ -179,8 +179,103 @@ TEST_CASE("leases: writes are recalled from other writers - once - and answered 
   CHECK(leases.Recall(stat, reply, {}, {}, sessions, &recalled, &held).empty());
   // Its last close: no writer left.
   sessions.Find(SessionId(1))->opens_write.clear();
-  leases.NoteWriter(SessionId(1), 500, sessions.Find(SessionId(1)));
+  leases.NoteOpen(SessionId(1), 500, sessions.Find(SessionId(1)));
   CHECK_FALSE(leases.HasWriters());
+}
+
+TEST_CASE("leases: a shared file - its writers write through - its openers drop pages on each change") {
+  Leases leases(absl::Seconds(5));
+  Sessions sessions(1);
+  uint64_t gens[4] = {0, 0, 0, 0};
+  for (uint64_t id : {1, 2, 3}) {
+    sessions.Apply(OpenEvent(id, id));
+    gens[id] = leases.OpenStream(SessionId(id));
+  }
+  auto take = [&](uint64_t id) {
+    std::deque<pb::LeaseEvent> events;
+    REQUIRE(leases.TakeEvents(SessionId(id), gens[id], &events));
+    return events;
+  };
+  auto open = [&](uint64_t id, bool write) {
+    sessions.Opened(SessionId(id), 500, write);
+    leases.NoteOpen(SessionId(id), 500, sessions.Find(SessionId(id)));
+    return leases.BufferFor(SessionId(id), 500);
+  };
+  (void)take(1), (void)take(2), (void)take(3);  // the hellos
+  // Alone, a writer buffers.
+  const auto [alone, alone_seq] = open(1, true);
+  CHECK_FALSE(alone);
+  CHECK(leases.MayBuffer(1, 500));
+
+  // Another session opens it (to read): the writer flushes and writes
+  // through from then on, as the recall says, and is not recalled again.
+  Request open2 = Of(2, req::Open{InodeId(500), O_RDONLY});
+  Reply reply;
+  reply.attr.ino = 500;
+  absl::flat_hash_set<Leases::RecallKey> recalled, held;
+  std::vector<Leases::RecallKey> wanted =
+      leases.Recall(open2, reply, {}, {}, sessions, &recalled, &held);
+  REQUIRE(wanted.size() == 1);
+  std::deque<pb::LeaseEvent> events = take(1);
+  REQUIRE(events.size() == 1);
+  CHECK(events[0].flush());
+  CHECK(events[0].write_through());
+  CHECK(events[0].seq() > alone_seq);  // it stands over the open's answer
+  CHECK_FALSE(leases.MayBuffer(1, 500));
+  const auto [shared, shared_seq] = open(2, false);
+  CHECK(shared);
+  Request stat = Of(3, req::Getattr{InodeId(500)});
+  absl::flat_hash_set<Leases::RecallKey> recalled3, held3;
+  CHECK(leases.Recall(stat, reply, {}, {}, sessions, &recalled3, &held3).empty());
+
+  // A third session opening to write is told to write through at once.
+  const auto [third, third_seq] = open(3, true);
+  CHECK(third);
+  CHECK(third_seq > shared_seq);
+  CHECK_FALSE(leases.MayBuffer(3, 500));
+
+  // A write report of session 1: sessions 2 and 3 drop their pages first.
+  req::Written written;
+  written.ino = InodeId(500);
+  written.end = 4096;
+  const std::vector<Leases::RecallKey> invals = leases.Invalidate(Of(1, written));
+  REQUIRE(invals.size() == 2);
+  CHECK_FALSE(leases.Invalidated(invals));
+  CHECK(take(1).empty());  // not the writer itself
+  for (uint64_t id : {2, 3}) {
+    std::deque<pb::LeaseEvent> got = take(id);
+    REQUIRE(got.size() == 1);
+    CHECK(got[0].inval());
+    pb::LeaseAckRequest ack;
+    ack.set_session(id);
+    // An ack with an old seq, or from another session, answers nothing.
+    pb::LeaseEvent stale = got[0];
+    stale.set_seq(got[0].seq() - 1);
+    *ack.add_acks() = stale;
+    leases.Ack(SessionId(id), ack);
+    leases.Ack(SessionId(id == 2 ? 3 : 2), [&] {
+      pb::LeaseAckRequest other;
+      *other.add_acks() = got[0];
+      return other;
+    }());
+    CHECK_FALSE(leases.Invalidated(invals));
+    ack.clear_acks();
+    *ack.add_acks() = got[0];
+    leases.Ack(SessionId(id), ack);
+  }
+  CHECK(leases.Invalidated(invals));
+  // A reservation of a shared appender changes no byte; a truncate does.
+  req::Written reserve;
+  reserve.ino = InodeId(500);
+  reserve.append = 64;
+  CHECK(leases.Invalidate(Of(1, reserve)).empty());
+  req::Setattr cut;
+  cut.ino = InodeId(500);
+  cut.valid = posix::kSetSize;
+  CHECK(leases.Invalidate(Of(2, cut)).size() == 2);
+  // A session that goes takes its invalidations with it.
+  leases.DropSession(SessionId(3), sessions.Find(SessionId(3)));
+  CHECK(leases.Invalidate(Of(1, written)).size() == 1);
 }
 
 TEST_CASE("leases: attribute caps - granted to readers - revoked by a change - none beside a writer") {
@@ -258,7 +353,7 @@ TEST_CASE("leases: attribute caps - granted to readers - revoked by a change - n
   CHECK(leases.attr_cap_count() == 0);
   // Session 3 now writes the file: it may hold the cap, nobody else may.
   sessions.Opened(SessionId(3), 500, /*write=*/true);
-  leases.NoteWriter(SessionId(3), 500, sessions.Find(SessionId(3)));
+  leases.NoteOpen(SessionId(3), 500, sessions.Find(SessionId(3)));
   Reply w = stat_reply(500, S_IFREG | 0644);
   leases.GrantAttrs(SessionId(3), &w, now);
   CHECK(w.attr_caps.size() == 1);
@@ -270,7 +365,7 @@ TEST_CASE("leases: attribute caps - granted to readers - revoked by a change - n
   CHECK(leases.RevokeAttrs(SessionId(2), {500}, now, &until));
   CHECK_FALSE(leases.RevokeAttrs(SessionId(2), {500}, until + absl::Milliseconds(1), &until));
   sessions.Opened(SessionId(2), 500, /*write=*/true);
-  leases.NoteWriter(SessionId(2), 500, sessions.Find(SessionId(2)));
+  leases.NoteOpen(SessionId(2), 500, sessions.Find(SessionId(2)));
   CHECK(leases.CheckCaps(until + absl::Milliseconds(1)).ok());
   // The invariant notices a cap held beside another's writes.
   Leases broken(absl::Seconds(5));
@@ -278,7 +373,7 @@ TEST_CASE("leases: attribute caps - granted to readers - revoked by a change - n
   Reply b = stat_reply(700, S_IFREG | 0644);
   broken.GrantAttrs(SessionId(1), &b, now);
   sessions.Opened(SessionId(2), 700, /*write=*/true);
-  broken.NoteWriter(SessionId(2), 700, sessions.Find(SessionId(2)));
+  broken.NoteOpen(SessionId(2), 700, sessions.Find(SessionId(2)));
   CHECK_FALSE(broken.CheckCaps(now).ok());
   CHECK(broken.CheckCaps(now + absl::Seconds(6)).ok());  // run out
 }
@@ -291,7 +386,7 @@ TEST_CASE("leases: a truncate holds the writers until the last request lets them
     leases.OpenStream(SessionId(id));
   }
   sessions.Opened(SessionId(1), 500, true);
-  leases.NoteWriter(SessionId(1), 500, sessions.Find(SessionId(1)));
+  leases.NoteOpen(SessionId(1), 500, sessions.Find(SessionId(1)));
   req::Setattr cut;
   cut.ino = InodeId(500);
   cut.valid = posix::kSetSize;

@@ -26,7 +26,7 @@ pb::Attr WireAttr(uint64_t ino) {
 TEST_CASE("reply wire: every field goes there and back", "[mds]") {
   // A field added to the wire needs a place in Reply, ToWire and FromWire
   // (and a line here).
-  REQUIRE(pb::MetaReply::descriptor()->field_count() == 26);
+  REQUIRE(pb::MetaReply::descriptor()->field_count() == 29);
   REQUIRE(pb::DirLease::descriptor()->field_count() == 4);
   pb::MetaReply w;
   *w.mutable_attr() = WireAttr(4096);
@@ -76,6 +76,9 @@ TEST_CASE("reply wire: every field goes there and back", "[mds]") {
   cap->set_seq(8);
   cap->set_lease_ms(5000);
   w.set_osd_epoch_barrier(41);
+  w.set_write_through(true);
+  w.set_buffer_seq(43);
+  w.set_append_offset(1 << 21);
 
   absl::StatusOr<Reply> r = FromWire(w);
   REQUIRE(r.ok());
@@ -94,6 +97,9 @@ TEST_CASE("reply wire: every field goes there and back", "[mds]") {
   CHECK(r->leases == std::vector<DirLeaseGrant>{{InodeId(1), 3, 30000, true}});
   CHECK(r->attr_caps == std::vector<AttrCapGrant>{{InodeId(4097), 8, 5000}});
   CHECK(r->osd_epoch_barrier == 41);
+  CHECK(r->write_through);
+  CHECK(r->buffer_seq == 43);
+  CHECK(r->append_offset == (1 << 21));
   CHECK(r->replaced.ino == 4098);
   CHECK(r->inline_data == "bytes");
   REQUIRE(r->changed.size() == 1);

@@ -19,7 +19,7 @@ TEST_CASE("request wire: every operation and envelope field has a place", "[mds]
   CHECK(d->field_count() - ops->field_count() == 8);
   CHECK(pb::SetattrOp::descriptor()->field_count() == 10);
   CHECK(pb::CreateOp::descriptor()->field_count() == 7);
-  CHECK(pb::WrittenOp::descriptor()->field_count() == 8);
+  CHECK(pb::WrittenOp::descriptor()->field_count() == 9);
   CHECK(pb::RenameOp::descriptor()->field_count() == 5);
   CHECK(pb::ReaddirOp::descriptor()->field_count() == 4);
 }
@@ -79,6 +79,7 @@ TEST_CASE("request wire: a flush report with attributes and inline bytes", "[mds
   op->set_keep_times(true);
   op->set_allocated_delta(-4096);
   op->set_inline_report(true);
+  op->set_append(300);
   pb::InlineExtent* e = op->add_inline_writes();
   e->set_offset(10);
   e->set_data("xyz");
@@ -95,6 +96,7 @@ TEST_CASE("request wire: a flush report with attributes and inline bytes", "[mds
   CHECK(a->keep_times);
   CHECK(a->allocated_delta == -4096);
   CHECK(a->inline_report);
+  CHECK(a->append == 300);
   REQUIRE(a->inline_writes.size() == 1);
   CHECK(a->inline_writes[0].offset == 10);
   CHECK(a->inline_writes[0].data == "xyz");

@@ -1,0 +1,209 @@
+// Data coherence of a shared file through two real mounts of one filesystem
+// (docs/ARCHITECTURE.md, "Shared files"): while another session holds a file
+// open and someone writes it, every writer writes through (to the OSDs and
+// reported to the MDS before write(2) returns) and each report drops every
+// other opener's cached pages (its kernel's too) before it is answered. So a
+// descriptor kept open, or a mapping, on one mount reads what the other
+// mount wrote right after its call returned, with no sleep and no reopen;
+// and O_APPEND writers on several mounts get their places at the end of the
+// file from the MDS, so no record is lost or torn.
+#include <catch2/catch.hpp>
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "tests/harness/mount_fixture.h"
+
+namespace weft::testing {
+namespace {
+
+using TwoMounts = TwoMountFixture;
+
+int OpenOrFail(const std::string& path, int flags, mode_t mode = 0644) {
+  const int fd = open(path.c_str(), flags, mode);
+  INFO("open " << path << ": errno " << (fd >= 0 ? 0 : errno));
+  REQUIRE(fd >= 0);
+  return fd;
+}
+
+off_t SizeOf(int fd) {
+  struct stat st = {};
+  REQUIRE(fstat(fd, &st) == 0);
+  return st.st_size;
+}
+
+TEST_CASE("fuse coherence: a descriptor kept open sees the other mount's writes and truncates at once",
+          "[fuse][caps][coherence]") {
+  TwoMounts f;
+  WriteFile(f.P("f"), std::string(10000, 'a'));
+  // The reader opens first and reads everything: its kernel caches the pages.
+  const int reader = OpenOrFail(f.Q("f"), O_RDONLY);
+  CHECK(ReadAt(reader, 0, 20000) == std::string(10000, 'a'));
+  const int writer = OpenOrFail(f.P("f"), O_WRONLY);
+
+  std::string model(10000, 'a');
+  std::mt19937 rng(46);
+  for (int i = 0; i < 40; ++i) {
+    INFO("round " << i);
+    const int kind = static_cast<int>(rng() % 4);
+    if (kind == 0) {  // an overwrite inside the file
+      const size_t at = rng() % model.size();
+      const std::string bytes(1 + rng() % 3000, static_cast<char>('b' + i % 20));
+      WriteAll(writer, bytes, static_cast<off_t>(at));
+      if (at + bytes.size() > model.size()) model.resize(at + bytes.size(), '\0');
+      model.replace(at, bytes.size(), bytes);
+    } else if (kind == 1) {  // growth past the end, leaving a hole
+      const size_t at = model.size() + rng() % 5000;
+      const std::string bytes(1 + rng() % 4000, static_cast<char>('B' + i % 20));
+      WriteAll(writer, bytes, static_cast<off_t>(at));
+      model.resize(at, '\0');
+      model += bytes;
+    } else if (kind == 2) {  // a truncate down
+      const size_t to = rng() % (model.size() + 1);
+      REQUIRE(ftruncate(writer, static_cast<off_t>(to)) == 0);
+      model.resize(to);
+    } else {  // a truncate up
+      const size_t to = model.size() + rng() % 3000;
+      REQUIRE(ftruncate(writer, static_cast<off_t>(to)) == 0);
+      model.resize(to, '\0');
+    }
+    // Right after the writer's call returned, with no sleep: the size and
+    // every byte through the descriptor the reader kept.
+    CHECK(SizeOf(reader) == static_cast<off_t>(model.size()));
+    CHECK(ReadAt(reader, 0, model.size() + 4096) == model);
+  }
+  close(writer);
+  close(reader);
+  CHECK(ReadFile(f.Q("f")) == model);
+}
+
+TEST_CASE("fuse coherence: two mounts writing one file in turn read each other's bytes at once",
+          "[fuse][caps][coherence]") {
+  TwoMounts f;
+  WriteFile(f.P("g"), "");
+  const int a = OpenOrFail(f.P("g"), O_RDWR);
+  const int b = OpenOrFail(f.Q("g"), O_RDWR);
+  std::string model;
+  std::mt19937 rng(47);
+  for (int i = 0; i < 60; ++i) {
+    INFO("round " << i);
+    const int from = (rng() % 2 == 0) ? a : b;
+    const int other = from == a ? b : a;
+    // Disjoint, overlapping and extending writes, against one model.
+    const size_t at = model.empty() ? 0 : rng() % (model.size() + 2000);
+    const std::string bytes(1 + rng() % 6000, static_cast<char>('a' + i % 26));
+    WriteAll(from, bytes, static_cast<off_t>(at));
+    if (at + bytes.size() > model.size()) model.resize(at + bytes.size(), '\0');
+    model.replace(at, bytes.size(), bytes);
+    CHECK(ReadAt(other, 0, model.size() + 100) == model);
+    CHECK(ReadAt(from, 0, model.size() + 100) == model);
+  }
+  close(a);
+  close(b);
+  CHECK(ReadFile(f.P("g")) == model);
+  CHECK(ReadFile(f.Q("g")) == model);
+}
+
+TEST_CASE("fuse coherence: a mapping on one mount shows the other mount's msync at once",
+          "[fuse][caps][coherence]") {
+  TwoMounts f;
+  constexpr size_t kSize = 3 * 4096;
+  WriteFile(f.P("m"), std::string(kSize, 'x'));
+  const int rfd = OpenOrFail(f.Q("m"), O_RDONLY);
+  void* rmap = mmap(nullptr, kSize, PROT_READ, MAP_SHARED, rfd, 0);
+  REQUIRE(rmap != MAP_FAILED);
+  const char* seen = static_cast<const char*>(rmap);
+  CHECK(std::string(seen, kSize) == std::string(kSize, 'x'));  // faulted in: cached
+
+  const int wfd = OpenOrFail(f.P("m"), O_RDWR);
+  void* wmap = mmap(nullptr, kSize, PROT_READ | PROT_WRITE, MAP_SHARED, wfd, 0);
+  INFO("writable mmap: errno " << (wmap == MAP_FAILED ? errno : 0));
+  REQUIRE(wmap != MAP_FAILED);
+  char* out = static_cast<char*>(wmap);
+  for (int round = 0; round < 5; ++round) {
+    INFO("round " << round);
+    const char c = static_cast<char>('0' + round);
+    memset(out + 4096 + round * 100, c, 700);
+    REQUIRE(msync(wmap, kSize, MS_SYNC) == 0);
+    CHECK(std::string(seen + 4096 + round * 100, 700) == std::string(700, c));
+  }
+  // And a plain write through the other mount reaches the mapping too.
+  WriteAll(wfd, "written", 2 * 4096);
+  CHECK(std::string(seen + 2 * 4096, 7) == "written");
+  munmap(wmap, kSize);
+  munmap(rmap, kSize);
+  close(wfd);
+  close(rfd);
+}
+
+// One writer process per mount appends `n` records of 64 bytes with
+// O_APPEND, each in one write(2).
+pid_t StartAppender(const std::string& path, char who, int n) {
+  const pid_t pid = fork();
+  if (pid != 0) return pid;
+  const int fd = open(path.c_str(), O_WRONLY | O_APPEND);
+  if (fd < 0) _exit(2);
+  for (int i = 0; i < n; ++i) {
+    std::string rec = absl::StrCat(std::string(1, who), " ", i, " ");
+    rec.resize(63, who);
+    rec += '\n';
+    if (write(fd, rec.data(), rec.size()) != static_cast<ssize_t>(rec.size())) _exit(3);
+  }
+  _exit(close(fd) == 0 ? 0 : 4);
+}
+
+TEST_CASE("fuse coherence: O_APPEND writers on two mounts lose and tear no record",
+          "[fuse][caps][coherence]") {
+  TwoMounts f;
+  WriteFile(f.P("log"), "");
+  constexpr int kRecords = 1000;
+  // Both hold the file open before either appends (the case that lost
+  // half of the records: each client appended at its own idea of the end).
+  const int hold_p = OpenOrFail(f.P("log"), O_WRONLY | O_APPEND);
+  const int hold_q = OpenOrFail(f.Q("log"), O_WRONLY | O_APPEND);
+  const pid_t p = StartAppender(f.P("log"), 'p', kRecords);
+  const pid_t q = StartAppender(f.Q("log"), 'q', kRecords);
+  for (pid_t pid : {p, q}) {
+    int status = 0;
+    REQUIRE(waitpid(pid, &status, 0) == pid);
+    CHECK(WIFEXITED(status));
+    CHECK(WEXITSTATUS(status) == 0);
+  }
+  close(hold_p);
+  close(hold_q);
+  for (const std::string& path : {f.P("log"), f.Q("log")}) {
+    INFO(path);
+    const std::string all = ReadFile(path);
+    REQUIRE(all.size() == 2 * kRecords * 64);
+    int next[2] = {0, 0};
+    for (size_t at = 0; at < all.size(); at += 64) {
+      const std::string rec = all.substr(at, 64);
+      INFO("record at " << at << ": " << rec);
+      REQUIRE((rec[0] == 'p' || rec[0] == 'q'));
+      const int who = rec[0] == 'p' ? 0 : 1;
+      std::vector<std::string> parts = absl::StrSplit(rec, ' ');
+      REQUIRE(parts.size() >= 3);
+      // Each writer's records in its own order, none missing, none torn.
+      CHECK(parts[1] == std::to_string(next[who]));
+      ++next[who];
+      CHECK(rec.back() == '\n');
+      CHECK(rec.find_first_not_of(rec[0], rec.find(' ', 2) + 1) == 63);
+    }
+    CHECK(next[0] == kRecords);
+    CHECK(next[1] == kRecords);
+  }
+}
+
+}  // namespace
+}  // namespace weft::testing
