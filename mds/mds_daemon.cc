@@ -14,6 +14,7 @@ absl::StatusOr<DaemonOptions> DaemonOptions::FromConfig(const Config& config) {
   DaemonOptions o;
   ASSIGN_OR_RETURN(int64_t cache, config.GetInt("mds_cache_memory_limit", 1ll << 30));
   ASSIGN_OR_RETURN(int64_t timeout, config.GetInt("mds_session_timeout", 60));
+  ASSIGN_OR_RETURN(int64_t revoke, config.GetInt("mds_revoke_timeout", 30));
   ASSIGN_OR_RETURN(int64_t split, config.GetInt("mds_bal_split_size", 10000));
   ASSIGN_OR_RETURN(int64_t object, config.GetInt("fs_default_object_size", 4 << 20));
   ASSIGN_OR_RETURN(int64_t unit, config.GetInt("fs_default_stripe_unit", 4 << 20));
@@ -49,6 +50,9 @@ absl::StatusOr<DaemonOptions> DaemonOptions::FromConfig(const Config& config) {
                    config.GetInt("osd_max_object_size", static_cast<int64_t>(o.max_object_bytes)));
   if (cache < (16 << 20)) return absl::InvalidArgumentError("mds_cache_memory_limit under 16 MiB");
   if (timeout < 5 || timeout > 3600) return absl::InvalidArgumentError("mds_session_timeout must be within [5, 3600] s");
+  if (revoke < 1 || revoke > 3600) {
+    return absl::InvalidArgumentError("mds_revoke_timeout must be within [1, 3600] s");
+  }
   if (split < 100) return absl::InvalidArgumentError("mds_bal_split_size under 100");
   if (unit < 4096 || object < unit || object % unit != 0 || count < 1 || count > 256) {
     return absl::InvalidArgumentError(
@@ -61,6 +65,7 @@ absl::StatusOr<DaemonOptions> DaemonOptions::FromConfig(const Config& config) {
   }
   o.cache_memory_limit_bytes = cache;
   o.session_timeout_s = timeout;
+  o.revoke_timeout_s = revoke;
   o.frag_split_entries = split;
   o.default_object_bytes = object;
   o.default_stripe_unit_bytes = unit;
@@ -102,6 +107,7 @@ RankOptions MdsDaemon::RankOptionsFor(const pb::FsInfo& fs) {
   o.data_pool = PoolId(fs.data_pools_size() > 0 ? fs.data_pools(0) : 0);
   o.cache_max_bytes = options_.cache_memory_limit_bytes;
   o.session_timeout_ms = options_.session_timeout_s * 1000;
+  o.revoke_timeout_ms = options_.revoke_timeout_s * 1000;
   o.frag_split_entries = options_.frag_split_entries;
   o.default_layout.set_object_size(options_.default_object_bytes);
   o.default_layout.set_stripe_unit(options_.default_stripe_unit_bytes);

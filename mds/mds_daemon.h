@@ -25,6 +25,7 @@ struct DaemonOptions {
   std::string addr;
   uint64_t cache_memory_limit_bytes = 1ull << 30;
   int64_t session_timeout_s = 60;
+  int64_t revoke_timeout_s = 30;  // mds_revoke_timeout
   size_t frag_split_entries = 10000;
   uint64_t default_object_bytes = 4 << 20;
   uint32_t default_stripe_unit_bytes = 4 << 20;

@@ -373,6 +373,21 @@ std::vector<pb::ClientInfo> MdsRank::ClientList() {
   return out;
 }
 
+bool MdsRank::WantEvictLocked(SessionId session, const std::string& reason) {
+  const SessionState* s = sessions_.Find(session);
+  if (s == nullptr || !env_.fence_client || s->rec.osd_client().empty()) return false;
+  if (!s->evicting && !evict_running_.contains(session.value())) {
+    evict_wanted_.try_emplace(session.value(), reason);
+  }
+  return true;
+}
+
+bool MdsRank::EvictSettledLocked(SessionId session) const {
+  const SessionState* s = sessions_.Find(session);
+  return s == nullptr || (!s->evicting && !evict_wanted_.contains(session.value()) &&
+                          !evict_running_.contains(session.value()));
+}
+
 absl::StatusOr<uint64_t> MdsRank::Evict(SessionId session, const std::string& reason) {
   std::string osd_client, client;
   {

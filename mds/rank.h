@@ -145,7 +145,9 @@ class MdsRank {
   // A session's stream, without a thread: opens it, and takes its events.
   absl::StatusOr<uint64_t> OpenLeaseStream(uint64_t session);
   bool TakeLeaseEvents(uint64_t session, uint64_t gen, std::deque<pb::LeaseEvent>* out);
-  // The background steps.
+  // The background steps. ExpireSessions evicts the sessions that lapsed
+  // (no renewal for session_timeout_ms) and those requests asked to evict
+  // (WantEvictLocked); a session that cannot be fenced is closed unfenced.
   absl::Status FlushOnce();
   void ExpireSessions();
   void PropagateRstats();
@@ -261,6 +263,18 @@ class MdsRank {
   std::atomic<uint64_t> osd_epoch_barrier_{0};
   uint64_t evictions_ ABSL_GUARDED_BY(mu_) = 0;
   std::string last_eviction_ ABSL_GUARDED_BY(mu_);
+  // Evictions the rank decided itself (a lapsed session, a recall or an
+  // invalidation not answered within revoke_timeout_ms): session -> reason,
+  // evicted by ExpireSessions (the janitor), and those it is evicting now.
+  absl::flat_hash_map<uint64_t, std::string> evict_wanted_ ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_set<uint64_t> evict_running_ ABSL_GUARDED_BY(mu_);
+  // Asks for `session`'s eviction; false when it cannot be fenced (no OSD
+  // identity, or no fence here): it is then passed over, as before eviction.
+  bool WantEvictLocked(SessionId session, const std::string& reason)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Whether the eviction of `session` asked for is over (evicted, gone, or
+  // failed).
+  bool EvictSettledLocked(SessionId session) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   std::atomic<uint64_t> requests_{0};
   std::atomic<uint64_t> request_ns_{0};

@@ -143,24 +143,52 @@ void MdsRank::TrimCache() {
 
 void MdsRank::ExpireSessions() {
   uint64_t seq = 0;
+  std::vector<std::pair<SessionId, std::string>> evict;
   {
     absl::MutexLock lock(&mu_);
     const int64_t now = env_.clock->NowMs();
     std::vector<SessionId> expired;
     for (const auto& [id, s] : sessions_.all()) {
-      if (now - s.last_renew_ms > options_.session_timeout_ms) expired.push_back(id);
+      if (now - s.last_renew_ms > options_.session_timeout_ms && !s.evicting) {
+        expired.push_back(id);
+      }
     }
     std::sort(expired.begin(), expired.end());
     for (SessionId id : expired) {
-      LOG(INFO) << "event=session_timeout session=" << id;
+      if (evict_wanted_.contains(id.value()) || evict_running_.contains(id.value())) continue;
+      // Fenced first when it can be: what it buffered must not land on
+      // what others write once its caps and locks are theirs.
+      if (WantEvictLocked(id, absl::StrCat("session lapsed: no renewal for ",
+                                           (now - sessions_.Find(id)->last_renew_ms) / 1000,
+                                           " s"))) {
+        continue;
+      }
+      LOG(INFO) << "event=session_timeout session=" << id << " fenced=false";
       Event event;
       CloseSessionLocked(id, &event);
       seq = CommitLocked(&event);
     }
+    for (auto& [id, reason] : evict_wanted_) {
+      evict_running_.insert(id);
+      evict.emplace_back(SessionId(id), std::move(reason));
+    }
+    evict_wanted_.clear();
   }
   if (seq != 0) {
     absl::Status status = journal_.WaitDurable(seq);
     if (!status.ok()) LOG(WARNING) << "event=session_expire_failed status=\"" << status << "\"";
+  }
+  std::sort(evict.begin(), evict.end());
+  for (const auto& [id, reason] : evict) {
+    absl::StatusOr<uint64_t> epoch = Evict(id, reason);
+    // A failed fence is tried again at the next pass while the session
+    // lapses; a request that asked goes on without it.
+    if (!epoch.ok()) {
+      LOG(WARNING) << "event=auto_evict_failed session=" << id << " status=\"" << epoch.status()
+                   << "\"";
+    }
+    absl::MutexLock lock(&mu_);
+    evict_running_.erase(id.value());
   }
 }
 

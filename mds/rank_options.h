@@ -43,10 +43,12 @@ struct RankOptions {
   // 0 grants none. Must be shorter than reconnect_timeout_ms: a restarted
   // rank serves nobody before every lease of its earlier life ran out.
   int64_t dir_lease_ms = 5000;
-  // How long an operation waits for another session to flush the buffered
-  // writes of a file it is about to show (a recall); then it goes on with
-  // what the MDS has.
-  int64_t write_recall_timeout_ms = 10000;
+  // How long an operation waits for another session to answer a recall
+  // (flush the buffered writes of a file it is about to show) or a data
+  // invalidation (mds_revoke_timeout); then that session is evicted, fenced
+  // at the OSDs first, and the operation goes on with what the MDS has. A
+  // session that cannot be fenced (no OSD identity) is passed over.
+  int64_t revoke_timeout_ms = 30000;
   JournalOptions journal;
   pb::FileLayout default_layout;             // pool 0 = data_pool, 4 MiB objects
   uint64_t object_bytes_max = 128ull << 20;  // osd_max_object_size: no layout above it

@@ -208,11 +208,17 @@ RequestRun::Outcome RequestRun::StepOp() {
   if (recall_wait_) {
     if (!rank_->leases_.Answered(recall_wait_->keys)) {
       if (now < recall_wait_->deadline) return WaitRecall(std::move(recall_wait_->keys), now);
-      // A client that stopped answering: what the MDS has is all there is.
-      LOG(WARNING) << "event=write_recall_timeout session=" << session_;
-      rank_->leases_.ForgetRecalls(recall_wait_->keys);
+      // A client that stopped answering is evicted (fenced first: what it
+      // buffered cannot land later); one that cannot be fenced is passed
+      // over, and what the MDS has is all there is.
+      if (auto wait = EvictUnanswered(recall_wait_->keys, /*invals=*/false, now)) return *wait;
+      if (!rank_->leases_.Answered(recall_wait_->keys)) {
+        LOG(WARNING) << "event=write_recall_timeout session=" << session_;
+        rank_->leases_.ForgetRecalls(recall_wait_->keys);
+      }
     }
     recall_wait_.reset();
+    evict_wait_.reset();
   }
   if (trim_wait_) {
     if (TrimsBlock(trim_wait_->inos)) {
@@ -426,7 +432,7 @@ RequestRun::Outcome RequestRun::RunOperation(absl::Time now) {
   if (committed && !replay_) {
     invals_ = rank_->leases_.Invalidate(request_);
     if (!invals_.empty()) {
-      inval_deadline_ = now + absl::Milliseconds(rank_->options_.write_recall_timeout_ms);
+      inval_deadline_ = now + absl::Milliseconds(rank_->options_.revoke_timeout_ms);
       phase_ = Phase::kInval;
       return StepInval();
     }
@@ -445,7 +451,8 @@ RequestRun::Outcome RequestRun::AfterInval() {
 
 RequestRun::Outcome RequestRun::StepInval() {
   if (!rank_->stopping_ && !rank_->leases_.Invalidated(invals_)) {
-    if (rank_->env_.clock->Now() < inval_deadline_) {
+    const absl::Time now = rank_->env_.clock->Now();
+    if (now < inval_deadline_) {
       const std::vector<Leases::RecallKey>* keys = &invals_;
       return WaitFor(
           "inval",
@@ -454,12 +461,16 @@ RequestRun::Outcome RequestRun::StepInval() {
           },
           inval_deadline_);
     }
-    // A client that stopped answering: the change stands; its pages may be
-    // stale until it reopens the file.
-    LOG(WARNING) << "event=data_inval_timeout session=" << session_;
-    rank_->leases_.ForgetInvals(invals_);
+    // A client that stopped answering is evicted; one that cannot be fenced
+    // is passed over (its pages may be stale until it reopens the file).
+    if (auto wait = EvictUnanswered(invals_, /*invals=*/true, now)) return *wait;
+    if (!rank_->leases_.Invalidated(invals_)) {
+      LOG(WARNING) << "event=data_inval_timeout session=" << session_;
+      rank_->leases_.ForgetInvals(invals_);
+    }
   }
   invals_.clear();
+  evict_wait_.reset();
   return AfterInval();
 }
 
@@ -480,10 +491,36 @@ RequestRun::Outcome RequestRun::WaitLeases(absl::Time now, absl::Time until) {
       std::min(until, *lease_give_up_));
 }
 
+std::optional<RequestRun::Outcome> RequestRun::EvictUnanswered(
+    const std::vector<Leases::RecallKey>& keys, bool invals, absl::Time now) {
+  if (!evict_wait_) {
+    EvictWait wait;
+    wait.deadline = now + absl::Milliseconds(rank_->options_.revoke_timeout_ms);
+    const std::string reason =
+        absl::StrCat(invals ? "a data invalidation" : "a recall of buffered writes",
+                     " not answered within ", rank_->options_.revoke_timeout_ms / 1000, " s");
+    for (SessionId s : rank_->leases_.Unanswered(keys, invals)) {
+      if (rank_->WantEvictLocked(s, reason)) wait.sessions.push_back(s);
+    }
+    evict_wait_ = std::move(wait);
+  }
+  const std::vector<SessionId>* sessions = &evict_wait_->sessions;
+  auto settled = [this, sessions]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(rank_->mu_) {
+    return rank_->stopping_ ||
+           std::all_of(sessions->begin(), sessions->end(),
+                       [this](SessionId s) ABSL_EXCLUSIVE_LOCKS_REQUIRED(rank_->mu_) {
+                         return rank_->EvictSettledLocked(s);
+                       });
+  };
+  if (settled() || now >= evict_wait_->deadline) return std::nullopt;
+  uncounted_ = true;
+  return WaitFor("evict", settled, evict_wait_->deadline);
+}
+
 RequestRun::Outcome RequestRun::WaitRecall(std::vector<Leases::RecallKey> wanted, absl::Time now) {
   if (!recall_wait_) {
     recall_wait_ =
-        RecallWait{{}, now + absl::Milliseconds(rank_->options_.write_recall_timeout_ms)};
+        RecallWait{{}, now + absl::Milliseconds(rank_->options_.revoke_timeout_ms)};
   }
   recall_wait_->keys = std::move(wanted);
   const std::vector<Leases::RecallKey>* keys = &recall_wait_->keys;

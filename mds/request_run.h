@@ -84,7 +84,7 @@ class RequestRun {
   Outcome StepOp() ABSL_EXCLUSIVE_LOCKS_REQUIRED(rank_->mu_);
   Outcome StepLock() ABSL_EXCLUSIVE_LOCKS_REQUIRED(rank_->mu_);
   // Waits until the other openers of a file whose data or size the request
-  // changed dropped their cached pages (up to write_recall_timeout_ms).
+  // changed dropped their cached pages (up to revoke_timeout_ms).
   Outcome StepInval() ABSL_EXCLUSIVE_LOCKS_REQUIRED(rank_->mu_);
   // Where a committed operation goes after its invalidations.
   Outcome AfterInval() ABSL_EXCLUSIVE_LOCKS_REQUIRED(rank_->mu_);
@@ -108,7 +108,13 @@ class RequestRun {
                   absl::Time deadline = absl::InfiniteFuture());
   // Waits for revoked leases or caps to come back (or run out at `until`).
   Outcome WaitLeases(absl::Time now, absl::Time until) ABSL_EXCLUSIVE_LOCKS_REQUIRED(rank_->mu_);
-  // Waits on a recall of `wanted`, until write_recall_timeout_ms.
+  // After a recall (or, with `invals`, an invalidation) went unanswered for
+  // revoke_timeout_ms: asks for the eviction of the sessions that did not
+  // answer and waits until each is settled (evicted, or not fenceable);
+  // nullopt once there is nothing more to wait for.
+  std::optional<Outcome> EvictUnanswered(const std::vector<Leases::RecallKey>& keys, bool invals,
+                                         absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(rank_->mu_);
+  // Waits on a recall of `wanted`, until revoke_timeout_ms.
   Outcome WaitRecall(std::vector<Leases::RecallKey> wanted, absl::Time now)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(rank_->mu_);
   // Waits while any of `inos` is blocked by a truncate's cut, up to 10 s.
@@ -147,6 +153,11 @@ class RequestRun {
   };
   std::optional<TrimWait> trim_wait_;
   std::vector<Leases::RecallKey> invals_;  // phase kInval
+  struct EvictWait {
+    std::vector<SessionId> sessions;
+    absl::Time deadline;
+  };
+  std::optional<EvictWait> evict_wait_;
   absl::Time inval_deadline_;
   // A move of inline data this request makes (the file is its own until the
   // request ends), and what it moved: (ino, inline_version).

@@ -98,6 +98,7 @@ FileSystemClient::FileSystemClient(FileSystemClientOptions options,
       release_pool_(std::make_unique<ThreadPool>("client-release", 4, 65536)),
       recall_pool_(std::make_unique<ThreadPool>("client-recall", 2, 65536)),
       inval_pool_(std::make_unique<ThreadPool>("client-inval", 1, 65536)),
+      kernel_inval_pool_(std::make_unique<ThreadPool>("client-kinval", 2, 65536)),
       releaser_([this] { ReleaseLoop(); }),
       flusher_([this] { FlushLoop(); }) {
   meta_->SetOpenFiles([this] { return OpenFiles(); });
@@ -137,6 +138,7 @@ FileSystemClient::~FileSystemClient() {
   meta_->SetStreamLost(nullptr);
   recall_pool_.reset();
   inval_pool_.reset();
+  kernel_inval_pool_.reset();
   {
     absl::MutexLock lock(&mu_);
     stopping_ = true;

@@ -575,8 +575,20 @@ class FileSystemClient {
   // Data invalidations: they take the kernel's page locks, so they must not
   // queue behind a recall's flush that waits for another client's.
   std::unique_ptr<ThreadPool> inval_pool_;
+  // The kernel's part of an invalidation, which may wait for a page a write
+  // of this mount holds locked (mmap write-back): see InvalidateData.
+  std::unique_ptr<ThreadPool> kernel_inval_pool_;
   absl::Mutex inval_mu_;
   std::function<void(uint64_t ino)> data_invalidated_ ABSL_GUARDED_BY(inval_mu_);
+  // Writes of this client running, by inode.
+  absl::flat_hash_map<uint64_t, int> writing_ ABSL_GUARDED_BY(inval_mu_);
+  bool Writing(uint64_t ino) ABSL_LOCKS_EXCLUDED(inval_mu_);
+  struct WritingGuard {
+    FileSystemClient* fs;
+    uint64_t ino;
+    WritingGuard(FileSystemClient* f, uint64_t i);
+    ~WritingGuard();
+  };
   // Files whose writes the MDS holds for a truncate (LeaseEvent.hold) and
   // has not released yet. Taken before mu_.
   absl::Mutex holds_mu_;

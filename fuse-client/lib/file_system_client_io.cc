@@ -8,6 +8,7 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/notification.h"
 #include "common/log/log.h"
 #include "common/memory/memory.h"
 #include "common/posix/atime.h"
@@ -427,6 +428,7 @@ absl::Status FileSystemClient::DropCapability(uint64_t ino) {
 absl::StatusOr<uint64_t> FileSystemClient::Write(const Creds& c, FileHandle fh, uint64_t offset,
                                                  absl::string_view data) {
   ASSIGN_OR_RETURN(std::shared_ptr<OpenFile> f, WriteHandle(c, fh));
+  const WritingGuard writing(this, f->ino);
   if (data.empty()) return 0;
   if (!f->caps_dropped.exchange(true)) {
     absl::Status dropped = DropCapability(f->ino);
@@ -610,15 +612,47 @@ void FileSystemClient::FlushForRecall(const MetaClient::FlushRequest& recall,
   });
 }
 
+FileSystemClient::WritingGuard::WritingGuard(FileSystemClient* f, uint64_t i) : fs(f), ino(i) {
+  absl::MutexLock lock(&fs->inval_mu_);
+  ++fs->writing_[ino];
+}
+
+FileSystemClient::WritingGuard::~WritingGuard() {
+  absl::MutexLock lock(&fs->inval_mu_);
+  auto it = fs->writing_.find(ino);
+  if (it != fs->writing_.end() && --it->second <= 0) fs->writing_.erase(it);
+}
+
+bool FileSystemClient::Writing(uint64_t ino) {
+  absl::MutexLock lock(&inval_mu_);
+  return writing_.contains(ino);
+}
+
 void FileSystemClient::InvalidateData(uint64_t ino, std::function<void()> ack) {
   inval_pool_->Submit([this, ino, ack = std::move(ack)] {
     if (std::shared_ptr<FileCache> cache = CacheOf(ino)) {
       cache->DropReadahead();
       cache->DropInlineCopy();
     }
+    std::function<void(uint64_t)> hook;
     {
       absl::MutexLock lock(&inval_mu_);
-      if (data_invalidated_) data_invalidated_(ino);
+      hook = data_invalidated_;
+    }
+    if (hook) {
+      // The kernel's invalidation waits for pages locked by a write of this
+      // mount (mmap write-back), whose report may wait at the MDS for another
+      // mount's invalidation: while this mount writes the file, it is
+      // acknowledged without waiting (the writes are concurrent with the
+      // change anyway), and the pages go as soon as the kernel lets them.
+      auto done = std::make_shared<absl::Notification>();
+      kernel_inval_pool_->Submit([hook, ino, done] {
+        hook(ino);
+        done->Notify();
+      });
+      while (!done->WaitForNotificationWithTimeout(absl::Milliseconds(10))) {
+        if (Writing(ino)) break;
+      }
     }
     ack();
   });

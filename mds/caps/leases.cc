@@ -413,6 +413,19 @@ bool Leases::Answered(const std::vector<RecallKey>& wanted) const {
                       [this](const RecallKey& key) { return recalls_.contains(key); });
 }
 
+std::vector<SessionId> Leases::Unanswered(const std::vector<RecallKey>& wanted,
+                                          bool invals) const {
+  const auto& table = invals ? invals_ : recalls_;
+  std::vector<SessionId> out;
+  for (const RecallKey& key : wanted) {
+    const SessionId session(key.first);
+    if (table.contains(key) && std::find(out.begin(), out.end(), session) == out.end()) {
+      out.push_back(session);
+    }
+  }
+  return out;
+}
+
 void Leases::ForgetRecalls(const std::vector<RecallKey>& wanted) {
   for (const RecallKey& key : wanted) recalls_.erase(key);
 }

@@ -17,7 +17,7 @@
 // every other session's attribute cap on it the same way; an answer that
 // shows a file another session holds open for writing first recalls that
 // session's buffered writes and waits for its acknowledgement (or
-// write_recall_timeout_ms); an open that shares a file with a buffering
+// revoke_timeout_ms); an open that shares a file with a buffering
 // writer switches that writer to write-through, and a committed change of a
 // shared file's data or size waits for every other opener to drop its
 // pages ("Shared files"). Requests wait by returning RequestRun's Wait
@@ -142,6 +142,9 @@ class Leases {
                                 absl::flat_hash_set<RecallKey>* held);
   // Whether every recall of `wanted` was acknowledged.
   bool Answered(const std::vector<RecallKey>& wanted) const;
+  // The sessions of `wanted` whose recall (or, with `invals`, invalidation)
+  // is still unanswered.
+  std::vector<SessionId> Unanswered(const std::vector<RecallKey>& wanted, bool invals) const;
   // A waiter gave up on them (the client stopped answering).
   void ForgetRecalls(const std::vector<RecallKey>& wanted);
   // Whether a create's reply may carry attr_authority (MetaReply).

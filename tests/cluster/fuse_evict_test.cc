@@ -1,4 +1,5 @@
-// Eviction through real mounts (MdsRank::Evict, `weft client evict`): a
+// Eviction through real mounts (MdsRank::Evict, `weft client evict`, and
+// the rank's own on a lapsed session or an unanswered recall): a
 // mount with buffered writes that stops answering (SIGSTOP of its
 // weft-fuse) is evicted by the operator; its OSD identity is blocklisted
 // before its session goes, so when it resumes its late writes are refused
@@ -19,6 +20,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "absl/time/clock.h"
 #include "tests/harness/mount_fixture.h"
 
 namespace weft::testing {
@@ -160,6 +162,132 @@ TEST_CASE("fuse evict: a stopped writer is fenced - its late writes are refused 
   CHECK(ReadFile(f.P("f")) == after);
   WriteFile(f.P("g"), "fresh");
   CHECK(ReadFile(f.Q("g")) == "fresh");
+}
+
+// A child that writes `data` into `path` (buffered: not flushed), says 'w',
+// then waits for a byte and reports fsync's and close's errno.
+struct BufferedWriter {
+  pid_t pid = -1;
+  int to_child[2] = {-1, -1};
+  int from_child[2] = {-1, -1};
+
+  void Start(const std::string& path, const std::string& data) {
+    REQUIRE(pipe(to_child) == 0);
+    REQUIRE(pipe(from_child) == 0);
+    pid = fork();
+    REQUIRE(pid >= 0);
+    if (pid == 0) {
+      const int fd = open(path.c_str(), O_WRONLY);
+      char ready = fd >= 0 && pwrite(fd, data.data(), data.size(), 0) ==
+                                  static_cast<ssize_t>(data.size()) ? 'w' : 'x';
+      if (write(from_child[1], &ready, 1) != 1) _exit(1);
+      char go = 0;
+      if (read(to_child[0], &go, 1) != 1) _exit(1);
+      int result[2] = {0, 0};
+      if (fsync(fd) != 0) result[0] = errno;
+      if (close(fd) != 0) result[1] = errno;
+      if (write(from_child[1], result, sizeof(result)) != sizeof(result)) _exit(1);
+      _exit(0);
+    }
+    char ready = 0;
+    REQUIRE(read(from_child[0], &ready, 1) == 1);
+    REQUIRE(ready == 'w');
+  }
+  // fsync's and close's errno once told to go on.
+  std::pair<int, int> Finish() {
+    const char go = 'g';
+    REQUIRE(write(to_child[1], &go, 1) == 1);
+    int result[2] = {-1, -1};
+    REQUIRE(read(from_child[0], result, sizeof(result)) == sizeof(result));
+    int status = 0;
+    waitpid(pid, &status, 0);
+    pid = -1;
+    return {result[0], result[1]};
+  }
+  ~BufferedWriter() {
+    if (pid > 0) {
+      kill(pid, SIGKILL);
+      waitpid(pid, nullptr, 0);
+    }
+    for (int p : {to_child[0], to_child[1], from_child[0], from_child[1]}) {
+      if (p >= 0) close(p);
+    }
+  }
+};
+
+// After the stopped writer was evicted: another mount's write stands, the
+// resumed writer reports EIO, and the eviction shows with `reason`.
+void CheckEvictedWriter(TwoMountFixture& f, BufferedWriter& writer, Mount& third,
+                        const std::string& reason) {
+  const std::string after(1 << 20, 'B');
+  const int other = open(f.Q("f").c_str(), O_WRONLY);
+  REQUIRE(other >= 0);
+  WriteAll(other, after, 0);
+  REQUIRE(fsync(other) == 0);
+  REQUIRE(close(other) == 0);
+  REQUIRE(kill(f.mount->pid(), SIGCONT) == 0);
+  const auto [fsync_errno, close_errno] = writer.Finish();
+  CHECK(fsync_errno == EIO);
+  CHECK((close_errno == 0 || close_errno == EIO));
+  CHECK(ReadFile(third.Path("f")) == after);
+  CHECK(ReadFile(f.Q("f")) == after);
+  CommandResult status = f.cluster->Weft({"fs", "status", "fs1"});
+  INFO(status.output);
+  CHECK(status.output.find("evictions: 1") != std::string::npos);
+  CHECK(status.output.find(reason) != std::string::npos);
+  CommandResult ls = f.cluster->Weft({"client", "ls", "fs1"});
+  INFO(ls.output);
+  CHECK(SessionOf(ls.output, f.mount->pid()) == 0);
+}
+
+TEST_CASE("fuse evict: a writer that does not answer a recall is evicted after mds_revoke_timeout",
+          "[fuse][caps]") {
+  ClusterOptions options;
+  options.extra_conf = {"mds_revoke_timeout = 2"};
+  TwoMountFixture f(options);
+  auto third = Mount::Start(*f.cluster, "fs1");
+  REQUIRE(third.ok());
+  WriteFile(f.P("f"), std::string(1 << 20, 'o'));
+  SyncFile(f.P("f"));
+  BufferedWriter writer;
+  writer.Start(f.P("f"), std::string(1 << 20, 'A'));
+  Resume resume{f.mount->pid()};
+  REQUIRE(kill(f.mount->pid(), SIGSTOP) == 0);
+
+  // The other mount looks at the file: the MDS recalls the stopped
+  // writer's bytes, gets no answer, fences it and answers with what it has.
+  const absl::Time start = absl::Now();
+  const std::string seen = ReadFile(f.Q("f"));
+  const absl::Duration waited = absl::Now() - start;
+  CHECK(seen == std::string(1 << 20, 'o'));
+  CHECK(waited >= absl::Seconds(2));
+  CHECK(waited < absl::Seconds(20));
+  CheckEvictedWriter(f, writer, **third, "a recall of buffered writes not answered within 2 s");
+}
+
+TEST_CASE("fuse evict: a session that lapses is evicted - fenced - not just closed",
+          "[fuse][caps]") {
+  ClusterOptions options;
+  options.extra_conf = {"mds_session_timeout = 5"};
+  TwoMountFixture f(options);
+  auto third = Mount::Start(*f.cluster, "fs1");
+  REQUIRE(third.ok());
+  WriteFile(f.P("f"), std::string(1 << 20, 'o'));
+  SyncFile(f.P("f"));
+  BufferedWriter writer;
+  writer.Start(f.P("f"), std::string(1 << 20, 'A'));
+  Resume resume{f.mount->pid()};
+  REQUIRE(kill(f.mount->pid(), SIGSTOP) == 0);
+  // Nobody looks at the file: the session lapses on its own.
+  const absl::Time give_up = absl::Now() + absl::Seconds(30);
+  uint64_t evictions = 0;
+  while (absl::Now() < give_up) {
+    evictions = FsStatusOf(*f.cluster).evictions();
+    if (evictions > 0) break;
+    absl::SleepFor(absl::Milliseconds(200));
+  }
+  REQUIRE(evictions == 1);
+  CheckEvictedWriter(f, writer, **third, "session lapsed: no renewal for");
 }
 
 }  // namespace

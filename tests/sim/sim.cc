@@ -16,7 +16,7 @@ mds::RankOptions World::MakeRankOptions() {
   o.session_timeout_ms = 60000;
   o.reconnect_timeout_ms = 10000;
   o.dir_lease_ms = rng_.Chance(0.7) ? 5000 : 0;
-  o.write_recall_timeout_ms = 10000;
+  o.revoke_timeout_ms = 10000;
   o.unsafe_events_max = rng_.Chance(0.8) ? 4096 : 0;
   o.frag_split_entries = rng_.Chance(0.5) ? 6 : 10000;
   o.inline_max_bytes = rng_.Chance(0.5) ? 4096 : 0;
