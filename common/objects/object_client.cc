@@ -20,7 +20,17 @@ namespace weft::objects {
 // --- Map ---------------------------------------------------------------------------
 
 ObjectClient::ObjectClient(ClientOptions options, std::unique_ptr<MapSource> source)
-    : options_(std::move(options)), source_(std::move(source)) {}
+    : options_(std::move(options)), source_(std::move(source)), name_(options_.name) {}
+
+std::string ObjectClient::name() const {
+  absl::MutexLock lock(&name_mu_);
+  return name_;
+}
+
+void ObjectClient::Rename(std::string name) {
+  absl::MutexLock lock(&name_mu_);
+  name_ = std::move(name);
+}
 
 absl::StatusOr<std::unique_ptr<ObjectClient>> ObjectClient::Connect(
     ClientOptions options, std::unique_ptr<MapSource> source) {
@@ -132,7 +142,7 @@ absl::StatusOr<OpResult> ObjectClient::Run(PoolId pool_id, const std::string& oi
     data_bytes += o.data().size();
     *req.add_ops() = std::move(o);
   }
-  req.mutable_reqid()->set_client(options_.name);
+  req.mutable_reqid()->set_client(name());
   req.mutable_reqid()->set_tid(next_tid_++);
   if (from_osd != kNoOsd) req.set_flags(pb::OPF_LOCAL);
   if (options_.full_try) req.set_flags(req.flags() | pb::OPF_FULL_TRY);

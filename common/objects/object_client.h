@@ -80,7 +80,11 @@ class ObjectClient final : public Objects {
   // Object `oid` whole, read from OSD `from_osd`'s own copy.
   absl::StatusOr<std::string> GetFrom(PoolId pool, const std::string& oid, OsdId from_osd);
 
-  const std::string& name() const { return options_.name; }
+  // The identity the OSDs see on every request (what a blocklist names).
+  std::string name() const ABSL_LOCKS_EXCLUDED(name_mu_);
+  // A new identity from now on: a mount that recovers after its eviction
+  // (the old one is blocklisted).
+  void Rename(std::string name) ABSL_LOCKS_EXCLUDED(name_mu_);
   // Erasure pools, for checks and tools: reads [offset, offset + length) using
   // only the shards whose bits are set in `shard_mask` (decoding if they are
   // not the data shards).
@@ -109,6 +113,8 @@ class ObjectClient final : public Objects {
 
   const ClientOptions options_;
   const std::unique_ptr<MapSource> source_;
+  mutable absl::Mutex name_mu_;
+  std::string name_ ABSL_GUARDED_BY(name_mu_);
   rpc::ChannelCache channels_;
   std::atomic<uint64_t> next_tid_{1};
 

@@ -49,6 +49,7 @@ struct MountOptions {
   char* log = nullptr;
   int direct_writes = 1;
   char* locks = nullptr;  // cluster (default) or local
+  char* recover_session = nullptr;  // no (default) or clean
   client::FileSystemClientOptions::Atime atime = client::FileSystemClientOptions::Atime::kRelatime;
   bool diratime = true;
 };
@@ -73,6 +74,7 @@ const fuse_opt kOptSpecs[] = {
     {"log=%s", offsetof(MountOptions, log), 0},
     {"direct_writes=%d", offsetof(MountOptions, direct_writes), 0},
     {"locks=%s", offsetof(MountOptions, locks), 0},
+    {"recover_session=%s", offsetof(MountOptions, recover_session), 0},
     FUSE_OPT_KEY("noatime", kKeyNoatime),
     FUSE_OPT_KEY("atime", kKeyAtime),
     FUSE_OPT_KEY("relatime", kKeyRelatime),
@@ -229,6 +231,11 @@ client::FileSystemClientOptions ClientOptions(const MountOptions& mo) {
   options.fs = mo.fs;
   options.atime = mo.atime;
   options.diratime = mo.diratime;
+  const std::string recover = mo.recover_session != nullptr ? mo.recover_session : "no";
+  if (recover != "no" && recover != "clean") {
+    Fail(absl::StrCat("bad option recover_session=", recover, ": no or clean"));
+  }
+  options.recover_session = recover == "clean";
   absl::Status tuned = client::ApplyClientConfig(*config, &options);
   if (!tuned.ok()) Fail(std::string(tuned.message()));
   absl::Status valid = options.Validate();
@@ -245,7 +252,7 @@ int Run(int argc, char** argv) {
   if (fuse_parse_cmdline(&args, &cmd) != 0) Fail(WithFuseMessages("bad command line"));
   if (cmd.show_help || cmd.show_version) {
     printf("usage: weft-fuse MOUNTPOINT -o fs=NAME[,conf=FILE][,subdir=/path][,log=FILE]"
-           "[,locks=local] [-f]\n"
+           "[,locks=local][,recover_session=clean] [-f]\n"
            "       mount -t fuse.weft NAME[:/path] MOUNTPOINT [-o conf=FILE,...]\n");
     return 0;
   }

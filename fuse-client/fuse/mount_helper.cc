@@ -38,6 +38,7 @@ bool MountOnly(absl::string_view opt) {
 // Options weft-fuse or libfuse understand (kept under -s).
 bool Known(absl::string_view opt) {
   return StartsWithAny(opt, {"conf=", "fs=", "subdir=", "log=", "direct_writes=", "locks=",
+                             "recover_session=",
                              "fsname=", "subtype=", "max_read=", "blksize=", "context=",
                              "fscontext=", "defcontext=", "rootcontext=", "max_threads=",
                              "max_idle_threads="}) ||

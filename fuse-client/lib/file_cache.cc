@@ -475,6 +475,15 @@ void FileCache::ReleaseWrites() {
   held_ = false;
 }
 
+void FileCache::Abandon(const absl::Status& why) {
+  absl::MutexLock lock(&mu_);
+  budget_->Add(-static_cast<int64_t>(dirty_.bytes()));
+  dirty_ = objects::ExtentMap();
+  attrs_ = AttrChanges();
+  dirty_since_ = absl::InfiniteFuture();
+  if (error_.ok()) error_ = why;
+}
+
 void FileCache::SetWriteThrough(bool on, uint64_t seq) {
   absl::MutexLock lock(&mu_);
   if (seq == 0 || seq <= buffer_seq_) return;  // an older answer, crossed by a newer one

@@ -166,6 +166,12 @@ class FileCache : public std::enable_shared_from_this<FileCache> {
   void DropReadahead();
   void Truncated(uint64_t size);
 
+  // The mount was evicted and starts over with a new session
+  // (recover_session=clean): what is buffered is dropped (its writes were
+  // fenced at the OSDs anyway), and every later write or flush fails with
+  // `why`.
+  void Abandon(const absl::Status& why);
+
   // Whether every write goes through to the OSDs and is reported before it
   // returns: another session holds the file open and someone writes it
   // (MetaReply.write_through with an open, LeaseEvent.write_through with a

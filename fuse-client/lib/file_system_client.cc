@@ -108,6 +108,9 @@ FileSystemClient::FileSystemClient(FileSystemClientOptions options,
   meta_->SetDataInval([this](uint64_t ino, std::function<void()> ack) {
     InvalidateData(ino, std::move(ack));
   });
+  if (options_.recover_session) {
+    meta_->SetEvictedHandler([this] { recall_pool_->Submit([this] { RecoverSession(); }); });
+  }
   meta_->SetHoldReleased([this](uint64_t ino) { ReleaseHold(ino); });
   meta_->SetEpochBarrier([this](uint64_t epoch) { WaitForMap(epoch); });
   meta_->SetStreamLost([this] {
@@ -132,6 +135,7 @@ FileSystemClient::~FileSystemClient() {
     for (const auto& [fh, f] : handles_) open.push_back(fh);
   }
   for (FileHandle fh : open) (void)Release(fh);
+  meta_->SetEvictedHandler(nullptr);
   meta_->SetFlushRecall(nullptr);  // nothing is buffered any more: acknowledged at once
   meta_->SetDataInval(nullptr);
   meta_->SetHoldReleased(nullptr);

@@ -106,6 +106,11 @@ struct FileSystemClientOptions {
   absl::Duration atime_batch = absl::Seconds(1);
   int64_t op_timeout_ms = 120000;
   int64_t connect_timeout_ms = 15000;  // Connect gives up after this (mount time)
+  // After an eviction (recover_session=clean, as CephFS): start over with a
+  // new session and OSD identity; files open then fail with EIO, what was
+  // buffered is dropped, new opens work. Without it (recover_session=no)
+  // every call fails with EIO until the mount is mounted again.
+  bool recover_session = false;
 
   absl::Status Validate() const;
 };
@@ -342,6 +347,8 @@ class FileSystemClient {
     std::atomic<bool> caps_dropped{false};
     bool writable() const { return (flags & O_ACCMODE) != O_RDONLY; }
     bool write_through() const { return (flags & (O_DIRECT | O_DSYNC)) != 0; }
+    // Opened before the mount was evicted and recovered: every use fails.
+    std::atomic<bool> stale{false};
   };
   // The data cache of a file open in this client, shared by its handles.
   struct OpenCache {
@@ -505,6 +512,10 @@ class FileSystemClient {
   // The MDS recalled the buffered writes of `ino` (MetaClient::FlushRecall),
   // and with `hold` holds them until ReleaseHold(ino) (0: every file).
   void FlushForRecall(const MetaClient::FlushRequest& recall, std::function<void()> ack);
+  // recover_session=clean: after an eviction, the handles open then go
+  // stale, buffered data is dropped, and a new session starts under a new
+  // OSD identity (on the recall pool).
+  void RecoverSession();
   // Another session changed the data of `ino` (MetaClient::DataInval).
   void InvalidateData(uint64_t ino, std::function<void()> ack);
   // A write of an O_APPEND handle to a file shared with other writers: the

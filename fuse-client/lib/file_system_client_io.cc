@@ -2,9 +2,11 @@
 // file_system_client.cc).
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <limits>
+#include <random>
 #include <string>
 
 #include "absl/strings/str_cat.h"
@@ -41,7 +43,49 @@ absl::StatusOr<std::shared_ptr<FileSystemClient::OpenFile>> FileSystemClient::Ha
     return ErrnoError(absl::StatusCode::kFailedPrecondition, EBADF,
                       absl::StrCat("no open file handle ", fh));
   }
+  if (it->second->stale.load()) {
+    return ErrnoError(absl::StatusCode::kAborted, EIO,
+                      "the file was open when this mount was evicted: open it again");
+  }
   return it->second;
+}
+
+void FileSystemClient::RecoverSession() {
+  const absl::Status why = ErrnoError(
+      absl::StatusCode::kAborted, EIO,
+      absl::StrCat("this mount was evicted (", meta_->evicted().message(),
+                   "); what it had buffered is lost"));
+  std::vector<std::shared_ptr<FileCache>> abandoned;
+  size_t stale = 0;
+  {
+    absl::MutexLock lock(&mu_);
+    for (auto& [fh, f] : handles_) {
+      f->stale.store(true);
+      ++stale;
+    }
+    for (auto& [ino, oc] : caches_) {
+      if (oc.cache != nullptr) abandoned.push_back(oc.cache);
+    }
+    caches_.clear();
+    releasing_.clear();
+  }
+  for (const auto& cache : abandoned) cache->Abandon(why);
+  DropAttrAuthorities();
+  ForgetVersions();
+  ReleaseHold(0);
+  // A new identity at the OSDs: the old one is blocklisted.
+  std::random_device rd;
+  const std::string name = absl::StrCat("client.", getpid(), ".", rd() % 1000000);
+  objects_->Rename(name);
+  for (int attempt = 0;; ++attempt) {
+    absl::Status recovered = meta_->Recover(name);
+    if (recovered.ok()) break;
+    LOG(ERROR) << "event=session_recover_failed attempt=" << attempt << " status=" << recovered;
+    if (attempt >= 10) return;
+    absl::SleepFor(absl::Seconds(1));
+  }
+  LOG(WARNING) << "event=mount_recovered stale_handles=" << stale
+               << " dropped_files=" << abandoned.size();
 }
 
 absl::StatusOr<FileSystemClient::Opened> FileSystemClient::AddHandle(const Creds& c,
@@ -773,6 +817,8 @@ absl::StatusOr<std::shared_ptr<FileSystemClient::OpenFile>> FileSystemClient::En
     }
     f = std::move(it->second);
     handles_.erase(it);
+    // Open before an eviction: nothing of it is the new session's.
+    if (f->stale.load()) return f;
     std::pair<int, int>& r = releasing_[f->ino];
     ++r.first;
     if (f->writable()) ++r.second;
@@ -806,7 +852,17 @@ absl::StatusOr<std::shared_ptr<FileSystemClient::OpenFile>> FileSystemClient::En
   return f;
 }
 
-absl::Status FileSystemClient::SendReleases(const std::vector<std::shared_ptr<OpenFile>>& files) {
+absl::Status FileSystemClient::SendReleases(
+    const std::vector<std::shared_ptr<OpenFile>>& all) {
+  std::vector<std::shared_ptr<OpenFile>> files;
+  files.reserve(all.size());
+  for (const auto& f : all) {
+    if (f->stale.load()) {
+      Forget(f->ino, 1);  // the inode's ref the open took; the MDS knows no such open
+    } else {
+      files.push_back(f);
+    }
+  }
   if (files.empty()) return absl::OkStatus();
   pb::MetaRequest r;
   pb::ReleaseOp* op = r.mutable_release();

@@ -78,7 +78,10 @@ absl::Status MetaClient::OpenSession(uint64_t reclaim) {
   req.set_fs(options_.fs);
   req.set_client(options_.client_name);
   req.set_reclaim(reclaim);
-  req.set_osd_client(options_.osd_client);
+  {
+    absl::MutexLock lock(&mu_);
+    req.set_osd_client(osd_client_);
+  }
   pb::SessionReply reply;
   RETURN_IF_ERROR(rpc::FromGrpc(stub->SessionOpen(&ctx, req, &reply), "mds"));
   if (absl::Status opened = rpc::FromProto(reply.status()); !opened.ok()) {
@@ -130,6 +133,14 @@ void MetaClient::RenewLoop() {
       }
       if (restarted) (void)Reconnect(reply.boot());
     }
+    if (IsNoSession(status) && !evicted_.load()) {
+      // Closed by the MDS (evicted, or lapsed): an idle mount learns it
+      // here, not at its next request, and recovers (recover_session) or
+      // fails from now on.
+      absl::Status reopened = OpenSession(session_);
+      if (IsEvicted(reopened)) status = reopened;
+    }
+    if (IsEvicted(status)) NoteEvicted(status);
     if (absl::IsUnavailable(status)) (void)Resolve();  // rank 0 may have moved
   }
 }
@@ -376,12 +387,49 @@ void MetaClient::SetEpochBarrier(std::function<void(uint64_t)> handler) {
 }
 
 void MetaClient::NoteEvicted(const absl::Status& status) {
-  absl::MutexLock lock(&mu_);
-  if (evicted_.exchange(true)) return;
-  evicted_status_ = EvictedError(absl::StrCat(
-      "this mount's session ", session_, " was evicted (weft client evict): ", status.message(),
-      "; unmount and mount again"));
-  LOG(ERROR) << "event=client_evicted session=" << session_ << " status=\"" << status << "\"";
+  {
+    absl::MutexLock lock(&mu_);
+    if (evicted_.exchange(true)) return;
+    evicted_status_ = EvictedError(absl::StrCat("this mount's session ", session_,
+                                                " was evicted: ", status.message()));
+    LOG(ERROR) << "event=client_evicted session=" << session_ << " status=\"" << status << "\"";
+  }
+  absl::MutexLock lock(&evicted_mu_);
+  if (evicted_handler_) evicted_handler_();
+}
+
+void MetaClient::SetEvictedHandler(std::function<void()> handler) {
+  absl::MutexLock lock(&evicted_mu_);
+  evicted_handler_ = std::move(handler);
+}
+
+absl::Status MetaClient::Recover(const std::string& osd_client) {
+  absl::MutexLock reconnect(&reconnect_mu_);
+  {
+    absl::MutexLock lock(&mu_);
+    if (closed_) return absl::FailedPreconditionError("the session is closed");
+    osd_client_ = osd_client;
+    unsafe_.clear();  // the evicted session's: applied, or lost with it
+  }
+  leases_.DropAll();
+  const uint64_t old = session_;
+  absl::Status opened;
+  const absl::Time deadline = absl::Now() + absl::Milliseconds(options_.op_timeout_ms);
+  for (;;) {
+    opened = OpenSession(0);
+    if (opened.ok() || !Retryable(opened) || absl::Now() > deadline) break;
+    absl::SleepFor(absl::Milliseconds(200));
+  }
+  if (!opened.ok()) return opened;
+  {
+    absl::MutexLock lock(&mu_);
+    evicted_status_ = absl::OkStatus();
+    evicted_.store(false);
+    if (lease_ctx_ != nullptr) lease_ctx_->TryCancel();  // the stream starts over
+  }
+  LOG(WARNING) << "event=session_recovered old_session=" << old << " session=" << session_
+               << " osd_client=\"" << osd_client << "\"";
+  return absl::OkStatus();
 }
 
 absl::Status MetaClient::evicted() {

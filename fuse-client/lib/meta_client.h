@@ -127,15 +127,23 @@ class MetaClient {
   // that map, before the reply is used (and any data I/O it permits).
   void SetEpochBarrier(std::function<void(uint64_t epoch)> handler);
   // This mount was evicted: every request fails with it (EIO at the FUSE
-  // edge) until it is mounted again. OK while not.
+  // edge) until Recover, or until it is mounted again. OK while not.
   absl::Status evicted();
+  // Called once per eviction, after it was noted (recover_session=clean
+  // starts over from there); it must return at once.
+  void SetEvictedHandler(std::function<void()> handler);
+  // Starts over after an eviction: a new session, whose OSD identity is
+  // `osd_client` (the old one is blocklisted); the evicted session's leases,
+  // locks and unanswered or unsafe requests are gone with it.
+  absl::Status Recover(const std::string& osd_client);
 
   absl::StatusOr<pb::FsStatusReply> FsStatus();
   // Ends the session now (its open files are released).
   absl::Status Close();
 
  private:
-  explicit MetaClient(MetaClientOptions options) : options_(std::move(options)) {}
+  explicit MetaClient(MetaClientOptions options)
+      : options_(std::move(options)), osd_client_(options_.osd_client) {}
   absl::Status Resolve();
   absl::Status OpenSession(uint64_t reclaim);
   // The MDS lost the session: so are its locks.
@@ -192,6 +200,9 @@ class MetaClient {
   std::function<void(uint64_t)> epoch_barrier_ ABSL_GUARDED_BY(barrier_mu_);
   std::atomic<bool> evicted_{false};
   absl::Status evicted_status_ ABSL_GUARDED_BY(mu_);
+  std::string osd_client_ ABSL_GUARDED_BY(mu_);  // options_.osd_client, until Recover
+  absl::Mutex evicted_mu_;
+  std::function<void()> evicted_handler_ ABSL_GUARDED_BY(evicted_mu_);
   std::thread renewer_;
   std::thread lease_thread_;
 };

@@ -290,5 +290,54 @@ TEST_CASE("fuse evict: a session that lapses is evicted - fenced - not just clos
   CheckEvictedWriter(f, writer, **third, "session lapsed: no renewal for");
 }
 
+TEST_CASE("fuse evict: a mount with recover_session=clean starts over after its eviction",
+          "[fuse][caps]") {
+  ClusterOptions options;
+  options.extra_conf = {"mds_revoke_timeout = 2"};
+  MountFixture f(options);  // mount: the other mount, which writes after
+  // Bad input first: a clear refusal, nothing mounted.
+  auto bad = Mount::Start(*f.cluster, "fs1", "recover_session=sometimes");
+  REQUIRE_FALSE(bad.ok());
+  CHECK(std::string(bad.status().message()).find("recover_session") != std::string::npos);
+  auto recovering = Mount::Start(*f.cluster, "fs1", "recover_session=clean");
+  INFO(recovering.status());
+  REQUIRE(recovering.ok());
+  Mount& w = **recovering;
+  WriteFile(f.P("f"), std::string(1 << 20, 'o'));
+  SyncFile(f.P("f"));
+  BufferedWriter writer;
+  writer.Start(w.Path("f"), std::string(1 << 20, 'A'));
+  Resume resume{w.pid()};
+  REQUIRE(kill(w.pid(), SIGSTOP) == 0);
+  CHECK(ReadFile(f.P("f")) == std::string(1 << 20, 'o'));  // recalled, unanswered: evicted
+  const std::string after(1 << 20, 'B');
+  WriteFile(f.P("f"), after);
+  SyncFile(f.P("f"));
+
+  REQUIRE(kill(w.pid(), SIGCONT) == 0);
+  // Its descriptor from before the eviction fails; its bytes never land.
+  const auto [fsync_errno, close_errno] = writer.Finish();
+  CHECK(fsync_errno == EIO);
+  CHECK((close_errno == 0 || close_errno == EIO));
+  // A new session under a new OSD identity: new opens work again.
+  const absl::Time give_up = absl::Now() + absl::Seconds(30);
+  absl::StatusOr<std::string> seen = ReadWholeFile(w.Path("f"));
+  while (!seen.ok() && absl::Now() < give_up) {
+    absl::SleepFor(absl::Milliseconds(200));
+    seen = ReadWholeFile(w.Path("f"));
+  }
+  INFO(seen.status());
+  REQUIRE(seen.ok());
+  CHECK(*seen == after);
+  WriteFile(w.Path("g"), "after recovery");
+  CHECK(ReadFile(f.P("g")) == "after recovery");
+  CHECK(ReadFile(f.P("f")) == after);
+  CommandResult ls = f.cluster->Weft({"client", "ls", "fs1"});
+  INFO(ls.output);
+  CHECK(ls.output.find("fs1: 2 sessions") != std::string::npos);
+  CHECK(SessionOf(ls.output, w.pid()) != 0);
+  CHECK(FsStatusOf(*f.cluster).evictions() == 1);
+}
+
 }  // namespace
 }  // namespace weft::testing
