@@ -697,6 +697,17 @@ void MdsRank::MaybeFinishReconnect() {
   reconnect_result_ = applied;
   reconnecting_ = false;
   replaying_ = false;
+  // Sessions that did not come back within the window are evicted (fenced
+  // first) rather than holding their opens and locks until they lapse: a
+  // client that comes back later would find the others' changes under its
+  // buffered writes.
+  std::vector<uint64_t> missing(awaiting_reconnect_.begin(), awaiting_reconnect_.end());
+  std::sort(missing.begin(), missing.end());
+  for (uint64_t id : missing) {
+    if (WantEvictLocked(SessionId(id), "did not reconnect within mds_reconnect_timeout")) {
+      LOG(WARNING) << "event=reconnect_missing session=" << id << " action=evict";
+    }
+  }
 }
 
 absl::Status MdsRank::Replay(std::vector<Request> requests) {

@@ -377,6 +377,8 @@ pb::FsStatusReply MdsRank::Status() {
   reply.set_cached_inodes(cache_.inode_count());
   reply.set_cached_dentries(cache_.dentry_count());
   reply.set_dirty_inodes(cache_.dirty_inode_count());
+  reply.set_cache_bytes(cache_.EstimatedBytes());
+  reply.set_cache_limit_bytes(options_.cache_max_bytes);
   reply.set_journal_first_seq(js.first_seq);
   reply.set_journal_last_seq(js.last_seq);
   reply.set_journal_bytes(js.bytes);

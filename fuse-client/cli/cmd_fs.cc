@@ -83,9 +83,12 @@ int FsStatus(client::FsAdmin& admin, const std::string& name) {
         "  state: %s, sessions: %lu, inodes: %lu, replay: %ld ms, dir_leases: %lu, attr_caps: %lu\n",
         reply.state().c_str(), reply.sessions(), reply.inodes(), reply.replay_ms(),
         reply.dir_leases(), reply.attr_caps());
-    std::printf("  cache: %lu inodes, %lu dentries, %lu dirty inodes, MDS RSS %.1f MiB\n",
-                reply.cached_inodes(), reply.cached_dentries(), reply.dirty_inodes(),
-                reply.rss_bytes() / 1048576.0);
+    std::printf(
+        "  cache: %lu inodes, %lu dentries, %lu dirty inodes, %.1f MiB of %.1f MiB "
+        "(mds_cache_memory_limit), MDS RSS %.1f MiB\n",
+        reply.cached_inodes(), reply.cached_dentries(), reply.dirty_inodes(),
+        reply.cache_bytes() / 1048576.0, reply.cache_limit_bytes() / 1048576.0,
+        reply.rss_bytes() / 1048576.0);
     std::printf("  journal: events %lu..%lu, %lu segments, %.1f KiB\n", reply.journal_first_seq(),
                 reply.journal_last_seq(), reply.journal_segments(), reply.journal_bytes() / 1024.0);
     std::printf("  strays: %lu, purge queue: %lu, truncates cutting objects: %lu\n",

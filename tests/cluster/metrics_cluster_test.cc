@@ -115,6 +115,10 @@ TEST_CASE("MDS metrics count namespace requests by operation", "[cluster]") {
   CHECK(Value(after, "weft_mds_request_errors_total{op=\"lookup\"}") - lookup_errors == 1);
   CHECK(Value(after, "weft_mds_request_errors_total{op=\"create\"}") == 0);
   CHECK(Value(after, "weft_mds_sessions{fs=\"fs1\"}") >= 1);
+  // The cache against its limit (1 GiB by default), and the evictions.
+  CHECK(Value(after, "weft_mds_cache_limit_bytes{fs=\"fs1\"}") == 1073741824);
+  CHECK(Value(after, "weft_mds_cache_bytes{fs=\"fs1\"}") > 0);
+  CHECK(Value(after, "weft_mds_evictions{fs=\"fs1\"}") == 0);
   CHECK(Value(after, "weft_mds_cached_inodes{fs=\"fs1\"}") >= 6);
   CHECK(Value(after, "weft_mds_osdmap_epoch") > 0);
   CHECK(absl::StrContains(after, "# TYPE weft_mds_request_latency_seconds histogram\n"));

@@ -84,6 +84,7 @@ class Fsx {
   ~Fsx() {
     for (File& f : files_) {
       if (f.fd >= 0) close(f.fd);
+      if (f.fd2 >= 0) close(f.fd2);
     }
   }
 
@@ -95,6 +96,8 @@ class Fsx {
     std::string path;
     int fd = -1;
     std::string model;  // the bytes the file must hold
+    std::string path2;  // through FsxOptions::other_dir
+    int fd2 = -1;
   };
   struct Written {  // for tracing a wrong byte to the op that wrote it
     uint64_t op;
@@ -108,6 +111,7 @@ class Fsx {
   };
 
   absl::Status Step();
+  absl::Status StepOn(File& f);
   Op PickOp();
   uint64_t Uniform(uint64_t lo, uint64_t hi) {  // inclusive; lo when hi < lo
     return hi <= lo ? lo : std::uniform_int_distribution<uint64_t>(lo, hi)(rng_);
@@ -284,11 +288,16 @@ absl::Status Fsx::Run() {
     File f;
     f.name = absl::StrCat(o_.prefix, ".", i);
     f.path = absl::StrCat(o_.dir, "/", f.name);
+    if (!o_.other_dir.empty()) f.path2 = absl::StrCat(o_.other_dir, "/", f.name);
     files_.push_back(std::move(f));
   }
   for (File& f : files_) {
     current_ = absl::StrCat("create ", f.name);
     if (absl::Status s = Open(f, O_RDWR | O_CREAT | O_TRUNC); !s.ok()) return s;
+    if (!f.path2.empty()) {
+      f.fd2 = open(f.path2.c_str(), O_RDWR | O_CLOEXEC);
+      if (f.fd2 < 0) return Fail(absl::StrCat("open ", f.path2, ": ", ErrnoText(errno)));
+    }
   }
   for (op_ = 1; op_ <= o_.ops; ++op_) {
     if (op_ == o_.corrupt_before_op) Corrupt(files_[0]);
@@ -300,6 +309,16 @@ absl::Status Fsx::Run() {
   // Everything once more, through the current descriptor and a fresh one.
   for (File& f : files_) {
     Note(absl::StrCat("final check ", f.name, " size=", f.model.size()));
+    if (f.fd2 >= 0) {
+      std::swap(f.fd, f.fd2);
+      std::swap(f.path, f.path2);
+      absl::Status s = VerifyWhole(f, "at the end, through the other mount");
+      std::swap(f.fd, f.fd2);
+      std::swap(f.path, f.path2);
+      if (!s.ok()) return s;
+      if (close(f.fd2) != 0) return Fail(absl::StrCat("final close: ", ErrnoText(errno)));
+      f.fd2 = -1;
+    }
     if (absl::Status s = VerifyWhole(f, "at the end"); !s.ok()) return s;
     if (absl::Status s = DoReopen(f); !s.ok()) return s;
     if (absl::Status s = VerifyWhole(f, "at the end after reopening"); !s.ok()) return s;
@@ -311,6 +330,20 @@ absl::Status Fsx::Run() {
 
 absl::Status Fsx::Step() {
   File& f = files_[Uniform(0, files_.size() - 1)];
+  // Through the other mount, now and then: the same file, another client.
+  if (f.fd2 >= 0 && Chance(50)) {
+    std::swap(f.fd, f.fd2);
+    std::swap(f.path, f.path2);
+    Note(absl::StrCat("(through ", o_.other_dir, ")"));
+    absl::Status s = StepOn(f);
+    std::swap(f.fd, f.fd2);
+    std::swap(f.path, f.path2);
+    return s;
+  }
+  return StepOn(f);
+}
+
+absl::Status Fsx::StepOn(File& f) {
   Op op = o_.stream_bytes > 0 && Chance(1) && Chance(30) ? Op::kStream : PickOp();
   if (!o_.mmap && op == Op::kMapWrite) op = Op::kWrite;
   if (!o_.mmap && op == Op::kMapRead) op = Op::kRead;

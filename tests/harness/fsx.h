@@ -78,6 +78,11 @@ struct FsxOptions {
   // MAP_SHARED writes (+ msync) and reads through mmap. The file must not be
   // opened with direct_io by the filesystem.
   bool mmap = true;
+  // When set, every file is also kept open through this directory (the
+  // same directory seen through another mount: another client), and each
+  // operation goes through one of the two descriptors and paths at random;
+  // the end checks the files through both.
+  std::string other_dir;
   // How many of the last operations a failure report lists.
   size_t history = 20;
   // When set, called every `progress_every` operations (for logs).
