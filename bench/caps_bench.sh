@@ -100,10 +100,13 @@ ceph_part() {
   anchor_up "$OUT/ceph.up.log" || die "ceph up.sh failed"
   mountpoint -q "$MNT" || die "$MNT is not mounted after up.sh"
   mkdir -p "$ceph_mnt2"
-  ceph-fuse -c "$ceph_conf" --id admin "$ceph_mnt2" >"$OUT/ceph-fuse2.log" 2>&1 ||
+  # Its own pid file, admin socket and log: the first mount holds the anchor's.
+  ceph-fuse -c "$ceph_conf" --id admin --pid-file "$OUT/ceph-fuse2.pid" \
+    --admin-socket "$OUT/ceph-fuse2.asok" --log-file "$OUT/ceph-fuse2.client.log" \
+    "$ceph_mnt2" >"$OUT/ceph-fuse2.log" 2>&1 ||
     die "the second ceph-fuse mount failed"
   wait_mounted "$ceph_mnt2" || die "$ceph_mnt2 is not mounted"
-  commands+=("$anchor/up.sh   # ceph-fuse at $MNT; ceph-fuse -c $ceph_conf --id admin $ceph_mnt2")
+  commands+=("$anchor/up.sh   # ceph-fuse at $MNT; ceph-fuse -c $ceph_conf --id admin --pid-file ... --admin-socket ... $ceph_mnt2")
   for r in $(seq "$RUNS"); do
     mkdir "$MNT/rep3/coh.$r"
     run_tool "ceph (run $r)" "$OUT/ceph.$r.txt" "$OUT/coherence" "$MNT/rep3/coh.$r" "$ceph_mnt2/rep3/coh.$r" "$N"

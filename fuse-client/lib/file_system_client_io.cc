@@ -503,7 +503,10 @@ absl::Status FileSystemClient::AppendShared(const std::shared_ptr<OpenFile>& f,
   // What this handle buffered before the file became shared goes first.
   RETURN_IF_ERROR(f->cache->Flush());
   for (int attempt = 0;; ++attempt) {
-    if (f->cache->inline_on()) RETURN_IF_ERROR(f->cache->MoveToObjects());
+    // A small file takes the bytes in the reservation itself (one request);
+    // once they no longer fit inline, the data moves to objects.
+    const bool inline_bytes = f->cache->inline_on() && attempt == 0;
+    if (!inline_bytes && f->cache->inline_on()) RETURN_IF_ERROR(f->cache->MoveToObjects());
     Creds writer;
     {
       absl::MutexLock lock(&mu_);
@@ -514,8 +517,23 @@ absl::Status FileSystemClient::AppendShared(const std::shared_ptr<OpenFile>& f,
     pb::WrittenOp* op = r.mutable_written();
     op->set_ino(f->ino);
     op->set_append(data.size());
-    op->set_keep_times(true);
+    if (inline_bytes) {
+      op->set_inline_report(true);
+      op->set_mtime_ns(NowNs());
+      pb::InlineExtent* e = op->add_inline_writes();
+      e->set_data(data.data(), data.size());
+    } else {
+      op->set_keep_times(true);
+    }
     ASSIGN_OR_RETURN(pb::MetaReply reply, Call(writer, std::move(r)));
+    if (inline_bytes && !reply.inline_refused()) {
+      // Appended: the copy this client keeps of the inline bytes is older.
+      const Attr attr = FromWire(reply.attr());
+      f->cache->NoteInline(attr.data_inline, attr.version, nullptr);
+      f->cache->DropInlineCopy();
+      CacheAttr(reply);
+      return absl::OkStatus();
+    }
     if (reply.inline_refused()) {
       // The MDS keeps the data inline: move it (this cache may not know yet).
       if (attempt >= 3) {

@@ -279,9 +279,12 @@ std::pair<bool, uint64_t> Leases::BufferFor(SessionId session, uint64_t ino) {
 namespace {
 
 // The file whose data or size `r` changed (0: none). A reservation of a
-// shared appender is not: the bytes come with its next report.
+// shared appender is not (the bytes come with its next report), unless it
+// carries them (a file whose data is inline).
 uint64_t DataChangeOf(const Request& r) {
-  if (auto* op = r.As<req::Written>()) return op->append != 0 ? 0 : op->ino.value();
+  if (auto* op = r.As<req::Written>()) {
+    return op->append != 0 && op->inline_writes.empty() ? 0 : op->ino.value();
+  }
   if (auto* op = r.As<req::Setattr>()) return (op->valid & posix::kSetSize) ? op->ino.value() : 0;
   return 0;
 }

@@ -170,9 +170,33 @@ absl::Status ReserveAppend(OpContext& ctx, const req::Written& op, const Inode& 
     return Err(EFBIG, "append past the maximum file size");
   }
   if (inode.data_inline) {
-    // The client moves the data to objects first (InlineOp uninline).
-    reply->inline_refused = true;
-    FillAttr(inode, &reply->attr);
+    // Small files: the bytes themselves (one inline extent of `append`
+    // bytes) go at the end in this one request, while they fit inline.
+    req::Written placed = op;
+    const bool bytes = op.inline_report && op.inline_writes.size() == 1 &&
+                       op.inline_writes[0].data.size() == op.append;
+    if (bytes) placed.inline_writes[0].offset = inode.size;
+    if (!bytes || !InlineWritesFit(ctx, placed, inode)) {
+      // The client moves the data to objects first (InlineOp uninline).
+      reply->inline_refused = true;
+      FillAttr(inode, &reply->attr);
+      return absl::OkStatus();
+    }
+    if (ctx.cluster_full()) {
+      return Err(ENOSPC, "cluster full: an OSD is past the full ratio (weft status)");
+    }
+    RETURN_IF_ERROR(ctx.InlineData(inode).status());
+    const Inode before = inode;
+    Inode* edit = ctx.Edit(before);
+    ApplyInlineWrites(ctx, placed, edit);
+    reply->append_offset = before.size;
+    edit->size = before.size + op.append;
+    if (before.nlink > 0) ctx.RStat(before.parent, static_cast<int64_t>(op.append), 0, 0);
+    const int64_t mtime = op.mtime_ns != 0 ? op.mtime_ns : ctx.now_ns();
+    edit->mtime_ns = mtime;
+    edit->ctime_ns = std::max(before.ctime_ns, mtime);
+    edit->mode = ModeAfterWrite(AccessOf(*edit), ctx.cred());
+    FillAttr(*edit, &reply->attr);
     return absl::OkStatus();
   }
   const Inode before = inode;
