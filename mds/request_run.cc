@@ -268,7 +268,8 @@ RequestRun::Outcome RequestRun::StepOp() {
         rank_->sessions_.Opened(session_, ino, write);
         reopened_ = true;  // once per run: a wait below comes back through here
         rank_->leases_.NoteOpen(session_, ino, rank_->sessions_.Find(session_));
-        std::tie(reply_->write_through, reply_->buffer_seq) = rank_->leases_.BufferFor(session_, ino);
+        std::tie(reply_->write_through, reply_->buffer_seq) =
+            rank_->leases_.BufferFor(session_, ino);
       }
       // A truncate resent while its objects are still being cut (the first
       // try's thread, or a restart's) is answered once they are.
@@ -421,6 +422,13 @@ RequestRun::Outcome RequestRun::RunOperation(absl::Time now) {
     }
     std::tie(reply_->write_through, reply_->buffer_seq) =
         rank_->leases_.BufferFor(session_, *ino);
+  }
+  if (const req::Written* w = request_.As<req::Written>();
+      w != nullptr && !replay_ && rank_->sessions_.HasOpen(session_, w->ino.value(), true)) {
+    // A writer that writes through learns here that it may buffer again
+    // (the other openers closed the file), one that buffers that it still may.
+    std::tie(reply_->write_through, reply_->buffer_seq) =
+        rank_->leases_.BufferFor(session_, w->ino.value());
   }
   if (!replay_) {
     rank_->leases_.Grant(request_, *reply_, now, &reply_->leases);

@@ -241,6 +241,12 @@ absl::StatusOr<pb::MetaReply> FileSystemClient::CallWritten(uint64_t ino, uint64
   }
   ASSIGN_OR_RETURN(pb::MetaReply reply, Call(writer, std::move(r)));
   CacheAttr(reply);  // or the newer one this client has
+  if (reply.buffer_seq() != 0) {
+    // The other openers may have closed the file: buffering again.
+    if (std::shared_ptr<FileCache> cache = CacheOf(ino)) {
+      cache->SetWriteThrough(reply.write_through(), reply.buffer_seq());
+    }
+  }
   return reply;
 }
 

@@ -45,8 +45,9 @@ off_t SizeOf(int fd) {
   return st.st_size;
 }
 
-TEST_CASE("fuse coherence: a descriptor kept open sees the other mount's writes and truncates at once",
-          "[fuse][caps][coherence]") {
+TEST_CASE(
+    "fuse coherence: a descriptor kept open sees the other mount's writes and truncates at once",
+    "[fuse][caps][coherence]") {
   TwoMounts f;
   WriteFile(f.P("f"), std::string(10000, 'a'));
   // The reader opens first and reads everything: its kernel caches the pages.

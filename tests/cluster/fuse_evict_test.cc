@@ -44,125 +44,11 @@ uint64_t SessionOf(const std::string& listing, pid_t pid) {
 // SIGCONT on the way out, whatever happened: a stopped weft-fuse would hang
 // the unmount.
 struct Resume {
-  pid_t pid;
-  ~Resume() { kill(pid, SIGCONT); }
-};
-
-TEST_CASE("fuse evict: a stopped writer is fenced - its late writes are refused and it reports EIO",
-          "[fuse][caps]") {
-  TwoMountFixture f;  // mount: the writer that stops; other: the one that writes after
-  auto third = Mount::Start(*f.cluster, "fs1");
-  REQUIRE(third.ok());
-  const std::string before(1 << 20, 'o');
-  WriteFile(f.P("f"), before);
-  SyncFile(f.P("f"));
-
-  CommandResult ls = f.cluster->Weft({"client", "ls", "fs1"});
-  INFO(ls.output);
-  REQUIRE(ls.code == 0);
-  CHECK(ls.output.find("fs1: 3 sessions") != std::string::npos);
-  const uint64_t writer = SessionOf(ls.output, f.mount->pid());
-  REQUIRE(writer != 0);
-  CHECK(SessionOf(ls.output, f.other->pid()) != 0);
-  CHECK(ls.output.find("osd identity client.") != std::string::npos);
-
-  // The writer buffers a whole new megabyte and stops before it is flushed.
-  // Its descriptor lives in a child process: a fork of the test (the CLI
-  // below) would inherit it, and closing a descriptor of a stopped FUSE
-  // daemon's file waits for that daemon.
-  int to_child[2], from_child[2];
-  REQUIRE(pipe(to_child) == 0);
-  REQUIRE(pipe(from_child) == 0);
-  const std::string path = f.P("f");
-  const pid_t child = fork();
-  REQUIRE(child >= 0);
-  if (child == 0) {
-    const int fd = open(path.c_str(), O_WRONLY);
-    const std::string data(1 << 20, 'A');
-    char ready = fd >= 0 && pwrite(fd, data.data(), data.size(), 0) ==
-                                static_cast<ssize_t>(data.size()) ? 'w' : 'x';
-    if (write(from_child[1], &ready, 1) != 1) _exit(1);
-    char go = 0;
-    if (read(to_child[0], &go, 1) != 1) _exit(1);
-    int result[2] = {0, 0};  // fsync's errno, close's errno
-    if (fsync(fd) != 0) result[0] = errno;
-    if (close(fd) != 0) result[1] = errno;
-    if (write(from_child[1], result, sizeof(result)) != sizeof(result)) _exit(1);
-    _exit(0);
+  pid_t pid = -1;
+  ~Resume() {
+    if (pid > 0) kill(pid, SIGCONT);
   }
-  char ready = 0;
-  REQUIRE(read(from_child[0], &ready, 1) == 1);
-  REQUIRE(ready == 'w');
-  Resume resume{f.mount->pid()};
-  REQUIRE(kill(f.mount->pid(), SIGSTOP) == 0);
-
-  CommandResult evict = f.cluster->Weft(
-      {"client", "evict", absl::StrCat(writer), "--reason", "test: writer stopped"});
-  INFO(evict.output);
-  REQUIRE(evict.code == 0);
-  CHECK(evict.output.find("blocklisted at the OSDs from osdmap epoch") != std::string::npos);
-
-  // Another mount writes the same range and makes it durable.
-  const std::string after(1 << 20, 'B');
-  const int other = open(f.Q("f").c_str(), O_WRONLY);
-  REQUIRE(other >= 0);
-  WriteAll(other, after, 0);
-  REQUIRE(fsync(other) == 0);
-  REQUIRE(close(other) == 0);
-
-  // The writer resumes: its buffered megabyte is refused, and it says so.
-  REQUIRE(kill(f.mount->pid(), SIGCONT) == 0);
-  const char go = 'g';
-  REQUIRE(write(to_child[1], &go, 1) == 1);
-  int result[2] = {-1, -1};
-  REQUIRE(read(from_child[0], result, sizeof(result)) == sizeof(result));
-  int child_status = 0;
-  waitpid(child, &child_status, 0);
-  for (int p : {to_child[0], to_child[1], from_child[0], from_child[1]}) close(p);
-  CHECK(result[0] == EIO);                       // fsync
-  CHECK((result[1] == 0 || result[1] == EIO));   // close
-  // Nothing it asks of the MDS succeeds any more.
-  errno = 0;
-  CHECK(open(f.P("new").c_str(), O_CREAT | O_WRONLY, 0644) == -1);
-  CHECK(errno == EIO);
-
-  // The other mount's bytes stand, bit-exact, as a third mount reads them.
-  CHECK(ReadFile((*third)->Path("f")) == after);
-  CHECK(ReadFile(f.Q("f")) == after);
-
-  ls = f.cluster->Weft({"client", "ls", "fs1"});
-  INFO(ls.output);
-  CHECK(ls.output.find("fs1: 2 sessions") != std::string::npos);
-  CHECK(SessionOf(ls.output, f.mount->pid()) == 0);
-  CommandResult status = f.cluster->Weft({"fs", "status", "fs1"});
-  INFO(status.output);
-  CHECK(status.output.find("evictions: 1, last: session " + absl::StrCat(writer)) !=
-        std::string::npos);
-  CHECK(status.output.find("test: writer stopped") != std::string::npos);
-  CommandResult cluster_status = f.cluster->Weft({"status"});
-  INFO(cluster_status.output);
-  CHECK(cluster_status.output.find("evicted: fs1: 1 clients evicted") != std::string::npos);
-
-  // Bad input: a clear error, nothing else evicted.
-  CommandResult again = f.cluster->Weft({"client", "evict", absl::StrCat(writer)});
-  CHECK(again.code != 0);
-  CHECK(again.output.find("no session") != std::string::npos);
-  CommandResult junk = f.cluster->Weft({"client", "evict", "twelve"});
-  CHECK(junk.code != 0);
-  CHECK(junk.output.find("not a session id") != std::string::npos);
-  CommandResult nofs = f.cluster->Weft({"client", "evict", "12345"});
-  CHECK(nofs.code != 0);
-  CHECK(nofs.output.find("no filesystem has session") != std::string::npos);
-  CHECK(f.cluster->Weft({"client", "evict"}).code == 2);
-  CHECK(f.cluster->Weft({"client", "ls", "nosuchfs"}).code != 0);
-  CHECK(ReadFile(f.Q("f")) == after);
-
-  // A new mount (a new OSD identity, a new session) works as before.
-  f.Remount();
-  CHECK(ReadFile(f.P("f")) == after);
-  WriteFile(f.P("g"), "fresh");
-  CHECK(ReadFile(f.Q("g")) == "fresh");
-}
+};
 
 // A child that writes `data` into `path` (buffered: not flushed), says 'w',
 // then waits for a byte and reports fsync's and close's errno.
@@ -215,6 +101,95 @@ struct BufferedWriter {
   }
 };
 
+TEST_CASE("fuse evict: a stopped writer is fenced - its late writes are refused and it reports EIO",
+          "[fuse][caps]") {
+  TwoMountFixture f;  // mount: the writer that stops; other: the one that writes after
+  auto third = Mount::Start(*f.cluster, "fs1");
+  REQUIRE(third.ok());
+  const std::string before(1 << 20, 'o');
+  WriteFile(f.P("f"), before);
+  SyncFile(f.P("f"));
+
+  CommandResult ls = f.cluster->Weft({"client", "ls", "fs1"});
+  INFO(ls.output);
+  REQUIRE(ls.code == 0);
+  CHECK(ls.output.find("fs1: 3 sessions") != std::string::npos);
+  const uint64_t writer = SessionOf(ls.output, f.mount->pid());
+  REQUIRE(writer != 0);
+  CHECK(SessionOf(ls.output, f.other->pid()) != 0);
+  CHECK(ls.output.find("osd identity client.") != std::string::npos);
+
+  // The writer buffers a whole new megabyte and stops before it is flushed.
+  // Its descriptor lives in a child process: a fork of the test (the CLI
+  // below) would inherit it, and closing a descriptor of a stopped FUSE
+  // daemon's file waits for that daemon.
+  BufferedWriter child;
+  child.Start(f.P("f"), std::string(1 << 20, 'A'));
+  Resume resume{f.mount->pid()};
+  REQUIRE(kill(f.mount->pid(), SIGSTOP) == 0);
+
+  CommandResult evict = f.cluster->Weft(
+      {"client", "evict", absl::StrCat(writer), "--reason", "test: writer stopped"});
+  INFO(evict.output);
+  REQUIRE(evict.code == 0);
+  CHECK(evict.output.find("blocklisted at the OSDs from osdmap epoch") != std::string::npos);
+
+  // Another mount writes the same range and makes it durable.
+  const std::string after(1 << 20, 'B');
+  const int other = open(f.Q("f").c_str(), O_WRONLY);
+  REQUIRE(other >= 0);
+  WriteAll(other, after, 0);
+  REQUIRE(fsync(other) == 0);
+  REQUIRE(close(other) == 0);
+
+  // The writer resumes: its buffered megabyte is refused, and it says so.
+  REQUIRE(kill(f.mount->pid(), SIGCONT) == 0);
+  const auto [fsync_errno, close_errno] = child.Finish();
+  CHECK(fsync_errno == EIO);
+  CHECK((close_errno == 0 || close_errno == EIO));
+  // Nothing it asks of the MDS succeeds any more.
+  errno = 0;
+  CHECK(open(f.P("new").c_str(), O_CREAT | O_WRONLY, 0644) == -1);
+  CHECK(errno == EIO);
+
+  // The other mount's bytes stand, bit-exact, as a third mount reads them.
+  CHECK(ReadFile((*third)->Path("f")) == after);
+  CHECK(ReadFile(f.Q("f")) == after);
+
+  ls = f.cluster->Weft({"client", "ls", "fs1"});
+  INFO(ls.output);
+  CHECK(ls.output.find("fs1: 2 sessions") != std::string::npos);
+  CHECK(SessionOf(ls.output, f.mount->pid()) == 0);
+  CommandResult status = f.cluster->Weft({"fs", "status", "fs1"});
+  INFO(status.output);
+  CHECK(status.output.find("evictions: 1, last: session " + absl::StrCat(writer)) !=
+        std::string::npos);
+  CHECK(status.output.find("test: writer stopped") != std::string::npos);
+  CommandResult cluster_status = f.cluster->Weft({"status"});
+  INFO(cluster_status.output);
+  CHECK(cluster_status.output.find("evicted: fs1: 1 clients evicted") != std::string::npos);
+
+  // Bad input: a clear error, nothing else evicted.
+  CommandResult again = f.cluster->Weft({"client", "evict", absl::StrCat(writer)});
+  CHECK(again.code != 0);
+  CHECK(again.output.find("no session") != std::string::npos);
+  CommandResult junk = f.cluster->Weft({"client", "evict", "twelve"});
+  CHECK(junk.code != 0);
+  CHECK(junk.output.find("not a session id") != std::string::npos);
+  CommandResult nofs = f.cluster->Weft({"client", "evict", "12345"});
+  CHECK(nofs.code != 0);
+  CHECK(nofs.output.find("no filesystem has session") != std::string::npos);
+  CHECK(f.cluster->Weft({"client", "evict"}).code == 2);
+  CHECK(f.cluster->Weft({"client", "ls", "nosuchfs"}).code != 0);
+  CHECK(ReadFile(f.Q("f")) == after);
+
+  // A new mount (a new OSD identity, a new session) works as before.
+  f.Remount();
+  CHECK(ReadFile(f.P("f")) == after);
+  WriteFile(f.P("g"), "fresh");
+  CHECK(ReadFile(f.Q("g")) == "fresh");
+}
+
 // After the stopped writer was evicted: another mount's write stands, the
 // resumed writer reports EIO, and the eviction shows with `reason`.
 void CheckEvictedWriter(TwoMountFixture& f, BufferedWriter& writer, Mount& third,
@@ -240,54 +215,59 @@ void CheckEvictedWriter(TwoMountFixture& f, BufferedWriter& writer, Mount& third
   CHECK(SessionOf(ls.output, f.mount->pid()) == 0);
 }
 
+// A cluster with `conf` in weft.conf and three mounts; a file "f" of 1 MiB
+// of 'o' on the OSDs; the first mount's writer holds 1 MiB of 'A' buffered
+// for it and is stopped (SIGSTOP), resumed whatever happens.
+struct StoppedWriter {
+  static ClusterOptions With(const std::string& conf) {
+    ClusterOptions options;
+    options.extra_conf = {conf};
+    return options;
+  }
+  explicit StoppedWriter(const std::string& conf) : f(With(conf)) {
+    auto m = Mount::Start(*f.cluster, "fs1");
+    REQUIRE(m.ok());
+    third = std::move(*m);
+    WriteFile(f.P("f"), std::string(1 << 20, 'o'));
+    SyncFile(f.P("f"));
+    writer.Start(f.P("f"), std::string(1 << 20, 'A'));
+    resume.pid = f.mount->pid();
+    REQUIRE(kill(f.mount->pid(), SIGSTOP) == 0);
+  }
+  TwoMountFixture f;
+  std::unique_ptr<Mount> third;
+  BufferedWriter writer;
+  Resume resume;  // last: first to go
+};
+
 TEST_CASE("fuse evict: a writer that does not answer a recall is evicted after mds_revoke_timeout",
           "[fuse][caps]") {
-  ClusterOptions options;
-  options.extra_conf = {"mds_revoke_timeout = 2"};
-  TwoMountFixture f(options);
-  auto third = Mount::Start(*f.cluster, "fs1");
-  REQUIRE(third.ok());
-  WriteFile(f.P("f"), std::string(1 << 20, 'o'));
-  SyncFile(f.P("f"));
-  BufferedWriter writer;
-  writer.Start(f.P("f"), std::string(1 << 20, 'A'));
-  Resume resume{f.mount->pid()};
-  REQUIRE(kill(f.mount->pid(), SIGSTOP) == 0);
-
+  StoppedWriter s("mds_revoke_timeout = 2");
   // The other mount looks at the file: the MDS recalls the stopped
   // writer's bytes, gets no answer, fences it and answers with what it has.
   const absl::Time start = absl::Now();
-  const std::string seen = ReadFile(f.Q("f"));
+  const std::string seen = ReadFile(s.f.Q("f"));
   const absl::Duration waited = absl::Now() - start;
   CHECK(seen == std::string(1 << 20, 'o'));
   CHECK(waited >= absl::Seconds(2));
   CHECK(waited < absl::Seconds(20));
-  CheckEvictedWriter(f, writer, **third, "a recall of buffered writes not answered within 2 s");
+  CheckEvictedWriter(s.f, s.writer, *s.third,
+                     "a recall of buffered writes not answered within 2 s");
 }
 
 TEST_CASE("fuse evict: a session that lapses is evicted - fenced - not just closed",
           "[fuse][caps]") {
-  ClusterOptions options;
-  options.extra_conf = {"mds_session_timeout = 5"};
-  TwoMountFixture f(options);
-  auto third = Mount::Start(*f.cluster, "fs1");
-  REQUIRE(third.ok());
-  WriteFile(f.P("f"), std::string(1 << 20, 'o'));
-  SyncFile(f.P("f"));
-  BufferedWriter writer;
-  writer.Start(f.P("f"), std::string(1 << 20, 'A'));
-  Resume resume{f.mount->pid()};
-  REQUIRE(kill(f.mount->pid(), SIGSTOP) == 0);
+  StoppedWriter s("mds_session_timeout = 5");
   // Nobody looks at the file: the session lapses on its own.
   const absl::Time give_up = absl::Now() + absl::Seconds(30);
   uint64_t evictions = 0;
   while (absl::Now() < give_up) {
-    evictions = FsStatusOf(*f.cluster).evictions();
+    evictions = FsStatusOf(*s.f.cluster).evictions();
     if (evictions > 0) break;
     absl::SleepFor(absl::Milliseconds(200));
   }
   REQUIRE(evictions == 1);
-  CheckEvictedWriter(f, writer, **third, "session lapsed: no renewal for");
+  CheckEvictedWriter(s.f, s.writer, *s.third, "session lapsed: no renewal for");
 }
 
 TEST_CASE("fuse evict: a mount with recover_session=clean starts over after its eviction",

@@ -276,6 +276,15 @@ TEST_CASE("leases: a shared file - its writers write through - its openers drop 
   // A session that goes takes its invalidations with it.
   leases.DropSession(SessionId(3), sessions.Find(SessionId(3)));
   CHECK(leases.Invalidate(Of(1, written)).size() == 1);
+  // The reader closes too: the writer, alone again, may buffer (a later
+  // answer than the recall that switched it to write through).
+  sessions.Find(SessionId(2))->opens.erase(500);
+  leases.NoteOpen(SessionId(2), 500, sessions.Find(SessionId(2)));
+  const auto [again, again_seq] = leases.BufferFor(SessionId(1), 500);
+  CHECK_FALSE(again);
+  CHECK(again_seq > events[0].seq());
+  CHECK(leases.MayBuffer(1, 500));
+  CHECK(leases.Invalidate(Of(1, written)).empty());
 }
 
 TEST_CASE("leases: attribute caps - granted to readers - revoked by a change - none beside a writer") {
