@@ -27,6 +27,11 @@ std::string ObjectClient::name() const {
   return name_;
 }
 
+std::string ObjectClient::NewName() {
+  std::random_device rd;
+  return absl::StrCat("client.", getpid(), ".", rd() % 1000000);
+}
+
 void ObjectClient::Rename(std::string name) {
   absl::MutexLock lock(&name_mu_);
   name_ = std::move(name);
@@ -38,10 +43,7 @@ absl::StatusOr<std::unique_ptr<ObjectClient>> ObjectClient::Connect(
     if (options.mds_addrs.empty()) return absl::InvalidArgumentError("no MDS address given");
     source = std::make_unique<MdsMapSource>(options.mds_addrs);
   }
-  if (options.name.empty()) {
-    std::random_device rd;
-    options.name = absl::StrCat("client.", getpid(), ".", rd() % 1000000);
-  }
+  if (options.name.empty()) options.name = NewName();
   std::unique_ptr<ObjectClient> client(new ObjectClient(std::move(options), std::move(source)));
   ASSIGN_OR_RETURN(std::shared_ptr<const OsdMap> first, client->source_->Fetch());
   client->Install(std::move(first));

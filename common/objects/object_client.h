@@ -85,6 +85,9 @@ class ObjectClient final : public Objects {
   // A new identity from now on: a mount that recovers after its eviction
   // (the old one is blocklisted).
   void Rename(std::string name) ABSL_LOCKS_EXCLUDED(name_mu_);
+  // A fresh identity, client.<pid>.<random>: what Connect gives a client
+  // that names none.
+  static std::string NewName();
   // Erasure pools, for checks and tools: reads [offset, offset + length) using
   // only the shards whose bits are set in `shard_mask` (decoding if they are
   // not the data shards).

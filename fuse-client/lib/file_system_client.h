@@ -506,6 +506,9 @@ class FileSystemClient {
   // file keeps its attribute authority.
   void DropAttrAuthorities();
   std::shared_ptr<FileCache> CacheOf(uint64_t ino);
+  // Who wrote the file last through this client (its reports run as them);
+  // root when nobody did.
+  Creds WriterOf(uint64_t ino) ABSL_LOCKS_EXCLUDED(mu_);
   std::vector<std::shared_ptr<FileCache>> AllCaches() ABSL_LOCKS_EXCLUDED(mu_);
   // Writes back buffered data older than dirty_expire, every second.
   void FlushLoop();

@@ -2,11 +2,9 @@
 // file_system_client.cc).
 #include <fcntl.h>
 #include <sys/stat.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <limits>
-#include <random>
 #include <string>
 
 #include "absl/strings/str_cat.h"
@@ -74,8 +72,7 @@ void FileSystemClient::RecoverSession() {
   ForgetVersions();
   ReleaseHold(0);
   // A new identity at the OSDs: the old one is blocklisted.
-  std::random_device rd;
-  const std::string name = absl::StrCat("client.", getpid(), ".", rd() % 1000000);
+  const std::string name = objects::ObjectClient::NewName();
   objects_->Rename(name);
   for (int attempt = 0;; ++attempt) {
     absl::Status recovered = meta_->Recover(name);
@@ -114,6 +111,12 @@ absl::StatusOr<FileSystemClient::Opened> FileSystemClient::AddHandle(const Creds
   }
   out.attr = WithPending(freshest);  // another handle's writes may be buffered
   return out;
+}
+
+Creds FileSystemClient::WriterOf(uint64_t ino) {
+  absl::MutexLock lock(&mu_);
+  auto it = caches_.find(ino);
+  return it != caches_.end() ? it->second.writer : Creds();
 }
 
 std::shared_ptr<FileCache> FileSystemClient::CacheFor(const Attr& attr,
@@ -159,12 +162,7 @@ FileCache::InlineHooks FileSystemClient::InlineHooksFor(uint64_t ino) {
     return w;
   };
   auto inline_op = [this, ino](bool uninline) -> absl::StatusOr<pb::MetaReply> {
-    Creds writer;
-    {
-      absl::MutexLock lock(&mu_);
-      auto it = caches_.find(ino);
-      if (it != caches_.end()) writer = it->second.writer;
-    }
+    const Creds writer = WriterOf(ino);
     pb::MetaRequest r;
     r.mutable_inline_data()->set_ino(ino);
     r.mutable_inline_data()->set_uninline(uninline);
@@ -207,12 +205,7 @@ absl::StatusOr<pb::MetaReply> FileSystemClient::CallWritten(uint64_t ino, uint64
                                                             int64_t allocated_delta,
                                                             const AttrChanges& attrs,
                                                             const objects::ExtentMap* inline_writes) {
-  Creds writer;
-  {
-    absl::MutexLock lock(&mu_);
-    auto it = caches_.find(ino);
-    if (it != caches_.end()) writer = it->second.writer;
-  }
+  const Creds writer = WriterOf(ino);
   pb::MetaRequest r;
   pb::WrittenOp* op = r.mutable_written();
   op->set_ino(ino);
@@ -330,12 +323,7 @@ Attr FileSystemClient::WithPending(Attr attr) {
   // for the writer (ModeAfterWrite); show that now. (The kernel sends a
   // chmod of its own only for setuid, and setgid with group exec.)
   if (p.bytes > 0 && (attr.mode & (S_ISUID | S_ISGID)) != 0) {
-    Creds writer;
-    {
-      absl::MutexLock lock(&mu_);
-      auto it = caches_.find(attr.ino);
-      if (it != caches_.end()) writer = it->second.writer;
-    }
+    const Creds writer = WriterOf(attr.ino);
     attr.mode = posix::ModeAfterWrite(AccessOf(attr), CredentialsOf(writer));
   }
   if (p.end > attr.size) attr.size = p.end;
@@ -513,12 +501,7 @@ absl::Status FileSystemClient::AppendShared(const std::shared_ptr<OpenFile>& f,
     // once they no longer fit inline, the data moves to objects.
     const bool inline_bytes = f->cache->inline_on() && attempt == 0;
     if (!inline_bytes && f->cache->inline_on()) RETURN_IF_ERROR(f->cache->MoveToObjects());
-    Creds writer;
-    {
-      absl::MutexLock lock(&mu_);
-      auto it = caches_.find(f->ino);
-      if (it != caches_.end()) writer = it->second.writer;
-    }
+    const Creds writer = WriterOf(f->ino);
     pb::MetaRequest r;
     pb::WrittenOp* op = r.mutable_written();
     op->set_ino(f->ino);

@@ -31,15 +31,7 @@ absl::StatusOr<std::unique_ptr<MetaClient>> MetaClient::Connect(MetaClientOption
     options.client_name = absl::StrCat("client.", host, ".", getpid(), ".", std::random_device{}() % 100000);
   }
   std::unique_ptr<MetaClient> client(new MetaClient(std::move(options)));
-  const absl::Time deadline = absl::Now() + absl::Milliseconds(client->options_.op_timeout_ms);
-  absl::Status status;
-  for (;;) {
-    status = client->Resolve();
-    if (status.ok()) status = client->OpenSession(0);
-    if (status.ok() || !Retryable(status) || absl::Now() > deadline) break;
-    absl::SleepFor(absl::Milliseconds(200));
-  }
-  RETURN_IF_ERROR(status);
+  RETURN_IF_ERROR(client->OpenNewSession());
   client->renewer_ = std::thread([c = client.get()] { c->RenewLoop(); });
   client->lease_thread_ = std::thread([c = client.get()] { c->LeaseLoop(); });
   return client;
@@ -49,6 +41,16 @@ MetaClient::~MetaClient() {
   (void)Close();
   if (renewer_.joinable()) renewer_.join();
   if (lease_thread_.joinable()) lease_thread_.join();
+}
+
+absl::Status MetaClient::OpenNewSession() {
+  const absl::Time deadline = absl::Now() + absl::Milliseconds(options_.op_timeout_ms);
+  for (;;) {
+    absl::Status status = Resolve();  // rank 0 may have moved
+    if (status.ok()) status = OpenSession(0);
+    if (status.ok() || !Retryable(status) || absl::Now() > deadline) return status;
+    absl::SleepFor(absl::Milliseconds(200));
+  }
 }
 
 absl::Status MetaClient::Resolve() {
@@ -413,14 +415,7 @@ absl::Status MetaClient::Recover(const std::string& osd_client) {
   }
   leases_.DropAll();
   const uint64_t old = session_;
-  absl::Status opened;
-  const absl::Time deadline = absl::Now() + absl::Milliseconds(options_.op_timeout_ms);
-  for (;;) {
-    opened = OpenSession(0);
-    if (opened.ok() || !Retryable(opened) || absl::Now() > deadline) break;
-    absl::SleepFor(absl::Milliseconds(200));
-  }
-  if (!opened.ok()) return opened;
+  RETURN_IF_ERROR(OpenNewSession());
   {
     absl::MutexLock lock(&mu_);
     evicted_status_ = absl::OkStatus();

@@ -146,6 +146,8 @@ class MetaClient {
       : options_(std::move(options)), osd_client_(options_.osd_client) {}
   absl::Status Resolve();
   absl::Status OpenSession(uint64_t reclaim);
+  // Resolve and OpenSession(0), retried until op_timeout_ms (Connect, Recover).
+  absl::Status OpenNewSession();
   // The MDS lost the session: so are its locks.
   void LoseAllLocks();
   std::shared_ptr<grpc::Channel> Channel();

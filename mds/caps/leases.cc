@@ -316,8 +316,7 @@ std::vector<Leases::RecallKey> Leases::Invalidate(const Request& request) {
 }
 
 bool Leases::Invalidated(const std::vector<RecallKey>& wanted) const {
-  return std::none_of(wanted.begin(), wanted.end(),
-                      [this](const RecallKey& key) { return invals_.contains(key); });
+  return Unanswered(wanted, /*invals=*/true).empty();
 }
 
 void Leases::ForgetInvals(const std::vector<RecallKey>& wanted) {
@@ -412,8 +411,7 @@ std::vector<Leases::RecallKey> Leases::Recall(const Request& request,
 }
 
 bool Leases::Answered(const std::vector<RecallKey>& wanted) const {
-  return std::none_of(wanted.begin(), wanted.end(),
-                      [this](const RecallKey& key) { return recalls_.contains(key); });
+  return Unanswered(wanted, /*invals=*/false).empty();
 }
 
 std::vector<SessionId> Leases::Unanswered(const std::vector<RecallKey>& wanted,

@@ -101,95 +101,6 @@ struct BufferedWriter {
   }
 };
 
-TEST_CASE("fuse evict: a stopped writer is fenced - its late writes are refused and it reports EIO",
-          "[fuse][caps]") {
-  TwoMountFixture f;  // mount: the writer that stops; other: the one that writes after
-  auto third = Mount::Start(*f.cluster, "fs1");
-  REQUIRE(third.ok());
-  const std::string before(1 << 20, 'o');
-  WriteFile(f.P("f"), before);
-  SyncFile(f.P("f"));
-
-  CommandResult ls = f.cluster->Weft({"client", "ls", "fs1"});
-  INFO(ls.output);
-  REQUIRE(ls.code == 0);
-  CHECK(ls.output.find("fs1: 3 sessions") != std::string::npos);
-  const uint64_t writer = SessionOf(ls.output, f.mount->pid());
-  REQUIRE(writer != 0);
-  CHECK(SessionOf(ls.output, f.other->pid()) != 0);
-  CHECK(ls.output.find("osd identity client.") != std::string::npos);
-
-  // The writer buffers a whole new megabyte and stops before it is flushed.
-  // Its descriptor lives in a child process: a fork of the test (the CLI
-  // below) would inherit it, and closing a descriptor of a stopped FUSE
-  // daemon's file waits for that daemon.
-  BufferedWriter child;
-  child.Start(f.P("f"), std::string(1 << 20, 'A'));
-  Resume resume{f.mount->pid()};
-  REQUIRE(kill(f.mount->pid(), SIGSTOP) == 0);
-
-  CommandResult evict = f.cluster->Weft(
-      {"client", "evict", absl::StrCat(writer), "--reason", "test: writer stopped"});
-  INFO(evict.output);
-  REQUIRE(evict.code == 0);
-  CHECK(evict.output.find("blocklisted at the OSDs from osdmap epoch") != std::string::npos);
-
-  // Another mount writes the same range and makes it durable.
-  const std::string after(1 << 20, 'B');
-  const int other = open(f.Q("f").c_str(), O_WRONLY);
-  REQUIRE(other >= 0);
-  WriteAll(other, after, 0);
-  REQUIRE(fsync(other) == 0);
-  REQUIRE(close(other) == 0);
-
-  // The writer resumes: its buffered megabyte is refused, and it says so.
-  REQUIRE(kill(f.mount->pid(), SIGCONT) == 0);
-  const auto [fsync_errno, close_errno] = child.Finish();
-  CHECK(fsync_errno == EIO);
-  CHECK((close_errno == 0 || close_errno == EIO));
-  // Nothing it asks of the MDS succeeds any more.
-  errno = 0;
-  CHECK(open(f.P("new").c_str(), O_CREAT | O_WRONLY, 0644) == -1);
-  CHECK(errno == EIO);
-
-  // The other mount's bytes stand, bit-exact, as a third mount reads them.
-  CHECK(ReadFile((*third)->Path("f")) == after);
-  CHECK(ReadFile(f.Q("f")) == after);
-
-  ls = f.cluster->Weft({"client", "ls", "fs1"});
-  INFO(ls.output);
-  CHECK(ls.output.find("fs1: 2 sessions") != std::string::npos);
-  CHECK(SessionOf(ls.output, f.mount->pid()) == 0);
-  CommandResult status = f.cluster->Weft({"fs", "status", "fs1"});
-  INFO(status.output);
-  CHECK(status.output.find("evictions: 1, last: session " + absl::StrCat(writer)) !=
-        std::string::npos);
-  CHECK(status.output.find("test: writer stopped") != std::string::npos);
-  CommandResult cluster_status = f.cluster->Weft({"status"});
-  INFO(cluster_status.output);
-  CHECK(cluster_status.output.find("evicted: fs1: 1 clients evicted") != std::string::npos);
-
-  // Bad input: a clear error, nothing else evicted.
-  CommandResult again = f.cluster->Weft({"client", "evict", absl::StrCat(writer)});
-  CHECK(again.code != 0);
-  CHECK(again.output.find("no session") != std::string::npos);
-  CommandResult junk = f.cluster->Weft({"client", "evict", "twelve"});
-  CHECK(junk.code != 0);
-  CHECK(junk.output.find("not a session id") != std::string::npos);
-  CommandResult nofs = f.cluster->Weft({"client", "evict", "12345"});
-  CHECK(nofs.code != 0);
-  CHECK(nofs.output.find("no filesystem has session") != std::string::npos);
-  CHECK(f.cluster->Weft({"client", "evict"}).code == 2);
-  CHECK(f.cluster->Weft({"client", "ls", "nosuchfs"}).code != 0);
-  CHECK(ReadFile(f.Q("f")) == after);
-
-  // A new mount (a new OSD identity, a new session) works as before.
-  f.Remount();
-  CHECK(ReadFile(f.P("f")) == after);
-  WriteFile(f.P("g"), "fresh");
-  CHECK(ReadFile(f.Q("g")) == "fresh");
-}
-
 // After the stopped writer was evicted: another mount's write stands, the
 // resumed writer reports EIO, and the eviction shows with `reason`.
 void CheckEvictedWriter(TwoMountFixture& f, BufferedWriter& writer, Mount& third,
@@ -215,13 +126,13 @@ void CheckEvictedWriter(TwoMountFixture& f, BufferedWriter& writer, Mount& third
   CHECK(SessionOf(ls.output, f.mount->pid()) == 0);
 }
 
-// A cluster with `conf` in weft.conf and three mounts; a file "f" of 1 MiB
+// A cluster with `conf` (if any) in weft.conf and three mounts; a file "f" of 1 MiB
 // of 'o' on the OSDs; the first mount's writer holds 1 MiB of 'A' buffered
 // for it and is stopped (SIGSTOP), resumed whatever happens.
 struct StoppedWriter {
   static ClusterOptions With(const std::string& conf) {
     ClusterOptions options;
-    options.extra_conf = {conf};
+    if (!conf.empty()) options.extra_conf = {conf};
     return options;
   }
   explicit StoppedWriter(const std::string& conf) : f(With(conf)) {
@@ -239,6 +150,70 @@ struct StoppedWriter {
   BufferedWriter writer;
   Resume resume;  // last: first to go
 };
+
+TEST_CASE("fuse evict: a stopped writer is fenced - its late writes are refused and it reports EIO",
+          "[fuse][caps]") {
+  // mount: the writer that stops; other: the one that writes after. The
+  // writer's descriptor lives in a child process: a fork of the test (the
+  // CLI below) would inherit it, and closing a descriptor of a stopped FUSE
+  // daemon's file waits for that daemon.
+  StoppedWriter s("");
+  TwoMountFixture& f = s.f;
+  CommandResult ls = f.cluster->Weft({"client", "ls", "fs1"});
+  INFO(ls.output);
+  REQUIRE(ls.code == 0);
+  CHECK(ls.output.find("fs1: 3 sessions") != std::string::npos);
+  const uint64_t writer = SessionOf(ls.output, f.mount->pid());
+  REQUIRE(writer != 0);
+  CHECK(SessionOf(ls.output, f.other->pid()) != 0);
+  CHECK(ls.output.find("osd identity client.") != std::string::npos);
+
+  CommandResult evict = f.cluster->Weft(
+      {"client", "evict", absl::StrCat(writer), "--reason", "test: writer stopped"});
+  INFO(evict.output);
+  REQUIRE(evict.code == 0);
+  CHECK(evict.output.find("blocklisted at the OSDs from osdmap epoch") != std::string::npos);
+
+  // Another mount writes the same range; the writer resumes: its buffered
+  // megabyte is refused and it says so; the other's bytes stand.
+  CheckEvictedWriter(f, s.writer, *s.third, "test: writer stopped");
+  const std::string after(1 << 20, 'B');
+  // Nothing it asks of the MDS succeeds any more.
+  errno = 0;
+  CHECK(open(f.P("new").c_str(), O_CREAT | O_WRONLY, 0644) == -1);
+  CHECK(errno == EIO);
+
+  ls = f.cluster->Weft({"client", "ls", "fs1"});
+  INFO(ls.output);
+  CHECK(ls.output.find("fs1: 2 sessions") != std::string::npos);
+  CommandResult status = f.cluster->Weft({"fs", "status", "fs1"});
+  INFO(status.output);
+  CHECK(status.output.find("evictions: 1, last: session " + absl::StrCat(writer)) !=
+        std::string::npos);
+  CommandResult cluster_status = f.cluster->Weft({"status"});
+  INFO(cluster_status.output);
+  CHECK(cluster_status.output.find("evicted: fs1: 1 clients evicted") != std::string::npos);
+
+  // Bad input: a clear error, nothing else evicted.
+  CommandResult again = f.cluster->Weft({"client", "evict", absl::StrCat(writer)});
+  CHECK(again.code != 0);
+  CHECK(again.output.find("no session") != std::string::npos);
+  CommandResult junk = f.cluster->Weft({"client", "evict", "twelve"});
+  CHECK(junk.code != 0);
+  CHECK(junk.output.find("not a session id") != std::string::npos);
+  CommandResult nofs = f.cluster->Weft({"client", "evict", "12345"});
+  CHECK(nofs.code != 0);
+  CHECK(nofs.output.find("no filesystem has session") != std::string::npos);
+  CHECK(f.cluster->Weft({"client", "evict"}).code == 2);
+  CHECK(f.cluster->Weft({"client", "ls", "nosuchfs"}).code != 0);
+  CHECK(ReadFile(f.Q("f")) == after);
+
+  // A new mount (a new OSD identity, a new session) works as before.
+  f.Remount();
+  CHECK(ReadFile(f.P("f")) == after);
+  WriteFile(f.P("g"), "fresh");
+  CHECK(ReadFile(f.Q("g")) == "fresh");
+}
 
 TEST_CASE("fuse evict: a writer that does not answer a recall is evicted after mds_revoke_timeout",
           "[fuse][caps]") {
