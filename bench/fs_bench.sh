@@ -98,19 +98,6 @@ trap_exit stop_load
 
 # ---------------------------------------------------------------- helpers --
 
-# need_pkg CMD|python3:MODULE PACKAGE: installs PACKAGE when it is missing. On
-# demand, not in scripts/install-deps.sh: only this benchmark needs fio and
-# matplotlib. The Debian module goes to the system python3, which need not be
-# the first python3 on PATH (a pyenv here): the plot runs with $plot_py.
-plot_py=/usr/bin/python3
-[[ -x $plot_py ]] || plot_py=python3
-need_pkg() {
-  local cmd=$1 pkg=$2
-  if [[ $cmd == python3:* ]]; then "$plot_py" -c "import ${cmd#python3:}" 2>/dev/null && return 0
-  else command -v "$cmd" >/dev/null && return 0; fi
-  apt_install "$pkg"
-}
-
 # pid_of COMM MOUNTPOINT|CONF: the live process named COMM whose
 # command line contains the argument (FUSE clients detach: the pid we started
 # is not the one serving the mount).

@@ -186,6 +186,19 @@ apt_install() {
   } || die "apt-get install $* failed (see $OUT/apt.log)"
 }
 
+# need_pkg CMD|python3:MODULE PACKAGE: installs PACKAGE when it is missing. On
+# demand, not in scripts/install-deps.sh: only benchmarks need fio and
+# matplotlib. The Debian module goes to the system python3, which need not be
+# the first python3 on PATH (a pyenv here): the plot runs with $plot_py.
+plot_py=/usr/bin/python3
+[[ -x $plot_py ]] || plot_py=python3
+need_pkg() {
+  local cmd=$1 pkg=$2
+  if [[ $cmd == python3:* ]]; then "$plot_py" -c "import ${cmd#python3:}" 2>/dev/null && return 0
+  else command -v "$cmd" >/dev/null && return 0; fi
+  apt_install "$pkg"
+}
+
 install_ceph() {  # up.sh also needs setfattr (package attr) for its CephFS layouts
   local c
   for c in ceph rados ceph-mon ceph-osd ceph-mgr ceph-mds ceph-fuse setfattr gcc; do

@@ -16,6 +16,21 @@ absl::StatusOr<DaemonOptions> DaemonOptions::FromConfig(const Config& config) {
   ASSIGN_OR_RETURN(int64_t timeout, config.GetInt("mds_session_timeout", 60));
   ASSIGN_OR_RETURN(int64_t revoke, config.GetInt("mds_revoke_timeout", 30));
   ASSIGN_OR_RETURN(int64_t split, config.GetInt("mds_bal_split_size", 10000));
+  ASSIGN_OR_RETURN(int64_t max_caps, config.GetInt("mds_max_caps_per_client",
+                                                   static_cast<int64_t>(o.max_caps_per_client)));
+  ASSIGN_OR_RETURN(int64_t recall_max, config.GetInt("mds_recall_max_caps",
+                                                     static_cast<int64_t>(o.recall_max_caps)));
+  ASSIGN_OR_RETURN(int64_t recall_interval,
+                   config.GetInt("mds_recall_interval_ms", o.recall_interval_ms));
+  if (max_caps < 0 || max_caps > (1ll << 32)) {
+    return absl::InvalidArgumentError("mds_max_caps_per_client must be within [0, 2^32] (0: no limit)");
+  }
+  if (recall_max < 1 || recall_max > (1 << 30)) {
+    return absl::InvalidArgumentError("mds_recall_max_caps must be within [1, 2^30]");
+  }
+  if (recall_interval < 10 || recall_interval > 600000) {
+    return absl::InvalidArgumentError("mds_recall_interval_ms must be within [10, 600000]");
+  }
   ASSIGN_OR_RETURN(int64_t object, config.GetInt("fs_default_object_size", 4 << 20));
   ASSIGN_OR_RETURN(int64_t unit, config.GetInt("fs_default_stripe_unit", 4 << 20));
   ASSIGN_OR_RETURN(int64_t count, config.GetInt("fs_default_stripe_count", 1));
@@ -66,6 +81,9 @@ absl::StatusOr<DaemonOptions> DaemonOptions::FromConfig(const Config& config) {
   o.cache_memory_limit_bytes = cache;
   o.session_timeout_s = timeout;
   o.revoke_timeout_s = revoke;
+  o.max_caps_per_client = static_cast<uint64_t>(max_caps);
+  o.recall_max_caps = static_cast<uint64_t>(recall_max);
+  o.recall_interval_ms = recall_interval;
   o.frag_split_entries = split;
   o.default_object_bytes = object;
   o.default_stripe_unit_bytes = unit;
@@ -108,6 +126,9 @@ RankOptions MdsDaemon::RankOptionsFor(const pb::FsInfo& fs) {
   o.cache_max_bytes = options_.cache_memory_limit_bytes;
   o.session_timeout_ms = options_.session_timeout_s * 1000;
   o.revoke_timeout_ms = options_.revoke_timeout_s * 1000;
+  o.max_caps_per_client = options_.max_caps_per_client;
+  o.recall_max_caps = options_.recall_max_caps;
+  o.recall_interval_ms = options_.recall_interval_ms;
   o.frag_split_entries = options_.frag_split_entries;
   o.default_layout.set_object_size(options_.default_object_bytes);
   o.default_layout.set_stripe_unit(options_.default_stripe_unit_bytes);

@@ -26,6 +26,9 @@ struct DaemonOptions {
   uint64_t cache_memory_limit_bytes = 1ull << 30;
   int64_t session_timeout_s = 60;
   int64_t revoke_timeout_s = 30;  // mds_revoke_timeout
+  uint64_t max_caps_per_client = 1000000;  // mds_max_caps_per_client (0: no limit)
+  uint64_t recall_max_caps = 30000;        // mds_recall_max_caps
+  int64_t recall_interval_ms = 1000;       // mds_recall_interval_ms
   size_t frag_split_entries = 10000;
   uint64_t default_object_bytes = 4 << 20;
   uint32_t default_stripe_unit_bytes = 4 << 20;

@@ -58,6 +58,9 @@ MdsRank::MdsRank(RankOptions options, RankEnv env)
       leases_(absl::Milliseconds(
           std::clamp<int64_t>(options_.dir_lease_ms, 0, options_.reconnect_timeout_ms / 2))),
       trims_() {
+  leases_.set_cap_limits(Leases::CapLimits{options_.max_caps_per_client,
+                                           options_.recall_max_caps,
+                                           absl::Milliseconds(options_.recall_interval_ms)});
   CHECK(objects_ != nullptr) << "a rank needs an object layer";
   CHECK(env_.clock != nullptr) << "a rank needs a clock";
 }
@@ -349,8 +352,11 @@ void MdsRank::FinishReply(absl::Status status, Reply* reply) {
 
 std::vector<pb::ClientInfo> MdsRank::ClientList() {
   absl::MutexLock lock(&mu_);
+  return ClientListLocked();
+}
+
+std::vector<pb::ClientInfo> MdsRank::ClientListLocked() {
   const int64_t now_ms = env_.clock->NowMs();
-  const auto counts = leases_.CountsBySession(env_.clock->Now());
   std::vector<pb::ClientInfo> out;
   out.reserve(sessions_.size());
   for (const auto& [id, s] : sessions_.all()) {
@@ -361,10 +367,8 @@ std::vector<pb::ClientInfo> MdsRank::ClientList() {
     c.set_opened_ms(s.rec.opened_ms());
     c.set_idle_ms(std::max<int64_t>(0, now_ms - s.last_renew_ms));
     c.set_open_files(s.opens.size());
-    if (auto it = counts.find(id.value()); it != counts.end()) {
-      c.set_dir_leases(it->second.first);
-      c.set_attr_caps(it->second.second);
-    }
+    c.set_dir_leases(leases_.DirLeasesHeldBy(id.value()));
+    c.set_attr_caps(leases_.AttrCapsHeldBy(id.value()));
     c.set_lease_stream(leases_.HasStream(id));
   }
   std::sort(out.begin(), out.end(), [](const pb::ClientInfo& a, const pb::ClientInfo& b) {

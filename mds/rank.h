@@ -108,6 +108,7 @@ class MdsRank {
 
   // The client sessions, for `weft client ls`.
   std::vector<pb::ClientInfo> ClientList();
+  std::vector<pb::ClientInfo> ClientListLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Evicts `session` (docs/ARCHITECTURE.md, "Eviction"): its requests are
   // refused from now on; its OSD identity is blocklisted through
   // RankEnv::fence_client, which returns once this rank's own object client

@@ -137,8 +137,14 @@ void MdsRank::TrimCache() {
     for (const auto& [ino, count] : s.opens) pinned.insert(ino);
   }
   for (const auto& [dir, delta] : rstat_pending_) pinned.insert(dir);
-  cache_.Trim(options_.cache_max_bytes, pinned);
-  leases_.Expire(env_.clock->Now());
+  // The caps and leases count against the limit too, up to half of it: the
+  // cache makes room for them, and beyond that they are recalled.
+  const absl::Time now = env_.clock->Now();
+  leases_.Expire(now);
+  const uint64_t limit = options_.cache_max_bytes;
+  const uint64_t caps = leases_.EstimatedBytes();
+  cache_.Trim(limit - std::min(caps, limit / 2), pinned);
+  leases_.RecallForMemory(now, cache_.EstimatedBytes() + caps > limit / 20 * 19);
 }
 
 void MdsRank::ExpireSessions() {
@@ -395,6 +401,14 @@ pb::FsStatusReply MdsRank::Status() {
   reply.set_rss_bytes(memory::ResidentBytes());
   reply.set_dir_leases(leases_.dir_lease_count());
   reply.set_attr_caps(leases_.attr_cap_count());
+  const Leases::CapCounters caps = leases_.counters();
+  reply.set_caps_granted(caps.granted);
+  reply.set_caps_refused(caps.refused);
+  reply.set_caps_recalled(caps.recalled);
+  reply.set_caps_released(caps.released);
+  reply.set_caps_bytes(leases_.EstimatedBytes());
+  reply.set_max_caps_per_client(options_.max_caps_per_client);
+  for (pb::ClientInfo& c : ClientListLocked()) *reply.add_clients() = std::move(c);
   reply.set_locks(locks_.size());
   reply.set_lock_waiters(locks_.waiters());
   reply.set_requests(requests_.load(std::memory_order_relaxed));

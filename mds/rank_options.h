@@ -49,6 +49,13 @@ struct RankOptions {
   // at the OSDs first, and the operation goes on with what the MDS has. A
   // session that cannot be fenced (no OSD identity) is passed over.
   int64_t revoke_timeout_ms = 30000;
+  // Caps and directory leases one session may hold (mds_max_caps_per_client;
+  // 0: no limit), how many the rank asks back from it at once
+  // (mds_recall_max_caps) and how often (mds_recall_interval_ms): see
+  // Leases::RecallForMemory.
+  uint64_t max_caps_per_client = 1000000;
+  uint64_t recall_max_caps = 30000;
+  int64_t recall_interval_ms = 1000;
   JournalOptions journal;
   pb::FileLayout default_layout;             // pool 0 = data_pool, 4 MiB objects
   uint64_t object_bytes_max = 128ull << 20;  // osd_max_object_size: no layout above it

@@ -89,6 +89,16 @@ int FsStatus(client::FsAdmin& admin, const std::string& name) {
         reply.cached_inodes(), reply.cached_dentries(), reply.dirty_inodes(),
         reply.cache_bytes() / 1048576.0, reply.cache_limit_bytes() / 1048576.0,
         reply.rss_bytes() / 1048576.0);
+    std::printf(
+        "  caps: %.1f MiB (counted in the limit), max %lu per client (mds_max_caps_per_client); "
+        "granted %lu, refused %lu, recalled %lu, released %lu\n",
+        reply.caps_bytes() / 1048576.0, reply.max_caps_per_client(), reply.caps_granted(),
+        reply.caps_refused(), reply.caps_recalled(), reply.caps_released());
+    for (const pb::ClientInfo& c : reply.clients()) {
+      std::printf("    client %lu (%s): %lu caps, %lu dir leases, %lu open files\n", c.session(),
+                  absl::CHexEscape(c.client()).c_str(), c.attr_caps(), c.dir_leases(),
+                  c.open_files());
+    }
     std::printf("  journal: events %lu..%lu, %lu segments, %.1f KiB\n", reply.journal_first_seq(),
                 reply.journal_last_seq(), reply.journal_segments(), reply.journal_bytes() / 1024.0);
     std::printf("  strays: %lu, purge queue: %lu, truncates cutting objects: %lu\n",

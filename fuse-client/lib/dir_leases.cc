@@ -73,6 +73,48 @@ void DirLeases::RevokeAttrs(uint64_t ino, uint64_t seq) {
   if (a.seq != 0 && a.seq <= seq) a.seq = 0;
 }
 
+std::vector<pb::LeaseEvent> DirLeases::GiveBack(size_t n, absl::Time now) {
+  absl::MutexLock lock(&mu_);
+  struct Held {
+    absl::Time expires;
+    uint64_t ino;
+    bool attrs;
+  };
+  std::vector<Held> held;
+  for (const auto& [ino, a] : attrs_) {
+    if (a.seq != 0 && now < a.expires) held.push_back({a.expires, ino, true});
+  }
+  for (const auto& [ino, d] : dirs_) {
+    if (Trusted(d, now)) held.push_back({d.expires, ino, false});
+  }
+  n = std::min(n, held.size());
+  std::partial_sort(held.begin(), held.begin() + n, held.end(),
+                    [](const Held& x, const Held& y) { return x.expires < y.expires; });
+  std::vector<pb::LeaseEvent> acks;
+  acks.reserve(n);
+  for (size_t i = 0; i < n; ++i) {
+    pb::LeaseEvent& e = acks.emplace_back();
+    e.set_ino(held[i].ino);
+    e.set_attrs(held[i].attrs);
+    e.set_released(true);
+    // As a revoke: a grant of this seq still on the wire is not taken.
+    if (held[i].attrs) {
+      AttrCap& a = attrs_[held[i].ino];
+      e.set_seq(a.seq);
+      a.revoked = std::max(a.revoked, a.seq);
+      a.revoked_at = now;
+      a.seq = 0;
+    } else {
+      Dir& d = dirs_[held[i].ino];
+      e.set_seq(d.seq);
+      d.revoked = std::max(d.revoked, d.seq);
+      d.revoked_at = now;
+      Forget(&d);
+    }
+  }
+  return acks;
+}
+
 absl::Duration DirLeases::AttrRemaining(uint64_t ino, uint64_t version, absl::Time now) {
   absl::MutexLock lock(&mu_);
   if (!up_) return absl::ZeroDuration();

@@ -59,6 +59,11 @@ class DirLeases {
   void Revoke(uint64_t ino, uint64_t seq);
   // A revoke of the attribute cap `seq` (or older) on `ino`.
   void RevokeAttrs(uint64_t ino, uint64_t seq);
+  // A recall for memory (LeaseEvent.recall_caps): gives back up to `n` of
+  // the trusted attribute caps and directory leases, those granted or
+  // refreshed longest ago first, each as if revoked. Returns them as the
+  // acknowledgements to send (ino, seq, attrs for a cap, released).
+  std::vector<pb::LeaseEvent> GiveBack(size_t n, absl::Time now);
   // How much longer this client trusts its attribute cap on `ino` for
   // attributes at `version` (zero: none held, the stream is down, or the
   // attributes are older than those the cap came with: a reply's grant is

@@ -168,6 +168,10 @@ void MetaClient::LeaseLoop() {
         leases_.StreamUp();
         continue;
       }
+      if (event.recall_caps() > 0) {
+        GiveBack(event.recall_caps());
+        continue;
+      }
       if (event.inval()) {
         auto ack = [this, event] { AckLease(event); };
         absl::MutexLock lock(&recall_mu_);
@@ -236,6 +240,32 @@ void MetaClient::AckLease(const pb::LeaseEvent& event) {
   pb::SessionReply reply;
   absl::Status acked = rpc::FromGrpc(stub->LeaseAck(&ctx, ack, &reply), "mds");
   if (!acked.ok()) VLOG(1) << "op=lease_ack ino=" << event.ino() << " status=" << acked;
+}
+
+void MetaClient::GiveBack(uint32_t n) {
+  std::vector<pb::LeaseEvent> given = leases_.GiveBack(n, absl::Now());
+  {
+    // The kernel stops trusting them too before the MDS hears they are back.
+    absl::MutexLock lock(&recall_mu_);
+    for (const pb::LeaseEvent& e : given) {
+      if (e.attrs() && attrs_revoked_) attrs_revoked_(e.ino());
+      if (!e.attrs() && dir_revoked_) dir_revoked_(e.ino());
+    }
+  }
+  VLOG(1) << "op=give_back wanted=" << n << " given=" << given.size();
+  for (size_t i = 0; i < given.size(); i += kAcksPerRequest) {
+    auto stub = pb::Mds::NewStub(Channel());
+    grpc::ClientContext ctx;
+    ctx.set_deadline(rpc::DeadlineIn(options_.rpc_timeout_ms));
+    pb::LeaseAckRequest ack;
+    ack.set_session(session_);
+    for (size_t j = i; j < std::min(given.size(), i + kAcksPerRequest); ++j) {
+      *ack.add_acks() = given[j];
+    }
+    pb::SessionReply reply;
+    absl::Status acked = rpc::FromGrpc(stub->LeaseAck(&ctx, ack, &reply), "mds");
+    if (!acked.ok()) VLOG(1) << "op=give_back_ack status=" << acked;
+  }
 }
 
 void MetaClient::SetDataInval(DataInval handler) {

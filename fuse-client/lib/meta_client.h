@@ -155,6 +155,11 @@ class MetaClient {
   // Keeps the lease stream open; applies and acknowledges revokes.
   void LeaseLoop();
   void AckLease(const pb::LeaseEvent& event);
+  // A recall for memory (LeaseEvent.recall_caps): gives back `n` caps and
+  // leases (DirLeases::GiveBack), the kernel's copies first, and tells the
+  // MDS in batches of kAcksPerRequest.
+  void GiveBack(uint32_t n);
+  static constexpr size_t kAcksPerRequest = 4096;
   // Takes what a reply says: unsafe requests now durable are dropped; a new
   // boot id means the MDS restarted and Reconnect must run first.
   void Observe(const pb::MetaReply& reply);

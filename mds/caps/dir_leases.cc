@@ -10,11 +10,32 @@ absl::Time DirLeaseTable::ExpiryFrom(absl::Time now) const {
   return now + lease_ + lease_ / 20 + absl::Milliseconds(50);
 }
 
-uint64_t DirLeaseTable::Grant(uint64_t ino, uint64_t session, absl::Time now) {
+uint64_t DirLeaseTable::Grant(uint64_t ino, uint64_t session, absl::Time now, size_t* room) {
   if (lease_ <= absl::ZeroDuration()) return 0;
-  Dir& dir = dirs_[ino];
+  auto d = dirs_.find(ino);
+  if (d == dirs_.end()) {
+    if (room != nullptr && *room == 0) {
+      ++refused_total_;
+      return 0;
+    }
+    d = dirs_.try_emplace(ino).first;
+  }
+  Dir& dir = d->second;
   if (dir.revoker != 0 && dir.revoker != session && now < dir.revoke_until) return 0;
-  Holder& h = dir.holders[session];
+  auto it = dir.holders.find(session);
+  if (it == dir.holders.end()) {
+    if (room != nullptr) {
+      if (*room == 0) {
+        ++refused_total_;
+        if (dir.idle()) dirs_.erase(d);
+        return 0;
+      }
+      --*room;
+    }
+    it = dir.holders.try_emplace(session).first;
+    Added(session);
+  }
+  Holder& h = it->second;
   if (h.revoking) return 0;  // going away: the acknowledgement is on its way
   if (h.seq == 0 || h.expires <= now) h.seq = next_seq_++;
   h.expires = ExpiryFrom(now);
@@ -30,6 +51,7 @@ bool DirLeaseTable::Conflicts(uint64_t ino, uint64_t session, bool include_self,
   absl::Time last = absl::InfinitePast();
   for (auto h = dir.holders.begin(); h != dir.holders.end();) {
     if (h->second.expires <= now) {
+      Removed(h->first);
       dir.holders.erase(h++);
       continue;
     }
@@ -59,12 +81,17 @@ bool DirLeaseTable::Ack(uint64_t session, uint64_t ino, uint64_t seq) {
   if (it == dirs_.end()) return false;
   auto h = it->second.holders.find(session);
   if (h == it->second.holders.end() || h->second.seq != seq) return false;
+  Removed(session);
   it->second.holders.erase(h);
   if (it->second.idle()) dirs_.erase(it);
   return true;
 }
 
 void DirLeaseTable::DropSession(uint64_t session) {
+  if (auto h = held_.find(session); h != held_.end()) {
+    held_total_ -= h->second;
+    held_.erase(h);
+  }
   for (auto it = dirs_.begin(); it != dirs_.end();) {
     it->second.holders.erase(session);
     if (it->second.revoker == session) it->second.revoker = 0;
@@ -79,7 +106,11 @@ void DirLeaseTable::DropSession(uint64_t session) {
 void DirLeaseTable::Expire(absl::Time now) {
   for (auto it = dirs_.begin(); it != dirs_.end();) {
     Dir& dir = it->second;
-    absl::erase_if(dir.holders, [now](const auto& h) { return h.second.expires <= now; });
+    absl::erase_if(dir.holders, [this, now](const auto& h) {
+      if (h.second.expires > now) return false;
+      Removed(h.first);
+      return true;
+    });
     if (dir.revoker != 0 && dir.revoke_until <= now) dir.revoker = 0;
     if (dir.idle()) {
       dirs_.erase(it++);
@@ -89,10 +120,19 @@ void DirLeaseTable::Expire(absl::Time now) {
   }
 }
 
-size_t DirLeaseTable::size() const {
-  size_t n = 0;
-  for (const auto& [ino, dir] : dirs_) n += dir.holders.size();
-  return n;
+void DirLeaseTable::Added(uint64_t session) {
+  ++held_[session];
+  ++held_total_;
+  ++added_total_;
+}
+
+void DirLeaseTable::Removed(uint64_t session, size_t n) {
+  auto it = held_.find(session);
+  if (it == held_.end()) return;
+  const size_t gone = std::min(n, it->second);
+  it->second -= gone;
+  held_total_ -= gone;
+  if (it->second == 0) held_.erase(it);
 }
 
 }  // namespace weft::mds

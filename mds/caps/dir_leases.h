@@ -24,7 +24,9 @@
 // the protocol is the same, only what a change is differs.
 //
 // Not thread-safe: the rank's lock guards it. Memory: one entry per
-// (directory, session) lease alive, pruned as they run out (Expire).
+// (directory, session) lease alive, pruned as they run out (Expire), and a
+// count per session (HeldBy: what the MDS recalls from and refuses grants
+// beyond, Leases::RecallForMemory).
 #pragma once
 
 #include <cstdint>
@@ -50,8 +52,10 @@ class DirLeaseTable {
 
   // Grants (or refreshes) `session`'s lease on directory `ino`; returns its
   // sequence number, or 0 when it cannot be granted now (leases disabled, a
-  // revoke outstanding on the directory for someone else's change).
-  uint64_t Grant(uint64_t ino, uint64_t session, absl::Time now);
+  // revoke outstanding on the directory for someone else's change, or a new
+  // lease while `*room` is 0). A new lease takes one from `*room` (null: no
+  // limit); a refresh takes none.
+  uint64_t Grant(uint64_t ino, uint64_t session, absl::Time now, size_t* room = nullptr);
 
   // Before `session` changes directory `ino` (`include_self`: the change
   // also invalidates what `session` itself knows, as a change of the
@@ -74,7 +78,18 @@ class DirLeaseTable {
   // Drops leases and revoke marks that ran out.
   void Expire(absl::Time now);
 
-  size_t size() const;  // live (directory, session) leases
+  size_t size() const { return held_total_; }  // (inode, session) entries kept
+  // Entries `session` holds (alive or run out but not yet dropped by Expire).
+  size_t HeldBy(uint64_t session) const {
+    auto it = held_.find(session);
+    return it == held_.end() ? 0 : it->second;
+  }
+  // Entries ever added (grants that were not refreshes).
+  uint64_t added_total() const { return added_total_; }
+  // New grants refused for want of room.
+  uint64_t refused_total() const { return refused_total_; }
+  // Sessions by entries held.
+  const absl::flat_hash_map<uint64_t, size_t>& held() const { return held_; }
 
   // Calls f(ino, session) for every lease that has not run out at `now`
   // (revoked or not: its holder may still trust it).
@@ -101,10 +116,18 @@ class DirLeaseTable {
   };
 
   absl::Time ExpiryFrom(absl::Time now) const;
+  // Holder bookkeeping: every insertion and removal of a (ino, session)
+  // entry goes through these, so held_ stays exact.
+  void Added(uint64_t session);
+  void Removed(uint64_t session, size_t n = 1);
 
   const absl::Duration lease_;
   uint64_t next_seq_ = 1;
   absl::flat_hash_map<uint64_t, Dir> dirs_;
+  absl::flat_hash_map<uint64_t, size_t> held_;  // session -> entries
+  size_t held_total_ = 0;
+  uint64_t added_total_ = 0;
+  uint64_t refused_total_ = 0;
 };
 
 }  // namespace weft::mds

@@ -3,6 +3,7 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <cstdint>
 
 #include "absl/strings/str_cat.h"
 #include "common/log/log.h"
@@ -109,6 +110,7 @@ void Leases::DropSession(SessionId session, const SessionState* state) {
   dirs_.DropSession(session.value());
   attrs_.DropSession(session.value());
   DropSessionRecalls(session.value());
+  recalled_at_.erase(session.value());
   ++returns_;
   streams_.erase(session.value());  // its stream ends
 }
@@ -141,12 +143,44 @@ bool Leases::Revoke(const Request& request, absl::Time now, absl::Time* until) {
   return blocked;
 }
 
+size_t Leases::Room(uint64_t session) const {
+  if (limits_.max_per_session == 0) return SIZE_MAX;
+  const size_t held = HeldBy(session);
+  return held < limits_.max_per_session ? limits_.max_per_session - held : 0;
+}
+
+void Leases::RecallForMemory(absl::Time now, bool pressure) {
+  absl::flat_hash_set<uint64_t> holders;
+  for (const auto& [session, n] : dirs_.held()) holders.insert(session);
+  for (const auto& [session, n] : attrs_.held()) holders.insert(session);
+  for (uint64_t session : holders) {
+    if (!streams_.contains(session)) continue;  // it could not hear us
+    auto last = recalled_at_.find(session);
+    if (last != recalled_at_.end() && now - last->second < limits_.recall_interval) continue;
+    const size_t held = HeldBy(session);
+    size_t want = 0;
+    const size_t max = limits_.max_per_session;
+    if (max > 0 && held * 10 > max * 9) want = held - max * 8 / 10;
+    if (pressure && held > kRecallFloor) want = std::max(want, held / 4);
+    want = std::min(want, limits_.recall_max);
+    if (want == 0) continue;
+    pb::LeaseEvent recall;
+    recall.set_recall_caps(static_cast<uint32_t>(want));
+    Send(session, recall);
+    recalled_at_[session] = now;
+    recalled_total_ += want;
+    VLOG(1) << "event=cap_recall session=" << session << " held=" << held << " want=" << want
+            << " pressure=" << pressure;
+  }
+}
+
 void Leases::Grant(const Request& r, const Reply& done, absl::Time now,
                    std::vector<DirLeaseGrant>* out) {
   const uint64_t session = r.session.value();
   if (!streams_.contains(session)) return;  // revokes could not reach it
+  size_t room = Room(session);
   auto grant = [&](uint64_t dir, bool searchable) {
-    const uint64_t seq = dirs_.Grant(dir, session, now);
+    const uint64_t seq = dirs_.Grant(dir, session, now, &room);
     if (seq == 0) return;
     out->push_back(
         DirLeaseGrant{InodeId(dir), seq, absl::ToInt64Milliseconds(dirs_.lease()), searchable});
@@ -205,6 +239,7 @@ bool Leases::OtherWriter(uint64_t session, uint64_t ino) const {
 void Leases::GrantAttrs(SessionId session, Reply* done, absl::Time now) {
   if (!streams_.contains(session.value())) return;  // revokes could not reach it
   const int64_t lease_ms = absl::ToInt64Milliseconds(attrs_.lease());
+  size_t room = Room(session.value());
   auto grant = [&](const fs::Attr& a) {
     // A directory's attributes go with its lease; an inode with no links
     // left is gone for everyone but its openers.
@@ -212,7 +247,7 @@ void Leases::GrantAttrs(SessionId session, Reply* done, absl::Time now) {
     if (OtherWriter(session.value(), a.ino)) return;
     // An inode shown twice (hard links in one listing) is granted twice
     // with the same seq: the client takes the later one as a refresh.
-    const uint64_t seq = attrs_.Grant(a.ino, session.value(), now);
+    const uint64_t seq = attrs_.Grant(a.ino, session.value(), now, &room);
     if (seq != 0) done->attr_caps.push_back(AttrCapGrant{InodeId(a.ino), seq, lease_ms});
   };
   grant(done->attr);
@@ -452,10 +487,10 @@ void Leases::Ack(SessionId session, const pb::LeaseAckRequest& request) {
     } else if (e.flush()) {
       auto it = recalls_.find(RecallKey{session.value(), e.ino()});
       if (it != recalls_.end() && it->second == e.seq()) recalls_.erase(it);
-    } else if (e.attrs()) {
-      if (attrs_.Ack(session.value(), e.ino(), e.seq())) ++returns_;
-    } else if (dirs_.Ack(session.value(), e.ino(), e.seq())) {
+    } else if (e.attrs() ? attrs_.Ack(session.value(), e.ino(), e.seq())
+                         : dirs_.Ack(session.value(), e.ino(), e.seq())) {
       ++returns_;
+      if (e.released()) ++released_total_;
     }
   }
 }

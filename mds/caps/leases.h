@@ -63,14 +63,41 @@ class Leases {
   absl::Duration lease() const { return dirs_.lease(); }
   size_t dir_lease_count() const { return dirs_.size(); }
   size_t attr_cap_count() const { return attrs_.size(); }
-  // Live directory leases and attribute caps by session, at `now`
-  // (`weft client ls`): session -> (leases, caps).
-  absl::flat_hash_map<uint64_t, std::pair<uint64_t, uint64_t>> CountsBySession(
-      absl::Time now) const {
-    absl::flat_hash_map<uint64_t, std::pair<uint64_t, uint64_t>> out;
-    dirs_.ForEachLive(now, [&](uint64_t, uint64_t session) { ++out[session].first; });
-    attrs_.ForEachLive(now, [&](uint64_t, uint64_t session) { ++out[session].second; });
-    return out;
+  // ---- memory: the caps and leases each session holds, the limit on them
+  // and their recall (docs/ARCHITECTURE.md, "Cap memory")
+  struct CapLimits {
+    size_t max_per_session = 1000000;  // mds_max_caps_per_client (0: no limit)
+    size_t recall_max = 30000;         // mds_recall_max_caps: most asked back at once
+    absl::Duration recall_interval = absl::Seconds(1);  // per session
+  };
+  // Estimated memory of one (inode, session) entry of either table.
+  static constexpr uint64_t kBytesPerCap = 192;
+  void set_cap_limits(const CapLimits& limits) { limits_ = limits; }
+  const CapLimits& cap_limits() const { return limits_; }
+  // Caps and directory leases `session` holds (those that ran out, until
+  // the next Expire: the janitor's, every 200 ms).
+  size_t HeldBy(uint64_t session) const {
+    return dirs_.HeldBy(session) + attrs_.HeldBy(session);
+  }
+  size_t DirLeasesHeldBy(uint64_t session) const { return dirs_.HeldBy(session); }
+  size_t AttrCapsHeldBy(uint64_t session) const { return attrs_.HeldBy(session); }
+  uint64_t EstimatedBytes() const { return (dirs_.size() + attrs_.size()) * kBytesPerCap; }
+  // Asks sessions for caps and leases back (LeaseEvent.recall_caps), at most
+  // once per recall_interval each and at most recall_max at a time: every
+  // session above 90 % of max_per_session down to 80 % of it, and with
+  // `pressure` (the rank's cache and these tables over its memory limit)
+  // every session holding more than kRecallFloor a quarter of what it holds.
+  void RecallForMemory(absl::Time now, bool pressure);
+  static constexpr size_t kRecallFloor = 1000;
+  struct CapCounters {
+    uint64_t granted = 0;   // new caps and leases (not refreshes)
+    uint64_t refused = 0;   // new ones refused: the session was at its limit
+    uint64_t recalled = 0;  // asked back for memory
+    uint64_t released = 0;  // given back for those recalls
+  };
+  CapCounters counters() const {
+    return {dirs_.added_total() + attrs_.added_total(),
+            dirs_.refused_total() + attrs_.refused_total(), recalled_total_, released_total_};
   }
 
   // ---- streams
@@ -182,6 +209,8 @@ class Leases {
     std::deque<pb::LeaseEvent> queue;  // events not yet written
   };
   void Send(uint64_t session, const pb::LeaseEvent& event);
+  // What `session` may still be granted anew (SIZE_MAX: no limit).
+  size_t Room(uint64_t session) const;
   void DropWriter(uint64_t session, uint64_t ino);
   void DropOpener(uint64_t session, uint64_t ino);
   void DropSessionRecalls(uint64_t session);
@@ -191,6 +220,10 @@ class Leases {
 
   DirLeaseTable dirs_;
   DirLeaseTable attrs_;  // the attribute caps, by inode
+  CapLimits limits_;
+  absl::flat_hash_map<uint64_t, absl::Time> recalled_at_;  // session -> last recall
+  uint64_t recalled_total_ = 0;
+  uint64_t released_total_ = 0;
   absl::flat_hash_map<uint64_t, Stream> streams_;
   uint64_t stream_gen_ = 0;
   uint64_t returns_ = 0;

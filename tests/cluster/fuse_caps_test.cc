@@ -148,6 +148,48 @@ TEST_CASE("fuse caps: a holder killed with a cap delays a change only until the 
   CHECK((Lstat(f.Q("f")).st_mode & 07777) == 0600);
 }
 
+TEST_CASE("fuse caps: a client holds at most mds_max_caps_per_client - gives back when recalled",
+          "[fuse][caps]") {
+  ClusterOptions options;
+  options.extra_conf = {"mds_max_caps_per_client = 200", "mds_recall_interval_ms = 200"};
+  TwoMounts f(options);
+  constexpr int kFiles = 600;
+  REQUIRE(mkdir(f.P("d").c_str(), 0755) == 0);
+  auto name = [](int i) { return absl::StrCat("d/f", i); };
+  for (int i = 0; i < kFiles; ++i) WriteFile(f.P(name(i)), std::string(i % 50, 'x'));
+  // The other mount looks at every file (each stat asks the MDS or its caps).
+  for (int i = 0; i < kFiles; ++i) {
+    INFO(name(i));
+    CHECK(Lstat(f.Q(name(i))).st_size == i % 50);
+  }
+  pb::FsStatusReply st = FsStatusOf(*f.cluster);
+  CHECK(st.max_caps_per_client() == 200);
+  REQUIRE(st.clients_size() >= 2);  // the two mounts, and the test's own session
+  for (const pb::ClientInfo& c : st.clients()) {
+    INFO("client " << c.session() << " caps " << c.attr_caps() << " leases " << c.dir_leases());
+    CHECK(c.attr_caps() + c.dir_leases() <= 200);
+  }
+  CHECK(st.caps_refused() > 0);  // both mounts saw more than 200 inodes within a lease
+  // Above 90 % of the limit the MDS asks for caps back and the clients give them.
+  const absl::Time deadline = absl::Now() + absl::Seconds(10);
+  while (FsStatusOf(*f.cluster).caps_released() == 0 && absl::Now() < deadline) {
+    absl::SleepFor(absl::Milliseconds(100));
+  }
+  st = FsStatusOf(*f.cluster);
+  CHECK(st.caps_recalled() > 0);
+  CHECK(st.caps_released() > 0);
+  CHECK(st.caps_released() <= st.caps_recalled());
+  // Coherence holds whatever was given back or refused: every change through
+  // one mount is seen by the other's next stat.
+  for (int i = 0; i < kFiles; i += 25) {
+    INFO(name(i));
+    REQUIRE(chmod(f.P(name(i)).c_str(), 0600) == 0);
+    CHECK((Lstat(f.Q(name(i))).st_mode & 07777) == 0600);
+    REQUIRE(truncate(f.Q(name(i)).c_str(), 1000 + i) == 0);
+    CHECK(Lstat(f.P(name(i))).st_size == 1000 + i);
+  }
+}
+
 TEST_CASE("fuse caps: after an MDS restart a mount trusts no attributes it had",
           "[fuse][caps]") {
   TwoMounts f;

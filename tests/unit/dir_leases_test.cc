@@ -285,3 +285,57 @@ TEST_CASE("client attribute caps: trusted until revoked or run out - a crossing 
 }
 
 }  // namespace weft
+
+namespace weft {
+namespace {
+
+TEST_CASE("client caps: a recall gives back those granted longest ago - a crossing grant is ignored",
+          "[unit][client]") {
+  client::DirLeases leases;
+  leases.StreamUp();
+  const absl::Time now = absl::Now();
+  // Three stats at three times: caps on 11, 12, 13, granted in that order.
+  for (uint64_t ino : {11, 12, 13}) {
+    pb::MetaRequest req;
+    req.mutable_getattr()->set_ino(ino);
+    pb::MetaReply reply;
+    reply.mutable_attr()->set_ino(ino);
+    reply.mutable_attr()->set_version(1);
+    pb::DirLease* cap = reply.add_attr_caps();
+    cap->set_ino(ino);
+    cap->set_seq(ino * 10);
+    cap->set_lease_ms(5000);
+    leases.Observe(req, reply, absl::OkStatus(), now + absl::Milliseconds(ino), leases.epoch());
+  }
+  REQUIRE(leases.attr_caps() == 3);
+  const std::vector<pb::LeaseEvent> given = leases.GiveBack(2, now);
+  REQUIRE(given.size() == 2);
+  CHECK(given[0].ino() == 11);
+  CHECK(given[0].seq() == 110);
+  CHECK(given[1].ino() == 12);
+  for (const pb::LeaseEvent& e : given) {
+    CHECK(e.attrs());
+    CHECK(e.released());
+  }
+  CHECK(leases.attr_caps() == 1);
+  CHECK(leases.AttrRemaining(11, 1, now) == absl::ZeroDuration());
+  CHECK(leases.AttrRemaining(13, 1, now) > absl::ZeroDuration());
+  // The grant of seq 110 that crossed the give-back on the wire is not taken.
+  pb::MetaRequest req;
+  req.mutable_getattr()->set_ino(11);
+  pb::MetaReply late;
+  late.mutable_attr()->set_ino(11);
+  late.mutable_attr()->set_version(1);
+  pb::DirLease* cap = late.add_attr_caps();
+  cap->set_ino(11);
+  cap->set_seq(110);
+  cap->set_lease_ms(5000);
+  leases.Observe(req, late, absl::OkStatus(), now, leases.epoch());
+  CHECK(leases.AttrRemaining(11, 1, now) == absl::ZeroDuration());
+  // More wanted than held: all of them, once.
+  CHECK(leases.GiveBack(10, now).size() == 1);
+  CHECK(leases.GiveBack(10, now).empty());
+}
+
+}  // namespace
+}  // namespace weft

@@ -387,6 +387,116 @@ TEST_CASE("leases: attribute caps - granted to readers - revoked by a change - n
   CHECK(broken.CheckCaps(now + absl::Seconds(6)).ok());  // run out
 }
 
+TEST_CASE("leases: caps per session are bounded - recalled above 90 percent - and under pressure") {
+  Leases leases(absl::Seconds(5));
+  leases.set_cap_limits(Leases::CapLimits{100, 30, absl::Seconds(1)});
+  uint64_t gen[3] = {0, 0, 0};
+  gen[1] = leases.OpenStream(SessionId(1));
+  gen[2] = leases.OpenStream(SessionId(2));
+  const absl::Time now = absl::FromUnixSeconds(1000);
+  // A listing of 150 files grants 100 caps, then refuses: the session is at its limit.
+  auto listing = [](uint64_t first, int n) {
+    Reply r;
+    for (int i = 0; i < n; ++i) {
+      fs::DirEntry e;
+      e.name = "f" + std::to_string(i);
+      e.ino = first + i;
+      e.attr.ino = first + i;
+      e.attr.mode = S_IFREG | 0644;
+      e.attr.nlink = 1;
+      r.entries.push_back(e);
+    }
+    return r;
+  };
+  Reply big = listing(1000, 150);
+  leases.GrantAttrs(SessionId(1), &big, now);
+  CHECK(big.attr_caps.size() == 100);
+  CHECK(leases.HeldBy(1) == 100);
+  CHECK(leases.counters().granted == 100);
+  CHECK(leases.counters().refused == 50);
+  // A refresh of a cap it holds is no new grant: still given.
+  Reply again = listing(1000, 10);
+  leases.GrantAttrs(SessionId(1), &again, now);
+  CHECK(again.attr_caps.size() == 10);
+  CHECK(leases.counters().refused == 50);
+  // Another session is not held back by the first one's caps.
+  Reply other = listing(1000, 20);
+  leases.GrantAttrs(SessionId(2), &other, now);
+  CHECK(other.attr_caps.size() == 20);
+  // The janitor asks session 1 (above 90 of 100) for what takes it down to 80,
+  // at most 30 at once; session 2 (20) is asked nothing.
+  auto recalls = [&](uint64_t id) {
+    std::deque<pb::LeaseEvent> events;
+    REQUIRE(leases.TakeEvents(SessionId(id), gen[id], &events));
+    std::vector<uint32_t> out;
+    for (const pb::LeaseEvent& e : events) {
+      if (e.recall_caps() > 0) out.push_back(e.recall_caps());
+    }
+    return out;
+  };
+  (void)recalls(1);
+  (void)recalls(2);
+  leases.RecallForMemory(now, /*pressure=*/false);
+  CHECK(recalls(1) == std::vector<uint32_t>{20});
+  CHECK(recalls(2).empty());
+  CHECK(leases.counters().recalled == 20);
+  // Not again within the interval.
+  leases.RecallForMemory(now + absl::Milliseconds(500), false);
+  CHECK(recalls(1).empty());
+  // The client gives back 20 of its caps (acks marked released): room again.
+  pb::LeaseAckRequest given;
+  for (const AttrCapGrant& g : big.attr_caps) {
+    if (given.acks_size() == 20) break;
+    pb::LeaseEvent* e = given.add_acks();
+    e->set_ino(g.ino.value());
+    e->set_seq(g.seq);
+    e->set_attrs(true);
+    e->set_released(true);
+  }
+  // A give-back with wrong numbers or from another session releases nothing.
+  pb::LeaseAckRequest wrong = given;
+  for (pb::LeaseEvent& e : *wrong.mutable_acks()) e.set_seq(e.seq() + 1000);
+  leases.Ack(SessionId(1), wrong);
+  leases.Ack(SessionId(2), given);
+  CHECK(leases.HeldBy(1) == 100);
+  CHECK(leases.counters().released == 0);
+  leases.Ack(SessionId(1), given);
+  CHECK(leases.HeldBy(1) == 80);
+  CHECK(leases.counters().released == 20);
+  Reply more = listing(5000, 5);
+  leases.GrantAttrs(SessionId(1), &more, now);
+  CHECK(more.attr_caps.size() == 5);
+  // Under memory pressure every session above the floor gives back a quarter;
+  // those below it (both here) are left alone.
+  leases.RecallForMemory(now + absl::Seconds(2), /*pressure=*/true);
+  CHECK(recalls(1).empty());
+  CHECK(recalls(2).empty());
+  Leases roomy(absl::Seconds(5));
+  roomy.set_cap_limits(Leases::CapLimits{0, 1000, absl::Seconds(1)});  // no per-session limit
+  const uint64_t g = roomy.OpenStream(SessionId(1));
+  Reply huge = listing(1, 4000);
+  roomy.GrantAttrs(SessionId(1), &huge, now);
+  CHECK(huge.attr_caps.size() == 4000);
+  roomy.RecallForMemory(now, false);
+  roomy.RecallForMemory(now + absl::Seconds(1), true);
+  std::deque<pb::LeaseEvent> events;
+  REQUIRE(roomy.TakeEvents(SessionId(1), g, &events));
+  std::vector<uint32_t> asked;
+  for (const pb::LeaseEvent& e : events) {
+    if (e.recall_caps() > 0) asked.push_back(e.recall_caps());
+  }
+  CHECK(asked == std::vector<uint32_t>{1000});  // a quarter, at most recall_max
+  // A session that goes takes its count along.
+  roomy.DropSession(SessionId(1), nullptr);
+  CHECK(roomy.HeldBy(1) == 0);
+  CHECK(roomy.attr_cap_count() == 0);
+  // Caps that ran out leave the count at the next Expire.
+  leases.Expire(now + absl::Seconds(10));
+  CHECK(leases.HeldBy(1) == 0);
+  CHECK(leases.HeldBy(2) == 0);
+  CHECK(leases.EstimatedBytes() == 0);
+}
+
 TEST_CASE("leases: a truncate holds the writers until the last request lets them go") {
   Leases leases(absl::Seconds(5));
   Sessions sessions(1);
