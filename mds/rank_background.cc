@@ -138,13 +138,20 @@ void MdsRank::TrimCache() {
   }
   for (const auto& [dir, delta] : rstat_pending_) pinned.insert(dir);
   // The caps and leases count against the limit too, up to half of it: the
-  // cache makes room for them, and beyond that they are recalled.
+  // cache makes room for them. They are recalled only when that is not
+  // enough: beyond their half, or when what the cache cannot drop (dirty,
+  // open, pinned) leaves no room. A full cache alone is no reason: caps pin
+  // nothing in it.
   const absl::Time now = env_.clock->Now();
   leases_.Expire(now);
   const uint64_t limit = options_.cache_max_bytes;
   const uint64_t caps = leases_.EstimatedBytes();
-  cache_.Trim(limit - std::min(caps, limit / 2), pinned);
-  leases_.RecallForMemory(now, cache_.EstimatedBytes() + caps > limit / 20 * 19);
+  const uint64_t target = limit - std::min(caps, limit / 2);
+  cache_.Trim(target, pinned);
+  const uint64_t cached = cache_.EstimatedBytes();
+  const bool pressure =
+      cached + caps > limit / 20 * 19 && (caps > limit / 20 * 9 || cached > target);
+  leases_.RecallForMemory(now, pressure);
 }
 
 void MdsRank::ExpireSessions() {

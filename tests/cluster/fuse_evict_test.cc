@@ -14,14 +14,18 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
+#include <functional>
 #include <string>
+#include <thread>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "tests/harness/mount_fixture.h"
+#include "tests/harness/net_cut.h"
 
 namespace weft::testing {
 namespace {
@@ -101,29 +105,39 @@ struct BufferedWriter {
   }
 };
 
-// After the stopped writer was evicted: another mount's write stands, the
-// resumed writer reports EIO, and the eviction shows with `reason`.
-void CheckEvictedWriter(TwoMountFixture& f, BufferedWriter& writer, Mount& third,
-                        const std::string& reason) {
+// After the writer mount `w` was evicted: `other` writes the same range and
+// fsyncs, `resume` lets w go on (SIGCONT, the network back); its writer
+// reports EIO, the other's bytes stand as `third` reads them, and the
+// eviction shows with `reason`.
+void CheckEvictedWriter(Cluster& cluster, Mount& w, Mount& other, BufferedWriter& writer,
+                        Mount& third, const std::string& reason,
+                        const std::function<void()>& resume) {
   const std::string after(1 << 20, 'B');
-  const int other = open(f.Q("f").c_str(), O_WRONLY);
-  REQUIRE(other >= 0);
-  WriteAll(other, after, 0);
-  REQUIRE(fsync(other) == 0);
-  REQUIRE(close(other) == 0);
-  REQUIRE(kill(f.mount->pid(), SIGCONT) == 0);
+  const int fd = open(other.Path("f").c_str(), O_WRONLY);
+  REQUIRE(fd >= 0);
+  WriteAll(fd, after, 0);
+  REQUIRE(fsync(fd) == 0);
+  REQUIRE(close(fd) == 0);
+  resume();
   const auto [fsync_errno, close_errno] = writer.Finish();
   CHECK(fsync_errno == EIO);
   CHECK((close_errno == 0 || close_errno == EIO));
   CHECK(ReadFile(third.Path("f")) == after);
-  CHECK(ReadFile(f.Q("f")) == after);
-  CommandResult status = f.cluster->Weft({"fs", "status", "fs1"});
+  CHECK(ReadFile(other.Path("f")) == after);
+  CommandResult status = cluster.Weft({"fs", "status", "fs1"});
   INFO(status.output);
   CHECK(status.output.find("evictions: 1") != std::string::npos);
   CHECK(status.output.find(reason) != std::string::npos);
-  CommandResult ls = f.cluster->Weft({"client", "ls", "fs1"});
+  CommandResult ls = cluster.Weft({"client", "ls", "fs1"});
   INFO(ls.output);
-  CHECK(SessionOf(ls.output, f.mount->pid()) == 0);
+  CHECK(SessionOf(ls.output, w.pid()) == 0);
+}
+
+// The same for the stopped writer of a TwoMountFixture (its first mount).
+void CheckEvictedWriter(TwoMountFixture& f, BufferedWriter& writer, Mount& third,
+                        const std::string& reason) {
+  CheckEvictedWriter(*f.cluster, *f.mount, *f.other, writer, third, reason,
+                     [&] { REQUIRE(kill(f.mount->pid(), SIGCONT) == 0); });
 }
 
 // A cluster with `conf` (if any) in weft.conf and three mounts; a file "f" of 1 MiB
@@ -228,6 +242,97 @@ TEST_CASE("fuse evict: a writer that does not answer a recall is evicted after m
   CHECK(waited < absl::Seconds(20));
   CheckEvictedWriter(s.f, s.writer, *s.third,
                      "a recall of buffered writes not answered within 2 s");
+}
+
+TEST_CASE("fuse evict: a writer cut off the network is evicted - fenced - refused when it is back",
+          "[fuse][caps]") {
+  // As the stopped writer above, but its weft-fuse keeps running: its
+  // packets are dropped both ways (no reset, as a pulled cable), so its
+  // connections just stop moving.
+  NetCut cut;
+  if (!cut.Available().ok()) {
+    WARN("skipped: this machine cannot cut a process off: " << cut.Available());
+    return;
+  }
+  ClusterOptions options;
+  options.extra_conf = {"mds_revoke_timeout = 2"};
+  MountFixture f(options);  // f.mount: the other mount, which writes after
+  auto third = Mount::Start(*f.cluster, "fs1");
+  REQUIRE(third.ok());
+  auto cut_off = Mount::Start(*f.cluster, "fs1", "", cut.cgroup_procs());
+  INFO(cut_off.status());
+  REQUIRE(cut_off.ok());
+  Mount& w = **cut_off;
+  WriteFile(f.P("f"), std::string(1 << 20, 'o'));
+  SyncFile(f.P("f"));
+  BufferedWriter writer;
+  writer.Start(w.Path("f"), std::string(1 << 20, 'A'));
+  const absl::Status cutting = cut.Cut();
+  INFO(cutting);
+  REQUIRE(cutting.ok());
+  // The other mount looks at the file: the recall of the writer's bytes
+  // gets no answer; the MDS fences the writer and answers with what it has.
+  const absl::Time start = absl::Now();
+  CHECK(ReadFile(f.P("f")) == std::string(1 << 20, 'o'));
+  const absl::Duration waited = absl::Now() - start;
+  CHECK(waited >= absl::Seconds(2));
+  CHECK(waited < absl::Seconds(30));
+  CheckEvictedWriter(*f.cluster, w, *f.mount, writer, **third,
+                     "a recall of buffered writes not answered within 2 s", [&] {
+                       const absl::Status healed = cut.Heal();
+                       INFO(healed);
+                       REQUIRE(healed.ok());
+                     });
+}
+
+TEST_CASE("fuse evict: kill -9 of the MDS with revokes outstanding - the change is applied once",
+          "[fuse][caps][mds-restart]") {
+  TwoMountFixture f;
+  WriteFile(f.P("f"), "data");
+  // The first mount holds the file's cap and the root's lease, then stops
+  // answering: the other mount's link waits on their revokes.
+  CHECK(Lstat(f.P("f")).st_nlink == 1);
+  CHECK(access(f.P("g").c_str(), F_OK) != 0);
+  Resume resume{f.mount->pid()};
+  REQUIRE(kill(f.mount->pid(), SIGSTOP) == 0);
+  std::atomic<int> linked{-1}, link_errno{0};
+  std::thread linker([&] {
+    const int rc = link(f.Q("f").c_str(), f.Q("g").c_str());
+    link_errno = rc == 0 ? 0 : errno;
+    linked = rc;
+  });
+  absl::SleepFor(absl::Milliseconds(300));
+  CHECK(linked.load() == -1);  // still waiting on the revokes
+  f.cluster->KillMds();
+  REQUIRE(kill(f.mount->pid(), SIGCONT) == 0);
+  auto started = f.cluster->StartMds();
+  INFO(started);
+  REQUIRE(started.ok());
+  linker.join();
+  INFO("link errno " << link_errno.load());
+  CHECK(linked.load() == 0);  // resent after the restart and applied once (not EEXIST)
+  // Both mounts see it at once: the first dropped what it knew at the new boot.
+  CHECK(Lstat(f.Q("f")).st_nlink == 2);
+  CHECK(Lstat(f.P("f")).st_nlink == 2);
+  CHECK(Lstat(f.P("g")).st_ino == Lstat(f.P("f")).st_ino);
+  REQUIRE(chmod(f.P("g").c_str(), 0600) == 0);
+  CHECK((Lstat(f.Q("f")).st_mode & 07777) == 0600);
+}
+
+TEST_CASE("fuse evict: after an MDS restart a client that does not reconnect is evicted - fenced",
+          "[fuse][caps][mds-restart]") {
+  // The stopped writer cannot reconnect: when the window closes the rank
+  // evicts it (fenced), the other mounts go on, and its buffered bytes are
+  // refused when it resumes.
+  StoppedWriter s("mds_reconnect_timeout = 4");
+  s.f.cluster->KillMds();
+  auto started = s.f.cluster->StartMds();
+  INFO(started);
+  REQUIRE(started.ok());
+  const absl::Time start = absl::Now();
+  CHECK(ReadFile(s.f.Q("f")) == std::string(1 << 20, 'o'));
+  CHECK(absl::Now() - start < absl::Seconds(30));
+  CheckEvictedWriter(s.f, s.writer, *s.third, "did not reconnect within mds_reconnect_timeout");
 }
 
 TEST_CASE("fuse evict: a session that lapses is evicted - fenced - not just closed",

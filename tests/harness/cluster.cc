@@ -45,7 +45,8 @@ int FreePort() {
 // --- Process -------------------------------------------------------------------
 
 absl::StatusOr<std::unique_ptr<Process>> Process::Spawn(const std::vector<std::string>& argv,
-                                                        const std::string& log_path) {
+                                                        const std::string& log_path,
+                                                        const std::string& cgroup_procs) {
   // Everything the child needs is prepared here: after fork() in a threaded
   // process only async-signal-safe calls are allowed until exec.
   std::vector<char*> args;
@@ -58,11 +59,23 @@ absl::StatusOr<std::unique_ptr<Process>> Process::Spawn(const std::vector<std::s
     close(log_fd);
     return ErrnoToStatus(errno, "open /dev/null");
   }
+  int cgroup_fd = -1;
+  if (!cgroup_procs.empty()) {
+    cgroup_fd = open(cgroup_procs.c_str(), O_WRONLY | O_CLOEXEC);
+    if (cgroup_fd < 0) {
+      const int err = errno;
+      close(log_fd);
+      close(null_fd);
+      return ErrnoToStatus(err, absl::StrCat("open ", cgroup_procs));
+    }
+  }
   pid_t parent = getpid();
   pid_t pid = fork();
   if (pid == 0) {
     prctl(PR_SET_PDEATHSIG, SIGKILL);
     if (getppid() != parent) _exit(127);
+    // "0" moves the writer itself: every socket it opens is the group's.
+    if (cgroup_fd >= 0 && write(cgroup_fd, "0", 1) != 1) _exit(126);
     setpgid(0, 0);
     dup2(null_fd, STDIN_FILENO);
     dup2(log_fd, STDOUT_FILENO);
@@ -76,6 +89,7 @@ absl::StatusOr<std::unique_ptr<Process>> Process::Spawn(const std::vector<std::s
   const int fork_errno = errno;
   close(log_fd);
   close(null_fd);
+  if (cgroup_fd >= 0) close(cgroup_fd);
   if (pid < 0) return ErrnoToStatus(fork_errno, "fork");
   auto p = std::make_unique<Process>();
   p->pid_ = pid;

@@ -53,9 +53,12 @@ struct DataPoolOptions {
 // A child process started by the harness.
 class Process {
  public:
-  // Starts `argv` with stdout/stderr appended to `log_path`.
+  // Starts `argv` with stdout/stderr appended to `log_path`; with
+  // `cgroup_procs` (a cgroup v2 group's cgroup.procs: NetCut), in that group
+  // from before it runs.
   static absl::StatusOr<std::unique_ptr<Process>> Spawn(const std::vector<std::string>& argv,
-                                                        const std::string& log_path);
+                                                        const std::string& log_path,
+                                                        const std::string& cgroup_procs = "");
   ~Process();
   pid_t pid() const { return pid_; }
   bool Running();

@@ -70,7 +70,8 @@ bool Mount::IsMounted(const std::string& dir) {
 }
 
 absl::StatusOr<std::unique_ptr<Mount>> Mount::Start(Cluster& cluster, const std::string& fs,
-                                                    const std::string& extra_options) {
+                                                    const std::string& extra_options,
+                                                    const std::string& cgroup_procs) {
   static std::atomic<int> counter{0};
   std::unique_ptr<Mount> m(new Mount());
   const int n = counter.fetch_add(1);
@@ -83,7 +84,8 @@ absl::StatusOr<std::unique_ptr<Mount>> Mount::Start(Cluster& cluster, const std:
   chmod(m->dir_.c_str(), 0755);
   std::string opts = absl::StrCat("conf=", cluster.conf_path(), ",fs=", fs);
   if (!extra_options.empty()) absl::StrAppend(&opts, ",", extra_options);
-  auto p = Process::Spawn({BinPath("weft-fuse"), m->dir_, "-f", "-o", opts}, m->log_path_);
+  auto p = Process::Spawn({BinPath("weft-fuse"), m->dir_, "-f", "-o", opts}, m->log_path_,
+                          cgroup_procs);
   if (!p.ok()) return p.status();
   m->process_ = std::move(*p);
   for (int i = 0; i < 300; ++i) {

@@ -20,9 +20,11 @@ namespace weft::testing {
 
 class Mount {
  public:
-  // `extra_options` are appended to -o (e.g. "subdir=/a").
+  // `extra_options` are appended to -o (e.g. "subdir=/a"); `cgroup_procs`
+  // as Process::Spawn's (a NetCut's group).
   static absl::StatusOr<std::unique_ptr<Mount>> Start(Cluster& cluster, const std::string& fs,
-                                                      const std::string& extra_options = "");
+                                                      const std::string& extra_options = "",
+                                                      const std::string& cgroup_procs = "");
   ~Mount();
 
   const std::string& dir() const { return dir_; }
