@@ -146,7 +146,8 @@ class Leases {
   // rename's replaced inode, readdir's entries) that no other session holds
   // open for writing, into done->attr_caps.
   void GrantAttrs(SessionId session, Reply* done, absl::Time now);
-  // The contract's invariant on the caps alive at `now`: OK, or what broke it.
+  // The contract's invariants on the caps alive at `now` (and no session
+  // over CapLimits::max_per_session): OK, or what broke it.
   absl::Status CheckCaps(absl::Time now) const;
 
   // ---- openers, writers and recalls

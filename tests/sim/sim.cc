@@ -26,6 +26,12 @@ mds::RankOptions World::MakeRankOptions() {
   o.default_layout.set_stripe_count(1);
   o.default_layout.set_pool(kDataPool.value());
   o.cache_max_bytes = rng_.Chance(0.3) ? 8 * mds::MetaCache::kInodeBytes : (1ull << 30);
+  // Caps for memory: a client at its limit gets no new ones, and the rank
+  // asks for caps back (in ones, or all at once) when it nears the limit or
+  // its cache cannot make room.
+  o.max_caps_per_client = rng_.Chance(0.4) ? 3 : 1000000;
+  o.recall_max_caps = rng_.Chance(0.5) ? 1 : 30000;
+  o.recall_interval_ms = 100;
   return o;
 }
 
@@ -102,6 +108,7 @@ void World::Crash(const std::string& why) {
     c.needs_reconnect = true;
     c.stream_gen = 0;
     c.inbox.clear();
+    c.caps.clear();
   }
   rank_.reset();
   store_.Blocklist(rank_name_);  // nothing the dead one sends lands any more
@@ -251,6 +258,11 @@ void World::DeliverEvents(Client& c) {
   }
   for (pb::LeaseEvent& e : events) {
     if (e.hello() || e.release()) continue;
+    if (e.recall_caps() > 0) {
+      GiveBack(c, e.recall_caps());
+      continue;
+    }
+    if (!e.flush() && !e.inval()) c.caps.erase({e.attrs(), e.ino()});
     c.inbox.push_back(e);
   }
   // Acknowledged now, or left for later (a slow client).
@@ -261,6 +273,25 @@ void World::DeliverEvents(Client& c) {
   c.inbox.clear();
   (void)rank_->LeaseAck(ack);
   SIM_TRACE(absl::StrCat("client ", c.index, " acks ", ack.acks_size()));
+}
+
+void World::GiveBack(Client& c, uint32_t n) {
+  // As DirLeases::GiveBack: those granted longest ago first, each as if
+  // revoked, acknowledged as released (with the others waiting, or later).
+  std::vector<std::pair<uint64_t, std::pair<bool, uint64_t>>> order;
+  for (const auto& [key, held] : c.caps) order.push_back({held.second, key});
+  std::sort(order.begin(), order.end());
+  for (size_t i = 0; i < order.size() && i < n; ++i) {
+    const auto& [attrs, ino] = order[i].second;
+    pb::LeaseEvent e;
+    e.set_ino(ino);
+    e.set_seq(c.caps[order[i].second].first);
+    e.set_attrs(attrs);
+    e.set_released(true);
+    c.caps.erase(order[i].second);
+    c.inbox.push_back(e);
+  }
+  SIM_TRACE(absl::StrCat("client ", c.index, " gives back ", std::min<size_t>(n, order.size())));
 }
 
 void World::Advance(Client& c) {
@@ -342,6 +373,8 @@ void World::Answer(Client& c, absl::Status status) {
     c.needs_reconnect = true;  // then this request again
     return;
   }
+  for (const pb::DirLease& l : p.reply.leases()) c.caps[{false, l.ino()}] = {l.seq(), ++c.grants};
+  for (const pb::DirLease& l : p.reply.attr_caps()) c.caps[{true, l.ino()}] = {l.seq(), ++c.grants};
   if (status.ok()) {
     if (p.reply.unsafe()) {
       pb::MetaRequest resend = p.plan.request;

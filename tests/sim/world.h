@@ -137,6 +137,10 @@ struct Client {
   int64_t last_renew_ms = 0;
   std::optional<pb::LockType> lock;  // its flock on the shared lock file
   std::deque<pb::LeaseEvent> inbox;  // events not yet acknowledged
+  // Caps and leases it was granted: (attrs, ino) -> (seq, order granted),
+  // what it gives back from, oldest first, when the rank recalls caps.
+  std::map<std::pair<bool, uint64_t>, std::pair<uint64_t, uint64_t>> caps;
+  uint64_t grants = 0;
 };
 
 class World {
@@ -157,6 +161,8 @@ class World {
   // A request driven to its end at once (setup, bad input, resends).
   absl::Status CallNow(Client& c, pb::MetaRequest request, pb::MetaReply* reply);
   void Advance(Client& c);
+  // A recall for memory: the client gives back `n` caps and leases.
+  void GiveBack(Client& c, uint32_t n);
   void Answer(Client& c, absl::Status status);
   bool Reconnect(Client& c);
   void OpenSession(Client& c);
