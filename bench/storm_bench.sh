@@ -227,9 +227,25 @@ wp=$(peak weft) cp=$(peak ceph)
   row "client errors" "$(errs ceph)" "$(errs weft)" ""
   if [[ -f $OUT/weft.samples.tsv ]]; then
     echo
-    echo "weft over the run (every 10th sample; all in weft.samples.tsv):"
-    awk 'NR == 1 { for (i = 1; i <= NF; i++) { $i = substr($i, 1, 1) == "w" ? substr($i, 10) : $i } }
-         NR == 1 || NR % 10 == 2 { for (i = 1; i <= NF; i++) printf "%-14s", $i; print "" }' "$OUT/weft.samples.tsv"
+    step=$(( $(wc -l <"$OUT/weft.samples.tsv") / 20 + 1 ))
+    echo "weft over the run (every ${step}th sample; all in weft.samples.tsv):"
+    awk -v step="$step" 'NR == 1 { for (i = 1; i <= NF; i++) { $i = substr($i, 1, 1) == "w" ? substr($i, 10) : $i } }
+         NR == 1 || NR % step == 2 { for (i = 1; i <= NF; i++) printf "%-14s", $i; print "" }' "$OUT/weft.samples.tsv"
+  fi
+  if [[ -f $OUT/weft.samples.tsv ]]; then
+    # Caps: the most alive at once, and the counters at the end.
+    read -r peak_caps peak_caps_mib granted recalled released < <(awk '
+      NR == 1 { for (i = 1; i <= NF; i++) col[$i] = i; next }
+      { a = $col["weft_mds_attr_caps"] + $col["weft_mds_dir_leases"]; if (a > pc) pc = a
+        b = $col["weft_mds_caps_bytes"]; if (b > pb) pb = b
+        g = $col["weft_mds_caps_granted"]; r = $col["weft_mds_caps_recalled"]; d = $col["weft_mds_caps_released"] }
+      END { printf "%d %.1f %d %d %d\n", pc, pb / 1048576, g, r, d }' "$OUT/weft.samples.tsv")
+    echo
+    echo "weft caps: at most $peak_caps alive at once ($peak_caps_mib MiB as estimated); granted $granted, recalled $recalled, given back $released"
+    if [[ $recalled -gt 0 ]]; then
+      v=$(awk -v r="$recalled" -v d="$released" 'BEGIN { print (d >= 0.9 * r) ? "PASS" : "MISS" }')
+      verdicts+=("$v  recalls answered: $released of $recalled caps asked back were given back")
+    fi
   fi
   if [[ -n $wp ]]; then
     v=$(awk -v p="$wp" -v l="$LIMIT_MIB" 'BEGIN { print (p <= 1.5 * l) ? "PASS" : "MISS" }')

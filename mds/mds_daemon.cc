@@ -23,7 +23,8 @@ absl::StatusOr<DaemonOptions> DaemonOptions::FromConfig(const Config& config) {
   ASSIGN_OR_RETURN(int64_t recall_interval,
                    config.GetInt("mds_recall_interval_ms", o.recall_interval_ms));
   if (max_caps < 0 || max_caps > (1ll << 32)) {
-    return absl::InvalidArgumentError("mds_max_caps_per_client must be within [0, 2^32] (0: no limit)");
+    return absl::InvalidArgumentError(
+        "mds_max_caps_per_client must be within [0, 2^32] (0: no limit)");
   }
   if (recall_max < 1 || recall_max > (1 << 30)) {
     return absl::InvalidArgumentError("mds_recall_max_caps must be within [1, 2^30]");

@@ -259,8 +259,8 @@ void Leases::GrantAttrs(SessionId session, Reply* done, absl::Time now) {
 
 absl::Status Leases::CheckCaps(absl::Time now) const {
   if (limits_.max_per_session > 0) {
-    for (const auto& held : {dirs_.held(), attrs_.held()}) {
-      for (const auto& [session, n] : held) {
+    for (const auto* held : {&dirs_.held(), &attrs_.held()}) {
+      for (const auto& [session, n] : *held) {
         if (HeldBy(session) > limits_.max_per_session) {
           return absl::InternalError(absl::StrCat("session ", session, " holds ", HeldBy(session),
                                                   " caps and leases, over its limit of ",

@@ -67,9 +67,10 @@ NetCut::NetCut() {
   }
   const std::string path = dir_.substr(base.size() + 1);
   constexpr int kLevel = 1;  // the group is a child of the v2 root
-  available_ = Nft(absl::StrCat("add table inet ", table_, "\n",
-                                "add chain inet ", table_, " out { type filter hook output priority 0; }\n",
-                                "add chain inet ", table_, " in { type filter hook input priority 0; }\n"));
+  available_ = Nft(absl::StrCat(
+      "add table inet ", table_, "\n",  //
+      "add chain inet ", table_, " out { type filter hook output priority 0; }\n",
+      "add chain inet ", table_, " in { type filter hook input priority 0; }\n"));
   // The rules' text, kept for Cut(): checked now, so that Available() says
   // whether cutting works here.
   if (available_.ok()) {

@@ -289,7 +289,7 @@ TEST_CASE("client attribute caps: trusted until revoked or run out - a crossing 
 namespace weft {
 namespace {
 
-TEST_CASE("client caps: a recall gives back those granted longest ago - a crossing grant is ignored",
+TEST_CASE("client caps: a recall gives back the oldest grants - a crossing grant is ignored",
           "[unit][client]") {
   client::DirLeases leases;
   leases.StreamUp();
