@@ -68,12 +68,6 @@ commands+=("gcc -O2 -o $OUT/coherence bench/coherence.c")
 } | tee "$OUT/header.txt"
 note_foreign OSD/MDS ceph-osd weft-osd weft-mds ceph-mds
 
-# wait_mounted DIR: up to 30 s.
-wait_mounted() {
-  for _ in $(seq 150); do mountpoint -q "$1" && return 0; sleep 0.2; done
-  return 1
-}
-
 weft_part() {
   wait_for_build
   weft_up /tmp/weft-capsbench-cluster.XXXXXX "$OUT/weft.up.log" "" WEFT_MNT="$weft_mnt" ||
@@ -99,13 +93,7 @@ ceph_part() {
     die "the Ceph anchor in $CDIR is running (not started by this script): stop it with $anchor/down.sh first"
   anchor_up "$OUT/ceph.up.log" || die "ceph up.sh failed"
   mountpoint -q "$MNT" || die "$MNT is not mounted after up.sh"
-  mkdir -p "$ceph_mnt2"
-  # Its own pid file, admin socket and log: the first mount holds the anchor's.
-  ceph-fuse -c "$ceph_conf" --id admin --pid-file "$OUT/ceph-fuse2.pid" \
-    --admin-socket "$OUT/ceph-fuse2.asok" --log-file "$OUT/ceph-fuse2.client.log" \
-    "$ceph_mnt2" >"$OUT/ceph-fuse2.log" 2>&1 ||
-    die "the second ceph-fuse mount failed"
-  wait_mounted "$ceph_mnt2" || die "$ceph_mnt2 is not mounted"
+  mount_ceph_fuse "$ceph_mnt2" ceph-fuse2 || die "the second ceph-fuse mount failed"
   commands+=("$anchor/up.sh   # ceph-fuse at $MNT; ceph-fuse -c $ceph_conf --id admin --pid-file ... --admin-socket ... $ceph_mnt2")
   for r in $(seq "$RUNS"); do
     mkdir "$MNT/rep3/coh.$r"

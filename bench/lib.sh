@@ -199,6 +199,24 @@ need_pkg() {
   apt_install "$pkg"
 }
 
+# wait_mounted DIR: up to 30 s for DIR to be a mount point.
+wait_mounted() {
+  for _ in $(seq 150); do mountpoint -q "$1" && return 0; sleep 0.2; done
+  return 1
+}
+
+# mount_ceph_fuse DIR NAME: one more ceph-fuse mount of the anchor at DIR,
+# with its own pid file, admin socket and logs ($OUT/NAME.*: the anchor's
+# own mount holds the defaults), waited for.
+mount_ceph_fuse() {
+  local dir=$1 name=$2
+  mkdir -p "$dir"
+  ceph-fuse -c "$CDIR/ceph.conf" --id admin --pid-file "$OUT/$name.pid" \
+    --admin-socket "$OUT/$name.asok" --log-file "$OUT/$name.client.log" \
+    "$dir" >"$OUT/$name.log" 2>&1 || return 1
+  wait_mounted "$dir"
+}
+
 install_ceph() {  # up.sh also needs setfattr (package attr) for its CephFS layouts
   local c
   for c in ceph rados ceph-mon ceph-osd ceph-mgr ceph-mds ceph-fuse setfattr gcc; do

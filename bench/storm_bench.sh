@@ -73,11 +73,6 @@ commands+=("gcc -O2 -o $OUT/storm bench/storm.c")
 } | tee "$OUT/header.txt"
 note_foreign OSD/MDS ceph-osd weft-osd weft-mds ceph-mds
 
-wait_mounted() {  # DIR: up to 30 s
-  for _ in $(seq 150); do mountpoint -q "$1" && return 0; sleep 0.2; done
-  return 1
-}
-
 # sample SIDE PIDFILE [METRICS_URL]: every second, a line of SIDE.samples.tsv:
 # seconds since the side started, the MDS's VmRSS in KiB, and with a URL the
 # gauges and counters below from its metrics ("-" where absent).
@@ -174,13 +169,9 @@ ceph_part() {
   ceph -c "$ceph_conf" config set mds mds_cache_memory_limit "$limit" >>"$OUT/ceph.up.log" 2>&1 ||
     die "ceph config set mds mds_cache_memory_limit failed"
   for i in $(seq 2 "$MOUNTS"); do
-    m=$OUT/ceph-mnt$i; mkdir -p "$m"
-    # Its own pid file, admin socket and log: the first mount holds the anchor's.
-    ceph-fuse -c "$ceph_conf" --id admin --pid-file "$OUT/ceph-fuse$i.pid" \
-      --admin-socket "$OUT/ceph-fuse$i.asok" --log-file "$OUT/ceph-fuse$i.client.log" \
-      "$m" >"$OUT/ceph-fuse$i.log" 2>&1 || die "ceph-fuse $m failed"
+    m=$OUT/ceph-mnt$i
+    mount_ceph_fuse "$m" "ceph-fuse$i" || die "ceph-fuse $m failed"
     extra_mounts+=("$m"); mnts+=("$m/rep3")
-    wait_mounted "$m" || die "$m is not mounted"
   done
   commands+=("$anchor/up.sh; ceph config set mds mds_cache_memory_limit $limit; ceph-fuse -c $ceph_conf --id admin --pid-file ... --admin-socket ... $OUT/ceph-mntI (I = 2..$MOUNTS)")
   sample ceph "$pidfile"

@@ -337,11 +337,18 @@ absl::StatusOr<pb::MetaReply> MetaClient::CallWithTid(pb::MetaRequest request, u
     if (new_boot != 0) {
       // The MDS restarted since we last heard from it: our unsafe requests
       // go first, then this one again (its reply may be from before them).
-      (void)Reconnect(new_boot);
+      const absl::Status reconnected = Reconnect(new_boot);
+      if (evicted_.load()) {
+        // The new incarnation evicted this session (it did not reconnect in
+        // time): asking again would only get the same answer, at once.
+        result = evicted();
+        break;
+      }
       if (absl::Now() > deadline) {
         result = absl::DeadlineExceededError("mds: reconnect did not finish");
         break;
       }
+      if (!reconnected.ok()) absl::SleepFor(absl::Milliseconds(100));  // no busy loop
       continue;
     }
     if (status.ok()) {
