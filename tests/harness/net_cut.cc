@@ -39,8 +39,9 @@ std::string NftPath() {
 
 NetCut::NetCut() {
   static std::atomic<int> counter{0};
-  const std::string name = absl::StrCat("weft-cut-", getpid(), "-", counter.fetch_add(1));
-  table_ = absl::StrCat("weft_cut_", getpid(), "_", counter.load());
+  const int n = counter.fetch_add(1);
+  const std::string name = absl::StrCat("weft-cut-", getpid(), "-", n);
+  table_ = absl::StrCat("weft_cut_", getpid(), "_", n);
   const std::string mount = Cgroup2Mount();
   if (mount.empty()) {
     available_ = absl::UnavailableError("no cgroup2 mount in /proc/mounts");
