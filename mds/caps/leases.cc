@@ -150,11 +150,9 @@ size_t Leases::Room(uint64_t session) const {
 }
 
 void Leases::RecallForMemory(absl::Time now, bool pressure) {
-  absl::flat_hash_set<uint64_t> holders;
-  for (const auto& [session, n] : dirs_.held()) holders.insert(session);
-  for (const auto& [session, n] : attrs_.held()) holders.insert(session);
-  for (uint64_t session : holders) {
-    if (!streams_.contains(session)) continue;  // it could not hear us
+  // Only sessions with a stream: the others could not hear a recall (and
+  // are granted nothing).
+  for (const auto& [session, stream] : streams_) {
     auto last = recalled_at_.find(session);
     if (last != recalled_at_.end() && now - last->second < limits_.recall_interval) continue;
     const size_t held = HeldBy(session);

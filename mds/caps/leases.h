@@ -73,7 +73,6 @@ class Leases {
   // Estimated memory of one (inode, session) entry of either table.
   static constexpr uint64_t kBytesPerCap = 192;
   void set_cap_limits(const CapLimits& limits) { limits_ = limits; }
-  const CapLimits& cap_limits() const { return limits_; }
   // Caps and directory leases `session` holds (those that ran out, until
   // the next Expire: the janitor's, every 200 ms).
   size_t HeldBy(uint64_t session) const {
