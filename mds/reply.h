@@ -64,7 +64,9 @@ struct Reply {
   // reply kept for a retry.
   std::optional<std::string> inline_data;
   bool inline_refused = false;          // WrittenOp.inline_writes not applied
-  std::vector<fs::Attr> changed;        // AtimeOp: the inodes whose atime it moved
+  // Inodes the operation changed besides `attr`, at their new versions:
+  // AtimeOp's whose atime it moved, a change of names' directories.
+  std::vector<fs::Attr> changed;
   // LockOp GET: answered, with the first conflicting lock (nullopt: none).
   struct LockQuery {
     std::optional<locks::Lock> conflict;

@@ -769,6 +769,19 @@ absl::Status RequestRun::ReleaseOne(uint64_t ino, bool write, Event* event) {
 void RequestRun::AfterCommit(const OpContext& ctx) {
   // (Its recursive statistics went with the event: MdsRank::CommitLocked.)
   for (uint64_t dir : ctx.new_dirs()) rank_->cache_.MergeFrag(dir, kRootFrag, {});
+  // The directories it changed (a name's parents, a moved directory), at
+  // their new versions: the client keeps them instead of asking again, as
+  // its kernel does before the next create or unlink in one (the permission
+  // check after the kernel dropped their attributes). An atime report
+  // fills `changed` itself.
+  if (!reply_->changed.empty()) return;
+  for (uint64_t ino : ctx.changed()) {
+    const CInode* c = rank_->cache_.Peek(ino);
+    if (c == nullptr || !IsDir(c->inode) || c->inode.nlink == 0 || ino == reply_->attr.ino) {
+      continue;
+    }
+    FillAttr(c->inode, &reply_->changed.emplace_back());
+  }
 }
 
 }  // namespace weft::mds

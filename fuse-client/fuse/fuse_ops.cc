@@ -233,11 +233,10 @@ void SettleMovedName(MountContext& ctx, const NameGrant& grant, uint64_t parent,
   NoteGiven(ctx, grant, parent, name);
 }
 
-// How long the kernel may keep `a`: a file's (or symlink's, or special
-// file's) while this mount holds its attribute cap, whose revoke
-// invalidates them in the kernel first (OnAttrsRevoked); a directory's for
-// kAttrTimeoutS. A reply the kernel asked for before such an invalidation
-// is dropped by the kernel itself (its attribute versions).
+// How long the kernel may keep `a`: while this mount holds the inode's
+// attribute cap, whose revoke invalidates them in the kernel first
+// (OnAttrsRevoked). A reply the kernel asked for before such an
+// invalidation is dropped by the kernel itself (its attribute versions).
 double AttrTimeout(fuse_req_t req, const Attr& a) {
   return absl::ToDoubleSeconds(Fs(req).AttrValid(a));
 }
@@ -313,6 +312,14 @@ void Init(void* userdata, fuse_conn_info* conn) {
   // The MDS applies the umask, except under a default ACL (the create mode
   // then masks the ACL instead); the kernel must pass the mode unmasked.
   if (conn->capable & FUSE_CAP_DONT_MASK) conn->want |= FUSE_CAP_DONT_MASK;
+  // Permissions are checked by the kernel too (POSIX ACLs turn on
+  // default_permissions): it opens FIFOs, sockets and device nodes without
+  // asking the filesystem, so only its own check can refuse them. It checks
+  // with the attributes and ACLs it holds, which are coherent: kept only
+  // under the mount's attribute caps, and invalidated (ACLs too) by their
+  // revoke. The MDS still checks every request.
+  if (conn->capable & FUSE_CAP_POSIX_ACL) conn->want |= FUSE_CAP_POSIX_ACL;
+  LOG(INFO) << "event=fuse_permissions kernel=" << ((conn->want & FUSE_CAP_POSIX_ACL) != 0);
   // The client library buffers writes; the kernel's writeback cache would
   // own size and mtime, which only caps can make safe.
   conn->want &= ~FUSE_CAP_WRITEBACK_CACHE;
@@ -767,14 +774,12 @@ void Access(fuse_req_t req, fuse_ino_t ino, int mask) {
 // continues after it however the directory changed meanwhile.
 class DirFiller {
  public:
-  // `attr_timeout`: how long the kernel may keep the directories' attributes
-  // among the entries; the others' for AttrTimeout, and no longer than
-  // `kept_max` (a page kept from an earlier READDIR: the attributes it has
-  // may be older than the cap held now).
-  DirFiller(fuse_req_t req, uint64_t dir, size_t size, bool plus, double attr_timeout,
-            double kept_max)
+  // The kernel may keep the entries' attributes for AttrTimeout, and no
+  // longer than `kept_max` (a page kept from an earlier READDIR: the
+  // attributes it has may be older than the cap held now).
+  DirFiller(fuse_req_t req, uint64_t dir, size_t size, bool plus, double kept_max)
       : req_(req), ctx_(Ctx(req)), dir_(dir), grant_(GrantName(req, dir)), buf_(size, '\0'),
-        plus_(plus), attr_timeout_(attr_timeout), kept_max_(kept_max) {}
+        plus_(plus), kept_max_(kept_max) {}
   ~DirFiller() {
     // Entries the kernel never received hold no lookup reference.
     for (uint64_t ino : remembered_) Fs(req_).Forget(ino, 1);
@@ -794,8 +799,7 @@ class DirFiller {
       e.ino = ToFuse(req_, d.ino);
       e.generation = d.attr.generation;
       e.attr = ToStat(req_, d.attr);
-      e.attr_timeout = S_ISDIR(d.attr.mode) ? attr_timeout_
-                                            : std::min(kept_max_, AttrTimeout(req_, d.attr));
+      e.attr_timeout = std::min(kept_max_, AttrTimeout(req_, d.attr));
       e.entry_timeout = grant_.timeout;
       NoteEntry(req_, dir_, d.name, d.attr);
     } else {
@@ -840,7 +844,6 @@ class DirFiller {
   size_t used_ = 0;
   off_t next_ = 0;
   bool plus_;
-  double attr_timeout_;
   double kept_max_;
   std::vector<uint64_t> remembered_;
   std::vector<std::string> given_;  // names with a timeout
@@ -870,17 +873,16 @@ void DoReaddir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, bool plus
   if (!page.ok()) return ReplyError(req, page.status(), "readdir");
   // Kept attributes: as this client knows them now, and kept by the kernel
   // no longer than if they had come with the last READDIR's reply.
-  double attr_timeout = kAttrTimeoutS;
+  double kept_max = std::numeric_limits<double>::infinity();
   if (kept.has_value()) {
     for (client::DirEntry& e : page->entries) {
       if (e.has_attr()) e.attr = Fs(req).Freshen(std::move(e.attr));
     }
-    attr_timeout = std::max(0.0, kAttrTimeoutS - absl::ToDoubleSeconds(absl::Now() - fetched));
+    kept_max = std::max(0.0, kAttrTimeoutS - absl::ToDoubleSeconds(absl::Now() - fetched));
   }
   // After the first page: its reply may have brought the lease the names'
   // timeout comes from (a directory listed for the first time).
-  DirFiller filler(req, dir, size, plus, attr_timeout,
-                   kept.has_value() ? attr_timeout : std::numeric_limits<double>::infinity());
+  DirFiller filler(req, dir, size, plus, kept_max);
   if (off < 1 && !filler.AddDot(".", dir, 1)) return filler.Reply();
   if (off < 2) {
     auto parent = Fs(req).Lookup(creds, dir, "..");

@@ -9,22 +9,23 @@
 // filesystem root, or subdir=); every other inode number is the MDS's own.
 // The kernel's lookup counts are kept by FileSystemClient (Remember/Forget).
 //
-// Kernel caching: a file's attributes while this mount holds its attribute
-// cap (revoked with an invalidation, OnAttrsRevoked), a directory's for
-// kAttrTimeoutS seconds; page cache dropped at every open (close-to-open),
+// Kernel caching: an inode's attributes while this mount holds its attribute
+// cap (revoked with an invalidation, OnAttrsRevoked); page cache dropped at every open (close-to-open),
 // no writeback cache. Names are kept by the kernel only under the directory's lease
 // (KernelNames): for at most kAttrTimeoutS and the lease's remaining time,
 // and expired in the kernel when the lease is revoked, before the revoke is
 // acknowledged, so a name another mount renames or removes is never reached
 // through this one afterwards. Permissions are checked by the MDS (and the
-// client under leases), not the kernel (no default_permissions: with it
-// every create and unlink costs the kernel a getattr of the directory). So
-// names are given to the kernel only in directories every caller may
-// search, else for 0 s (each walk through them asks), and a directory of
-// this mount that stops being searchable by all has its names dropped from
-// the kernel at once (KernelDirs). A change of a directory's attributes made
-// through another mount reaches the kernel's within kAttrTimeoutS (at once
-// on open); of any other inode's, before the change is answered.
+// client under leases) and by the kernel (POSIX ACLs, which imply
+// default_permissions: the only check of an open of a FIFO, socket or
+// device node), from the attributes and ACLs it holds under the mount's
+// caps; the getattr of a directory it makes after each create or unlink in
+// it is answered from the attributes the reply brought. Names are given to
+// the kernel only in directories every caller may search, else for 0 s
+// (each walk through them asks), and a directory of this mount that stops
+// being searchable by all has its names dropped from the kernel at once
+// (KernelDirs). A change of an inode's attributes made
+// through another mount reaches the kernel's before the change is answered.
 #pragma once
 
 #define FUSE_USE_VERSION 35

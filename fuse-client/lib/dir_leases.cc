@@ -144,6 +144,9 @@ uint64_t DirLeases::SeqIn(const pb::MetaReply& reply, uint64_t ino) {
 uint64_t DirLeases::VersionIn(const pb::MetaReply& reply, uint64_t ino) {
   if (reply.attr().ino() == ino) return reply.attr().version();
   if (reply.replaced().ino() == ino) return reply.replaced().version();
+  for (const pb::Attr& a : reply.changed()) {
+    if (a.ino() == ino) return a.version();
+  }
   for (const pb::DirEntry& e : reply.entries()) {
     if (e.has_attr() && e.attr().ino() == ino) return e.attr().version();
   }

@@ -232,7 +232,6 @@ void FileSystemClient::SetDirRevoked(std::function<void(uint64_t dir)> handler) 
 }
 
 absl::Duration FileSystemClient::AttrValid(const Attr& a) {
-  if (S_ISDIR(a.mode)) return options_.attr_ttl;
   return meta_->leases().AttrRemaining(a.ino, a.version, absl::Now());
 }
 
@@ -336,7 +335,16 @@ absl::StatusOr<Attr> FileSystemClient::CallAttr(const Creds& c, pb::MetaRequest 
 absl::StatusOr<pb::MetaReply> FileSystemClient::CallInDir(const Creds& c,
                                                          pb::MetaRequest request, uint64_t dir) {
   absl::StatusOr<pb::MetaReply> reply = Call(c, std::move(request));
-  Invalidate(dir);  // also after a failure, which may come after the change
+  bool known = false;
+  if (reply.ok()) {
+    for (const pb::Attr& a : reply->changed()) {
+      CacheAttr(FromWire(a), reply->tid());
+      known |= a.ino() == dir;
+    }
+  }
+  // Also after a failure, which may come after the change; and after a
+  // retry answered from the MDS's table, which does not keep them.
+  if (!known) Invalidate(dir);
   return reply;
 }
 
@@ -350,7 +358,7 @@ absl::StatusOr<Attr> FileSystemClient::Lookup(const Creds& c, uint64_t parent,
                                               const std::string& name, LookupInfo* info) {
   LookupInfo ignored;
   if (info == nullptr) info = &ignored;
-  info->attr_valid = options_.attr_ttl;
+  info->attr_valid = absl::ZeroDuration();
   info->from_mds = true;
   pb::MetaRequest r;
   ToProto(c, r.mutable_creds());
@@ -389,9 +397,6 @@ absl::StatusOr<Attr> FileSystemClient::Lookup(const Creds& c, uint64_t parent,
 
 absl::Duration FileSystemClient::TrustLeftLocked(const CachedInode& ci, absl::Time now) {
   if (ci.fetched == absl::InfinitePast()) return absl::ZeroDuration();  // known stale
-  if (S_ISDIR(ci.attr.mode)) {
-    return std::max(absl::ZeroDuration(), options_.attr_ttl - (now - ci.fetched));
-  }
   return meta_->leases().AttrRemaining(ci.attr.ino, ci.attr.version, now);
 }
 
@@ -634,9 +639,20 @@ absl::Status FileSystemClient::Rename(const Creds& c, uint64_t parent, const std
   op->set_new_name(new_name);
   op->set_flags(flags);
   absl::StatusOr<pb::MetaReply> reply = Call(c, std::move(r));
-  Invalidate(parent);
-  if (new_parent != parent) Invalidate(new_parent);
-  if (!reply.ok()) return reply.status();
+  if (!reply.ok()) {
+    Invalidate(parent);
+    if (new_parent != parent) Invalidate(new_parent);
+    return reply.status();
+  }
+  // The directories at their new versions (both parents, a moved
+  // directory), or, from a retry's kept answer, dropped.
+  absl::flat_hash_set<uint64_t> known;
+  for (const pb::Attr& a : reply->changed()) {
+    CacheAttr(FromWire(a), reply->tid());
+    known.insert(a.ino());
+  }
+  if (!known.contains(parent)) Invalidate(parent);
+  if (!known.contains(new_parent)) Invalidate(new_parent);
   // The moved inode's ctime changed, and the replaced one's link count: the
   // reply carries both at their new versions, newer than any write-back
   // report of the replaced file answered before the rename.
@@ -692,10 +708,11 @@ absl::StatusOr<DirPage> FileSystemClient::Readdir(const Creds& c, uint64_t ino, 
   return page;
 }
 
-bool FileSystemClient::KnownWithoutXattrs(uint64_t ino) {
+bool FileSystemClient::KnownAbsent(uint64_t ino, const std::string& name) {
   absl::MutexLock lock(&mu_);
   const CachedInode* ci = TrustedLocked(ino);
-  return ci != nullptr && ci->attr.no_xattrs;
+  if (ci == nullptr) return false;
+  return ci->attr.no_xattrs || (ci->attr.no_acl && name == posix::kXattrPosixAclAccess);
 }
 
 namespace {
@@ -801,10 +818,11 @@ void FileSystemClient::RememberXattr(uint64_t ino, uint64_t version, const std::
 absl::StatusOr<std::string> FileSystemClient::Getxattr(const Creds& c, uint64_t ino,
                                                        const std::string& name) {
   // The kernel asks for security.capability before every write and chown
-  // (file_remove_privs): an MDS round trip each, unless the attributes this
-  // client trusts say the inode has no xattrs at all.
+  // (file_remove_privs), and for the access ACL of every inode it checks
+  // permissions on: an MDS round trip each, unless the attributes this
+  // client trusts say the inode has no xattrs at all (or no ACL).
   if (posix::XattrNameValid(name) && posix::AbsentReadsAsNoData(posix::XattrNamespace(name)) &&
-      KnownWithoutXattrs(ino)) {
+      KnownAbsent(ino, name)) {
     return NoData();
   }
   RETURN_IF_ERROR(SettleAttrs(ino, /*drop=*/false));  // reading user.* checks the mode

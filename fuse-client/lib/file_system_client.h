@@ -4,12 +4,12 @@
 // is an absl::Status carrying the errno POSIX needs (common/status), and only
 // the frontend turns it into one.
 //
-// Caching: the client trusts the attributes of a file, symlink or special
-// file while it holds the inode's attribute cap (the MDS grants it with
-// replies, never beside another session's writer, and revokes it before
-// any other session changes the inode), and those of a directory for
-// `attr_ttl` (default 1 s); its own writes, truncates and setattrs refresh
-// the entry at once. Cached entries live while a frontend holds references
+// Caching: the client trusts the attributes of an inode while it holds the
+// inode's attribute cap (the MDS grants it with replies, never beside
+// another session's writer, and revokes it before any other session changes
+// the inode; a directory's also before a change of a name in it); its own
+// writes, truncates and setattrs refresh the entry at once, and its own
+// changes of names in a directory make the directory's stale. Cached entries live while a frontend holds references
 // (Remember/Forget, the FUSE lookup count) or an open file. Directory
 // leases (dir_leases.h) are the other cap: under one, Lookup answers absent
 // names, and names of directories this client made, without the MDS.
@@ -76,7 +76,6 @@ struct FileSystemClientOptions {
   std::string fs;
   std::string client_name;                    // default client.<host>.<pid>
   uint64_t inflight_bytes_max = 256ull << 20; // data I/O in flight, all files together
-  absl::Duration attr_ttl = absl::Seconds(1);
   FileCacheOptions cache;                      // per file: write-back and readahead sizes
   uint64_t dirty_bytes_max = 256ull << 20;     // buffered writes, all files together
   // Copies of small files' inline bytes (up to 64 KiB each) kept by open
@@ -177,10 +176,9 @@ class FileSystemClient {
   // acknowledged (MetaClient::SetDirRevoked); nullptr removes it.
   void SetDirRevoked(std::function<void(uint64_t dir)> handler);
   // How long a frontend may let the kernel keep attributes `a` (this
-  // client's newest of the inode) without asking: a directory's for
-  // `attr_ttl`; any other inode's while this session holds its attribute
-  // cap, whose revoke (SetAttrsRevoked) comes before any other session
-  // changes the inode. Zero without a cap.
+  // client's newest of the inode) without asking: while this session holds
+  // its attribute cap, whose revoke (SetAttrsRevoked) comes before any other
+  // session changes the inode. Zero without a cap.
   absl::Duration AttrValid(const Attr& a);
   // `handler` runs for every revoked attribute cap before the revoke is
   // acknowledged (MetaClient::SetAttrsRevoked); nullptr removes it.
@@ -400,8 +398,9 @@ class FileSystemClient {
                    std::unique_ptr<objects::ObjectClient> objects);
   absl::StatusOr<pb::MetaReply> Call(const Creds& c, pb::MetaRequest request);
   absl::StatusOr<Attr> CallAttr(const Creds& c, pb::MetaRequest request);
-  // Calls for a change of a name in `dir`: the MDS answers without the
-  // directory's new times and link count, so its cached ones are dropped.
+  // Calls for a change of a name in `dir`: keeps the directory's new
+  // attributes the reply carries (MetaReply.changed), or drops the cached
+  // ones when it has none (a failure, a retry's kept answer).
   absl::StatusOr<pb::MetaReply> CallInDir(const Creds& c, pb::MetaRequest request, uint64_t dir);
   absl::StatusOr<Attr> FetchAttr(const Creds& c, uint64_t ino);
   // Caches `attr`, the answer to request `tid`, unless it may be older
@@ -426,8 +425,9 @@ class FileSystemClient {
   // Returns once the object client has OSD map `epoch` (an eviction's
   // barrier: MetaReply.osd_epoch_barrier), or after 10 s with a warning.
   void WaitForMap(uint64_t epoch);
-  // The cached, still trusted attributes of `ino` say it has no xattrs.
-  bool KnownWithoutXattrs(uint64_t ino);
+  // The cached, still trusted attributes of `ino` say it has no xattr
+  // `name` (no xattrs at all, or no access ACL).
+  bool KnownAbsent(uint64_t ino, const std::string& name);
   // Xattr `name` of `ino` as read at the trusted attributes' version, if
   // `c` may read it without asking the MDS (ENODATA when it is absent).
   std::optional<absl::StatusOr<std::string>> CachedXattr(const Creds& c, uint64_t ino,
@@ -447,9 +447,8 @@ class FileSystemClient {
   // The entry of `ino` if its attributes are trusted (TrustLeftLocked), or
   // it is gone; else null.
   CachedInode* TrustedLocked(uint64_t ino) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // How much longer `ci`'s attributes are trusted at `now`: a directory's
-  // for what is left of `attr_ttl`, any other inode's while its attribute
-  // cap covers their version; zero when known stale.
+  // How much longer `ci`'s attributes are trusted at `now`: while its
+  // attribute cap covers their version; zero when known stale.
   absl::Duration TrustLeftLocked(const CachedInode& ci, absl::Time now)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   std::optional<Attr> TrustedAttr(uint64_t ino);

@@ -126,21 +126,34 @@ void Leases::Send(uint64_t session, const pb::LeaseEvent& event) {
 bool Leases::Revoke(const Request& request, absl::Time now, absl::Time* until) {
   const std::vector<LeaseChange> changes = ChangesOf(request);
   std::vector<DirLeaseTable::Revoke> revokes;
+  std::vector<DirLeaseTable::Revoke> attr_revokes;
   bool blocked = false;
   for (const LeaseChange& c : changes) {
     blocked |=
         dirs_.Conflicts(c.dir, request.session.value(), c.include_self, now, &revokes, until);
+    // The change moves the directory's times (and its link count, size or
+    // mode) too: the other holders of its attributes go in the same wait,
+    // not in a second one after the operation ran (RevokeAttrs).
+    blocked |= attrs_.Conflicts(c.dir, request.session.value(), /*include_self=*/false, now,
+                                &attr_revokes, until);
   }
+  SendRevokes(revokes, /*attrs=*/false);
+  SendRevokes(attr_revokes, /*attrs=*/true);
+  if (!revokes.empty() || !attr_revokes.empty()) {
+    VLOG(1) << "event=lease_revoke session=" << request.session << " n=" << revokes.size()
+            << " attrs=" << attr_revokes.size();
+  }
+  return blocked;
+}
+
+void Leases::SendRevokes(const std::vector<DirLeaseTable::Revoke>& revokes, bool attrs) {
   for (const DirLeaseTable::Revoke& r : revokes) {
     pb::LeaseEvent event;
     event.set_ino(r.ino);
     event.set_seq(r.seq);
+    if (attrs) event.set_attrs(true);
     Send(r.session, event);
   }
-  if (!revokes.empty()) {
-    VLOG(1) << "event=lease_revoke session=" << request.session << " n=" << revokes.size();
-  }
-  return blocked;
 }
 
 size_t Leases::Room(uint64_t session) const {
@@ -215,13 +228,7 @@ bool Leases::RevokeAttrs(SessionId session, const std::vector<uint64_t>& changed
   for (uint64_t ino : changed) {
     blocked |= attrs_.Conflicts(ino, session.value(), /*include_self=*/false, now, &revokes, until);
   }
-  for (const DirLeaseTable::Revoke& r : revokes) {
-    pb::LeaseEvent event;
-    event.set_ino(r.ino);
-    event.set_seq(r.seq);
-    event.set_attrs(true);
-    Send(r.session, event);
-  }
+  SendRevokes(revokes, /*attrs=*/true);
   if (!revokes.empty()) {
     VLOG(1) << "event=attr_cap_revoke session=" << session << " n=" << revokes.size();
   }
@@ -239,9 +246,8 @@ void Leases::GrantAttrs(SessionId session, Reply* done, absl::Time now) {
   const int64_t lease_ms = absl::ToInt64Milliseconds(attrs_.lease());
   size_t room = Room(session.value());
   auto grant = [&](const fs::Attr& a) {
-    // A directory's attributes go with its lease; an inode with no links
-    // left is gone for everyone but its openers.
-    if (a.ino == 0 || (a.mode & S_IFMT) == S_IFDIR || a.nlink == 0) return;
+    // An inode with no links left is gone for everyone but its openers.
+    if (a.ino == 0 || a.nlink == 0) return;
     if (OtherWriter(session.value(), a.ino)) return;
     // An inode shown twice (hard links in one listing) is granted twice
     // with the same seq: the client takes the later one as a refresh.
@@ -250,6 +256,7 @@ void Leases::GrantAttrs(SessionId session, Reply* done, absl::Time now) {
   };
   grant(done->attr);
   grant(done->replaced);
+  for (const fs::Attr& a : done->changed) grant(a);
   for (const fs::DirEntry& e : done->entries) {
     if (e.has_attr()) grant(e.attr);
   }

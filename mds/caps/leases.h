@@ -1,7 +1,7 @@
 // What a rank lets clients know or do without asking it, and how it takes
 // that back (the seed of the capabilities of DESIGN.md): directory leases
 // (dir_leases.h, the `Ls` cap), attribute caps (`As Fs`: a session may
-// answer `stat` of a file, symlink or special file from what it has), the
+// answer `stat` of any inode from what it has), the
 // recall of a writer's buffered writes before another session sees the
 // file, the hold of those writes while a truncate cuts the file's objects,
 // attribute authority of a file's creator, write-through and page
@@ -11,10 +11,10 @@
 //
 // Protocol, in brief (docs/ARCHITECTURE.md, "Directory leases", "Attribute
 // caps" and "Recalling buffered writes"): a change to a directory first
-// revokes every other holder's lease and waits for the acknowledgements (or
-// for the leases to run out); a change to any other inode (its attributes,
-// xattrs, links, data size, or an open of it for writing) first revokes
-// every other session's attribute cap on it the same way; an answer that
+// revokes every other holder's lease and attribute cap and waits for the
+// acknowledgements (or for them to run out); a change to any inode (its
+// attributes, xattrs, links, data size, or an open of it for writing) first
+// revokes every other session's attribute cap on it the same way; an answer that
 // shows a file another session holds open for writing first recalls that
 // session's buffered writes and waits for its acknowledgement (or
 // revoke_timeout_ms); an open that shares a file with a buffering
@@ -120,8 +120,9 @@ class Leases {
 
   // ---- directory leases
   // Before `request` changes directories: revokes (queues the events of)
-  // every other holder's lease on them. True while any lease that must go is
-  // still alive; *until then gets the time the last of them runs out (min-ed).
+  // every other holder's lease and attribute cap on them. True while any
+  // that must go is still alive; *until then gets the time the last of them
+  // runs out (min-ed).
   bool Revoke(const Request& request, absl::Time now, absl::Time* until);
   // Bumped whenever a lease goes: what a request waiting in Revoke watches.
   uint64_t returns() const { return returns_; }
@@ -133,8 +134,9 @@ class Leases {
     attrs_.Expire(now);
   }
 
-  // ---- attribute caps (files, symlinks, special files; a directory's
-  // attributes go with its lease)
+  // ---- attribute caps (of every inode: a directory's are separate from its
+  // lease, which stands for its names; Revoke above takes both back before a
+  // change in the directory)
   // Before the change of `session` to `changed` stands (the inodes an
   // operation edits or removes, and a file it opens for writing): revokes
   // (queues the events of) every other session's cap on them. True while
@@ -142,7 +144,7 @@ class Leases {
   bool RevokeAttrs(SessionId session, const std::vector<uint64_t>& changed, absl::Time now,
                    absl::Time* until);
   // Grants `session` the caps of the inodes `done` shows (its attr, a
-  // rename's replaced inode, readdir's entries) that no other session holds
+  // rename's replaced inode, the directories it changed, readdir's entries) that no other session holds
   // open for writing, into done->attr_caps.
   void GrantAttrs(SessionId session, Reply* done, absl::Time now);
   // The contract's invariants on the caps alive at `now` (and no session
@@ -209,6 +211,8 @@ class Leases {
     std::deque<pb::LeaseEvent> queue;  // events not yet written
   };
   void Send(uint64_t session, const pb::LeaseEvent& event);
+  // Queues `revokes` on their sessions' streams (`attrs`: of attribute caps).
+  void SendRevokes(const std::vector<DirLeaseTable::Revoke>& revokes, bool attrs);
   // What `session` may still be granted anew (SIZE_MAX: no limit).
   size_t Room(uint64_t session) const;
   void DropWriter(uint64_t session, uint64_t ino);

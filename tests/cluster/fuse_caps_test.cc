@@ -3,8 +3,9 @@
 // in its kernel, for as long as it holds the file's attribute cap, and the
 // MDS revokes the cap before any other mount changes the file. So every
 // change made through one mount is seen by the very next stat on the
-// other, with no sleep: mode, owner, times, size, links, xattrs. A file
-// another mount writes is never answered from a cap.
+// other, with no sleep: mode, owner, times, size, links, xattrs, of files
+// and of directories (whose times and link count also move with the names
+// in them). A file another mount writes is never answered from a cap.
 #include <catch2/catch.hpp>
 
 #include <fcntl.h>
@@ -18,6 +19,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "common/posix/acl.h"
 #include "tests/harness/mount_fixture.h"
 
 namespace weft::testing {
@@ -98,6 +100,156 @@ TEST_CASE("fuse caps: a change of a file through one mount is seen by the other'
   struct stat gone;
   CHECK(lstat(f.Q("h").c_str(), &gone) != 0);
   CHECK(errno == ENOENT);
+}
+
+// The attributes both mounts show of `rel` (Q's stat right after P's).
+void CheckSameAttrs(const TwoMounts& f, const std::string& rel) {
+  const struct stat p = Lstat(f.P(rel));
+  const struct stat q = Lstat(f.Q(rel));
+  INFO(rel);
+  CHECK(q.st_mode == p.st_mode);
+  CHECK(q.st_uid == p.st_uid);
+  CHECK(q.st_gid == p.st_gid);
+  CHECK(q.st_nlink == p.st_nlink);
+  CHECK(q.st_size == p.st_size);
+  CHECK(Nanos(q.st_mtim) == Nanos(p.st_mtim));
+  CHECK(Nanos(q.st_ctim) == Nanos(p.st_ctim));
+}
+
+TEST_CASE("fuse caps: a change of a directory through one mount is seen by the other's next stat",
+          "[fuse][caps]") {
+  TwoMounts f;
+  REQUIRE(mkdir(f.P("d").c_str(), 0755) == 0);
+  // The other mount looks, twice: its kernel and client keep what they saw.
+  const uint64_t caps_before = CapsAtMds(*f.cluster);
+  CheckSameAttrs(f, "d");
+  CheckSameAttrs(f, "d");
+  CHECK(CapsAtMds(*f.cluster) > caps_before);  // directories are granted caps too
+
+  for (int i = 0; i < 10; ++i) {
+    INFO("round " << i);
+    const mode_t mode = i % 2 == 0 ? 0700 : 0755;
+    REQUIRE(chmod(f.P("d").c_str(), mode) == 0);
+    CHECK((Lstat(f.Q("d")).st_mode & 07777) == mode);
+    REQUIRE(chown(f.P("d").c_str(), 1000 + i, 2000 + i) == 0);
+    CHECK(Lstat(f.Q("d")).st_uid == static_cast<uid_t>(1000 + i));
+    const struct timespec times[2] = {{1000000000 + i, 5}, {1100000000 + i, 7}};
+    REQUIRE(utimensat(AT_FDCWD, f.P("d").c_str(), times, 0) == 0);
+    CHECK(Lstat(f.Q("d")).st_mtim.tv_sec == 1100000000 + i);
+    CheckSameAttrs(f, "d");
+    // A name made or removed in it moves its times (and a subdirectory its
+    // link count), from either mount.
+    const std::string file = absl::StrCat("d/f", i);
+    WriteFile(f.P(file), "x");
+    CheckSameAttrs(f, "d");
+    REQUIRE(mkdir(f.Q(absl::StrCat("d/s", i)).c_str(), 0755) == 0);
+    CheckSameAttrs(f, "d");
+    CHECK(Lstat(f.P("d")).st_nlink == 3);
+    REQUIRE(rename(f.P(file).c_str(), f.P(absl::StrCat("d/g", i)).c_str()) == 0);
+    CheckSameAttrs(f, "d");
+    REQUIRE(unlink(f.Q(absl::StrCat("d/g", i)).c_str()) == 0);
+    CheckSameAttrs(f, "d");
+    REQUIRE(rmdir(f.P(absl::StrCat("d/s", i)).c_str()) == 0);
+    CHECK(Lstat(f.Q("d")).st_nlink == 2);
+    CheckSameAttrs(f, "d");
+  }
+
+  // A subdirectory moved between directories: both parents' link counts,
+  // and its own ctime.
+  REQUIRE(mkdir(f.P("e").c_str(), 0755) == 0);
+  REQUIRE(mkdir(f.P("d/sub").c_str(), 0755) == 0);
+  CheckSameAttrs(f, "d");
+  CheckSameAttrs(f, "e");
+  CheckSameAttrs(f, "d/sub");
+  REQUIRE(rename(f.P("d/sub").c_str(), f.P("e/sub").c_str()) == 0);
+  CHECK(Lstat(f.Q("d")).st_nlink == 2);
+  CHECK(Lstat(f.Q("e")).st_nlink == 3);
+  CheckSameAttrs(f, "d");
+  CheckSameAttrs(f, "e");
+  CheckSameAttrs(f, "e/sub");
+
+  // Xattrs on a directory: the value and the ctime.
+  REQUIRE(setxattr(f.P("d").c_str(), "user.k", "one", 3, 0) == 0);
+  CHECK(Xattr(f.Q("d"), "user.k") == "one");
+  CheckSameAttrs(f, "d");
+  REQUIRE(setxattr(f.Q("d").c_str(), "user.k", "two", 3, 0) == 0);
+  CHECK(Xattr(f.P("d"), "user.k") == "two");
+  CheckSameAttrs(f, "d");
+
+  // The mount's root too.
+  CheckSameAttrs(f, "");
+  WriteFile(f.P("top"), "x");
+  CheckSameAttrs(f, "");
+  REQUIRE(chmod(f.Q("").c_str(), 0751) == 0);
+  CHECK((Lstat(f.P("")).st_mode & 07777) == 0751);
+
+  // Removed through one mount: the other's next stat says so.
+  REQUIRE(rmdir(f.P("e/sub").c_str()) == 0);
+  struct stat gone;
+  CHECK(lstat(f.Q("e/sub").c_str(), &gone) != 0);
+  CHECK(errno == ENOENT);
+}
+
+// The kernel checks permissions itself from what the mount gave it (and is
+// the only check of an open of a FIFO): a chmod, chown or ACL through one
+// mount decides the other's very next open.
+TEST_CASE("fuse caps: a permission change through one mount decides the other's next open",
+          "[fuse][caps]") {
+  TwoMounts f;
+  const UserIds user{1000, 1000, {1000}};
+  REQUIRE(mkdir(f.P("d").c_str(), 0755) == 0);
+  REQUIRE(mknod(f.P("d/fifo").c_str(), S_IFIFO | 0600, 0) == 0);
+  WriteFile(f.P("d/file"), "x", 0600);
+  const std::string fifo = f.Q("d/fifo"), file = f.Q("d/file");
+  auto opens = [&](const std::string& path) {
+    return RunAs(user, [&]() -> std::string {
+      const int fd = open(path.c_str(), O_RDONLY | O_NONBLOCK);
+      USER_CHECK(fd >= 0);
+      close(fd);
+      return "";
+    });
+  };
+  auto refused = [&](const std::string& path) {
+    return RunAs(user, [&]() -> std::string {
+      const int fd = open(path.c_str(), O_RDONLY | O_NONBLOCK);
+      if (fd >= 0) close(fd);
+      USER_CHECK(fd < 0 && errno == EACCES);
+      return "";
+    });
+  };
+  for (int i = 0; i < 3; ++i) {
+    INFO("round " << i);
+    CHECK(refused(fifo) == "");
+    CHECK(refused(file) == "");
+    REQUIRE(chmod(f.P("d/fifo").c_str(), 0644) == 0);
+    REQUIRE(chmod(f.P("d/file").c_str(), 0644) == 0);
+    CHECK(opens(fifo) == "");
+    CHECK(opens(file) == "");
+    REQUIRE(chown(f.P("d/fifo").c_str(), 1000, 1000) == 0);
+    REQUIRE(chmod(f.P("d/fifo").c_str(), 0400) == 0);
+    CHECK(opens(fifo) == "");
+    REQUIRE(chown(f.P("d/fifo").c_str(), 0, 0) == 0);
+    CHECK(refused(fifo) == "");
+    REQUIRE(chmod(f.P("d/file").c_str(), 0600) == 0);
+    CHECK(refused(file) == "");
+    // The directory: no search permission, nothing inside opens.
+    REQUIRE(chmod(f.P("d/fifo").c_str(), 0644) == 0);
+    REQUIRE(chmod(f.P("d").c_str(), 0700) == 0);
+    CHECK(refused(fifo) == "");
+    REQUIRE(chmod(f.P("d").c_str(), 0755) == 0);
+    CHECK(opens(fifo) == "");
+    REQUIRE(chmod(f.P("d/fifo").c_str(), 0600) == 0);
+  }
+  // An ACL set through one mount grants the user on the other.
+  posix::Acl grant;
+  grant.entries = {{posix::kAclUserObj, 6}, {posix::kAclUser, 4, 1000}, {posix::kAclGroupObj, 0},
+                   {posix::kAclMask, 4},    {posix::kAclOther, 0}};
+  const std::string acl = posix::EncodeAcl(grant);
+  REQUIRE(setxattr(f.P("d/fifo").c_str(), "system.posix_acl_access", acl.data(), acl.size(), 0) ==
+          0);
+  CHECK(opens(fifo) == "");
+  REQUIRE(removexattr(f.P("d/fifo").c_str(), "system.posix_acl_access") == 0);
+  CHECK(refused(fifo) == "");
 }
 
 TEST_CASE("fuse caps: a file another mount writes is never answered from a cap",

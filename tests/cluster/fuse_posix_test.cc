@@ -52,6 +52,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "common/posix/acl.h"
 #include "tests/harness/cluster.h"
 #include "tests/harness/mount.h"
 #include "tests/harness/mount_fixture.h"
@@ -1607,6 +1608,89 @@ TEST_CASE("fuse posix: permissions - ownership - sticky and setgid directories -
 }
 
 // ============================================================================
+
+// The kernel opens special files without asking the filesystem: only its own
+// permission check (default_permissions, from the attributes and ACL the
+// mount gave it) can refuse them, as ext4 does.
+TEST_CASE("fuse posix: FIFOs - sockets and device nodes open only as their mode and ACL allow",
+          "[fuse][posix]") {
+  Fixture f;
+  REQUIRE(mknod(f.C("fifo"), S_IFIFO | 0600, 0) == 0);
+  REQUIRE(mknod(f.C("fifo-open"), S_IFIFO | 0666, 0) == 0);
+  REQUIRE(chmod(f.C("fifo-open"), 0666) == 0);  // past the umask
+  REQUIRE(mknod(f.C("fifo-group"), S_IFIFO | 0640, 0) == 0);
+  REQUIRE(chown(f.C("fifo-group"), 0, 2000) == 0);
+  REQUIRE(mknod(f.C("null"), S_IFCHR | 0600, makedev(1, 3)) == 0);
+  REQUIRE(mknod(f.C("loop"), S_IFBLK | 0600, makedev(7, 0)) == 0);
+  const int s = socket(AF_UNIX, SOCK_STREAM, 0);
+  REQUIRE(s >= 0);
+  sockaddr_un addr = {};
+  addr.sun_family = AF_UNIX;
+  const std::string sock = f.P("sock");
+  REQUIRE(sock.size() < sizeof addr.sun_path);
+  memcpy(addr.sun_path, sock.c_str(), sock.size() + 1);
+  REQUIRE(bind(s, reinterpret_cast<const sockaddr*>(&addr), sizeof addr) == 0);
+  REQUIRE(chmod(f.C("sock"), 0600) == 0);
+  // An ACL that denies uid 1000 what "other" allows everyone else.
+  REQUIRE(mknod(f.C("fifo-acl"), S_IFIFO | 0666, 0) == 0);
+  posix::Acl deny;
+  deny.entries = {{posix::kAclUserObj, 6},  {posix::kAclUser, 0, 1000}, {posix::kAclGroupObj, 6},
+                  {posix::kAclMask, 6},     {posix::kAclOther, 6}};
+  const std::string deny_acl = posix::EncodeAcl(deny);
+  REQUIRE(setxattr(f.C("fifo-acl"), "system.posix_acl_access", deny_acl.data(), deny_acl.size(),
+                   0) == 0);
+  const std::string fifo = f.P("fifo"), fifo_open = f.P("fifo-open"),
+                    fifo_group = f.P("fifo-group"), null = f.P("null"), loop = f.P("loop"),
+                    fifo_acl = f.P("fifo-acl");
+  auto refused = [](const std::string& path, int flags) {
+    const int fd = open(path.c_str(), flags | O_NONBLOCK);
+    if (fd >= 0) close(fd);
+    return fd < 0 && errno == EACCES;
+  };
+  CHECK(RunAs(kUser, [&]() -> std::string {
+          USER_CHECK(refused(fifo, O_RDONLY));
+          USER_CHECK(refused(fifo, O_WRONLY));
+          USER_CHECK(refused(null, O_RDONLY));
+          USER_CHECK(refused(null, O_WRONLY));
+          USER_CHECK(refused(loop, O_RDONLY));
+          USER_CHECK(refused(sock, O_RDONLY));
+          USER_CHECK(refused(fifo_acl, O_RDONLY));
+          USER_CHECK(refused(fifo_group, O_WRONLY));  // the group may read only
+          int fd = open(fifo_group.c_str(), O_RDONLY | O_NONBLOCK);  // supplementary group 2000
+          USER_CHECK(fd >= 0);
+          close(fd);
+          fd = open(fifo_open.c_str(), O_RDONLY | O_NONBLOCK);
+          USER_CHECK(fd >= 0);
+          close(fd);
+          return "";
+        }) == "");
+  // Another user is allowed by the ACL's "other" entry.
+  CHECK(RunAs(kOther, [&]() -> std::string {
+          const int fd = open(fifo_acl.c_str(), O_RDONLY | O_NONBLOCK);
+          USER_CHECK(fd >= 0);
+          close(fd);
+          USER_CHECK(refused(fifo, O_RDONLY));
+          return "";
+        }) == "");
+  // A chmod is seen by the next open, both ways.
+  REQUIRE(chmod(f.C("fifo"), 0666) == 0);
+  CHECK(RunAs(kUser, [&]() -> std::string {
+          const int fd = open(fifo.c_str(), O_RDONLY | O_NONBLOCK);
+          USER_CHECK(fd >= 0);
+          close(fd);
+          return "";
+        }) == "");
+  REQUIRE(chmod(f.C("fifo"), 0600) == 0);
+  CHECK(RunAs(kUser, [&]() -> std::string {
+          USER_CHECK(refused(fifo, O_RDONLY));
+          return "";
+        }) == "");
+  // Root opens what the mode denies (not a device: the mount is nodev).
+  const int fd = open(fifo.c_str(), O_RDONLY | O_NONBLOCK);
+  CHECK(fd >= 0);
+  if (fd >= 0) close(fd);
+  close(s);
+}
 
 TEST_CASE("fuse posix: xattrs - statfs and df show the cluster", "[fuse][posix]") {
   Fixture f;

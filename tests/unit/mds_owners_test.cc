@@ -312,7 +312,7 @@ TEST_CASE("leases: attribute caps - granted to readers - revoked by a change - n
     }
     return out;
   };
-  // Two readers of a file hold caps; a directory gets none (its lease stands for it).
+  // Two readers of a file hold caps; a directory shown gets one too.
   Reply r1 = stat_reply(500, S_IFREG | 0644);
   leases.GrantAttrs(SessionId(1), &r1, now);
   REQUIRE(r1.attr_caps.size() == 1);
@@ -325,9 +325,23 @@ TEST_CASE("leases: attribute caps - granted to readers - revoked by a change - n
   dir.attr = stat_reply(600, S_IFDIR | 0755).attr;
   r2.entries.push_back(dir);
   leases.GrantAttrs(SessionId(2), &r2, now);
-  REQUIRE(r2.attr_caps.size() == 1);
-  CHECK(leases.attr_cap_count() == 2);
+  REQUIRE(r2.attr_caps.size() == 2);
+  CHECK(r2.attr_caps[1].ino == InodeId(600));
+  CHECK(leases.attr_cap_count() == 3);
   CHECK(take(1).empty());
+  // A name made in the directory moves its times: the cap on it is revoked
+  // before the change, in the same wait as the directory's leases.
+  absl::Time dir_until = absl::InfiniteFuture();
+  CHECK(leases.Revoke(Mkdir(3, 600), now, &dir_until));
+  std::vector<pb::LeaseEvent> dir_revoked = take(2);
+  REQUIRE(dir_revoked.size() == 1);
+  CHECK(dir_revoked[0].attrs());
+  CHECK(dir_revoked[0].ino() == 600);
+  pb::LeaseAckRequest dir_ack;
+  *dir_ack.add_acks() = dir_revoked[0];
+  leases.Ack(SessionId(2), dir_ack);
+  CHECK_FALSE(leases.Revoke(Mkdir(3, 600), now, &dir_until));
+  CHECK(leases.attr_cap_count() == 2);
   // Session 3 changes the file: both caps are revoked, and it waits for them.
   absl::Time until = absl::InfiniteFuture();
   CHECK(leases.RevokeAttrs(SessionId(3), {500}, now, &until));
