@@ -1945,7 +1945,6 @@ TEST_CASE("fuse posix: random namespace calls by root and users agree with ext4"
     const char* calls = getenv("WEFT_NSFUZZ_CALLS");
     o.ops = calls != nullptr ? std::stoi(calls) : 300;
     o.users = {kUser, kOther};
-    o.kernel_checks_first = true;
     o.devices = false;  // the mount is nodev: a device there does not open
     const NsFuzzReport report = RunNsFuzz(o);
     INFO("seed " << seed << ": " << Describe(report));

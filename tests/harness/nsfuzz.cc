@@ -90,7 +90,6 @@ struct Call {
   std::string kind;
   std::string text;
   std::vector<std::string> paths;  // relative; "" is the root
-  std::string opens;               // the path it opens, if it opens one
   std::function<std::string(const std::string& root)> run;
 };
 
@@ -215,7 +214,6 @@ Call Generator::Next() {
       const uint32_t mode = FileMode();
       const int flags = Pick(std::vector<int>{0, O_EXCL, O_TRUNC, O_EXCL | O_NOFOLLOW, O_APPEND});
       c.kind = "create";
-      c.opens = p;
       c.text = absl::StrFormat("open %s O_CREAT|O_WRONLY|%#o %o", p, flags, mode);
       c.run = [=](const std::string& r) {
         const int fd = open(at(r, p).c_str(), O_CREAT | O_WRONLY | O_NONBLOCK | flags, mode);
@@ -230,7 +228,6 @@ Call Generator::Next() {
                                               O_RDONLY | O_TRUNC, O_RDWR | O_APPEND,
                                               O_WRONLY | O_DIRECTORY, O_PATH});
       c.kind = "open";
-      c.opens = p;
       c.text = absl::StrFormat("open %s %#o", p, flags);
       c.run = [=](const std::string& r) {
         const int fd = open(at(r, p).c_str(), flags | O_NONBLOCK);
@@ -245,7 +242,6 @@ Call Generator::Next() {
       const off_t off = Chance(30) ? 0 : Uniform(20000);
       const bool append = Chance(25);
       c.kind = "write";
-      c.opens = p;
       c.text = absl::StrFormat("write %s %zu bytes at %s", p, data.size(),
                                append ? "O_APPEND" : absl::StrCat(off));
       c.run = [=](const std::string& r) {
@@ -261,7 +257,6 @@ Call Generator::Next() {
     }
     case 10: {
       c.kind = "read";
-      c.opens = p;
       c.text = absl::StrCat("read ", p);
       c.run = [=](const std::string& r) {
         const int fd = open(at(r, p).c_str(), O_RDONLY | O_NONBLOCK);
@@ -487,17 +482,13 @@ Call Generator::Next() {
       }
       const std::string data = Data(3000);
       c.kind = "handle";
-      c.opens = p;
       c.text = absl::StrFormat("open %s %#o %o then", p, flags, mode);
       static const char* const kStep[] = {"ftruncate", "fchmod",  "fchown", "futimens",
                                           "pwrite",    "fstat",   "fsetxattr", "unlink+fstat"};
       for (const auto& [what, arg] : steps) absl::StrAppend(&c.text, " ", kStep[what], " ", arg);
       c.run = [=](const std::string& r) {
         const std::string path = at(r, p);
-        // Regular files only: the kernel opens special files without
-        // asking a FUSE filesystem, and unlinking a directory differs in
-        // which check comes first (kernel_checks_first), so what the steps
-        // did next would differ.
+        // Regular files only: the steps below are file operations.
         const mode_t type = TypeOf(path);
         if (type != 0 && type != S_IFREG) return std::string("not a regular file: not opened");
         const int fd = open(path.c_str(), flags | O_NONBLOCK, mode);
@@ -573,27 +564,6 @@ std::string Shorter(std::string text) {
   return text;
 }
 
-// See NsFuzzOptions::kernel_checks_first. `special` is whether the call
-// opens a FIFO, socket or device.
-bool KernelCheckedFirst(const std::string& kind, bool special, const std::string& reference,
-                        const std::string& tested) {
-  const bool refused = reference == "EACCES" || reference == "EPERM";
-  if ((kind == "unlink" || kind == "rmdir" || kind == "rename") && refused &&
-      (tested == "EISDIR" || tested == "ENOTDIR" || tested == "EINVAL")) {
-    return true;
-  }
-  // A two-path call: the kernel walks the second path before the
-  // filesystem looks the first path's last name up (which is where a
-  // missing search permission on its parent shows).
-  if ((kind == "rename" || kind == "link") && reference == "EACCES" &&
-      (tested == "ENOENT" || tested == "ENOTDIR" || tested == "ENAMETOOLONG" ||
-       tested == "ELOOP")) {
-    return true;
-  }
-  if (special) return reference == "EACCES";
-  return (kind == "mknod" || kind == "link") && reference == "EACCES" && tested == "EPERM";
-}
-
 std::string Ids(const UserIds& ids) {
   return ids.uid == 0 ? "root" : absl::StrCat("uid ", ids.uid);
 }
@@ -625,8 +595,6 @@ NsFuzzReport RunNsFuzz(const NsFuzzOptions& options) {
     for (const std::string& rel : paths) {
       before[rel] = {Probe(options.reference + "/" + rel), Probe(options.tested + "/" + rel)};
     }
-    const mode_t type = call.opens.empty() ? 0 : TypeOf(options.reference + "/" + call.opens);
-    const bool special = type != 0 && type != S_IFREG && type != S_IFDIR;  // FIFO, socket, device
     // Both times change by a tick at least (the kernel's coarse clock).
     if (options.times) absl::SleepFor(absl::Milliseconds(5));
     const std::string both = RunAs(caller, [&]() {
@@ -646,7 +614,7 @@ NsFuzzReport RunNsFuzz(const NsFuzzOptions& options) {
     if (history.size() > 40) history.pop_front();
     report.calls = n;
     if (options.after_call) options.after_call(n);
-    if (a != b && !(options.kernel_checks_first && KernelCheckedFirst(call.kind, special, a, b))) {
+    if (a != b) {
       return fail(absl::StrCat(call.text, " as ", Ids(caller), ": reference ", a, ", tested ", b));
     }
     for (const auto& [rel, was] : before) {

@@ -40,18 +40,6 @@ struct NsFuzzOptions {
   std::vector<UserIds> users;  // unprivileged callers; root makes about half the calls
   bool times = true;           // compare which of mtime and ctime each call changed
   int compare_every = 50;
-  // The tested tree is a FUSE mount without default_permissions: the kernel
-  // makes some checks before the filesystem can refuse the caller (EACCES,
-  // EPERM) for want of permission on the parent: the type of what unlink,
-  // rmdir and rename remove (EISDIR, ENOTDIR, EINVAL for a directory moved
-  // into itself), CAP_MKNOD for devices and hard links to directories
-  // (EPERM). And it opens FIFOs, sockets and devices without asking the
-  // filesystem, so whatever their mode says. Search permission on the
-  // parent of a path's last name is checked by the filesystem's lookup, so
-  // after the kernel has walked the other path of a rename or link. Those
-  // errnos may differ;
-  // nothing else may, and the trees must stay the same.
-  bool kernel_checks_first = false;
   // mknod makes character devices too (1:7, /dev/full). Not on a mount with
   // nodev (libfuse's default), where they cannot be opened.
   bool devices = true;
