@@ -394,7 +394,9 @@ RequestRun::Outcome RequestRun::RunOperation(absl::Time now) {
     }
     lease_give_up_.reset();
   }
-  // The operation stands: commit what it changed, in one event.
+  // The operation stands: commit what it changed, in one event (which takes
+  // the edits from the context).
+  const std::vector<uint64_t> changed = ctx.changed();
   Event event;
   const bool committed = ctx.Finish(&event);
   if (committed) {
@@ -407,7 +409,7 @@ RequestRun::Outcome RequestRun::RunOperation(absl::Time now) {
     wait_seq_ = rank_->CommitLocked(&event);
     if (moved_) rank_->moves_.Recorded(moving_);  // durable when this request ends
     reply_->time_ns = op_now;
-    AfterCommit(ctx);
+    AfterCommit(ctx, changed);
     for (const Cut& t : ctx.trim_add()) trims_.push_back(t.ino.value());
   }
   // A resent create or open is not counted again: the session's Reconnect
@@ -766,7 +768,7 @@ absl::Status RequestRun::ReleaseOne(uint64_t ino, bool write, Event* event) {
   return absl::OkStatus();
 }
 
-void RequestRun::AfterCommit(const OpContext& ctx) {
+void RequestRun::AfterCommit(const OpContext& ctx, const std::vector<uint64_t>& changed) {
   // (Its recursive statistics went with the event: MdsRank::CommitLocked.)
   for (uint64_t dir : ctx.new_dirs()) rank_->cache_.MergeFrag(dir, kRootFrag, {});
   // The directories it changed (a name's parents, a moved directory), at
@@ -775,7 +777,7 @@ void RequestRun::AfterCommit(const OpContext& ctx) {
   // check after the kernel dropped their attributes). An atime report
   // fills `changed` itself.
   if (!reply_->changed.empty()) return;
-  for (uint64_t ino : ctx.changed()) {
+  for (uint64_t ino : changed) {
     const CInode* c = rank_->cache_.Peek(ino);
     if (c == nullptr || !IsDir(c->inode) || c->inode.nlink == 0 || ino == reply_->attr.ino) {
       continue;

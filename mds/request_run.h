@@ -100,7 +100,9 @@ class RequestRun {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(rank_->mu_);
   // After the event that committed the operation: what the rank keeps
   // beside the cache (new directories' fragments, pending statistics).
-  void AfterCommit(const OpContext& ctx) ABSL_EXCLUSIVE_LOCKS_REQUIRED(rank_->mu_);
+  // `changed`: ctx.changed() from before the commit took the edits.
+  void AfterCommit(const OpContext& ctx, const std::vector<uint64_t>& changed)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(rank_->mu_);
 
   Outcome Done(absl::Status status);
   Outcome Io(Kind kind);

@@ -123,13 +123,14 @@ struct stat ToStat(fuse_req_t req, const Attr& a) {
   return st;
 }
 
-// How long the kernel may keep the names in `parent` (MDS inode): it
-// reaches a name it keeps without asking, whoever calls, so only in a
-// directory every caller may search; and only while this mount holds the
-// directory's lease, whose revoke expires them (OnDirRevoked).
+// How long the kernel may keep the names in `parent` (MDS inode): only
+// while this mount holds the directory's lease, whose revoke expires them
+// (OnDirRevoked). The kernel reaches a name it keeps without asking the
+// mount: unless it checks search permission itself (kernel_permissions),
+// only in a directory every caller may search.
 double EntryTimeout(fuse_req_t req, uint64_t parent) {
   client::FileSystemClient& fs = Fs(req);
-  if (!fs.SearchableByAll(parent)) return 0.0;
+  if (!Ctx(req).kernel_permissions && !fs.SearchableByAll(parent)) return 0.0;
   return std::min(kAttrTimeoutS, absl::ToDoubleSeconds(fs.DirLeaseRemaining(parent)));
 }
 
@@ -214,7 +215,7 @@ void DropName(MountContext& ctx, uint64_t parent, const std::string& name) {
 // replying (the kernel locks the parent for this), with the context taken
 // before: a request is gone once answered.
 void DropKeptNames(MountContext& ctx, uint64_t ino) {
-  if (ctx.se == nullptr || ctx.fs->SearchableByAll(ino)) return;
+  if (ctx.se == nullptr || ctx.kernel_permissions || ctx.fs->SearchableByAll(ino)) return;
   std::optional<std::pair<uint64_t, std::string>> where = ctx.dirs.Where(ino);
   if (!where.has_value()) return;  // the mount's root, or never given to the kernel
   DropName(ctx, where->first, where->second);
@@ -222,13 +223,16 @@ void DropKeptNames(MountContext& ctx, uint64_t ino) {
 
 // After a rename (replied to): the kernel moved its entry to `name` in
 // `parent` with the timeout it had where it came from. It keeps it only as a
-// name given now would be kept (`grant`): in a directory not every caller
-// may search it goes, or a walk through it would skip the MDS's search
-// check; without a lease on `parent` covering its timeout it runs out now.
+// name given now would be kept (`grant`): without kernel_permissions, in a
+// directory not every caller may search it goes, or a walk through it would
+// skip the MDS's search check; without a lease on `parent` covering its
+// timeout it runs out now.
 void SettleMovedName(MountContext& ctx, const NameGrant& grant, uint64_t parent,
                      const std::string& name) {
   if (ctx.se == nullptr) return;
-  if (!ctx.fs->SearchableByAll(parent)) return DropName(ctx, parent, name);
+  if (!ctx.kernel_permissions && !ctx.fs->SearchableByAll(parent)) {
+    return DropName(ctx, parent, name);
+  }
   if (grant.timeout < kAttrTimeoutS) return ExpireName(ctx, parent, name);
   NoteGiven(ctx, grant, parent, name);
 }
@@ -319,7 +323,8 @@ void Init(void* userdata, fuse_conn_info* conn) {
   // under the mount's attribute caps, and invalidated (ACLs too) by their
   // revoke. The MDS still checks every request.
   if (conn->capable & FUSE_CAP_POSIX_ACL) conn->want |= FUSE_CAP_POSIX_ACL;
-  LOG(INFO) << "event=fuse_permissions kernel=" << ((conn->want & FUSE_CAP_POSIX_ACL) != 0);
+  ctx->kernel_permissions = (conn->want & FUSE_CAP_POSIX_ACL) != 0;
+  LOG(INFO) << "event=fuse_permissions kernel=" << ctx->kernel_permissions;
   // The client library buffers writes; the kernel's writeback cache would
   // own size and mtime, which only caps can make safe.
   conn->want &= ~FUSE_CAP_WRITEBACK_CACHE;

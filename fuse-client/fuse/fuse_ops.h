@@ -20,11 +20,12 @@
 // default_permissions: the only check of an open of a FIFO, socket or
 // device node), from the attributes and ACLs it holds under the mount's
 // caps; the getattr of a directory it makes after each create or unlink in
-// it is answered from the attributes the reply brought. Names are given to
-// the kernel only in directories every caller may search, else for 0 s
-// (each walk through them asks), and a directory of this mount that stops
-// being searchable by all has its names dropped from the kernel at once
-// (KernelDirs). A change of an inode's attributes made
+// it is answered from the attributes the reply brought. So names are given
+// to the kernel in any directory under its lease. Only on a kernel without
+// POSIX ACLs: names only in directories every caller may search, else for
+// 0 s (each walk through them asks), and a directory of this mount that
+// stops being searchable by all has its names dropped from the kernel at
+// once (KernelDirs). A change of an inode's attributes made
 // through another mount reaches the kernel's before the change is answered.
 #pragma once
 
@@ -58,6 +59,10 @@ struct MountContext {
   // shared (RequestDirectIoMmap).
   bool want_direct_writes = true;
   bool direct_writes = false;
+  // The kernel checks permissions itself (granted FUSE_CAP_POSIX_ACL, which
+  // turns on default_permissions): it may keep names in any directory, as
+  // it checks search permission on each walk.
+  bool kernel_permissions = false;
   KernelDirs dirs;
   KernelNames names;
   // Changes to directories through this mount and revokes of their leases:
