@@ -10,8 +10,8 @@
 // The kernel's lookup counts are kept by FileSystemClient (Remember/Forget).
 //
 // Kernel caching: an inode's attributes while this mount holds its attribute
-// cap (revoked with an invalidation, OnAttrsRevoked); page cache dropped at every open (close-to-open),
-// no writeback cache. Names are kept by the kernel only under the directory's lease
+// cap (revoked with an invalidation, OnAttrsRevoked); page cache dropped at
+// every open (close-to-open), no writeback cache. Names are kept by the kernel only under the directory's lease
 // (KernelNames): for at most kAttrTimeoutS and the lease's remaining time,
 // and expired in the kernel when the lease is revoked, before the revoke is
 // acknowledged, so a name another mount renames or removes is never reached
@@ -25,8 +25,8 @@
 // POSIX ACLs: names only in directories every caller may search, else for
 // 0 s (each walk through them asks), and a directory of this mount that
 // stops being searchable by all has its names dropped from the kernel at
-// once (KernelDirs). A change of an inode's attributes made
-// through another mount reaches the kernel's before the change is answered.
+// once (KernelDirs). A change of an inode's attributes made through another
+// mount reaches the kernel's before the change is answered.
 #pragma once
 
 #define FUSE_USE_VERSION 35

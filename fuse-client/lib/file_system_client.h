@@ -8,9 +8,10 @@
 // inode's attribute cap (the MDS grants it with replies, never beside
 // another session's writer, and revokes it before any other session changes
 // the inode; a directory's also before a change of a name in it); its own
-// writes, truncates and setattrs refresh the entry at once, and its own
-// changes of names in a directory make the directory's stale. Cached entries live while a frontend holds references
-// (Remember/Forget, the FUSE lookup count) or an open file. Directory
+// writes, truncates and setattrs refresh the entry at once, and so do the
+// directories its own changes of names carry back. Cached entries live
+// while a frontend holds references (Remember/Forget, the FUSE lookup
+// count) or an open file. Directory
 // leases (dir_leases.h) are the other cap: under one, Lookup answers absent
 // names, and names of directories this client made, without the MDS.
 //

@@ -1,24 +1,24 @@
 // What a rank lets clients know or do without asking it, and how it takes
 // that back (the seed of the capabilities of DESIGN.md): directory leases
 // (dir_leases.h, the `Ls` cap), attribute caps (`As Fs`: a session may
-// answer `stat` of any inode from what it has), the
-// recall of a writer's buffered writes before another session sees the
-// file, the hold of those writes while a truncate cuts the file's objects,
-// attribute authority of a file's creator, write-through and page
-// invalidation of files several sessions hold open, and the per-session streams all
-// of their events travel on (MdsService's LeaseStream: revokes, recalls,
-// holds and releases).
+// answer `stat` of any inode from what it has), the recall of a writer's
+// buffered writes before another session sees the file, the hold of those
+// writes while a truncate cuts the file's objects, attribute authority of a
+// file's creator, write-through and page invalidation of files several
+// sessions hold open, and the per-session streams all of their events
+// travel on (MdsService's LeaseStream: revokes, recalls, holds and
+// releases).
 //
 // Protocol, in brief (docs/ARCHITECTURE.md, "Directory leases", "Attribute
 // caps" and "Recalling buffered writes"): a change to a directory first
 // revokes every other holder's lease and attribute cap and waits for the
 // acknowledgements (or for them to run out); a change to any inode (its
 // attributes, xattrs, links, data size, or an open of it for writing) first
-// revokes every other session's attribute cap on it the same way; an answer that
-// shows a file another session holds open for writing first recalls that
-// session's buffered writes and waits for its acknowledgement (or
-// revoke_timeout_ms); an open that shares a file with a buffering
-// writer switches that writer to write-through, and a committed change of a
+// revokes every other session's attribute cap on it the same way; an answer
+// that shows a file another session holds open for writing first recalls
+// that session's buffered writes and waits for its acknowledgement (or
+// revoke_timeout_ms); an open that shares a file with a buffering writer
+// switches that writer to write-through, and a committed change of a
 // shared file's data or size waits for every other opener to drop its
 // pages ("Shared files"). Requests wait by returning RequestRun's Wait
 // outcome with the predicates below: Leases never blocks.
@@ -144,8 +144,8 @@ class Leases {
   bool RevokeAttrs(SessionId session, const std::vector<uint64_t>& changed, absl::Time now,
                    absl::Time* until);
   // Grants `session` the caps of the inodes `done` shows (its attr, a
-  // rename's replaced inode, the directories it changed, readdir's entries) that no other session holds
-  // open for writing, into done->attr_caps.
+  // rename's replaced inode, the directories it changed, readdir's entries)
+  // that no other session holds open for writing, into done->attr_caps.
   void GrantAttrs(SessionId session, Reply* done, absl::Time now);
   // The contract's invariants on the caps alive at `now` (and no session
   // over CapLimits::max_per_session): OK, or what broke it.
