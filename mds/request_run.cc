@@ -440,7 +440,7 @@ RequestRun::Outcome RequestRun::RunOperation(absl::Time now) {
     }
   }
   if (committed && !replay_) {
-    invals_ = rank_->leases_.Invalidate(request_);
+    invals_ = rank_->leases_.Invalidate(request_, *reply_);
     if (!invals_.empty()) {
       inval_deadline_ = now + absl::Milliseconds(rank_->options_.revoke_timeout_ms);
       phase_ = Phase::kInval;

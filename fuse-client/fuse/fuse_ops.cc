@@ -540,8 +540,11 @@ void Read(fuse_req_t req, fuse_ino_t, size_t size, off_t off, fuse_file_info* fi
 
 void Write(fuse_req_t req, fuse_ino_t, const char* buf, size_t size, off_t off,
            fuse_file_info* fi) {
-  auto n = Fs(req).Write(CredsOf(req), fi->fh, static_cast<uint64_t>(off),
-                         absl::string_view(buf, size));
+  // writepage: the kernel writing back a mapping's dirty pages.
+  auto n = fi->writepage ? Fs(req).WriteBackPages(CredsOf(req), fi->fh, static_cast<uint64_t>(off),
+                                                  absl::string_view(buf, size))
+                         : Fs(req).Write(CredsOf(req), fi->fh, static_cast<uint64_t>(off),
+                                         absl::string_view(buf, size));
   if (!n.ok()) return ReplyError(req, n.status(), "write");
   fuse_reply_write(req, *n);
 }
@@ -961,13 +964,27 @@ void OnAttrsRevoked(MountContext& ctx, uint64_t ino) {
   if (err != 0 && err != -ENOENT) VLOG(1) << "op=inval_attrs ino=" << ino << " err=" << err;
 }
 
-void OnDataInvalidated(MountContext& ctx, uint64_t ino) {
+void OnDataInvalidated(MountContext& ctx, uint64_t ino, uint64_t size, const std::string& tail) {
   if (ctx.se == nullptr) return;
   const fuse_ino_t kernel_ino = ino == ctx.base_ino ? FUSE_ROOT_ID : ino;
   // Offset 0, length 0: every page of the file (unmapped from any mmap)
   // and its attributes. Waits for a page a read of this mount has locked.
-  const int err = fuse_lowlevel_notify_inval_inode(ctx.se, kernel_ino, 0, 0);
-  if (err != 0 && err != -ENOENT) VLOG(1) << "op=inval_data ino=" << ino << " err=" << err;
+  int err = fuse_lowlevel_notify_inval_inode(ctx.se, kernel_ino, 0, 0);
+  if (err != 0) {
+    if (err != -ENOENT) VLOG(1) << "op=inval_data ino=" << ino << " err=" << err;
+    return;
+  }
+  if (size == 0 || tail.size() != 1) return;
+  // The kernel keeps its size until it next asks for the attributes, and a
+  // mapping faults SIGBUS past it without asking. A store of the file's
+  // last byte raises it to `size` (a store of no bytes does not; never
+  // lowers it: a shrunk file's mapping reads zeros past the new end until
+  // the kernel's next getattr).
+  fuse_bufvec last = FUSE_BUFVEC_INIT(1);
+  last.buf[0].mem = const_cast<char*>(tail.data());
+  err = fuse_lowlevel_notify_store(ctx.se, kernel_ino, static_cast<off_t>(size - 1), &last,
+                                   static_cast<fuse_buf_copy_flags>(0));
+  if (err != 0 && err != -ENOENT) VLOG(1) << "op=store_size ino=" << ino << " err=" << err;
 }
 
 const fuse_lowlevel_ops& Operations() {

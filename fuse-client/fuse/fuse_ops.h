@@ -94,7 +94,10 @@ void OnDirRevoked(MountContext& ctx, uint64_t dir);
 // kernel's attributes of it are invalidated before the revoke is
 // acknowledged. Takes no lock the kernel holds for a request.
 void OnAttrsRevoked(MountContext& ctx, uint64_t ino);
-// Another session changed the data of file `ino`: the kernel's pages of it go.
-void OnDataInvalidated(MountContext& ctx, uint64_t ino);
+// Another session changed the data of file `ino`, now `size` bytes ending
+// in `tail`: the kernel's pages of it go, and the kernel's size is raised to
+// `size` if it grew (a mapping faults past the size the kernel knows
+// without asking). Empty `tail`: the kernel's size stays.
+void OnDataInvalidated(MountContext& ctx, uint64_t ino, uint64_t size, const std::string& tail);
 
 }  // namespace weft::fuse

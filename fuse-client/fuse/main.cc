@@ -294,7 +294,9 @@ int Run(int argc, char** argv) {
   ctx.lock_waits = std::make_unique<LockWaits>();
   (*fs)->SetDirRevoked([&ctx](uint64_t dir) { OnDirRevoked(ctx, dir); });
   (*fs)->SetAttrsRevoked([&ctx](uint64_t ino) { OnAttrsRevoked(ctx, ino); });
-  (*fs)->SetDataInvalidated([&ctx](uint64_t ino) { OnDataInvalidated(ctx, ino); });
+  (*fs)->SetDataInvalidated([&ctx](uint64_t ino, uint64_t size, const std::string& tail) {
+    OnDataInvalidated(ctx, ino, size, tail);
+  });
   // The kernel holds its root for the whole mount without ever looking it
   // up: held here too, its attributes are cached like any other directory's
   // (whether every caller may search it decides what the kernel keeps).

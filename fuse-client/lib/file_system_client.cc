@@ -105,8 +105,8 @@ FileSystemClient::FileSystemClient(FileSystemClientOptions options,
   meta_->SetFlushRecall([this](const MetaClient::FlushRequest& recall, std::function<void()> ack) {
     FlushForRecall(recall, std::move(ack));
   });
-  meta_->SetDataInval([this](uint64_t ino, std::function<void()> ack) {
-    InvalidateData(ino, std::move(ack));
+  meta_->SetDataInval([this](const pb::LeaseEvent& inval, std::function<void()> ack) {
+    InvalidateData(inval, std::move(ack));
   });
   if (options_.recover_session) {
     meta_->SetEvictedHandler([this] { recall_pool_->Submit([this] { RecoverSession(); }); });
@@ -235,7 +235,7 @@ absl::Duration FileSystemClient::AttrValid(const Attr& a) {
   return meta_->leases().AttrRemaining(a.ino, a.version, absl::Now());
 }
 
-void FileSystemClient::SetDataInvalidated(std::function<void(uint64_t ino)> handler) {
+void FileSystemClient::SetDataInvalidated(DataInvalidated handler) {
   absl::MutexLock lock(&inval_mu_);
   data_invalidated_ = std::move(handler);
 }

@@ -187,8 +187,13 @@ class FileSystemClient {
   // Called (off the lease thread) when another session changed the data or
   // size of a file this client has open, after the client dropped its own
   // cached data of it and before the change is acknowledged: the FUSE layer
-  // drops the kernel's pages. Set before the mount serves.
-  void SetDataInvalidated(std::function<void(uint64_t ino)> handler);
+  // drops the kernel's pages, and raises the kernel's size to `size` (the
+  // file's after the change) by storing `tail`, the file's last byte
+  // (empty: unknown, the kernel's size stays).
+  // Set before the mount serves.
+  using DataInvalidated =
+      std::function<void(uint64_t ino, uint64_t size, const std::string& tail)>;
+  void SetDataInvalidated(DataInvalidated handler);
   // The frontend gave the kernel `a` (a reply it sent): the version the
   // kernel's attributes of a.ino are at. KernelHas: whether they are at
   // a.version, so that an open finding that version need not make the
@@ -271,6 +276,14 @@ class FileSystemClient {
   // failed background flush of this file fails every later write.
   absl::StatusOr<uint64_t> Write(const Creds& c, FileHandle fh, uint64_t offset,
                                  absl::string_view data);
+  // The kernel writing back pages of a mapping (the only pages it dirties:
+  // the mount does not use the kernel's write-back cache). A mapping cannot
+  // write past the end of the file, so bytes past the file's size are those
+  // of a kernel whose size is stale (another mount cut the file; the page
+  // was read back with zeros past the new end) and are not written: they
+  // would grow the file again. Returns data.size().
+  absl::StatusOr<uint64_t> WriteBackPages(const Creds& c, FileHandle fh, uint64_t offset,
+                                          absl::string_view data);
   // fallocate(2), as far as a filesystem without space reservation can
   // honour it: mode 0 makes the size at least offset + length (the new bytes
   // read as zeros), KEEP_SIZE alone changes nothing, PUNCH_HOLE (with
@@ -519,8 +532,8 @@ class FileSystemClient {
   // stale, buffered data is dropped, and a new session starts under a new
   // OSD identity (on the recall pool).
   void RecoverSession();
-  // Another session changed the data of `ino` (MetaClient::DataInval).
-  void InvalidateData(uint64_t ino, std::function<void()> ack);
+  // Another session changed a file's data (MetaClient::DataInval).
+  void InvalidateData(const pb::LeaseEvent& inval, std::function<void()> ack);
   // A write of an O_APPEND handle to a file shared with other writers: the
   // MDS reserves the bytes at its end of the file (WrittenOp.append), then
   // they are written through.
@@ -593,7 +606,7 @@ class FileSystemClient {
   // of this mount holds locked (mmap write-back): see InvalidateData.
   std::unique_ptr<ThreadPool> kernel_inval_pool_;
   absl::Mutex inval_mu_;
-  std::function<void(uint64_t ino)> data_invalidated_ ABSL_GUARDED_BY(inval_mu_);
+  DataInvalidated data_invalidated_ ABSL_GUARDED_BY(inval_mu_);
   // Writes of this client running, by inode.
   absl::flat_hash_map<uint64_t, int> writing_ ABSL_GUARDED_BY(inval_mu_);
   bool Writing(uint64_t ino) ABSL_LOCKS_EXCLUDED(inval_mu_);

@@ -463,6 +463,22 @@ absl::Status FileSystemClient::DropCapability(uint64_t ino) {
   return IsNoData(removed) ? absl::OkStatus() : removed;
 }
 
+absl::StatusOr<uint64_t> FileSystemClient::WriteBackPages(const Creds& c, FileHandle fh,
+                                                          uint64_t offset,
+                                                          absl::string_view data) {
+  ASSIGN_OR_RETURN(std::shared_ptr<OpenFile> f, WriteHandle(c, fh));
+  ASSIGN_OR_RETURN(Attr attr, Getattr(f->creds, f->ino));  // with this client's buffered writes
+  if (offset + data.size() > attr.size) {
+    VLOG(1) << "op=write_back_pages ino=" << f->ino << " end=" << offset + data.size()
+            << " size=" << attr.size << " (the kernel's size is stale)";
+    if (offset >= attr.size) return data.size();
+    ASSIGN_OR_RETURN(uint64_t n, Write(c, fh, offset, data.substr(0, attr.size - offset)));
+    (void)n;
+    return data.size();
+  }
+  return Write(c, fh, offset, data);
+}
+
 absl::StatusOr<uint64_t> FileSystemClient::Write(const Creds& c, FileHandle fh, uint64_t offset,
                                                  absl::string_view data) {
   ASSIGN_OR_RETURN(std::shared_ptr<OpenFile> f, WriteHandle(c, fh));
@@ -679,13 +695,30 @@ bool FileSystemClient::Writing(uint64_t ino) {
   return writing_.contains(ino);
 }
 
-void FileSystemClient::InvalidateData(uint64_t ino, std::function<void()> ack) {
-  inval_pool_->Submit([this, ino, ack = std::move(ack)] {
-    if (std::shared_ptr<FileCache> cache = CacheOf(ino)) {
+void FileSystemClient::InvalidateData(const pb::LeaseEvent& inval, std::function<void()> ack) {
+  inval_pool_->Submit([this, inval, ack = std::move(ack)] {
+    const uint64_t ino = inval.ino();
+    const uint64_t size = inval.size();
+    std::string tail = inval.tail();
+    std::shared_ptr<FileCache> cache = CacheOf(ino);
+    if (cache != nullptr) {
       cache->DropReadahead();
       cache->DropInlineCopy();
+      if (inval.in_objects()) cache->NoteInline(false, 0, nullptr);  // moved: for good
     }
-    std::function<void(uint64_t)> hook;
+    // The last byte raises the kernel's size (a mapping of this mount
+    // faults past the size its kernel knows). Read from the objects when
+    // the MDS did not say it; never from the MDS, which waits for this
+    // ack; nothing to raise for a file not open here (no mapping).
+    if (tail.empty() && size > 0 && cache != nullptr && !cache->inline_on()) {
+      absl::StatusOr<std::string> last = cache->Read(size - 1, 1, size, /*sequential_ok=*/false);
+      if (last.ok() && last->size() == 1) {
+        tail = *std::move(last);
+      } else {
+        VLOG(1) << "op=inval_tail ino=" << ino << " status=" << last.status();
+      }
+    }
+    DataInvalidated hook;
     {
       absl::MutexLock lock(&inval_mu_);
       hook = data_invalidated_;
@@ -697,8 +730,8 @@ void FileSystemClient::InvalidateData(uint64_t ino, std::function<void()> ack) {
       // acknowledged without waiting (the writes are concurrent with the
       // change anyway), and the pages go as soon as the kernel lets them.
       auto done = std::make_shared<absl::Notification>();
-      kernel_inval_pool_->Submit([hook, ino, done] {
-        hook(ino);
+      kernel_inval_pool_->Submit([hook, ino, size, tail, done] {
+        hook(ino, size, tail);
         done->Notify();
       });
       while (!done->WaitForNotificationWithTimeout(absl::Milliseconds(10))) {

@@ -176,7 +176,7 @@ void MetaClient::LeaseLoop() {
         auto ack = [this, event] { AckLease(event); };
         absl::MutexLock lock(&recall_mu_);
         if (data_inval_) {
-          data_inval_(event.ino(), std::move(ack));
+          data_inval_(event, std::move(ack));
         } else {
           ack();
         }

@@ -102,11 +102,12 @@ class MetaClient {
   };
   using FlushRecall = std::function<void(const FlushRequest& recall, std::function<void()> ack)>;
   void SetFlushRecall(FlushRecall handler);
-  // Another session changed file `ino`'s data or size (LeaseEvent.inval):
-  // the handler drops what this client caches of its data (and the kernel's
+  // Another session changed file `ino`'s data or size (LeaseEvent.inval:
+  // its size after the change, and its last byte if the MDS knows it): the
+  // handler drops what this client caches of its data (and the kernel's
   // pages), then calls `ack`; it must return at once. Without a handler
   // the event is acknowledged at once.
-  using DataInval = std::function<void(uint64_t ino, std::function<void()> ack)>;
+  using DataInval = std::function<void(const pb::LeaseEvent& inval, std::function<void()> ack)>;
   void SetDataInval(DataInval handler);
   void SetHoldReleased(std::function<void(uint64_t ino)> handler);
   // Called when the lease stream ends: until the next one is up, the MDS

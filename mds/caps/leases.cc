@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <string>
 
 #include "absl/strings/str_cat.h"
 #include "common/log/log.h"
@@ -340,13 +341,32 @@ uint64_t DataChangeOf(const Request& r) {
   return 0;
 }
 
+// The byte at `size - 1` of the file after `r` (answered `reply`) when the
+// request shows it: zero after a truncate up (a hole), the last inline byte
+// written at the end. Empty: unknown (in objects).
+std::string TailOf(const Request& r, const Reply& reply) {
+  const uint64_t size = reply.attr.size;
+  if (size == 0) return {};
+  if (r.As<req::Setattr>() != nullptr) {
+    return size > reply.prior_size ? std::string(1, '\0') : std::string();
+  }
+  if (auto* op = r.As<req::Written>()) {
+    for (const req::Written::Extent& e : op->inline_writes) {
+      const uint64_t at = op->append != 0 ? reply.append_offset : e.offset;
+      if (!e.data.empty() && at + e.data.size() == size) return e.data.substr(e.data.size() - 1);
+    }
+  }
+  return {};
+}
+
 }  // namespace
 
-std::vector<Leases::RecallKey> Leases::Invalidate(const Request& request) {
+std::vector<Leases::RecallKey> Leases::Invalidate(const Request& request, const Reply& reply) {
   const uint64_t ino = DataChangeOf(request);
   if (ino == 0) return {};
   auto o = openers_.find(ino);
   if (o == openers_.end()) return {};
+  const std::string tail = TailOf(request, reply);
   std::vector<RecallKey> wanted;
   for (const auto& [id, opener] : o->second) {
     if (id == request.session.value() || !streams_.contains(id)) continue;
@@ -357,6 +377,9 @@ std::vector<Leases::RecallKey> Leases::Invalidate(const Request& request) {
     event.set_ino(ino);
     event.set_seq(seq);
     event.set_inval(true);
+    event.set_size(reply.attr.size);
+    event.set_tail(tail);
+    event.set_in_objects(!reply.attr.data_inline);
     Send(id, event);
     wanted.push_back(key);
   }

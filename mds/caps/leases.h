@@ -188,8 +188,10 @@ class Leases {
   std::pair<bool, uint64_t> BufferFor(SessionId session, uint64_t ino);
   // After `request` committed a change of a file's data or size (a write
   // report, a truncate): asks every other session holding the file open to
-  // drop its cached pages (LeaseEvent.inval). Returns what to wait for.
-  std::vector<RecallKey> Invalidate(const Request& request);
+  // drop its cached pages (LeaseEvent.inval), telling it the file's size
+  // after the change (and its last byte when `reply` shows it). Returns
+  // what to wait for.
+  std::vector<RecallKey> Invalidate(const Request& request, const Reply& reply);
   bool Invalidated(const std::vector<RecallKey>& wanted) const;
   void ForgetInvals(const std::vector<RecallKey>& wanted);
   // Whether `session` may be buffering writes to `ino` (tests).

@@ -150,6 +150,113 @@ TEST_CASE("fuse coherence: a mapping on one mount shows the other mount's msync 
   close(rfd);
 }
 
+// Reads `n` bytes at `at` of a mapping in a child process: a SIGBUS (a
+// fault past the size its kernel knows) kills the child, not the test.
+// Returns the bytes, or "signal N".
+std::string ReadMappedInChild(const char* map, size_t at, size_t n) {
+  int pipefd[2];
+  REQUIRE(pipe(pipefd) == 0);
+  const pid_t pid = fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    close(pipefd[0]);
+    const std::string bytes(map + at, n);
+    _exit(write(pipefd[1], bytes.data(), n) == static_cast<ssize_t>(n) ? 0 : 2);
+  }
+  close(pipefd[1]);
+  std::string got(n, '\0');
+  size_t have = 0;
+  while (have < n) {
+    const ssize_t r = read(pipefd[0], got.data() + have, n - have);
+    if (r <= 0) break;
+    have += static_cast<size_t>(r);
+  }
+  close(pipefd[0]);
+  int status = 0;
+  REQUIRE(waitpid(pid, &status, 0) == pid);
+  if (WIFSIGNALED(status)) return absl::StrCat("signal ", WTERMSIG(status));
+  got.resize(have);
+  return got;
+}
+
+TEST_CASE("fuse coherence: a mapping reads past the size its kernel knew once the other mount grew the file",
+          "[fuse][caps][coherence]") {
+  TwoMounts f;
+  constexpr size_t kMapped = 64 * 4096;
+  WriteFile(f.P("grow"), std::string(100, 'a'));
+  // The reader maps more than the file holds and touches the first page:
+  // its kernel knows the file as 100 bytes.
+  const int rfd = OpenOrFail(f.Q("grow"), O_RDONLY);
+  void* rmap = mmap(nullptr, kMapped, PROT_READ, MAP_SHARED, rfd, 0);
+  REQUIRE(rmap != MAP_FAILED);
+  const char* seen = static_cast<const char*>(rmap);
+  CHECK(std::string(seen, 100) == std::string(100, 'a'));
+
+  const int wfd = OpenOrFail(f.P("grow"), O_WRONLY);
+  std::string model(100, 'a');
+  // Growth by write (into the same page, into later pages, past a hole)
+  // and by truncate, each read through the mapping right after, with no
+  // stat on the reader's mount (which would refresh its kernel's size).
+  struct Step {
+    size_t at;
+    size_t n;
+    bool truncate;
+  };
+  for (const Step& s : {Step{100, 900, false}, Step{1000, 9000, false}, Step{5 * 4096, 300, false},
+                        Step{0, 9 * 4096 + 17, true}, Step{30 * 4096, 4096, false}}) {
+    INFO("at " << s.at << " n " << s.n << (s.truncate ? " truncate" : " write"));
+    if (s.truncate) {
+      REQUIRE(ftruncate(wfd, static_cast<off_t>(s.n)) == 0);
+      model.resize(s.n, '\0');
+    } else {
+      const std::string bytes(s.n, static_cast<char>('b' + s.at % 20));
+      WriteAll(wfd, bytes, static_cast<off_t>(s.at));
+      if (s.at + bytes.size() > model.size()) model.resize(s.at + bytes.size(), '\0');
+      model.replace(s.at, bytes.size(), bytes);
+    }
+    CHECK(ReadMappedInChild(seen, 0, model.size()) == model);
+  }
+  munmap(rmap, kMapped);
+  close(wfd);
+  close(rfd);
+}
+
+TEST_CASE("fuse coherence: a mapping written after the other mount cut the file does not grow it",
+          "[fuse][caps][coherence]") {
+  TwoMounts f;
+  constexpr size_t kSize = 64 * 4096;
+  WriteFile(f.P("cut"), std::string(kSize, 'x'));
+  // Both mounts hold the file open (shared: written through), and the
+  // mapping's mount has read all of it: its kernel knows 64 pages.
+  const int other = OpenOrFail(f.P("cut"), O_RDWR);
+  const int mfd = OpenOrFail(f.Q("cut"), O_RDWR);
+  CHECK(ReadAt(mfd, 0, kSize) == std::string(kSize, 'x'));
+
+  // The other mount cuts the file to 20 pages and a bit.
+  constexpr size_t kCut = 20 * 4096 + 1000;
+  REQUIRE(ftruncate(other, kCut) == 0);
+  // A write through a mapping of pages 4 to 21, up to the new end (as
+  // fsx's mapwrite): the last page goes back whole, but the bytes past the
+  // end must not (the kernel's size may still be the old one).
+  void* map = mmap(nullptr, kSize - 4 * 4096, PROT_READ | PROT_WRITE, MAP_SHARED, mfd, 4 * 4096);
+  REQUIRE(map != MAP_FAILED);
+  char* bytes = static_cast<char*>(map);
+  memset(bytes + 100, 'm', kCut - 4 * 4096 - 100);
+  REQUIRE(msync(map, kSize - 4 * 4096, MS_SYNC) == 0);
+  std::string model(kCut, 'x');
+  model.replace(4 * 4096 + 100, kCut - 4 * 4096 - 100, std::string(kCut - 4 * 4096 - 100, 'm'));
+  for (const std::string& path : {f.P("cut"), f.Q("cut")}) {
+    INFO(path);
+    struct stat st = {};
+    REQUIRE(stat(path.c_str(), &st) == 0);
+    CHECK(st.st_size == static_cast<off_t>(kCut));
+    CHECK(ReadFile(path) == model);
+  }
+  munmap(map, kSize - 4 * 4096);
+  close(mfd);
+  close(other);
+}
+
 TEST_CASE("fuse coherence: fsx through two mounts at once against one model",
           "[fuse][caps][coherence]") {
   TwoMounts f;
@@ -164,11 +271,6 @@ TEST_CASE("fuse coherence: fsx through two mounts at once against one model",
   o.max_file_bytes = 2 << 20;
   o.max_io_bytes = 256 << 10;
   o.boundaries = {4096, 4 << 20};
-  // Not through mappings: a mount whose kernel holds an older, smaller size
-  // faults SIGBUS on a page past it (the kernel checks its own size on a
-  // fault and asks no one); see ARCHITECTURE.md, "Shared files". The
-  // mapping case with the size unchanged is the test above.
-  o.mmap = false;
   INFO("fsx seed " << o.seed << " (WEFT_FSX_SEED to repeat)");
   FsxStats stats;
   const absl::Status result = RunFsx(o, &stats);

@@ -238,7 +238,9 @@ TEST_CASE("leases: a shared file - its writers write through - its openers drop 
   req::Written written;
   written.ino = InodeId(500);
   written.end = 4096;
-  const std::vector<Leases::RecallKey> invals = leases.Invalidate(Of(1, written));
+  Reply grown;
+  grown.attr.size = 4096;
+  const std::vector<Leases::RecallKey> invals = leases.Invalidate(Of(1, written), grown);
   REQUIRE(invals.size() == 2);
   CHECK_FALSE(leases.Invalidated(invals));
   CHECK(take(1).empty());  // not the writer itself
@@ -246,6 +248,9 @@ TEST_CASE("leases: a shared file - its writers write through - its openers drop 
     std::deque<pb::LeaseEvent> got = take(id);
     REQUIRE(got.size() == 1);
     CHECK(got[0].inval());
+    CHECK(got[0].size() == 4096);  // the kernel's size is raised to it
+    CHECK(got[0].tail().empty());  // in objects: the client reads the last byte
+    CHECK(got[0].in_objects());
     pb::LeaseAckRequest ack;
     ack.set_session(id);
     // An ack with an old seq, or from another session, answers nothing.
@@ -268,14 +273,39 @@ TEST_CASE("leases: a shared file - its writers write through - its openers drop 
   req::Written reserve;
   reserve.ino = InodeId(500);
   reserve.append = 64;
-  CHECK(leases.Invalidate(Of(1, reserve)).empty());
+  CHECK(leases.Invalidate(Of(1, reserve), grown).empty());
   req::Setattr cut;
   cut.ino = InodeId(500);
   cut.valid = posix::kSetSize;
-  CHECK(leases.Invalidate(Of(2, cut)).size() == 2);
+  Reply cut_up;
+  cut_up.attr.size = 9000;
+  cut_up.prior_size = 4096;
+  CHECK(leases.Invalidate(Of(2, cut), cut_up).size() == 2);
+  for (uint64_t id : {1, 3}) {
+    std::deque<pb::LeaseEvent> got = take(id);
+    REQUIRE(got.size() == 1);
+    CHECK(got[0].size() == 9000);
+    CHECK(got[0].tail() == std::string(1, '\0'));  // a truncate up ends in a hole
+  }
+  // Inline bytes written at the end show the last byte too.
+  req::Written small;
+  small.ino = InodeId(500);
+  small.end = 4100;
+  small.inline_report = true;
+  small.inline_writes.push_back({4096, "wxyz"});
+  Reply small_reply;
+  small_reply.attr.size = 4100;
+  small_reply.attr.data_inline = true;
+  CHECK(leases.Invalidate(Of(1, small), small_reply).size() == 2);
+  for (uint64_t id : {2, 3}) {
+    std::deque<pb::LeaseEvent> got = take(id);
+    REQUIRE(got.size() == 1);
+    CHECK(got[0].tail() == "z");
+    CHECK_FALSE(got[0].in_objects());
+  }
   // A session that goes takes its invalidations with it.
   leases.DropSession(SessionId(3), sessions.Find(SessionId(3)));
-  CHECK(leases.Invalidate(Of(1, written)).size() == 1);
+  CHECK(leases.Invalidate(Of(1, written), grown).size() == 1);
   // The reader closes too: the writer, alone again, may buffer (a later
   // answer than the recall that switched it to write through).
   sessions.Find(SessionId(2))->opens.erase(500);
@@ -284,7 +314,7 @@ TEST_CASE("leases: a shared file - its writers write through - its openers drop 
   CHECK_FALSE(again);
   CHECK(again_seq > events[0].seq());
   CHECK(leases.MayBuffer(1, 500));
-  CHECK(leases.Invalidate(Of(1, written)).empty());
+  CHECK(leases.Invalidate(Of(1, written), grown).empty());
 }
 
 TEST_CASE("leases: attribute caps - granted to readers - revoked by a change - none beside a writer") {
