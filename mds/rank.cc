@@ -220,7 +220,12 @@ absl::StatusOr<pb::SessionReply> MdsRank::SessionRenew(uint64_t session) {
   SessionState* s = sessions_.Find(SessionId(session));
   if (s == nullptr) return Err(ENOTCONN, "no such session");
   s->last_renew_ms = env_.clock->NowMs();
-  return SessionReplyFor(SessionId(session));
+  ASSIGN_OR_RETURN(pb::SessionReply reply, SessionReplyFor(SessionId(session)));
+  const Leases::Renewal renewal = leases_.Renew(SessionId(session), env_.clock->Now());
+  reply.set_lease_stream(renewal.stream);
+  reply.set_lease_events(renewal.events);
+  reply.set_lease_ms(absl::ToInt64Milliseconds(leases_.lease()));
+  return reply;
 }
 
 absl::Status MdsRank::SessionClose(uint64_t session) {

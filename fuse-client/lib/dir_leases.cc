@@ -28,10 +28,14 @@ uint64_t DirLeases::epoch() {
   return epoch_;
 }
 
-void DirLeases::StreamUp() {
+void DirLeases::StreamUp(uint64_t stream) {
   absl::MutexLock lock(&mu_);
   ++epoch_;
   up_ = true;
+  stream_ = stream;
+  taken_ = 1;  // the hello
+  renewed_until_ = absl::InfinitePast();
+  pending_.reset();
 }
 
 void DirLeases::DropAll() {
@@ -40,6 +44,32 @@ void DirLeases::DropAll() {
   up_ = false;
   dirs_.clear();
   attrs_.clear();
+  stream_ = 0;
+  renewed_until_ = absl::InfinitePast();
+  pending_.reset();
+}
+
+void DirLeases::TookEvent() {
+  absl::MutexLock lock(&mu_);
+  ++taken_;
+  if (pending_.has_value() && taken_ >= pending_->events) {
+    renewed_until_ = std::max(renewed_until_, pending_->until);
+    pending_.reset();
+  }
+}
+
+void DirLeases::Renewed(absl::Time sent, uint64_t epoch, uint64_t stream, uint64_t events,
+                        absl::Duration lease) {
+  absl::MutexLock lock(&mu_);
+  // Another stream (or none), or everything dropped since it was sent: the
+  // renewal may not cover what is held now.
+  if (stream == 0 || stream != stream_ || epoch != epoch_ || !up_) return;
+  const absl::Time until = sent + lease;
+  if (taken_ >= events) {
+    renewed_until_ = std::max(renewed_until_, until);
+  } else if (!pending_.has_value() || pending_->until < until) {
+    pending_ = PendingRenewal{std::max(events, pending_ ? pending_->events : 0), until};
+  }
 }
 
 void DirLeases::ForgetAll() {
@@ -82,7 +112,7 @@ std::vector<pb::LeaseEvent> DirLeases::GiveBack(size_t n, absl::Time now) {
   };
   std::vector<Held> held;
   for (const auto& [ino, a] : attrs_) {
-    if (a.seq != 0 && now < a.expires) held.push_back({a.expires, ino, true});
+    if (TrustedAttrs(a, now)) held.push_back({a.expires, ino, true});
   }
   for (const auto& [ino, d] : dirs_) {
     if (Trusted(d, now)) held.push_back({d.expires, ino, false});
@@ -119,14 +149,19 @@ absl::Duration DirLeases::AttrRemaining(uint64_t ino, uint64_t version, absl::Ti
   absl::MutexLock lock(&mu_);
   if (!up_) return absl::ZeroDuration();
   auto it = attrs_.find(ino);
-  if (it == attrs_.end() || it->second.seq == 0 || now >= it->second.expires ||
-      version < it->second.version) {
+  if (it == attrs_.end() || !TrustedAttrs(it->second, now) || version < it->second.version) {
     return absl::ZeroDuration();
   }
-  return it->second.expires - now;
+  return Until(it->second.expires) - now;
 }
 
-bool DirLeases::Trusted(const Dir& d, absl::Time now) { return d.seq != 0 && now < d.expires; }
+bool DirLeases::Trusted(const Dir& d, absl::Time now) const {
+  return d.seq != 0 && now < Until(d.expires);
+}
+
+bool DirLeases::TrustedAttrs(const AttrCap& a, absl::Time now) const {
+  return a.seq != 0 && now < Until(a.expires);
+}
 
 DirLeases::Dir* DirLeases::Held(uint64_t ino, uint64_t seq, absl::Time now) {
   auto it = dirs_.find(ino);
@@ -280,14 +315,13 @@ void DirLeases::Observe(const pb::MetaRequest& r, const pb::MetaReply& reply,
 void DirLeases::Prune(absl::Time now) {
   if (now - last_prune_ < absl::Seconds(10)) return;
   last_prune_ = now;
-  absl::erase_if(dirs_, [now](const auto& kv) {
+  absl::erase_if(dirs_, [this, now](const auto& kv) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     const Dir& d = kv.second;
     return !Trusted(d, now) && (d.revoked == 0 || now - d.revoked_at > kRevokeMemory);
   });
-  absl::erase_if(attrs_, [now](const auto& kv) {
+  absl::erase_if(attrs_, [this, now](const auto& kv) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     const AttrCap& a = kv.second;
-    return (a.seq == 0 || now >= a.expires) &&
-           (a.revoked == 0 || now - a.revoked_at > kRevokeMemory);
+    return !TrustedAttrs(a, now) && (a.revoked == 0 || now - a.revoked_at > kRevokeMemory);
   });
 }
 
@@ -320,22 +354,25 @@ absl::Duration DirLeases::Remaining(uint64_t dir, absl::Time now) {
   if (!up_) return absl::ZeroDuration();
   auto it = dirs_.find(dir);
   if (it == dirs_.end() || !Trusted(it->second, now)) return absl::ZeroDuration();
-  return it->second.expires - now;
+  return Until(it->second.expires) - now;
 }
 
 size_t DirLeases::attr_caps() {
   absl::MutexLock lock(&mu_);
   const absl::Time now = absl::Now();
-  return std::count_if(attrs_.begin(), attrs_.end(), [now](const auto& kv) {
-    return kv.second.seq != 0 && now < kv.second.expires;
-  });
+  return std::count_if(attrs_.begin(), attrs_.end(),
+                       [this, now](const auto& kv) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+                         return TrustedAttrs(kv.second, now);
+                       });
 }
 
 size_t DirLeases::size() {
   absl::MutexLock lock(&mu_);
   const absl::Time now = absl::Now();
   return std::count_if(dirs_.begin(), dirs_.end(),
-                       [now](const auto& kv) { return Trusted(kv.second, now); });
+                       [this, now](const auto& kv) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+                         return Trusted(kv.second, now);
+                       });
 }
 
 }  // namespace weft::client

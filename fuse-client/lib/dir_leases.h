@@ -5,7 +5,8 @@
 // inode a name in a complete directory stands for.
 //
 // A lease is trusted until `lease_ms` after the request that brought it was
-// sent, and only while the lease stream is up: revokes travel on it. Every
+// sent, or after the last session heartbeat that renewed it (Renewed), and
+// only while the lease stream is up: revokes travel on it. Every
 // reply passes through Observe(), which installs its grants and, under the
 // lease the same reply carries, learns from the operation: a lookup's ENOENT
 // makes the name known absent; a mkdir makes the new directory complete (it
@@ -23,6 +24,7 @@
 // Thread-safe; no I/O.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -47,8 +49,18 @@ class DirLeases {
   // Taken when a request is sent; a reply's grants count only if no
   // DropAll() or StreamUp() happened since.
   uint64_t epoch();
-  // The lease stream is registered (its hello arrived): grants count again.
-  void StreamUp();
+  // The lease stream is registered (its hello arrived, carrying the
+  // stream's number): grants count again.
+  void StreamUp(uint64_t stream);
+  // An event after the hello was taken from the stream (and applied).
+  void TookEvent();
+  // A session heartbeat sent at `sent` (epoch() then) was answered: every
+  // lease and cap held is trusted until `lease` after `sent`, once
+  // `events` events of stream `stream` have been taken (a revoke the MDS
+  // queued before the renewal is applied first). See
+  // pb::SessionReply.lease_stream.
+  void Renewed(absl::Time sent, uint64_t epoch, uint64_t stream, uint64_t events,
+               absl::Duration lease);
   // The stream broke, the session changed or the MDS restarted: nothing is
   // trusted until the next StreamUp().
   void DropAll();
@@ -108,8 +120,14 @@ class DirLeases {
     absl::Time revoked_at;
   };
 
+  // When a grant that runs out at `expires` stops being trusted, with the
+  // session's renewal.
+  absl::Time Until(absl::Time expires) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return std::max(expires, renewed_until_);
+  }
   // A lease is held and has not run out.
-  static bool Trusted(const Dir& d, absl::Time now);
+  bool Trusted(const Dir& d, absl::Time now) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  bool TrustedAttrs(const AttrCap& a, absl::Time now) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The lease `seq` on `ino` if it is the one held and trusted.
   Dir* Held(uint64_t ino, uint64_t seq, absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The grant of `ino` in `reply`, 0 if none.
@@ -134,6 +152,15 @@ class DirLeases {
   absl::flat_hash_map<uint64_t, Dir> dirs_ ABSL_GUARDED_BY(mu_);
   absl::flat_hash_map<uint64_t, AttrCap> attrs_ ABSL_GUARDED_BY(mu_);
   absl::Time last_prune_ ABSL_GUARDED_BY(mu_);
+  // Renewals by the session heartbeat (Renewed).
+  uint64_t stream_ ABSL_GUARDED_BY(mu_) = 0;  // the stream's number, 0: none
+  uint64_t taken_ ABSL_GUARDED_BY(mu_) = 0;   // events taken from it
+  absl::Time renewed_until_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
+  struct PendingRenewal {
+    uint64_t events = 0;
+    absl::Time until;
+  };
+  std::optional<PendingRenewal> pending_ ABSL_GUARDED_BY(mu_);  // waiting for events
 };
 
 }  // namespace weft::client

@@ -125,9 +125,14 @@ void MetaClient::RenewLoop() {
     req.set_fs(options_.fs);
     req.set_session(session_);
     pb::SessionReply reply;
+    const absl::Time sent = absl::Now();
+    const uint64_t epoch = leases_.epoch();
     absl::Status status = rpc::FromGrpc(stub->SessionRenew(&ctx, req, &reply), "mds");
     if (status.ok()) status = rpc::FromProto(reply.status());
     if (status.ok()) {
+      // The heartbeat renews the leases and caps held (not each reply).
+      leases_.Renewed(sent, epoch, reply.lease_stream(), reply.lease_events(),
+                      absl::Milliseconds(reply.lease_ms()));
       bool restarted = false;
       {
         absl::MutexLock lock(&mu_);
@@ -165,54 +170,11 @@ void MetaClient::LeaseLoop() {
     pb::LeaseEvent event;
     while (reader->Read(&event)) {
       if (event.hello()) {
-        leases_.StreamUp();
+        leases_.StreamUp(event.seq());
         continue;
       }
-      if (event.recall_caps() > 0) {
-        GiveBack(event.recall_caps());
-        continue;
-      }
-      if (event.inval()) {
-        auto ack = [this, event] { AckLease(event); };
-        absl::MutexLock lock(&recall_mu_);
-        if (data_inval_) {
-          data_inval_(event, std::move(ack));
-        } else {
-          ack();
-        }
-        continue;
-      }
-      if (event.flush()) {
-        auto ack = [this, event] { AckLease(event); };
-        absl::MutexLock lock(&recall_mu_);
-        if (flush_recall_) {
-          flush_recall_(FlushRequest{event.ino(), event.hold(), event.write_through(), event.seq()},
-                        std::move(ack));
-        } else {
-          ack();
-        }
-        continue;
-      }
-      if (event.release()) {
-        absl::MutexLock lock(&recall_mu_);
-        if (hold_released_) hold_released_(event.ino());
-        continue;
-      }
-      if (event.attrs()) {
-        leases_.RevokeAttrs(event.ino(), event.seq());
-        {
-          absl::MutexLock lock(&recall_mu_);
-          if (attrs_revoked_) attrs_revoked_(event.ino());
-        }
-        AckLease(event);  // the change waits for this (or for the cap to run out)
-        continue;
-      }
-      leases_.Revoke(event.ino(), event.seq());
-      {
-        absl::MutexLock lock(&recall_mu_);
-        if (dir_revoked_) dir_revoked_(event.ino());
-      }
-      AckLease(event);  // the MDS waits for this (or for the lease to run out)
+      HandleLeaseEvent(event);
+      leases_.TookEvent();  // applied: a renewal waiting for it may count now
     }
     // No revokes can reach us now: trust nothing until the next hello.
     leases_.DropAll();
@@ -228,6 +190,54 @@ void MetaClient::LeaseLoop() {
     const absl::Duration pause = absl::Milliseconds(evicted_.load() ? 5000 : 200);
     if (mu_.AwaitWithTimeout(absl::Condition(&closed_), pause)) return;
   }
+}
+
+void MetaClient::HandleLeaseEvent(const pb::LeaseEvent& event) {
+  if (event.recall_caps() > 0) {
+    GiveBack(event.recall_caps());
+    return;
+  }
+  if (event.inval()) {
+    auto ack = [this, event] { AckLease(event); };
+    absl::MutexLock lock(&recall_mu_);
+    if (data_inval_) {
+      data_inval_(event, std::move(ack));
+    } else {
+      ack();
+    }
+    return;
+  }
+  if (event.flush()) {
+    auto ack = [this, event] { AckLease(event); };
+    absl::MutexLock lock(&recall_mu_);
+    if (flush_recall_) {
+      flush_recall_(FlushRequest{event.ino(), event.hold(), event.write_through(), event.seq()},
+                    std::move(ack));
+    } else {
+      ack();
+    }
+    return;
+  }
+  if (event.release()) {
+    absl::MutexLock lock(&recall_mu_);
+    if (hold_released_) hold_released_(event.ino());
+    return;
+  }
+  if (event.attrs()) {
+    leases_.RevokeAttrs(event.ino(), event.seq());
+    {
+      absl::MutexLock lock(&recall_mu_);
+      if (attrs_revoked_) attrs_revoked_(event.ino());
+    }
+    AckLease(event);  // the change waits for this (or for the cap to run out)
+    return;
+  }
+  leases_.Revoke(event.ino(), event.seq());
+  {
+    absl::MutexLock lock(&recall_mu_);
+    if (dir_revoked_) dir_revoked_(event.ino());
+  }
+  AckLease(event);  // the MDS waits for this (or for the lease to run out)
 }
 
 void MetaClient::AckLease(const pb::LeaseEvent& event) {

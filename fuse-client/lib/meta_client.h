@@ -155,6 +155,9 @@ class MetaClient {
   void RenewLoop();
   // Keeps the lease stream open; applies and acknowledges revokes.
   void LeaseLoop();
+  // One event of the lease stream after its hello, applied before the
+  // next is read (revokes) or handed to its handler (recalls).
+  void HandleLeaseEvent(const pb::LeaseEvent& event);
   void AckLease(const pb::LeaseEvent& event);
   // A recall for memory (LeaseEvent.recall_caps): gives back `n` caps and
   // leases (DirLeases::GiveBack), the kernel's copies first, and tells the

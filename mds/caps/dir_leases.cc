@@ -37,7 +37,7 @@ uint64_t DirLeaseTable::Grant(uint64_t ino, uint64_t session, absl::Time now, si
   }
   Holder& h = it->second;
   if (h.revoking) return 0;  // going away: the acknowledgement is on its way
-  if (h.seq == 0 || h.expires <= now) h.seq = next_seq_++;
+  if (h.seq == 0 || !Alive(session, h, now)) h.seq = next_seq_++;
   h.expires = ExpiryFrom(now);
   return h.seq;
 }
@@ -50,13 +50,16 @@ bool DirLeaseTable::Conflicts(uint64_t ino, uint64_t session, bool include_self,
   bool alive = false;
   absl::Time last = absl::InfinitePast();
   for (auto h = dir.holders.begin(); h != dir.holders.end();) {
-    if (h->second.expires <= now) {
+    if (!Alive(h->first, h->second, now)) {
       Removed(h->first);
       dir.holders.erase(h++);
       continue;
     }
     if (h->first != session || include_self) {
       if (!h->second.revoking) {
+        // Renewals stop counting for it: its end is frozen at the latest
+        // its holder may trust it.
+        h->second.expires = std::max(h->second.expires, RenewedUntil(h->first));
         h->second.revoking = true;
         to_send->push_back({h->first, ino, h->second.seq});
       }
@@ -88,6 +91,7 @@ bool DirLeaseTable::Ack(uint64_t session, uint64_t ino, uint64_t seq) {
 }
 
 void DirLeaseTable::DropSession(uint64_t session) {
+  renewed_.erase(session);
   if (auto h = held_.find(session); h != held_.end()) {
     held_total_ -= h->second;
     held_.erase(h);
@@ -107,7 +111,7 @@ void DirLeaseTable::Expire(absl::Time now) {
   for (auto it = dirs_.begin(); it != dirs_.end();) {
     Dir& dir = it->second;
     absl::erase_if(dir.holders, [this, now](const auto& h) {
-      if (h.second.expires > now) return false;
+      if (Alive(h.first, h.second, now)) return false;
       Removed(h.first);
       return true;
     });
@@ -118,6 +122,11 @@ void DirLeaseTable::Expire(absl::Time now) {
       ++it;
     }
   }
+}
+
+void DirLeaseTable::Renew(uint64_t session, absl::Time now) {
+  if (lease_ <= absl::ZeroDuration()) return;
+  renewed_[session] = ExpiryFrom(now);
 }
 
 void DirLeaseTable::Added(uint64_t session) {

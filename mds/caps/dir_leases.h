@@ -8,7 +8,11 @@
 // trusts it for `lease` from the moment it sent the request; the MDS counts
 // the same span (plus a margin for clock rate) from when it granted, which
 // is later, so the MDS never believes a lease ended while its holder still
-// trusts it. Before a change to a directory (an entry added, removed or
+// trusts it. The session's heartbeat (Renew) renews every lease it holds
+// in the same way, from the heartbeat on, except those being revoked: a
+// revoke freezes the lease's end at the latest the holder may trust it
+// (its grant's or its last renewal's), so a holder that renews but does
+// not acknowledge cannot hold a change back for longer than a lease. Before a change to a directory (an entry added, removed or
 // renamed; its mode, owner or access ACL changed) every other holder's lease
 // is revoked: the MDS sends a revoke on the holder's lease stream and the
 // change waits for the acknowledgement, or for the lease to run out when the
@@ -78,6 +82,10 @@ class DirLeaseTable {
   // Drops leases and revoke marks that ran out.
   void Expire(absl::Time now);
 
+  // `session`'s heartbeat reached the MDS at `now`: its leases not being
+  // revoked live on until a lease from now.
+  void Renew(uint64_t session, absl::Time now);
+
   size_t size() const { return held_total_; }  // (inode, session) entries kept
   // Entries `session` holds (alive or run out but not yet dropped by Expire).
   size_t HeldBy(uint64_t session) const {
@@ -97,7 +105,7 @@ class DirLeaseTable {
   void ForEachLive(absl::Time now, F f) const {
     for (const auto& [ino, dir] : dirs_) {
       for (const auto& [session, h] : dir.holders) {
-        if (h.expires > now) f(ino, session);
+        if (Alive(session, h, now)) f(ino, session);
       }
     }
   }
@@ -105,7 +113,9 @@ class DirLeaseTable {
  private:
   struct Holder {
     uint64_t seq = 0;
-    absl::Time expires;       // the holder stops trusting it before this
+    // The holder stops trusting it before this, or before its session's
+    // renewal runs out (not once revoking: then this alone, frozen).
+    absl::Time expires;
     bool revoking = false;    // a revoke was sent
   };
   struct Dir {
@@ -116,6 +126,14 @@ class DirLeaseTable {
   };
 
   absl::Time ExpiryFrom(absl::Time now) const;
+  absl::Time RenewedUntil(uint64_t session) const {
+    auto it = renewed_.find(session);
+    return it == renewed_.end() ? absl::InfinitePast() : it->second;
+  }
+  // The holder may still trust the lease at `now`.
+  bool Alive(uint64_t session, const Holder& h, absl::Time now) const {
+    return h.expires > now || (!h.revoking && RenewedUntil(session) > now);
+  }
   // Holder bookkeeping: every insertion and removal of a (ino, session)
   // entry goes through these, so held_ stays exact.
   void Added(uint64_t session);
@@ -125,6 +143,7 @@ class DirLeaseTable {
   uint64_t next_seq_ = 1;
   absl::flat_hash_map<uint64_t, Dir> dirs_;
   absl::flat_hash_map<uint64_t, size_t> held_;  // session -> entries
+  absl::flat_hash_map<uint64_t, absl::Time> renewed_;  // session -> its renewal's end
   size_t held_total_ = 0;
   uint64_t added_total_ = 0;
   uint64_t refused_total_ = 0;

@@ -74,8 +74,18 @@ uint64_t Leases::OpenStream(SessionId session) {
   stream.queue.clear();
   pb::LeaseEvent hello;
   hello.set_hello(true);
+  hello.set_seq(gen);  // renewals name their stream (Renew)
   stream.queue.push_back(hello);
+  stream.events = 1;
   return gen;
+}
+
+Leases::Renewal Leases::Renew(SessionId session, absl::Time now) {
+  auto it = streams_.find(session.value());
+  if (it == streams_.end()) return {};
+  dirs_.Renew(session.value(), now);
+  attrs_.Renew(session.value(), now);
+  return {it->second.gen, it->second.events};
 }
 
 bool Leases::TakeEvents(SessionId session, uint64_t gen, std::deque<pb::LeaseEvent>* out) {
@@ -119,7 +129,9 @@ void Leases::DropSession(SessionId session, const SessionState* state) {
 void Leases::Send(uint64_t session, const pb::LeaseEvent& event) {
   auto it = streams_.find(session);
   // No stream: the revoke cannot be delivered; the lease runs out instead.
-  if (it != streams_.end()) it->second.queue.push_back(event);
+  if (it == streams_.end()) return;
+  it->second.queue.push_back(event);
+  ++it->second.events;
 }
 
 // ---- directory leases

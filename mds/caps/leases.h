@@ -129,6 +129,17 @@ class Leases {
   // The leases `done` (the reply to `request`, or a lookup's ENOENT) grants.
   void Grant(const Request& request, const Reply& done, absl::Time now,
              std::vector<DirLeaseGrant>* out);
+  // `session`'s heartbeat reached the MDS at `now`: its leases and caps
+  // not being revoked live on (DirLeaseTable::Renew). Returns its lease
+  // stream and the events queued on it so far (the hello included): the
+  // client extends its trust only once it has taken that many, so that a
+  // revoke queued before this renewal is never overtaken by it. Nothing is
+  // renewed for a session without a stream (its client trusts nothing).
+  struct Renewal {
+    uint64_t stream = 0;  // 0: none
+    uint64_t events = 0;
+  };
+  Renewal Renew(SessionId session, absl::Time now);
   void Expire(absl::Time now) {
     dirs_.Expire(now);
     attrs_.Expire(now);
@@ -211,6 +222,7 @@ class Leases {
   struct Stream {
     uint64_t gen = 0;                  // which OpenStream call owns it
     std::deque<pb::LeaseEvent> queue;  // events not yet written
+    uint64_t events = 0;               // events ever queued on it
   };
   void Send(uint64_t session, const pb::LeaseEvent& event);
   // Queues `revokes` on their sessions' streams (`attrs`: of attribute caps).

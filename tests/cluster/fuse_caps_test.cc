@@ -20,6 +20,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "common/posix/acl.h"
+#include "tests/harness/http.h"
 #include "tests/harness/mount_fixture.h"
 
 namespace weft::testing {
@@ -280,6 +281,50 @@ TEST_CASE("fuse caps: a file another mount writes is never answered from a cap",
   CHECK(static_cast<size_t>(Lstat(f.Q("w")).st_size) == all.size() + 1);
   REQUIRE(close(a) == 0);
   REQUIRE(close(b) == 0);
+}
+
+// MDS requests of kind `op` served so far.
+double MdsRequests(Cluster& cluster, const std::string& op) {
+  auto page = HttpGet(cluster.MdsMetricsAddr(), "/metrics");
+  REQUIRE(page.ok());
+  auto v = MetricValue(page->body,
+                       absl::StrCat("weft_mds_request_latency_seconds_count{op=\"", op, "\"}"));
+  return v.ok() ? *v : 0;  // none served yet
+}
+
+TEST_CASE("fuse caps: the session heartbeat keeps caps past their grant - revokes still reach them",
+          "[fuse][caps]") {
+  ClusterOptions options;
+  options.metrics = true;
+  TwoMounts f(options);
+  REQUIRE(mkdir(f.P("d").c_str(), 0755) == 0);
+  WriteFile(f.P("d/f"), "data");
+  CHECK(Lstat(f.P("d/f")).st_size == 4);
+  CHECK(Lstat(f.P("d")).st_nlink == 2);
+  // Longer than a grant lives (5 s) with nothing asked of the MDS: only
+  // the heartbeat renews what the mount holds.
+  absl::SleepFor(absl::Seconds(7));
+  const double getattrs = MdsRequests(*f.cluster, "getattr");
+  const double lookups = MdsRequests(*f.cluster, "lookup");
+  for (int i = 0; i < 3; ++i) {
+    CHECK(Lstat(f.P("d/f")).st_size == 4);
+    CHECK(Lstat(f.P("d")).st_nlink == 2);
+    CHECK(StatErrno(f.P("d/none")) == ENOENT);
+  }
+  CHECK(MdsRequests(*f.cluster, "getattr") == getattrs);
+  // d's names are answered under its renewed lease (the mount made d, so it
+  // knows all of them); the kernel's name d in the mount's root ran out
+  // and costs one lookup (the mount does not know all of the root's names).
+  // Without renewal: d/f and d/none too.
+  CHECK(MdsRequests(*f.cluster, "lookup") <= lookups + 1);
+  // Renewed caps are revoked like fresh ones: the other mount's changes
+  // are seen by this one's next call.
+  REQUIRE(chmod(f.Q("d/f").c_str(), 0600) == 0);
+  CHECK((Lstat(f.P("d/f")).st_mode & 07777) == 0600);
+  WriteFile(f.Q("d/none"), "now");
+  CHECK(Lstat(f.P("d/none")).st_size == 3);
+  REQUIRE(mkdir(f.Q("d/sub").c_str(), 0755) == 0);
+  CHECK(Lstat(f.P("d")).st_nlink == 3);
 }
 
 TEST_CASE("fuse caps: a holder killed with a cap delays a change only until the cap runs out",

@@ -36,11 +36,6 @@ namespace {
 
 const UserIds kUser{1000, 1000, {}};
 
-int StatErrno(const std::string& path) {
-  struct stat st;
-  return stat(path.c_str(), &st) == 0 ? 0 : errno;
-}
-
 // Directory leases alive at the MDS.
 uint64_t LeasesAtMds(Cluster& cluster) { return FsStatusOf(cluster).dir_leases(); }
 

@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <memory>
 #include <string>
 
@@ -121,6 +122,12 @@ inline void SyncFile(const std::string& path) {
 inline std::string Xattr(const std::string& path, const std::string& name) {
   absl::StatusOr<std::string> v = GetXattr(path, name);
   return v.ok() ? *std::move(v) : absl::StrCat("errno=", StatusToErrno(v.status()));
+}
+
+// stat(2)'s errno for `path` (0: it succeeded).
+inline int StatErrno(const std::string& path) {
+  struct stat st;
+  return stat(path.c_str(), &st) == 0 ? 0 : errno;
 }
 
 // lstat(2) of `path` (a symlink itself, not its target).

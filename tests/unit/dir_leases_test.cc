@@ -50,6 +50,43 @@ TEST_CASE("mds dir leases: a change revokes other holders and waits for them", "
   CHECK(b2 > b);
 }
 
+TEST_CASE("mds dir leases: the heartbeat renews every lease but those being revoked",
+          "[unit][mds]") {
+  mds::DirLeaseTable t(kLease);
+  const uint64_t a = t.Grant(10, 1, kT0);
+  REQUIRE(a != 0);
+  REQUIRE(t.Grant(11, 1, kT0) != 0);
+  REQUIRE(t.Grant(10, 2, kT0) != 0);
+  // Session 1 renews at +4 s; session 2 does not.
+  t.Renew(1, kT0 + absl::Seconds(4));
+  const absl::Time later = kT0 + absl::Seconds(8);  // past every grant's own end
+  t.Expire(later);
+  CHECK(t.HeldBy(1) == 2);
+  CHECK(t.HeldBy(2) == 0);
+  CHECK(t.Grant(10, 1, later) == a);  // alive: a refresh keeps its number
+  // A change of directory 10 by session 3 revokes session 1's lease, whose
+  // end freezes at the renewal's: renewing again does not hold the change
+  // back past it.
+  std::vector<mds::DirLeaseTable::Revoke> sent;
+  absl::Time until = absl::InfiniteFuture();
+  CHECK(t.Conflicts(10, 3, false, later, &sent, &until));
+  REQUIRE(sent.size() == 1);
+  CHECK(sent[0].session == 1);
+  const absl::Time frozen = until;
+  CHECK(frozen >= later + kLease);  // the refresh at `later` counts
+  t.Renew(1, frozen - absl::Seconds(1));
+  sent.clear();
+  until = absl::InfiniteFuture();
+  CHECK(t.Conflicts(10, 3, false, frozen - absl::Milliseconds(1), &sent, &until));
+  CHECK(until == frozen);
+  CHECK(!t.Conflicts(10, 3, false, frozen, &sent, &until));  // ran out: the change goes on
+  // The renewal still keeps the lease on 11, which nobody revoked.
+  t.Expire(frozen);
+  CHECK(t.HeldBy(1) == 1);
+  t.DropSession(1);
+  CHECK(t.HeldBy(1) == 0);
+}
+
 TEST_CASE("mds dir leases: a silent holder's lease runs out - a permission change includes self",
           "[unit][mds]") {
   mds::DirLeaseTable t(kLease);
@@ -97,7 +134,7 @@ void AddLease(pb::MetaReply* reply, uint64_t ino, uint64_t seq, bool searchable)
 struct Client {
   client::DirLeases leases;
   Client() {
-    leases.StreamUp();
+    leases.StreamUp(1);
     pb::MetaRequest mk = Req(0);
     mk.mutable_mkdir()->set_parent(1);
     mk.mutable_mkdir()->set_name("d");
@@ -204,7 +241,7 @@ TEST_CASE("client dir leases: expiry - a broken stream - replies from before it"
   const uint64_t before = c.leases.epoch();
   c.leases.DropAll();
   CHECK(!c.Known("g").has_value());
-  c.leases.StreamUp();
+  c.leases.StreamUp(1);
   // A reply to a request sent before the stream came back grants nothing.
   pb::MetaRequest mk = Req(0);
   mk.mutable_mkdir()->set_parent(1);
@@ -233,7 +270,7 @@ TEST_CASE("client dir leases: expiry - a broken stream - replies from before it"
 TEST_CASE("client attribute caps: trusted until revoked or run out - a crossing grant is ignored",
           "[unit][client]") {
   client::DirLeases leases;
-  leases.StreamUp();
+  leases.StreamUp(1);
   const absl::Time sent = absl::Now();
   auto stat = [&](uint64_t seq, absl::Time when, uint64_t epoch) {
     pb::MetaRequest r = Req(0);
@@ -274,7 +311,7 @@ TEST_CASE("client attribute caps: trusted until revoked or run out - a crossing 
   const uint64_t before = leases.epoch();
   leases.DropAll();
   CHECK(leases.AttrRemaining(500, kNewest, sent) == absl::ZeroDuration());
-  leases.StreamUp();
+  leases.StreamUp(1);
   stat(6, sent, before);
   CHECK(leases.AttrRemaining(500, kNewest, sent) == absl::ZeroDuration());
   stat(6, sent, leases.epoch());
@@ -289,10 +326,55 @@ TEST_CASE("client attribute caps: trusted until revoked or run out - a crossing 
 namespace weft {
 namespace {
 
+TEST_CASE("client caps: a heartbeat renews them - once the events queued before it are taken",
+          "[unit][client]") {
+  client::DirLeases leases;
+  leases.StreamUp(/*stream=*/7);
+  const absl::Time sent = absl::Now();
+  pb::MetaRequest r = Req(0);
+  r.mutable_getattr()->set_ino(500);
+  pb::MetaReply reply;
+  reply.mutable_attr()->set_ino(500);
+  reply.mutable_attr()->set_version(10);
+  pb::DirLease* cap = reply.add_attr_caps();
+  cap->set_ino(500);
+  cap->set_seq(4);
+  cap->set_lease_ms(5000);
+  AddLease(&reply, 8, 9, true);
+  leases.Observe(r, reply, absl::OkStatus(), sent, leases.epoch());
+  const absl::Time late = sent + absl::Seconds(7);  // past the grants' own end
+  CHECK(leases.AttrRemaining(500, 10, late) == absl::ZeroDuration());
+
+  // A renewal of another stream, or one sent before everything was
+  // dropped, renews nothing.
+  leases.Renewed(sent + absl::Seconds(4), leases.epoch(), /*stream=*/6, 1, kLease);
+  CHECK(leases.AttrRemaining(500, 10, late) == absl::ZeroDuration());
+  // A renewal that needs two more events than were taken counts once they are.
+  leases.Renewed(sent + absl::Seconds(4), leases.epoch(), 7, /*events=*/3, kLease);
+  CHECK(leases.AttrRemaining(500, 10, late) == absl::ZeroDuration());
+  leases.TookEvent();
+  CHECK(leases.AttrRemaining(500, 10, late) == absl::ZeroDuration());
+  leases.TookEvent();
+  CHECK(leases.AttrRemaining(500, 10, late) == absl::Seconds(2));
+  CHECK(leases.Remaining(8, late) == absl::Seconds(2));
+  // A revoke taken before the renewal counted: not trusted whatever renews.
+  leases.RevokeAttrs(500, 4);
+  leases.Renewed(sent + absl::Seconds(6), leases.epoch(), 7, 3, kLease);
+  CHECK(leases.AttrRemaining(500, 10, late) == absl::ZeroDuration());
+  CHECK(leases.Remaining(8, late) == absl::Seconds(4));
+  // The stream breaks: nothing is trusted, and the renewal is forgotten.
+  const uint64_t before = leases.epoch();
+  leases.DropAll();
+  leases.StreamUp(8);
+  leases.Renewed(sent + absl::Seconds(6), before, 8, 1, kLease);
+  leases.Observe(r, reply, absl::OkStatus(), sent, leases.epoch());
+  CHECK(leases.Remaining(8, late) == absl::ZeroDuration());
+}
+
 TEST_CASE("client caps: a recall gives back the oldest grants - a crossing grant is ignored",
           "[unit][client]") {
   client::DirLeases leases;
-  leases.StreamUp();
+  leases.StreamUp(1);
   const absl::Time now = absl::Now();
   // Three stats at three times: caps on 11, 12, 13, granted in that order.
   for (uint64_t ino : {11, 12, 13}) {
