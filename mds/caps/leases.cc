@@ -83,6 +83,13 @@ uint64_t Leases::OpenStream(SessionId session) {
 Leases::Renewal Leases::Renew(SessionId session, absl::Time now) {
   auto it = streams_.find(session.value());
   if (it == streams_.end()) return {};
+  // A session that does not answer a recall for memory is not renewed: what
+  // it holds runs out a lease after its last renewal, as it would without
+  // renewals, instead of staying for as long as the session lives.
+  if (auto r = unanswered_recall_.find(session.value());
+      r != unanswered_recall_.end() && now - r->second > lease()) {
+    return {};
+  }
   dirs_.Renew(session.value(), now);
   attrs_.Renew(session.value(), now);
   return {it->second.gen, it->second.events};
@@ -109,6 +116,7 @@ void Leases::CloseStream(SessionId session, uint64_t gen) {
 }
 
 void Leases::DropSessionRecalls(uint64_t session) {
+  unanswered_recall_.erase(session);
   absl::erase_if(recalls_, [&](const auto& r) { return r.first.first == session; });
   absl::erase_if(invals_, [&](const auto& r) { return r.first.first == session; });
 }
@@ -192,6 +200,7 @@ void Leases::RecallForMemory(absl::Time now, bool pressure) {
     recall.set_recall_caps(static_cast<uint32_t>(want));
     Send(session, recall);
     recalled_at_[session] = now;
+    unanswered_recall_.try_emplace(session, now);  // the first one not answered
     recalled_total_ += want;
     VLOG(1) << "event=cap_recall session=" << session << " held=" << held << " want=" << want
             << " pressure=" << pressure;
@@ -541,7 +550,10 @@ void Leases::Ack(SessionId session, const pb::LeaseAckRequest& request) {
     } else if (e.attrs() ? attrs_.Ack(session.value(), e.ino(), e.seq())
                          : dirs_.Ack(session.value(), e.ino(), e.seq())) {
       ++returns_;
-      if (e.released()) ++released_total_;
+      if (e.released()) {
+        ++released_total_;
+        unanswered_recall_.erase(session.value());
+      }
     }
   }
 }

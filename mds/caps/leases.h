@@ -134,7 +134,8 @@ class Leases {
   // stream and the events queued on it so far (the hello included): the
   // client extends its trust only once it has taken that many, so that a
   // revoke queued before this renewal is never overtaken by it. Nothing is
-  // renewed for a session without a stream (its client trusts nothing).
+  // renewed for a session without a stream (its client trusts nothing), nor
+  // for one that has not answered a recall for memory within a lease.
   struct Renewal {
     uint64_t stream = 0;  // 0: none
     uint64_t events = 0;
@@ -240,6 +241,9 @@ class Leases {
   DirLeaseTable attrs_;  // the attribute caps, by inode
   CapLimits limits_;
   absl::flat_hash_map<uint64_t, absl::Time> recalled_at_;  // session -> last recall
+  // session -> its first recall for memory that nothing was given back for
+  // since: not renewed once it is older than a lease (Renew).
+  absl::flat_hash_map<uint64_t, absl::Time> unanswered_recall_;
   uint64_t recalled_total_ = 0;
   uint64_t released_total_ = 0;
   absl::flat_hash_map<uint64_t, Stream> streams_;

@@ -487,6 +487,11 @@ TEST_CASE("leases: caps per session are bounded - recalled above 90 percent - an
   // Not again within the interval.
   leases.RecallForMemory(now + absl::Milliseconds(500), false);
   CHECK(recalls(1).empty());
+  // The heartbeat renews the session while the recall is fresh, and no
+  // more once it went unanswered for a lease (what it holds then runs out).
+  CHECK(leases.Renew(SessionId(1), now + absl::Seconds(4)).stream == gen[1]);
+  CHECK(leases.Renew(SessionId(1), now + absl::Seconds(6)).stream == 0);
+  CHECK(leases.Renew(SessionId(2), now + absl::Seconds(6)).stream == gen[2]);
   // The client gives back 20 of its caps (acks marked released): room again.
   pb::LeaseAckRequest given;
   for (const AttrCapGrant& g : big.attr_caps) {
@@ -507,6 +512,7 @@ TEST_CASE("leases: caps per session are bounded - recalled above 90 percent - an
   leases.Ack(SessionId(1), given);
   CHECK(leases.HeldBy(1) == 80);
   CHECK(leases.counters().released == 20);
+  CHECK(leases.Renew(SessionId(1), now + absl::Seconds(6)).stream == gen[1]);  // answered
   Reply more = listing(5000, 5);
   leases.GrantAttrs(SessionId(1), &more, now);
   CHECK(more.attr_caps.size() == 5);
@@ -534,8 +540,11 @@ TEST_CASE("leases: caps per session are bounded - recalled above 90 percent - an
   roomy.DropSession(SessionId(1), nullptr);
   CHECK(roomy.HeldBy(1) == 0);
   CHECK(roomy.attr_cap_count() == 0);
-  // Caps that ran out leave the count at the next Expire.
-  leases.Expire(now + absl::Seconds(10));
+  // Caps that ran out (a lease after the last renewal, at +6 s) leave the
+  // count at the next Expire.
+  leases.Expire(now + absl::Seconds(11));
+  CHECK(leases.HeldBy(1) > 0);
+  leases.Expire(now + absl::Seconds(12));
   CHECK(leases.HeldBy(1) == 0);
   CHECK(leases.HeldBy(2) == 0);
   CHECK(leases.EstimatedBytes() == 0);
