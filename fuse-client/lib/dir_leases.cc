@@ -84,6 +84,7 @@ void DirLeases::Forget(Dir* d) {
   d->complete = false;
   d->names.clear();
   d->absent.clear();
+  d->found.clear();
   d->searchers.clear();
 }
 
@@ -190,9 +191,10 @@ uint64_t DirLeases::VersionIn(const pb::MetaReply& reply, uint64_t ino) {
 
 uint64_t DirLeases::InodeKnown(uint64_t dir, const std::string& name) const {
   auto it = dirs_.find(dir);
-  if (it == dirs_.end() || !it->second.complete) return 0;
-  auto n = it->second.names.find(name);
-  return n != it->second.names.end() ? n->second : 0;
+  if (it == dirs_.end()) return 0;
+  const auto& names = it->second.complete ? it->second.names : it->second.found;
+  auto n = names.find(name);
+  return n != names.end() ? n->second : 0;
 }
 
 void DirLeases::Added(uint64_t dir, const std::string& name, uint64_t ino) {
@@ -201,7 +203,15 @@ void DirLeases::Added(uint64_t dir, const std::string& name, uint64_t ino) {
   if (it == dirs_.end()) return;
   Dir& d = it->second;
   d.absent.erase(name);
-  if (!d.complete) return;
+  if (!d.complete) {
+    if (ino == 0) {
+      d.found.erase(name);  // there, but which inode is not known
+    } else {
+      if (d.found.size() >= kAbsentNamesMax) d.found.clear();
+      d.found[name] = ino;
+    }
+    return;
+  }
   if (d.names.size() >= kCompleteNamesMax) {
     d.complete = false;  // too big to remember: lookups go to the MDS
     d.names.clear();
@@ -212,8 +222,10 @@ void DirLeases::Added(uint64_t dir, const std::string& name, uint64_t ino) {
 
 void DirLeases::Absent(const pb::MetaReply& reply, uint64_t dir, const std::string& name,
                        absl::Time now) {
-  // Only under the lease the same reply granted: an older one may have been
-  // revoked (and the name created elsewhere) since the MDS answered.
+  // What was found there is gone, whatever the lease.
+  if (auto it = dirs_.find(dir); it != dirs_.end()) it->second.found.erase(name);
+  // Absent only under the lease the same reply granted: an older one may
+  // have been revoked (and the name created elsewhere) since the MDS answered.
   Dir* d = Held(dir, SeqIn(reply, dir), now);
   if (d == nullptr) return;
   if (d->complete) {
@@ -222,6 +234,13 @@ void DirLeases::Absent(const pb::MetaReply& reply, uint64_t dir, const std::stri
   }
   if (d->absent.size() >= kAbsentNamesMax) d->absent.clear();
   d->absent.insert(name);
+}
+
+void DirLeases::Found(const pb::MetaReply& reply, uint64_t dir, const std::string& name,
+                      uint64_t ino, absl::Time now) {
+  // As Absent: the answer may be older than a revoke of an earlier lease.
+  if (ino == 0 || Held(dir, SeqIn(reply, dir), now) == nullptr) return;
+  Added(dir, name, ino);
 }
 
 void DirLeases::Observe(const pb::MetaRequest& r, const pb::MetaReply& reply,
@@ -270,6 +289,7 @@ void DirLeases::Observe(const pb::MetaRequest& r, const pb::MetaReply& reply,
   switch (r.op_case()) {
     case R::kLookup:
       if (IsNoEntry(status)) Absent(reply, r.lookup().parent(), r.lookup().name(), now);
+      if (status.ok()) Found(reply, r.lookup().parent(), r.lookup().name(), reply.attr().ino(), now);
       break;
     case R::kCreate: made(r.create().parent(), r.create().name(), reply.attr().ino()); break;
     case R::kSymlink: made(r.symlink().parent(), r.symlink().name(), reply.attr().ino()); break;
@@ -342,7 +362,10 @@ std::optional<uint64_t> DirLeases::Known(uint64_t dir, const std::string& name,
     return std::nullopt;
   }
   if (d.absent.contains(name)) return 0;
-  if (!d.complete) return std::nullopt;
+  if (!d.complete) {
+    auto f = d.found.find(name);
+    return f != d.found.end() ? std::optional<uint64_t>(f->second) : std::nullopt;
+  }
   auto n = d.names.find(name);
   if (n == d.names.end()) return 0;
   if (n->second == 0) return std::nullopt;  // there, but which inode is not known

@@ -9,9 +9,10 @@
 // only while the lease stream is up: revokes travel on it. Every
 // reply passes through Observe(), which installs its grants and, under the
 // lease the same reply carries, learns from the operation: a lookup's ENOENT
-// makes the name known absent; a mkdir makes the new directory complete (it
-// is empty, so every name not added since is absent); this client's own
-// creates, links, renames and removals keep complete directories complete.
+// makes the name known absent, a lookup that found it the inode it names;
+// a mkdir makes the new directory complete (it is empty, so every name not
+// added since is absent); this client's own creates, links, renames and
+// removals keep what it knows of the directory true.
 // A revoke forgets everything about the directory; completeness comes back
 // only with a new mkdir. Absent names are answered only to credentials that
 // the MDS let search the directory under the same lease.
@@ -109,6 +110,9 @@ class DirLeases {
     bool complete = false;
     absl::flat_hash_map<std::string, uint64_t> names;  // when complete: every name (inode, 0 unknown)
     absl::flat_hash_set<std::string> absent;  // known absent (also when not complete)
+    // When not complete: names a lookup found under this lease, or this
+    // client made, and their inodes.
+    absl::flat_hash_map<std::string, uint64_t> found;
     std::vector<pb::Creds> searchers;         // may search it under this lease
   };
 
@@ -144,6 +148,9 @@ class DirLeases {
   // `name` is gone from `dir`, under the lease `reply` granted on it.
   void Absent(const pb::MetaReply& reply, uint64_t dir, const std::string& name, absl::Time now)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // A lookup found `name` in `dir` as `ino`, under the lease `reply` granted.
+  void Found(const pb::MetaReply& reply, uint64_t dir, const std::string& name, uint64_t ino,
+             absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Prune(absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   absl::Mutex mu_;

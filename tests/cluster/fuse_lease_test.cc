@@ -434,6 +434,37 @@ TEST_CASE("fuse leases: a name another mount renames or removes is not reached t
   }
 }
 
+TEST_CASE("fuse leases: names this mount only looked up follow another mount's renames and removals",
+          "[fuse][leases]") {
+  TwoMounts f;
+  // The other mount makes the directory, so this one knows only the names
+  // it looks up there (under its lease), not all of them.
+  REQUIRE(mkdir(f.Q("d").c_str(), 0755) == 0);
+  for (int round = 0; round < 2; ++round) {
+    INFO("round " << round);
+    WriteFile(f.Q("d/a"), "one");
+    WriteFile(f.Q("d/b"), "two");
+    CHECK(ReadFile(f.P("d/a")) == "one");
+    CHECK(ReadFile(f.P("d/b")) == "two");
+    // Round 1: past the kernel's own keeping of names (1 s), so its next
+    // lookups reach the mount, which answers from what it found.
+    if (round == 1) absl::SleepFor(absl::Milliseconds(1200));
+    CHECK(ReadFile(f.P("d/a")) == "one");
+    REQUIRE(rename(f.Q("d/b").c_str(), f.Q("d/a").c_str()) == 0);
+    CHECK(ReadFile(f.P("d/a")) == "two");
+    CHECK(StatErrno(f.P("d/b")) == ENOENT);
+    if (round == 1) absl::SleepFor(absl::Milliseconds(1200));
+    REQUIRE(link(f.Q("d/a").c_str(), f.Q("d/c").c_str()) == 0);
+    CHECK(Lstat(f.P("d/a")).st_nlink == 2);
+    CHECK(ReadFile(f.P("d/c")) == "two");
+    REQUIRE(unlink(f.Q("d/a").c_str()) == 0);
+    CHECK(StatErrno(f.P("d/a")) == ENOENT);
+    CHECK(Lstat(f.P("d/c")).st_nlink == 1);
+    REQUIRE(unlink(f.Q("d/c").c_str()) == 0);
+    CHECK(StatErrno(f.P("d/c")) == ENOENT);
+  }
+}
+
 // A mount's own chmod of a directory revokes its own lease on it while the
 // kernel holds the directory for that chmod: the revoke must not wait for
 // the kernel's names in it to expire (tar sets every directory's mode after

@@ -169,7 +169,9 @@ TEST_CASE("client dir leases: a new directory is complete - own changes keep it 
   CHECK(!c.Known(".").has_value());
   CHECK(c.Known(std::string(255, 'n')) == 0u);
   CHECK(!c.Known(std::string(256, 'n')).has_value());  // ENAMETOOLONG comes from the MDS
-  CHECK(!c.leases.Known(1, "d", Who(0), absl::Now()).has_value());  // parent not complete
+  // The parent is not complete: only the name this client made there is known.
+  CHECK(c.leases.Known(1, "d", Who(0), absl::Now()) == 7u);
+  CHECK(!c.leases.Known(1, "e", Who(0), absl::Now()).has_value());
 
   pb::MetaRequest un = Req(0);
   un.mutable_unlink()->set_parent(7);
@@ -200,12 +202,68 @@ TEST_CASE("client dir leases: a new directory is complete - own changes keep it 
   c.leases.Observe(ex, reply, absl::OkStatus(), absl::Now(), c.leases.epoch());
   CHECK(c.Known("b") == 72u);
   CHECK(c.Known("c") == 71u);
-  // With a directory whose names are not known (1), the name there is
-  // known to exist only; which inode it is, the MDS says.
+  // With a name this client does not know in a directory whose names it
+  // does not all know (1), the name here is known to exist only; which
+  // inode it is, the MDS says. The other side now names what b did.
   ex.mutable_rename()->set_new_parent(1);
-  ex.mutable_rename()->set_new_name("d");
+  ex.mutable_rename()->set_new_name("e");
   c.leases.Observe(ex, reply, absl::OkStatus(), absl::Now(), c.leases.epoch());
   CHECK(!c.Known("b").has_value());
+  CHECK(c.leases.Known(1, "e", Who(0), absl::Now()) == 72u);
+}
+
+TEST_CASE("client dir leases: names a lookup found are known under its lease - own changes keep them true",
+          "[unit][client]") {
+  client::DirLeases leases;
+  leases.StreamUp(1);
+  auto lookup = [&](const std::string& name, uint64_t ino, uint64_t seq) {
+    pb::MetaRequest r = Req(0);
+    r.mutable_lookup()->set_parent(1);
+    r.mutable_lookup()->set_name(name);
+    pb::MetaReply reply;
+    reply.mutable_attr()->set_ino(ino);
+    AddLease(&reply, 1, seq, true);
+    leases.Observe(r, reply, absl::OkStatus(), absl::Now(), leases.epoch());
+  };
+  auto known = [&](const std::string& name) { return leases.Known(1, name, Who(0), absl::Now()); };
+  lookup("a", 10, 4);
+  lookup("b", 11, 4);
+  CHECK(known("a") == 10u);
+  CHECK(known("b") == 11u);
+  CHECK(!known("c").has_value());  // not complete: nothing else is known
+  CHECK(!leases.Known(1, "a", Who(1000), absl::Now()).has_value());  // never searched by 1000
+
+  // This client's own unlink and rename: the names follow, with or without
+  // a lease in the reply.
+  pb::MetaRequest un = Req(0);
+  un.mutable_unlink()->set_parent(1);
+  un.mutable_unlink()->set_name("a");
+  leases.Observe(un, pb::MetaReply(), absl::OkStatus(), absl::Now(), leases.epoch());
+  CHECK(!known("a").has_value());
+  pb::MetaRequest mv = Req(0);
+  mv.mutable_rename()->set_parent(1);
+  mv.mutable_rename()->set_name("b");
+  mv.mutable_rename()->set_new_parent(1);
+  mv.mutable_rename()->set_new_name("c");
+  leases.Observe(mv, pb::MetaReply(), absl::OkStatus(), absl::Now(), leases.epoch());
+  CHECK(!known("b").has_value());
+  CHECK(known("c") == 11u);
+
+  // A revoke forgets them; a found answer that crossed it teaches nothing.
+  leases.Revoke(1, 4);
+  CHECK(!known("c").has_value());
+  lookup("c", 11, 4);
+  CHECK(!known("c").has_value());
+  // A lookup whose reply holds no lease on the directory teaches nothing.
+  pb::MetaRequest r = Req(0);
+  r.mutable_lookup()->set_parent(1);
+  r.mutable_lookup()->set_name("d");
+  pb::MetaReply bare;
+  bare.mutable_attr()->set_ino(12);
+  leases.Observe(r, bare, absl::OkStatus(), absl::Now(), leases.epoch());
+  CHECK(!known("d").has_value());
+  lookup("d", 12, 5);  // a new lease
+  CHECK(known("d") == 12u);
 }
 
 TEST_CASE("client dir leases: a revoke forgets - a grant that crossed it is ignored",
