@@ -289,7 +289,9 @@ void DirLeases::Observe(const pb::MetaRequest& r, const pb::MetaReply& reply,
   switch (r.op_case()) {
     case R::kLookup:
       if (IsNoEntry(status)) Absent(reply, r.lookup().parent(), r.lookup().name(), now);
-      if (status.ok()) Found(reply, r.lookup().parent(), r.lookup().name(), reply.attr().ino(), now);
+      if (status.ok()) {
+        Found(reply, r.lookup().parent(), r.lookup().name(), reply.attr().ino(), now);
+      }
       break;
     case R::kCreate: made(r.create().parent(), r.create().name(), reply.attr().ino()); break;
     case R::kSymlink: made(r.symlink().parent(), r.symlink().name(), reply.attr().ino()); break;

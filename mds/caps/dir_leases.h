@@ -12,11 +12,12 @@
 // in the same way, from the heartbeat on, except those being revoked: a
 // revoke freezes the lease's end at the latest the holder may trust it
 // (its grant's or its last renewal's), so a holder that renews but does
-// not acknowledge cannot hold a change back for longer than a lease. Before a change to a directory (an entry added, removed or
-// renamed; its mode, owner or access ACL changed) every other holder's lease
-// is revoked: the MDS sends a revoke on the holder's lease stream and the
-// change waits for the acknowledgement, or for the lease to run out when the
-// holder is gone. While a revoke is outstanding nobody else is granted that
+// not acknowledge cannot hold a change back for longer than a lease.
+// Before a change to a directory (an entry added, removed or renamed; its
+// mode, owner or access ACL changed) every other holder's lease is revoked:
+// the MDS sends a revoke on the holder's lease stream and the change waits
+// for the acknowledgement, or for the lease to run out when the holder is
+// gone. While a revoke is outstanding nobody else is granted that
 // directory, so a steady reader cannot starve a writer.
 //
 // Sequence numbers tell a grant from a revoke that crossed it on the wire:
