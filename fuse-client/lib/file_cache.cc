@@ -186,6 +186,8 @@ absl::Status FileCache::WriteBatch(const Batch& batch) {
     absl::MutexLock lock(&mu_);
     auto free = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return !held_; };
     mu_.Await(absl::Condition(&free));
+    // Evicted: the object client may already carry the next session's name.
+    if (abandoned_) return error_;
     writing_ = true;
     inline_on = inline_on_;
     fits = inline_on && batch.extents.end() <= inline_limit_;
@@ -482,6 +484,12 @@ void FileCache::Abandon(const absl::Status& why) {
   attrs_ = AttrChanges();
   dirty_since_ = absl::InfiniteFuture();
   if (error_.ok()) error_ = why;
+  abandoned_ = true;
+  // A batch taken before (a background flush woken with the process) ends
+  // under the old name, which the OSDs refuse; one started after the
+  // object client's rename would not be.
+  auto idle = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return !writing_; };
+  mu_.Await(absl::Condition(&idle));
 }
 
 void FileCache::SetWriteThrough(bool on, uint64_t seq) {

@@ -169,7 +169,10 @@ class FileCache : public std::enable_shared_from_this<FileCache> {
   // The mount was evicted and starts over with a new session
   // (recover_session=clean): what is buffered is dropped (its writes were
   // fenced at the OSDs anyway), and every later write or flush fails with
-  // `why`.
+  // `why`. Returns once no batch of this cache is writing, and none starts
+  // after: the caller may then give the object client a new name, which
+  // the OSDs do not refuse, without a batch of the evicted session going
+  // out under it.
   void Abandon(const absl::Status& why);
 
   // Whether every write goes through to the OSDs and is reported before it
@@ -342,6 +345,7 @@ class FileCache : public std::enable_shared_from_this<FileCache> {
   bool reporting_ ABSL_GUARDED_BY(mu_) = false;   // a batch's mtime is on its way to the MDS
   bool held_ ABSL_GUARDED_BY(mu_) = false;        // HoldWrites: no batch starts writing
   bool writing_ ABSL_GUARDED_BY(mu_) = false;     // a batch is past the hold, writing
+  bool abandoned_ ABSL_GUARDED_BY(mu_) = false;   // Abandon: no batch writes any more
   bool attr_authority_ ABSL_GUARDED_BY(mu_) = false;
   AttrChanges attrs_ ABSL_GUARDED_BY(mu_);  // since the last batch taken
 

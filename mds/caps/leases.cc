@@ -362,20 +362,26 @@ uint64_t DataChangeOf(const Request& r) {
   return 0;
 }
 
+// The size to raise the other openers' kernels to after `r` (answered
+// `reply`): 0 after a truncate that did not grow the file (nothing lowers a
+// kernel's size).
+uint64_t RaiseTo(const Request& r, const Reply& reply) {
+  if (r.As<req::Setattr>() != nullptr && reply.attr.size <= reply.prior_size) return 0;
+  return reply.attr.size;
+}
+
 // The byte at `size - 1` of the file after `r` (answered `reply`) when the
 // request shows it: zero after a truncate up (a hole), the last inline byte
-// written at the end. Empty: unknown (in objects).
-std::string TailOf(const Request& r, const Reply& reply) {
-  const uint64_t size = reply.attr.size;
+// written there. Empty: unknown (in objects).
+std::string TailOf(const Request& r, const Reply& reply, uint64_t size) {
   if (size == 0) return {};
-  if (r.As<req::Setattr>() != nullptr) {
-    return size > reply.prior_size ? std::string(1, '\0') : std::string();
-  }
-  if (auto* op = r.As<req::Written>()) {
-    for (const req::Written::Extent& e : op->inline_writes) {
-      const uint64_t at = op->append != 0 ? reply.append_offset : e.offset;
-      if (!e.data.empty() && at + e.data.size() == size) return e.data.substr(e.data.size() - 1);
-    }
+  if (r.As<req::Setattr>() != nullptr) return std::string(1, '\0');  // grown: a hole
+  auto* op = r.As<req::Written>();
+  if (op == nullptr || reply.inline_refused) return {};
+  // The last extent that covers the byte wrote it.
+  for (auto e = op->inline_writes.rbegin(); e != op->inline_writes.rend(); ++e) {
+    const uint64_t at = op->append != 0 ? reply.append_offset : e->offset;
+    if (at < size && size - at <= e->data.size()) return e->data.substr(size - 1 - at, 1);
   }
   return {};
 }
@@ -387,7 +393,8 @@ std::vector<Leases::RecallKey> Leases::Invalidate(const Request& request, const 
   if (ino == 0) return {};
   auto o = openers_.find(ino);
   if (o == openers_.end()) return {};
-  const std::string tail = TailOf(request, reply);
+  const uint64_t size = RaiseTo(request, reply);
+  const std::string tail = TailOf(request, reply, size);
   std::vector<RecallKey> wanted;
   for (const auto& [id, opener] : o->second) {
     if (id == request.session.value() || !streams_.contains(id)) continue;
@@ -398,7 +405,7 @@ std::vector<Leases::RecallKey> Leases::Invalidate(const Request& request, const 
     event.set_ino(ino);
     event.set_seq(seq);
     event.set_inval(true);
-    event.set_size(reply.attr.size);
+    event.set_size(size);
     event.set_tail(tail);
     event.set_in_objects(!reply.attr.data_inline);
     Send(id, event);

@@ -287,12 +287,24 @@ TEST_CASE("leases: a shared file - its writers write through - its openers drop 
     CHECK(got[0].size() == 9000);
     CHECK(got[0].tail() == std::string(1, '\0'));  // a truncate up ends in a hole
   }
+  // A truncate down raises nothing (the size is 0: nothing to store).
+  Reply cut_down;
+  cut_down.attr.size = 100;
+  cut_down.prior_size = 9000;
+  CHECK(leases.Invalidate(Of(2, cut), cut_down).size() == 2);
+  for (uint64_t id : {1, 3}) {
+    std::deque<pb::LeaseEvent> got = take(id);
+    REQUIRE(got.size() == 1);
+    CHECK(got[0].size() == 0);
+    CHECK(got[0].tail().empty());
+  }
   // Inline bytes written at the end show the last byte too.
   req::Written small;
   small.ino = InodeId(500);
   small.end = 4100;
   small.inline_report = true;
   small.inline_writes.push_back({4096, "wxyz"});
+  small.inline_writes.push_back({4099, "!"});  // written later: the last byte
   Reply small_reply;
   small_reply.attr.size = 4100;
   small_reply.attr.data_inline = true;
@@ -300,7 +312,7 @@ TEST_CASE("leases: a shared file - its writers write through - its openers drop 
   for (uint64_t id : {2, 3}) {
     std::deque<pb::LeaseEvent> got = take(id);
     REQUIRE(got.size() == 1);
-    CHECK(got[0].tail() == "z");
+    CHECK(got[0].tail() == "!");
     CHECK_FALSE(got[0].in_objects());
   }
   // A session that goes takes its invalidations with it.
