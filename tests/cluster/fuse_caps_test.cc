@@ -283,15 +283,6 @@ TEST_CASE("fuse caps: a file another mount writes is never answered from a cap",
   REQUIRE(close(b) == 0);
 }
 
-// MDS requests of kind `op` served so far.
-double MdsRequests(Cluster& cluster, const std::string& op) {
-  auto page = HttpGet(cluster.MdsMetricsAddr(), "/metrics");
-  REQUIRE(page.ok());
-  auto v = MetricValue(page->body,
-                       absl::StrCat("weft_mds_request_latency_seconds_count{op=\"", op, "\"}"));
-  return v.ok() ? *v : 0;  // none served yet
-}
-
 TEST_CASE("fuse caps: the session heartbeat keeps caps past their grant - revokes still reach them",
           "[fuse][caps]") {
   ClusterOptions options;

@@ -266,20 +266,13 @@ TEST_CASE("client access: decided from trusted attributes without an ACL - by th
   CHECK(seen == 0);
 }
 
-double MdsLookups(Cluster& cluster) {
-  auto page = HttpGet(cluster.MdsMetricsAddr(), "/metrics");
-  REQUIRE(page.ok());
-  auto v = MetricValue(page->body, "weft_mds_request_latency_seconds_count{op=\"lookup\"}");
-  return v.ok() ? *v : 0;  // no lookup served yet
-}
-
 // MDS lookups for `stats` stats of each of `names` (paths) in a row.
 double LookupsFor(Cluster& cluster, const std::vector<std::string>& names, int stats) {
-  const double before = MdsLookups(cluster);
+  const double before = MdsRequests(cluster, "lookup");
   for (int i = 0; i < stats; ++i) {
     for (const std::string& name : names) CHECK(StatErrno(name) == 0);
   }
-  return MdsLookups(cluster) - before;
+  return MdsRequests(cluster, "lookup") - before;
 }
 
 // Samba gives every directory an ACL. When the ACL lets everyone search, the

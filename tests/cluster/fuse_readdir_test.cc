@@ -212,13 +212,6 @@ TEST_CASE("fuse readdir: a name removed mid-listing - by this mount or the other
   }
 }
 
-double MdsStatfsCalls(Cluster& cluster) {
-  auto page = HttpGet(cluster.MdsMetricsAddr(), "/metrics");
-  REQUIRE(page.ok());
-  auto v = MetricValue(page->body, "weft_mds_request_latency_seconds_count{op=\"statfs\"}");
-  return v.ok() ? *v : 0;  // none served yet
-}
-
 TEST_CASE("fuse statfs: asked of the MDS at most once a second - same answer meanwhile",
           "[fuse][readdir]") {
   ClusterOptions options;
@@ -226,7 +219,7 @@ TEST_CASE("fuse statfs: asked of the MDS at most once a second - same answer mea
   MountFixture f(options);
   struct statvfs first;
   REQUIRE(statvfs(f.mount->dir().c_str(), &first) == 0);
-  const double before = MdsStatfsCalls(*f.cluster);
+  const double before = MdsRequests(*f.cluster, "statfs");
   const absl::Time start = absl::Now();
   for (int i = 0; i < 50; ++i) {
     struct statvfs again;
@@ -236,13 +229,13 @@ TEST_CASE("fuse statfs: asked of the MDS at most once a second - same answer mea
   }
   const double seconds = absl::ToDoubleSeconds(absl::Now() - start);
   // One more per second that passed (a stalled machine), never one per call.
-  CHECK(MdsStatfsCalls(*f.cluster) - before <= 1 + seconds);
+  CHECK(MdsRequests(*f.cluster, "statfs") - before <= 1 + seconds);
   // After the second, the MDS is asked again.
   absl::SleepFor(absl::Milliseconds(1100));
-  const double later = MdsStatfsCalls(*f.cluster);
+  const double later = MdsRequests(*f.cluster, "statfs");
   struct statvfs fresh;
   REQUIRE(statvfs(f.mount->dir().c_str(), &fresh) == 0);
-  CHECK(MdsStatfsCalls(*f.cluster) == later + 1);
+  CHECK(MdsRequests(*f.cluster, "statfs") == later + 1);
 }
 
 }  // namespace

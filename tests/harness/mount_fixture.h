@@ -21,6 +21,7 @@
 #include "tests/harness/cluster.h"
 #include "tests/harness/file_io.h"
 #include "tests/harness/fs_fixture.h"
+#include "tests/harness/http.h"
 #include "tests/harness/mount.h"
 
 namespace weft::testing {
@@ -122,6 +123,16 @@ inline void SyncFile(const std::string& path) {
 inline std::string Xattr(const std::string& path, const std::string& name) {
   absl::StatusOr<std::string> v = GetXattr(path, name);
   return v.ok() ? *std::move(v) : absl::StrCat("errno=", StatusToErrno(v.status()));
+}
+
+// MDS requests of kind `op` ("lookup", "getattr", ...) served so far, from
+// its metrics (ClusterOptions::metrics).
+inline double MdsRequests(Cluster& cluster, const std::string& op) {
+  auto page = HttpGet(cluster.MdsMetricsAddr(), "/metrics");
+  REQUIRE(page.ok());
+  auto v = MetricValue(page->body,
+                       absl::StrCat("weft_mds_request_latency_seconds_count{op=\"", op, "\"}"));
+  return v.ok() ? *v : 0;  // none served yet
 }
 
 // stat(2)'s errno for `path` (0: it succeeded).
