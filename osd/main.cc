@@ -139,6 +139,25 @@ int main(int argc, char** argv) {
   auto stats_ms = config->GetInt("osd_stats_interval_ms", options.stats_interval_ms);
   if (!stats_ms.ok()) return Fail(std::string(stats_ms.status().message()));
   options.stats_interval_ms = *stats_ms;
+  // Scrub: intervals in seconds, the load threshold in % of one core's load.
+  struct IntKey {
+    const char* key;
+    int64_t* value;
+  };
+  int64_t max_scrubs = options.max_scrubs, chunk = options.scrub_chunk_objects;
+  for (IntKey k : {IntKey{"osd_scrub_min_interval", &options.scrub_min_interval_s},
+                   IntKey{"osd_deep_scrub_interval", &options.deep_scrub_interval_s},
+                   IntKey{"osd_scrub_load_threshold_pct", &options.scrub_load_threshold_pct},
+                   IntKey{"osd_max_scrubs", &max_scrubs},
+                   IntKey{"osd_scrub_sleep_ms", &options.scrub_sleep_ms},
+                   IntKey{"osd_scrub_chunk_max", &chunk}}) {
+    auto v = config->GetInt(k.key, *k.value);
+    if (!v.ok()) return Fail(std::string(v.status().message()));
+    *k.value = *v;
+  }
+  if (max_scrubs > 16 || chunk > 10000) return Fail("osd_max_scrubs or osd_scrub_chunk_max too big");
+  options.max_scrubs = static_cast<int>(max_scrubs);
+  options.scrub_chunk_objects = static_cast<int>(chunk);
   auto metrics_addr = weft::metrics::ListenAddr(*config, "osd_metrics_port", options.id,
                                                 options.bind_addr, absl::GetFlag(FLAGS_metrics));
   if (!metrics_addr.ok()) return Fail(std::string(metrics_addr.status().message()));

@@ -104,6 +104,9 @@ absl::Status OsdDaemon::Start() {
   stats_thread_ = std::thread([this] { StatsLoop(); });
   if (options_.ec_commit_delay_ms > 0) commit_thread_ = std::thread([this] { CommitLoop(); });
   if (options_.memory_trim_ms > 0) trim_thread_ = std::thread([this] { TrimLoop(); });
+  for (int i = 0; i < options_.max_scrubs; ++i) {
+    scrub_threads_.emplace_back([this] { ScrubLoop(); });
+  }
   LOG(INFO) << "event=started osd=" << options_.id << " addr=" << address_
             << " data=" << options_.data_dir << " epoch=" << CurrentMap()->epoch;
   return absl::OkStatus();
@@ -311,7 +314,12 @@ std::string OsdDaemon::AliveValue() {
     auto* stat = alive.add_pgs();
     stat->set_pgid(pg->coll());
     stat->set_state(pg->StateName());
+    const pb::PgScrubStat scrub = pg->ScrubStat();
+    stat->set_scrub_errors(scrub.errors());
+    stat->set_last_scrub_ms(scrub.last_scrub_ms());
+    stat->set_last_deep_scrub_ms(scrub.last_deep_scrub_ms());
   }
+  alive.set_read_repairs(counters_.read_repairs);
   return alive.SerializeAsString();
 }
 
@@ -406,6 +414,7 @@ void OsdDaemon::Wait() { shutdown_.WaitForNotification(); }
 void OsdDaemon::RequestShutdown() {
   if (!shutdown_.HasBeenNotified()) shutdown_.Notify();
   absl::MutexLock wake(&stats_mu_);  // StatsLoop's condition reads shutdown_
+  absl::MutexLock wake_scrubs(&scrub_mu_);  // so does ScrubLoop's
 }
 
 void OsdDaemon::Shutdown() {
@@ -414,6 +423,8 @@ void OsdDaemon::Shutdown() {
   if (stats_thread_.joinable()) stats_thread_.join();
   if (commit_thread_.joinable()) commit_thread_.join();
   if (trim_thread_.joinable()) trim_thread_.join();
+  for (std::thread& t : scrub_threads_) t.join();
+  scrub_threads_.clear();
   // No new maps, so no new peering; queued peering and recovery are dropped.
   map_watch_.reset();
   if (background_) background_->Cancel();

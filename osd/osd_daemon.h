@@ -66,8 +66,34 @@ class OsdDaemon {
   void Push(const pb::PushRequest& req, pb::PushReply* reply);
   void Activate(const pb::ActivateRequest& req, pb::ActivateReply* reply);
   void Rollback(const pb::RollbackRequest& req, pb::PushReply* reply);
+  // Scrub and repair (osd_scrub.cc).
+  void PgCommand(const pb::PgCommandRequest& req, pb::PgCommandReply* reply);
+  void ScrubMap(const pb::ScrubMapRequest& req, pb::ScrubMapReply* reply);
 
  private:
+  // ---- scrubs (osd_scrub.cc): max_scrubs threads run the scrubs operators
+  // asked for first, then those the schedule makes due.
+  struct ScrubWaiter {
+    absl::Mutex mu;
+    int left ABSL_GUARDED_BY(mu) = 0;
+    absl::Status status ABSL_GUARDED_BY(mu);
+    std::vector<pb::InconsistentObject> found ABSL_GUARDED_BY(mu);
+  };
+  struct ScrubJob {
+    std::shared_ptr<Pg> pg;
+    pb::PgCommandType type = pb::PGC_NONE;
+    std::shared_ptr<ScrubWaiter> waiter;  // null: nobody waits
+  };
+  void ScrubLoop();
+  // The next PG the schedule makes due (none while the host is loaded).
+  ScrubJob NextScheduledScrub();
+  bool HostLoaded() const;
+  std::vector<std::shared_ptr<Pg>> PrimaryPgs();
+  absl::Mutex scrub_mu_;
+  std::deque<ScrubJob> scrub_queue_ ABSL_GUARDED_BY(scrub_mu_);
+  size_t scrub_cursor_ ABSL_GUARDED_BY(scrub_mu_) = 0;  // fairness of the schedule
+  std::vector<std::thread> scrub_threads_;
+
   // ENOSPC for a request that would add data while an OSD is marked full
   // (unless OPF_FULL_TRY), or while this OSD is past its failsafe ratio.
   absl::Status CheckFull(const pb::OpRequest& req, const OsdMap& map);

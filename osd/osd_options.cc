@@ -29,6 +29,22 @@ absl::Status OsdOptions::Validate() const {
   if (push_piece_bytes < 4096 || push_piece_bytes > (16ull << 20)) {
     return absl::InvalidArgumentError("push piece must be within [4 KiB, 16 MiB]");
   }
+  if (scrub_min_interval_s < 1 || deep_scrub_interval_s < 1) {
+    return absl::InvalidArgumentError(
+        "osd_scrub_min_interval and osd_deep_scrub_interval must be at least 1 s");
+  }
+  if (scrub_load_threshold_pct < 0) {
+    return absl::InvalidArgumentError("osd_scrub_load_threshold must not be negative");
+  }
+  if (max_scrubs < 1 || max_scrubs > 16) {
+    return absl::InvalidArgumentError("osd_max_scrubs must be within [1, 16]");
+  }
+  if (scrub_sleep_ms < 0 || scrub_sleep_ms > 60000) {
+    return absl::InvalidArgumentError("osd_scrub_sleep_ms must be within [0, 60000]");
+  }
+  if (scrub_chunk_objects < 1 || scrub_chunk_objects > 10000) {
+    return absl::InvalidArgumentError("osd_scrub_chunk_max must be within [1, 10000]");
+  }
   return absl::OkStatus();
 }
 

@@ -39,6 +39,18 @@ struct OsdOptions {
   // Tests: recovery starts this long after a PG turns active, a window in
   // which a primary serves without what it lacks (fault point osd.recovery_delay_ms).
   int64_t fault_recovery_delay_ms = 0;
+  // Scrub (osd/pg/pg_scrub.cc): each PG this OSD is primary of is scrubbed
+  // once its last scrub is older than scrub_min_interval_s and deep-scrubbed
+  // once its last deep scrub is older than deep_scrub_interval_s, only while
+  // the host's load average per core is below scrub_load_threshold_pct %,
+  // at most max_scrubs at once; scrub_sleep_ms between chunks of
+  // scrub_chunk_objects objects (the PG's writes wait for a chunk).
+  int64_t scrub_min_interval_s = 86400;
+  int64_t deep_scrub_interval_s = 7 * 86400;
+  int64_t scrub_load_threshold_pct = 50;
+  int max_scrubs = 1;
+  int64_t scrub_sleep_ms = 20;
+  int scrub_chunk_objects = 25;
   std::string metrics_addr;                // Prometheus text on host:port; empty = off
   bool sync = true;                        // fsync; off only for tests on tmpfs
 

@@ -44,6 +44,8 @@ OsdService::OsdService(OsdDaemon* daemon) {
   WEFT_OSD_RPC(Push, PushRequest, PushReply);
   WEFT_OSD_RPC(Activate, ActivateRequest, ActivateReply);
   WEFT_OSD_RPC(Rollback, RollbackRequest, PushReply);
+  WEFT_OSD_RPC(PgCommand, PgCommandRequest, PgCommandReply);
+  WEFT_OSD_RPC(ScrubMap, ScrubMapRequest, ScrubMapReply);
 }
 
 #undef WEFT_OSD_RPC

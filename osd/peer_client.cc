@@ -87,6 +87,8 @@ std::vector<absl::Status> PeerClient::RepOpEach(
 
 namespace {
 
+constexpr int64_t kLongCallFactor = 6;
+
 template <typename Reply>
 absl::Status Finish(const grpc::Status& status, const Reply& reply, const std::string& addr) {
   absl::Status s = rpc::FromGrpc(status, addr);
@@ -129,6 +131,20 @@ absl::Status PeerClient::Activate(const std::string& addr, const pb::ActivateReq
   ctx.set_deadline(rpc::DeadlineIn(timeout_ms_));
   pb::ActivateReply reply;
   return Finish(Stub(addr)->Activate(&ctx, req, &reply), reply, addr);
+}
+
+absl::Status PeerClient::ScrubMap(const std::string& addr, const pb::ScrubMapRequest& req,
+                                  pb::ScrubMapReply* reply) {
+  grpc::ClientContext ctx;
+  ctx.set_deadline(rpc::DeadlineIn(kLongCallFactor * timeout_ms_));
+  return Finish(Stub(addr)->ScrubMap(&ctx, req, reply), *reply, addr);
+}
+
+absl::Status PeerClient::PgCommand(const std::string& addr, const pb::PgCommandRequest& req,
+                                   pb::PgCommandReply* reply) {
+  grpc::ClientContext ctx;
+  ctx.set_deadline(rpc::DeadlineIn(kLongCallFactor * timeout_ms_));
+  return Finish(Stub(addr)->PgCommand(&ctx, req, reply), *reply, addr);
 }
 
 absl::Status PeerClient::Rollback(const std::string& addr, const pb::RollbackRequest& req) {

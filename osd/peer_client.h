@@ -42,6 +42,12 @@ class PeerClient {
   absl::Status Push(const std::string& addr, const pb::PushRequest& req);
   absl::Status Activate(const std::string& addr, const pb::ActivateRequest& req);
   absl::Status Rollback(const std::string& addr, const pb::RollbackRequest& req);
+  // Scrub maps and repair requests read whole objects: they get several
+  // times the deadline of the others.
+  absl::Status ScrubMap(const std::string& addr, const pb::ScrubMapRequest& req,
+                        pb::ScrubMapReply* reply);
+  absl::Status PgCommand(const std::string& addr, const pb::PgCommandRequest& req,
+                         pb::PgCommandReply* reply);
 
   // Erasure pools: like RepOpAll with one request per target (each shard gets
   // its own chunks); `reqs[i]` goes to `targets[i]`.

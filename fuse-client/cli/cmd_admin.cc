@@ -121,8 +121,12 @@ int CmdCluster(const Config& config, const Args& args) {
 int CmdOsd(const Config& config, const Args& args) {
   const char* usage =
       "osd create|ls|tree|out N|in N|set-full-ratio R|set-nearfull-ratio R|"
-      "blocklist ls|add CLIENT [--seconds S]|rm CLIENT";
+      "blocklist ls|add CLIENT [--seconds S]|rm CLIENT|scrub|deep-scrub|repair N|all [--wait]";
   if (args.positional.empty()) return Usage(usage);
+  if (args.positional[0] == "scrub" || args.positional[0] == "deep-scrub" ||
+      args.positional[0] == "repair") {
+    return CmdOsdScrub(config, args);
+  }
   auto admin = Admin(config);
   if (!admin.ok()) return Fail(admin.status());
   const std::string& sub = args.positional[0];
@@ -328,6 +332,10 @@ int CmdStatus(const Config& config, const Args& args) {
                 static_cast<unsigned long>(io.read_bytes()),
                 static_cast<unsigned long>(io.write_bytes()),
                 static_cast<unsigned long>(io.recovery_bytes()));
+  }
+  if (st->read_repairs() > 0) {
+    std::printf("  repair:  %lu damaged copies rewritten on read since the OSDs started\n",
+                static_cast<unsigned long>(st->read_repairs()));
   }
   if (st->checks_size() > 0) {
     std::printf("  warnings:\n");

@@ -22,6 +22,9 @@ int CmdObj(const Config& config, const Args& args);
 int CmdBench(const Config& config, const Args& args);
 int CmdFs(const Config& config, const Args& args);
 int CmdClient(const Config& config, const Args& args);
+int CmdPg(const Config& config, const Args& args);
+// weft osd scrub|deep-scrub|repair N|all (cmd_pg.cc).
+int CmdOsdScrub(const Config& config, const Args& args);
 
 // What rank 0 of `fs` reports (`weft fs status`), within `timeout_ms`.
 absl::StatusOr<pb::FsStatusReply> RankStatus(const pb::FsInfo& fs, int64_t timeout_ms);

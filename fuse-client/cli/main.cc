@@ -2,6 +2,9 @@
 //
 //   weft [-c FILE] cluster init [--failure-domain host|osd|rack]
 //   weft [-c FILE] osd create|ls|tree|out|in|set-full-ratio|set-nearfull-ratio ...
+//   weft [-c FILE] osd scrub|deep-scrub|repair N|all [--wait]
+//   weft [-c FILE] pg scrub|deep-scrub|repair PGID [--wait] | pg ls [inconsistent]
+//   weft [-c FILE] pg list-inconsistent-obj PGID
 //   weft [-c FILE] pool create|ls|rm ...
 //   weft [-c FILE] status
 //   weft [-c FILE] obj put|get|stat|rm|ls POOL [NAME] [FILE]
@@ -27,6 +30,9 @@ constexpr char kUsage[] =
     "  cluster init [--failure-domain host|osd|rack] [--fsid ID]\n"
     "  osd create [--host H] [--rack R] [--weight W] [--id N]\n"
     "  osd ls | osd tree | osd out N | osd in N | osd set-full-ratio R | osd set-nearfull-ratio R\n"
+    "  osd scrub|deep-scrub|repair N|all [--wait]\n"
+    "  pg scrub|deep-scrub|repair PGID [--wait] | pg ls [inconsistent]\n"
+    "  pg list-inconsistent-obj PGID\n"
     "  pool create NAME --size N [--min-size M] [--pg-num P] [--failure-domain host|osd|rack]\n"
     "  pool ls | pool rm NAME --yes-i-really-mean-it\n"
     "  status\n"
@@ -66,7 +72,7 @@ int main(int argc, char** argv) {
     std::fputs(kUsage, stderr);
     return 2;
   }
-  auto args = weft::cli::ParseArgs(rest, {"yes-i-really-mean-it", "no-verify", "detail", "events"});
+  auto args = weft::cli::ParseArgs(rest, {"yes-i-really-mean-it", "no-verify", "detail", "events", "wait"});
   if (!args.ok()) return weft::cli::Fail(args.status());
   auto config = weft::Config::Load(weft::Config::DefaultPath(conf_path));
   if (!config.ok()) return weft::cli::Fail(config.status());
@@ -80,6 +86,7 @@ int main(int argc, char** argv) {
   if (cmd == "bench") return weft::cli::CmdBench(*config, *args);
   if (cmd == "fs") return weft::cli::CmdFs(*config, *args);
   if (cmd == "client") return weft::cli::CmdClient(*config, *args);
+  if (cmd == "pg") return weft::cli::CmdPg(*config, *args);
   std::fprintf(stderr, "weft: unknown command '%s'\n%s", cmd.c_str(), kUsage);
   return 2;
 }

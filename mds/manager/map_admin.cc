@@ -321,7 +321,14 @@ absl::Status MapManager::Status(pb::StatusReply* reply) {
   // "active+clean" just after an OSD went out would be a claim about the
   // old shards, so it does not count.
   std::map<std::string, std::pair<int32_t, std::string>> reported;  // pgid -> (osd, state)
+  std::map<std::string, std::pair<int32_t, uint64_t>> damaged;  // pgid -> (osd, scrub errors)
   for (const auto& [id, a] : alive) {
+    reply->set_read_repairs(reply->read_repairs() + a.read_repairs());
+    // Damage a scrub found stays true across map changes: counted from the
+    // newest report of each PG, whatever its epoch.
+    for (const auto& pg : a.pgs()) {
+      if (pg.scrub_errors() > 0) damaged[pg.pgid()] = {id, pg.scrub_errors()};
+    }
     if (a.epoch() < map->epoch) continue;
     for (const auto& pg : a.pgs()) reported[pg.pgid()] = {id, pg.state()};
   }
@@ -385,6 +392,29 @@ absl::Status MapManager::Status(pb::StatusReply* reply) {
   }
   if (degraded > 0) {
     AddCheck(reply, "WARN", "PG_DEGRADED", absl::StrCat(degraded, " pgs degraded"));
+  }
+  if (!damaged.empty()) {
+    std::vector<std::string> ids;
+    for (const auto& [pgid, found] : damaged) {
+      // A PG a newer report shows clean is repaired.
+      auto now_state = reported.find(pgid);
+      if (now_state != reported.end() && now_state->second.first == found.first &&
+          now_state->second.second.find("inconsistent") == std::string::npos) {
+        continue;
+      }
+      ids.push_back(pgid);
+      reply->add_inconsistent_pgs(pgid);
+      reply->set_scrub_errors(reply->scrub_errors() + found.second);
+    }
+    if (!ids.empty()) {
+      AddCheck(reply, "ERR", "OSD_SCRUB_ERRORS",
+               absl::StrCat(reply->scrub_errors(), " scrub errors"));
+      AddCheck(reply, "ERR", "PG_DAMAGED",
+               absl::StrCat("possible data damage: ", ids.size(), " pg",
+                            ids.size() == 1 ? "" : "s", " inconsistent: ",
+                            absl::StrJoin(ids, ", "),
+                            " (weft pg list-inconsistent-obj PGID; weft pg repair PGID)"));
+    }
   }
   if (worst_fill >= map->full_ratio) {
     AddCheck(reply, "ERR", "OSD_FULL",

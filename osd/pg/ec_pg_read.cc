@@ -86,9 +86,14 @@ absl::Status Pg::EcShardRead(const pb::OpRequest& req, pb::OpReply* reply) {
       if (op.offset() >= meta.size) continue;
       uint64_t len = op.length() == 0 ? meta.size : op.length();
       len = std::min<uint64_t>(len, meta.size - op.offset());
-      ASSIGN_OR_RETURN(std::string data, ctx_.store->Read(coll_, oid, op.offset(), len));
-      bytes += data.size();
-      result->set_data(std::move(data));
+      auto data = ctx_.store->Read(coll_, oid, op.offset(), len);
+      if (absl::IsDataLoss(data.status())) {
+        // The reader decodes around this shard; the primary rebuilds it.
+        ReportDamaged(oid, data.status());
+      }
+      RETURN_IF_ERROR(data.status());
+      bytes += data->size();
+      result->set_data(std::move(*data));
     } else if (op.type() == pb::GETXATTRS) {
       for (const auto& [k, v] : xattrs) {
         auto* kv = result->add_kvs();

@@ -71,6 +71,10 @@ Pg::Pg(PgId id, PgContext ctx, PgLog log, const PoolInfo& pool)
       }
     }
   }
+  const ScrubStamps stamps = ReadScrubStamps(ctx_.store, coll_);
+  scrub_.last_scrub_ms = stamps.last_scrub_ms;
+  scrub_.last_deep_scrub_ms = stamps.last_deep_scrub_ms;
+  scrub_.saved = stamps.saved;
 }
 
 void Pg::OnMap(std::shared_ptr<const OsdMap> map, const PoolInfo& pool,
@@ -160,6 +164,8 @@ std::string Pg::StateName() {
   if (undersized) name += "+undersized";
   if (recovering || undersized) name += "+degraded";
   if (!recovering && !undersized) name += "+clean";
+  if (scrub_.scrubbing) name += scrub_.deep ? "+scrubbing+deep" : "+scrubbing";
+  if (!scrub_.inconsistent.empty()) name += "+inconsistent";
   return name;
 }
 
@@ -206,6 +212,9 @@ void Pg::HandleOp(pb::OpRequest* mutable_req, pb::OpReply* reply) {
       uint64_t bytes = 0;
       status = ExecuteReads(ctx_.store, coll_, req.oid(), req.ops(), reply, &bytes);
       ctx_.counters->read_bytes += bytes;
+      // Our copy is damaged: the primary pulls a good one for itself; a
+      // local-copy reader gets the error, and the primary rewrites ours.
+      if (absl::IsDataLoss(status)) ReportDamaged(req.oid(), status);
     }
   } else if (status.ok() && mutating) {
     status = DoWrite(mutable_req, reply);
@@ -215,6 +224,15 @@ void Pg::HandleOp(pb::OpRequest* mutable_req, pb::OpReply* reply) {
     if (status.ok()) {
       uint64_t bytes = 0;
       status = ExecuteReads(ctx_.store, coll_, req.oid(), req.ops(), reply, &bytes);
+      if (absl::IsDataLoss(status)) {
+        // Never the error while another member holds a good copy: it
+        // replaces ours, and the read runs again.
+        reply->clear_results();
+        status = RepairLocalCopy(req.oid(), interval_id, status);
+        if (status.ok()) {
+          status = ExecuteReads(ctx_.store, coll_, req.oid(), req.ops(), reply, &bytes);
+        }
+      }
       ctx_.counters->read_bytes += bytes;
     }
   }

@@ -43,6 +43,10 @@ struct OsdCounters {
   std::atomic<uint64_t> write_bytes{0};
   std::atomic<uint64_t> recovery_bytes{0};
   std::atomic<uint64_t> ops{0};
+  std::atomic<uint64_t> read_repairs{0};   // copies rewritten after a bad read
+  std::atomic<uint64_t> scrub_errors{0};   // inconsistent objects found by scrubs, ever
+  std::atomic<uint64_t> scrub_repairs{0};  // copies rewritten by repairs
+  std::atomic<uint64_t> scrubbed_bytes{0}; // read by deep scrubs
 };
 
 // What a PG needs from its daemon.
@@ -121,6 +125,25 @@ class Pg : public std::enable_shared_from_this<Pg> {
 
   // "active+clean", "peering", ... and the number of local objects.
   std::string StateName();
+
+  // ---- scrub and repair (pg_scrub.cc; docs/ARCHITECTURE.md, "Scrub and
+  // repair")
+  // Primary: compares the members' copies of every object, a chunk at a
+  // time with the PG's writes held for the chunk (PGC_SCRUB: sizes,
+  // versions, xattrs, omap; PGC_DEEP_SCRUB: also every byte; PGC_REPAIR:
+  // deep, then every bad copy rewritten from a good one). Blocking; only on
+  // an active+clean PG. The inconsistencies found go to *found and stay in
+  // the PG's state until a later scrub finds them gone.
+  absl::Status Scrub(pb::PgCommandType type, std::vector<pb::InconsistentObject>* found);
+  // Primary: a member (`bad`) read a damaged copy of `oid`: rewrites it from
+  // a good one.
+  absl::Status RepairObject(const std::string& oid, OsdId bad);
+  // Member: what it holds of a chunk of objects (ScrubMapRequest).
+  void HandleScrubMap(const pb::ScrubMapRequest& req, pb::ScrubMapReply* reply);
+  pb::PgScrubStat ScrubStat();
+  std::vector<pb::InconsistentObject> Inconsistent();
+  // Primary: the scrub this PG is due for at `now` (PGC_NONE: none).
+  pb::PgCommandType ScrubDue(absl::Time now);
   // Erasure pools: sends the commit point to the other shards if one is due
   // (osd_ec_commit_delay_ms passed without a sub-write carrying it), or now
   // with `force`. The daemon's commit ticker calls this for every PG.
@@ -152,6 +175,23 @@ class Pg : public std::enable_shared_from_this<Pg> {
   absl::Status ReplicaCheck(Epoch sender_epoch, bool need_active)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void RequestRepeer(uint64_t interval_id, const absl::Status& why);
+
+  // Read repair (pg_scrub.cc). Primary of a replicated pool, its own copy
+  // of `oid` failed its checksums (`why`): pulls a good one from another
+  // member (order_ taken here). DataLoss naming the object when none is.
+  absl::Status RepairLocalCopy(const std::string& oid, uint64_t interval_id,
+                               const absl::Status& why);
+  // This OSD's copy of `oid` failed a read (`why`) outside the primary's
+  // repairing read path (a shard read, a replica's local read): asks the
+  // primary, in the background, to rewrite it. At most one report per
+  // object at a time.
+  void ReportDamaged(const std::string& oid, const absl::Status& why);
+  absl::Status RepairObjectLocked(const std::string& oid, OsdId bad, uint64_t interval_id);
+  // Scrub internals (pg_scrub.cc).
+  struct ScrubCopy;
+  absl::Status BuildScrubMap(const pb::ScrubMapRequest& req, pb::ScrubMapReply* reply);
+  absl::Status EcDeepCheck(const std::string& oid, uint64_t logical_size,
+                           std::vector<uint32_t>* bad_parity);
 
   // Erasure pools: shard reads and the primary's read path (ec_read.cc).
   struct EcObject {
@@ -204,8 +244,10 @@ class Pg : public std::enable_shared_from_this<Pg> {
   // Peering and recovery (pg_peering.cc).
   void SchedulePeering(uint64_t interval_id, int64_t delay_ms);
   absl::Status Peer(uint64_t interval_id);
+  // With `expect`, a source whose copy is absent or at another version is
+  // passed over (read repair: the member must hold what the log says).
   absl::Status PullObject(const std::string& oid, const std::vector<std::string>& sources,
-                          uint64_t interval_id);
+                          uint64_t interval_id, const Version* expect = nullptr);
   absl::Status PushObject(OsdId target, const std::string& addr, const std::string& oid,
                           uint64_t interval_id);
   void RecoverAll(uint64_t interval_id);
@@ -248,6 +290,21 @@ class Pg : public std::enable_shared_from_this<Pg> {
   bool ec_readable_ ABSL_GUARDED_BY(mu_) = false;
   // Records our current position as the stored one (at activation).
   void EcStoreShardLocked(Transaction* txn) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  // Scrub state: when the last ones ended (persisted as collection meta
+  // "scrub_stamps", so a restart does not rescrub everything), what the last
+  // one found, and the objects reported damaged and not yet repaired.
+  struct ScrubState {
+    int64_t last_scrub_ms = 0;
+    int64_t last_deep_scrub_ms = 0;
+    bool saved = false;  // the stamps are on disk
+    bool scrubbing = false;
+    bool deep = false;
+    uint64_t objects = 0;
+    std::vector<pb::InconsistentObject> inconsistent;
+  };
+  ScrubState scrub_ ABSL_GUARDED_BY(mu_);
+  std::set<std::string> damage_reported_ ABSL_GUARDED_BY(mu_);
 };
 
 // Erasure pools: internal xattrs of every shard object.
@@ -255,6 +312,15 @@ inline constexpr char kEcSizeXattr[] = "_ec.size";    // logical size, decimal
 inline constexpr char kEcShardXattr[] = "_ec.shard";  // shard position, decimal
 inline constexpr char kEcCommittedMeta[] = "ec_committed";
 inline constexpr char kEcShardMeta[] = "ec_shard";
+
+// The scrub stamps of `coll` as a PG's constructor finds them: saved, or
+// now for a PG never scrubbed (the scheduler counts its intervals from then).
+struct ScrubStamps {
+  int64_t last_scrub_ms = 0;
+  int64_t last_deep_scrub_ms = 0;
+  bool saved = false;
+};
+ScrubStamps ReadScrubStamps(ObjectStore* store, const std::string& coll);
 
 // Adds a recovery piece to `txn` (the receiver's side of a push or pull).
 void AddPushPiece(const pb::PushRequest& req, Transaction* txn);

@@ -30,7 +30,7 @@ void AddPushPiece(const pb::PushRequest& req, Transaction* txn) {
 }
 
 absl::Status Pg::PullObject(const std::string& oid, const std::vector<std::string>& sources,
-                            uint64_t interval_id) {
+                            uint64_t interval_id, const Version* expect) {
   absl::Status last_error = absl::UnavailableError("no member to pull from");
   for (const std::string& addr : sources) {
     pb::OpRequest head;
@@ -47,10 +47,15 @@ absl::Status Pg::PullObject(const std::string& oid, const std::vector<std::strin
     absl::Status status = ctx_.peers->Op(addr, head, &reply);
     pb::PushRequest piece;
     piece.set_oid(oid);
+    if (expect != nullptr && status.ok() && FromProto(reply.results(0).version()) != *expect) {
+      status = absl::DataLossError(absl::StrCat("its copy is at another version"));
+    } else if (expect != nullptr && absl::IsNotFound(status)) {
+      status = absl::DataLossError("it has no copy");
+    }
     if (absl::IsNotFound(status)) {
       piece.set_deleted(true);
     } else if (!status.ok()) {
-      last_error = status;
+      last_error = Annotate(status, addr);
       continue;
     } else {
       const auto& stat = reply.results(0);
