@@ -82,6 +82,12 @@ grpc::Status ClusterService::PoolRemove(grpc::ServerContext*, const pb::PoolRemo
   return grpc::Status::OK;
 }
 
+grpc::Status ClusterService::PoolSet(grpc::ServerContext*, const pb::PoolSetRequest* req,
+                                     pb::AdminReply* reply) {
+  FinishAdmin(manager_->PoolSet(req->name(), req->key(), req->value()), reply);
+  return grpc::Status::OK;
+}
+
 grpc::Status ClusterService::Status(grpc::ServerContext*, const pb::StatusRequest*,
                                     pb::StatusReply* reply) {
   rpc::ToProto(manager_->Status(reply), reply->mutable_status());

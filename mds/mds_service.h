@@ -23,6 +23,7 @@ class ClusterService final : public pb::Cluster::Service {
                          pb::AdminReply*) override;
   grpc::Status PoolCreate(grpc::ServerContext*, const pb::PoolCreateRequest*,
                           pb::AdminReply*) override;
+  grpc::Status PoolSet(grpc::ServerContext*, const pb::PoolSetRequest*, pb::AdminReply*) override;
   grpc::Status PoolRemove(grpc::ServerContext*, const pb::PoolRemoveRequest*,
                           pb::AdminReply*) override;
   grpc::Status Status(grpc::ServerContext*, const pb::StatusRequest*,

@@ -234,7 +234,7 @@ int CmdOsd(const Config& config, const Args& args) {
 int CmdPool(const Config& config, const Args& args) {
   const char* usage =
       "pool create NAME (--size N | --ec K+M [--chunk-size BYTES]) [--min-size M] [--pg-num P] "
-      "[--failure-domain D] | pool ls | "
+      "[--failure-domain D] | pool ls | pool set NAME min_size M | "
       "pool rm NAME --yes-i-really-mean-it";
   if (args.positional.empty()) return Usage(usage);
   auto admin = Admin(config);
@@ -277,6 +277,19 @@ int CmdPool(const Config& config, const Args& args) {
     auto status = (*admin)->PoolCreate(req);
     if (!status.ok()) return Fail(status, "pool create");
     std::printf("pool '%s' created\n", req.name().c_str());
+    return 0;
+  }
+  if (sub == "set") {
+    if (args.positional.size() != 4) return Usage("pool set NAME min_size VALUE");
+    const std::string& name = args.positional[1];
+    auto status = (*admin)->PoolSet(name, args.positional[2], args.positional[3]);
+    if (absl::IsAlreadyExists(status)) {
+      std::printf("%s\n", std::string(status.message()).c_str());
+      return 0;
+    }
+    if (!status.ok()) return Fail(status, "pool set");
+    std::printf("set pool '%s' %s to %s\n", name.c_str(), args.positional[2].c_str(),
+                args.positional[3].c_str());
     return 0;
   }
   if (sub == "rm") {

@@ -34,7 +34,7 @@ constexpr char kUsage[] =
     "  pg scrub|deep-scrub|repair PGID [--wait] | pg ls [inconsistent]\n"
     "  pg list-inconsistent-obj PGID\n"
     "  pool create NAME --size N [--min-size M] [--pg-num P] [--failure-domain host|osd|rack]\n"
-    "  pool ls | pool rm NAME --yes-i-really-mean-it\n"
+    "  pool ls | pool set NAME min_size M | pool rm NAME --yes-i-really-mean-it\n"
     "  status\n"
     "  obj put POOL NAME [FILE|-] | obj get POOL NAME [FILE|-] | obj stat POOL NAME\n"
     "  obj rm POOL NAME | obj ls POOL\n"

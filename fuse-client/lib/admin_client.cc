@@ -109,6 +109,15 @@ absl::Status AdminClient::PoolCreate(const pb::PoolCreateRequest& req) {
   return CallAdmin(&pb::Cluster::Stub::PoolCreate, req);
 }
 
+absl::Status AdminClient::PoolSet(const std::string& name, const std::string& key,
+                                  const std::string& value) {
+  pb::PoolSetRequest req;
+  req.set_name(name);
+  req.set_key(key);
+  req.set_value(value);
+  return CallAdmin(&pb::Cluster::Stub::PoolSet, req);
+}
+
 absl::Status AdminClient::PoolRemove(const std::string& name, const std::string& confirm) {
   pb::PoolRemoveRequest req;
   req.set_name(name);

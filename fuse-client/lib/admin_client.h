@@ -35,6 +35,7 @@ class AdminClient {
   absl::Status Blocklist(const std::string& client, bool remove, int64_t expires_ms);
   absl::Status PoolCreate(const pb::PoolCreateRequest& req);
   absl::Status PoolRemove(const std::string& name, const std::string& confirm);
+  absl::Status PoolSet(const std::string& name, const std::string& key, const std::string& value);
   absl::StatusOr<pb::StatusReply> Status();
   absl::StatusOr<std::string> GetMapBytes();
 

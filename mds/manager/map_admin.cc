@@ -234,6 +234,36 @@ absl::Status MapManager::PoolCreate(const PoolSpec& spec) {
   });
 }
 
+absl::Status MapManager::PoolSet(const std::string& name, const std::string& key,
+                                 const std::string& value) {
+  if (key != "min_size") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("pool setting '", key, "' is not one of: min_size"));
+  }
+  uint32_t min_size = 0;
+  if (!absl::SimpleAtoi(value, &min_size)) {
+    return absl::InvalidArgumentError(absl::StrCat("min_size '", value, "' is not a number"));
+  }
+  return Mutate([&](OsdMap* m) -> absl::Status {
+    auto it = std::find_if(m->pools.begin(), m->pools.end(),
+                           [&](const PoolInfo& p) { return p.name == name; });
+    if (it == m->pools.end()) return absl::NotFoundError(absl::StrCat("no pool '", name, "'"));
+    const uint32_t low = it->type == PoolType::kErasure ? it->ec_k : 1;
+    if (min_size < low || min_size > it->size) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("min_size ", min_size, " of pool '", name, "' must be within [",
+                       it->type == PoolType::kErasure ? "k=" : "", low, ", ",
+                       it->type == PoolType::kErasure ? "k+m=" : "size=", it->size, "]"));
+    }
+    if (it->min_size == min_size) {
+      return absl::AlreadyExistsError(
+          absl::StrCat("pool '", name, "' already has min_size ", min_size));
+    }
+    it->min_size = min_size;
+    return absl::OkStatus();
+  });
+}
+
 absl::Status MapManager::PoolRemove(const std::string& name, const std::string& confirm) {
   if (confirm != name) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -333,6 +363,7 @@ absl::Status MapManager::Status(pb::StatusReply* reply) {
     for (const auto& pg : a.pgs()) reported[pg.pgid()] = {id, pg.state()};
   }
   uint32_t inactive = 0, degraded = 0, below_min = 0;
+  std::vector<std::string> blocked;  // "pgid (acting N < min_size M)", the first few
   for (const PoolInfo& pool : map->pools) {
     const placement::PoolPlacement placement(*map, pool);
     for (uint32_t seed = 0; seed < pool.pg_num; ++seed) {
@@ -347,7 +378,14 @@ absl::Status MapManager::Status(pb::StatusReply* reply) {
         const bool current = it != reported.end() && it->second.first == mapping.primary.value();
         state = current ? it->second.second : "unknown";
       }
-      if (acting < pool.min_size) ++below_min;
+      if (acting < pool.min_size) {
+        ++below_min;
+        if (blocked.size() < 8) {
+          blocked.push_back(absl::StrCat(PgId{pool.id, seed}.ToString(), " (", acting,
+                                         " of ", pool.size, " up < min_size ", pool.min_size,
+                                         ")"));
+        }
+      }
       if (!IsActive(state)) ++inactive;
       if (state.find("degraded") != std::string::npos) ++degraded;
       (*reply->mutable_pg_states())[state]++;
@@ -385,7 +423,9 @@ absl::Status MapManager::Status(pb::StatusReply* reply) {
   }
   if (below_min > 0) {
     AddCheck(reply, "ERR", "PG_UNAVAILABLE",
-             absl::StrCat(below_min, " pgs have fewer members than min_size: I/O blocked"));
+             absl::StrCat(below_min, " pgs have fewer members than min_size, I/O blocked: ",
+                          absl::StrJoin(blocked, ", "), below_min > blocked.size() ? ", ..." : "",
+                          " (bring OSDs back, or weft pool set NAME min_size M)"));
   } else if (inactive > 0) {
     AddCheck(reply, "WARN", "PG_AVAILABILITY",
              absl::StrCat(inactive, " pgs not active yet (peering or not reported)"));
@@ -425,6 +465,11 @@ absl::Status MapManager::Status(pb::StatusReply* reply) {
   }
   AddSlowDiskChecks(*map, alive, options_.slow_disks, reply);
   for (const PoolInfo& pool : map->pools) {
+    if (pool.type == PoolType::kErasure && pool.min_size == pool.ec_k) {
+      AddCheck(reply, "WARN", "POOL_MIN_SIZE_K",
+               absl::StrCat("pool '", pool.name, "' takes writes with only k=", pool.ec_k,
+                            " shards up: one more failure then loses them (k+1 is safe)"));
+    }
     size_t domains = placement::CountFailureDomains(*map, pool.failure_domain);
     if (domains < pool.size) {
       AddCheck(reply, "WARN", "POOL_UNDERSIZED",

@@ -79,6 +79,9 @@ class MapManager {
   absl::Status BlocklistRemove(const std::string& client);
   absl::Status PoolCreate(const PoolSpec& spec);
   absl::Status PoolRemove(const std::string& name, const std::string& confirm);
+  // Changes one setting of a pool: "min_size" (erasure pools: within [k,
+  // k+m], k with a warning in Status; replicated: within [1, size]).
+  absl::Status PoolSet(const std::string& name, const std::string& key, const std::string& value);
   // Names what uses a pool ("" if nothing): pools in use cannot be removed.
   // Set before the admin service is served.
   void SetPoolUser(std::function<std::string(PoolId)> user) { pool_user_ = std::move(user); }

@@ -42,6 +42,9 @@ constexpr char kScrubStampsMeta[] = "scrub_stamps";  // "<last_scrub_ms> <last_d
 // Deep scrub reads and hashes objects in pieces of this size: every member
 // uses the same, so equal bytes give equal digests.
 constexpr uint64_t kDigestPiece = 4ull << 20;
+// A deep scrub's chunk holds at most this many bytes of the primary's
+// objects (and at least one object).
+constexpr uint64_t kDeepChunkBytes = 32ull << 20;
 
 uint64_t Mix(uint64_t digest, absl::string_view piece) {
   std::string both(reinterpret_cast<const char*>(&digest), sizeof(digest));
@@ -359,6 +362,16 @@ absl::Status Pg::Scrub(pb::PgCommandType type, std::vector<pb::InconsistentObjec
       }
       bool more = false;
       ASSIGN_OR_RETURN(auto own, ctx_.store->ListObjects(coll_, cursor, chunk, &more));
+      // A deep chunk ends early once it holds kDeepChunkBytes: the PG's
+      // writes wait for the members to read it all.
+      uint64_t bytes = 0;
+      for (size_t i = 0; deep && i + 1 < own.size(); ++i) {
+        bytes += own[i].second.size;
+        if (bytes >= kDeepChunkBytes) {
+          own.resize(i + 1);
+          more = true;
+        }
+      }
       last = more && !own.empty() ? own.back().first : "";
       pb::ScrubMapRequest req;
       req.set_map_epoch(epoch);

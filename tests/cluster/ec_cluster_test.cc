@@ -15,6 +15,7 @@
 #include <random>
 #include <set>
 #include <thread>
+#include <tuple>
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
@@ -344,6 +345,76 @@ TEST_CASE("erasure 4+2: overwrites while a shard OSD is down are rebuilt on its 
     REQUIRE(*got == data);
   }
   RestartAndCheckEveryKShards(c, *client, pool, 2, objects);
+}
+
+TEST_CASE("erasure 4+2 with min_size 4: writes go on with two shard OSDs down - rebuilt on "
+          "their return",
+          "[cluster][ec]") {
+  Ec42 f(8);
+  Cluster& c = *f.cluster;
+  auto& client = f.client;
+  const PoolId pool = f.pool;
+  // Bad settings are refused with the reason, and change nothing.
+  for (const auto& [key, value, why] :
+       std::vector<std::tuple<std::string, std::string, std::string>>{
+           {"min_size", "3", "must be within [k=4, k+m=6]"},
+           {"min_size", "7", "must be within [k=4, k+m=6]"},
+           {"min_size", "many", "is not a number"},
+           {"size", "4", "is not one of: min_size"}}) {
+    CommandResult r = c.Weft({"pool", "set", "ec", key, value});
+    INFO(r.output);
+    REQUIRE(r.code != 0);
+    REQUIRE(r.output.find(why) != std::string::npos);
+  }
+  REQUIRE(c.Weft({"pool", "set", "nosuch", "min_size", "4"}).code != 0);
+  std::map<std::string, std::string> objects;
+  for (int i = 0; i < 8; ++i) {
+    std::string name = absl::StrCat("o", i);
+    objects[name] = RandomBytes(2 * 4 * kChunk + 4321 * i, 300 + i);
+    REQUIRE(client->Put(pool, name, objects[name]).ok());
+  }
+  c.KillOsd(1);
+  c.KillOsd(4);
+  WaitUpCount(*client, 4);
+  // With the default min_size (k+1) every PG that lost two shards refuses
+  // I/O, and the status says which and what to do.
+  CommandResult r;
+  for (int i = 0; i < 50; ++i) {
+    r = c.Weft({"status"});
+    if (r.output.find("PG_UNAVAILABLE") != std::string::npos) break;
+    absl::SleepFor(absl::Milliseconds(200));
+  }
+  INFO(r.output);
+  REQUIRE(r.output.find("PG_UNAVAILABLE") != std::string::npos);
+  REQUIRE(r.output.find("< min_size 5") != std::string::npos);
+  r = c.Weft({"pool", "set", "ec", "min_size", "4"});
+  INFO(r.output);
+  REQUIRE(r.code == 0);
+  // Writes go on: new objects, overwrites, appends.
+  std::mt19937 rng(9);
+  for (int i = 8; i < 12; ++i) {
+    std::string name = absl::StrCat("o", i);
+    objects[name] = RandomBytes(4 * kChunk + 99 * i, 300 + i);
+    auto put = client->Put(pool, name, objects[name]);
+    INFO(put);
+    REQUIRE(put.ok());
+  }
+  for (auto& [name, data] : objects) {
+    const uint64_t off = kChunk + rng() % 5000;
+    std::string patch = RandomBytes(kChunk + 55, rng());
+    REQUIRE(client->Execute(pool, name, objects::ObjectOperation().Write(off, patch)).ok());
+    if (data.size() < off + patch.size()) data.resize(off + patch.size(), '\0');
+    data.replace(off, patch.size(), patch);
+    auto got = client->Get(pool, name);
+    REQUIRE(got.ok());
+    REQUIRE(*got == data);
+  }
+  r = c.Weft({"status"});
+  INFO(r.output);
+  REQUIRE(r.output.find("POOL_MIN_SIZE_K") != std::string::npos);
+  // Both return: their shards are rebuilt, every k of the 6 read it all.
+  REQUIRE(c.StartOsd(1).ok());
+  RestartAndCheckEveryKShards(c, *client, pool, 4, objects);
 }
 
 // An OSD back from an outage is primary of its PGs again before it has
