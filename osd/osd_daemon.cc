@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <fstream>
 
 #include "absl/strings/escaping.h"
 #include "absl/strings/numbers.h"
@@ -279,6 +280,23 @@ absl::Status OsdDaemon::Register() {
   return absl::OkStatus();
 }
 
+namespace {
+
+// This machine, for telling OSDs that share a file system (AliveValue).
+const std::string& MachineId() {
+  static const std::string id = [] {
+    std::ifstream in("/etc/machine-id");
+    std::string line;
+    if (std::getline(in, line) && !line.empty()) return line;
+    char name[256] = {0};
+    gethostname(name, sizeof(name) - 1);
+    return std::string(name);
+  }();
+  return id;
+}
+
+}  // namespace
+
 std::string OsdDaemon::AliveKey() const {
   return absl::StrCat(ClusterPrefix(options_.fsid), "alive/osd.", options_.id);
 }
@@ -298,6 +316,7 @@ std::string OsdDaemon::AliveValue() {
   alive.set_objects(stats.objects);
   alive.set_fs_total_bytes(stats.fs_total_bytes);
   alive.set_fs_avail_bytes(stats.fs_avail_bytes);
+  if (stats.fs_device != 0) alive.set_fs_id(absl::StrCat(MachineId(), ":", stats.fs_device));
   alive.set_read_bytes(counters_.read_bytes);
   alive.set_write_bytes(counters_.write_bytes);
   alive.set_recovery_bytes(counters_.recovery_bytes);

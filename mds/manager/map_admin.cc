@@ -394,6 +394,9 @@ absl::Status MapManager::Status(pb::StatusReply* reply) {
   }
   reply->set_pools(map->pools.size());
   uint64_t used = 0, avail = 0, total = 0, objects = 0;
+  // Space: each host's file system once, however many OSDs' data dirs it
+  // holds (six OSDs on one disk are one disk's bytes, not six).
+  std::set<std::string> filesystems;
   double worst_fill = 0;
   std::string worst;
   for (const auto& [id, a] : alive) {
@@ -403,8 +406,10 @@ absl::Status MapManager::Status(pb::StatusReply* reply) {
     io->set_write_bytes(a.write_bytes());
     io->set_recovery_bytes(a.recovery_bytes());
     used += a.bytes_used();
-    avail += a.fs_avail_bytes();
-    total += a.fs_total_bytes();
+    if (a.fs_id().empty() || filesystems.insert(a.fs_id()).second) {
+      avail += a.fs_avail_bytes();
+      total += a.fs_total_bytes();
+    }
     objects += a.objects();
     if (const double fill = Fill(a); fill > worst_fill) {
       worst_fill = fill;

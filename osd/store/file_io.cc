@@ -350,6 +350,8 @@ class PosixFileIoImpl final : public FileIo {
     FsSpace space;
     space.total_bytes = static_cast<uint64_t>(st.f_blocks) * st.f_frsize;
     space.avail_bytes = static_cast<uint64_t>(st.f_bavail) * st.f_frsize;
+    struct stat dir;
+    if (::stat(path.c_str(), &dir) == 0) space.device = static_cast<uint64_t>(dir.st_dev);
     return space;
   }
 };

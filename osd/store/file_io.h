@@ -58,6 +58,9 @@ enum class FileType { kFile, kDirectory, kOther };
 struct FsSpace {
   uint64_t total_bytes = 0;
   uint64_t avail_bytes = 0;
+  // The file system's device (st_dev): OSDs of one host sharing it count
+  // its space once.
+  uint64_t device = 0;
 };
 
 class FileIo {

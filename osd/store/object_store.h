@@ -292,6 +292,7 @@ class ObjectStore {
     uint64_t objects = 0;
     uint64_t fs_total_bytes = 0;
     uint64_t fs_avail_bytes = 0;
+    uint64_t fs_device = 0;  // FsSpace::device
   };
   Stats GetStats();
   // How long each Apply took to make its changes durable (data files and

@@ -362,6 +362,7 @@ ObjectStore::Stats ObjectStore::GetStats() {
   if (space.ok()) {
     stats.fs_total_bytes = space->total_bytes;
     stats.fs_avail_bytes = space->avail_bytes;
+    stats.fs_device = space->device;
   } else {
     LOG(WARNING) << "store=" << options_.dir << " statfs_failed=" << space.status();
   }
