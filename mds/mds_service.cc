@@ -88,6 +88,18 @@ grpc::Status ClusterService::PoolSet(grpc::ServerContext*, const pb::PoolSetRequ
   return grpc::Status::OK;
 }
 
+grpc::Status ClusterService::OsdReweight(grpc::ServerContext*, const pb::OsdReweightRequest* req,
+                                         pb::AdminReply* reply) {
+  FinishAdmin(manager_->OsdReweight(req->id(), req->reweight()), reply);
+  return grpc::Status::OK;
+}
+
+grpc::Status ClusterService::OsdRemove(grpc::ServerContext*, const pb::OsdRemoveRequest* req,
+                                       pb::AdminReply* reply) {
+  FinishAdmin(manager_->OsdRemove(req->id(), req->purge()), reply);
+  return grpc::Status::OK;
+}
+
 grpc::Status ClusterService::Status(grpc::ServerContext*, const pb::StatusRequest*,
                                     pb::StatusReply* reply) {
   rpc::ToProto(manager_->Status(reply), reply->mutable_status());

@@ -24,6 +24,10 @@ class ClusterService final : public pb::Cluster::Service {
   grpc::Status PoolCreate(grpc::ServerContext*, const pb::PoolCreateRequest*,
                           pb::AdminReply*) override;
   grpc::Status PoolSet(grpc::ServerContext*, const pb::PoolSetRequest*, pb::AdminReply*) override;
+  grpc::Status OsdReweight(grpc::ServerContext*, const pb::OsdReweightRequest*,
+                           pb::AdminReply*) override;
+  grpc::Status OsdRemove(grpc::ServerContext*, const pb::OsdRemoveRequest*,
+                         pb::AdminReply*) override;
   grpc::Status PoolRemove(grpc::ServerContext*, const pb::PoolRemoveRequest*,
                           pb::AdminReply*) override;
   grpc::Status Status(grpc::ServerContext*, const pb::StatusRequest*,

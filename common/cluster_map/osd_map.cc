@@ -77,6 +77,7 @@ void OsdToProto(const OsdInfo& o, pb::OsdInfo* p) {
   p->set_down_since_ms(o.down_since_ms);
   p->set_auto_out(o.auto_out);
   p->set_full(o.full);
+  if (o.reweight != 1.0) p->set_reweight(o.reweight);
 }
 
 OsdInfo OsdFromProto(const pb::OsdInfo& p) {
@@ -93,6 +94,7 @@ OsdInfo OsdFromProto(const pb::OsdInfo& p) {
   o.down_since_ms = p.down_since_ms();
   o.auto_out = p.auto_out();
   o.full = p.full();
+  o.reweight = p.has_reweight() ? p.reweight() : 1.0;
   return o;
 }
 
@@ -308,6 +310,10 @@ absl::Status OsdMap::Validate() const {
     if (i > 0 && !(osds[i - 1].id < o.id)) {
       return absl::InvalidArgumentError(
           absl::StrCat("osdmap: osds not sorted or duplicated at id ", o.id.value()));
+    }
+    if (!(o.reweight >= 0 && o.reweight <= 1)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("osdmap: osd ", o.id.value(), " reweight ", o.reweight));
     }
     if (!std::isfinite(o.weight) || o.weight < 0) {
       return absl::InvalidArgumentError(

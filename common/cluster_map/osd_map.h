@@ -48,6 +48,11 @@ struct OsdInfo {
   // Its file system is at least full_ratio full (set by the map manager from
   // the OSD's statistics): clients' data writes get ENOSPC.
   bool full = false;
+  // The operator's override in [0, 1] (weft osd reweight): placement gives
+  // the OSD weight × reweight, so 0.5 moves about half its data away and
+  // keeps its capacity weight for later.
+  double reweight = 1.0;
+  double placement_weight() const { return weight * reweight; }
 
   friend bool operator==(const OsdInfo&, const OsdInfo&) = default;
 };

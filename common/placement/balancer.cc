@@ -95,10 +95,10 @@ Balancer::Balancer(const OsdMap& map, const PoolInfo& pool)
     const auto [it, added] = domains.emplace(FailureDomainKey(o, pool.failure_domain),
                                              static_cast<int>(domain_weight_.size()));
     if (added) domain_weight_.push_back(0);
-    domain_weight_[it->second] += o.weight;
+    domain_weight_[it->second] += o.placement_weight();
     Osd osd;
     osd.id = o.id;
-    osd.weight = o.weight;
+    osd.weight = o.placement_weight();
     osd.up = o.up;
     osd.domain = it->second;
     osds_.push_back(std::move(osd));

@@ -323,7 +323,9 @@ void ApplyUpmapItems(absl::Span<const UpmapItem> items,
 }  // namespace internal
 
 // Out, zero-weight (and, defensively, non-finite weight) OSDs get no PGs.
-bool HoldsPgs(const OsdInfo& o) { return o.in && o.weight > 0 && std::isfinite(o.weight); }
+bool HoldsPgs(const OsdInfo& o) {
+  return o.in && o.placement_weight() > 0 && std::isfinite(o.placement_weight());
+}
 
 std::string FailureDomainKey(const OsdInfo& osd, FailureDomain level) {
   switch (level) {
@@ -373,7 +375,7 @@ PoolPlacement::PoolPlacement(const OsdMap& map, const PoolInfo& pool)
   for (const OsdInfo& o : map.osds) {
     if (!HoldsPgs(o)) continue;
     by_key[FailureDomainKey(o, pool.failure_domain)].push_back(
-        Member{o.id, o.weight, o.up, KeyHash(OsdKey(o.id))});
+        Member{o.id, o.placement_weight(), o.up, KeyHash(OsdKey(o.id))});
   }
   std::vector<double> weights;
   for (auto& [key, members] : by_key) {

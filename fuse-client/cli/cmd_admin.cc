@@ -120,7 +120,8 @@ int CmdCluster(const Config& config, const Args& args) {
 
 int CmdOsd(const Config& config, const Args& args) {
   const char* usage =
-      "osd create|ls|tree|out N|in N|set-full-ratio R|set-nearfull-ratio R|"
+      "osd create|ls|tree|out N|in N|reweight N W|rm N|purge N|set-full-ratio R|"
+      "set-nearfull-ratio R|"
       "blocklist ls|add CLIENT [--seconds S]|rm CLIENT|scrub|deep-scrub|repair N|all [--wait]";
   if (args.positional.empty()) return Usage(usage);
   if (args.positional[0] == "scrub" || args.positional[0] == "deep-scrub" ||
@@ -148,6 +149,28 @@ int CmdOsd(const Config& config, const Args& args) {
     auto status = (*admin)->OsdSetIn(id, sub == "in");
     if (!status.ok()) return Fail(status, "osd " + sub);
     std::printf("marked osd.%d %s\n", id, sub.c_str());
+    return 0;
+  }
+  if (sub == "reweight") {
+    int32_t id = -1;
+    double w = -1;
+    if (args.positional.size() != 3 || !absl::SimpleAtoi(args.positional[1], &id) ||
+        !absl::SimpleAtod(args.positional[2], &w)) {
+      return Usage("osd reweight N W   (W in [0, 1])");
+    }
+    auto status = (*admin)->OsdReweight(id, w);
+    if (!status.ok()) return Fail(status, "osd reweight");
+    std::printf("reweighted osd.%d to %g\n", id, w);
+    return 0;
+  }
+  if (sub == "rm" || sub == "purge") {
+    int32_t id = -1;
+    if (args.positional.size() != 2 || !absl::SimpleAtoi(args.positional[1], &id)) {
+      return Usage("osd " + sub + " N");
+    }
+    auto status = (*admin)->OsdRemove(id, sub == "purge");
+    if (!status.ok()) return Fail(status, "osd " + sub);
+    std::printf("removed osd.%d\n", id);
     return 0;
   }
   if (sub == "set-full-ratio" || sub == "set-nearfull-ratio") {
@@ -200,10 +223,12 @@ int CmdOsd(const Config& config, const Args& args) {
   }
   if (sub == "blocklist") return Usage("osd blocklist ls|add CLIENT [--seconds S]|rm CLIENT");
   if (sub == "ls") {
-    std::printf("%-6s %-6s %-4s %-7s %-22s %s\n", "ID", "STATUS", "IN", "WEIGHT", "ADDRESS", "HOST");
+    std::printf("%-6s %-6s %-4s %-7s %-8s %-22s %s\n", "ID", "STATUS", "IN", "WEIGHT",
+                "REWEIGHT", "ADDRESS", "HOST");
     for (const OsdInfo& osd : map->osds) {
-      std::printf("%-6d %-6s %-4s %-7.3f %-22s %s\n", osd.id.value(), osd.up ? "up" : "down",
-                  osd.in ? "in" : "out", osd.weight, osd.addr.c_str(), osd.host.c_str());
+      std::printf("%-6d %-6s %-4s %-7.3f %-8.3f %-22s %s\n", osd.id.value(),
+                  osd.up ? "up" : "down", osd.in ? "in" : "out", osd.weight, osd.reweight,
+                  osd.addr.c_str(), osd.host.c_str());
     }
     return 0;
   }

@@ -30,6 +30,7 @@ constexpr char kUsage[] =
     "  cluster init [--failure-domain host|osd|rack] [--fsid ID]\n"
     "  osd create [--host H] [--rack R] [--weight W] [--id N]\n"
     "  osd ls | osd tree | osd out N | osd in N | osd set-full-ratio R | osd set-nearfull-ratio R\n"
+    "  osd reweight N W | osd rm N | osd purge N\n"
     "  osd scrub|deep-scrub|repair N|all [--wait]\n"
     "  pg scrub|deep-scrub|repair PGID [--wait] | pg ls [inconsistent]\n"
     "  pg list-inconsistent-obj PGID\n"

@@ -109,6 +109,20 @@ absl::Status AdminClient::PoolCreate(const pb::PoolCreateRequest& req) {
   return CallAdmin(&pb::Cluster::Stub::PoolCreate, req);
 }
 
+absl::Status AdminClient::OsdReweight(int32_t id, double reweight) {
+  pb::OsdReweightRequest req;
+  req.set_id(id);
+  req.set_reweight(reweight);
+  return CallAdmin(&pb::Cluster::Stub::OsdReweight, req);
+}
+
+absl::Status AdminClient::OsdRemove(int32_t id, bool purge) {
+  pb::OsdRemoveRequest req;
+  req.set_id(id);
+  req.set_purge(purge);
+  return CallAdmin(&pb::Cluster::Stub::OsdRemove, req);
+}
+
 absl::Status AdminClient::PoolSet(const std::string& name, const std::string& key,
                                   const std::string& value) {
   pb::PoolSetRequest req;

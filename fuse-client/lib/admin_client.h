@@ -29,6 +29,8 @@ class AdminClient {
   absl::StatusOr<int32_t> OsdCreate(const std::string& host, const std::string& rack,
                                     double weight, int32_t id);
   absl::Status OsdSetIn(int32_t id, bool in);
+  absl::Status OsdReweight(int32_t id, double reweight);
+  absl::Status OsdRemove(int32_t id, bool purge);
   absl::Status SetRatio(const std::string& which, double ratio);
   // Adds (or renews) `client` on the OSD blocklist until `expires_ms` (0:
   // until removed), or removes it.

@@ -120,6 +120,66 @@ absl::Status MapManager::OsdSetIn(int32_t id, bool in) {
   return absl::IsAlreadyExists(status) ? absl::OkStatus() : status;
 }
 
+absl::Status MapManager::OsdReweight(int32_t id, double reweight) {
+  if (!(reweight >= 0 && reweight <= 1)) {
+    return absl::InvalidArgumentError(absl::StrCat("reweight ", reweight, " is outside [0, 1]"));
+  }
+  absl::Status status = Mutate([&](OsdMap* m) -> absl::Status {
+    OsdInfo* osd = m->FindOsd(OsdId(id));
+    if (osd == nullptr) return absl::NotFoundError(absl::StrCat("osd.", id, " does not exist"));
+    if (osd->reweight == reweight) return absl::AlreadyExistsError("unchanged");
+    osd->reweight = reweight;
+    Rebalance(m);
+    return absl::OkStatus();
+  });
+  return absl::IsAlreadyExists(status) ? absl::OkStatus() : status;
+}
+
+absl::Status MapManager::OsdRemove(int32_t id, bool purge) {
+  std::shared_ptr<const OsdMap> now = map();
+  if (now == nullptr) return absl::UnavailableError("no map yet");
+  const OsdInfo* osd = now->FindOsd(OsdId(id));
+  if (osd == nullptr) return absl::NotFoundError(absl::StrCat("osd.", id, " does not exist"));
+  if (osd->up) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("osd.", id, " is up: stop its weft-osd first"));
+  }
+  if (osd->in) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "osd.", id, " is in: mark it out (weft osd out ", id,
+        ") and wait until every pg is active+clean, so that it holds no needed copy"));
+  }
+  // Out and down: what it held has a place elsewhere; it is safe to forget
+  // once every PG says its copies are complete there.
+  pb::StatusReply status;
+  RETURN_IF_ERROR(Status(&status));
+  for (const auto& [state, count] : status.pg_states()) {
+    if (state.rfind("active+clean", 0) != 0) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "not safe to remove osd.", id, ": ", count, " pgs are ", state,
+          " (it may hold the only copy of something); wait until every pg is active+clean"));
+    }
+  }
+  RETURN_IF_ERROR(Mutate([&](OsdMap* m) -> absl::Status {
+    auto it = std::find_if(m->osds.begin(), m->osds.end(),
+                           [&](const OsdInfo& o) { return o.id == OsdId(id); });
+    if (it == m->osds.end()) return absl::NotFoundError(absl::StrCat("osd.", id, " does not exist"));
+    if (it->up || it->in) {
+      return absl::FailedPreconditionError(absl::StrCat("osd.", id, " changed state: try again"));
+    }
+    m->osds.erase(it);
+    Rebalance(m);
+    return absl::OkStatus();
+  }));
+  if (purge) {
+    // Its liveness key, if a lease still holds it, and its statistics.
+    auto deleted = etcd_->Delete(absl::StrCat(prefix_, "alive/osd.", id));
+    if (!deleted.ok()) LOG(WARNING) << "event=osd_purge osd=" << id << " status=" << deleted.status();
+  }
+  LOG(INFO) << "event=osd_removed osd=" << id << " purge=" << purge;
+  return absl::OkStatus();
+}
+
 namespace {
 
 // Drops the entries expired by now.

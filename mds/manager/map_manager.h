@@ -68,6 +68,12 @@ class MapManager {
   absl::StatusOr<int32_t> OsdCreate(const std::string& host, const std::string& rack,
                                     double weight, int32_t id);
   absl::Status OsdSetIn(int32_t id, bool in);
+  // The operator's weight override in [0, 1] (OsdInfo::reweight).
+  absl::Status OsdReweight(int32_t id, double reweight);
+  // Removes an OSD from the map: refused while it is up or in, or while any
+  // PG is not active+clean (its data may still be the only copy somewhere).
+  // `purge` also drops what etcd still keeps of it.
+  absl::Status OsdRemove(int32_t id, bool purge);
   // `which` is "full" or "nearfull"; OSDs' full flags follow at once.
   absl::Status SetRatio(const std::string& which, double ratio);
   // Adds `client` to the blocklist until `expires_ms` (0: until removed), or

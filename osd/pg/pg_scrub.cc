@@ -219,7 +219,9 @@ absl::Status Pg::BuildScrubMap(const pb::ScrubMapRequest& req, pb::ScrubMapReply
   for (;;) {
     bool more = false;
     ASSIGN_OR_RETURN(auto page, ctx_.store->ListObjects(coll_, after, 256, &more));
-    for (const auto& [oid, meta] : page) {
+    for (const auto& entry : page) {
+      const std::string& oid = entry.first;
+      const ObjectMeta& meta = entry.second;
       if (!req.last().empty() && oid > req.last()) return absl::OkStatus();
       pb::ScrubEntry* e = reply->add_objects();
       e->set_oid(oid);

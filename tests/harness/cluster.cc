@@ -186,20 +186,24 @@ absl::Status Cluster::Boot() {
   CommandResult init = Weft({"cluster", "init", "--failure-domain", options_.failure_domain});
   if (init.code != 0) return absl::InternalError("weft cluster init: " + init.output);
   RETURN_IF_ERROR(StartMds());
-  for (int i = 0; i < options_.osds; ++i) {
-    CommandResult created = Weft({"osd", "create", "--host", absl::StrCat("host", i)});
-    int id = -1;
-    if (created.code != 0 || !absl::SimpleAtoi(absl::StripAsciiWhitespace(created.output), &id)) {
-      return absl::InternalError("weft osd create: " + created.output);
-    }
-    osd_ids_.push_back(id);
-    CommandResult mkfs = RunCommand({BinPath("weft-osd"), "--mkfs", "--id", std::to_string(id),
-                                     "--data", OsdDataDir(i), "-c", conf_path_});
-    if (mkfs.code != 0) return absl::InternalError("weft-osd --mkfs: " + mkfs.output);
-    osds_.emplace_back();
-    RETURN_IF_ERROR(StartOsd(i));
-  }
+  for (int i = 0; i < options_.osds; ++i) RETURN_IF_ERROR(AddOsd().status());
   return WaitOsdsUp(options_.osds, absl::Seconds(30));
+}
+
+absl::StatusOr<int> Cluster::AddOsd() {
+  const int i = static_cast<int>(osd_ids_.size());
+  CommandResult created = Weft({"osd", "create", "--host", absl::StrCat("host", i)});
+  int id = -1;
+  if (created.code != 0 || !absl::SimpleAtoi(absl::StripAsciiWhitespace(created.output), &id)) {
+    return absl::InternalError("weft osd create: " + created.output);
+  }
+  osd_ids_.push_back(id);
+  osds_.emplace_back();
+  CommandResult mkfs = RunCommand({BinPath("weft-osd"), "--mkfs", "--id", std::to_string(id),
+                                   "--data", OsdDataDir(i), "-c", conf_path_});
+  if (mkfs.code != 0) return absl::InternalError("weft-osd --mkfs: " + mkfs.output);
+  RETURN_IF_ERROR(StartOsd(i));
+  return i;
 }
 
 Cluster::~Cluster() {

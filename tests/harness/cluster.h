@@ -130,6 +130,10 @@ class Cluster {
   // A session with the filesystem (waits up to 60 s for rank 0).
   std::unique_ptr<client::MetaClient> Meta(const std::string& fs);
 
+  // A new OSD (`weft osd create`, mkfs, start) while the cluster runs, as an
+  // operator adds a disk; returns its index (osd_id(index) is its id).
+  absl::StatusOr<int> AddOsd();
+  int osd_count() const { return static_cast<int>(osd_ids_.size()); }
   absl::Status StartOsd(int i);
   void KillOsd(int i);       // SIGKILL
   int SignalOsd(int i, int sig);  // as SignalMds
