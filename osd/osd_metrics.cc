@@ -19,6 +19,15 @@ absl::Status OsdDaemon::StartMetrics() {
   counter("weft_osd_recovery_bytes_total", "Bytes pushed or rebuilt by recovery.",
           &counters_.recovery_bytes);
   counter("weft_osd_ops_total", "Client operations served.", &counters_.ops);
+  counter("weft_osd_read_repairs_total",
+          "Damaged copies rewritten after a read found them (read repair).",
+          &counters_.read_repairs);
+  counter("weft_osd_scrub_errors_total", "Inconsistent objects found by this OSD's scrubs.",
+          &counters_.scrub_errors);
+  counter("weft_osd_scrub_repairs_total", "Copies rewritten by this OSD's repairs.",
+          &counters_.scrub_repairs);
+  counter("weft_osd_scrubbed_bytes_total", "Bytes read by deep scrubs on this OSD.",
+          &counters_.scrubbed_bytes);
 
   const char* latency_help = "Time from a request's arrival to its reply, in seconds.";
   metrics_.AddHistogram("weft_osd_op_latency_seconds", latency_help,

@@ -371,6 +371,15 @@ int CmdStatus(const Config& config, const Args& args) {
                 static_cast<unsigned long>(io.write_bytes()),
                 static_cast<unsigned long>(io.recovery_bytes()));
   }
+  if (st->recovery_objects_left() > 0) {
+    std::string rate = "rate not known yet (run weft status again)";
+    if (st->recovery_objects_sec() > 0) {
+      rate = absl::StrFormat("%.1f copies/s, about %.0f s left", st->recovery_objects_sec(),
+                             st->recovery_objects_left() / st->recovery_objects_sec());
+    }
+    std::printf("  recovery: %lu copies to make; %s\n",
+                static_cast<unsigned long>(st->recovery_objects_left()), rate.c_str());
+  }
   if (st->read_repairs() > 0) {
     std::printf("  repair:  %lu damaged copies rewritten on read since the OSDs started\n",
                 static_cast<unsigned long>(st->read_repairs()));

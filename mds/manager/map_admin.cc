@@ -411,6 +411,7 @@ absl::Status MapManager::Status(pb::StatusReply* reply) {
   // "active+clean" just after an OSD went out would be a claim about the
   // old shards, so it does not count.
   std::map<std::string, std::pair<int32_t, std::string>> reported;  // pgid -> (osd, state)
+  std::map<std::string, uint64_t> missing;  // pgid -> copies left, current reports only
   std::map<std::string, std::pair<int32_t, uint64_t>> damaged;  // pgid -> (osd, scrub errors)
   for (const auto& [id, a] : alive) {
     reply->set_read_repairs(reply->read_repairs() + a.read_repairs());
@@ -420,7 +421,10 @@ absl::Status MapManager::Status(pb::StatusReply* reply) {
       if (pg.scrub_errors() > 0) damaged[pg.pgid()] = {id, pg.scrub_errors()};
     }
     if (a.epoch() < map->epoch) continue;
-    for (const auto& pg : a.pgs()) reported[pg.pgid()] = {id, pg.state()};
+    for (const auto& pg : a.pgs()) {
+      reported[pg.pgid()] = {id, pg.state()};
+      missing[pg.pgid()] = pg.objects_missing();
+    }
   }
   uint32_t inactive = 0, degraded = 0, below_min = 0;
   std::vector<std::string> blocked;  // "pgid (acting N < min_size M)", the first few
@@ -475,6 +479,21 @@ absl::Status MapManager::Status(pb::StatusReply* reply) {
       worst_fill = fill;
       worst = absl::StrCat("osd.", id);
     }
+  }
+  {
+    // Recovery: copies left now, and how fast that fell over the window.
+    uint64_t left = 0;
+    for (const auto& [pgid, n] : missing) left += n;
+    reply->set_recovery_objects_left(left);
+    const absl::Time t = absl::Now();
+    absl::MutexLock lock(&progress_mu_);
+    recovery_samples_.emplace_back(t, left);
+    while (recovery_samples_.size() > 2 && t - recovery_samples_.front().first > absl::Seconds(30)) {
+      recovery_samples_.pop_front();
+    }
+    const auto& [t0, left0] = recovery_samples_.front();
+    const double dt = absl::ToDoubleSeconds(t - t0);
+    if (dt >= 1 && left0 > left) reply->set_recovery_objects_sec((left0 - left) / dt);
   }
   reply->set_bytes_used(used);
   reply->set_bytes_avail(avail);

@@ -10,13 +10,16 @@
 // leader can never overwrite a newer map.
 #pragma once
 
+#include <deque>
 #include <memory>
 #include <string>
 #include <thread>
+#include <utility>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
+#include "absl/time/time.h"
 #include "common/cluster_map/osd_map.h"
 #include "common/etcd/etcd_client.h"
 #include "mds/manager/slow_disks.h"
@@ -137,6 +140,9 @@ class MapManager {
   int64_t leader_lease_ ABSL_GUARDED_BY(mu_) = 0;
   std::string leader_addr_ ABSL_GUARDED_BY(mu_);
   absl::flat_hash_map<int32_t, Alive> alive_ ABSL_GUARDED_BY(mu_);
+  // Recovery progress as Status saw it: (time, copies left), the last ~30 s.
+  absl::Mutex progress_mu_;
+  std::deque<std::pair<absl::Time, uint64_t>> recovery_samples_ ABSL_GUARDED_BY(progress_mu_);
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   bool leader_key_changed_ ABSL_GUARDED_BY(mu_) = false;
 

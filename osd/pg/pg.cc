@@ -169,6 +169,13 @@ std::string Pg::StateName() {
   return name;
 }
 
+uint64_t Pg::ObjectsMissing() {
+  absl::MutexLock lock(&mu_);
+  uint64_t n = log_.missing().size();
+  for (const auto& [osd, missing] : peer_missing_) n += missing.size();
+  return n;
+}
+
 absl::Status Pg::CheckPrimary(uint64_t* interval_id) {
   absl::MutexLock lock(&mu_);
   if (interval_.primary != ctx_.whoami) {

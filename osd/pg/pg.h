@@ -125,6 +125,8 @@ class Pg : public std::enable_shared_from_this<Pg> {
 
   // "active+clean", "peering", ... and the number of local objects.
   std::string StateName();
+  // Primary: copies its members (itself included) still lack.
+  uint64_t ObjectsMissing();
 
   // ---- scrub and repair (pg_scrub.cc; docs/ARCHITECTURE.md, "Scrub and
   // repair")

@@ -307,7 +307,6 @@ absl::Status Pg::EcDeepCheck(const std::string& oid, uint64_t logical_size,
     for (uint32_t p = 0; p < n - k; ++p) {
       if (parity[p] != bufs[k + p]) bad[k + p] = true;
     }
-    ctx_.counters->scrubbed_bytes += len * n;
   }
   for (uint32_t s = k; s < n; ++s) {
     if (bad[s]) bad_parity->push_back(s);
