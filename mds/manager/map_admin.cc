@@ -412,11 +412,12 @@ absl::Status MapManager::Status(pb::StatusReply* reply) {
   // old shards, so it does not count.
   std::map<std::string, std::pair<int32_t, std::string>> reported;  // pgid -> (osd, state)
   std::map<std::string, uint64_t> missing;  // pgid -> copies left, current reports only
-  std::map<std::string, std::pair<int32_t, uint64_t>> damaged;  // pgid -> (osd, scrub errors)
+  // pgid -> (osd, scrub errors): from the PG's primary, whatever the epoch
+  // of its report (damage stays true across map changes; a primary lists
+  // only the PGs it still leads, and one that repaired a PG reports 0).
+  std::map<std::string, std::pair<int32_t, uint64_t>> damaged;
   for (const auto& [id, a] : alive) {
     reply->set_read_repairs(reply->read_repairs() + a.read_repairs());
-    // Damage a scrub found stays true across map changes: counted from the
-    // newest report of each PG, whatever its epoch.
     for (const auto& pg : a.pgs()) {
       if (pg.scrub_errors() > 0) damaged[pg.pgid()] = {id, pg.scrub_errors()};
     }
@@ -520,12 +521,6 @@ absl::Status MapManager::Status(pb::StatusReply* reply) {
   if (!damaged.empty()) {
     std::vector<std::string> ids;
     for (const auto& [pgid, found] : damaged) {
-      // A PG a newer report shows clean is repaired.
-      auto now_state = reported.find(pgid);
-      if (now_state != reported.end() && now_state->second.first == found.first &&
-          now_state->second.second.find("inconsistent") == std::string::npos) {
-        continue;
-      }
       ids.push_back(pgid);
       reply->add_inconsistent_pgs(pgid);
       reply->set_scrub_errors(reply->scrub_errors() + found.second);

@@ -48,7 +48,10 @@ absl::Status Pg::PullObject(const std::string& oid, const std::vector<std::strin
     pb::PushRequest piece;
     piece.set_oid(oid);
     if (expect != nullptr && status.ok() && FromProto(reply.results(0).version()) != *expect) {
-      status = absl::DataLossError(absl::StrCat("its copy is at another version"));
+      const Version has = FromProto(reply.results(0).version());
+      status = absl::DataLossError(absl::StrCat("its copy is at version ", has.epoch, ".",
+                                                has.seq, ", not ", expect->epoch, ".",
+                                                expect->seq));
     } else if (expect != nullptr && absl::IsNotFound(status)) {
       status = absl::DataLossError("it has no copy");
     }

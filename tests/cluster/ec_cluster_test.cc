@@ -34,15 +34,9 @@ PoolId MakeEcPool(Cluster& c, objects::ObjectClient& client, const std::string& 
                             std::to_string(pg_num), "--failure-domain", "osd"});
   INFO(r.output);
   REQUIRE(r.code == 0);
-  absl::StatusOr<PoolId> pool = client.LookupPool(name);
-  for (int i = 0; i < 40 && !pool.ok(); ++i) {
-    client.WaitNewer(client.map()->epoch, absl::Milliseconds(250));
-    pool = client.LookupPool(name);
-  }
+  absl::StatusOr<PoolId> pool = c.WaitPool(client, name);
+  INFO(pool.status());
   REQUIRE(pool.ok());
-  absl::Status clean = c.WaitClean(absl::Seconds(60));
-  INFO(clean);
-  REQUIRE(clean.ok());
   return *pool;
 }
 

@@ -48,15 +48,9 @@ int CorruptEveryDataFile(Cluster& c, int i, uint32_t seed) {
 }
 
 PoolId WaitPool(Cluster& c, objects::ObjectClient& client, const std::string& name) {
-  absl::StatusOr<PoolId> pool = client.LookupPool(name);
-  for (int i = 0; i < 40 && !pool.ok(); ++i) {
-    client.WaitNewer(client.map()->epoch, absl::Milliseconds(250));
-    pool = client.LookupPool(name);
-  }
+  absl::StatusOr<PoolId> pool = c.WaitPool(client, name);
+  INFO(pool.status());
   REQUIRE(pool.ok());
-  absl::Status clean = c.WaitClean(absl::Seconds(60));
-  INFO(clean);
-  REQUIRE(clean.ok());
   return *pool;
 }
 

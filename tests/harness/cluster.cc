@@ -408,14 +408,19 @@ absl::StatusOr<PoolId> Cluster::CreatePool(objects::ObjectClient& client, const 
   CommandResult r = Weft({"pool", "create", name, "--size", std::to_string(size), "--pg-num",
                           std::to_string(pg_num)});
   if (r.code != 0) return absl::InternalError("weft pool create: " + r.output);
+  return WaitPool(client, name, absl::Seconds(30));
+}
+
+absl::StatusOr<PoolId> Cluster::WaitPool(objects::ObjectClient& client, const std::string& name,
+                                         absl::Duration clean_timeout) {
   absl::Time deadline = absl::Now() + absl::Seconds(10);
   absl::StatusOr<PoolId> pool = client.LookupPool(name);
   while (!pool.ok() && absl::Now() < deadline) {
-    client.WaitNewer(client.map()->epoch, absl::Milliseconds(500));
+    client.WaitNewer(client.map()->epoch, absl::Milliseconds(250));
     pool = client.LookupPool(name);
   }
   RETURN_IF_ERROR(pool.status());
-  RETURN_IF_ERROR(WaitClean(absl::Seconds(30)));
+  RETURN_IF_ERROR(WaitClean(clean_timeout));
   return pool;
 }
 

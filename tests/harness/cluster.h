@@ -151,6 +151,10 @@ class Cluster {
   // `client` sees it and every PG is active+clean.
   absl::StatusOr<PoolId> CreatePool(objects::ObjectClient& client, const std::string& name,
                                     int size, int pg_num);
+  // Waits until `client` sees pool `name` (made by the caller) and every PG
+  // is active+clean.
+  absl::StatusOr<PoolId> WaitPool(objects::ObjectClient& client, const std::string& name,
+                                  absl::Duration clean_timeout = absl::Seconds(60));
 
   std::unique_ptr<objects::ObjectClient> Client();
   std::unique_ptr<client::AdminClient> Admin();
