@@ -61,6 +61,13 @@ void OsdDaemon::PgCommand(const pb::PgCommandRequest& req, pb::PgCommandReply* r
       return FillStatus(pgs[0]->RepairObject(req.oid(), OsdId(req.osd())),
                         reply->mutable_status());
     }
+    case pb::PGC_QUERY:
+      if (pgs.size() != 1) {
+        return FillStatus(absl::InvalidArgumentError("a query names one pg"),
+                          reply->mutable_status());
+      }
+      reply->set_message(pgs[0]->Describe());
+      return FillStatus(absl::OkStatus(), reply->mutable_status());
     case pb::PGC_LIST_INCONSISTENT:
       for (const auto& pg : pgs) {
         for (pb::InconsistentObject& o : pg->Inconsistent()) {

@@ -105,7 +105,7 @@ void PrintScrubbed(const pb::PgCommandReply& reply) {
 int CmdPg(const Config& config, const Args& args) {
   const char* usage =
       "pg scrub|deep-scrub|repair PGID [--wait] | pg ls [inconsistent] | "
-      "pg list-inconsistent-obj PGID";
+      "pg list-inconsistent-obj PGID | pg query PGID";
   if (args.positional.empty()) return Usage(usage);
   const std::string& sub = args.positional[0];
   auto map = Map(config);
@@ -150,6 +150,13 @@ int CmdPg(const Config& config, const Args& args) {
   pb::PgCommandRequest req;
   req.set_pool(pg.pool.value());
   req.set_pg_seed(pg.seed);
+  if (sub == "query") {
+    req.set_type(pb::PGC_QUERY);
+    auto reply = Send(addr, req);
+    if (!reply.ok()) return Fail(reply.status(), "pg query");
+    std::printf("%s\n", reply->message().c_str());
+    return 0;
+  }
   if (sub == "list-inconsistent-obj") {
     req.set_type(pb::PGC_LIST_INCONSISTENT);
     auto reply = Send(addr, req);

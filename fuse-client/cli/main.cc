@@ -33,7 +33,7 @@ constexpr char kUsage[] =
     "  osd reweight N W | osd rm N | osd purge N\n"
     "  osd scrub|deep-scrub|repair N|all [--wait]\n"
     "  pg scrub|deep-scrub|repair PGID [--wait] | pg ls [inconsistent]\n"
-    "  pg list-inconsistent-obj PGID\n"
+    "  pg list-inconsistent-obj PGID | pg query PGID\n"
     "  pool create NAME --size N [--min-size M] [--pg-num P] [--failure-domain host|osd|rack]\n"
     "  pool ls | pool set NAME min_size M | pool rm NAME --yes-i-really-mean-it\n"
     "  status\n"

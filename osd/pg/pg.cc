@@ -75,6 +75,7 @@ Pg::Pg(PgId id, PgContext ctx, PgLog log, const PoolInfo& pool)
   scrub_.last_scrub_ms = stamps.last_scrub_ms;
   scrub_.last_deep_scrub_ms = stamps.last_deep_scrub_ms;
   scrub_.saved = stamps.saved;
+  scrub_.inconsistent = stamps.inconsistent;
 }
 
 void Pg::OnMap(std::shared_ptr<const OsdMap> map, const PoolInfo& pool,
@@ -167,6 +168,46 @@ std::string Pg::StateName() {
   if (scrub_.scrubbing) name += scrub_.deep ? "+scrubbing+deep" : "+scrubbing";
   if (!scrub_.inconsistent.empty()) name += "+inconsistent";
   return name;
+}
+
+std::string Pg::Describe() {
+  const std::string state = StateName();
+  absl::MutexLock lock(&mu_);
+  auto ids = [](const std::vector<OsdId>& osds) {
+    std::string out;
+    for (OsdId o : osds) {
+      absl::StrAppend(&out, out.empty() ? "" : ",", o == kNoOsd ? "-" : absl::StrCat(o.value()));
+    }
+    return absl::StrCat("[", out, "]");
+  };
+  const PgInfo& info = log_.info();
+  std::string out = absl::StrCat(
+      "pg: ", coll_, "\nstate: ", state, "\nosd: ", ctx_.whoami.value(),
+      "\nprimary: ", interval_.primary.value(), "\nepoch: ", map_ ? map_->epoch : 0,
+      "\ninterval: ", interval_.id, " (since epoch ", interval_.start_epoch, ")",
+      "\nacting: ", ids(interval_.acting), "\nup: ", ids(interval_.up));
+  if (ec_) absl::StrAppend(&out, "\nshards: ", ids(interval_.shards));
+  absl::StrAppend(&out, "\nsize: ", interval_.size, ", min_size: ", interval_.min_size,
+                  "\nlast_update: ", info.last_update.epoch, ".", info.last_update.seq,
+                  "\nlog_tail: ", info.log_tail.epoch, ".", info.log_tail.seq,
+                  "\nlog entries: ", log_.entries().size(),
+                  "\nmissing here: ", log_.missing().size());
+  for (const auto& [osd, missing] : peer_missing_) {
+    absl::StrAppend(&out, "\nmissing on osd.", osd.value(), ": ", missing.size());
+  }
+  absl::StrAppend(&out, "\nlast scrub: ", absl::FormatTime(absl::FromUnixMillis(
+                                               scrub_.last_scrub_ms), absl::UTCTimeZone()),
+                  "\nlast deep scrub: ",
+                  absl::FormatTime(absl::FromUnixMillis(scrub_.last_deep_scrub_ms),
+                                   absl::UTCTimeZone()),
+                  "\ninconsistent objects: ", scrub_.inconsistent.size());
+  if (state_ == State::kIncomplete) {
+    absl::StrAppend(&out, "\nwhy not active: ", interval_.acting.size(), " members up, min_size ",
+                    interval_.min_size, " (bring OSDs back, or weft pool set NAME min_size M)");
+  } else if (state_ == State::kPeering) {
+    absl::StrAppend(&out, "\nwhy not active: peering (querying the members' logs)");
+  }
+  return out;
 }
 
 uint64_t Pg::ObjectsMissing() {

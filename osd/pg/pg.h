@@ -127,6 +127,10 @@ class Pg : public std::enable_shared_from_this<Pg> {
   std::string StateName();
   // Primary: copies its members (itself included) still lack.
   uint64_t ObjectsMissing();
+  // weft pg query: state, interval, members, log bounds, what is missing
+  // where, scrubs, and why the PG is not active when it is not. Lines of
+  // "key: value".
+  std::string Describe();
 
   // ---- scrub and repair (pg_scrub.cc; docs/ARCHITECTURE.md, "Scrub and
   // repair")
@@ -295,7 +299,8 @@ class Pg : public std::enable_shared_from_this<Pg> {
 
   // Scrub state: when the last ones ended (persisted as collection meta
   // "scrub_stamps", so a restart does not rescrub everything), what the last
-  // one found, and the objects reported damaged and not yet repaired.
+  // one found and left (persisted too), and the objects reported damaged
+  // whose repair is under way.
   struct ScrubState {
     int64_t last_scrub_ms = 0;
     int64_t last_deep_scrub_ms = 0;
@@ -315,12 +320,14 @@ inline constexpr char kEcShardXattr[] = "_ec.shard";  // shard position, decimal
 inline constexpr char kEcCommittedMeta[] = "ec_committed";
 inline constexpr char kEcShardMeta[] = "ec_shard";
 
-// The scrub stamps of `coll` as a PG's constructor finds them: saved, or
-// now for a PG never scrubbed (the scheduler counts its intervals from then).
+// The scrub state of `coll` as a PG's constructor finds it: the stamps
+// saved, or now for a PG never scrubbed (the scheduler counts its intervals
+// from then), and what the last scrub left unrepaired.
 struct ScrubStamps {
   int64_t last_scrub_ms = 0;
   int64_t last_deep_scrub_ms = 0;
   bool saved = false;
+  std::vector<pb::InconsistentObject> inconsistent;  // what the last scrub left
 };
 ScrubStamps ReadScrubStamps(ObjectStore* store, const std::string& coll);
 

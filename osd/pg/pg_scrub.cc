@@ -39,6 +39,9 @@ namespace weft::osd {
 namespace {
 
 constexpr char kScrubStampsMeta[] = "scrub_stamps";  // "<last_scrub_ms> <last_deep_ms>"
+// What the last scrub left unrepaired (a PgCommandReply's `inconsistent`):
+// a primary that restarts still reports it.
+constexpr char kScrubFoundMeta[] = "scrub_inconsistent";
 // Deep scrub reads and hashes objects in pieces of this size: every member
 // uses the same, so equal bytes give equal digests.
 constexpr uint64_t kDigestPiece = 4ull << 20;
@@ -532,6 +535,13 @@ absl::Status Pg::Scrub(pb::PgCommandType type, std::vector<pb::InconsistentObjec
       scrub_.saved = true;
       txn.PutMeta(kScrubStampsMeta,
                   absl::StrCat(scrub_.last_scrub_ms, " ", scrub_.last_deep_scrub_ms));
+      if (left.empty()) {
+        txn.DeleteMeta(kScrubFoundMeta);
+      } else {
+        pb::PgCommandReply found_left;
+        for (const pb::InconsistentObject& o : left) *found_left.add_inconsistent() = o;
+        txn.PutMeta(kScrubFoundMeta, found_left.SerializeAsString());
+      }
     }
   }
   if (status.ok()) status = ctx_.store->Apply(coll_, std::move(txn));
@@ -552,6 +562,11 @@ ScrubStamps ReadScrubStamps(ObjectStore* store, const std::string& coll) {
                 absl::SimpleAtoi(saved->substr(space + 1), &out.last_deep_scrub_ms);
   }
   if (!out.saved) out.last_scrub_ms = out.last_deep_scrub_ms = absl::ToUnixMillis(absl::Now());
+  auto found = store->GetMeta(coll, kScrubFoundMeta);
+  pb::PgCommandReply parsed;
+  if (found.ok() && parsed.ParseFromString(*found)) {
+    out.inconsistent.assign(parsed.inconsistent().begin(), parsed.inconsistent().end());
+  }
   return out;
 }
 

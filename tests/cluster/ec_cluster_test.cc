@@ -381,6 +381,15 @@ TEST_CASE("erasure 4+2 with min_size 4: writes go on with two shard OSDs down - 
   INFO(r.output);
   REQUIRE(r.output.find("PG_UNAVAILABLE") != std::string::npos);
   REQUIRE(r.output.find("< min_size 5") != std::string::npos);
+  {
+    // The first PG named, queried: it says why it is not active.
+    const size_t at = r.output.find("I/O blocked: ") + 13;
+    const std::string pg = r.output.substr(at, r.output.find(' ', at) - at);
+    CommandResult q = c.Weft({"pg", "query", pg});
+    INFO(q.output);
+    REQUIRE(q.code == 0);
+    REQUIRE(q.output.find("why not active: 4 members up, min_size 5") != std::string::npos);
+  }
   r = c.Weft({"pool", "set", "ec", "min_size", "4"});
   INFO(r.output);
   REQUIRE(r.code == 0);

@@ -376,6 +376,32 @@ TEST_CASE("every copy damaged - a data-loss error naming the object - never bad 
     if (!reported) absl::SleepFor(absl::Milliseconds(200));
   }
   REQUIRE(reported);
+  // What the scrub left is kept on disk: the primary of obj-0's PG restarts
+  // and still reports it.
+  auto map = d.client->map();
+  const PoolInfo* info = map->FindPool(d.rep);
+  const PgId pg{d.rep, placement::ObjectToPgSeed("obj-0", info->pg_num)};
+  const OsdId primary = placement::MapPg(*map, *info, pg.seed).primary;
+  int index = -1;
+  for (int i = 0; i < 6; ++i) {
+    if (c.osd_id(i) == primary.value()) index = i;
+  }
+  REQUIRE(index >= 0);
+  c.StopOsd(index);
+  REQUIRE(c.StartOsd(index).ok());
+  REQUIRE(c.WaitOsdsUp(6, absl::Seconds(30)).ok());
+  bool kept = false;
+  for (int i = 0; i < 100 && !kept; ++i) {
+    r = c.Weft({"pg", "list-inconsistent-obj", pg.ToString()});
+    kept = Has(r, "obj-0");
+    if (!kept) absl::SleepFor(absl::Milliseconds(200));
+  }
+  INFO(r.output);
+  REQUIRE(kept);
+  r = c.Weft({"pg", "query", pg.ToString()});
+  INFO(r.output);
+  REQUIRE(r.code == 0);
+  REQUIRE(Has(r, "inconsistent objects: 1"));
   REQUIRE(d.client->Put(d.rep, "after", "still serving").ok());
 }
 
@@ -422,6 +448,11 @@ TEST_CASE("scrub commands refuse what does not exist", "[cluster][scrub]") {
   INFO(r.output);
   REQUIRE(r.code != 0);
   REQUIRE(Has(r, "does not exist"));
+  r = c.Weft({"pg", "query", id + ".0"});
+  INFO(r.output);
+  REQUIRE(r.code == 0);
+  REQUIRE(Has(r, "state: active+clean"));
+  REQUIRE(Has(r, "acting: ["));
   r = c.Weft({"pg", "deep-scrub", id + ".0", "--wait"});
   INFO(r.output);
   REQUIRE(r.code == 0);
