@@ -323,13 +323,7 @@ std::string OsdDaemon::AliveValue() {
   const CommitWindow window = RecentCommits();
   alive.set_commits(window.commits);
   alive.set_commit_latency_us(window.median_us);
-  std::vector<std::shared_ptr<Pg>> pgs;
-  {
-    absl::MutexLock lock(&pgs_mu_);
-    for (auto& [name, pg] : pgs_) pgs.push_back(pg);
-  }
-  for (auto& pg : pgs) {
-    if (!pg->IsPrimary()) continue;
+  for (const auto& pg : PrimaryPgs()) {
     auto* stat = alive.add_pgs();
     stat->set_pgid(pg->coll());
     stat->set_state(pg->StateName());
@@ -414,18 +408,26 @@ void OsdDaemon::TrimLoop() {
   }
 }
 
+std::vector<std::shared_ptr<Pg>> OsdDaemon::AllPgs() {
+  absl::MutexLock lock(&pgs_mu_);
+  std::vector<std::shared_ptr<Pg>> pgs;
+  pgs.reserve(pgs_.size());
+  for (const auto& [name, pg] : pgs_) pgs.push_back(pg);
+  return pgs;
+}
+
+std::vector<std::shared_ptr<Pg>> OsdDaemon::PrimaryPgs() {
+  std::vector<std::shared_ptr<Pg>> pgs = AllPgs();
+  std::erase_if(pgs, [](const std::shared_ptr<Pg>& pg) { return !pg->IsPrimary(); });
+  return pgs;
+}
+
 void OsdDaemon::CommitLoop() {
   const absl::Duration tick =
       absl::Milliseconds(std::max<int64_t>(10, options_.ec_commit_delay_ms / 4));
   while (!shutdown_.WaitForNotificationWithTimeout(tick)) {
-    std::vector<std::shared_ptr<Pg>> pgs;
-    {
-      absl::MutexLock lock(&pgs_mu_);
-      pgs.reserve(pgs_.size());
-      for (auto& [name, pg] : pgs_) pgs.push_back(pg);
-    }
     const absl::Time now = absl::Now();
-    for (const auto& pg : pgs) pg->EcFlushCommit(now);
+    for (const auto& pg : AllPgs()) pg->EcFlushCommit(now);
   }
 }
 

@@ -88,6 +88,9 @@ class OsdDaemon {
   // The next PG the schedule makes due (none while the host is loaded).
   ScrubJob NextScheduledScrub();
   bool HostLoaded() const;
+  // The PGs this OSD holds now (a snapshot: no lock held after), and those
+  // it is primary of.
+  std::vector<std::shared_ptr<Pg>> AllPgs();
   std::vector<std::shared_ptr<Pg>> PrimaryPgs();
   absl::Mutex scrub_mu_;
   std::deque<ScrubJob> scrub_queue_ ABSL_GUARDED_BY(scrub_mu_);

@@ -26,16 +26,6 @@ const char* CommandName(pb::PgCommandType type) {
 
 }  // namespace
 
-std::vector<std::shared_ptr<Pg>> OsdDaemon::PrimaryPgs() {
-  std::vector<std::shared_ptr<Pg>> pgs;
-  {
-    absl::MutexLock lock(&pgs_mu_);
-    for (auto& [name, pg] : pgs_) pgs.push_back(pg);
-  }
-  std::erase_if(pgs, [](const std::shared_ptr<Pg>& pg) { return !pg->IsPrimary(); });
-  return pgs;
-}
-
 void OsdDaemon::PgCommand(const pb::PgCommandRequest& req, pb::PgCommandReply* reply) {
   std::vector<std::shared_ptr<Pg>> pgs;
   if (req.all()) {

@@ -30,8 +30,6 @@ int Fail(const absl::Status& status, const std::string& what) {
   return 1;
 }
 
-namespace {
-
 int Usage(const std::string& text) {
   std::fprintf(stderr, "usage: weft %s\n", text.c_str());
   return 2;
@@ -48,6 +46,8 @@ absl::StatusOr<OsdMap> FetchMap(client::AdminClient& admin) {
   if (!bytes.ok()) return bytes.status();
   return OsdMap::Decode(*bytes);
 }
+
+namespace {
 
 std::string HumanBytes(uint64_t bytes) {
   const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};

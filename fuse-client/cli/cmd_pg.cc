@@ -17,20 +17,6 @@
 namespace weft::cli {
 namespace {
 
-int Usage(const std::string& text) {
-  std::fprintf(stderr, "usage: weft %s\n", text.c_str());
-  return 2;
-}
-
-absl::StatusOr<OsdMap> Map(const Config& config) {
-  auto mds = config.MdsAddresses();
-  if (!mds.ok()) return mds.status();
-  client::AdminClient admin(*mds);
-  auto bytes = admin.GetMapBytes();
-  if (!bytes.ok()) return bytes.status();
-  return OsdMap::Decode(*bytes);
-}
-
 absl::StatusOr<pb::PgCommandType> CommandOf(const std::string& word) {
   if (word == "scrub") return pb::PGC_SCRUB;
   if (word == "deep-scrub") return pb::PGC_DEEP_SCRUB;
@@ -108,7 +94,9 @@ int CmdPg(const Config& config, const Args& args) {
       "pg list-inconsistent-obj PGID | pg query PGID";
   if (args.positional.empty()) return Usage(usage);
   const std::string& sub = args.positional[0];
-  auto map = Map(config);
+  auto admin = Admin(config);
+  if (!admin.ok()) return Fail(admin.status());
+  auto map = FetchMap(**admin);
   if (!map.ok()) return Fail(map.status(), "map");
   if (sub == "ls") {
     const bool only_inconsistent = args.positional.size() == 2 &&
@@ -116,10 +104,7 @@ int CmdPg(const Config& config, const Args& args) {
     if (args.positional.size() > 2 || (args.positional.size() == 2 && !only_inconsistent)) {
       return Usage("pg ls [inconsistent]");
     }
-    auto mds = config.MdsAddresses();
-    if (!mds.ok()) return Fail(mds.status());
-    client::AdminClient admin(*mds);
-    auto status = admin.Status();
+    auto status = (*admin)->Status();
     if (!status.ok()) return Fail(status.status(), "status");
     if (only_inconsistent) {
       for (const std::string& pg : status->inconsistent_pgs()) std::printf("%s\n", pg.c_str());
@@ -184,7 +169,9 @@ int CmdOsdScrub(const Config& config, const Args& args) {
   if (args.positional.size() != 2) return Usage(usage);
   auto type = CommandOf(args.positional[0]);
   if (!type.ok()) return Usage(usage);
-  auto map = Map(config);
+  auto admin = Admin(config);
+  if (!admin.ok()) return Fail(admin.status());
+  auto map = FetchMap(**admin);
   if (!map.ok()) return Fail(map.status(), "map");
   std::vector<const OsdInfo*> osds;
   if (args.positional[1] == "all") {

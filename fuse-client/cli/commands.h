@@ -2,17 +2,25 @@
 // prints errors as one line "weft: <what>: <why>".
 #pragma once
 
+#include <memory>
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "common/cluster_map/osd_map.h"
 #include "common/config/config.h"
 #include "fuse-client/cli/args.h"
+#include "fuse-client/lib/admin_client.h"
 #include "proto/cluster.pb.h"
 #include "proto/mds_client.pb.h"
 
 namespace weft::cli {
 
 int Fail(const absl::Status& status, const std::string& what = "");
+// "usage: weft TEXT" on stderr; returns 2.
+int Usage(const std::string& text);
+// The map manager's admin calls, through the config's MDS addresses.
+absl::StatusOr<std::unique_ptr<client::AdminClient>> Admin(const Config& config);
+absl::StatusOr<OsdMap> FetchMap(client::AdminClient& admin);
 
 int CmdCluster(const Config& config, const Args& args);
 int CmdOsd(const Config& config, const Args& args);

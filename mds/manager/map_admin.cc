@@ -411,20 +411,20 @@ absl::Status MapManager::Status(pb::StatusReply* reply) {
   // "active+clean" just after an OSD went out would be a claim about the
   // old shards, so it does not count.
   std::map<std::string, std::pair<int32_t, std::string>> reported;  // pgid -> (osd, state)
-  std::map<std::string, uint64_t> missing;  // pgid -> copies left, current reports only
-  // pgid -> (osd, scrub errors): from the PG's primary, whatever the epoch
-  // of its report (damage stays true across map changes; a primary lists
-  // only the PGs it still leads, and one that repaired a PG reports 0).
-  std::map<std::string, std::pair<int32_t, uint64_t>> damaged;
+  uint64_t copies_left = 0;  // recovery, from the reports under this map
+  // pgid -> scrub errors, from the PG's primary whatever the epoch of its
+  // report (damage stays true across map changes; a primary lists only the
+  // PGs it still leads, and one that repaired a PG reports 0).
+  std::map<std::string, uint64_t> damaged;
   for (const auto& [id, a] : alive) {
     reply->set_read_repairs(reply->read_repairs() + a.read_repairs());
     for (const auto& pg : a.pgs()) {
-      if (pg.scrub_errors() > 0) damaged[pg.pgid()] = {id, pg.scrub_errors()};
+      if (pg.scrub_errors() > 0) damaged[pg.pgid()] = pg.scrub_errors();
     }
     if (a.epoch() < map->epoch) continue;
     for (const auto& pg : a.pgs()) {
       reported[pg.pgid()] = {id, pg.state()};
-      missing[pg.pgid()] = pg.objects_missing();
+      copies_left += pg.objects_missing();
     }
   }
   uint32_t inactive = 0, degraded = 0, below_min = 0;
@@ -483,8 +483,7 @@ absl::Status MapManager::Status(pb::StatusReply* reply) {
   }
   {
     // Recovery: copies left now, and how fast that fell over the window.
-    uint64_t left = 0;
-    for (const auto& [pgid, n] : missing) left += n;
+    const uint64_t left = copies_left;
     reply->set_recovery_objects_left(left);
     const absl::Time t = absl::Now();
     absl::MutexLock lock(&progress_mu_);
@@ -519,21 +518,16 @@ absl::Status MapManager::Status(pb::StatusReply* reply) {
     AddCheck(reply, "WARN", "PG_DEGRADED", absl::StrCat(degraded, " pgs degraded"));
   }
   if (!damaged.empty()) {
-    std::vector<std::string> ids;
-    for (const auto& [pgid, found] : damaged) {
-      ids.push_back(pgid);
+    for (const auto& [pgid, errors] : damaged) {
       reply->add_inconsistent_pgs(pgid);
-      reply->set_scrub_errors(reply->scrub_errors() + found.second);
+      reply->set_scrub_errors(reply->scrub_errors() + errors);
     }
-    if (!ids.empty()) {
-      AddCheck(reply, "ERR", "OSD_SCRUB_ERRORS",
-               absl::StrCat(reply->scrub_errors(), " scrub errors"));
-      AddCheck(reply, "ERR", "PG_DAMAGED",
-               absl::StrCat("possible data damage: ", ids.size(), " pg",
-                            ids.size() == 1 ? "" : "s", " inconsistent: ",
-                            absl::StrJoin(ids, ", "),
-                            " (weft pg list-inconsistent-obj PGID; weft pg repair PGID)"));
-    }
+    AddCheck(reply, "ERR", "OSD_SCRUB_ERRORS", absl::StrCat(reply->scrub_errors(), " scrub errors"));
+    AddCheck(reply, "ERR", "PG_DAMAGED",
+             absl::StrCat("possible data damage: ", damaged.size(), " pg",
+                          damaged.size() == 1 ? "" : "s", " inconsistent: ",
+                          absl::StrJoin(reply->inconsistent_pgs(), ", "),
+                          " (weft pg list-inconsistent-obj PGID; weft pg repair PGID)"));
   }
   if (worst_fill >= map->full_ratio) {
     AddCheck(reply, "ERR", "OSD_FULL",

@@ -192,10 +192,15 @@ class Pg : public std::enable_shared_from_this<Pg> {
   // primary, in the background, to rewrite it. At most one report per
   // object at a time.
   void ReportDamaged(const std::string& oid, const absl::Status& why);
+  // Rewrites member `bad`'s copy of `oid` from a good one (order_ held).
   absl::Status RepairObjectLocked(const std::string& oid, OsdId bad, uint64_t interval_id);
+  // The other acting members that are not missing `oid`, by address.
+  std::vector<std::string> PullSources(const std::string& oid);
   // Scrub internals (pg_scrub.cc).
   struct ScrubCopy;
   absl::Status BuildScrubMap(const pb::ScrubMapRequest& req, pb::ScrubMapReply* reply);
+  absl::Status ScrubObject(const std::string& oid, const std::vector<ScrubCopy>& list, bool deep,
+                           bool repair, uint64_t interval_id, pb::InconsistentObject* bad);
   absl::Status EcDeepCheck(const std::string& oid, uint64_t logical_size,
                            std::vector<uint32_t>* bad_parity);
 

@@ -49,24 +49,17 @@ constexpr uint64_t kDigestPiece = 4ull << 20;
 // objects (and at least one object).
 constexpr uint64_t kDeepChunkBytes = 32ull << 20;
 
+// A running digest with `piece` folded in.
 uint64_t Mix(uint64_t digest, absl::string_view piece) {
-  std::string both(reinterpret_cast<const char*>(&digest), sizeof(digest));
-  const uint64_t h = common::Checksum64(piece);
-  both.append(reinterpret_cast<const char*>(&h), sizeof(h));
-  return common::Checksum64(both);
+  const uint64_t both[2] = {digest, common::Checksum64(piece)};
+  return common::Checksum64(absl::string_view(reinterpret_cast<const char*>(both), sizeof(both)));
 }
 
-uint64_t DigestOf(const std::vector<std::pair<std::string, std::string>>& kvs) {
-  uint64_t d = 0;
-  for (const auto& [k, v] : kvs) d = Mix(Mix(d, k), v);
-  return d;
+uint64_t MixKv(uint64_t digest, absl::string_view key, absl::string_view value) {
+  return Mix(Mix(digest, key), value);
 }
 
 Version VersionOf(const pb::ScrubEntry& e) { return FromProto(e.version()); }
-
-bool Older(const Version& a, const Version& b) {
-  return a.epoch != b.epoch ? a.epoch < b.epoch : a.seq < b.seq;
-}
 
 // What two readable copies of an object disagree on ("" when nothing).
 std::string Differences(const pb::ScrubEntry& auth, const pb::ScrubEntry& e, bool ec) {
@@ -105,23 +98,24 @@ struct Pg::ScrubCopy {
 
 // ---- read repair
 
+std::vector<std::string> Pg::PullSources(const std::string& oid) {
+  absl::MutexLock lock(&mu_);
+  std::vector<std::string> sources;
+  for (OsdId osd : interval_.acting) {
+    if (osd == ctx_.whoami) continue;
+    auto missing = peer_missing_.find(osd);
+    if (missing != peer_missing_.end() && missing->second.count(oid)) continue;
+    const OsdInfo* info = map_ ? map_->FindOsd(osd) : nullptr;
+    if (info != nullptr) sources.push_back(info->addr);
+  }
+  return sources;
+}
+
 absl::Status Pg::RepairLocalCopy(const std::string& oid, uint64_t interval_id,
                                  const absl::Status& why) {
   SectionGuard ordered(&order_);
-  std::vector<std::string> sources;
-  {
-    absl::MutexLock lock(&mu_);
-    if (interval_.id != interval_id) return why;
-    for (OsdId osd : interval_.acting) {
-      if (osd == ctx_.whoami) continue;
-      auto missing = peer_missing_.find(osd);
-      if (missing != peer_missing_.end() && missing->second.count(oid)) continue;
-      const OsdInfo* info = map_ ? map_->FindOsd(osd) : nullptr;
-      if (info != nullptr) sources.push_back(info->addr);
-    }
-  }
-  ASSIGN_OR_RETURN(ObjectMeta meta, ctx_.store->Stat(coll_, oid));
-  const absl::Status pulled = PullObject(oid, sources, interval_id, &meta.version);
+  if (!StillInterval(interval_id)) return why;
+  const absl::Status pulled = RepairObjectLocked(oid, ctx_.whoami, interval_id);
   if (!pulled.ok()) {
     LOG(ERROR) << "pg=" << coll_ << " event=read_repair_failed oid=" << oid.substr(0, 128)
                << " status=\"" << pulled << "\"";
@@ -198,17 +192,10 @@ absl::Status Pg::RepairObjectLocked(const std::string& oid, OsdId bad, uint64_t 
                                                               " is not a member of pg ", coll_));
   if (ec_) return EcPushShard(bad, oid, interval_id);
   if (bad != ctx_.whoami) return PushObject(bad, AddrOf(bad), oid, interval_id);
-  // Our own copy: from any other member at the version our log knows.
-  std::vector<std::string> sources;
-  {
-    absl::MutexLock lock(&mu_);
-    for (OsdId osd : interval_.acting) {
-      const OsdInfo* info = map_ ? map_->FindOsd(osd) : nullptr;
-      if (osd != ctx_.whoami && info != nullptr) sources.push_back(info->addr);
-    }
-  }
+  // Our own copy: from another member that has it, at the version our
+  // onode records (the log wrote it; a member at another is no source).
   ASSIGN_OR_RETURN(ObjectMeta meta, ctx_.store->Stat(coll_, oid));
-  return PullObject(oid, sources, interval_id, &meta.version);
+  return PullObject(oid, PullSources(oid), interval_id, &meta.version);
 }
 
 // ---- scrub maps (every member)
@@ -233,7 +220,7 @@ absl::Status Pg::BuildScrubMap(const pb::ScrubMapRequest& req, pb::ScrubMapReply
       e->set_shard(-1);
       auto check = [&]() -> absl::Status {
         ASSIGN_OR_RETURN(auto xattrs, ctx_.store->GetXattrs(coll_, oid));
-        std::vector<std::pair<std::string, std::string>> user;
+        uint64_t xattrs_digest = 0;  // of the user xattrs, in name order
         for (const auto& [k, v] : xattrs) {
           if (k == kEcShardXattr) {
             int32_t shard = -1;
@@ -244,15 +231,15 @@ absl::Status Pg::BuildScrubMap(const pb::ScrubMapRequest& req, pb::ScrubMapReply
             uint64_t logical = 0;
             if (absl::SimpleAtoi(v, &logical)) e->set_logical_size(logical);
           }
-          user.emplace_back(k, v);
+          xattrs_digest = MixKv(xattrs_digest, k, v);
         }
-        e->set_xattrs_digest(DigestOf(user));
+        e->set_xattrs_digest(xattrs_digest);
         uint64_t omap_digest = 0;
         std::string key;
         for (;;) {
           bool more_keys = false;
           ASSIGN_OR_RETURN(auto kvs, ctx_.store->OmapList(coll_, oid, key, "", 10000, &more_keys));
-          for (const auto& [k, v] : kvs) omap_digest = Mix(Mix(omap_digest, k), v);
+          for (const auto& [k, v] : kvs) omap_digest = MixKv(omap_digest, k, v);
           if (!more_keys || kvs.empty()) break;
           key = kvs.back().first;
         }
@@ -313,6 +300,117 @@ absl::Status Pg::EcDeepCheck(const std::string& oid, uint64_t logical_size,
   }
   for (uint32_t s = k; s < n; ++s) {
     if (bad[s]) bad_parity->push_back(s);
+  }
+  return absl::OkStatus();
+}
+
+// Judges the copies of one object (`list`: one per member, or shard
+// position) against the authoritative state, into *bad (no copies: all
+// good); with `repair`, rewrites the bad ones (order_ held by the caller).
+absl::Status Pg::ScrubObject(const std::string& oid, const std::vector<ScrubCopy>& list,
+                             bool deep, bool repair, uint64_t interval_id,
+                             pb::InconsistentObject* bad) {
+  // The authoritative state: present or absent as most readable
+  // copies say (a tie: as the primary's, which the log wrote), then
+  // the shape most present ones share, the newest version first.
+  // A copy that cannot be read still exists: the object is not
+  // deleted for want of a readable one.
+  size_t present = 0, absent = 0;
+  bool primary_present = false;
+  std::map<ShapeKey, std::vector<const ScrubCopy*>> shapes;
+  for (const ScrubCopy& c : list) {
+    if (c.entry == nullptr) {
+      ++absent;
+      continue;
+    }
+    ++present;
+    if (c.osd == ctx_.whoami) primary_present = true;
+    if (c.entry->error().empty()) shapes[Shape(*c.entry, ec_ != nullptr)].push_back(&c);
+  }
+  const bool exists = present > absent || (present == absent && primary_present);
+  const pb::ScrubEntry* auth = nullptr;
+  size_t best = 0;
+  // `shapes` is ordered by version first: the newest version's groups come
+  // last, and among them the one most copies share wins.
+  for (const auto& [shape, group] : shapes) {
+    if (auth == nullptr || VersionOf(*auth) != VersionOf(*group[0]->entry) ||
+        group.size() > best) {
+      auth = group[0]->entry;
+      best = group.size();
+    }
+  }
+  bad->set_pgid(coll_);
+  bad->set_oid(oid);
+  std::vector<OsdId> to_fix;
+  auto wrong = [&](const ScrubCopy& c, const std::string& error) {
+    pb::ScrubCopyError* copy = bad->add_copies();
+    copy->set_osd(c.osd.value());
+    copy->set_shard(c.shard);
+    copy->set_error(error);
+    to_fix.push_back(c.osd);
+  };
+  for (const ScrubCopy& c : list) {
+    std::string error;
+    if (c.entry == nullptr) {
+      if (exists) error = "missing";
+    } else if (!c.entry->error().empty()) {
+      error = absl::StrCat("read error: ", c.entry->error());
+    } else if (!exists) {
+      error = "present, but most members have no such object";
+    } else if (auth != nullptr) {
+      error = Differences(*auth, *c.entry, ec_ != nullptr);
+      if (error.empty() && ec_ && c.entry->size() != layout_.ShardSize(auth->logical_size())) {
+        error = absl::StrCat("shard size ", c.entry->size(), " != ",
+                             layout_.ShardSize(auth->logical_size()));
+      }
+    }
+    if (!error.empty()) wrong(c, error);
+  }
+  if (ec_ && deep && exists && auth != nullptr && bad->copies_size() == 0) {
+    std::vector<uint32_t> parity;
+    RETURN_IF_ERROR(EcDeepCheck(oid, auth->logical_size(), &parity));
+    for (uint32_t s : parity) {
+      for (const ScrubCopy& c : list) {
+        if (c.shard == static_cast<int32_t>(s)) wrong(c, "parity does not match the data shards");
+      }
+    }
+  }
+  if (bad->copies_size() == 0) return absl::OkStatus();
+  ++ctx_.counters->scrub_errors;
+  LOG(ERROR) << "pg=" << coll_ << " event=scrub_inconsistent oid=" << oid.substr(0, 128)
+             << " copies=" << bad->copies_size() << " first=\"" << bad->copies(0).error()
+             << "\"";
+  // Nothing to rewrite from when no copy reads: the damage stays
+  // reported.
+  if (repair && (!exists || auth != nullptr)) {
+    // Our own copy first: the others are pushed from it.
+    std::stable_sort(to_fix.begin(), to_fix.end(),
+                     [this](OsdId a, OsdId b) { return a == ctx_.whoami && b != a; });
+    absl::Status fixed;
+    for (OsdId osd : to_fix) {
+      if (!fixed.ok()) break;
+      if (!ec_ && osd == ctx_.whoami && !exists) {
+        Transaction txn;
+        txn.Remove(oid);
+        fixed = ctx_.store->Apply(coll_, std::move(txn));
+      } else if (!ec_ && osd == ctx_.whoami) {
+        std::vector<std::string> sources;
+        for (const ScrubCopy& c : list) {
+          if (c.entry != nullptr && c.entry->error().empty() && c.osd != ctx_.whoami &&
+              Differences(*auth, *c.entry, false).empty()) {
+            sources.push_back(AddrOf(c.osd));
+          }
+        }
+        const Version want = VersionOf(*auth);
+        fixed = PullObject(oid, sources, interval_id, &want);
+      } else {
+        fixed = RepairObjectLocked(oid, osd, interval_id);
+      }
+      if (fixed.ok()) ++ctx_.counters->scrub_repairs;
+    }
+    bad->set_repaired(fixed.ok());
+    LOG(WARNING) << "pg=" << coll_ << " event=scrub_repair oid=" << oid.substr(0, 128)
+                 << " status=\"" << fixed << "\"";
   }
   return absl::OkStatus();
 }
@@ -409,111 +507,9 @@ absl::Status Pg::Scrub(pb::PgCommandType type, std::vector<pb::InconsistentObjec
       }
       for (auto& [oid, list] : copies) {
         ++objects;
-        // The authoritative state: present or absent as most readable
-        // copies say (a tie: as the primary's, which the log wrote), then
-        // the shape most present ones share, the newest version first.
-        // A copy that cannot be read still exists: the object is not
-        // deleted for want of a readable one.
-        size_t present = 0, absent = 0;
-        bool primary_present = false;
-        std::map<ShapeKey, std::vector<const ScrubCopy*>> shapes;
-        for (const ScrubCopy& c : list) {
-          if (c.entry == nullptr) {
-            ++absent;
-            continue;
-          }
-          ++present;
-          if (c.osd == ctx_.whoami) primary_present = true;
-          if (c.entry->error().empty()) shapes[Shape(*c.entry, ec_ != nullptr)].push_back(&c);
-        }
-        const bool exists = present > absent || (present == absent && primary_present);
-        const pb::ScrubEntry* auth = nullptr;
-        size_t best = 0;
-        for (const auto& [shape, group] : shapes) {
-          const bool newer = auth != nullptr && Older(VersionOf(*auth), VersionOf(*group[0]->entry));
-          const bool older = auth != nullptr && Older(VersionOf(*group[0]->entry), VersionOf(*auth));
-          if (auth == nullptr || newer || (!older && group.size() > best)) {
-            auth = group[0]->entry;
-            best = group.size();
-          }
-        }
         pb::InconsistentObject bad;
-        bad.set_pgid(coll_);
-        bad.set_oid(oid);
-        std::vector<OsdId> to_fix;
-        for (const ScrubCopy& c : list) {
-          std::string error;
-          if (c.entry == nullptr) {
-            if (exists) error = "missing";
-          } else if (!c.entry->error().empty()) {
-            error = absl::StrCat("read error: ", c.entry->error());
-          } else if (!exists) {
-            error = "present, but most members have no such object";
-          } else if (auth != nullptr) {
-            error = Differences(*auth, *c.entry, ec_ != nullptr);
-            if (error.empty() && ec_ && c.entry->size() != layout_.ShardSize(auth->logical_size())) {
-              error = absl::StrCat("shard size ", c.entry->size(), " != ",
-                                   layout_.ShardSize(auth->logical_size()));
-            }
-          }
-          if (error.empty()) continue;
-          auto* copy = bad.add_copies();
-          copy->set_osd(c.osd.value());
-          copy->set_shard(c.shard);
-          copy->set_error(error);
-          to_fix.push_back(c.osd);
-        }
-        if (ec_ && deep && exists && auth != nullptr && bad.copies_size() == 0) {
-          std::vector<uint32_t> parity;
-          RETURN_IF_ERROR(EcDeepCheck(oid, auth->logical_size(), &parity));
-          for (uint32_t s : parity) {
-            for (const ScrubCopy& c : list) {
-              if (c.shard != static_cast<int32_t>(s)) continue;
-              auto* copy = bad.add_copies();
-              copy->set_osd(c.osd.value());
-              copy->set_shard(c.shard);
-              copy->set_error("parity does not match the data shards");
-              to_fix.push_back(c.osd);
-            }
-          }
-        }
+        RETURN_IF_ERROR(ScrubObject(oid, list, deep, repair, interval_id, &bad));
         if (bad.copies_size() == 0) continue;
-        ++ctx_.counters->scrub_errors;
-        LOG(ERROR) << "pg=" << coll_ << " event=scrub_inconsistent oid=" << oid.substr(0, 128)
-                   << " copies=" << bad.copies_size() << " first=\"" << bad.copies(0).error()
-                   << "\"";
-        // Nothing to rewrite from when no copy reads: the damage stays
-        // reported.
-        if (repair && (!exists || auth != nullptr)) {
-          // Our own copy first: the others are pushed from it.
-          std::stable_sort(to_fix.begin(), to_fix.end(),
-                           [this](OsdId a, OsdId b) { return a == ctx_.whoami && b != a; });
-          absl::Status fixed;
-          for (OsdId osd : to_fix) {
-            if (!fixed.ok()) break;
-            if (!ec_ && osd == ctx_.whoami && !exists) {
-              Transaction txn;
-              txn.Remove(oid);
-              fixed = ctx_.store->Apply(coll_, std::move(txn));
-            } else if (!ec_ && osd == ctx_.whoami) {
-              std::vector<std::string> sources;
-              for (const ScrubCopy& c : list) {
-                if (c.entry != nullptr && c.entry->error().empty() && c.osd != ctx_.whoami &&
-                    Differences(*auth, *c.entry, false).empty()) {
-                  sources.push_back(AddrOf(c.osd));
-                }
-              }
-              const Version want = VersionOf(*auth);
-              fixed = PullObject(oid, sources, interval_id, &want);
-            } else {
-              fixed = RepairObjectLocked(oid, osd, interval_id);
-            }
-            if (fixed.ok()) ++ctx_.counters->scrub_repairs;
-          }
-          bad.set_repaired(fixed.ok());
-          LOG(WARNING) << "pg=" << coll_ << " event=scrub_repair oid=" << oid.substr(0, 128)
-                       << " status=\"" << fixed << "\"";
-        }
         found->push_back(bad);
         if (!bad.repaired()) left.push_back(bad);
       }
