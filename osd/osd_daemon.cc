@@ -332,6 +332,7 @@ std::string OsdDaemon::AliveValue() {
     stat->set_last_scrub_ms(scrub.last_scrub_ms());
     stat->set_last_deep_scrub_ms(scrub.last_deep_scrub_ms());
     stat->set_objects_missing(pg->ObjectsMissing());
+    pg->FillStat(stat);
   }
   alive.set_read_repairs(counters_.read_repairs);
   return alive.SerializeAsString();

@@ -117,6 +117,12 @@ void PoolToProto(const PoolInfo& pool, pb::PoolInfo* p) {
     i->set_from(item.from.value());
     i->set_to(item.to.value());
   }
+  for (const PastInterval& past : pool.past_intervals) {
+    pb::PastInterval* i = p->add_past_intervals();
+    i->set_pg_seed(past.pg_seed);
+    i->set_last_epoch(past.last_epoch);
+    for (OsdId osd : past.acting) i->add_acting(osd.value());
+  }
 }
 
 absl::StatusOr<PoolInfo> PoolFromProto(const pb::PoolInfo& p) {
@@ -135,6 +141,12 @@ absl::StatusOr<PoolInfo> PoolFromProto(const pb::PoolInfo& p) {
   pool.upmap_items.reserve(p.upmap_items_size());
   for (const pb::UpmapItem& i : p.upmap_items()) {
     pool.upmap_items.push_back(UpmapItem{i.pg_seed(), OsdId(i.from()), OsdId(i.to())});
+  }
+  pool.past_intervals.reserve(p.past_intervals_size());
+  for (const pb::PastInterval& i : p.past_intervals()) {
+    PastInterval past{i.pg_seed(), i.last_epoch(), {}};
+    for (int32_t osd : i.acting()) past.acting.push_back(OsdId(osd));
+    pool.past_intervals.push_back(std::move(past));
   }
   return pool;
 }
@@ -156,6 +168,18 @@ absl::Status ValidatePool(const PoolInfo& p) {
     }
     // Striping divides by the chunk size.
     if (p.ec_chunk_bytes == 0) return bad("ec_chunk_bytes 0");
+  }
+  for (size_t i = 0; i < p.past_intervals.size(); ++i) {
+    const PastInterval& past = p.past_intervals[i];
+    if (past.pg_seed >= p.pg_num) return bad(absl::StrCat("past interval of pg ", past.pg_seed));
+    if (past.acting.empty()) return bad("past interval without members");
+    if (i > 0) {
+      const PastInterval& prev = p.past_intervals[i - 1];
+      if (std::make_pair(prev.pg_seed, prev.last_epoch) >=
+          std::make_pair(past.pg_seed, past.last_epoch)) {
+        return bad("past intervals not sorted or duplicated");
+      }
+    }
   }
   return absl::OkStatus();
 }

@@ -74,6 +74,23 @@ struct UpmapItem {
   friend auto operator<=>(const UpmapItem&, const UpmapItem&) = default;
 };
 
+// An interval of one PG that may have acknowledged writes: its acting set
+// had a primary and at least min_size members, so peering may have taken it
+// active. Every write acknowledged in it is on every member of `acting`
+// (on every shard, for erasure pools). Recorded by the map manager when the
+// PG's acting set or primary changes (the interval ended at `last_epoch`),
+// and dropped once the PG has been reported active+clean in an interval that
+// began after it. A primary does not go active while some recorded interval
+// has no member it can hear from (replicated) or fewer than k members in its
+// acting set (erasure): its PG is `down`, waiting for them.
+struct PastInterval {
+  uint32_t pg_seed = 0;
+  Epoch last_epoch = 0;
+  std::vector<OsdId> acting;  // the members that were up, in placement order
+
+  friend bool operator==(const PastInterval&, const PastInterval&) = default;
+};
+
 struct PoolInfo {
   PoolId id;
   std::string name;
@@ -90,6 +107,8 @@ struct PoolInfo {
   // values distinct, `to` values distinct, from != to, at most `size` items;
   // every `to` exists in the map; pg_seed < pg_num. Validate checks all of it.
   std::vector<UpmapItem> upmap_items;
+  // Sorted by (pg_seed, last_epoch); pg_seed < pg_num; acting not empty.
+  std::vector<PastInterval> past_intervals;
 
   friend bool operator==(const PoolInfo&, const PoolInfo&) = default;
 };

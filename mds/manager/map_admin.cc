@@ -167,6 +167,18 @@ absl::Status MapManager::OsdRemove(int32_t id, bool purge) {
     if (it->up || it->in) {
       return absl::FailedPreconditionError(absl::StrCat("osd.", id, " changed state: try again"));
     }
+    // A PG that has not been clean since this OSD was in its acting set may
+    // need its copy to go active (past intervals).
+    for (const PoolInfo& pool : m->pools) {
+      for (const PastInterval& past : pool.past_intervals) {
+        if (std::find(past.acting.begin(), past.acting.end(), OsdId(id)) != past.acting.end()) {
+          return absl::FailedPreconditionError(absl::StrCat(
+              "not safe to remove osd.", id, ": pg ", PgId{pool.id, past.pg_seed}.ToString(),
+              " has not been clean since it was a member (it may hold the newest writes); "
+              "wait until every pg is active+clean"));
+        }
+      }
+    }
     m->osds.erase(it);
     Rebalance(m);
     return absl::OkStatus();
@@ -416,6 +428,7 @@ absl::Status MapManager::Status(pb::StatusReply* reply) {
   // report (damage stays true across map changes; a primary lists only the
   // PGs it still leads, and one that repaired a PG reports 0).
   std::map<std::string, uint64_t> damaged;
+  std::map<std::string, std::string> down_why;  // pgid -> the past members it waits for
   for (const auto& [id, a] : alive) {
     reply->set_read_repairs(reply->read_repairs() + a.read_repairs());
     for (const auto& pg : a.pgs()) {
@@ -425,6 +438,7 @@ absl::Status MapManager::Status(pb::StatusReply* reply) {
     for (const auto& pg : a.pgs()) {
       reported[pg.pgid()] = {id, pg.state()};
       copies_left += pg.objects_missing();
+      if (pg.blocked_by_size() > 0) down_why[pg.pgid()] = absl::StrJoin(pg.blocked_by(), "; ");
     }
   }
   uint32_t inactive = 0, degraded = 0, below_min = 0;
@@ -504,6 +518,21 @@ absl::Status MapManager::Status(pb::StatusReply* reply) {
   if (!down.empty()) {
     AddCheck(reply, "WARN", "OSD_DOWN",
              absl::StrCat(down.size(), " osds down: ", absl::StrJoin(down, ", ")));
+  }
+  if (!down_why.empty()) {
+    std::vector<std::string> lines;
+    for (const auto& [pgid, why] : down_why) {
+      if (lines.size() == 8) {
+        lines.push_back("...");
+        break;
+      }
+      lines.push_back(absl::StrCat(pgid, " waits for ", why));
+    }
+    AddCheck(reply, "ERR", "PG_DOWN",
+             absl::StrCat(down_why.size(), " pg", down_why.size() == 1 ? "" : "s",
+                          " down: the OSDs that may hold their newest writes are down; I/O "
+                          "blocked until one returns: ",
+                          absl::StrJoin(lines, ", ")));
   }
   if (below_min > 0) {
     AddCheck(reply, "ERR", "PG_UNAVAILABLE",

@@ -9,6 +9,7 @@
 #include "common/config/config.h"
 #include "common/log/log.h"
 #include "common/placement/balancer.h"
+#include "common/placement/past_intervals.h"
 #include "common/status/status.h"
 
 namespace weft::mds {
@@ -281,6 +282,22 @@ bool MapManager::UpdateFullFlags(OsdMap* m, const absl::flat_hash_map<int32_t, A
   return changed;
 }
 
+std::map<PgId, Epoch> MapManager::CleanSince() {
+  std::map<PgId, Epoch> out;
+  absl::MutexLock lock(&mu_);
+  for (const auto& [id, a] : alive_) {
+    for (const pb::PgStat& pg : a.stats.pgs()) {
+      const std::string& state = pg.state();
+      if (state.rfind("active", 0) != 0 || state.find("+clean") == std::string::npos) continue;
+      auto pgid = PgId::Parse(pg.pgid());
+      if (!pgid.ok()) continue;
+      Epoch& since = out[*pgid];
+      since = std::max<Epoch>(since, pg.interval_start_epoch());
+    }
+  }
+  return out;
+}
+
 void MapManager::Reconcile() {
   absl::flat_hash_map<int32_t, Alive> alive;
   {
@@ -288,8 +305,11 @@ void MapManager::Reconcile() {
     if (!leader_) return;
     alive = alive_;
   }
+  const std::map<PgId, Epoch> clean_since = CleanSince();
   auto status = Mutate([&](OsdMap* m) -> absl::Status {
-    bool changed = false;
+    // PGs clean since their past intervals: the records go (with any other
+    // change, or alone).
+    bool changed = placement::PrunePastIntervals(clean_since, m);
     bool came_up = false;
     const int64_t now = NowMs();
     for (OsdInfo& osd : m->osds) {
@@ -384,6 +404,10 @@ absl::Status MapManager::Mutate(const std::function<absl::Status(OsdMap*)>& chan
     }
     OsdMap next = *current;
     RETURN_IF_ERROR(change(&next));
+    // In the same map that ends an interval, so no OSD acts on this epoch
+    // without knowing it.
+    placement::RecordPastIntervals(*current, &next);
+    placement::PrunePastIntervals(CleanSince(), &next);
     next.epoch = current->epoch + 1;
     next.modified_ms = NowMs();
     RETURN_IF_ERROR(next.Validate());

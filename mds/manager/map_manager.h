@@ -11,6 +11,7 @@
 #pragma once
 
 #include <deque>
+#include <map>
 #include <memory>
 #include <string>
 #include <thread>
@@ -117,6 +118,9 @@ class MapManager {
   absl::Status LeadOnce(int64_t lease);
   void OnAliveEvents(const std::vector<etcd::WatchEvent>& events);
   void Reconcile();
+  // PG -> the first epoch of an interval its primary reported active+clean
+  // in (the OSDs' published statistics): past intervals before it are done.
+  std::map<PgId, Epoch> CleanSince();
   // Marks out OSDs down longer than the grace, counted from when this leader
   // took over at the earliest.
   void CheckDownOut(int64_t leading_since_ms);

@@ -6,6 +6,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
 #include "common/log/log.h"
 #include "common/status/status.h"
@@ -94,28 +95,36 @@ void Pg::OnMap(std::shared_ptr<const OsdMap> map, const PoolInfo& pool,
                    mapping.primary != interval_.primary || pool.size != interval_.size ||
                    pool.min_size != interval_.min_size;
     interval_.up = mapping.up;
-    if (!changed) return;
-    interval_.id++;
-    interval_.start_epoch = map->epoch;
-    interval_.acting = std::move(acting);
-    if (ec_) interval_.shards = mapping.acting;
-    interval_.primary = mapping.primary;
-    interval_.size = pool.size;
-    interval_.min_size = pool.min_size;
-    peer_missing_.clear();
-    activated_interval_ = 0;
-    repeer_scheduled_ = false;
-    if (!Contains(interval_.acting, ctx_.whoami)) ec_readable_ = false;
-    if (interval_.primary == ctx_.whoami) {
+    if (!changed) {
+      // A down PG peers again with every map: one may bring back an OSD it
+      // waits for.
+      if (state_ != State::kDown || interval_.primary != ctx_.whoami) return;
       state_ = State::kPeering;
       peer_interval = interval_.id;
-    } else if (Contains(interval_.acting, ctx_.whoami)) {
-      state_ = State::kReplica;
     } else {
-      state_ = State::kStray;
+      interval_.id++;
+      interval_.start_epoch = map->epoch;
+      interval_.acting = std::move(acting);
+      if (ec_) interval_.shards = mapping.acting;
+      interval_.primary = mapping.primary;
+      interval_.size = pool.size;
+      interval_.min_size = pool.min_size;
+      peer_missing_.clear();
+      activated_interval_ = 0;
+      repeer_scheduled_ = false;
+      down_blocked_by_.clear();
+      if (!Contains(interval_.acting, ctx_.whoami)) ec_readable_ = false;
+      if (interval_.primary == ctx_.whoami) {
+        state_ = State::kPeering;
+        peer_interval = interval_.id;
+      } else if (Contains(interval_.acting, ctx_.whoami)) {
+        state_ = State::kReplica;
+      } else {
+        state_ = State::kStray;
+      }
+      VLOG(1) << "pg=" << coll_ << " new_interval=" << interval_.id << " epoch=" << map->epoch
+              << " primary=" << interval_.primary << " acting=" << interval_.acting.size();
     }
-    VLOG(1) << "pg=" << coll_ << " new_interval=" << interval_.id << " epoch=" << map->epoch
-            << " primary=" << interval_.primary << " acting=" << interval_.acting.size();
   }
   if (peer_interval != 0) SchedulePeering(peer_interval, 0);
 }
@@ -153,6 +162,7 @@ std::string Pg::StateName() {
     case State::kStray: return "stray";
     case State::kPeering: return "peering";
     case State::kIncomplete: return "undersized+peered";
+    case State::kDown: return "down";
     case State::kReplica: return "replica+waiting";
     case State::kReplicaActive: return "replica";
     case State::kActive: break;
@@ -204,10 +214,21 @@ std::string Pg::Describe() {
   if (state_ == State::kIncomplete) {
     absl::StrAppend(&out, "\nwhy not active: ", interval_.acting.size(), " members up, min_size ",
                     interval_.min_size, " (bring OSDs back, or weft pool set NAME min_size M)");
+  } else if (state_ == State::kDown) {
+    absl::StrAppend(&out, "\nwhy not active: down: no member of an interval that may have taken "
+                    "the newest writes can be heard from; waiting for ",
+                    absl::StrJoin(down_blocked_by_, "; "),
+                    " (bring one back; its data is needed)");
   } else if (state_ == State::kPeering) {
     absl::StrAppend(&out, "\nwhy not active: peering (querying the members' logs)");
   }
   return out;
+}
+
+void Pg::FillStat(pb::PgStat* stat) {
+  absl::MutexLock lock(&mu_);
+  stat->set_interval_start_epoch(interval_.start_epoch);
+  for (const std::string& b : down_blocked_by_) stat->add_blocked_by(b);
 }
 
 uint64_t Pg::ObjectsMissing() {
@@ -224,10 +245,12 @@ absl::Status Pg::CheckPrimary(uint64_t* interval_id) {
                                                   " is not the primary of pg ", coll_));
   }
   if (state_ != State::kActive) {
-    return OsdError(pb::PG_NOT_ACTIVE, absl::StrCat("pg ", coll_, " is not active (",
-                                                    state_ == State::kPeering ? "peering"
-                                                                              : "undersized",
-                                                    ")"));
+    return OsdError(pb::PG_NOT_ACTIVE,
+                    absl::StrCat("pg ", coll_, " is not active (",
+                                 state_ == State::kPeering ? "peering"
+                                 : state_ == State::kDown  ? "down, waiting for past members"
+                                                           : "undersized",
+                                 ")"));
   }
   *interval_id = interval_.id;
   return absl::OkStatus();

@@ -29,6 +29,7 @@
 #include "osd/peer_client.h"
 #include "osd/pg/pg_log.h"
 #include "osd/store/object_store.h"
+#include "proto/cluster.pb.h"
 #include "proto/osd.pb.h"
 
 namespace weft {
@@ -89,7 +90,9 @@ class SectionGuard {
 
 class Pg : public std::enable_shared_from_this<Pg> {
  public:
-  enum class State { kStray, kPeering, kIncomplete, kActive, kReplica, kReplicaActive };
+  // kDown: a past interval that may hold the newest writes cannot be heard
+  // from (common/placement/past_intervals.h); waits for its OSDs.
+  enum class State { kStray, kPeering, kIncomplete, kDown, kActive, kReplica, kReplicaActive };
 
   // `pool` gives the PG its kind: replicated, or erasure-coded with its
   // profile (which never changes for a pool).
@@ -127,6 +130,9 @@ class Pg : public std::enable_shared_from_this<Pg> {
   std::string StateName();
   // Primary: copies its members (itself included) still lack.
   uint64_t ObjectsMissing();
+  // Primary: the first epoch of the current interval, and what a down PG
+  // waits for (PgStat).
+  void FillStat(pb::PgStat* stat);
   // weft pg query: state, interval, members, log bounds, what is missing
   // where, scrubs, and why the PG is not active when it is not. Lines of
   // "key: value".
@@ -283,6 +289,8 @@ class Pg : public std::enable_shared_from_this<Pg> {
   std::map<OsdId, std::set<std::string>> peer_missing_ ABSL_GUARDED_BY(mu_);
   uint64_t activated_interval_ ABSL_GUARDED_BY(mu_) = 0;  // replica: activated by primary
   bool repeer_scheduled_ ABSL_GUARDED_BY(mu_) = false;
+  // kDown: the past intervals peering could not hear from, for people.
+  std::vector<std::string> down_blocked_by_ ABSL_GUARDED_BY(mu_);
   // Erasure pools: every write up to here is on all shards of its interval;
   // newer ones may still be rolled back (and are not served by shard reads).
   Version ec_committed_ ABSL_GUARDED_BY(mu_);

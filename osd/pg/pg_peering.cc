@@ -20,11 +20,14 @@
 //      there), goes active and pushes missing objects in the background, one
 //      object per order-section turn, so client writes interleave. A write to
 //      a missing object pushes that object first.
+#include <algorithm>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "common/executor/thread_pool.h"
 #include "common/log/log.h"
+#include "common/placement/past_intervals.h"
 #include "common/status/status.h"
 #include "osd/pg/osd_error.h"
 #include "osd/pg/pg.h"
@@ -40,6 +43,9 @@ struct Pg::PeerMember {
   std::set<std::string> missing;
   int32_t ec_shard = -1;     // erasure pools: the position its objects were written for
   int32_t ec_position = -1;  // ... and its position now
+  // Not in the acting set: an up OSD of a past interval, queried for its log
+  // and pulled from, never activated.
+  bool stray = false;
 };
 
 namespace {
@@ -143,6 +149,7 @@ absl::StatusOr<std::map<std::string, Version>> Pg::ListAll(const std::string& ad
 absl::Status Pg::Peer(uint64_t interval_id) {
   SectionGuard ordered(&order_);
   std::vector<OsdId> acting;
+  std::vector<OsdId> strays;  // up OSDs of past intervals, outside `acting`
   Epoch epoch = 0;
   {
     absl::MutexLock lock(&mu_);
@@ -155,6 +162,27 @@ absl::Status Pg::Peer(uint64_t interval_id) {
     }
     acting = interval_.acting;
     epoch = map_->epoch;
+    // Past intervals: every one that may have taken writes must be heard
+    // from, through an acting member or, failing that, an up OSD that was in
+    // it (queried below as a stray); otherwise the PG waits, down.
+    const PoolInfo* pool = map_->FindPool(id_.pool);
+    if (pool != nullptr) {
+      placement::PastIntervalCheck check =
+          placement::CheckPastIntervals(*map_, *pool, id_.seed, acting);
+      if (!check.blocked_by.empty()) {
+        const bool logged = state_ == State::kDown && down_blocked_by_ == check.blocked_by;
+        state_ = State::kDown;
+        down_blocked_by_ = std::move(check.blocked_by);
+        if (!logged) {
+          LOG(WARNING) << "pg=" << coll_ << " event=down epoch=" << epoch << " waiting_for=\""
+                       << absl::StrJoin(down_blocked_by_, "; ") << "\"";
+        }
+        StateChanged();
+        return absl::OkStatus();  // a later map peers again (OnMap)
+      }
+      down_blocked_by_.clear();
+      strays.assign(check.probe.begin(), check.probe.end());
+    }
   }
   // 1. Our own state as on disk, then every other member's.
   ASSIGN_OR_RETURN(PgLog mine, PgLog::Load(ctx_.store, coll_, ctx_.options->pg_log_max_entries));
@@ -173,10 +201,13 @@ absl::Status Pg::Peer(uint64_t interval_id) {
     self.ec_shard = ec_stored_shard_;
   }
   members.push_back(std::move(self));
-  for (OsdId osd : acting) {
+  std::vector<OsdId> queried = acting;
+  queried.insert(queried.end(), strays.begin(), strays.end());
+  for (OsdId osd : queried) {
     if (osd == ctx_.whoami) continue;
     Member m;
     m.osd = osd;
+    m.stray = std::find(acting.begin(), acting.end(), osd) == acting.end();
     m.addr = AddrOf(osd);
     pb::PgQueryRequest req;
     req.set_map_epoch(epoch);
@@ -251,6 +282,7 @@ absl::Status Pg::Peer(uint64_t interval_id) {
   bool listed = false;
   for (size_t i = 1; i < members.size(); ++i) {
     Member& m = members[i];
+    if (m.stray) continue;
     std::set<std::string> missing;
     const bool moved = ec_ && m.ec_shard >= 0 && m.ec_shard != m.ec_position;
     if (NeedsBackfill(m, members[0]) || moved) {
@@ -299,8 +331,9 @@ absl::Status Pg::Peer(uint64_t interval_id) {
   }
   RETURN_IF_ERROR(ctx_.store->Apply(coll_, std::move(txn)));
   StateChanged();
-  LOG(INFO) << "pg=" << coll_ << " event=active epoch=" << epoch << " members=" << members.size()
-            << " auth=osd." << members[auth].osd.value() << " recovering=" << recover;
+  LOG(INFO) << "pg=" << coll_ << " event=active epoch=" << epoch << " members=" << acting.size()
+            << " strays=" << strays.size() << " auth=osd." << members[auth].osd.value()
+            << " recovering=" << recover;
   if (recover) {
     auto self_ptr = shared_from_this();
     const int64_t delay_ms = ctx_.options->fault_recovery_delay_ms;
