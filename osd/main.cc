@@ -145,12 +145,17 @@ int main(int argc, char** argv) {
     int64_t* value;
   };
   int64_t max_scrubs = options.max_scrubs, chunk = options.scrub_chunk_objects;
+  int64_t recovery_chunk = static_cast<int64_t>(options.recovery_max_chunk);
   for (IntKey k : {IntKey{"osd_scrub_min_interval", &options.scrub_min_interval_s},
                    IntKey{"osd_deep_scrub_interval", &options.deep_scrub_interval_s},
                    IntKey{"osd_scrub_load_threshold_pct", &options.scrub_load_threshold_pct},
                    IntKey{"osd_max_scrubs", &max_scrubs},
                    IntKey{"osd_scrub_sleep_ms", &options.scrub_sleep_ms},
-                   IntKey{"osd_scrub_chunk_max", &chunk}}) {
+                   IntKey{"osd_scrub_chunk_max", &chunk},
+                   IntKey{"osd_recovery_max_chunk", &recovery_chunk},
+                   IntKey{"osd_recovery_max_active", &options.recovery_max_active},
+                   IntKey{"osd_recovery_max_bytes_per_sec", &options.recovery_max_bytes_per_sec},
+                   IntKey{"osd_recovery_client_wait_ms", &options.recovery_client_wait_ms}}) {
     auto v = config->GetInt(k.key, *k.value);
     if (!v.ok()) return Fail(std::string(v.status().message()));
     *k.value = *v;
@@ -158,6 +163,8 @@ int main(int argc, char** argv) {
   if (max_scrubs > 16 || chunk > 10000) return Fail("osd_max_scrubs or osd_scrub_chunk_max too big");
   options.max_scrubs = static_cast<int>(max_scrubs);
   options.scrub_chunk_objects = static_cast<int>(chunk);
+  if (recovery_chunk < 0) return Fail("osd_recovery_max_chunk must not be negative");
+  options.recovery_max_chunk = static_cast<uint64_t>(recovery_chunk);
   auto metrics_addr = weft::metrics::ListenAddr(*config, "osd_metrics_port", options.id,
                                                 options.bind_addr, absl::GetFlag(FLAGS_metrics));
   if (!metrics_addr.ok()) return Fail(std::string(metrics_addr.status().message()));

@@ -66,6 +66,9 @@ absl::Status OsdDaemon::Start() {
   }
   ASSIGN_OR_RETURN(etcd_, etcd::Client::Connect(options_.etcd_endpoints, absl::Seconds(5)));
   RETURN_IF_ERROR(LoadInitialMap());
+  recovery_ = std::make_unique<RecoveryThrottle>(
+      static_cast<int>(options_.recovery_max_active),
+      static_cast<uint64_t>(options_.recovery_max_bytes_per_sec), options_.recovery_client_wait_ms);
   // Before serving: a metrics address that cannot be used stops the daemon
   // before the cluster sees it up.
   RETURN_IF_ERROR(StartMetrics());
@@ -200,6 +203,7 @@ std::shared_ptr<Pg> OsdDaemon::LoadPg(const PgId& id, const PoolInfo& pool) {
   ctx.whoami = OsdId(options_.id);
   ctx.peers = peers_.get();
   ctx.background = background_.get();
+  ctx.recovery = recovery_.get();
   ctx.options = &options_;
   ctx.counters = &counters_;
   ctx.state_changed = [this] { StatsSoon(); };
@@ -331,7 +335,6 @@ std::string OsdDaemon::AliveValue() {
     stat->set_scrub_errors(scrub.errors());
     stat->set_last_scrub_ms(scrub.last_scrub_ms());
     stat->set_last_deep_scrub_ms(scrub.last_deep_scrub_ms());
-    stat->set_objects_missing(pg->ObjectsMissing());
     pg->FillStat(stat);
   }
   alive.set_read_repairs(counters_.read_repairs);
@@ -543,6 +546,8 @@ void OsdDaemon::Op(pb::OpRequest* mutable_req, pb::OpReply* reply) {
   metrics::ScopedTimer timer(writes ? &write_latency_ : &read_latency_);
   std::shared_ptr<const OsdMap> map;
   bool local = req.flags() & pb::OPF_LOCAL;
+  // Recovery's own reads (pulls, rebuilds) do not make recovery wait.
+  ClientIo client_io(local || (req.flags() & pb::OPF_REBUILD_READ) ? nullptr : recovery_.get());
   auto pg = FindPg(req.map_epoch(), req.pool(), req.pg_seed(), !local, &map);
   if (pg.ok()) {
     const PoolInfo* pool = map->FindPool(PoolId(req.pool()));
@@ -617,6 +622,7 @@ void OsdDaemon::GetMap(const pb::GetMapRequest& req, pb::GetMapReply* reply) {
 void OsdDaemon::RepOp(pb::RepOpRequest* mutable_req, pb::RepOpReply* reply) {
   const pb::RepOpRequest& req = *mutable_req;
   metrics::ScopedTimer timer(&subop_latency_);
+  ClientIo client_io(recovery_.get());  // a client's write, replicated here
   std::shared_ptr<const OsdMap> map;
   auto pg = FindPg(req.map_epoch(), req.pool(), req.pg_seed(), false, &map);
   if (!pg.ok()) return FillStatus(pg.status(), reply->mutable_status());

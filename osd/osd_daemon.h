@@ -32,6 +32,7 @@
 #include "osd/osd_options.h"
 #include "osd/peer_client.h"
 #include "osd/pg/pg.h"
+#include "osd/recovery_throttle.h"
 #include "osd/store/object_store.h"
 #include "proto/osd.grpc.pb.h"
 
@@ -146,6 +147,22 @@ class OsdDaemon {
   rpc::ChannelCache channels_;
   std::unique_ptr<PeerClient> peers_;
   std::unique_ptr<ThreadPool> background_;
+  std::unique_ptr<RecoveryThrottle> recovery_;  // made before the metrics
+  // Counts a client request in service for the recovery throttle.
+  class ClientIo {
+   public:
+    explicit ClientIo(RecoveryThrottle* t) : t_(t) {
+      if (t_ != nullptr) t_->ClientBegin();
+    }
+    ~ClientIo() {
+      if (t_ != nullptr) t_->ClientEnd();
+    }
+    ClientIo(const ClientIo&) = delete;
+    ClientIo& operator=(const ClientIo&) = delete;
+
+   private:
+    RecoveryThrottle* t_;
+  };
   OsdCounters counters_;
   metrics::Registry metrics_;
   metrics::Histogram read_latency_;   // client ops that change nothing

@@ -62,6 +62,13 @@ absl::Status OsdDaemon::StartMetrics() {
     absl::MutexLock lock(&pgs_mu_);
     return static_cast<double>(pgs_.size());
   });
+  metrics_.AddGauge("weft_osd_recovery_active",
+                    "Objects recovery or backfill is moving now (at most osd_recovery_max_active).",
+                    osd, [this] { return static_cast<double>(recovery_->active()); });
+  metrics_.AddGauge("weft_osd_recovery_active_peak",
+                    "The most objects recovery or backfill moved at once since the OSD started.",
+                    osd,
+                    [this] { return static_cast<double>(recovery_->peak_active()); });
   metrics_.AddGauge("weft_osd_map_epoch", "Epoch of the newest map this OSD applied.", osd,
                     [this] { return static_cast<double>(CurrentMap()->epoch); });
   metrics::AddProcessMetrics(&metrics_);

@@ -26,8 +26,17 @@ absl::Status OsdOptions::Validate() const {
     return absl::InvalidArgumentError("osd_ec_commit_delay_ms must be within [0, 10000]");
   }
   if (pg_log_max_entries < 10) return absl::InvalidArgumentError("pg log needs >= 10 entries");
-  if (push_piece_bytes < 4096 || push_piece_bytes > (16ull << 20)) {
-    return absl::InvalidArgumentError("push piece must be within [4 KiB, 16 MiB]");
+  if (recovery_max_chunk < (64u << 10) || recovery_max_chunk > (64ull << 20)) {
+    return absl::InvalidArgumentError("osd_recovery_max_chunk must be within [64 KiB, 64 MiB]");
+  }
+  if (recovery_max_active < 1 || recovery_max_active > 64) {
+    return absl::InvalidArgumentError("osd_recovery_max_active must be within [1, 64]");
+  }
+  if (recovery_max_bytes_per_sec < 0) {
+    return absl::InvalidArgumentError("osd_recovery_max_bytes_per_sec must not be negative");
+  }
+  if (recovery_client_wait_ms < 0 || recovery_client_wait_ms > 10000) {
+    return absl::InvalidArgumentError("osd_recovery_client_wait_ms must be within [0, 10000]");
   }
   if (scrub_min_interval_s < 1 || deep_scrub_interval_s < 1) {
     return absl::InvalidArgumentError(

@@ -30,7 +30,15 @@ struct OsdOptions {
   // EC: how long a write's commit point waits to ride on the PG's next
   // sub-write before it is sent to the shards by itself (0: at once).
   int64_t ec_commit_delay_ms = 1000;
-  uint64_t push_piece_bytes = 8ull << 20;  // recovery moves objects in pieces of this size
+  // Recovery and backfill (osd/recovery_throttle.h): objects move in pieces
+  // of at most recovery_max_chunk bytes (an erasure shard rebuild reads k
+  // shard ranges that add up to it), at most recovery_max_active objects at
+  // once per OSD, at most recovery_max_bytes_per_sec (0: no limit), each
+  // piece waiting up to recovery_client_wait_ms while clients are served.
+  uint64_t recovery_max_chunk = 8ull << 20;
+  int64_t recovery_max_active = 3;
+  int64_t recovery_max_bytes_per_sec = 0;
+  int64_t recovery_client_wait_ms = 50;
   // Every memory_trim_ms, once the heap holds memory_trim_free_bytes free,
   // it goes back to the kernel (malloc_trim; OsdDaemon::TrimLoop); 0 = never.
   int64_t memory_trim_ms = 1000;

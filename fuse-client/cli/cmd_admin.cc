@@ -1,4 +1,5 @@
 // cluster, osd, pool and status commands.
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
@@ -373,12 +374,24 @@ int CmdStatus(const Config& config, const Args& args) {
   }
   if (st->recovery_objects_left() > 0) {
     std::string rate = "rate not known yet (run weft status again)";
-    if (st->recovery_objects_sec() > 0) {
-      rate = absl::StrFormat("%.1f copies/s, about %.0f s left", st->recovery_objects_sec(),
-                             st->recovery_objects_left() / st->recovery_objects_sec());
+    if (st->recovery_objects_sec() > 0 || st->recovery_bytes_sec() > 0) {
+      // The slower of the two estimates: many small objects or a few big ones.
+      double left_s = 0;
+      if (st->recovery_objects_sec() > 0) {
+        left_s = st->recovery_objects_left() / st->recovery_objects_sec();
+      }
+      if (st->recovery_bytes_sec() > 0) {
+        left_s = std::max(left_s, st->recovery_bytes_left() / st->recovery_bytes_sec());
+      }
+      rate = absl::StrFormat("%.1f copies/s, %s/s, about %.0f s left",
+                             st->recovery_objects_sec(),
+                             HumanBytes(static_cast<uint64_t>(st->recovery_bytes_sec())), left_s);
     }
-    std::printf("  recovery: %lu copies to make; %s\n",
-                static_cast<unsigned long>(st->recovery_objects_left()), rate.c_str());
+    std::string backfill;
+    if (st->backfilling_pgs() > 0) backfill = absl::StrCat(", ", st->backfilling_pgs(), " pgs backfilling");
+    std::printf("  recovery: %lu copies (%s) to make%s; %s\n",
+                static_cast<unsigned long>(st->recovery_objects_left()),
+                HumanBytes(st->recovery_bytes_left()).c_str(), backfill.c_str(), rate.c_str());
   }
   if (st->read_repairs() > 0) {
     std::printf("  repair:  %lu damaged copies rewritten on read since the OSDs started\n",

@@ -424,6 +424,7 @@ absl::Status MapManager::Status(pb::StatusReply* reply) {
   // old shards, so it does not count.
   std::map<std::string, std::pair<int32_t, std::string>> reported;  // pgid -> (osd, state)
   uint64_t copies_left = 0;  // recovery, from the reports under this map
+  uint64_t bytes_left = 0;
   // pgid -> scrub errors, from the PG's primary whatever the epoch of its
   // report (damage stays true across map changes; a primary lists only the
   // PGs it still leads, and one that repaired a PG reports 0).
@@ -438,6 +439,7 @@ absl::Status MapManager::Status(pb::StatusReply* reply) {
     for (const auto& pg : a.pgs()) {
       reported[pg.pgid()] = {id, pg.state()};
       copies_left += pg.objects_missing();
+      bytes_left += pg.bytes_missing();
       if (pg.blocked_by_size() > 0) down_why[pg.pgid()] = absl::StrJoin(pg.blocked_by(), "; ");
     }
   }
@@ -467,6 +469,9 @@ absl::Status MapManager::Status(pb::StatusReply* reply) {
       }
       if (!IsActive(state)) ++inactive;
       if (state.find("degraded") != std::string::npos) ++degraded;
+      if (state.find("backfilling") != std::string::npos) {
+        reply->set_backfilling_pgs(reply->backfilling_pgs() + 1);
+      }
       (*reply->mutable_pg_states())[state]++;
       reply->set_pgs(reply->pgs() + 1);
     }
@@ -496,18 +501,24 @@ absl::Status MapManager::Status(pb::StatusReply* reply) {
     }
   }
   {
-    // Recovery: copies left now, and how fast that fell over the window.
-    const uint64_t left = copies_left;
-    reply->set_recovery_objects_left(left);
+    // Recovery: copies and bytes left now, and how fast they fell over the
+    // window.
+    reply->set_recovery_objects_left(copies_left);
+    reply->set_recovery_bytes_left(bytes_left);
     const absl::Time t = absl::Now();
     absl::MutexLock lock(&progress_mu_);
-    recovery_samples_.emplace_back(t, left);
-    while (recovery_samples_.size() > 2 && t - recovery_samples_.front().first > absl::Seconds(30)) {
+    recovery_samples_.push_back({t, copies_left, bytes_left});
+    while (recovery_samples_.size() > 2 && t - recovery_samples_.front().at > absl::Seconds(30)) {
       recovery_samples_.pop_front();
     }
-    const auto& [t0, left0] = recovery_samples_.front();
-    const double dt = absl::ToDoubleSeconds(t - t0);
-    if (dt >= 1 && left0 > left) reply->set_recovery_objects_sec((left0 - left) / dt);
+    const RecoverySample& first = recovery_samples_.front();
+    const double dt = absl::ToDoubleSeconds(t - first.at);
+    if (dt >= 1 && first.objects > copies_left) {
+      reply->set_recovery_objects_sec((first.objects - copies_left) / dt);
+    }
+    if (dt >= 1 && first.bytes > bytes_left) {
+      reply->set_recovery_bytes_sec((first.bytes - bytes_left) / dt);
+    }
   }
   reply->set_bytes_used(used);
   reply->set_bytes_avail(avail);

@@ -144,9 +144,14 @@ class MapManager {
   int64_t leader_lease_ ABSL_GUARDED_BY(mu_) = 0;
   std::string leader_addr_ ABSL_GUARDED_BY(mu_);
   absl::flat_hash_map<int32_t, Alive> alive_ ABSL_GUARDED_BY(mu_);
-  // Recovery progress as Status saw it: (time, copies left), the last ~30 s.
+  // Recovery progress as Status saw it, the last ~30 s.
+  struct RecoverySample {
+    absl::Time at;
+    uint64_t objects = 0;  // copies left
+    uint64_t bytes = 0;
+  };
   absl::Mutex progress_mu_;
-  std::deque<std::pair<absl::Time, uint64_t>> recovery_samples_ ABSL_GUARDED_BY(progress_mu_);
+  std::deque<RecoverySample> recovery_samples_ ABSL_GUARDED_BY(progress_mu_);
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   bool leader_key_changed_ ABSL_GUARDED_BY(mu_) = false;
 

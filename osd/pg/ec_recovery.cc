@@ -119,46 +119,54 @@ absl::Status Pg::EcPushShard(OsdId target, const std::string& oid, uint64_t inte
   head.set_pg_seed(id_.seed);
   head.set_oid(oid);
   const bool local = target == ctx_.whoami;
-  Transaction txn;
+  // Our own shard: each piece applied as it is rebuilt, the object missing
+  // here until the last one (never served half-rebuilt).
+  auto send = [&](const pb::PushRequest& part) -> absl::Status {
+    if (!local) return ctx_.peers->Push(AddrOf(target), part);
+    Transaction txn;
+    AddPushPiece(part, &txn);
+    {
+      absl::MutexLock lock(&mu_);
+      if (part.offset() == 0 && !part.last()) log_.AddMissing(oid, &txn);
+      if (part.last()) log_.RemoveMissing(oid, &txn);
+    }
+    return ctx_.store->Apply(coll_, std::move(txn));
+  };
   if (shard >= 0) {
     ASSIGN_OR_RETURN(EcObject obj, EcStat(oid));
     if (!obj.exists) {
       head.set_deleted(true);
       head.set_last(true);
-      if (local) {
-        AddPushPiece(head, &txn);
-      } else {
-        RETURN_IF_ERROR(ctx_.peers->Push(AddrOf(target), head));
-      }
+      RETURN_IF_ERROR(send(head));
     } else {
       RETURN_IF_ERROR(EcRebuildXattrs(oid, static_cast<uint32_t>(shard), &head));
       ToProto(obj.version, head.mutable_version());
       head.set_mtime_ns(obj.mtime_ns);
       const uint64_t size = layout_.ShardSize(obj.size);
       head.set_size(size);
-      const uint64_t piece = std::max<uint64_t>(
-          layout_.chunk, ctx_.options->push_piece_bytes / layout_.chunk * layout_.chunk);
+      // k shard ranges of `piece` are read to rebuild one: together about
+      // osd_recovery_max_chunk.
+      const uint64_t per_shard = ctx_.options->recovery_max_chunk / layout_.k;
+      const uint64_t piece =
+          std::max<uint64_t>(layout_.chunk, per_shard / layout_.chunk * layout_.chunk);
       uint64_t offset = 0;
       do {
         pb::PushRequest part = head;
         if (offset > 0) part.clear_xattrs();
         const uint64_t len = std::min(piece, size - offset);
         part.set_offset(offset);
+        if (ctx_.recovery != nullptr) ctx_.recovery->Charge(len * layout_.k);
         if (len > 0) {
           ASSIGN_OR_RETURN(std::string data, EcRebuildRange(oid, shard, obj, offset, len));
           part.set_data(std::move(data));
         }
         offset += len;
         part.set_last(offset >= size);
-        if (local) {
-          AddPushPiece(part, &txn);
-        } else {
-          RETURN_IF_ERROR(ctx_.peers->Push(AddrOf(target), part));
-        }
+        RETURN_IF_ERROR(send(part));
       } while (offset < size);
     }
-  }
-  if (local) {
+  } else if (local) {
+    Transaction txn;
     {
       absl::MutexLock lock(&mu_);
       log_.RemoveMissing(oid, &txn);

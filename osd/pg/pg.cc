@@ -113,6 +113,7 @@ void Pg::OnMap(std::shared_ptr<const OsdMap> map, const PoolInfo& pool,
       activated_interval_ = 0;
       repeer_scheduled_ = false;
       down_blocked_by_.clear();
+      backfilling_ = false;
       if (!Contains(interval_.acting, ctx_.whoami)) ec_readable_ = false;
       if (interval_.primary == ctx_.whoami) {
         state_ = State::kPeering;
@@ -171,7 +172,7 @@ std::string Pg::StateName() {
   bool recovering = false;
   for (const auto& [osd, missing] : peer_missing_) recovering |= !missing.empty();
   bool undersized = interval_.acting.size() < interval_.size;
-  if (recovering) name += "+recovering";
+  if (recovering) name += backfilling_ ? "+backfilling" : "+recovering";
   if (undersized) name += "+undersized";
   if (recovering || undersized) name += "+degraded";
   if (!recovering && !undersized) name += "+clean";
@@ -226,16 +227,32 @@ std::string Pg::Describe() {
 }
 
 void Pg::FillStat(pb::PgStat* stat) {
-  absl::MutexLock lock(&mu_);
-  stat->set_interval_start_epoch(interval_.start_epoch);
-  for (const std::string& b : down_blocked_by_) stat->add_blocked_by(b);
-}
-
-uint64_t Pg::ObjectsMissing() {
-  absl::MutexLock lock(&mu_);
-  uint64_t n = log_.missing().size();
-  for (const auto& [osd, missing] : peer_missing_) n += missing.size();
-  return n;
+  // Sizes of the copies still to make: at most this many are looked up per
+  // report (beyond, the average of those is assumed).
+  constexpr size_t kSizedMax = 4096;
+  std::vector<std::string> sample;
+  uint64_t missing = 0;
+  {
+    absl::MutexLock lock(&mu_);
+    stat->set_interval_start_epoch(interval_.start_epoch);
+    for (const std::string& b : down_blocked_by_) stat->add_blocked_by(b);
+    missing = log_.missing().size();
+    for (const auto& [osd, oids] : peer_missing_) {
+      missing += oids.size();
+      for (const std::string& oid : oids) {
+        if (sample.size() == kSizedMax) break;
+        sample.push_back(oid);
+      }
+    }
+  }
+  stat->set_objects_missing(missing);
+  if (sample.empty()) return;
+  uint64_t bytes = 0;
+  for (const std::string& oid : sample) {
+    auto meta = ctx_.store->Stat(coll_, oid);
+    if (meta.ok()) bytes += meta->size;  // erasure pools: a shard
+  }
+  stat->set_bytes_missing(bytes * missing / sample.size());
 }
 
 absl::Status Pg::CheckPrimary(uint64_t* interval_id) {
@@ -292,6 +309,15 @@ void Pg::HandleOp(pb::OpRequest* mutable_req, pb::OpReply* reply) {
   } else if (status.ok()) {
     uint64_t interval_id = 0;
     status = CheckPrimary(&interval_id);
+    if (status.ok() && IsMissingHere(req.oid())) {
+      // Being rewritten a piece at a time (a read repair): wait for the
+      // rewrite, which holds the PG's order section, and never serve half.
+      SectionGuard ordered(&order_);
+      if (IsMissingHere(req.oid())) {
+        status = absl::UnavailableError(
+            absl::StrCat("object is being recovered on osd.", ctx_.whoami.value()));
+      }
+    }
     if (status.ok()) {
       uint64_t bytes = 0;
       status = ExecuteReads(ctx_.store, coll_, req.oid(), req.ops(), reply, &bytes);

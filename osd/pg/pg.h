@@ -28,6 +28,7 @@
 #include "osd/osd_options.h"
 #include "osd/peer_client.h"
 #include "osd/pg/pg_log.h"
+#include "osd/recovery_throttle.h"
 #include "osd/store/object_store.h"
 #include "proto/cluster.pb.h"
 #include "proto/osd.pb.h"
@@ -56,6 +57,7 @@ struct PgContext {
   OsdId whoami{-1};
   PeerClient* peers = nullptr;
   ThreadPool* background = nullptr;  // peering and recovery run here
+  RecoveryThrottle* recovery = nullptr;  // bounds on recovery (may be null: none)
   const OsdOptions* options = nullptr;
   OsdCounters* counters = nullptr;
   // Called when the state this PG reports may have changed (peering ended,
@@ -128,10 +130,8 @@ class Pg : public std::enable_shared_from_this<Pg> {
 
   // "active+clean", "peering", ... and the number of local objects.
   std::string StateName();
-  // Primary: copies its members (itself included) still lack.
-  uint64_t ObjectsMissing();
-  // Primary: the first epoch of the current interval, and what a down PG
-  // waits for (PgStat).
+  // Primary: the first epoch of the current interval, what a down PG waits
+  // for, the copies its members (itself included) still lack (PgStat).
   void FillStat(pb::PgStat* stat);
   // weft pg query: state, interval, members, log bounds, what is missing
   // where, scrubs, and why the PG is not active when it is not. Lines of
@@ -183,6 +183,10 @@ class Pg : public std::enable_shared_from_this<Pg> {
     if (ctx_.state_changed) ctx_.state_changed();
   }
   absl::Status CheckPrimary(uint64_t* interval_id);
+  bool IsMissingHere(const std::string& oid) {
+    absl::MutexLock lock(&mu_);
+    return log_.IsMissing(oid);
+  }
   absl::Status RecoverBeforeWrite(const std::string& oid, uint64_t interval_id);
   absl::Status ReplicaCheck(Epoch sender_epoch, bool need_active)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -289,6 +293,9 @@ class Pg : public std::enable_shared_from_this<Pg> {
   std::map<OsdId, std::set<std::string>> peer_missing_ ABSL_GUARDED_BY(mu_);
   uint64_t activated_interval_ ABSL_GUARDED_BY(mu_) = 0;  // replica: activated by primary
   bool repeer_scheduled_ ABSL_GUARDED_BY(mu_) = false;
+  // Peering found a member whose log could not say what it lacks: its copies
+  // come from comparing listings ("backfilling" rather than "recovering").
+  bool backfilling_ ABSL_GUARDED_BY(mu_) = false;
   // kDown: the past intervals peering could not hear from, for people.
   std::vector<std::string> down_blocked_by_ ABSL_GUARDED_BY(mu_);
   // Erasure pools: every write up to here is on all shards of its interval;

@@ -251,6 +251,7 @@ absl::Status Pg::Peer(uint64_t interval_id) {
     for (const std::string& oid : need) {
       if (ec_) break;
       if (!StillInterval(interval_id)) return absl::OkStatus();
+      RecoveryThrottle::Slot slot(ctx_.recovery);
       RETURN_IF_ERROR(PullObject(oid, sources, interval_id));
     }
     if (ec_) self_missing.insert(need.begin(), need.end());
@@ -271,6 +272,7 @@ absl::Status Pg::Peer(uint64_t interval_id) {
     std::vector<std::string> sources;
     for (size_t i = 1; i < members.size(); ++i) sources.push_back(members[i].addr);
     for (const std::string& oid : members[0].missing) {
+      RecoveryThrottle::Slot slot(ctx_.recovery);
       RETURN_IF_ERROR(PullObject(oid, sources, interval_id));
     }
     members[0].missing.clear();
@@ -280,12 +282,14 @@ absl::Status Pg::Peer(uint64_t interval_id) {
   std::map<OsdId, std::set<std::string>> peer_missing;
   std::map<std::string, Version> our_listing;
   bool listed = false;
+  bool backfill = false;
   for (size_t i = 1; i < members.size(); ++i) {
     Member& m = members[i];
     if (m.stray) continue;
     std::set<std::string> missing;
     const bool moved = ec_ && m.ec_shard >= 0 && m.ec_shard != m.ec_position;
     if (NeedsBackfill(m, members[0]) || moved) {
+      backfill = true;
       if (!listed) {
         // Erasure pools: our own shard may still lack objects; the
         // authoritative member's listing is complete.
@@ -320,6 +324,7 @@ absl::Status Pg::Peer(uint64_t interval_id) {
     absl::MutexLock lock(&mu_);
     if (interval_.id != interval_id) return absl::OkStatus();
     peer_missing_ = std::move(peer_missing);
+    backfilling_ = backfill;
     if (!self_missing.empty()) peer_missing_[ctx_.whoami] = self_missing;
     recover |= !self_missing.empty();
     // Everything in the adopted log is settled (rolled forward or back).
@@ -419,6 +424,9 @@ absl::Status Pg::EcRollbackPartial(Epoch epoch, std::vector<Member>* members) {
 
 void Pg::RecoverAll(uint64_t interval_id) {
   for (;;) {
+    // A slot first (osd_recovery_max_active), then the PG's order: a PG
+    // waiting for a slot does not hold up its clients' writes.
+    RecoveryThrottle::Slot slot(ctx_.recovery);
     SectionGuard ordered(&order_);
     OsdId target{-1};
     std::string oid;

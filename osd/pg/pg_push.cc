@@ -1,7 +1,9 @@
 // Moving whole objects between members of a PG: the primary pulls what it
 // lacks from a peer, and pushes what a replica lacks. An object travels as its
-// full state — data in pieces of push_piece_bytes, xattrs, omap, version — and
-// replaces the receiver's copy; a deleted object travels as a delete.
+// full state — data in pieces of osd_recovery_max_chunk, xattrs, omap,
+// version — and replaces the receiver's copy; a deleted object travels as a
+// delete. The receiver applies each piece as it comes, the object marked
+// missing until the last (osd/recovery_throttle.h bounds how many move).
 #include "absl/strings/str_cat.h"
 #include "common/log/log.h"
 #include "common/status/status.h"
@@ -68,15 +70,21 @@ absl::Status Pg::PullObject(const std::string& oid, const std::vector<std::strin
       *piece.mutable_xattrs() = reply.results(1).kvs();
       *piece.mutable_omap() = reply.results(2).kvs();
     }
-    // Read the data; the whole object is applied in one transaction so that a
-    // crash leaves the old copy (still marked missing) or the new one.
-    Transaction txn;
+    // The data, a piece per transaction, so that memory holds one piece
+    // whatever the object's size. The first marks the object missing here
+    // and the last clears the mark: a crash or a failed source in between
+    // leaves it missing (pulled again, never served half-written).
     uint64_t offset = 0;
     bool failed = false;
     do {
       pb::PushRequest part = piece;
+      if (offset > 0) {
+        part.clear_xattrs();
+        part.clear_omap();
+      }
       part.set_offset(offset);
-      uint64_t len = std::min<uint64_t>(ctx_.options->push_piece_bytes, piece.size() - offset);
+      uint64_t len = std::min<uint64_t>(ctx_.options->recovery_max_chunk, piece.size() - offset);
+      if (ctx_.recovery != nullptr) ctx_.recovery->Charge(len);
       if (!piece.deleted() && len > 0) {
         pb::OpRequest read = head;
         read.clear_ops();
@@ -90,22 +98,26 @@ absl::Status Pg::PullObject(const std::string& oid, const std::vector<std::strin
           failed = true;
           break;
         }
-        part.set_data(data.results(0).data());
+        part.set_data(std::move(*data.mutable_results(0)->mutable_data()));
       }
       offset += len;
       part.set_last(offset >= piece.size());
+      Transaction txn;
       AddPushPiece(part, &txn);
+      {
+        absl::MutexLock lock(&mu_);
+        if (part.offset() == 0 && !part.last()) log_.AddMissing(oid, &txn);
+        if (part.last()) log_.RemoveMissing(oid, &txn);
+      }
+      status = ctx_.store->Apply(coll_, std::move(txn));
+      if (!status.ok()) return Annotate(status, absl::StrCat("pull ", oid));
       ctx_.counters->recovery_bytes += len;
     } while (offset < piece.size());
     if (failed) {
       last_error = status;
       continue;
     }
-    {
-      absl::MutexLock lock(&mu_);
-      log_.RemoveMissing(oid, &txn);
-    }
-    return ctx_.store->Apply(coll_, std::move(txn));
+    return absl::OkStatus();
   }
   return Annotate(last_error, absl::StrCat("pull ", oid));
 }
@@ -166,8 +178,9 @@ absl::Status Pg::PushObject(OsdId target, const std::string& addr, const std::st
         part.set_mtime_ns(head.mtime_ns());
         part.set_size(head.size());
       }
-      uint64_t len = std::min<uint64_t>(ctx_.options->push_piece_bytes, meta->size - offset);
+      uint64_t len = std::min<uint64_t>(ctx_.options->recovery_max_chunk, meta->size - offset);
       part.set_offset(offset);
+      if (ctx_.recovery != nullptr) ctx_.recovery->Charge(len);
       if (len > 0) {
         ASSIGN_OR_RETURN(std::string data, ctx_.store->Read(coll_, oid, offset, len));
         part.set_data(std::move(data));
@@ -191,6 +204,8 @@ void Pg::HandlePush(const pb::PushRequest& req, pb::PushReply* reply) {
     status = ReplicaCheck(req.map_epoch(), /*need_active=*/true);
     if (status.ok()) {
       AddPushPiece(req, &txn);
+      // Half an object is never served: missing from its first piece on.
+      if (req.offset() == 0 && !req.last() && !req.deleted()) log_.AddMissing(req.oid(), &txn);
       if (req.last() || req.deleted()) log_.RemoveMissing(req.oid(), &txn);
     }
   }
