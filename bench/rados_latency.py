@@ -18,6 +18,7 @@ is noise against latencies of tens of milliseconds.
 
     rados_latency.py --conf CEPH_CONF --pool POOL write|seq
         [--seconds S] [--threads T] [--block-size BYTES] [--prefix NAME]
+        [--max-objects N]
 """
 import argparse
 import sys
@@ -43,6 +44,8 @@ def main():
     ap.add_argument("--threads", type=int, default=16)
     ap.add_argument("--block-size", type=int, default=4 << 20)
     ap.add_argument("--prefix", default="weft_latency_probe")
+    ap.add_argument("--max-objects", type=int, default=0,
+                    help="write: stop after this many objects too (0: only --seconds)")
     args = ap.parse_args()
     if args.threads < 1 or args.block_size < 1 or args.seconds <= 0:
         sys.exit("threads, block size and seconds must be positive")
@@ -66,6 +69,8 @@ def main():
         def claim():
             with lock:
                 i = next_index[0]
+                if args.max_objects and i >= args.max_objects:
+                    return None
                 next_index[0] += 1
                 return i
     else:

@@ -5,9 +5,9 @@
 # much memory the OSDs use for it.
 #
 # Each system gets a 3x pool `rec` (REC_PG_NUM PGs, failure domain osd)
-# filled for FILL_SECONDS with 4 MiB objects (16 in flight; Weft: `weft
-# bench write`, Ceph: bench/rados_latency.py write, which also times every
-# operation), then client I/O alone for IO_SECONDS, then `osd out` of its
+# filled with FILL_GIB of 4 MiB objects (16 in flight; Weft: `weft bench
+# write`, Ceph: bench/rados_latency.py write, which also times every
+# operation; by count, not time: this disk can take a GiB/s), then client I/O alone for IO_SECONDS, then `osd out` of its
 # first OSD and the same client I/O while the PGs backfill, then the wait
 # until every PG is active+clean. Client I/O is two loads at once: 4 MiB
 # writes to a second pool (4 in flight) and reads of the filled objects in
@@ -21,9 +21,10 @@
 # osd_memory_target 1 GiB (its up.sh); Weft's OSDs their defaults.
 #
 #   bench/recovery_bench.sh
-#   SYSTEMS=weft FILL_SECONDS=240 bench/recovery_bench.sh   # more data, Weft only
+#   SYSTEMS=weft FILL_GIB=16 bench/recovery_bench.sh   # more data, Weft only
 #
-# Environment: SYSTEMS ("weft ceph"), FILL_SECONDS (60), IO_SECONDS (20),
+# The disk needs about 3 x FILL_GIB free (checked first), for one system
+# at a time. Environment: SYSTEMS ("weft ceph"), FILL_GIB (6), IO_SECONDS (20),
 #   REC_PG_NUM (64), CLEAN_TIMEOUT_S (1800), OUT (default a new
 #   /tmp/weft-recbench.XXXXXX, kept), CDIR (/tmp/cephanchor).
 set -euo pipefail
@@ -36,12 +37,17 @@ anchor=$(cd "$root/../shared/anchors/ceph" && pwd)
 export CDIR=${CDIR:-/tmp/cephanchor}  # up.sh/down.sh read it too
 
 SYSTEMS=${SYSTEMS:-"weft ceph"}
-FILL_SECONDS=${FILL_SECONDS:-60}
+FILL_GIB=${FILL_GIB:-6}
 IO_SECONDS=${IO_SECONDS:-20}
 REC_PG_NUM=${REC_PG_NUM:-64}
 CLEAN_TIMEOUT_S=${CLEAN_TIMEOUT_S:-1800}
 [[ ${1:-} != -h && ${1:-} != --help ]] || { print_help; exit 0; }
-need_positive_int FILL_SECONDS IO_SECONDS REC_PG_NUM CLEAN_TIMEOUT_S
+need_positive_int FILL_GIB IO_SECONDS REC_PG_NUM CLEAN_TIMEOUT_S
+fill_objects=$(( FILL_GIB * 256 ))
+avail_gib=$(df -BG --output=avail /tmp | tail -1 | tr -dc 0-9)
+(( avail_gib > 3 * FILL_GIB + 10 )) ||
+  die "/tmp has ${avail_gib} GiB free: FILL_GIB=$FILL_GIB needs about $(( 3 * FILL_GIB + 10 ))"
+
 for s in $SYSTEMS; do [[ $s == weft || $s == ceph ]] || die "SYSTEMS: '$s' is not weft or ceph"; done
 OUT=${OUT:-$(mktemp -d /tmp/weft-recbench.XXXXXX)}
 mkdir -p "$OUT"
@@ -73,8 +79,8 @@ weft_setup() {
   pidfiles=("$weft_dir"/run/osd.*.pid)
 }
 weft_fill() {
-  run_tool "fill" "$OUT/weft.fill.txt" "${W[@]}" bench rec write --seconds "$FILL_SECONDS" \
-    --threads 16 --block-size 4194304
+  run_tool "fill" "$OUT/weft.fill.txt" "${W[@]}" bench rec write --seconds 3600 \
+    --max-objects "$fill_objects" --threads 16 --block-size 4194304
 }
 # weft_io TAG: the reader and the writer at once.
 weft_io() {
@@ -127,8 +133,8 @@ ceph_setup() {
   pidfiles=("$CDIR"/run/osd.*.pid)
 }
 ceph_fill() {
-  run_tool "fill" "$OUT/ceph.fill.txt" "${probe[@]}" --pool rec write --seconds "$FILL_SECONDS" \
-    --threads 16 --block-size 4194304 --prefix fill
+  run_tool "fill" "$OUT/ceph.fill.txt" "${probe[@]}" --pool rec write --seconds 3600 \
+    --max-objects "$fill_objects" --threads 16 --block-size 4194304 --prefix fill
 }
 ceph_io() {
   "${probe[@]}" --pool rec seq --seconds "$IO_SECONDS" --threads 4 --prefix fill \
@@ -149,19 +155,19 @@ run_system() {
   local s=$1 t0 t1 moved
   log "$s: setting up"
   "${s}_setup"
-  log "$s: filling pool rec for $FILL_SECONDS s"
+  log "$s: filling pool rec with $FILL_GIB GiB"
   "${s}_fill"
   sleep 5
   moved=$("${s}_osd0_bytes")
   [[ -n $moved ]] || die "$s: no byte count for its first OSD"
   log "$s: client I/O alone for $IO_SECONDS s"
-  "${s}_io idle"
+  "${s}_io" idle
   log "$s: osd out of the first OSD ($(fixed "$(mib "$moved")" 0) MiB), client I/O meanwhile"
   start_sampler "$OUT/$s.rss.txt" "${pidfiles[@]}"
   t0=$(date +%s.%N)
   "${s}_out" || die "$s: osd out failed"
   sleep 2  # the map change reaches the OSDs before the clients start
-  "${s}_io busy"
+  "${s}_io" busy
   local waited=0
   until "${s}_clean"; do
     (( ++waited < CLEAN_TIMEOUT_S )) || { failures+=("$s: not clean after $CLEAN_TIMEOUT_S s"); break; }
@@ -199,7 +205,7 @@ row() {  # LABEL KEY [SCALE]: the weft and ceph figures and weft/ceph
 {
   echo "# recovery_bench $(date -u +%FT%TZ), weft $(weft_version)"
   machine_lines
-  echo "workload: 3x pools, failure domain osd, $REC_PG_NUM PGs filled ${FILL_SECONDS}s (4 MiB, 16 in"\
+  echo "workload: 3x pools, failure domain osd, $REC_PG_NUM PGs filled with $FILL_GIB GiB (4 MiB, 16 in"\
        "flight); client I/O ${IO_SECONDS}s: 4 MiB writes + in-order reads, 4 in flight each"
   printf '%-44s %10s %10s %10s\n' "" weft ceph weft/ceph
   row "data on the OSD taken out (MiB)" moved "$(calc "1 / 1048576")"

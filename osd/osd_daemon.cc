@@ -1,5 +1,6 @@
 #include "osd/osd_daemon.h"
 
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -315,7 +316,11 @@ std::string OsdDaemon::AliveValue() {
   alive.set_started_ms(started_ms_);
   if (auto map = CurrentMap()) alive.set_epoch(map->epoch);
   ObjectStore::Stats stats = store_->GetStats();
-  if (stats.fs_total_bytes > 0) fill_ = DiskFill(stats.fs_total_bytes, stats.fs_avail_bytes);
+  if (stats.fs_total_bytes > 0) {
+    fill_ = DiskFill(stats.fs_total_bytes, stats.fs_avail_bytes);
+    fs_total_ = stats.fs_total_bytes;
+    admitted_ = 0;
+  }
   alive.set_bytes_used(stats.bytes_used);
   alive.set_objects(stats.objects);
   alive.set_fs_total_bytes(stats.fs_total_bytes);
@@ -504,6 +509,14 @@ absl::StatusOr<std::shared_ptr<Pg>> OsdDaemon::FindPg(Epoch epoch, uint32_t pool
 
 namespace {
 
+// What a request's operations bring: their data, and a block for each
+// (metadata, the file's last block).
+uint64_t DataBytes(const google::protobuf::RepeatedPtrField<pb::ObjectOp>& ops) {
+  uint64_t bytes = 0;
+  for (const pb::ObjectOp& op : ops) bytes += op.data().size() + 4096;
+  return bytes;
+}
+
 bool AddsData(const google::protobuf::RepeatedPtrField<pb::ObjectOp>& ops) {
   for (const pb::ObjectOp& op : ops) {
     switch (op.type()) {
@@ -519,9 +532,31 @@ bool AddsData(const google::protobuf::RepeatedPtrField<pb::ObjectOp>& ops) {
 
 }  // namespace
 
-absl::Status OsdDaemon::CheckFailsafe() {
-  const double fill = fill_.load();
-  if (fill < kFailsafeFullRatio) return absl::OkStatus();
+void OsdDaemon::RefreshFill() {
+  struct statvfs st;
+  if (statvfs(options_.data_dir.c_str(), &st) != 0 || st.f_blocks == 0) return;
+  const uint64_t total = static_cast<uint64_t>(st.f_blocks) * st.f_frsize;
+  const uint64_t avail = static_cast<uint64_t>(st.f_bavail) * st.f_frsize;
+  admitted_ = 0;
+  fs_total_ = total;
+  fill_ = DiskFill(total, avail);
+}
+
+absl::Status OsdDaemon::CheckFailsafe(uint64_t adding) {
+  auto estimate = [&] {
+    const uint64_t total = fs_total_.load();
+    const uint64_t admitted = admitted_.load() + adding;
+    return fill_.load() + (total == 0 ? 0 : static_cast<double>(admitted) / total);
+  };
+  double fill = estimate();
+  if (fill >= kFailsafeFullRatio) {
+    RefreshFill();  // deletes may have freed room since
+    fill = estimate();
+  }
+  if (fill < kFailsafeFullRatio) {
+    admitted_ += adding;
+    return absl::OkStatus();
+  }
   return ErrnoToStatus(ENOSPC, absl::StrCat("osd.", options_.id, " is ",
                                             static_cast<int>(fill * 100),
                                             "% full, past its failsafe ratio ", kFailsafeFullRatio));
@@ -529,7 +564,7 @@ absl::Status OsdDaemon::CheckFailsafe() {
 
 absl::Status OsdDaemon::CheckFull(const pb::OpRequest& req, const OsdMap& map) {
   if (!AddsData(req.ops())) return absl::OkStatus();  // reads, removes, truncates
-  RETURN_IF_ERROR(CheckFailsafe());
+  RETURN_IF_ERROR(CheckFailsafe(DataBytes(req.ops())));
   if (req.flags() & pb::OPF_FULL_TRY) return absl::OkStatus();
   if (const OsdInfo* full = map.FirstFull()) {
     return ErrnoToStatus(ENOSPC, absl::StrCat("cluster full: osd.", full->id.value(),
@@ -628,7 +663,7 @@ void OsdDaemon::RepOp(pb::RepOpRequest* mutable_req, pb::RepOpReply* reply) {
   if (!pg.ok()) return FillStatus(pg.status(), reply->mutable_status());
   // Replicas and shards guard their own disk too (the primary checked its own).
   if (AddsData(req.ops())) {
-    if (absl::Status full = CheckFailsafe(); !full.ok()) {
+    if (absl::Status full = CheckFailsafe(DataBytes(req.ops())); !full.ok()) {
       return FillStatus(full, reply->mutable_status());
     }
   }
@@ -653,6 +688,13 @@ void OsdDaemon::Push(const pb::PushRequest& req, pb::PushReply* reply) {
   std::shared_ptr<const OsdMap> map;
   auto pg = FindPg(req.map_epoch(), req.pool(), req.pg_seed(), false, &map);
   if (!pg.ok()) return FillStatus(pg.status(), reply->mutable_status());
+  // Recovery into a disk past its failsafe ratio waits (the primary backs
+  // off and tries again) rather than filling it.
+  if (!req.deleted()) {
+    if (absl::Status full = CheckFailsafe(req.data().size() + 4096); !full.ok()) {
+      return FillStatus(full, reply->mutable_status());
+    }
+  }
   (*pg)->HandlePush(req, reply);
 }
 

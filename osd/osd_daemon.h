@@ -101,8 +101,13 @@ class OsdDaemon {
   // ENOSPC for a request that would add data while an OSD is marked full
   // (unless OPF_FULL_TRY), or while this OSD is past its failsafe ratio.
   absl::Status CheckFull(const pb::OpRequest& req, const OsdMap& map);
-  // ENOSPC while this OSD's disk is past kFailsafeFullRatio.
-  absl::Status CheckFailsafe();
+  // ENOSPC while this OSD's disk, with `adding` more bytes, would be past
+  // kFailsafeFullRatio. The fill is the last statfs plus what was let in
+  // since (a disk can fill faster than the statistics are refreshed); near
+  // the ratio it is measured again first.
+  absl::Status CheckFailsafe(uint64_t adding);
+  // statfs of the data dir now: fill_ and fs_total_, admitted_ cleared.
+  void RefreshFill();
   absl::Status LoadInitialMap();
   absl::Status Register();
   void WatchMap(int64_t from_revision);
@@ -175,8 +180,12 @@ class OsdDaemon {
   };
   absl::Mutex commit_window_mu_;
   std::deque<CommitSample> commit_samples_ ABSL_GUARDED_BY(commit_window_mu_);
-  // This OSD's file system fill (0..1), refreshed with the statistics.
+  // This OSD's file system fill (0..1) at the last statfs (with the
+  // statistics, or RefreshFill), its size, and the bytes of data requests
+  // let in since.
   std::atomic<double> fill_{0};
+  std::atomic<uint64_t> fs_total_{0};
+  std::atomic<uint64_t> admitted_{0};
   std::unique_ptr<grpc::Service> service_;
   std::unique_ptr<grpc::Server> server_;
   int64_t lease_ = 0;

@@ -110,7 +110,7 @@ void Record(Totals& t, absl::Duration latency, uint64_t bytes, const absl::Statu
 int CmdBench(const Config& config, const Args& args) {
   if (args.positional.size() != 2) {
     std::fputs("usage: weft bench POOL write|seq|rand|cleanup [--seconds S] [--threads T] "
-               "[--block-size B]\n",
+               "[--block-size B] [--max-objects N]\n",
                stderr);
     return 2;
   }
@@ -118,6 +118,10 @@ int CmdBench(const Config& config, const Args& args) {
   auto seconds = args.GetInt("seconds", 10);
   auto threads = args.GetInt("threads", 16);
   auto block = args.GetBytes("block-size", 4ull << 20);
+  // write: stop after this many objects too (0: only the time limits).
+  auto max_objects = args.GetInt("max-objects", 0);
+  if (!max_objects.ok()) return Fail(max_objects.status());
+  if (*max_objects < 0) return Fail(absl::InvalidArgumentError("need --max-objects >= 0"));
   if (!seconds.ok()) return Fail(seconds.status());
   if (!threads.ok()) return Fail(threads.status());
   if (!block.ok()) return Fail(block.status());
@@ -152,6 +156,7 @@ int CmdBench(const Config& config, const Args& args) {
         std::vector<std::string> spent;
         while (absl::Now() < end) {
           uint64_t n = next++;
+          if (*max_objects > 0 && n >= static_cast<uint64_t>(*max_objects)) break;
           std::string name = ObjectName(prefix, n);
           if (data.size() == *block) {
             payloads.Restamp(data_name, name, &data);
@@ -176,7 +181,7 @@ int CmdBench(const Config& config, const Args& args) {
     }
     for (auto& w : workers) w.join();
     double elapsed = absl::ToDoubleSeconds(absl::Now() - start);
-    uint64_t written = totals.latencies_s.size() + totals.errors;
+    uint64_t written = std::min<uint64_t>(next, totals.latencies_s.size() + totals.errors);
     auto meta = absl::StrCat(prefix, "\n", written, "\n", *block, "\n");
     absl::Status s = c->Put(*pool, kMetaObject, meta);
     if (!s.ok()) return Fail(s, "bench metadata");

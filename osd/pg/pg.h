@@ -296,6 +296,8 @@ class Pg : public std::enable_shared_from_this<Pg> {
   // Peering found a member whose log could not say what it lacks: its copies
   // come from comparing listings ("backfilling" rather than "recovering").
   bool backfilling_ ABSL_GUARDED_BY(mu_) = false;
+  // A member refused a recovery push for a full disk; retried every 5 s.
+  bool recovery_toofull_ ABSL_GUARDED_BY(mu_) = false;
   // kDown: the past intervals peering could not hear from, for people.
   std::vector<std::string> down_blocked_by_ ABSL_GUARDED_BY(mu_);
   // Erasure pools: every write up to here is on all shards of its interval;

@@ -21,6 +21,8 @@
 //      object per order-section turn, so client writes interleave. A write to
 //      a missing object pushes that object first.
 #include <algorithm>
+#include <cerrno>
+#include <chrono>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
@@ -443,10 +445,33 @@ void Pg::RecoverAll(uint64_t interval_id) {
     }
     if (target == kNoOsd) return;
     absl::Status status = PushObject(target, AddrOf(target), oid, interval_id);
+    if (StatusToErrno(status) == ENOSPC) {
+      // The member's disk is past its failsafe ratio: peering again would
+      // change nothing. Try again later; deletes make room.
+      bool first = false;
+      {
+        absl::MutexLock lock(&mu_);
+        first = !recovery_toofull_;
+        recovery_toofull_ = true;
+      }
+      if (first) {
+        LOG(WARNING) << "pg=" << coll_ << " event=recovery_toofull osd=" << target.value()
+                     << " reason=\"" << status.message() << "\"";
+        StateChanged();
+      }
+      auto self = shared_from_this();
+      ctx_.background->Submit([self, interval_id] {
+        std::this_thread::sleep_for(std::chrono::seconds(5));
+        self->RecoverAll(interval_id);
+      });
+      return;
+    }
     if (!status.ok()) {
       RequestRepeer(interval_id, Annotate(status, "recovery push"));
       return;
     }
+    absl::MutexLock lock(&mu_);
+    recovery_toofull_ = false;
   }
 }
 
