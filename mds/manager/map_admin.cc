@@ -443,7 +443,7 @@ absl::Status MapManager::Status(pb::StatusReply* reply) {
       if (pg.blocked_by_size() > 0) down_why[pg.pgid()] = absl::StrJoin(pg.blocked_by(), "; ");
     }
   }
-  uint32_t inactive = 0, degraded = 0, below_min = 0;
+  uint32_t inactive = 0, degraded = 0, below_min = 0, reported_pgs = 0;
   std::vector<std::string> blocked;  // "pgid (acting N < min_size M)", the first few
   for (const PoolInfo& pool : map->pools) {
     const placement::PoolPlacement placement(*map, pool);
@@ -457,6 +457,7 @@ absl::Status MapManager::Status(pb::StatusReply* reply) {
       } else {
         auto it = reported.find(PgId{pool.id, seed}.ToString());
         const bool current = it != reported.end() && it->second.first == mapping.primary.value();
+        reported_pgs += current;
         state = current ? it->second.second : "unknown";
       }
       if (acting < pool.min_size) {
@@ -507,17 +508,27 @@ absl::Status MapManager::Status(pb::StatusReply* reply) {
     reply->set_recovery_bytes_left(bytes_left);
     const absl::Time t = absl::Now();
     absl::MutexLock lock(&progress_mu_);
-    recovery_samples_.push_back({t, copies_left, bytes_left});
-    while (recovery_samples_.size() > 2 && t - recovery_samples_.front().at > absl::Seconds(30)) {
-      recovery_samples_.pop_front();
-    }
-    const RecoverySample& first = recovery_samples_.front();
-    const double dt = absl::ToDoubleSeconds(t - first.at);
-    if (dt >= 1 && first.objects > copies_left) {
-      reply->set_recovery_objects_sec((first.objects - copies_left) / dt);
-    }
-    if (dt >= 1 && first.bytes > bytes_left) {
-      reply->set_recovery_bytes_sec((first.bytes - bytes_left) / dt);
+    // Only a status every PG reported into is a sample: just after a map
+    // change the reports start over, and "0 left" would read as progress.
+    if (reported_pgs == reply->pgs()) {
+      // More left than before: new work (an OSD went out), so the rate
+      // counts from here.
+      if (!recovery_samples_.empty() && copies_left > recovery_samples_.back().objects) {
+        recovery_samples_.clear();
+      }
+      recovery_samples_.push_back({t, copies_left, bytes_left});
+      while (recovery_samples_.size() > 2 &&
+             t - recovery_samples_.front().at > absl::Seconds(30)) {
+        recovery_samples_.pop_front();
+      }
+      const RecoverySample& first = recovery_samples_.front();
+      const double dt = absl::ToDoubleSeconds(t - first.at);
+      if (dt >= 1 && first.objects > copies_left) {
+        reply->set_recovery_objects_sec((first.objects - copies_left) / dt);
+      }
+      if (dt >= 1 && first.bytes > bytes_left) {
+        reply->set_recovery_bytes_sec((first.bytes - bytes_left) / dt);
+      }
     }
   }
   reply->set_bytes_used(used);

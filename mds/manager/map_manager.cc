@@ -306,10 +306,19 @@ void MapManager::Reconcile() {
     alive = alive_;
   }
   const std::map<PgId, Epoch> clean_since = CleanSince();
+  // PGs clean since their past intervals: the records go with any other
+  // change, or alone at most every kPruneEvery (during recovery PGs turn
+  // clean one by one, and a map epoch per PG would make every client and
+  // OSD take a new map each time; a record kept a little longer only
+  // delays `osd rm`).
+  constexpr absl::Duration kPruneEvery = absl::Seconds(30);
+  bool prune_alone = false;
+  {
+    absl::MutexLock lock(&mu_);
+    prune_alone = absl::Now() - last_prune_ >= kPruneEvery;
+  }
   auto status = Mutate([&](OsdMap* m) -> absl::Status {
-    // PGs clean since their past intervals: the records go (with any other
-    // change, or alone).
-    bool changed = placement::PrunePastIntervals(clean_since, m);
+    bool changed = prune_alone && placement::PrunePastIntervals(clean_since, m);
     bool came_up = false;
     const int64_t now = NowMs();
     for (OsdInfo& osd : m->osds) {
@@ -419,6 +428,10 @@ absl::Status MapManager::Mutate(const std::function<absl::Status(OsdMap*)>& chan
                    {etcd::Op::Put(map_key, bytes)},
                    {etcd::Op::Get(map_key), etcd::Op::Get(leader_key)}));
     if (txn.succeeded) {
+      {
+        absl::MutexLock lock(&mu_);
+        last_prune_ = absl::Now();
+      }
       OnMapBytes(bytes, txn.revision);
       LOG(INFO) << "event=map_published epoch=" << next.epoch;
       return absl::OkStatus();

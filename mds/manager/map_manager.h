@@ -144,6 +144,8 @@ class MapManager {
   int64_t leader_lease_ ABSL_GUARDED_BY(mu_) = 0;
   std::string leader_addr_ ABSL_GUARDED_BY(mu_);
   absl::flat_hash_map<int32_t, Alive> alive_ ABSL_GUARDED_BY(mu_);
+  // When a published map last pruned past intervals (every publish does).
+  absl::Time last_prune_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
   // Recovery progress as Status saw it, the last ~30 s.
   struct RecoverySample {
     absl::Time at;
