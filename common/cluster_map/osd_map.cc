@@ -77,6 +77,7 @@ void OsdToProto(const OsdInfo& o, pb::OsdInfo* p) {
   p->set_down_since_ms(o.down_since_ms);
   p->set_auto_out(o.auto_out);
   p->set_full(o.full);
+  p->set_backfillfull(o.backfillfull);
   if (o.reweight != 1.0) p->set_reweight(o.reweight);
 }
 
@@ -94,6 +95,7 @@ OsdInfo OsdFromProto(const pb::OsdInfo& p) {
   o.down_since_ms = p.down_since_ms();
   o.auto_out = p.auto_out();
   o.full = p.full();
+  o.backfillfull = p.backfillfull();
   o.reweight = p.has_reweight() ? p.reweight() : 1.0;
   return o;
 }
@@ -366,10 +368,12 @@ absl::Status OsdMap::Validate() const {
       return absl::InvalidArgumentError("osdmap: blocklist entry without client");
     }
   }
-  if (!(nearfull_ratio > 0 && nearfull_ratio <= full_ratio && full_ratio <= kFailsafeFullRatio)) {
-    return absl::InvalidArgumentError(absl::StrCat("osdmap: ratios nearfull=", nearfull_ratio,
-                                                   " full=", full_ratio, " (want 0 < nearfull <= full <= ",
-                                                   kFailsafeFullRatio, ", the OSDs' failsafe)"));
+  if (!(nearfull_ratio > 0 && nearfull_ratio <= backfillfull_ratio &&
+        backfillfull_ratio <= full_ratio && full_ratio <= kFailsafeFullRatio)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "osdmap: ratios nearfull=", nearfull_ratio, " backfillfull=", backfillfull_ratio,
+        " full=", full_ratio, " (want 0 < nearfull <= backfillfull <= full <= ",
+        kFailsafeFullRatio, ", the OSDs' failsafe)"));
   }
   return absl::OkStatus();
 }
@@ -389,6 +393,9 @@ std::string OsdMap::Encode() const {
   }
   p.set_full_ratio(full_ratio);
   p.set_nearfull_ratio(nearfull_ratio);
+  // Written only when not the default, so that a map that never set it
+  // encodes to the same bytes as before the field existed.
+  if (backfillfull_ratio != kDefaultBackfillfullRatio) p.set_backfillfull_ratio(backfillfull_ratio);
   p.set_flags(flags);
   p.set_default_failure_domain(FailureDomainToProto(default_failure_domain));
   p.set_next_osd_id(next_osd_id);
@@ -443,6 +450,8 @@ absl::StatusOr<OsdMap> OsdMap::Decode(absl::string_view bytes) {
   }
   m.full_ratio = p.full_ratio();
   m.nearfull_ratio = p.nearfull_ratio();
+  m.backfillfull_ratio =
+      p.has_backfillfull_ratio() ? p.backfillfull_ratio() : kDefaultBackfillfullRatio;
   m.flags = p.flags();
   ASSIGN_OR_RETURN(m.default_failure_domain,
                    FailureDomainFromProto(p.default_failure_domain()));

@@ -48,6 +48,9 @@ struct OsdInfo {
   // Its file system is at least full_ratio full (set by the map manager from
   // the OSD's statistics): clients' data writes get ENOSPC.
   bool full = false;
+  // Its file system is at least backfillfull_ratio full: PGs do not
+  // backfill into it (they wait, backfill_toofull); writes still go on.
+  bool backfillfull = false;
   // The operator's override in [0, 1] (weft osd reweight): placement gives
   // the OSD weight × reweight, so 0.5 moves about half its data away and
   // keeps its capacity weight for later.
@@ -131,6 +134,8 @@ struct BlocklistEntry {
 // working. The map's full ratio may not exceed it.
 inline constexpr double kFailsafeFullRatio = 0.97;
 
+inline constexpr double kDefaultBackfillfullRatio = 0.90;
+
 // The used share of a filesystem from statfs figures (0 when unknown).
 inline double DiskFill(uint64_t total_bytes, uint64_t avail_bytes) {
   return total_bytes == 0 ? 0 : 1.0 - static_cast<double>(avail_bytes) / total_bytes;
@@ -143,7 +148,9 @@ struct OsdMap {
   std::vector<OsdInfo> osds;    // sorted by id, ids unique (FindOsd relies on it)
   std::vector<PoolInfo> pools;  // sorted by id, ids and names unique
   std::vector<BlocklistEntry> blocklist;
-  double full_ratio = 0.95, nearfull_ratio = 0.85;
+  // nearfull warns, backfillfull stops backfill into an OSD, full refuses
+  // clients' new data (0 < nearfull <= backfillfull <= full <= failsafe).
+  double full_ratio = 0.95, nearfull_ratio = 0.85, backfillfull_ratio = kDefaultBackfillfullRatio;
   uint32_t flags = 0;
   FailureDomain default_failure_domain = FailureDomain::kHost;
   int32_t next_osd_id = 0;     // greater than every id in `osds`

@@ -122,7 +122,7 @@ int CmdCluster(const Config& config, const Args& args) {
 int CmdOsd(const Config& config, const Args& args) {
   const char* usage =
       "osd create|ls|tree|out N|in N|reweight N W|rm N|purge N|set-full-ratio R|"
-      "set-nearfull-ratio R|"
+      "set-nearfull-ratio R|set-backfillfull-ratio R|"
       "blocklist ls|add CLIENT [--seconds S]|rm CLIENT|scrub|deep-scrub|repair N|all [--wait]";
   if (args.positional.empty()) return Usage(usage);
   if (args.positional[0] == "scrub" || args.positional[0] == "deep-scrub" ||
@@ -174,12 +174,12 @@ int CmdOsd(const Config& config, const Args& args) {
     std::printf("removed osd.%d\n", id);
     return 0;
   }
-  if (sub == "set-full-ratio" || sub == "set-nearfull-ratio") {
+  if (sub == "set-full-ratio" || sub == "set-nearfull-ratio" || sub == "set-backfillfull-ratio") {
     double ratio = 0;
     if (args.positional.size() != 2 || !absl::SimpleAtod(args.positional[1], &ratio)) {
       return Usage("osd " + sub + " RATIO");
     }
-    const std::string which = sub == "set-full-ratio" ? "full" : "nearfull";
+    const std::string which = sub.substr(4, sub.size() - 4 - 6);  // set-X-ratio
     auto status = (*admin)->SetRatio(which, ratio);
     if (!status.ok()) return Fail(status, "osd " + sub);
     std::printf("%s ratio %g\n", which.c_str(), ratio);

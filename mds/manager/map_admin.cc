@@ -85,8 +85,9 @@ absl::StatusOr<int32_t> MapManager::OsdCreate(const std::string& host, const std
 }
 
 absl::Status MapManager::SetRatio(const std::string& which, double ratio) {
-  if (which != "full" && which != "nearfull") {
-    return absl::InvalidArgumentError(absl::StrCat("unknown ratio '", which, "': full or nearfull"));
+  if (which != "full" && which != "nearfull" && which != "backfillfull") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("unknown ratio '", which, "': full, backfillfull or nearfull"));
   }
   absl::flat_hash_map<int32_t, Alive> alive;
   {
@@ -95,7 +96,9 @@ absl::Status MapManager::SetRatio(const std::string& which, double ratio) {
   }
   // OsdMap::Validate() refuses a ratio out of range, with the reason.
   absl::Status status = Mutate([&](OsdMap* m) -> absl::Status {
-    double& target = which == "full" ? m->full_ratio : m->nearfull_ratio;
+    double& target = which == "full"           ? m->full_ratio
+                     : which == "backfillfull" ? m->backfillfull_ratio
+                                               : m->nearfull_ratio;
     if (target == ratio) return absl::AlreadyExistsError("unchanged");
     target = ratio;
     UpdateFullFlags(m, alive);  // against the new ratio, in the same epoch
@@ -586,6 +589,17 @@ absl::Status MapManager::Status(pb::StatusReply* reply) {
   } else if (worst_fill >= map->nearfull_ratio) {
     AddCheck(reply, "WARN", "OSD_NEARFULL",
              absl::StrCat(worst, " is ", static_cast<int>(worst_fill * 100), "% full"));
+  }
+  std::vector<std::string> backfillfull;
+  for (const OsdInfo& osd : map->osds) {
+    if (osd.backfillfull && !osd.full) backfillfull.push_back(absl::StrCat("osd.", osd.id.value()));
+  }
+  if (!backfillfull.empty()) {
+    AddCheck(reply, "WARN", "OSD_BACKFILLFULL",
+             absl::StrCat(absl::StrJoin(backfillfull, ", "), " past the backfillfull ratio ",
+                          map->backfillfull_ratio,
+                          ": no backfill into ", backfillfull.size() == 1 ? "it" : "them",
+                          " (writes go on until the full ratio ", map->full_ratio, ")"));
   }
   AddSlowDiskChecks(*map, alive, options_.slow_disks, reply);
   for (const PoolInfo& pool : map->pools) {

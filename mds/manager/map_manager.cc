@@ -272,7 +272,19 @@ bool MapManager::UpdateFullFlags(OsdMap* m, const absl::flat_hash_map<int32_t, A
     auto it = alive.find(osd.id.value());
     if (it == alive.end()) continue;  // a down OSD keeps its flag until it reports again
     const double fill = Fill(it->second.stats);
-    const bool full = osd.full ? fill >= m->full_ratio - kClearMargin : fill >= m->full_ratio;
+    // Set at the ratio, cleared a point under it.
+    auto past = [&](bool flag, double ratio) {
+      return flag ? fill >= ratio - kClearMargin : fill >= ratio;
+    };
+    const bool backfillfull = past(osd.backfillfull, m->backfillfull_ratio);
+    if (backfillfull != osd.backfillfull) {
+      osd.backfillfull = backfillfull;
+      changed = true;
+      LOG(INFO) << "event=" << (backfillfull ? "osd_backfillfull" : "osd_not_backfillfull")
+                << " osd=" << osd.id.value() << " fill=" << fill
+                << " backfillfull_ratio=" << m->backfillfull_ratio;
+    }
+    const bool full = past(osd.full, m->full_ratio);
     if (full == osd.full) continue;
     osd.full = full;
     changed = true;

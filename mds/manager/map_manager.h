@@ -78,7 +78,8 @@ class MapManager {
   // PG is not active+clean (its data may still be the only copy somewhere).
   // `purge` also drops what etcd still keeps of it.
   absl::Status OsdRemove(int32_t id, bool purge);
-  // `which` is "full" or "nearfull"; OSDs' full flags follow at once.
+  // `which` is "full", "backfillfull" or "nearfull"; OSDs' flags follow at
+  // once.
   absl::Status SetRatio(const std::string& which, double ratio);
   // Adds `client` to the blocklist until `expires_ms` (0: until removed), or
   // renews its entry; OSDs then refuse all its requests. Entries past their

@@ -113,7 +113,7 @@ void Pg::OnMap(std::shared_ptr<const OsdMap> map, const PoolInfo& pool,
       activated_interval_ = 0;
       repeer_scheduled_ = false;
       down_blocked_by_.clear();
-      backfilling_ = false;
+      backfill_targets_.clear();
       recovery_toofull_ = false;
       if (!Contains(interval_.acting, ctx_.whoami)) ec_readable_ = false;
       if (interval_.primary == ctx_.whoami) {
@@ -173,10 +173,11 @@ std::string Pg::StateName() {
   bool recovering = false;
   for (const auto& [osd, missing] : peer_missing_) recovering |= !missing.empty();
   bool undersized = interval_.acting.size() < interval_.size;
+  const bool backfilling = !backfill_targets_.empty();
   if (recovering && recovery_toofull_) {
-    name += backfilling_ ? "+backfill_toofull" : "+recovery_toofull";
+    name += backfilling ? "+backfill_toofull" : "+recovery_toofull";
   } else if (recovering) {
-    name += backfilling_ ? "+backfilling" : "+recovering";
+    name += backfilling ? "+backfilling" : "+recovering";
   }
   if (undersized) name += "+undersized";
   if (recovering || undersized) name += "+degraded";

@@ -293,9 +293,11 @@ class Pg : public std::enable_shared_from_this<Pg> {
   std::map<OsdId, std::set<std::string>> peer_missing_ ABSL_GUARDED_BY(mu_);
   uint64_t activated_interval_ ABSL_GUARDED_BY(mu_) = 0;  // replica: activated by primary
   bool repeer_scheduled_ ABSL_GUARDED_BY(mu_) = false;
-  // Peering found a member whose log could not say what it lacks: its copies
-  // come from comparing listings ("backfilling" rather than "recovering").
-  bool backfilling_ ABSL_GUARDED_BY(mu_) = false;
+  // Members peering found new to the PG or too far behind for the log to
+  // say what they lack: they get copies of everything that differs
+  // ("backfilling" rather than "recovering"), and none while their OSD is
+  // past the backfillfull ratio.
+  std::set<OsdId> backfill_targets_ ABSL_GUARDED_BY(mu_);
   // A member refused a recovery push for a full disk; retried every 5 s.
   bool recovery_toofull_ ABSL_GUARDED_BY(mu_) = false;
   // kDown: the past intervals peering could not hear from, for people.

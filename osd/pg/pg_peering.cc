@@ -284,14 +284,20 @@ absl::Status Pg::Peer(uint64_t interval_id) {
   std::map<OsdId, std::set<std::string>> peer_missing;
   std::map<std::string, Version> our_listing;
   bool listed = false;
-  bool backfill = false;
+  std::set<OsdId> backfill;
   for (size_t i = 1; i < members.size(); ++i) {
     Member& m = members[i];
     if (m.stray) continue;
     std::set<std::string> missing;
     const bool moved = ec_ && m.ec_shard >= 0 && m.ec_shard != m.ec_position;
+    // New to the PG (no history at all) or too far behind: a backfill,
+    // whether the log or the listings say what to copy.
+    const Version none;
+    if (Same(m.info.last_update, none) && !Same(members[0].info.last_update, none)) {
+      backfill.insert(m.osd);
+    }
     if (NeedsBackfill(m, members[0]) || moved) {
-      backfill = true;
+      backfill.insert(m.osd);
       if (!listed) {
         // Erasure pools: our own shard may still lack objects; the
         // authoritative member's listing is complete.
@@ -326,7 +332,7 @@ absl::Status Pg::Peer(uint64_t interval_id) {
     absl::MutexLock lock(&mu_);
     if (interval_.id != interval_id) return absl::OkStatus();
     peer_missing_ = std::move(peer_missing);
-    backfilling_ = backfill;
+    backfill_targets_ = std::move(backfill);
     if (!self_missing.empty()) peer_missing_[ctx_.whoami] = self_missing;
     recover |= !self_missing.empty();
     // Everything in the adopted log is settled (rolled forward or back).
@@ -425,6 +431,10 @@ absl::Status Pg::EcRollbackPartial(Epoch epoch, std::vector<Member>* members) {
 }
 
 void Pg::RecoverAll(uint64_t interval_id) {
+  // Members whose disk refused (past its failsafe ratio, or a backfill
+  // target past backfillfull): passed over this round, tried again in 5 s,
+  // since peering again would change nothing and deletes make room.
+  std::set<OsdId> held;
   for (;;) {
     // A slot first (osd_recovery_max_active), then the PG's order: a PG
     // waiting for a slot does not hold up its clients' writes.
@@ -432,23 +442,28 @@ void Pg::RecoverAll(uint64_t interval_id) {
     SectionGuard ordered(&order_);
     OsdId target{-1};
     std::string oid;
+    absl::Status status;
     {
       absl::MutexLock lock(&mu_);
       if (interval_.id != interval_id || state_ != State::kActive) return;
       for (auto& [osd, missing] : peer_missing_) {
-        if (!missing.empty()) {
+        if (!missing.empty() && !held.count(osd)) {
           target = osd;
           oid = *missing.begin();
           break;
         }
       }
+      const OsdInfo* info = target == kNoOsd ? nullptr : map_->FindOsd(target);
+      if (info != nullptr && info->backfillfull && backfill_targets_.count(target)) {
+        status = ErrnoToStatus(ENOSPC, absl::StrCat("osd.", target.value(),
+                                                    " is past the backfillfull ratio"));
+      }
     }
-    if (target == kNoOsd) return;
-    absl::Status status = PushObject(target, AddrOf(target), oid, interval_id);
+    if (target == kNoOsd) break;
+    if (status.ok()) status = PushObject(target, AddrOf(target), oid, interval_id);
     if (StatusToErrno(status) == ENOSPC) {
-      // The member's disk is past its failsafe ratio: peering again would
-      // change nothing. Try again later; deletes make room.
-      bool first = false;
+      held.insert(target);
+      bool first = false;  // logged once per stretch of refusals
       {
         absl::MutexLock lock(&mu_);
         first = !recovery_toofull_;
@@ -459,20 +474,23 @@ void Pg::RecoverAll(uint64_t interval_id) {
                      << " reason=\"" << status.message() << "\"";
         StateChanged();
       }
-      auto self = shared_from_this();
-      ctx_.background->Submit([self, interval_id] {
-        std::this_thread::sleep_for(std::chrono::seconds(5));
-        self->RecoverAll(interval_id);
-      });
-      return;
+      continue;
     }
     if (!status.ok()) {
       RequestRepeer(interval_id, Annotate(status, "recovery push"));
       return;
     }
-    absl::MutexLock lock(&mu_);
-    recovery_toofull_ = false;
   }
+  {
+    absl::MutexLock lock(&mu_);
+    if (interval_.id == interval_id) recovery_toofull_ = !held.empty();
+  }
+  if (held.empty()) return;
+  auto self = shared_from_this();
+  ctx_.background->Submit([self, interval_id] {
+    std::this_thread::sleep_for(std::chrono::seconds(5));
+    self->RecoverAll(interval_id);
+  });
 }
 
 }  // namespace weft::osd

@@ -11,13 +11,18 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <map>
+#include <utility>
+#include <vector>
 #include <random>
 #include <string>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "common/placement/placement.h"
 #include "tests/harness/cluster.h"
 #include "tests/harness/mount_fixture.h"
 
@@ -64,6 +69,7 @@ TEST_CASE("a full cluster refuses new data with ENOSPC - reads - deletes and nam
 
   // Any disk that holds an operating system is more than 0.1 % full.
   REQUIRE(c.Weft({"osd", "set-nearfull-ratio", "0.0005"}).code == 0);
+  REQUIRE(c.Weft({"osd", "set-backfillfull-ratio", "0.0008"}).code == 0);
   REQUIRE(c.Weft({"osd", "set-full-ratio", "0.001"}).code == 0);
   REQUIRE(MapFull(*objects, true));
   CommandResult status = c.Weft({"status"});
@@ -96,6 +102,7 @@ TEST_CASE("a full cluster refuses new data with ENOSPC - reads - deletes and nam
 
   // Room again: writes work.
   REQUIRE(c.Weft({"osd", "set-full-ratio", "0.95"}).code == 0);
+  REQUIRE(c.Weft({"osd", "set-backfillfull-ratio", "0.90"}).code == 0);
   REQUIRE(c.Weft({"osd", "set-nearfull-ratio", "0.85"}).code == 0);
   REQUIRE(MapFull(*objects, false));
   const std::string after = RandomBytes(1 << 20, 4);
@@ -119,18 +126,96 @@ TEST_CASE("full ratios: bad values are refused with the reason", "[cluster]") {
     CHECK(r.code != 0);
     CHECK(absl::AsciiStrToLower(r.output).find("ratio") != std::string::npos);
   }
-  CommandResult r = c.Weft({"osd", "set-nearfull-ratio", "0.96"});  // above full (0.95)
-  INFO(r.output);
-  CHECK(r.code != 0);
-  CHECK(r.output.find("nearfull <= full") != std::string::npos);
+  // Out of order: nearfull above full (0.95), backfillfull above full or
+  // under nearfull (0.85).
+  for (const auto& [which, value] : std::vector<std::pair<std::string, std::string>>{
+           {"set-nearfull-ratio", "0.96"},
+           {"set-backfillfull-ratio", "0.96"},
+           {"set-backfillfull-ratio", "0.5"}}) {
+    CommandResult r = c.Weft({"osd", which, value});
+    INFO(which << " " << value << ": " << r.output);
+    CHECK(r.code != 0);
+    CHECK(r.output.find("nearfull <= backfillfull <= full") != std::string::npos);
+  }
   client->WaitNewer(client->map()->epoch, absl::Milliseconds(500));
   CHECK(client->map()->full_ratio == 0.95);  // nothing changed
+  CHECK(client->map()->backfillfull_ratio == 0.90);
   CHECK(client->map()->nearfull_ratio == 0.85);
   CHECK(c.Weft({"osd", "set-full-ratio", "0.9"}).code == 0);
   CHECK(c.Weft({"osd", "set-nearfull-ratio", "0.8"}).code == 0);
   CHECK(WaitForMap(*client, absl::Seconds(10), [](const OsdMap& m) {
     return m.full_ratio == 0.9 && m.nearfull_ratio == 0.8;
   }));
+}
+
+TEST_CASE("an OSD past the backfillfull ratio takes no backfill - health warns - writes go on - "
+          "backfill resumes below it",
+          "[cluster]") {
+  auto started = Cluster::Start({.osds = 4});
+  REQUIRE(started.ok());
+  Cluster& c = **started;
+  auto client = c.Client();
+  auto pool = c.CreatePool(*client, "bf", 3, 8);
+  REQUIRE(pool.ok());
+  std::map<std::string, std::string> data;
+  for (int n = 0; n < 16; ++n) {
+    const std::string name = absl::StrCat("bf-", n);
+    data[name] = RandomBytes(100000 + n * 1000, n);
+    REQUIRE(client->Put(*pool, name, data[name]).ok());
+  }
+  // Any disk that holds an operating system is more than 0.1 % full: every
+  // OSD is past backfillfull, none past full.
+  REQUIRE(c.Weft({"osd", "set-nearfull-ratio", "0.0005"}).code == 0);
+  REQUIRE(c.Weft({"osd", "set-backfillfull-ratio", "0.001"}).code == 0);
+  REQUIRE(WaitForMap(*client, absl::Seconds(30), [](const OsdMap& m) {
+    return std::all_of(m.osds.begin(), m.osds.end(),
+                       [](const OsdInfo& o) { return o.backfillfull && !o.full; });
+  }));
+  CommandResult status = c.Weft({"status"});
+  INFO(status.output);
+  CHECK(status.output.rfind("HEALTH_WARN", 0) == 0);
+  CHECK(status.output.find("OSD_BACKFILLFULL") != std::string::npos);
+  CHECK(status.output.find("OSD_FULL") == std::string::npos);
+  data["during"] = RandomBytes(50000, 99);
+  REQUIRE(client->Put(*pool, "during", data["during"]).ok());
+
+  // One OSD out: its PGs get a member new to them, which may not be filled.
+  const OsdId out(c.osd_id(3));
+  REQUIRE(c.Weft({"osd", "out", std::to_string(out.value())}).code == 0);
+  const absl::Time deadline = absl::Now() + absl::Seconds(30);
+  do {
+    absl::SleepFor(absl::Milliseconds(500));
+    status = c.Weft({"status"});
+  } while (status.output.find("backfill_toofull") == std::string::npos && absl::Now() < deadline);
+  INFO(status.output);
+  REQUIRE(status.output.find("backfill_toofull") != std::string::npos);
+  absl::SleepFor(absl::Seconds(2));
+  REQUIRE(c.Weft({"status"}).output.find("backfill_toofull") != std::string::npos);
+  for (const auto& [name, bytes] : data) {  // served meanwhile
+    auto got = client->Get(*pool, name);
+    INFO(name << ": " << got.status());
+    REQUIRE(got.ok());
+    REQUIRE(*got == bytes);
+  }
+
+  // Room again: the backfill goes on and every copy is complete.
+  REQUIRE(c.Weft({"osd", "set-backfillfull-ratio", "0.90"}).code == 0);
+  REQUIRE(c.Weft({"osd", "set-nearfull-ratio", "0.85"}).code == 0);
+  REQUIRE(c.WaitClean(absl::Seconds(60)).ok());
+  auto map = client->map();
+  const PoolInfo* info = map->FindPool(*pool);
+  for (const auto& [name, bytes] : data) {
+    const auto acting =
+        placement::MapPg(*map, *info, placement::ObjectToPgSeed(name, info->pg_num)).acting;
+    REQUIRE(acting.size() == 3);
+    for (OsdId osd : acting) {
+      REQUIRE(osd != out);
+      auto got = client->GetFrom(*pool, name, osd);
+      INFO(name << " on osd." << osd.value() << ": " << got.status());
+      REQUIRE(got.ok());
+      REQUIRE(*got == bytes);
+    }
+  }
 }
 
 }  // namespace
