@@ -395,6 +395,14 @@ void OsdDaemon::StatsLoop() {
     }
     auto status = etcd_->Put(AliveKey(), AliveValue(), lease).status();
     if (!status.ok()) VLOG(1) << "event=stats_put_failed status=\"" << status << "\"";
+    constexpr absl::Duration kStraySweep = absl::Seconds(15);
+    if (absl::Now() - last_sweep_ >= kStraySweep && !sweeping_.exchange(true)) {
+      last_sweep_ = absl::Now();
+      background_->Submit([this] {
+        SweepStrays();
+        sweeping_ = false;
+      });
+    }
   }
 }
 

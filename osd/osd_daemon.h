@@ -93,6 +93,15 @@ class OsdDaemon {
   // it is primary of.
   std::vector<std::shared_ptr<Pg>> AllPgs();
   std::vector<std::shared_ptr<Pg>> PrimaryPgs();
+
+  // Stray copies (osd/osd_strays.cc): PGs this OSD holds but no longer
+  // serves. Each sweep deletes those whose PG is active+clean without us
+  // and that no past interval names us in. Called from the statistics
+  // loop every kStraySweep, run in the background pool.
+  void SweepStrays();
+  void RemoveStray(const std::shared_ptr<Pg>& pg);
+  std::atomic<bool> sweeping_{false};
+  absl::Time last_sweep_ = absl::InfinitePast();  // the statistics thread's
   absl::Mutex scrub_mu_;
   std::deque<ScrubJob> scrub_queue_ ABSL_GUARDED_BY(scrub_mu_);
   size_t scrub_cursor_ ABSL_GUARDED_BY(scrub_mu_) = 0;  // fairness of the schedule

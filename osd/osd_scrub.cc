@@ -51,6 +51,12 @@ void OsdDaemon::PgCommand(const pb::PgCommandRequest& req, pb::PgCommandReply* r
       return FillStatus(pgs[0]->RepairObject(req.oid(), OsdId(req.osd())),
                         reply->mutable_status());
     }
+    case pb::PGC_CLEAN_CHECK:
+      if (pgs.size() != 1) {
+        return FillStatus(absl::InvalidArgumentError("a clean check names one pg"),
+                          reply->mutable_status());
+      }
+      return FillStatus(pgs[0]->CleanCheck(reply), reply->mutable_status());
     case pb::PGC_QUERY:
       if (pgs.size() != 1) {
         return FillStatus(absl::InvalidArgumentError("a query names one pg"),

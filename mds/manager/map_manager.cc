@@ -323,7 +323,7 @@ void MapManager::Reconcile() {
   // clean one by one, and a map epoch per PG would make every client and
   // OSD take a new map each time; a record kept a little longer only
   // delays `osd rm`).
-  constexpr absl::Duration kPruneEvery = absl::Seconds(30);
+  constexpr absl::Duration kPruneEvery = absl::Seconds(10);
   bool prune_alone = false;
   {
     absl::MutexLock lock(&mu_);

@@ -147,6 +147,21 @@ bool Pg::IsPrimary() {
   return interval_.primary == ctx_.whoami;
 }
 
+bool Pg::IsStray() {
+  absl::MutexLock lock(&mu_);
+  return state_ == State::kStray;
+}
+
+absl::Status Pg::CleanCheck(pb::PgCommandReply* reply) {
+  const std::string state = StateName();
+  absl::MutexLock lock(&mu_);
+  if (state_ != State::kActive || state.rfind("active+clean", 0) != 0) {
+    return absl::FailedPreconditionError(absl::StrCat("pg ", coll_, " is ", state));
+  }
+  for (OsdId osd : interval_.acting) reply->add_acting(osd.value());
+  return absl::OkStatus();
+}
+
 bool Pg::StillInterval(uint64_t interval_id) {
   absl::MutexLock lock(&mu_);
   return interval_.id == interval_id;

@@ -161,6 +161,10 @@ class Pg : public std::enable_shared_from_this<Pg> {
   // with `force`. The daemon's commit ticker calls this for every PG.
   void EcFlushCommit(absl::Time now, bool force = false);
   bool IsPrimary();
+  // Not a member of the current interval: a copy left from an earlier one.
+  bool IsStray();
+  // PGC_CLEAN_CHECK: OK and the acting set when active+clean.
+  absl::Status CleanCheck(pb::PgCommandReply* reply);
 
  private:
   struct Interval {

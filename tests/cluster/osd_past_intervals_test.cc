@@ -133,7 +133,7 @@ TEST_CASE("a PG whose last writers are all down stays down until one returns - t
     }
   }
   // Clean again: the map drops the PG's past intervals (alone, at most every
-  // 30 s), and health clears.
+  // 10 s), and health clears.
   REQUIRE(WaitForMap(*client, absl::Seconds(60), [&](const OsdMap& m) {
     for (const PastInterval& p : m.FindPool(*pool)->past_intervals) {
       if (p.pg_seed == seed) return false;
