@@ -250,6 +250,15 @@ reap_anchor() {
   kill -KILL "${left[@]}" 2>/dev/null || true  # ceph-mds ignores TERM without its mon
 }
 
+# ceph_pgs_clean: every PG of the Ceph anchor in $CDIR active+clean.
+ceph_pgs_clean() {
+  ceph -c "$CDIR/ceph.conf" pg stat -f json 2>/dev/null | python3 -c '
+import json, sys
+d = json.load(sys.stdin); d = d.get("pg_summary", d)
+states = {s["name"]: s["num"] for s in d["num_pg_by_state"]}
+sys.exit(0 if states and list(states) == ["active+clean"] else 1)'
+}
+
 # anchor_running: some daemon of the Ceph anchor in $CDIR is alive (by its
 # pid files).
 anchor_running() {

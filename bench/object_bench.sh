@@ -102,13 +102,6 @@ note_foreign OSD ceph-osd weft-osd
 "$root/scripts/quickstart.sh" down >/dev/null 2>&1 || true
 
 # ------------------------------------------------------------------- ceph --
-ceph_pgs_clean() {  # every PG of the anchor active+clean
-  "${C[@]}" pg stat -f json 2>/dev/null | python3 -c '
-import json, sys
-d = json.load(sys.stdin); d = d.get("pg_summary", d)
-states = {s["name"]: s["num"] for s in d["num_pg_by_state"]}
-sys.exit(0 if states and list(states) == ["active+clean"] else 1)'
-}
 
 # ceph_setup: a fresh anchor with the benchmark pool, every PG active+clean.
 ceph_setup() {

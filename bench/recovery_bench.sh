@@ -105,13 +105,6 @@ weft_teardown() { weft_purge; }
 weft_bw() { local v; v=$(value "$1" "Bandwidth (MB/sec):"); [[ -z $v ]] || calc "$v * 1000000 / 1048576"; }
 
 # ---------------------------------------------------------------- ceph --
-ceph_pgs_clean() {  # every PG of the anchor active+clean
-  "${C[@]}" pg stat -f json 2>/dev/null | python3 -c '
-import json, sys
-d = json.load(sys.stdin); d = d.get("pg_summary", d)
-states = {s["name"]: s["num"] for s in d["num_pg_by_state"]}
-sys.exit(0 if states and list(states) == ["active+clean"] else 1)'
-}
 ceph_osd0_bytes() {
   "${C[@]}" osd df -f json 2>/dev/null | python3 -c '
 import json, sys

@@ -22,7 +22,6 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
-#include "common/placement/placement.h"
 #include "tests/harness/cluster.h"
 #include "tests/harness/mount_fixture.h"
 
@@ -202,20 +201,9 @@ TEST_CASE("an OSD past the backfillfull ratio takes no backfill - health warns -
   REQUIRE(c.Weft({"osd", "set-backfillfull-ratio", "0.90"}).code == 0);
   REQUIRE(c.Weft({"osd", "set-nearfull-ratio", "0.85"}).code == 0);
   REQUIRE(c.WaitClean(absl::Seconds(60)).ok());
-  auto map = client->map();
-  const PoolInfo* info = map->FindPool(*pool);
-  for (const auto& [name, bytes] : data) {
-    const auto acting =
-        placement::MapPg(*map, *info, placement::ObjectToPgSeed(name, info->pg_num)).acting;
-    REQUIRE(acting.size() == 3);
-    for (OsdId osd : acting) {
-      REQUIRE(osd != out);
-      auto got = client->GetFrom(*pool, name, osd);
-      INFO(name << " on osd." << osd.value() << ": " << got.status());
-      REQUIRE(got.ok());
-      REQUIRE(*got == bytes);
-    }
-  }
+  const absl::Status copies = EveryCopyMatches(*client, *pool, data, 3);  // out is not acting
+  INFO(copies);
+  REQUIRE(copies.ok());
 }
 
 }  // namespace

@@ -64,18 +64,9 @@ class Load {
 // Every object of `objects` from every acting member's own copy.
 void CheckEveryCopy(objects::ObjectClient& client, PoolId pool,
                     const std::map<std::string, std::string>& objects) {
-  auto map = client.map();
-  const PoolInfo* info = map->FindPool(pool);
-  for (const auto& [name, data] : objects) {
-    auto mapping = placement::MapPg(*map, *info, placement::ObjectToPgSeed(name, info->pg_num));
-    REQUIRE(mapping.acting.size() == 3);
-    for (OsdId osd : mapping.acting) {
-      auto got = client.GetFrom(pool, name, osd);
-      INFO(name << " on osd." << osd.value() << ": " << got.status());
-      REQUIRE(got.ok());
-      REQUIRE(*got == data);
-    }
-  }
+  const absl::Status copies = EveryCopyMatches(client, pool, objects, 3);
+  INFO(copies);
+  REQUIRE(copies.ok());
 }
 
 // PGs of `pool` with `osd` in their acting set.

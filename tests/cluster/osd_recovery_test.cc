@@ -44,20 +44,11 @@ PoolId MakePool(Cluster& c, objects::ObjectClient& client, const std::vector<std
   return *pool;
 }
 
-// Every acting member's own copy of each replicated object.
 void CheckEveryCopy(objects::ObjectClient& client, PoolId pool,
                     const std::map<std::string, std::string>& objects) {
-  auto map = client.map();
-  const PoolInfo* info = map->FindPool(pool);
-  for (const auto& [name, data] : objects) {
-    auto mapping = placement::MapPg(*map, *info, placement::ObjectToPgSeed(name, info->pg_num));
-    for (OsdId osd : mapping.acting) {
-      auto got = client.GetFrom(pool, name, osd);
-      INFO(name << " on osd." << osd.value() << ": " << got.status());
-      REQUIRE(got.ok());
-      REQUIRE(*got == data);
-    }
-  }
+  const absl::Status copies = EveryCopyMatches(client, pool, objects);
+  INFO(copies);
+  REQUIRE(copies.ok());
 }
 
 void ReadAll(objects::ObjectClient& client, PoolId pool,

@@ -23,6 +23,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "common/log/log.h"
+#include "common/placement/placement.h"
 #include "common/status/status.h"
 #include "tests/harness/file_io.h"
 
@@ -432,6 +433,30 @@ bool WaitForMap(objects::ObjectClient& client, absl::Duration timeout,
     client.WaitNewer(client.map()->epoch, absl::Milliseconds(200));
   }
   return pred(*client.map());
+}
+
+absl::Status EveryCopyMatches(objects::ObjectClient& client, PoolId pool,
+                              const std::map<std::string, std::string>& objects, size_t size) {
+  auto map = client.map();
+  const PoolInfo* info = map->FindPool(pool);
+  if (info == nullptr) return absl::NotFoundError(absl::StrCat("no pool ", pool.value()));
+  for (const auto& [name, data] : objects) {
+    const auto acting =
+        placement::MapPg(*map, *info, placement::ObjectToPgSeed(name, info->pg_num)).acting;
+    if (size != 0 && acting.size() != size) {
+      return absl::FailedPreconditionError(
+          absl::StrCat(name, ": ", acting.size(), " acting members, not ", size));
+    }
+    for (OsdId osd : acting) {
+      auto got = client.GetFrom(pool, name, osd);
+      if (!got.ok()) return Annotate(got.status(), absl::StrCat(name, " on osd.", osd.value()));
+      if (*got != data) {
+        return absl::DataLossError(absl::StrCat(name, " on osd.", osd.value(), ": ", got->size(),
+                                                " bytes, not the ", data.size(), " written"));
+      }
+    }
+  }
+  return absl::OkStatus();
 }
 
 std::string RandomBytes(size_t n, uint64_t seed) {

@@ -9,6 +9,7 @@
 #include <sys/types.h>
 
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -178,6 +179,14 @@ class Cluster {
 std::string BinPath(const std::string& name);
 // `n` reproducible pseudo-random bytes.
 std::string RandomBytes(size_t n, uint64_t seed);
+
+// Every acting member's own copy of each object of a replicated `pool`
+// (name -> bytes) equals its bytes: the first that does not (or cannot be
+// read), named with its OSD, otherwise OK. With `size`, each object's
+// acting set must have that many members.
+absl::Status EveryCopyMatches(objects::ObjectClient& client, PoolId pool,
+                              const std::map<std::string, std::string>& objects,
+                              size_t size = 0);
 // Waits up to `timeout` for `client`'s map to satisfy `pred`; its last word.
 bool WaitForMap(objects::ObjectClient& client, absl::Duration timeout,
                 const std::function<bool(const OsdMap&)>& pred);
