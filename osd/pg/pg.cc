@@ -249,8 +249,9 @@ std::string Pg::Describe() {
 
 void Pg::FillStat(pb::PgStat* stat) {
   // Sizes of the copies still to make: at most this many are looked up per
-  // report (beyond, the average of those is assumed).
-  constexpr size_t kSizedMax = 4096;
+  // PG and report (beyond, their average is assumed), so a large recovery
+  // costs the statistics a few thousand store lookups, not one per object.
+  constexpr size_t kSizedMax = 64;
   std::vector<std::string> sample;
   uint64_t missing = 0;
   {

@@ -153,6 +153,7 @@ absl::Status Pg::Peer(uint64_t interval_id) {
   std::vector<OsdId> acting;
   std::vector<OsdId> strays;  // up OSDs of past intervals, outside `acting`
   Epoch epoch = 0;
+  bool down = false;
   {
     absl::MutexLock lock(&mu_);
     if (interval_.id != interval_id) return absl::OkStatus();
@@ -179,12 +180,16 @@ absl::Status Pg::Peer(uint64_t interval_id) {
           LOG(WARNING) << "pg=" << coll_ << " event=down epoch=" << epoch << " waiting_for=\""
                        << absl::StrJoin(down_blocked_by_, "; ") << "\"";
         }
-        StateChanged();
-        return absl::OkStatus();  // a later map peers again (OnMap)
+        down = true;
+      } else {
+        down_blocked_by_.clear();
+        strays.assign(check.probe.begin(), check.probe.end());
       }
-      down_blocked_by_.clear();
-      strays.assign(check.probe.begin(), check.probe.end());
     }
+  }
+  if (down) {
+    StateChanged();
+    return absl::OkStatus();  // a later map peers again (OnMap)
   }
   // 1. Our own state as on disk, then every other member's.
   ASSIGN_OR_RETURN(PgLog mine, PgLog::Load(ctx_.store, coll_, ctx_.options->pg_log_max_entries));
