@@ -393,8 +393,13 @@ absl::Status Cluster::WaitClean(absl::Duration timeout) {
   while (absl::Now() < deadline) {
     auto st = admin->Status();
     if (st.ok()) {
-      auto it = st->pg_states().find("active+clean");
-      uint32_t clean = it == st->pg_states().end() ? 0 : it->second;
+      // Every copy in place: "active+clean", also while a scrub runs or
+      // after one found damage (+scrubbing, +inconsistent: what scrub
+      // tests look at themselves).
+      uint32_t clean = 0;
+      for (const auto& [state, count] : st->pg_states()) {
+        if (state == "active+clean" || state.rfind("active+clean+", 0) == 0) clean += count;
+      }
       if (clean == st->pgs()) return absl::OkStatus();
       last.clear();
       for (const auto& [state, count] : st->pg_states()) absl::StrAppend(&last, count, " ", state, " ");

@@ -145,7 +145,8 @@ class Cluster {
 
   // Waits until the map shows `n` OSDs up.
   absl::Status WaitOsdsUp(int n, absl::Duration timeout);
-  // Waits until every PG reports active+clean.
+  // Waits until every PG reports active+clean (with +scrubbing or
+  // +inconsistent too: every copy is in place).
   absl::Status WaitClean(absl::Duration timeout);
 
   // Creates a replicated pool with the CLI, as a user would, then waits until
