@@ -590,7 +590,7 @@ void OsdDaemon::Op(pb::OpRequest* mutable_req, pb::OpReply* reply) {
   std::shared_ptr<const OsdMap> map;
   bool local = req.flags() & pb::OPF_LOCAL;
   // Recovery's own reads (pulls, rebuilds) do not make recovery wait.
-  ClientIo client_io(local || (req.flags() & pb::OPF_REBUILD_READ) ? nullptr : recovery_.get());
+  RecoveryThrottle::ClientOp client_op(local || (req.flags() & pb::OPF_REBUILD_READ) ? nullptr : recovery_.get());
   auto pg = FindPg(req.map_epoch(), req.pool(), req.pg_seed(), !local, &map);
   if (pg.ok()) {
     const PoolInfo* pool = map->FindPool(PoolId(req.pool()));
@@ -665,7 +665,7 @@ void OsdDaemon::GetMap(const pb::GetMapRequest& req, pb::GetMapReply* reply) {
 void OsdDaemon::RepOp(pb::RepOpRequest* mutable_req, pb::RepOpReply* reply) {
   const pb::RepOpRequest& req = *mutable_req;
   metrics::ScopedTimer timer(&subop_latency_);
-  ClientIo client_io(recovery_.get());  // a client's write, replicated here
+  RecoveryThrottle::ClientOp client_op(recovery_.get());  // a client's write, replicated here
   std::shared_ptr<const OsdMap> map;
   auto pg = FindPg(req.map_epoch(), req.pool(), req.pg_seed(), false, &map);
   if (!pg.ok()) return FillStatus(pg.status(), reply->mutable_status());

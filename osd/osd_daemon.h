@@ -162,21 +162,6 @@ class OsdDaemon {
   std::unique_ptr<PeerClient> peers_;
   std::unique_ptr<ThreadPool> background_;
   std::unique_ptr<RecoveryThrottle> recovery_;  // made before the metrics
-  // Counts a client request in service for the recovery throttle.
-  class ClientIo {
-   public:
-    explicit ClientIo(RecoveryThrottle* t) : t_(t) {
-      if (t_ != nullptr) t_->ClientBegin();
-    }
-    ~ClientIo() {
-      if (t_ != nullptr) t_->ClientEnd();
-    }
-    ClientIo(const ClientIo&) = delete;
-    ClientIo& operator=(const ClientIo&) = delete;
-
-   private:
-    RecoveryThrottle* t_;
-  };
   OsdCounters counters_;
   metrics::Registry metrics_;
   metrics::Histogram read_latency_;   // client ops that change nothing

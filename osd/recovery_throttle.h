@@ -38,12 +38,25 @@ class RecoveryThrottle {
     RecoveryThrottle* t_;
   };
 
+  // A client request in service (OsdDaemon::Op, RepOp) for its scope:
+  // "client I/O first". Null: not counted (recovery's own reads).
+  class ClientOp {
+   public:
+    explicit ClientOp(RecoveryThrottle* t) : t_(t) {
+      if (t_ != nullptr) t_->client_ops_.fetch_add(1, std::memory_order_relaxed);
+    }
+    ~ClientOp() {
+      if (t_ != nullptr) t_->client_ops_.fetch_sub(1, std::memory_order_relaxed);
+    }
+    ClientOp(const ClientOp&) = delete;
+    ClientOp& operator=(const ClientOp&) = delete;
+
+   private:
+    RecoveryThrottle* t_;
+  };
+
   // Before moving `bytes`: waits for the rate and for client requests.
   void Charge(uint64_t bytes);
-
-  // Client requests in service (OsdDaemon::Op), for "client I/O first".
-  void ClientBegin() { client_ops_.fetch_add(1, std::memory_order_relaxed); }
-  void ClientEnd() { client_ops_.fetch_sub(1, std::memory_order_relaxed); }
 
   int active() {
     absl::MutexLock lock(&mu_);

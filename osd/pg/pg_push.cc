@@ -76,12 +76,12 @@ absl::Status Pg::PullObject(const std::string& oid, const std::vector<std::strin
     // leaves it missing (pulled again, never served half-written).
     uint64_t offset = 0;
     bool failed = false;
+    // Later pieces carry no xattrs or omap (the first one set them).
+    pb::PushRequest rest = piece;
+    rest.clear_xattrs();
+    rest.clear_omap();
     do {
-      pb::PushRequest part = piece;
-      if (offset > 0) {
-        part.clear_xattrs();
-        part.clear_omap();
-      }
+      pb::PushRequest part = offset == 0 ? piece : rest;
       part.set_offset(offset);
       uint64_t len = std::min<uint64_t>(ctx_.options->recovery_max_chunk, piece.size() - offset);
       if (ctx_.recovery != nullptr) ctx_.recovery->Charge(len);
