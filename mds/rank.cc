@@ -372,6 +372,7 @@ std::vector<pb::ClientInfo> MdsRank::ClientListLocked() {
     c.set_opened_ms(s.rec.opened_ms());
     c.set_idle_ms(std::max<int64_t>(0, now_ms - s.last_renew_ms));
     c.set_open_files(s.opens.size());
+    c.set_caps(leases_.HeldBy(id.value()));
     c.set_dir_leases(leases_.DirLeasesHeldBy(id.value()));
     c.set_attr_caps(leases_.AttrCapsHeldBy(id.value()));
     c.set_lease_stream(leases_.HasStream(id));

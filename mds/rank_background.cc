@@ -406,6 +406,7 @@ pb::FsStatusReply MdsRank::Status() {
     reply.set_inodes(root->inode.rstat.rfiles + root->inode.rstat.rsubdirs + 1);
   }
   reply.set_rss_bytes(memory::ResidentBytes());
+  reply.set_caps(leases_.cap_count());
   reply.set_dir_leases(leases_.dir_lease_count());
   reply.set_attr_caps(leases_.attr_cap_count());
   const Leases::CapCounters caps = leases_.counters();

@@ -80,8 +80,8 @@ int FsStatus(client::FsAdmin& admin, const std::string& name) {
       continue;
     }
     std::printf(
-        "  state: %s, sessions: %lu, inodes: %lu, replay: %ld ms, dir_leases: %lu, attr_caps: %lu\n",
-        reply.state().c_str(), reply.sessions(), reply.inodes(), reply.replay_ms(),
+        "  state: %s, sessions: %lu, inodes: %lu, replay: %ld ms, caps: %lu (Ls %lu, AsFs %lu)\n",
+        reply.state().c_str(), reply.sessions(), reply.inodes(), reply.replay_ms(), reply.caps(),
         reply.dir_leases(), reply.attr_caps());
     std::printf(
         "  cache: %lu inodes, %lu dentries, %lu dirty inodes, %.1f MiB of %.1f MiB "
@@ -95,9 +95,9 @@ int FsStatus(client::FsAdmin& admin, const std::string& name) {
         reply.caps_bytes() / 1048576.0, reply.max_caps_per_client(), reply.caps_granted(),
         reply.caps_refused(), reply.caps_recalled(), reply.caps_released());
     for (const pb::ClientInfo& c : reply.clients()) {
-      std::printf("    client %lu (%s): %lu caps, %lu dir leases, %lu open files\n", c.session(),
-                  absl::CHexEscape(c.client()).c_str(), c.attr_caps(), c.dir_leases(),
-                  c.open_files());
+      std::printf("    client %lu (%s): %lu caps (Ls %lu, AsFs %lu), %lu open files\n",
+                  c.session(), absl::CHexEscape(c.client()).c_str(), c.caps(), c.dir_leases(),
+                  c.attr_caps(), c.open_files());
     }
     std::printf("  journal: events %lu..%lu, %lu segments, %.1f KiB\n", reply.journal_first_seq(),
                 reply.journal_last_seq(), reply.journal_segments(), reply.journal_bytes() / 1024.0);

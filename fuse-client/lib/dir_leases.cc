@@ -6,6 +6,7 @@
 #include <cerrno>
 
 #include "absl/time/clock.h"
+#include "common/caps/cap_bits.h"
 #include "common/status/status.h"
 
 namespace weft::client {
@@ -106,39 +107,54 @@ void DirLeases::RevokeAttrs(uint64_t ino, uint64_t seq) {
 
 std::vector<pb::LeaseEvent> DirLeases::GiveBack(size_t n, absl::Time now) {
   absl::MutexLock lock(&mu_);
+  // The MDS keeps one cap per inode (Ls and As Fs together): an inode's
+  // bits go back together, oldest grant first, under the newest sequence
+  // number this client saw for the inode (the cap's; a grant of that
+  // number still on the wire is then not taken).
   struct Held {
-    absl::Time expires;
-    uint64_t ino;
-    bool attrs;
+    absl::Time expires = absl::InfiniteFuture();
+    uint64_t seq = 0;
+    uint32_t bits = 0;
   };
-  std::vector<Held> held;
+  absl::flat_hash_map<uint64_t, Held> by_ino;
   for (const auto& [ino, a] : attrs_) {
-    if (TrustedAttrs(a, now)) held.push_back({a.expires, ino, true});
+    if (!TrustedAttrs(a, now)) continue;
+    Held& h = by_ino[ino];
+    h.expires = std::min(h.expires, a.expires);
+    h.seq = std::max(h.seq, a.seq);
+    h.bits |= caps::kAttrs;
   }
   for (const auto& [ino, d] : dirs_) {
-    if (Trusted(d, now)) held.push_back({d.expires, ino, false});
+    if (!Trusted(d, now)) continue;
+    Held& h = by_ino[ino];
+    h.expires = std::min(h.expires, d.expires);
+    h.seq = std::max(h.seq, d.seq);
+    h.bits |= caps::kLs;
   }
+  std::vector<std::pair<uint64_t, Held>> held(by_ino.begin(), by_ino.end());
   n = std::min(n, held.size());
-  std::partial_sort(held.begin(), held.begin() + n, held.end(),
-                    [](const Held& x, const Held& y) { return x.expires < y.expires; });
+  std::partial_sort(held.begin(), held.begin() + n, held.end(), [](const auto& x, const auto& y) {
+    return x.second.expires < y.second.expires;
+  });
   std::vector<pb::LeaseEvent> acks;
   acks.reserve(n);
   for (size_t i = 0; i < n; ++i) {
+    const auto& [ino, h] = held[i];
     pb::LeaseEvent& e = acks.emplace_back();
-    e.set_ino(held[i].ino);
-    e.set_attrs(held[i].attrs);
+    e.set_ino(ino);
+    e.set_seq(h.seq);
+    e.set_caps(h.bits);
     e.set_released(true);
     // As a revoke: a grant of this seq still on the wire is not taken.
-    if (held[i].attrs) {
-      AttrCap& a = attrs_[held[i].ino];
-      e.set_seq(a.seq);
-      a.revoked = std::max(a.revoked, a.seq);
+    if (h.bits & caps::kAttrs) {
+      AttrCap& a = attrs_[ino];
+      a.revoked = std::max(a.revoked, h.seq);
       a.revoked_at = now;
       a.seq = 0;
-    } else {
-      Dir& d = dirs_[held[i].ino];
-      e.set_seq(d.seq);
-      d.revoked = std::max(d.revoked, d.seq);
+    }
+    if (h.bits & caps::kLs) {
+      Dir& d = dirs_[ino];
+      d.revoked = std::max(d.revoked, h.seq);
       d.revoked_at = now;
       Forget(&d);
     }

@@ -8,6 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "common/caps/cap_bits.h"
 #include "common/log/log.h"
 #include "common/status/status.h"
 #include "fuse-client/lib/admin_client.h"
@@ -223,21 +224,18 @@ void MetaClient::HandleLeaseEvent(const pb::LeaseEvent& event) {
     if (hold_released_) hold_released_(event.ino());
     return;
   }
-  if (event.attrs()) {
-    leases_.RevokeAttrs(event.ino(), event.seq());
-    {
-      absl::MutexLock lock(&recall_mu_);
-      if (attrs_revoked_) attrs_revoked_(event.ino());
-    }
-    AckLease(event);  // the change waits for this (or for the cap to run out)
-    return;
-  }
-  leases_.Revoke(event.ino(), event.seq());
-  {
-    absl::MutexLock lock(&recall_mu_);
-    if (dir_revoked_) dir_revoked_(event.ino());
-  }
-  AckLease(event);  // the MDS waits for this (or for the lease to run out)
+  // A revoke of caps: of a directory's names (Ls), of an inode's attributes
+  // (As Fs), or both.
+  if (event.caps() & caps::kAttrs) leases_.RevokeAttrs(event.ino(), event.seq());
+  if (event.caps() & caps::kLs) leases_.Revoke(event.ino(), event.seq());
+  Revoked(event);
+  AckLease(event);  // the change waits for this (or for the caps to run out)
+}
+
+void MetaClient::Revoked(const pb::LeaseEvent& event) {
+  absl::MutexLock lock(&recall_mu_);
+  if ((event.caps() & caps::kAttrs) && attrs_revoked_) attrs_revoked_(event.ino());
+  if ((event.caps() & caps::kLs) && dir_revoked_) dir_revoked_(event.ino());
 }
 
 void MetaClient::AckLease(const pb::LeaseEvent& event) {
@@ -254,14 +252,8 @@ void MetaClient::AckLease(const pb::LeaseEvent& event) {
 
 void MetaClient::GiveBack(uint32_t n) {
   std::vector<pb::LeaseEvent> given = leases_.GiveBack(n, absl::Now());
-  {
-    // The kernel stops trusting them too before the MDS hears they are back.
-    absl::MutexLock lock(&recall_mu_);
-    for (const pb::LeaseEvent& e : given) {
-      if (e.attrs() && attrs_revoked_) attrs_revoked_(e.ino());
-      if (!e.attrs() && dir_revoked_) dir_revoked_(e.ino());
-    }
-  }
+  // The kernel stops trusting them too before the MDS hears they are back.
+  for (const pb::LeaseEvent& e : given) Revoked(e);
   VLOG(1) << "op=give_back wanted=" << n << " given=" << given.size();
   for (size_t i = 0; i < given.size(); i += kAcksPerRequest) {
     auto stub = pb::Mds::NewStub(Channel());

@@ -120,7 +120,7 @@ class MetaClient {
   // not on a request of this session that the MDS holds for the revoke.
   using DirRevoked = std::function<void(uint64_t ino)>;
   void SetDirRevoked(DirRevoked handler);
-  // The same for each revoked attribute cap (LeaseEvent.attrs), after the
+  // The same for each revoked attribute cap (LeaseEvent.caps with As Fs), after the
   // client stopped trusting the inode's attributes.
   void SetAttrsRevoked(DirRevoked handler);
   // Called with each new OSD epoch barrier a reply carries (an eviction
@@ -159,6 +159,9 @@ class MetaClient {
   // next is read (revokes) or handed to its handler (recalls).
   void HandleLeaseEvent(const pb::LeaseEvent& event);
   void AckLease(const pb::LeaseEvent& event);
+  // Tells the file system client the kernel must stop trusting what a revoke
+  // or give-back of `event.caps()` took (its attributes, its names).
+  void Revoked(const pb::LeaseEvent& event);
   // A recall for memory (LeaseEvent.recall_caps): gives back `n` caps and
   // leases (DirLeases::GiveBack), the kernel's copies first, and tells the
   // MDS in batches of kAcksPerRequest.

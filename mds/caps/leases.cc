@@ -64,8 +64,7 @@ std::vector<uint64_t> ShownInos(const Reply& reply, const std::vector<uint64_t>&
 uint64_t Leases::OpenStream(SessionId session) {
   // The client dropped every lease when its earlier stream broke, and
   // trusts no grant of a request it sent before this hello.
-  dirs_.DropSession(session.value());
-  attrs_.DropSession(session.value());
+  caps_.DropSession(session.value());
   DropSessionRecalls(session.value());
   ++returns_;
   const uint64_t gen = ++stream_gen_;
@@ -90,8 +89,7 @@ Leases::Renewal Leases::Renew(SessionId session, absl::Time now) {
       r != unanswered_recall_.end() && now - r->second > lease()) {
     return {};
   }
-  dirs_.Renew(session.value(), now);
-  attrs_.Renew(session.value(), now);
+  caps_.Renew(session.value(), now);
   return {it->second.gen, it->second.events};
 }
 
@@ -126,8 +124,7 @@ void Leases::DropSession(SessionId session, const SessionState* state) {
     for (const auto& [ino, count] : state->opens_write) DropWriter(session.value(), ino);
     for (const auto& [ino, count] : state->opens) DropOpener(session.value(), ino);
   }
-  dirs_.DropSession(session.value());
-  attrs_.DropSession(session.value());
+  caps_.DropSession(session.value());
   DropSessionRecalls(session.value());
   recalled_at_.erase(session.value());
   ++returns_;
@@ -146,33 +143,28 @@ void Leases::Send(uint64_t session, const pb::LeaseEvent& event) {
 
 bool Leases::Revoke(const Request& request, absl::Time now, absl::Time* until) {
   const std::vector<LeaseChange> changes = ChangesOf(request);
-  std::vector<DirLeaseTable::Revoke> revokes;
-  std::vector<DirLeaseTable::Revoke> attr_revokes;
+  std::vector<CapTable::Revoke> revokes;
   bool blocked = false;
   for (const LeaseChange& c : changes) {
-    blocked |=
-        dirs_.Conflicts(c.dir, request.session.value(), c.include_self, now, &revokes, until);
     // The change moves the directory's times (and its link count, size or
-    // mode) too: the other holders of its attributes go in the same wait,
+    // mode) too: the other holders of its attributes go in the same revoke,
     // not in a second one after the operation ran (RevokeAttrs).
-    blocked |= attrs_.Conflicts(c.dir, request.session.value(), /*include_self=*/false, now,
-                                &attr_revokes, until);
+    blocked |= caps_.Conflicts(c.dir, request.session.value(), caps::kLs | caps::kAttrs,
+                               c.include_self ? caps::kLs : 0, now, &revokes, until);
   }
-  SendRevokes(revokes, /*attrs=*/false);
-  SendRevokes(attr_revokes, /*attrs=*/true);
-  if (!revokes.empty() || !attr_revokes.empty()) {
-    VLOG(1) << "event=lease_revoke session=" << request.session << " n=" << revokes.size()
-            << " attrs=" << attr_revokes.size();
+  SendRevokes(revokes);
+  if (!revokes.empty()) {
+    VLOG(1) << "event=lease_revoke session=" << request.session << " n=" << revokes.size();
   }
   return blocked;
 }
 
-void Leases::SendRevokes(const std::vector<DirLeaseTable::Revoke>& revokes, bool attrs) {
-  for (const DirLeaseTable::Revoke& r : revokes) {
+void Leases::SendRevokes(const std::vector<CapTable::Revoke>& revokes) {
+  for (const CapTable::Revoke& r : revokes) {
     pb::LeaseEvent event;
     event.set_ino(r.ino);
     event.set_seq(r.seq);
-    if (attrs) event.set_attrs(true);
+    event.set_caps(r.bits);
     Send(r.session, event);
   }
 }
@@ -213,10 +205,10 @@ void Leases::Grant(const Request& r, const Reply& done, absl::Time now,
   if (!streams_.contains(session)) return;  // revokes could not reach it
   size_t room = Room(session);
   auto grant = [&](uint64_t dir, bool searchable) {
-    const uint64_t seq = dirs_.Grant(dir, session, now, &room);
+    const uint64_t seq = caps_.Grant(dir, session, caps::kLs, now, &room);
     if (seq == 0) return;
     out->push_back(
-        DirLeaseGrant{InodeId(dir), seq, absl::ToInt64Milliseconds(dirs_.lease()), searchable});
+        DirLeaseGrant{InodeId(dir), seq, absl::ToInt64Milliseconds(caps_.lease()), searchable});
   };
   if (auto* op = r.As<req::Lookup>()) {
     grant(op->parent.value(), true);
@@ -245,12 +237,12 @@ void Leases::Grant(const Request& r, const Reply& done, absl::Time now,
 
 bool Leases::RevokeAttrs(SessionId session, const std::vector<uint64_t>& changed, absl::Time now,
                          absl::Time* until) {
-  std::vector<DirLeaseTable::Revoke> revokes;
+  std::vector<CapTable::Revoke> revokes;
   bool blocked = false;
   for (uint64_t ino : changed) {
-    blocked |= attrs_.Conflicts(ino, session.value(), /*include_self=*/false, now, &revokes, until);
+    blocked |= caps_.Conflicts(ino, session.value(), caps::kAttrs, 0, now, &revokes, until);
   }
-  SendRevokes(revokes, /*attrs=*/true);
+  SendRevokes(revokes);
   if (!revokes.empty()) {
     VLOG(1) << "event=attr_cap_revoke session=" << session << " n=" << revokes.size();
   }
@@ -265,7 +257,7 @@ bool Leases::OtherWriter(uint64_t session, uint64_t ino) const {
 
 void Leases::GrantAttrs(SessionId session, Reply* done, absl::Time now) {
   if (!streams_.contains(session.value())) return;  // revokes could not reach it
-  const int64_t lease_ms = absl::ToInt64Milliseconds(attrs_.lease());
+  const int64_t lease_ms = absl::ToInt64Milliseconds(caps_.lease());
   size_t room = Room(session.value());
   auto grant = [&](const fs::Attr& a) {
     // An inode with no links left is gone for everyone but its openers.
@@ -273,7 +265,7 @@ void Leases::GrantAttrs(SessionId session, Reply* done, absl::Time now) {
     if (OtherWriter(session.value(), a.ino)) return;
     // An inode shown twice (hard links in one listing) is granted twice
     // with the same seq: the client takes the later one as a refresh.
-    const uint64_t seq = attrs_.Grant(a.ino, session.value(), now, &room);
+    const uint64_t seq = caps_.Grant(a.ino, session.value(), caps::kAttrs, now, &room);
     if (seq != 0) done->attr_caps.push_back(AttrCapGrant{InodeId(a.ino), seq, lease_ms});
   };
   grant(done->attr);
@@ -286,21 +278,22 @@ void Leases::GrantAttrs(SessionId session, Reply* done, absl::Time now) {
 
 absl::Status Leases::CheckCaps(absl::Time now) const {
   if (limits_.max_per_session > 0) {
-    for (const auto* held : {&dirs_.held(), &attrs_.held()}) {
-      for (const auto& [session, n] : *held) {
-        if (HeldBy(session) > limits_.max_per_session) {
-          return absl::InternalError(absl::StrCat("session ", session, " holds ", HeldBy(session),
-                                                  " caps and leases, over its limit of ",
-                                                  limits_.max_per_session));
-        }
+    absl::Status over;
+    caps_.ForEachHolder([&](uint64_t session, size_t n) {
+      if (over.ok() && n > limits_.max_per_session) {
+        over = absl::InternalError(absl::StrCat("session ", session, " holds ", n,
+                                                " caps, over its limit of ",
+                                                limits_.max_per_session));
       }
-    }
+    });
+    if (!over.ok()) return over;
   }
   absl::Status broken;
-  attrs_.ForEachLive(now, [&](uint64_t ino, uint64_t session) {
-    if (broken.ok() && OtherWriter(session, ino)) {
-      broken = absl::InternalError(absl::StrCat("session ", session, " holds an attribute cap on ",
-                                                ino, ", which another session writes"));
+  caps_.ForEachLive(now, [&](uint64_t ino, uint64_t session, uint32_t bits) {
+    if (broken.ok() && (bits & caps::kAttrs) != 0 && OtherWriter(session, ino)) {
+      broken = absl::InternalError(absl::StrCat("session ", session, " holds ",
+                                                caps::CapString(bits & caps::kAttrs), " on ", ino,
+                                                ", which another session writes"));
     }
   });
   return broken;
@@ -554,8 +547,7 @@ void Leases::Ack(SessionId session, const pb::LeaseAckRequest& request) {
     } else if (e.flush()) {
       auto it = recalls_.find(RecallKey{session.value(), e.ino()});
       if (it != recalls_.end() && it->second == e.seq()) recalls_.erase(it);
-    } else if (e.attrs() ? attrs_.Ack(session.value(), e.ino(), e.seq())
-                         : dirs_.Ack(session.value(), e.ino(), e.seq())) {
+    } else if (caps_.Ack(session.value(), e.ino(), e.seq(), e.caps())) {
       ++returns_;
       if (e.released()) {
         ++released_total_;

@@ -1,7 +1,7 @@
 // What a rank lets clients know or do without asking it, and how it takes
-// that back (the seed of the capabilities of DESIGN.md): directory leases
-// (dir_leases.h, the `Ls` cap), attribute caps (`As Fs`: a session may
-// answer `stat` of any inode from what it has), the recall of a writer's
+// that back (the capabilities of DESIGN.md): the caps leased by time, in
+// one table (cap_table.h: `Ls` on directories, a session may answer lookups
+// from what it knows; `As Fs` on any inode, it may answer `stat`), the recall of a writer's
 // buffered writes before another session sees the file, the hold of those
 // writes while a truncate cuts the file's objects, attribute authority of a
 // file's creator, write-through and page invalidation of files several
@@ -43,7 +43,7 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/status/status.h"
 #include "absl/time/time.h"
-#include "mds/caps/dir_leases.h"
+#include "mds/caps/cap_table.h"
 #include "mds/ids.h"
 #include "mds/journal/event.h"
 #include "mds/reply.h"
@@ -57,12 +57,14 @@ class Leases {
  public:
   using RecallKey = std::pair<uint64_t, uint64_t>;  // (session, ino)
 
-  // `lease` as DirLeaseTable's (0: no directory leases and no attribute caps).
-  explicit Leases(absl::Duration lease) : dirs_(lease), attrs_(lease) {}
+  // `lease` as CapTable's (0: no caps leased: no directory leases, no
+  // attribute caps).
+  explicit Leases(absl::Duration lease) : caps_(lease) {}
 
-  absl::Duration lease() const { return dirs_.lease(); }
-  size_t dir_lease_count() const { return dirs_.size(); }
-  size_t attr_cap_count() const { return attrs_.size(); }
+  absl::Duration lease() const { return caps_.lease(); }
+  size_t cap_count() const { return caps_.size(); }  // (inode, session) caps kept
+  size_t dir_lease_count() const { return caps_.CountWith(caps::kLs); }
+  size_t attr_cap_count() const { return caps_.CountWith(caps::kAs); }
   // ---- memory: the caps and leases each session holds, the limit on them
   // and their recall (docs/ARCHITECTURE.md, "Cap memory")
   struct CapLimits {
@@ -70,17 +72,19 @@ class Leases {
     size_t recall_max = 30000;         // mds_recall_max_caps: most asked back at once
     absl::Duration recall_interval = absl::Seconds(1);  // per session
   };
-  // Estimated memory of one (inode, session) entry of either table.
+  // Estimated memory of one (inode, session) cap.
   static constexpr uint64_t kBytesPerCap = 192;
   void set_cap_limits(const CapLimits& limits) { limits_ = limits; }
-  // Caps and directory leases `session` holds (those that ran out, until
-  // the next Expire: the janitor's, every 200 ms).
-  size_t HeldBy(uint64_t session) const {
-    return dirs_.HeldBy(session) + attrs_.HeldBy(session);
+  // Caps `session` holds (those that ran out, until the next Expire: the
+  // janitor's, every 200 ms), and of them those with `Ls` and with `As`.
+  size_t HeldBy(uint64_t session) const { return caps_.HeldBy(session); }
+  size_t DirLeasesHeldBy(uint64_t session) const { return caps_.HeldWith(session, caps::kLs); }
+  size_t AttrCapsHeldBy(uint64_t session) const { return caps_.HeldWith(session, caps::kAs); }
+  // The leased bits `session` holds on `ino` at `now` (tests, the sim).
+  uint32_t Held(uint64_t ino, uint64_t session, absl::Time now) const {
+    return caps_.Held(ino, session, now);
   }
-  size_t DirLeasesHeldBy(uint64_t session) const { return dirs_.HeldBy(session); }
-  size_t AttrCapsHeldBy(uint64_t session) const { return attrs_.HeldBy(session); }
-  uint64_t EstimatedBytes() const { return (dirs_.size() + attrs_.size()) * kBytesPerCap; }
+  uint64_t EstimatedBytes() const { return caps_.size() * kBytesPerCap; }
   // Asks sessions for caps and leases back (LeaseEvent.recall_caps), at most
   // once per recall_interval each and at most recall_max at a time: every
   // session above 90 % of max_per_session down to 80 % of it, and with
@@ -95,8 +99,7 @@ class Leases {
     uint64_t released = 0;  // given back for those recalls
   };
   CapCounters counters() const {
-    return {dirs_.added_total() + attrs_.added_total(),
-            dirs_.refused_total() + attrs_.refused_total(), recalled_total_, released_total_};
+    return {caps_.added_total(), caps_.refused_total(), recalled_total_, released_total_};
   }
 
   // ---- streams
@@ -130,7 +133,7 @@ class Leases {
   void Grant(const Request& request, const Reply& done, absl::Time now,
              std::vector<DirLeaseGrant>* out);
   // `session`'s heartbeat reached the MDS at `now`: its leases and caps
-  // not being revoked live on (DirLeaseTable::Renew). Returns its lease
+  // not being revoked live on (CapTable::Renew). Returns its lease
   // stream and the events queued on it so far (the hello included): the
   // client extends its trust only once it has taken that many, so that a
   // revoke queued before this renewal is never overtaken by it. Nothing is
@@ -141,10 +144,7 @@ class Leases {
     uint64_t events = 0;
   };
   Renewal Renew(SessionId session, absl::Time now);
-  void Expire(absl::Time now) {
-    dirs_.Expire(now);
-    attrs_.Expire(now);
-  }
+  void Expire(absl::Time now) { caps_.Expire(now); }
 
   // ---- attribute caps (of every inode: a directory's are separate from its
   // lease, which stands for its names; Revoke above takes both back before a
@@ -226,8 +226,8 @@ class Leases {
     uint64_t events = 0;               // events ever queued on it
   };
   void Send(uint64_t session, const pb::LeaseEvent& event);
-  // Queues `revokes` on their sessions' streams (`attrs`: of attribute caps).
-  void SendRevokes(const std::vector<DirLeaseTable::Revoke>& revokes, bool attrs);
+  // Queues `revokes` on their sessions' streams.
+  void SendRevokes(const std::vector<CapTable::Revoke>& revokes);
   // What `session` may still be granted anew (SIZE_MAX: no limit).
   size_t Room(uint64_t session) const;
   void DropWriter(uint64_t session, uint64_t ino);
@@ -237,8 +237,7 @@ class Leases {
   // Whether a session other than `session` holds `ino` open for writing.
   bool OtherWriter(uint64_t session, uint64_t ino) const;
 
-  DirLeaseTable dirs_;
-  DirLeaseTable attrs_;  // the attribute caps, by inode
+  CapTable caps_;  // Ls, As Fs
   CapLimits limits_;
   absl::flat_hash_map<uint64_t, absl::Time> recalled_at_;  // session -> last recall
   // session -> its first recall for memory that nothing was given back for

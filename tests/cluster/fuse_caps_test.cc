@@ -353,8 +353,11 @@ TEST_CASE("fuse caps: a client holds at most mds_max_caps_per_client - gives bac
   CHECK(st.max_caps_per_client() == 200);
   REQUIRE(st.clients_size() >= 2);  // the two mounts, and the test's own session
   for (const pb::ClientInfo& c : st.clients()) {
-    INFO("client " << c.session() << " caps " << c.attr_caps() << " leases " << c.dir_leases());
-    CHECK(c.attr_caps() + c.dir_leases() <= 200);
+    INFO("client " << c.session() << " caps " << c.caps() << " (Ls " << c.dir_leases()
+                    << ", AsFs " << c.attr_caps() << ")");
+    CHECK(c.caps() <= 200);
+    CHECK(c.attr_caps() <= c.caps());
+    CHECK(c.dir_leases() <= c.caps());
   }
   CHECK(st.caps_refused() > 0);  // both mounts saw more than 200 inodes within a lease
   // Above 90 % of the limit the MDS asks for caps back and the clients give them.

@@ -1,4 +1,5 @@
 #include "absl/strings/numbers.h"
+#include "common/caps/cap_bits.h"
 #include "common/striping/striping.h"
 #include "tests/sim/world.h"
 
@@ -262,7 +263,10 @@ void World::DeliverEvents(Client& c) {
       GiveBack(c, e.recall_caps());
       continue;
     }
-    if (!e.flush() && !e.inval()) c.caps.erase({e.attrs(), e.ino()});
+    if (!e.flush() && !e.inval()) {
+      auto held = c.caps.find(e.ino());
+      if (held != c.caps.end() && (held->second.bits &= ~e.caps()) == 0) c.caps.erase(held);
+    }
     c.inbox.push_back(e);
   }
   // Acknowledged now, or left for later (a slow client).
@@ -278,17 +282,17 @@ void World::DeliverEvents(Client& c) {
 void World::GiveBack(Client& c, uint32_t n) {
   // As DirLeases::GiveBack: those granted longest ago first, each as if
   // revoked, acknowledged as released (with the others waiting, or later).
-  std::vector<std::pair<uint64_t, std::pair<bool, uint64_t>>> order;
-  for (const auto& [key, held] : c.caps) order.push_back({held.second, key});
+  std::vector<std::pair<uint64_t, uint64_t>> order;  // (granted, ino)
+  for (const auto& [ino, held] : c.caps) order.push_back({held.granted, ino});
   std::sort(order.begin(), order.end());
   for (size_t i = 0; i < order.size() && i < n; ++i) {
-    const auto& [attrs, ino] = order[i].second;
+    const uint64_t ino = order[i].second;
     pb::LeaseEvent e;
     e.set_ino(ino);
-    e.set_seq(c.caps[order[i].second].first);
-    e.set_attrs(attrs);
+    e.set_seq(c.caps[ino].seq);
+    e.set_caps(c.caps[ino].bits);
     e.set_released(true);
-    c.caps.erase(order[i].second);
+    c.caps.erase(ino);
     c.inbox.push_back(e);
   }
   SIM_TRACE(absl::StrCat("client ", c.index, " gives back ", std::min<size_t>(n, order.size())));
@@ -373,8 +377,14 @@ void World::Answer(Client& c, absl::Status status) {
     c.needs_reconnect = true;  // then this request again
     return;
   }
-  for (const pb::DirLease& l : p.reply.leases()) c.caps[{false, l.ino()}] = {l.seq(), ++c.grants};
-  for (const pb::DirLease& l : p.reply.attr_caps()) c.caps[{true, l.ino()}] = {l.seq(), ++c.grants};
+  auto granted = [&c](const pb::DirLease& l, uint32_t bits) {
+    Client::HeldCap& held = c.caps[l.ino()];
+    if (held.bits == 0) held.granted = ++c.grants;
+    held.seq = std::max(held.seq, l.seq());
+    held.bits |= bits;
+  };
+  for (const pb::DirLease& l : p.reply.leases()) granted(l, caps::kLs);
+  for (const pb::DirLease& l : p.reply.attr_caps()) granted(l, caps::kAttrs);
   if (status.ok()) {
     if (p.reply.unsafe()) {
       pb::MetaRequest resend = p.plan.request;

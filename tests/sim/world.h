@@ -137,9 +137,14 @@ struct Client {
   int64_t last_renew_ms = 0;
   std::optional<pb::LockType> lock;  // its flock on the shared lock file
   std::deque<pb::LeaseEvent> inbox;  // events not yet acknowledged
-  // Caps and leases it was granted: (attrs, ino) -> (seq, order granted),
-  // what it gives back from, oldest first, when the rank recalls caps.
-  std::map<std::pair<bool, uint64_t>, std::pair<uint64_t, uint64_t>> caps;
+  // Caps it was granted, by inode: what it gives back from, oldest first,
+  // when the rank recalls caps.
+  struct HeldCap {
+    uint64_t seq = 0;      // the newest seen
+    uint32_t bits = 0;     // Ls, As Fs
+    uint64_t granted = 0;  // order of its first grant
+  };
+  std::map<uint64_t, HeldCap> caps;
   uint64_t grants = 0;
 };
 

@@ -377,7 +377,7 @@ TEST_CASE("leases: attribute caps - granted to readers - revoked by a change - n
   CHECK(leases.Revoke(Mkdir(3, 600), now, &dir_until));
   std::vector<pb::LeaseEvent> dir_revoked = take(2);
   REQUIRE(dir_revoked.size() == 1);
-  CHECK(dir_revoked[0].attrs());
+  CHECK(dir_revoked[0].caps() == caps::kAttrs);  // it held no lease on the names
   CHECK(dir_revoked[0].ino() == 600);
   pb::LeaseAckRequest dir_ack;
   *dir_ack.add_acks() = dir_revoked[0];
@@ -390,7 +390,7 @@ TEST_CASE("leases: attribute caps - granted to readers - revoked by a change - n
   CHECK(until > now);
   const std::vector<pb::LeaseEvent> revoked = take(1);
   REQUIRE(revoked.size() == 1);
-  CHECK(revoked[0].attrs());
+  CHECK(revoked[0].caps() == caps::kAttrs);
   CHECK(revoked[0].ino() == 500);
   CHECK(revoked[0].seq() == r1.attr_caps[0].seq);
   // Nobody else gets the cap while the change waits.
@@ -511,7 +511,7 @@ TEST_CASE("leases: caps per session are bounded - recalled above 90 percent - an
     pb::LeaseEvent* e = given.add_acks();
     e->set_ino(g.ino.value());
     e->set_seq(g.seq);
-    e->set_attrs(true);
+    e->set_caps(caps::kAttrs);
     e->set_released(true);
   }
   // A give-back with wrong numbers or from another session releases nothing.

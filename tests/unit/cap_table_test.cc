@@ -1,5 +1,6 @@
-// Directory leases: the MDS's table of holders (mds/caps/dir_leases.h) and
-// what a client learns under them (fuse-client/lib/dir_leases.h). The
+// Caps: the MDS's table of them (mds/caps/cap_table.h) and what a client
+// learns under its directory leases and attribute caps
+// (fuse-client/lib/dir_leases.h). The
 // protocol end to end, with real processes, is in
 // tests/cluster/fuse_lease_test.cc.
 #include <catch2/catch.hpp>
@@ -12,7 +13,8 @@
 #include "absl/time/clock.h"
 #include "common/status/status.h"
 #include "fuse-client/lib/dir_leases.h"
-#include "mds/caps/dir_leases.h"
+#include "common/caps/cap_bits.h"
+#include "mds/caps/cap_table.h"
 
 namespace weft {
 namespace {
@@ -20,56 +22,114 @@ namespace {
 const absl::Time kT0 = absl::FromUnixSeconds(1000);
 constexpr absl::Duration kLease = absl::Seconds(5);
 
-TEST_CASE("mds dir leases: a change revokes other holders and waits for them", "[unit][mds]") {
-  mds::DirLeaseTable t(kLease);
-  const uint64_t a = t.Grant(10, /*session=*/1, kT0);
-  const uint64_t b = t.Grant(10, 2, kT0);
+using mds::CapTable;
+constexpr uint32_t kLs = caps::kLs;
+constexpr uint32_t kAttrs = caps::kAttrs;
+
+TEST_CASE("mds caps: a change revokes other holders and waits for them", "[unit][mds]") {
+  CapTable t(kLease);
+  const uint64_t a = t.Grant(10, /*session=*/1, kLs, kT0);
+  const uint64_t b = t.Grant(10, 2, kLs, kT0);
   REQUIRE(a != 0);
   REQUIRE(b != 0);
-  CHECK(t.Grant(10, 1, kT0 + absl::Seconds(1)) == a);  // a refresh keeps the number
+  CHECK(t.Grant(10, 1, kLs, kT0 + absl::Seconds(1)) == a);  // a refresh keeps the number
 
-  std::vector<mds::DirLeaseTable::Revoke> sent;
+  std::vector<CapTable::Revoke> sent;
   absl::Time until = absl::InfiniteFuture();
   // Session 1 changes directory 10: only session 2's lease must go.
-  CHECK(t.Conflicts(10, 1, false, kT0, &sent, &until));
+  CHECK(t.Conflicts(10, 1, kLs, 0, kT0, &sent, &until));
   REQUIRE(sent.size() == 1);
   CHECK(sent[0].session == 2);
   CHECK(sent[0].seq == b);
+  CHECK(sent[0].bits == kLs);
   CHECK(until > kT0 + kLease);  // the MDS waits past what the client trusts
   // Sent once; while it is out nobody else gets the directory.
   sent.clear();
-  CHECK(t.Conflicts(10, 1, false, kT0, &sent, &until));
+  CHECK(t.Conflicts(10, 1, kLs, 0, kT0, &sent, &until));
   CHECK(sent.empty());
-  CHECK(t.Grant(10, 3, kT0) == 0);
-  CHECK(t.Grant(10, 2, kT0) == 0);
-  CHECK(!t.Ack(2, 10, b + 100));  // a wrong number releases nothing
-  CHECK(t.Ack(2, 10, b));
-  CHECK(!t.Conflicts(10, 1, false, kT0, &sent, &until));
+  CHECK(t.Grant(10, 3, kLs, kT0) == 0);
+  CHECK(t.Grant(10, 2, kLs, kT0) == 0);
+  CHECK(!t.Ack(2, 10, b + 100, kLs));  // a wrong number releases nothing
+  CHECK(!t.Ack(2, 10, b, kAttrs));     // nor bits it does not hold
+  CHECK(t.Ack(2, 10, b, kLs));
+  CHECK(!t.Conflicts(10, 1, kLs, 0, kT0, &sent, &until));
   // The change went through: others may hold it again, with a new number.
-  const uint64_t b2 = t.Grant(10, 2, kT0);
+  const uint64_t b2 = t.Grant(10, 2, kLs, kT0);
   CHECK(b2 > b);
 }
 
-TEST_CASE("mds dir leases: the heartbeat renews every lease but those being revoked",
+TEST_CASE("mds caps: one cap per inode - a revoke names its bits - a bit given again takes a "
+          "new number",
           "[unit][mds]") {
-  mds::DirLeaseTable t(kLease);
-  const uint64_t a = t.Grant(10, 1, kT0);
+  CapTable t(kLease);
+  const uint64_t s = t.Grant(10, 1, kLs, kT0);
+  REQUIRE(s != 0);
+  CHECK(t.Grant(10, 1, kAttrs, kT0) == s);  // more bits on the cap held: its number
+  CHECK(t.size() == 1);
+  CHECK(t.HeldBy(1) == 1);
+  CHECK(t.CountWith(kLs) == 1);
+  CHECK(t.CountWith(caps::kAs) == 1);
+  CHECK(t.Held(10, 1, kT0) == (kLs | kAttrs));
+  // Session 2 changes the attributes of 10: only As Fs are revoked.
+  std::vector<CapTable::Revoke> sent;
+  absl::Time until = absl::InfiniteFuture();
+  CHECK(t.Conflicts(10, 2, kAttrs, 0, kT0, &sent, &until));
+  REQUIRE(sent.size() == 1);
+  CHECK(sent[0].bits == kAttrs);
+  CHECK(sent[0].seq == s);
+  // While they are out: Ls may still be refreshed, As Fs granted to nobody.
+  CHECK(t.Grant(10, 1, kLs, kT0) == s);
+  CHECK(t.Grant(10, 1, kAttrs, kT0) == 0);
+  CHECK(t.Grant(10, 3, kAttrs, kT0) == 0);
+  CHECK(t.Grant(10, 3, kLs, kT0) != 0);  // not what the change waits for
+  CHECK(t.Ack(1, 10, s, kAttrs));
+  CHECK(t.Held(10, 1, kT0) == kLs);  // the names stay
+  CHECK(t.CountWith(caps::kAs) == 0);
+  CHECK(!t.Conflicts(10, 2, kAttrs, 0, kT0, &sent, &until));
+  // As Fs again: a new number (a grant of `s` crossing the revoke must not
+  // be taken by the client), which the whole cap now carries.
+  const uint64_t s2 = t.Grant(10, 1, kAttrs, kT0);
+  CHECK(s2 > s);
+  CHECK(t.Grant(10, 1, kLs, kT0) == s2);
+  // A revoke of both, acknowledged in one.
+  sent.clear();
+  until = absl::InfiniteFuture();
+  CHECK(t.Conflicts(10, 2, kLs | kAttrs, 0, kT0, &sent, &until));
+  bool found = false;
+  for (const CapTable::Revoke& r : sent) {
+    if (r.session != 1) continue;
+    found = true;
+    CHECK(r.bits == (kLs | kAttrs));
+    CHECK(r.seq == s2);
+  }
+  CHECK(found);
+  CHECK(!t.Ack(1, 10, s, kLs | kAttrs));  // the old number is not the cap's
+  CHECK(t.Ack(1, 10, s2, kLs | kAttrs));
+  CHECK(t.HeldBy(1) == 0);
+  t.DropSession(3);
+  CHECK(t.size() == 0);
+  CHECK(t.CountWith(kLs) == 0);
+}
+
+TEST_CASE("mds caps: the heartbeat renews every bit but those being revoked", "[unit][mds]") {
+  CapTable t(kLease);
+  const uint64_t a = t.Grant(10, 1, kLs | kAttrs, kT0);
   REQUIRE(a != 0);
-  REQUIRE(t.Grant(11, 1, kT0) != 0);
-  REQUIRE(t.Grant(10, 2, kT0) != 0);
+  REQUIRE(t.Grant(11, 1, kLs, kT0) != 0);
+  REQUIRE(t.Grant(10, 2, kLs, kT0) != 0);
   // Session 1 renews at +4 s; session 2 does not.
   t.Renew(1, kT0 + absl::Seconds(4));
   const absl::Time later = kT0 + absl::Seconds(8);  // past every grant's own end
   t.Expire(later);
   CHECK(t.HeldBy(1) == 2);
   CHECK(t.HeldBy(2) == 0);
-  CHECK(t.Grant(10, 1, later) == a);  // alive: a refresh keeps its number
-  // A change of directory 10 by session 3 revokes session 1's lease, whose
-  // end freezes at the renewal's: renewing again does not hold the change
-  // back past it.
-  std::vector<mds::DirLeaseTable::Revoke> sent;
+  CHECK(t.Grant(10, 1, kLs, later) == a);  // alive: a refresh keeps its number
+  // A change of directory 10's names by session 3 revokes session 1's Ls,
+  // whose end freezes at the renewal's: renewing again does not hold the
+  // change back past it.
+  std::vector<CapTable::Revoke> sent;
   absl::Time until = absl::InfiniteFuture();
-  CHECK(t.Conflicts(10, 3, false, later, &sent, &until));
+  CHECK(t.Conflicts(10, 3, kLs, 0, later, &sent, &until));
   REQUIRE(sent.size() == 1);
   CHECK(sent[0].session == 1);
   const absl::Time frozen = until;
@@ -77,39 +137,46 @@ TEST_CASE("mds dir leases: the heartbeat renews every lease but those being revo
   t.Renew(1, frozen - absl::Seconds(1));
   sent.clear();
   until = absl::InfiniteFuture();
-  CHECK(t.Conflicts(10, 3, false, frozen - absl::Milliseconds(1), &sent, &until));
+  CHECK(t.Conflicts(10, 3, kLs, 0, frozen - absl::Milliseconds(1), &sent, &until));
   CHECK(until == frozen);
-  CHECK(!t.Conflicts(10, 3, false, frozen, &sent, &until));  // ran out: the change goes on
-  // The renewal still keeps the lease on 11, which nobody revoked.
+  CHECK(!t.Conflicts(10, 3, kLs, 0, frozen, &sent, &until));  // ran out: the change goes on
+  // The renewal still keeps As Fs on 10 and the lease on 11, which nobody
+  // revoked.
+  CHECK(t.Held(10, 1, frozen) == kAttrs);
   t.Expire(frozen);
-  CHECK(t.HeldBy(1) == 1);
+  CHECK(t.HeldBy(1) == 2);
+  CHECK(t.CountWith(kLs) == 1);
+  // Ls given again after it ran out: a new number.
+  CHECK(t.Grant(10, 1, kLs, frozen) > a);
   t.DropSession(1);
   CHECK(t.HeldBy(1) == 0);
+  CHECK(t.size() == 0);
 }
 
-TEST_CASE("mds dir leases: a silent holder's lease runs out - a permission change includes self",
+TEST_CASE("mds caps: a silent holder's cap runs out - a permission change includes self",
           "[unit][mds]") {
-  mds::DirLeaseTable t(kLease);
-  REQUIRE(t.Grant(10, 1, kT0) != 0);
-  REQUIRE(t.Grant(10, 2, kT0) != 0);
-  std::vector<mds::DirLeaseTable::Revoke> sent;
+  CapTable t(kLease);
+  REQUIRE(t.Grant(10, 1, kLs | kAttrs, kT0) != 0);
+  REQUIRE(t.Grant(10, 2, kLs, kT0) != 0);
+  std::vector<CapTable::Revoke> sent;
   absl::Time until = absl::InfiniteFuture();
-  CHECK(t.Conflicts(10, 1, true, kT0, &sent, &until));
-  CHECK(sent.size() == 2);  // its own lease too
-  CHECK(t.Conflicts(10, 1, true, until - absl::Milliseconds(1), &sent, &until));
-  CHECK(!t.Conflicts(10, 1, true, until, &sent, &until));
-  CHECK(t.size() == 0);
+  CHECK(t.Conflicts(10, 1, kLs | kAttrs, kLs, kT0, &sent, &until));
+  REQUIRE(sent.size() == 2);  // its own lease too, not its own attributes
+  for (const CapTable::Revoke& r : sent) CHECK(r.bits == kLs);
+  CHECK(t.Conflicts(10, 1, kLs | kAttrs, kLs, until - absl::Milliseconds(1), &sent, &until));
+  CHECK(!t.Conflicts(10, 1, kLs | kAttrs, kLs, until, &sent, &until));
+  CHECK(t.size() == 0);  // session 1's As Fs ran out too (no renewal)
 
-  // Expire() forgets leases nobody refreshed; DropSession forgets a session.
-  REQUIRE(t.Grant(20, 1, kT0) != 0);
-  REQUIRE(t.Grant(21, 2, kT0) != 0);
+  // Expire() forgets caps nobody refreshed; DropSession forgets a session.
+  REQUIRE(t.Grant(20, 1, kLs, kT0) != 0);
+  REQUIRE(t.Grant(21, 2, kAttrs, kT0) != 0);
   t.DropSession(2);
   CHECK(t.size() == 1);
   t.Expire(kT0 + 2 * kLease);
   CHECK(t.size() == 0);
 
-  mds::DirLeaseTable off(absl::ZeroDuration());
-  CHECK(off.Grant(10, 1, kT0) == 0);
+  CapTable off(absl::ZeroDuration());
+  CHECK(off.Grant(10, 1, kLs, kT0) == 0);
 }
 
 pb::MetaRequest Req(uint32_t uid) {
@@ -454,7 +521,7 @@ TEST_CASE("client caps: a recall gives back the oldest grants - a crossing grant
   CHECK(given[0].seq() == 110);
   CHECK(given[1].ino() == 12);
   for (const pb::LeaseEvent& e : given) {
-    CHECK(e.attrs());
+    CHECK(e.caps() == caps::kAttrs);
     CHECK(e.released());
   }
   CHECK(leases.attr_caps() == 1);

@@ -1,0 +1,190 @@
+// The caps a rank has leased to client sessions (DESIGN.md, "Capabilities";
+// the bits are common/caps/cap_bits.h): one entry per (inode, session), with
+// the bits issued, the bits being revoked, and one sequence number.
+//
+// Leased bits (`Ls` on a directory: its names; `As Fs`: an inode's
+// attributes) are trusted by their holder for `lease` from the moment it
+// sent the request a grant came with; the MDS counts the same span (plus a
+// margin for clock rate) from when it granted, which is later, so the MDS
+// never believes a cap ended while its holder still trusts it. The
+// session's heartbeat (Renew) renews every cap it holds in the same way,
+// from the heartbeat on, except bits being revoked: a revoke freezes the
+// cap's end at the latest the holder may trust it (its grant's or its last
+// renewal's), so a holder that renews but does not acknowledge cannot hold
+// a change back for longer than a lease.
+//
+// Before a change, every other holder of the bits the change invalidates is
+// sent a revoke naming those bits (Conflicts), and the change waits for the
+// acknowledgements, or for the bits to run out when the holder is gone.
+// While a revoke is outstanding nobody but the changer is granted those
+// bits on that inode, so a steady reader cannot starve a writer.
+//
+// Sequence numbers tell a grant from a revoke that crossed it on the wire:
+// a cap keeps one number while it lives and is granted nothing it had
+// taken back; a revoke names it, and the client ignores a grant of the same
+// bits whose number it has already seen revoked. A cap granted bits again
+// after an acknowledged revoke of them (or after they ran out) takes a new
+// number, so the client takes that grant.
+//
+// Not thread-safe: the rank's lock guards it. Memory: one entry per (inode,
+// session) with a bit alive, pruned as they run out (Expire), and counts per
+// session (HeldBy: what the MDS recalls from and refuses grants beyond,
+// Leases::RecallForMemory).
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/time/time.h"
+#include "common/caps/cap_bits.h"
+
+namespace weft::mds {
+
+class CapTable {
+ public:
+  struct Revoke {
+    uint64_t session = 0;
+    uint64_t ino = 0;
+    uint64_t seq = 0;
+    uint32_t bits = 0;  // taken back
+  };
+
+  // `lease` 0 disables caps: nothing is granted.
+  explicit CapTable(absl::Duration lease) : lease_(lease) {}
+
+  absl::Duration lease() const { return lease_; }
+
+  // Grants (or refreshes) `bits` of `session`'s cap on `ino`; returns the
+  // cap's sequence number, or 0 when they cannot be granted now (caps
+  // disabled, a revoke of any of them outstanding for someone else's change
+  // or for this holder, or a new cap while `*room` is 0). A new cap takes
+  // one from `*room` (null: no limit); more bits on a cap held take none.
+  uint64_t Grant(uint64_t ino, uint64_t session, uint32_t bits, absl::Time now,
+                 size_t* room = nullptr);
+
+  // Before `session` changes `ino` in a way that invalidates `bits` held by
+  // other sessions and `self_bits` held by `session` itself (a change of a
+  // directory's permissions invalidates what the changer knows of its
+  // names too). Drops bits that ran out; appends the revokes not yet sent
+  // to `to_send`; returns true while any bit that must go is still alive,
+  // with the time the last of them runs out at the latest in `*wait_until`
+  // (min-ed into it). No grant of those bits on `ino` to anyone but
+  // `session` until it returns false or the revokes run out.
+  bool Conflicts(uint64_t ino, uint64_t session, uint32_t bits, uint32_t self_bits,
+                 absl::Time now, std::vector<Revoke>* to_send, absl::Time* wait_until);
+
+  // The holder acknowledged a revoke (or gave back for a recall) of `bits`
+  // of its cap `seq` on `ino`: they are gone. Returns whether it released
+  // something.
+  bool Ack(uint64_t session, uint64_t ino, uint64_t seq, uint32_t bits);
+
+  // Every cap of `session` is gone (closed, expired, or its lease stream
+  // started over, which makes the client drop everything it held).
+  void DropSession(uint64_t session);
+
+  // Drops bits, caps and revoke marks that ran out.
+  void Expire(absl::Time now);
+
+  // `session`'s heartbeat reached the MDS at `now`: its bits not being
+  // revoked live on until a lease from now.
+  void Renew(uint64_t session, absl::Time now);
+
+  // The bits `session` holds on `ino` that have not run out at `now`
+  // (revoked or not: its holder may still trust them).
+  uint32_t Held(uint64_t ino, uint64_t session, absl::Time now) const;
+
+  size_t size() const { return total_.count; }  // (inode, session) caps kept
+  // Caps kept with `bit` issued (one bit of cap_bits.h).
+  size_t CountWith(uint32_t bit) const { return total_.With(bit); }
+  // Caps `session` holds (alive or run out but not yet dropped by Expire).
+  size_t HeldBy(uint64_t session) const {
+    auto it = held_.find(session);
+    return it == held_.end() ? 0 : it->second.count;
+  }
+  // Of those, the caps with `bit`.
+  size_t HeldWith(uint64_t session, uint32_t bit) const {
+    auto it = held_.find(session);
+    return it == held_.end() ? 0 : it->second.With(bit);
+  }
+  // Caps ever added (grants that did not find one held).
+  uint64_t added_total() const { return added_total_; }
+  // New caps refused for want of room.
+  uint64_t refused_total() const { return refused_total_; }
+  // Sessions holding caps, and how many.
+  template <typename F>
+  void ForEachHolder(F f) const {
+    for (const auto& [session, counts] : held_) f(session, counts.count);
+  }
+
+  // Calls f(ino, session, bits) for every cap with a bit that has not run
+  // out at `now` (the bits alive, revoked or not: its holder may still
+  // trust them).
+  template <typename F>
+  void ForEachLive(absl::Time now, F f) const {
+    for (const auto& [ino, inode] : inodes_) {
+      for (const auto& [session, cap] : inode.holders) {
+        if (uint32_t bits = AliveBits(session, cap, now)) f(ino, session, bits);
+      }
+    }
+  }
+
+ private:
+  struct Cap {
+    uint64_t seq = 0;
+    uint32_t issued = 0;
+    uint32_t revoking = 0;  // of issued: a revoke was sent
+    uint32_t retired = 0;   // taken back since seq was given: a new grant needs a new seq
+    // The holder stops trusting it before this, or before its session's
+    // renewal runs out (bits being revoked: this alone, frozen).
+    absl::Time expires;
+  };
+  struct Inode {
+    absl::flat_hash_map<uint64_t, Cap> holders;  // session -> cap
+    uint64_t revoker = 0;        // the session whose change waits, if any
+    uint32_t revoke_bits = 0;    // what it waits for: granted to nobody else
+    absl::Time revoke_until;     // the mark ends by itself then
+    bool idle() const { return holders.empty() && revoker == 0; }  // nothing to keep
+  };
+  struct Counts {
+    size_t count = 0;
+    std::array<size_t, weft::caps::kBitCount> bits{};
+    size_t With(uint32_t bit) const {
+      for (int i = 0; i < weft::caps::kBitCount; ++i) {
+        if (bit == (1u << i)) return bits[i];
+      }
+      return 0;
+    }
+  };
+
+  absl::Time ExpiryFrom(absl::Time now) const;
+  absl::Time RenewedUntil(uint64_t session) const {
+    auto it = renewed_.find(session);
+    return it == renewed_.end() ? absl::InfinitePast() : it->second;
+  }
+  // The bits of `cap` its holder may still trust at `now`.
+  uint32_t AliveBits(uint64_t session, const Cap& cap, absl::Time now) const {
+    if (cap.expires > now) return cap.issued;
+    return RenewedUntil(session) > now ? cap.issued & ~cap.revoking : 0;
+  }
+  // Drops the bits of `cap` that ran out at `now`; false when none is left
+  // (the caller erases it).
+  bool Prune(uint64_t session, Cap* cap, absl::Time now);
+  // Every change of a cap's issued bits, and every insertion and removal of
+  // one, goes through these, so the counts stay exact.
+  void SetIssued(uint64_t session, Cap* cap, uint32_t issued);
+  void Added(uint64_t session);
+  void Removed(uint64_t session, const Cap& cap);
+
+  const absl::Duration lease_;
+  uint64_t next_seq_ = 1;
+  absl::flat_hash_map<uint64_t, Inode> inodes_;
+  absl::flat_hash_map<uint64_t, Counts> held_;  // session -> its caps
+  absl::flat_hash_map<uint64_t, absl::Time> renewed_;  // session -> its renewal's end
+  Counts total_;
+  uint64_t added_total_ = 0;
+  uint64_t refused_total_ = 0;
+};
+
+}  // namespace weft::mds
