@@ -248,7 +248,7 @@ void MdsRank::CloseSessionLocked(SessionId session, Event* event) {
     for (auto& [ino, count] : s->opens) held.push_back(ino);
     std::sort(held.begin(), held.end());
   }
-  leases_.DropSession(session, s);
+  leases_.DropSession(session);
   SessionHeader closed;
   closed.id = session;
   closed.closed = true;
@@ -372,7 +372,7 @@ std::vector<pb::ClientInfo> MdsRank::ClientListLocked() {
     c.set_opened_ms(s.rec.opened_ms());
     c.set_idle_ms(std::max<int64_t>(0, now_ms - s.last_renew_ms));
     c.set_open_files(s.opens.size());
-    c.set_caps(leases_.HeldBy(id.value()));
+    c.set_caps(leases_.CapsOf(id.value()));
     c.set_dir_leases(leases_.DirLeasesHeldBy(id.value()));
     c.set_attr_caps(leases_.AttrCapsHeldBy(id.value()));
     c.set_lease_stream(leases_.HasStream(id));
@@ -640,11 +640,25 @@ absl::StatusOr<pb::ReconnectReply> MdsRank::ReconnectBegin(const pb::ReconnectRe
     SessionState* s = sessions_.Find(session);
     if (s == nullptr) return Err(ENOTCONN, "no such session");
     s->last_renew_ms = env_.clock->NowMs();
+    // What a client that tracks its handles holds open is the truth: a
+    // release the earlier incarnation answered without an event (another
+    // session held the file too) left the journal's session state behind
+    // it. Strays nobody holds any more are released when the window ends
+    // (MaybeFinishReconnect).
+    std::vector<uint64_t> before;
+    if (request.opens_complete()) {
+      for (const auto& [ino, count] : s->opens) before.push_back(ino);
+      s->opens.clear();
+      s->opens_write.clear();
+    }
     for (const pb::OpenRef& o : request.opens()) {
       if (o.handles() == 0) continue;
       s->opens[o.ino()] = static_cast<int>(o.handles());
       if (o.writers() > 0) s->opens_write[o.ino()] = static_cast<int>(o.writers());
-      leases_.NoteOpen(session, o.ino(), s);
+      leases_.Reclaimed(session, o.ino(), s);
+    }
+    for (uint64_t ino : before) {
+      if (!s->opens.contains(ino)) leases_.NoteOpen(session, ino, s);
     }
     locks_.Reclaim(request, sessions_, &reply);
     const bool window_open = reconnecting_ && !replaying_;
@@ -707,6 +721,7 @@ void MdsRank::MaybeFinishReconnect() {
   reconnect_result_ = applied;
   reconnecting_ = false;
   replaying_ = false;
+  ReleaseUnheldStraysLocked();
   // Sessions that did not come back within the window are evicted (fenced
   // first) rather than holding their opens and locks until they lapse: a
   // client that comes back later would find the others' changes under its
@@ -718,6 +733,18 @@ void MdsRank::MaybeFinishReconnect() {
       LOG(WARNING) << "event=reconnect_missing session=" << id << " action=evict";
     }
   }
+}
+
+void MdsRank::ReleaseUnheldStraysLocked() {
+  std::vector<uint64_t> strays;
+  for (const auto& [ino, holder] : cache_.strays()) strays.push_back(ino);
+  std::sort(strays.begin(), strays.end());
+  Event event;
+  for (uint64_t ino : strays) ReleaseStrayLocked(ino, SessionId(0), &event);
+  if (event.strays_removed.empty()) return;
+  event.op = "release_unheld_strays";
+  CommitLocked(&event);
+  LOG(INFO) << "event=strays_released_after_reconnect n=" << event.strays_removed.size();
 }
 
 absl::Status MdsRank::Replay(std::vector<Request> requests) {

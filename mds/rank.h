@@ -202,6 +202,9 @@ class MdsRank {
   // its data is purged.
   void ReleaseStrayLocked(uint64_t ino, SessionId releasing, Event* event)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // After a reconnect: every stray no session holds open is released
+  // (purged), in one event.
+  void ReleaseUnheldStraysLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Sends the release to the writers held for `ino` once no request wants
   // them held and no cut of the file is pending.
   void MaybeReleaseHoldsLocked(uint64_t ino) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

@@ -72,6 +72,7 @@ void RequestRun::End() {
   ended_ = true;
   rank_->locks_.Done(&lock_wait_);
   if (moving_ != 0) rank_->moves_.End(moving_);
+  if (opening_ != 0) rank_->leases_.EndOpening(session_, opening_);
   if (!held_.empty()) {
     rank_->leases_.EndHolds(held_);
     for (const auto& [session, ino] : held_) rank_->MaybeReleaseHoldsLocked(ino);
@@ -376,6 +377,10 @@ RequestRun::Outcome RequestRun::RunOperation(absl::Time now) {
     }
   }
   if (!replay_) {
+    if (opening_ == 0) {
+      opening_ = OpenedBy(request_, *reply_);
+      if (opening_ != 0) rank_->leases_.Opening(session_, opening_);
+    }
     std::vector<Leases::RecallKey> wanted = rank_->leases_.Recall(
         request_, *reply_, ctx.touched(), ctx.trim_add(), rank_->sessions_, &recalled_, &held_);
     if (!wanted.empty()) {

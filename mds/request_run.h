@@ -143,6 +143,7 @@ class RequestRun {
   bool reopened_ = false;  // the handle of an earlier incarnation's create+open counted
   absl::flat_hash_set<Leases::RecallKey> recalled_;
   absl::flat_hash_set<Leases::RecallKey> held_;  // writers held for this request's truncates
+  uint64_t opening_ = 0;  // the file this open is under way for (Leases::Opening)
   std::optional<absl::Time> lease_give_up_;
   struct RecallWait {
     std::vector<Leases::RecallKey> keys;

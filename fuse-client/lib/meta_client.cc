@@ -544,6 +544,7 @@ absl::Status MetaClient::Reconnect(uint64_t boot) {
   }
   if (open_files) {
     for (pb::OpenRef& o : open_files()) *req.add_opens() = std::move(o);
+    req.set_opens_complete(true);
   }
   if (locks_held) {
     for (pb::LockInfo& l : locks_held()) *req.add_locks() = std::move(l);

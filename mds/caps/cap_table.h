@@ -56,11 +56,12 @@ class CapTable {
 
   absl::Duration lease() const { return lease_; }
 
-  // Grants (or refreshes) `bits` of `session`'s cap on `ino`; returns the
-  // cap's sequence number, or 0 when they cannot be granted now (caps
-  // disabled, a revoke of any of them outstanding for someone else's change
-  // or for this holder, or a new cap while `*room` is 0). A new cap takes
-  // one from `*room` (null: no limit); more bits on a cap held take none.
+  // Grants (or refreshes) leased `bits` of `session`'s cap on `ino`;
+  // returns the cap's sequence number, or 0 when they cannot be granted now
+  // (caps disabled, a revoke of any of them outstanding for someone else's
+  // change or for this holder, or a cap with no leased bit yet while
+  // `*room` is 0). Such a cap takes one from `*room` (null: no limit); more
+  // bits on one that has some take none.
   uint64_t Grant(uint64_t ino, uint64_t session, uint32_t bits, absl::Time now,
                  size_t* room = nullptr);
 
@@ -80,9 +81,11 @@ class CapTable {
   // something.
   bool Ack(uint64_t session, uint64_t ino, uint64_t seq, uint32_t bits);
 
-  // Every cap of `session` is gone (closed, expired, or its lease stream
-  // started over, which makes the client drop everything it held).
+  // Every cap of `session` is gone (closed, expired or evicted).
   void DropSession(uint64_t session);
+  // Its leased bits are gone (its lease stream started over, which makes
+  // the client drop everything it knew); its file bits stay with its opens.
+  void DropLeased(uint64_t session);
 
   // Drops bits, caps and revoke marks that ran out.
   void Expire(absl::Time now);
@@ -95,27 +98,58 @@ class CapTable {
   // (revoked or not: its holder may still trust them).
   uint32_t Held(uint64_t ino, uint64_t session, absl::Time now) const;
 
+  // ---- file bits: not leased by time, held while the file is open
+  // `session` now holds `ino` open for reading (wanted Fr) and/or writing
+  // (wanted Fw); 0: closed. Issues Fr Fc to every opener and Fw to writers;
+  // a writer new to the file starts with Fb (the caller takes it back when
+  // the file is shared: SetBuffer); Fx goes to a writer that is the file's
+  // only opener, and is taken from it as soon as it is not.
+  void SetWanted(uint64_t ino, uint64_t session, uint32_t wanted);
+  // Gives or takes back Fb of a writer of `ino` (no-op for a non-writer).
+  void SetBuffer(uint64_t ino, uint64_t session, bool may_buffer);
+  // What `session` wants of `ino` (Fr, Fw) and the bits it holds, leased
+  // ones that ran out included until the next Expire.
+  uint32_t Wanted(uint64_t ino, uint64_t session) const;
+  uint32_t Issued(uint64_t ino, uint64_t session) const;
+  // Whether any session holds any file open for writing.
+  bool AnyWriter() const { return total_.wanted_fw > 0; }
+  // Calls f(session, wanted, issued) for every session holding `ino` open.
+  template <typename F>
+  void ForEachOpener(uint64_t ino, F f) const {
+    auto it = inodes_.find(ino);
+    if (it == inodes_.end()) return;
+    for (const auto& [session, cap] : it->second.holders) {
+      if (cap.wanted != 0) f(session, cap.wanted, cap.issued);
+    }
+  }
+
   size_t size() const { return total_.count; }  // (inode, session) caps kept
   // Caps kept with `bit` issued (one bit of cap_bits.h).
   size_t CountWith(uint32_t bit) const { return total_.With(bit); }
-  // Caps `session` holds (alive or run out but not yet dropped by Expire).
+  // Caps `session` holds (alive or run out but not yet dropped by Expire),
+  // and of them those with a leased bit: what mds_max_caps_per_client
+  // bounds (a client may hold as many files open as it likes).
   size_t HeldBy(uint64_t session) const {
     auto it = held_.find(session);
     return it == held_.end() ? 0 : it->second.count;
+  }
+  size_t LeasedBy(uint64_t session) const {
+    auto it = held_.find(session);
+    return it == held_.end() ? 0 : it->second.leased;
   }
   // Of those, the caps with `bit`.
   size_t HeldWith(uint64_t session, uint32_t bit) const {
     auto it = held_.find(session);
     return it == held_.end() ? 0 : it->second.With(bit);
   }
-  // Caps ever added (grants that did not find one held).
+  // Caps ever given leased bits when they had none (not refreshes).
   uint64_t added_total() const { return added_total_; }
-  // New caps refused for want of room.
+  // Such grants refused for want of room.
   uint64_t refused_total() const { return refused_total_; }
-  // Sessions holding caps, and how many.
+  // Sessions holding caps, and how many with leased bits.
   template <typename F>
   void ForEachHolder(F f) const {
-    for (const auto& [session, counts] : held_) f(session, counts.count);
+    for (const auto& [session, counts] : held_) f(session, counts.leased);
   }
 
   // Calls f(ino, session, bits) for every cap with a bit that has not run
@@ -134,6 +168,7 @@ class CapTable {
   struct Cap {
     uint64_t seq = 0;
     uint32_t issued = 0;
+    uint32_t wanted = 0;    // Fr, Fw: the session holds the file open
     uint32_t revoking = 0;  // of issued: a revoke was sent
     uint32_t retired = 0;   // taken back since seq was given: a new grant needs a new seq
     // The holder stops trusting it before this, or before its session's
@@ -149,6 +184,8 @@ class CapTable {
   };
   struct Counts {
     size_t count = 0;
+    size_t leased = 0;     // caps with a leased bit issued
+    size_t wanted_fw = 0;  // caps whose session writes the file
     std::array<size_t, weft::caps::kBitCount> bits{};
     size_t With(uint32_t bit) const {
       for (int i = 0; i < weft::caps::kBitCount; ++i) {
@@ -163,14 +200,21 @@ class CapTable {
     auto it = renewed_.find(session);
     return it == renewed_.end() ? absl::InfinitePast() : it->second;
   }
-  // The bits of `cap` its holder may still trust at `now`.
+  // The bits of `cap` its holder may still trust at `now` (file bits last
+  // as long as the opens they are for).
   uint32_t AliveBits(uint64_t session, const Cap& cap, absl::Time now) const {
+    const uint32_t file = cap.issued & weft::caps::kFile;
     if (cap.expires > now) return cap.issued;
-    return RenewedUntil(session) > now ? cap.issued & ~cap.revoking : 0;
+    return file | (RenewedUntil(session) > now ? cap.issued & ~cap.revoking : 0);
   }
-  // Drops the bits of `cap` that ran out at `now`; false when none is left
-  // (the caller erases it).
+  // Drops the bits of `cap` that ran out at `now`; false when nothing is
+  // left of it, no bit and no open (the caller erases it).
   bool Prune(uint64_t session, Cap* cap, absl::Time now);
+  // Sets the wanted bits of a cap, keeping the counts.
+  void SetWantedBits(uint64_t session, Cap* cap, uint32_t wanted);
+  // Gives Fx to the only opener of `inode` when it writes; takes it from
+  // everyone else.
+  void UpdateExclusive(Inode* inode);
   // Every change of a cap's issued bits, and every insertion and removal of
   // one, goes through these, so the counts stay exact.
   void SetIssued(uint64_t session, Cap* cap, uint32_t issued);

@@ -50,6 +50,12 @@ std::vector<LeaseChange> ChangesOf(const Request& r) {
 
 }  // namespace
 
+uint64_t OpenedBy(const Request& request, const Reply& reply) {
+  if (auto* op = request.As<req::Open>()) return op->ino.value();
+  if (auto* op = request.As<req::Create>(); op != nullptr && op->open) return reply.attr.ino;
+  return 0;
+}
+
 std::vector<uint64_t> ShownInos(const Reply& reply, const std::vector<uint64_t>& touched) {
   std::vector<uint64_t> shown = touched;
   if (reply.attr.ino != 0) shown.push_back(reply.attr.ino);
@@ -63,8 +69,8 @@ std::vector<uint64_t> ShownInos(const Reply& reply, const std::vector<uint64_t>&
 
 uint64_t Leases::OpenStream(SessionId session) {
   // The client dropped every lease when its earlier stream broke, and
-  // trusts no grant of a request it sent before this hello.
-  caps_.DropSession(session.value());
+  // trusts no grant of a request it sent before this hello; its opens stay.
+  caps_.DropLeased(session.value());
   DropSessionRecalls(session.value());
   ++returns_;
   const uint64_t gen = ++stream_gen_;
@@ -119,11 +125,7 @@ void Leases::DropSessionRecalls(uint64_t session) {
   absl::erase_if(invals_, [&](const auto& r) { return r.first.first == session; });
 }
 
-void Leases::DropSession(SessionId session, const SessionState* state) {
-  if (state != nullptr) {
-    for (const auto& [ino, count] : state->opens_write) DropWriter(session.value(), ino);
-    for (const auto& [ino, count] : state->opens) DropOpener(session.value(), ino);
-  }
+void Leases::DropSession(SessionId session) {
   caps_.DropSession(session.value());
   DropSessionRecalls(session.value());
   recalled_at_.erase(session.value());
@@ -250,9 +252,11 @@ bool Leases::RevokeAttrs(SessionId session, const std::vector<uint64_t>& changed
 }
 
 bool Leases::OtherWriter(uint64_t session, uint64_t ino) const {
-  auto w = writers_.find(ino);
-  if (w == writers_.end()) return false;
-  return w->second.size() > 1 || !w->second.contains(session);
+  bool other = false;
+  caps_.ForEachOpener(ino, [&](uint64_t id, uint32_t wanted, uint32_t) {
+    other |= id != session && (wanted & caps::kFw);
+  });
+  return other;
 }
 
 void Leases::GrantAttrs(SessionId session, Reply* done, absl::Time now) {
@@ -290,11 +294,25 @@ absl::Status Leases::CheckCaps(absl::Time now) const {
   }
   absl::Status broken;
   caps_.ForEachLive(now, [&](uint64_t ino, uint64_t session, uint32_t bits) {
-    if (broken.ok() && (bits & caps::kAttrs) != 0 && OtherWriter(session, ino)) {
+    if (!broken.ok()) return;
+    if ((bits & caps::kAttrs) != 0 && OtherWriter(session, ino)) {
       broken = absl::InternalError(absl::StrCat("session ", session, " holds ",
                                                 caps::CapString(bits & caps::kAttrs), " on ", ino,
                                                 ", which another session writes"));
+      return;
     }
+    if ((bits & (caps::kFb | caps::kFx)) == 0) return;
+    // Buffering or exclusive: nobody else has the file open (a holder with
+    // no lease stream could not be told to write through, and is not
+    // counted: it is recalled when its stream is back or evicted).
+    caps_.ForEachOpener(ino, [&](uint64_t other, uint32_t, uint32_t) {
+      if (broken.ok() && other != session &&
+          ((bits & caps::kFx) || streams_.contains(session))) {
+        broken = absl::InternalError(absl::StrCat("session ", session, " holds ",
+                                                  caps::CapString(bits), " on ", ino,
+                                                  ", which session ", other, " has open too"));
+      }
+    });
   });
   return broken;
 }
@@ -306,39 +324,59 @@ void Leases::NoteOpen(SessionId session, uint64_t ino, const SessionState* state
     auto it = counts.find(ino);
     return it != counts.end() && it->second > 0;
   };
-  if (state != nullptr && positive(state->opens_write)) {
-    writers_[ino].insert(session.value());
-  } else {
-    DropWriter(session.value(), ino);
-  }
-  if (state != nullptr && positive(state->opens)) {
-    openers_[ino].try_emplace(session.value());
-  } else {
-    DropOpener(session.value(), ino);
-  }
+  uint32_t wanted = 0;
+  if (state != nullptr && positive(state->opens)) wanted |= caps::kFr;
+  if (state != nullptr && positive(state->opens_write)) wanted |= caps::kFw;
+  caps_.SetWanted(ino, session.value(), wanted);
 }
 
-void Leases::DropOpener(uint64_t session, uint64_t ino) {
-  auto o = openers_.find(ino);
-  if (o == openers_.end()) return;
-  o->second.erase(session);
-  if (o->second.empty()) openers_.erase(o);
+void Leases::Reclaimed(SessionId session, uint64_t ino, const SessionState* state) {
+  NoteOpen(session, ino, state);
+  // Opens reclaimed after a restart that share a file were shared before
+  // it, so their writers were writing through already: nobody buffers.
+  // (An open counted in service is not: its recall switched the writers
+  // to write through first, which CheckCaps holds it to.)
+  size_t openers = 0;
+  std::vector<uint64_t> writers;
+  caps_.ForEachOpener(ino, [&](uint64_t id, uint32_t w, uint32_t) {
+    ++openers;
+    if (w & caps::kFw) writers.push_back(id);
+  });
+  if (openers > 1) {
+    for (uint64_t id : writers) caps_.SetBuffer(ino, id, false);
+  }
 }
 
 bool Leases::MayBuffer(uint64_t session, uint64_t ino) const {
-  auto o = openers_.find(ino);
-  if (o == openers_.end()) return true;  // not counted yet: assume it may
-  auto it = o->second.find(session);
-  return it == o->second.end() || it->second.may_buffer;
+  // Not counted as a writer yet: assume it may.
+  if (!(caps_.Wanted(ino, session) & caps::kFw)) return true;
+  return caps_.Issued(ino, session) & caps::kFb;
+}
+
+void Leases::Opening(SessionId session, uint64_t ino) { ++opening_[ino][session.value()]; }
+
+void Leases::EndOpening(SessionId session, uint64_t ino) {
+  auto it = opening_.find(ino);
+  if (it == opening_.end()) return;
+  auto s = it->second.find(session.value());
+  if (s != it->second.end() && --s->second <= 0) it->second.erase(s);
+  if (it->second.empty()) opening_.erase(it);
 }
 
 std::pair<bool, uint64_t> Leases::BufferFor(SessionId session, uint64_t ino) {
-  auto o = openers_.find(ino);
-  const bool shared = o != openers_.end() && o->second.size() > 1 && writers_.contains(ino);
-  if (o != openers_.end()) {
-    auto it = o->second.find(session.value());
-    if (it != o->second.end()) it->second.may_buffer = !shared;
+  size_t openers = 0;
+  bool writer = false;
+  caps_.ForEachOpener(ino, [&](uint64_t, uint32_t wanted, uint32_t) {
+    ++openers;
+    writer |= (wanted & caps::kFw) != 0;
+  });
+  bool shared = openers > 1 && writer;
+  // Another session's open of it is under way: it shares the file once
+  // counted (a writer told to buffer now would not be recalled then).
+  if (auto o = opening_.find(ino); o != opening_.end() && !shared) {
+    for (const auto& [id, n] : o->second) shared |= id != session.value();
   }
+  caps_.SetBuffer(ino, session.value(), !shared);
   return {shared, ++next_recall_seq_};
 }
 
@@ -384,13 +422,15 @@ std::string TailOf(const Request& r, const Reply& reply, uint64_t size) {
 std::vector<Leases::RecallKey> Leases::Invalidate(const Request& request, const Reply& reply) {
   const uint64_t ino = DataChangeOf(request);
   if (ino == 0) return {};
-  auto o = openers_.find(ino);
-  if (o == openers_.end()) return {};
+  std::vector<uint64_t> others;
+  caps_.ForEachOpener(ino, [&](uint64_t id, uint32_t, uint32_t) {
+    if (id != request.session.value() && streams_.contains(id)) others.push_back(id);
+  });
+  if (others.empty()) return {};
   const uint64_t size = RaiseTo(request, reply);
   const std::string tail = TailOf(request, reply, size);
   std::vector<RecallKey> wanted;
-  for (const auto& [id, opener] : o->second) {
-    if (id == request.session.value() || !streams_.contains(id)) continue;
+  for (uint64_t id : others) {
     const RecallKey key{id, ino};
     const uint64_t seq = ++next_recall_seq_;
     invals_[key] = seq;
@@ -418,13 +458,6 @@ void Leases::ForgetInvals(const std::vector<RecallKey>& wanted) {
   for (const RecallKey& key : wanted) invals_.erase(key);
 }
 
-void Leases::DropWriter(uint64_t session, uint64_t ino) {
-  auto w = writers_.find(ino);
-  if (w == writers_.end()) return;
-  w->second.erase(session);
-  if (w->second.empty()) writers_.erase(w);
-}
-
 std::vector<Leases::RecallKey> Leases::Recall(const Request& request,
                                               const Reply& reply,
                                               const std::vector<uint64_t>& touched,
@@ -436,7 +469,7 @@ std::vector<Leases::RecallKey> Leases::Recall(const Request& request,
   // inline data comes from a flush too (the writers' own reports then find
   // the file moved); an atime moved by reads needs no writer's changes.
   const req::Inline* inline_op = request.As<req::Inline>();
-  if (writers_.empty() || request.Is<req::Written>() || request.Is<req::Release>() ||
+  if (!caps_.AnyWriter() || request.Is<req::Written>() || request.Is<req::Release>() ||
       request.Is<req::Sync>() || request.Is<req::Atime>() ||
       (inline_op != nullptr && inline_op->uninline)) {
     return {};
@@ -447,17 +480,18 @@ std::vector<Leases::RecallKey> Leases::Recall(const Request& request,
   const std::vector<uint64_t> shown = ShownInos(reply, touched);
   // An open makes the file shared with its writers: they write through
   // from then on, so no later look needs to recall them.
-  uint64_t opened = 0;
-  if (auto* op = request.As<req::Open>()) opened = op->ino.value();
-  if (auto* op = request.As<req::Create>(); op != nullptr && op->open) opened = reply.attr.ino;
+  const uint64_t opened = OpenedBy(request, reply);
   std::vector<RecallKey> wanted;
   absl::flat_hash_set<RecallKey> holds;  // of `wanted`: those asked to hold
   for (uint64_t ino : shown) {
-    auto w = writers_.find(ino);
-    if (w == writers_.end()) continue;
+    std::vector<uint64_t> writers;
+    caps_.ForEachOpener(ino, [&](uint64_t id, uint32_t wanted, uint32_t) {
+      if (wanted & caps::kFw) writers.push_back(id);
+    });
+    if (writers.empty()) continue;
     const bool hold = std::any_of(trims.begin(), trims.end(),
                                   [ino](const Cut& t) { return t.ino.value() == ino; });
-    for (uint64_t id : w->second) {
+    for (uint64_t id : writers) {
       if (id == request.session.value() || !streams_.contains(id)) continue;
       if (!sessions.HasOpen(SessionId(id), ino, /*write=*/true)) continue;
       // Told to write through: it buffers nothing (its write in flight is
@@ -485,13 +519,11 @@ std::vector<Leases::RecallKey> Leases::Recall(const Request& request,
     event.set_flush(true);
     event.set_hold(hold);
     if (write_through) {
+      // Fb is taken back: the open that shares the file waits for this
+      // acknowledgement (the writer's buffered writes are flushed by then).
       event.set_write_through(true);
-      auto o = openers_.find(key.second);
-      if (o != openers_.end()) {
-        if (auto it = o->second.find(key.first); it != o->second.end()) {
-          it->second.may_buffer = false;
-        }
-      }
+      event.set_caps(caps::kFb);
+      caps_.SetBuffer(key.second, key.first, false);
     }
     if (hold) {
       holds_[key.second].insert(key.first);

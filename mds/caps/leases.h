@@ -75,9 +75,12 @@ class Leases {
   // Estimated memory of one (inode, session) cap.
   static constexpr uint64_t kBytesPerCap = 192;
   void set_cap_limits(const CapLimits& limits) { limits_ = limits; }
-  // Caps `session` holds (those that ran out, until the next Expire: the
-  // janitor's, every 200 ms), and of them those with `Ls` and with `As`.
-  size_t HeldBy(uint64_t session) const { return caps_.HeldBy(session); }
+  // Caps `session` holds with a leased bit (those that ran out, until the
+  // next Expire: the janitor's, every 200 ms): what the limit bounds and
+  // recalls ask back; of them those with `Ls` and with `As`. CapsOf: all
+  // its caps, its open files' included.
+  size_t HeldBy(uint64_t session) const { return caps_.LeasedBy(session); }
+  size_t CapsOf(uint64_t session) const { return caps_.HeldBy(session); }
   size_t DirLeasesHeldBy(uint64_t session) const { return caps_.HeldWith(session, caps::kLs); }
   size_t AttrCapsHeldBy(uint64_t session) const { return caps_.HeldWith(session, caps::kAs); }
   // The leased bits `session` holds on `ino` at `now` (tests, the sim).
@@ -118,8 +121,8 @@ class Leases {
   // Stream `gen` ended: its leases stay until acknowledged or run out (the
   // client may not know yet), its recalls can no longer be answered.
   void CloseStream(SessionId session, uint64_t gen);
-  // The session is gone: its stream, leases, recalls and writer entries.
-  void DropSession(SessionId session, const SessionState* state);
+  // The session is gone: its stream, caps (its opens' too) and recalls.
+  void DropSession(SessionId session);
 
   // ---- directory leases
   // Before `request` changes directories: revokes (queues the events of)
@@ -164,10 +167,22 @@ class Leases {
   absl::Status CheckCaps(absl::Time now) const;
 
   // ---- openers, writers and recalls
-  // Keeps openers and writers() in step with `state`'s opens and opens_write
-  // of `ino` (state may be null: the session is gone).
+  // Keeps the session's file caps on `ino` in step with `state`'s opens and
+  // opens_write of it (wanted Fr, Fw; state may be null: the session is
+  // gone): CapTable::SetWanted.
   void NoteOpen(SessionId session, uint64_t ino, const SessionState* state);
-  bool HasWriters() const { return !writers_.empty(); }
+  // The same for an open a session reclaims after a restart (Reconnect).
+  void Reclaimed(SessionId session, uint64_t ino, const SessionState* state);
+  bool HasWriters() const { return caps_.AnyWriter(); }
+  // What `session` holds of `ino` (tests, the sim, status).
+  uint32_t Issued(uint64_t ino, uint64_t session) const { return caps_.Issued(ino, session); }
+  // An open of `ino` by `session` is in progress (from its first look at
+  // the file to its end, counted or failed): no other session that writes
+  // the file may buffer meanwhile (BufferFor), since the open, once
+  // counted, shares the file; whoever buffers when it is counted would not
+  // be recalled. Each Opening is ended by one EndOpening.
+  void Opening(SessionId session, uint64_t ino);
+  void EndOpening(SessionId session, uint64_t ino);
   // Before an answer to `request` that shows, or looked at, files another
   // session holds open for writing (`reply` and `touched`: ShownInos):
   // recalls that session's buffered writes, and asks the writers of files in
@@ -230,14 +245,12 @@ class Leases {
   void SendRevokes(const std::vector<CapTable::Revoke>& revokes);
   // What `session` may still be granted anew (SIZE_MAX: no limit).
   size_t Room(uint64_t session) const;
-  void DropWriter(uint64_t session, uint64_t ino);
-  void DropOpener(uint64_t session, uint64_t ino);
   void DropSessionRecalls(uint64_t session);
 
   // Whether a session other than `session` holds `ino` open for writing.
   bool OtherWriter(uint64_t session, uint64_t ino) const;
 
-  CapTable caps_;  // Ls, As Fs
+  CapTable caps_;  // every cap: Ls, As Fs leased; Fr Fc Fw Fb Fx of opens
   CapLimits limits_;
   absl::flat_hash_map<uint64_t, absl::Time> recalled_at_;  // session -> last recall
   // session -> its first recall for memory that nothing was given back for
@@ -250,15 +263,9 @@ class Leases {
   uint64_t returns_ = 0;
   absl::flat_hash_map<RecallKey, uint64_t> recalls_;  // -> seq
   uint64_t next_recall_seq_ = 0;
-  // ino -> sessions that hold it open for writing.
-  absl::flat_hash_map<uint64_t, absl::flat_hash_set<uint64_t>> writers_;
-  // ino -> every session holding it open, and whether it may buffer writes
-  // (true until it is told to write through; a reader's is unused).
-  struct Opener {
-    bool may_buffer = true;
-  };
-  absl::flat_hash_map<uint64_t, absl::flat_hash_map<uint64_t, Opener>> openers_;
   absl::flat_hash_map<RecallKey, uint64_t> invals_;  // -> seq
+  // ino -> sessions with an open of it in progress, and how many.
+  absl::flat_hash_map<uint64_t, absl::flat_hash_map<uint64_t, int>> opening_;
   // Truncates: the sessions holding a file's writes, and how many holds of
   // each file requests asked for and have not ended.
   absl::flat_hash_map<uint64_t, absl::flat_hash_set<uint64_t>> holds_;
@@ -268,5 +275,8 @@ class Leases {
 // The inodes an operation's reply shows (its attr, readdir's entries) and
 // those it looked at (`touched`).
 std::vector<uint64_t> ShownInos(const Reply& reply, const std::vector<uint64_t>& touched);
+// The file `request` opens (an open, a create with open; `reply` is its
+// answer so far), 0: none.
+uint64_t OpenedBy(const Request& request, const Reply& reply);
 
 }  // namespace weft::mds

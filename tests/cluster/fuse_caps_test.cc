@@ -397,5 +397,49 @@ TEST_CASE("fuse caps: after an MDS restart a mount trusts no attributes it had",
   CHECK((Lstat(f.Q("f")).st_mode & 07777) == 0640);
 }
 
+TEST_CASE("fuse caps: a file two mounts held open is purged after an MDS restart once the last "
+          "one closes it",
+          "[fuse][caps]") {
+  TwoMounts f;
+  const std::string data(3 << 20, 'd');
+  WriteFile(f.P("f"), data);
+  const int a = open(f.P("f").c_str(), O_RDONLY);
+  const int b = open(f.Q("f").c_str(), O_RDONLY);
+  REQUIRE(a >= 0);
+  REQUIRE(b >= 0);
+  REQUIRE(unlink(f.P("f").c_str()) == 0);
+  // The first mount closes: the other still holds it, so the MDS journals
+  // nothing for that release.
+  REQUIRE(close(a) == 0);
+  auto open_files = [&f]() {
+    uint64_t n = 0;
+    const pb::FsStatusReply st = FsStatusOf(*f.cluster);
+    for (const pb::ClientInfo& c : st.clients()) n += c.open_files();
+    return n;
+  };
+  const absl::Time settle = absl::Now() + absl::Seconds(10);
+  while (open_files() > 1 && absl::Now() < settle) absl::SleepFor(absl::Milliseconds(50));
+  REQUIRE(open_files() == 1);
+  f.cluster->KillMds();
+  auto started = f.cluster->StartMds();
+  INFO(started);
+  REQUIRE(started.ok());
+  // The other mount reconnects with its handle: the stray is still its file.
+  std::string got(data.size(), '\0');
+  REQUIRE(pread(b, got.data(), got.size(), 0) == static_cast<ssize_t>(data.size()));
+  CHECK(got == data);
+  CHECK(FsStatusOf(*f.cluster).strays() == 1);
+  // Its last close purges it. Before the reconnect took each mount's own
+  // list of open files, the restarted MDS believed the first mount still
+  // held it (from its journal), and the stray and its data stayed forever.
+  REQUIRE(close(b) == 0);
+  const absl::Time deadline = absl::Now() + absl::Seconds(30);
+  while (FsStatusOf(*f.cluster).strays() != 0 && absl::Now() < deadline) {
+    absl::SleepFor(absl::Milliseconds(100));
+  }
+  CHECK(FsStatusOf(*f.cluster).strays() == 0);
+  CHECK(open_files() == 0);
+}
+
 }  // namespace
 }  // namespace weft::testing

@@ -184,6 +184,7 @@ void World::OpenSession(Client& c) {
 bool World::Reconnect(Client& c) {
   pb::ReconnectRequest req;
   req.set_session(c.session);
+  req.set_opens_complete(true);  // as the FUSE client's: every handle it holds
   for (const auto& [ino, n] : c.handles) {
     pb::OpenRef* o = req.add_opens();
     o->set_ino(ino);
@@ -522,7 +523,8 @@ View World::ReadNow() {
 
 void World::CheckStep() {
   if (!rank_) return;
-  const View view = ReadNow();
+  View view = ReadNow();
+  view.reconnecting = rank_->Reconnecting();
   if (std::string broken = CheckInvariants(view, rstats_ok_); !broken.empty()) {
     Fail(absl::StrCat("invariant: ", broken));
     return;

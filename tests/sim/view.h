@@ -28,6 +28,9 @@ struct View {
   std::map<uint64_t, mds::Cut> trims;
   std::map<uint64_t, std::map<uint64_t, int>> opens;  // session -> ino -> handles
   bool rstats_settled = false;                        // no statistics change waits to propagate
+  // The rank's reconnect window is open: a session's reconnect may have
+  // dropped the last open of a stray, released when the window ends.
+  bool reconnecting = false;
 };
 
 // Reads the view of filesystem `fs` (its metadata pool `pool`) from a rank's
@@ -43,7 +46,8 @@ View ReadView(const mds::MetaCache& cache, const mds::Sessions& sessions,
 //     by none; a file's link count is the number of dentries naming it, a
 //     directory's 2 plus its subdirectories;
 //   - every inode is reachable from the root, or a stray: unlinked (nlink
-//     0), in the strays table, held open by a session;
+//     0), in the strays table, held open by a session (or the reconnect
+//     window is open: it is released when the window ends);
 //   - no purge or trim is pending for an inode that is still named;
 //   - recursive statistics are the sums of their subtrees, once no change
 //     waits to propagate (View::rstats_settled): every live inode counted

@@ -387,7 +387,54 @@ Plan World::MakeXattr(Client& c) {
   return p;
 }
 
+Plan World::MakeSharedOpen(Client& c, uint64_t target) {
+  Plan p;
+  p.what = "open-shared";
+  pb::OpenOp* op = p.request.mutable_open();
+  op->set_ino(target);
+  op->set_flags(O_RDONLY);
+  // Judged against the model when answered: the other client's requests
+  // answered meanwhile (a chmod, its last close of the file after an
+  // unlink) are in it by then.
+  p.check = [this, &c, target](const absl::Status& s, const pb::MetaReply& r) -> std::string {
+    const Node* n = model_.Find(target);
+    const int got = ErrnoOf(s);
+    // By number, so only the file's own mode decides: its owner's class, or
+    // everyone else's (no client shares another's group; no ACLs on files
+    // here). A stray still open is opened by number all the same.
+    int want = ESTALE;
+    if (n != nullptr) {
+      const bool allowed = c.uid == 0 || (n->uid == c.uid ? (n->mode & 0400) : (n->mode & 04));
+      want = allowed ? 0 : EACCES;
+    }
+    // Unlinked, its last handle closed, not yet purged: gone at the MDS.
+    if (got == ESTALE && n != nullptr && n->links == 0) want = ESTALE;
+    if (got != want) {
+      return absl::StrCat("errno ", got, " (", s.ToString(), "), the model says ", want);
+    }
+    if (got == 0) {
+      model_.Open(target);
+      ++c.handles[target];
+      c.inline_files[target] = r.attr().data_inline();
+    }
+    return "";
+  };
+  return p;
+}
+
 Plan World::MakeOpen(Client& c) {
+  // Now and then, to read, a file another client holds open for writing:
+  // a shared file (its writer writes through from then on, each change it
+  // reports invalidates this one's pages) drives the file caps. Only while
+  // that client has no request of its own under way, so that the file's
+  // state is the model's; the writer's open keeps the file in the model
+  // whatever it does next.
+  Client& other = clients_[rng_.Below(clients_.size())];
+  if (&other != &c && !other.pending && !other.writers.empty() && rng_.Chance(0.5)) {
+    auto it = other.writers.begin();
+    std::advance(it, rng_.Below(other.writers.size()));
+    return MakeSharedOpen(c, it->first);
+  }
   auto [dir, name] = OwnName(c);
   std::optional<uint64_t> ino = model_.Lookup(dir, name);
   Plan p;

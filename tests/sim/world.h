@@ -185,6 +185,8 @@ class World {
   Plan MakeSetattr(Client& c);
   Plan MakeXattr(Client& c);
   Plan MakeOpen(Client& c);
+  // A read-only open of `target`, a file another client holds open to write.
+  Plan MakeSharedOpen(Client& c, uint64_t target);
   Plan MakeRelease(Client& c);
   Plan MakeWrite(Client& c);
   Plan MakeLock(Client& c);

@@ -206,6 +206,7 @@ TEST_CASE("leases: a shared file - its writers write through - its openers drop 
   const auto [alone, alone_seq] = open(1, true);
   CHECK_FALSE(alone);
   CHECK(leases.MayBuffer(1, 500));
+  CHECK(leases.Issued(500, 1) == caps::kFile);  // Fr Fc Fw Fb Fx: one writer, nobody else
 
   // Another session opens it (to read): the writer flushes and writes
   // through from then on, as the recall says, and is not recalled again.
@@ -224,6 +225,9 @@ TEST_CASE("leases: a shared file - its writers write through - its openers drop 
   CHECK_FALSE(leases.MayBuffer(1, 500));
   const auto [shared, shared_seq] = open(2, false);
   CHECK(shared);
+  CHECK(leases.Issued(500, 1) == (caps::kFr | caps::kFc | caps::kFw));
+  CHECK(leases.Issued(500, 2) == (caps::kFr | caps::kFc));
+  CHECK(leases.CheckCaps(absl::Now()).ok());
   Request stat = Of(3, req::Getattr{InodeId(500)});
   absl::flat_hash_set<Leases::RecallKey> recalled3, held3;
   CHECK(leases.Recall(stat, reply, {}, {}, sessions, &recalled3, &held3).empty());
@@ -316,7 +320,7 @@ TEST_CASE("leases: a shared file - its writers write through - its openers drop 
     CHECK_FALSE(got[0].in_objects());
   }
   // A session that goes takes its invalidations with it.
-  leases.DropSession(SessionId(3), sessions.Find(SessionId(3)));
+  leases.DropSession(SessionId(3));
   CHECK(leases.Invalidate(Of(1, written), grown).size() == 1);
   // The reader closes too: the writer, alone again, may buffer (a later
   // answer than the recall that switched it to write through).
@@ -426,12 +430,21 @@ TEST_CASE("leases: attribute caps - granted to readers - revoked by a change - n
   leases.GrantAttrs(SessionId(1), &other, now);
   CHECK(other.attr_caps.empty());
   CHECK(leases.CheckCaps(now).ok());
-  // A second writer: the first writer's cap is revoked before it counts.
+  // A second writer: the first writer's cap is revoked before it counts,
+  // and it is told to write through (its Fb goes, as its Fx).
+  CHECK(leases.Issued(500, 3) == (caps::kFile | caps::kAttrs));
   CHECK(leases.RevokeAttrs(SessionId(2), {500}, now, &until));
   CHECK_FALSE(leases.RevokeAttrs(SessionId(2), {500}, until + absl::Milliseconds(1), &until));
+  absl::flat_hash_set<Leases::RecallKey> recalled, held;
+  CHECK(leases.Recall(Of(2, req::Open{InodeId(500), O_RDWR}), w, {}, {}, sessions, &recalled,
+                      &held)
+            .size() == 1);
   sessions.Opened(SessionId(2), 500, /*write=*/true);
   leases.NoteOpen(SessionId(2), 500, sessions.Find(SessionId(2)));
   CHECK(leases.CheckCaps(until + absl::Milliseconds(1)).ok());
+  const uint32_t shared = caps::kFr | caps::kFc | caps::kFw;
+  CHECK((leases.Issued(500, 2) & caps::kFile) == shared);
+  CHECK((leases.Issued(500, 3) & caps::kFile) == shared);
   // The invariant notices a cap held beside another's writes.
   Leases broken(absl::Seconds(5));
   broken.OpenStream(SessionId(1));
@@ -549,7 +562,7 @@ TEST_CASE("leases: caps per session are bounded - recalled above 90 percent - an
   }
   CHECK(asked == std::vector<uint32_t>{1000});  // a quarter, at most recall_max
   // A session that goes takes its count along.
-  roomy.DropSession(SessionId(1), nullptr);
+  roomy.DropSession(SessionId(1));
   CHECK(roomy.HeldBy(1) == 0);
   CHECK(roomy.attr_cap_count() == 0);
   // Caps that ran out (a lease after the last renewal, at +6 s) leave the
@@ -603,7 +616,7 @@ TEST_CASE("leases: a new stream ends the old one and what it held") {
   CHECK(leases.StreamReady(SessionId(1), first));
   leases.CloseStream(SessionId(1), first);  // too late: the second stays
   CHECK(leases.HasStream(SessionId(1)));
-  leases.DropSession(SessionId(1), nullptr);
+  leases.DropSession(SessionId(1));
   CHECK_FALSE(leases.HasStream(SessionId(1)));
 }
 
