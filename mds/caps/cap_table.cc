@@ -125,7 +125,9 @@ bool CapTable::Ack(uint64_t session, uint64_t ino, uint64_t seq, uint32_t bits) 
   auto h = it->second.holders.find(session);
   if (h == it->second.holders.end() || h->second.seq != seq) return false;
   Cap& cap = h->second;
-  const uint32_t gone = cap.issued & bits;
+  // Only leased bits are given back this way: file bits follow the opens
+  // (what a client sends cannot make the MDS forget it buffers).
+  const uint32_t gone = cap.issued & bits & caps::kLeased;
   if (gone == 0) return false;
   cap.retired |= gone;
   cap.revoking &= ~gone;

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <string>
 
+#include "absl/container/inlined_vector.h"
 #include "absl/strings/str_cat.h"
 #include "common/log/log.h"
 #include "common/posix/acl.h"
@@ -484,7 +485,7 @@ std::vector<Leases::RecallKey> Leases::Recall(const Request& request,
   std::vector<RecallKey> wanted;
   absl::flat_hash_set<RecallKey> holds;  // of `wanted`: those asked to hold
   for (uint64_t ino : shown) {
-    std::vector<uint64_t> writers;
+    absl::InlinedVector<uint64_t, 4> writers;
     caps_.ForEachOpener(ino, [&](uint64_t id, uint32_t wanted, uint32_t) {
       if (wanted & caps::kFw) writers.push_back(id);
     });

@@ -51,6 +51,10 @@ TEST_CASE("mds caps: a change revokes other holders and waits for them", "[unit]
   CHECK(t.Grant(10, 2, kLs, kT0) == 0);
   CHECK(!t.Ack(2, 10, b + 100, kLs));  // a wrong number releases nothing
   CHECK(!t.Ack(2, 10, b, kAttrs));     // nor bits it does not hold
+  t.SetWanted(10, 2, caps::kFw);      // an open's file bits (any inode will do here)
+  CHECK(!t.Ack(2, 10, b, caps::kFb));  // nor file bits: those follow its opens
+  CHECK((t.Issued(10, 2) & caps::kFb) != 0);
+  t.SetWanted(10, 2, 0);
   CHECK(t.Ack(2, 10, b, kLs));
   CHECK(!t.Conflicts(10, 1, kLs, 0, kT0, &sent, &until));
   // The change went through: others may hold it again, with a new number.
