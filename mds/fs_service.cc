@@ -53,7 +53,7 @@ grpc::Status MdsService::SessionRenew(grpc::ServerContext*, const pb::SessionReq
   WEFT_DAEMON_OR_REPLY(reply);
   auto rank = d->RankById(SessionFs(req->session()));
   absl::StatusOr<pb::SessionReply> result =
-      rank.ok() ? (*rank)->SessionRenew(req->session()) : rank.status();
+      rank.ok() ? (*rank)->SessionRenew(req->session(), req->cached_inodes()) : rank.status();
   if (result.ok()) *reply = *result;
   rpc::ToProto(result.status(), reply->mutable_status());
   return grpc::Status::OK;

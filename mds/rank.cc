@@ -215,11 +215,12 @@ absl::StatusOr<pb::SessionReply> MdsRank::SessionOpen(const std::string& client,
   return SessionReplyFor(id);
 }
 
-absl::StatusOr<pb::SessionReply> MdsRank::SessionRenew(uint64_t session) {
+absl::StatusOr<pb::SessionReply> MdsRank::SessionRenew(uint64_t session, uint64_t cached_inodes) {
   absl::MutexLock lock(&mu_);
   SessionState* s = sessions_.Find(SessionId(session));
   if (s == nullptr) return Err(ENOTCONN, "no such session");
   s->last_renew_ms = env_.clock->NowMs();
+  s->cached_inodes = cached_inodes;
   ASSIGN_OR_RETURN(pb::SessionReply reply, SessionReplyFor(SessionId(session)));
   const Leases::Renewal renewal = leases_.Renew(SessionId(session), env_.clock->Now());
   reply.set_lease_stream(renewal.stream);
@@ -376,6 +377,7 @@ std::vector<pb::ClientInfo> MdsRank::ClientListLocked() {
     c.set_dir_leases(leases_.DirLeasesHeldBy(id.value()));
     c.set_attr_caps(leases_.AttrCapsHeldBy(id.value()));
     c.set_lease_stream(leases_.HasStream(id));
+    c.set_cached_inodes(s.cached_inodes);
   }
   std::sort(out.begin(), out.end(), [](const pb::ClientInfo& a, const pb::ClientInfo& b) {
     return a.session() < b.session();

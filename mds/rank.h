@@ -86,7 +86,8 @@ class MdsRank {
   // refused (ESHUTDOWN) when an earlier session of it was evicted.
   absl::StatusOr<pb::SessionReply> SessionOpen(const std::string& client,
                                                const std::string& osd_client, uint64_t reclaim);
-  absl::StatusOr<pb::SessionReply> SessionRenew(uint64_t session);
+  // `cached_inodes`: how many the client says it caches (for client ls).
+  absl::StatusOr<pb::SessionReply> SessionRenew(uint64_t session, uint64_t cached_inodes);
   absl::Status SessionClose(uint64_t session);
 
   // Any namespace operation. Errors are in Reply::status (with errno). Every

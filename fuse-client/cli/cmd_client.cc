@@ -41,13 +41,13 @@ int ClientList(const pb::FsMap& map, const std::string& name) {
     for (const pb::ClientInfo& c : reply.clients()) {
       std::printf(
           "  session %lu: client %s, osd identity %s, opened %ld s ago, idle %.1f s, "
-          "open files %lu, caps %lu (Ls %lu, AsFs %lu), revoke stream %s\n",
+          "open files %lu, caps %lu (Ls %lu, AsFs %lu), inodes cached %lu, revoke stream %s\n",
           static_cast<unsigned long>(c.session()), absl::CHexEscape(c.client()).c_str(),
           c.osd_client().empty() ? "- (cannot be fenced)" : absl::CHexEscape(c.osd_client()).c_str(),
           static_cast<long>((absl::ToUnixMillis(absl::Now()) - c.opened_ms()) / 1000),
           c.idle_ms() / 1000.0, static_cast<unsigned long>(c.open_files()),
           static_cast<unsigned long>(c.caps()), static_cast<unsigned long>(c.dir_leases()),
-          static_cast<unsigned long>(c.attr_caps()),
+          static_cast<unsigned long>(c.attr_caps()), static_cast<unsigned long>(c.cached_inodes()),
           c.lease_stream() ? "up" : "down");
     }
   }

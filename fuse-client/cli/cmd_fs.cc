@@ -95,9 +95,10 @@ int FsStatus(client::FsAdmin& admin, const std::string& name) {
         reply.caps_bytes() / 1048576.0, reply.max_caps_per_client(), reply.caps_granted(),
         reply.caps_refused(), reply.caps_recalled(), reply.caps_released());
     for (const pb::ClientInfo& c : reply.clients()) {
-      std::printf("    client %lu (%s): %lu caps (Ls %lu, AsFs %lu), %lu open files\n",
+      std::printf("    client %lu (%s): %lu caps (Ls %lu, AsFs %lu), %lu open files, "
+                  "%lu inodes cached\n",
                   c.session(), absl::CHexEscape(c.client()).c_str(), c.caps(), c.dir_leases(),
-                  c.attr_caps(), c.open_files());
+                  c.attr_caps(), c.open_files(), c.cached_inodes());
     }
     std::printf("  journal: events %lu..%lu, %lu segments, %.1f KiB\n", reply.journal_first_seq(),
                 reply.journal_last_seq(), reply.journal_segments(), reply.journal_bytes() / 1024.0);

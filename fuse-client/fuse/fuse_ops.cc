@@ -194,10 +194,10 @@ class BusyDir {
   const uint64_t dir_;
 };
 
-// The kernel gets an entry for `a` as `name` in `parent`: where it keeps a
-// directory, for DropKeptNames.
+// The kernel gets an entry for `a` as `name` in `parent`: where it keeps
+// it, for DropKeptNames and OnCapsGivenBack.
 void NoteEntry(fuse_req_t req, uint64_t parent, const std::string& name, const Attr& a) {
-  if (S_ISDIR(a.mode) && name != "." && name != "..") Ctx(req).dirs.Put(a.ino, parent, name);
+  if (name != "." && name != "..") Ctx(req).places.Put(a.ino, parent, name);
 }
 
 // The kernel forgets `name` in `parent` (MDS inode) and what it keeps
@@ -216,7 +216,7 @@ void DropName(MountContext& ctx, uint64_t parent, const std::string& name) {
 // before: a request is gone once answered.
 void DropKeptNames(MountContext& ctx, uint64_t ino) {
   if (ctx.se == nullptr || ctx.kernel_permissions || ctx.fs->SearchableByAll(ino)) return;
-  std::optional<std::pair<uint64_t, std::string>> where = ctx.dirs.Where(ino);
+  std::optional<std::pair<uint64_t, std::string>> where = ctx.places.Where(ino);
   if (!where.has_value()) return;  // the mount's root, or never given to the kernel
   DropName(ctx, where->first, where->second);
 }
@@ -362,7 +362,7 @@ void Lookup(fuse_req_t req, fuse_ino_t parent, const char* name) {
 }
 
 void ForgetOne(fuse_req_t req, uint64_t ino, uint64_t nlookup) {
-  if (Fs(req).Forget(ino, nlookup)) Ctx(req).dirs.Drop(ino);
+  if (Fs(req).Forget(ino, nlookup)) Ctx(req).places.Drop(ino);
 }
 
 void Forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup) {
@@ -467,7 +467,7 @@ void Rename(fuse_req_t req, fuse_ino_t parent, const char* name, fuse_ino_t new_
   BusyDir busy_from(req, from), busy_to(req, to);
   const absl::Status s = ctx.fs->Rename(CredsOf(req), from, name, to, new_name, flags);
   const bool exchange = (flags & RENAME_EXCHANGE) != 0;
-  if (s.ok()) ctx.dirs.Rename(from, name, to, new_name, exchange);
+  if (s.ok()) ctx.places.Rename(from, name, to, new_name, exchange);
   const NameGrant to_grant = GrantName(req, to), from_grant = GrantName(req, from);
   ReplyOk(req, s, "rename");
   if (!s.ok()) return;
@@ -962,6 +962,16 @@ void OnAttrsRevoked(MountContext& ctx, uint64_t ino) {
   // Offset -1: the attributes only (no page of the file, so no lock of it).
   const int err = fuse_lowlevel_notify_inval_inode(ctx.se, kernel_ino, -1, 0);
   if (err != 0 && err != -ENOENT) VLOG(1) << "op=inval_attrs ino=" << ino << " err=" << err;
+}
+
+void OnCapsGivenBack(MountContext& ctx, std::vector<uint64_t> inos) {
+  if (ctx.se == nullptr || ctx.trimmer == nullptr) return;
+  ctx.trimmer->Submit([&ctx, inos = std::move(inos)] {
+    for (uint64_t ino : ctx.fs->Unpinned(inos)) {
+      std::optional<std::pair<uint64_t, std::string>> where = ctx.places.Where(ino);
+      if (where.has_value()) DropName(ctx, where->first, where->second);
+    }
+  });
 }
 
 void OnDataInvalidated(MountContext& ctx, uint64_t ino, uint64_t size, const std::string& tail) {

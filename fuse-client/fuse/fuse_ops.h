@@ -25,7 +25,7 @@
 // POSIX ACLs: names only in directories every caller may search, else for
 // 0 s (each walk through them asks), and a directory of this mount that
 // stops being searchable by all has its names dropped from the kernel at
-// once (KernelDirs). A change of an inode's attributes made through another
+// once (KernelPlaces). A change of an inode's attributes made through another
 // mount reaches the kernel's before the change is answered.
 #pragma once
 
@@ -34,9 +34,10 @@
 
 #include <cstdint>
 #include <memory>
+#include <vector>
 
 #include "common/executor/thread_pool.h"
-#include "fuse-client/fuse/kernel_dirs.h"
+#include "fuse-client/fuse/kernel_places.h"
 #include "fuse-client/fuse/lock_waits.h"
 #include "fuse-client/fuse/kernel_names.h"
 #include "fuse-client/lib/dir_stream.h"
@@ -63,7 +64,7 @@ struct MountContext {
   // turns on default_permissions): it may keep names in any directory, as
   // it checks search permission on each walk.
   bool kernel_permissions = false;
-  KernelDirs dirs;
+  KernelPlaces places;
   KernelNames names;
   // Changes to directories through this mount and revokes of their leases:
   // what an open directory kept of a READDIR page is not used past one.
@@ -72,6 +73,10 @@ struct MountContext {
   // wait for a request of this mount holding the directory). Started once
   // the daemon has detached (threads do not survive a fork).
   std::unique_ptr<ThreadPool> expirer;
+  // Drops from the kernel the files whose caps a recall for memory took
+  // (OnCapsGivenBack): apart from the expirer, so that a large recall does
+  // not hold up the names a revoke expires.
+  std::unique_ptr<ThreadPool> trimmer;
   // POSIX and flock locks through the MDS, across every mount (mount option
   // locks=cluster, the default), or the kernel's own per mount
   // (locks=local). Decided in INIT: remote_posix_locks says whether close
@@ -94,6 +99,13 @@ void OnDirRevoked(MountContext& ctx, uint64_t dir);
 // kernel's attributes of it are invalidated before the revoke is
 // acknowledged. Takes no lock the kernel holds for a request.
 void OnAttrsRevoked(MountContext& ctx, uint64_t ino);
+// A recall for memory took this mount's caps on `inos` (MDS inodes): the
+// kernel forgets those it may, on the trimmer: files not open here, by
+// dropping the name it has them under. Its FORGETs then let them go from
+// the mount's inode table too. Directories stay (a process inside one would
+// see its path "(deleted)"), as do open files (the same in /proc/PID/fd).
+// For FileSystemClient::SetCapsGivenBack.
+void OnCapsGivenBack(MountContext& ctx, std::vector<uint64_t> inos);
 // Another session changed the data of file `ino`, now `size` bytes ending
 // in `tail`: the kernel's pages of it go, and the kernel's size is raised to
 // `size` if it grew (a mapping faults past the size the kernel knows

@@ -291,9 +291,13 @@ int Run(int argc, char** argv) {
   if (!S_ISDIR(base->mode)) Fail(absl::StrCat("subdir ", subdir, " is not a directory"));
   ctx.base_ino = base->ino;
   ctx.expirer = std::make_unique<ThreadPool>("fuse-expire", 2, 65536);
+  ctx.trimmer = std::make_unique<ThreadPool>("fuse-trim", 1, 1024);
   ctx.lock_waits = std::make_unique<LockWaits>();
   (*fs)->SetDirRevoked([&ctx](uint64_t dir) { OnDirRevoked(ctx, dir); });
   (*fs)->SetAttrsRevoked([&ctx](uint64_t ino) { OnAttrsRevoked(ctx, ino); });
+  (*fs)->SetCapsGivenBack([&ctx](std::vector<uint64_t> inos) {
+    OnCapsGivenBack(ctx, std::move(inos));
+  });
   (*fs)->SetDataInvalidated([&ctx](uint64_t ino, uint64_t size, const std::string& tail) {
     OnDataInvalidated(ctx, ino, size, tail);
   });
@@ -321,6 +325,9 @@ int Run(int argc, char** argv) {
   LOG(INFO) << "unmounting mountpoint=" << cmd.mountpoint << " rc=" << rc;
   (*fs)->SetDirRevoked(nullptr);
   (*fs)->SetAttrsRevoked(nullptr);
+  (*fs)->SetCapsGivenBack(nullptr);
+  ctx.trimmer->Cancel();  // nothing to trim in a kernel that unmounts
+  ctx.trimmer.reset();
   ctx.expirer.reset();  // notifies the session: before it goes
   ctx.lock_waits.reset();  // waiting lock requests answer EINTR: before it goes
   fuse_session_unmount(se);

@@ -170,6 +170,7 @@ void FileSystemClient::Remember(const Attr& attr, bool from_mds) {
   absl::MutexLock lock(&mu_);
   auto [it, added] = inodes_.try_emplace(attr.ino);
   it->second.refs++;
+  meta_->NoteCachedInodes(inodes_.size());
   // An inode held already had the reply offered when it came (CacheAttr),
   // which may have refused it; attributes this client had cached are no
   // fresher for being handed out. A lookup answered from the cache finds
@@ -192,6 +193,7 @@ bool FileSystemClient::Forget(uint64_t ino, uint64_t n) {
   it->second.refs = it->second.refs > n ? it->second.refs - n : 0;
   if (it->second.refs != 0) return false;
   inodes_.erase(it);
+  meta_->NoteCachedInodes(inodes_.size());
   return true;
 }
 
@@ -242,6 +244,24 @@ void FileSystemClient::SetDataInvalidated(DataInvalidated handler) {
 
 void FileSystemClient::SetAttrsRevoked(std::function<void(uint64_t ino)> handler) {
   meta_->SetAttrsRevoked(std::move(handler));
+}
+
+void FileSystemClient::SetCapsGivenBack(MetaClient::CapsGivenBack handler) {
+  meta_->SetCapsGivenBack(std::move(handler));
+}
+
+std::vector<uint64_t> FileSystemClient::Unpinned(const std::vector<uint64_t>& inos) {
+  absl::MutexLock lock(&mu_);
+  absl::flat_hash_set<uint64_t> open;
+  for (const auto& [fh, f] : handles_) open.insert(f->ino);
+  std::vector<uint64_t> out;
+  for (uint64_t ino : inos) {
+    auto it = inodes_.find(ino);
+    if (it == inodes_.end() || open.contains(ino)) continue;
+    const Attr& a = it->second.attr;
+    if (a.ino != 0 && !S_ISDIR(a.mode)) out.push_back(ino);
+  }
+  return out;
 }
 
 Attr FileSystemClient::CacheAttr(const Attr& attr, uint64_t tid) {

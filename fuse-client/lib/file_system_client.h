@@ -184,6 +184,13 @@ class FileSystemClient {
   // `handler` runs for every revoked attribute cap before the revoke is
   // acknowledged (MetaClient::SetAttrsRevoked); nullptr removes it.
   void SetAttrsRevoked(std::function<void(uint64_t ino)> handler);
+  // `handler` runs after a recall for memory with the inodes whose caps
+  // were given back (MetaClient::SetCapsGivenBack); nullptr removes it.
+  void SetCapsGivenBack(MetaClient::CapsGivenBack handler);
+  // Of `inos`, the files no handle of this client has open: what a
+  // frontend may let go for memory (a directory may be a process's working
+  // directory, an open file is named in /proc/PID/fd).
+  std::vector<uint64_t> Unpinned(const std::vector<uint64_t>& inos);
   // Called (off the lease thread) when another session changed the data or
   // size of a file this client has open, after the client dropped its own
   // cached data of it and before the change is acknowledged: the FUSE layer

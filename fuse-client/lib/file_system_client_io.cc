@@ -105,6 +105,7 @@ absl::StatusOr<FileSystemClient::Opened> FileSystemClient::AddHandle(const Creds
     handles_[out.fh] = std::move(f);
     CachedInode& cached = inodes_[attr.ino];
     cached.refs++;  // an open file keeps its inode cached
+    meta_->NoteCachedInodes(inodes_.size());
     // The open's reply may predate the size report of this client's own
     // write-back after an earlier close (WrittenOp's reply, cached first).
     freshest = cached.Offer(attr, reply.tid());

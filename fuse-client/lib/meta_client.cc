@@ -125,6 +125,7 @@ void MetaClient::RenewLoop() {
     pb::SessionRequest req;
     req.set_fs(options_.fs);
     req.set_session(session_);
+    req.set_cached_inodes(cached_inodes_.load(std::memory_order_relaxed));
     pb::SessionReply reply;
     const absl::Time sent = absl::Now();
     const uint64_t epoch = leases_.epoch();
@@ -255,6 +256,15 @@ void MetaClient::GiveBack(uint32_t n) {
   // The kernel stops trusting them too before the MDS hears they are back.
   for (const pb::LeaseEvent& e : given) Revoked(e);
   VLOG(1) << "op=give_back wanted=" << n << " given=" << given.size();
+  {
+    absl::MutexLock lock(&recall_mu_);
+    if (caps_given_back_ && !given.empty()) {
+      std::vector<uint64_t> inos;
+      inos.reserve(given.size());
+      for (const pb::LeaseEvent& e : given) inos.push_back(e.ino());
+      caps_given_back_(std::move(inos));
+    }
+  }
   for (size_t i = 0; i < given.size(); i += kAcksPerRequest) {
     auto stub = pb::Mds::NewStub(Channel());
     grpc::ClientContext ctx;
@@ -293,6 +303,11 @@ void MetaClient::SetStreamLost(std::function<void()> handler) {
 void MetaClient::SetDirRevoked(DirRevoked handler) {
   absl::MutexLock lock(&recall_mu_);
   dir_revoked_ = std::move(handler);
+}
+
+void MetaClient::SetCapsGivenBack(CapsGivenBack handler) {
+  absl::MutexLock lock(&recall_mu_);
+  caps_given_back_ = std::move(handler);
 }
 
 void MetaClient::SetAttrsRevoked(DirRevoked handler) {

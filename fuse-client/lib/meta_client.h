@@ -123,6 +123,14 @@ class MetaClient {
   // The same for each revoked attribute cap (LeaseEvent.caps with As Fs), after the
   // client stopped trusting the inode's attributes.
   void SetAttrsRevoked(DirRevoked handler);
+  // Called on the lease thread after a recall for memory, with the inodes
+  // whose caps were given back (their revokes ran first): a frontend may
+  // let its own copies of them go. It must not block.
+  using CapsGivenBack = std::function<void(std::vector<uint64_t> inos)>;
+  void SetCapsGivenBack(CapsGivenBack handler);
+  // How many inodes the client caches (its frontend's, for a mount the
+  // kernel's): sent with each renewal, for `weft client ls`.
+  void NoteCachedInodes(uint64_t n) { cached_inodes_.store(n, std::memory_order_relaxed); }
   // Called with each new OSD epoch barrier a reply carries (an eviction
   // fenced a client at that epoch): it returns once the object client has
   // that map, before the reply is used (and any data I/O it permits).
@@ -209,6 +217,8 @@ class MetaClient {
   std::function<void(uint64_t)> hold_released_ ABSL_GUARDED_BY(recall_mu_);
   DirRevoked dir_revoked_ ABSL_GUARDED_BY(recall_mu_);
   DirRevoked attrs_revoked_ ABSL_GUARDED_BY(recall_mu_);
+  CapsGivenBack caps_given_back_ ABSL_GUARDED_BY(recall_mu_);
+  std::atomic<uint64_t> cached_inodes_{0};
   std::atomic<uint64_t> osd_epoch_barrier_{0};
   absl::Mutex barrier_mu_;  // held while the handler runs: one wait at a time
   std::function<void(uint64_t)> epoch_barrier_ ABSL_GUARDED_BY(barrier_mu_);

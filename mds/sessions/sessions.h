@@ -34,6 +34,7 @@ struct SessionState {
   pb::SessionRec rec;  // completed requests included
   bool dirty = false;
   int64_t last_renew_ms = 0;
+  uint64_t cached_inodes = 0;  // as the client's last renewal said
   // Being evicted (MdsRank::Evict): its requests are refused while the rank
   // fences it, before the session is closed.
   bool evicting = false;

@@ -380,6 +380,66 @@ TEST_CASE("fuse caps: a client holds at most mds_max_caps_per_client - gives bac
   }
 }
 
+TEST_CASE("fuse caps: files whose caps a recall took are dropped from the kernel - open ones stay",
+          "[fuse][caps]") {
+  ClusterOptions options;
+  options.extra_conf = {"mds_max_caps_per_client = 200", "mds_recall_interval_ms = 200"};
+  MountFixture f(options);
+  // Under the limit, over the 90 % at which the MDS asks for caps back (to 80 %).
+  constexpr int kFiles = 190;
+  REQUIRE(mkdir(f.P("d").c_str(), 0755) == 0);
+  auto name = [](int i) { return absl::StrCat("d/f", i); };
+  for (int i = 0; i < kFiles; ++i) WriteFile(f.P(name(i)), std::string(i % 50, 'x'));
+  f.Remount();  // a kernel and a client that hold nothing yet
+  // Held open first, so its cap is the least recently used: given back, but
+  // the kernel keeps the file (its name must not read "(deleted)").
+  const int fd = open(f.P(name(0)).c_str(), O_RDONLY);
+  REQUIRE(fd >= 0);
+  for (int i = 1; i < kFiles; ++i) {
+    INFO(name(i));
+    CHECK(Lstat(f.P(name(i))).st_size == i % 50);
+  }
+  // The mount is the one session that caches inodes (the test's own has none).
+  auto mount_info = [&f]() {
+    pb::ClientInfo found;
+    for (const pb::ClientInfo& c : FsStatusOf(*f.cluster).clients()) {
+      if (c.cached_inodes() > 0) found = c;
+    }
+    return found;
+  };
+  // Every inode the kernel holds came with a cap; once the recall took some
+  // back, the kernel no longer holds those files either (the root and "d"
+  // are directories: kept). Without the drop it kept all of them.
+  const absl::Time deadline = absl::Now() + absl::Seconds(20);
+  pb::ClientInfo c = mount_info();
+  while (!(FsStatusOf(*f.cluster).caps_released() > 0 && c.cached_inodes() > 0 &&
+           c.cached_inodes() <= c.caps() + 2) &&
+         absl::Now() < deadline) {
+    absl::SleepFor(absl::Milliseconds(200));
+    c = mount_info();
+  }
+  INFO("mount caches " << c.cached_inodes() << " inodes, holds " << c.caps() << " caps");
+  CHECK(FsStatusOf(*f.cluster).caps_released() > 0);
+  CHECK(c.caps() <= 200);
+  CHECK(c.cached_inodes() > 0);
+  CHECK(c.cached_inodes() <= c.caps() + 2);
+  CHECK(c.cached_inodes() < kFiles);
+  // The open file kept its name and its data.
+  char link[4096] = {};
+  const ssize_t n =
+      readlink(absl::StrCat("/proc/self/fd/", fd).c_str(), link, sizeof(link) - 1);
+  REQUIRE(n > 0);
+  CHECK(std::string(link, n) == f.P(name(0)));
+  char byte = 'q';
+  CHECK(pread(fd, &byte, 1, 0) == 0);  // f0 is empty
+  REQUIRE(close(fd) == 0);
+  // Files dropped from the kernel are looked up again, as they are.
+  for (int i = 0; i < kFiles; i += 7) {
+    INFO(name(i));
+    CHECK(Lstat(f.P(name(i))).st_size == i % 50);
+  }
+}
+
 TEST_CASE("fuse caps: after an MDS restart a mount trusts no attributes it had",
           "[fuse][caps]") {
   TwoMounts f;

@@ -243,7 +243,7 @@ bool World::Reconnect(Client& c) {
 
 void World::Renew(Client& c) {
   if (clock_.NowMs() - c.last_renew_ms < 10000) return;
-  auto renewed = rank_->SessionRenew(c.session);
+  auto renewed = rank_->SessionRenew(c.session, /*cached_inodes=*/0);
   if (renewed.ok()) {
     c.last_renew_ms = clock_.NowMs();
     if (renewed->boot() != c.boot) c.needs_reconnect = true;

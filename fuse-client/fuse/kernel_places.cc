@@ -1,19 +1,19 @@
-#include "fuse-client/fuse/kernel_dirs.h"
+#include "fuse-client/fuse/kernel_places.h"
 
 namespace weft::fuse {
 
-void KernelDirs::Put(uint64_t dir, uint64_t parent, const std::string& name) {
+void KernelPlaces::Put(uint64_t ino, uint64_t parent, const std::string& name) {
   absl::MutexLock lock(&mu_);
-  PutLocked(dir, Place(parent, name));
+  PutLocked(ino, Place(parent, name));
 }
 
-void KernelDirs::Drop(uint64_t dir) {
+void KernelPlaces::Drop(uint64_t ino) {
   absl::MutexLock lock(&mu_);
-  DropLocked(dir);
+  DropLocked(ino);
 }
 
-void KernelDirs::Rename(uint64_t parent, const std::string& name, uint64_t new_parent,
-                        const std::string& new_name, bool exchange) {
+void KernelPlaces::Rename(uint64_t parent, const std::string& name, uint64_t new_parent,
+                          const std::string& new_name, bool exchange) {
   absl::MutexLock lock(&mu_);
   const Place from(parent, name), to(new_parent, new_name);
   auto moved = at_.find(from);
@@ -28,29 +28,29 @@ void KernelDirs::Rename(uint64_t parent, const std::string& name, uint64_t new_p
   if (b.has_value() && exchange) PutLocked(*b, from);
 }
 
-std::optional<std::pair<uint64_t, std::string>> KernelDirs::Where(uint64_t dir) {
+std::optional<std::pair<uint64_t, std::string>> KernelPlaces::Where(uint64_t ino) {
   absl::MutexLock lock(&mu_);
-  auto it = where_.find(dir);
+  auto it = where_.find(ino);
   if (it == where_.end()) return std::nullopt;
   return it->second;
 }
 
-void KernelDirs::PutLocked(uint64_t dir, Place place) {
-  DropLocked(dir);
+void KernelPlaces::PutLocked(uint64_t ino, Place place) {
+  DropLocked(ino);
   auto old = at_.find(place);
   if (old != at_.end()) where_.erase(old->second);  // that one is gone from there
-  at_[place] = dir;
-  where_[dir] = std::move(place);
+  at_[place] = ino;
+  where_[ino] = std::move(place);
 }
 
-void KernelDirs::DropLocked(uint64_t dir) {
-  auto it = where_.find(dir);
+void KernelPlaces::DropLocked(uint64_t ino) {
+  auto it = where_.find(ino);
   if (it == where_.end()) return;
   at_.erase(it->second);
   where_.erase(it);
 }
 
-size_t KernelDirs::size() {
+size_t KernelPlaces::size() {
   absl::MutexLock lock(&mu_);
   return where_.size();
 }

@@ -1,4 +1,4 @@
-// Where weft-fuse believes the kernel keeps each directory: puts, renames
+// Where weft-fuse believes the kernel keeps each inode: puts, renames
 // (over another directory, exchanges, onto itself) and forgets.
 #include <catch2/catch.hpp>
 
@@ -6,7 +6,7 @@
 #include <string>
 #include <utility>
 
-#include "fuse-client/fuse/kernel_dirs.h"
+#include "fuse-client/fuse/kernel_places.h"
 
 namespace weft::fuse {
 namespace {
@@ -15,8 +15,8 @@ using Place = std::optional<std::pair<uint64_t, std::string>>;
 
 Place At(uint64_t parent, const std::string& name) { return std::make_pair(parent, name); }
 
-TEST_CASE("kernel dirs: put - replace - drop", "[unit][fuse]") {
-  KernelDirs dirs;
+TEST_CASE("kernel places: put - replace - drop", "[unit][fuse]") {
+  KernelPlaces dirs;
   CHECK(dirs.Where(7) == std::nullopt);
   dirs.Put(7, 1, "a");
   CHECK(dirs.Where(7) == At(1, "a"));
@@ -36,9 +36,9 @@ TEST_CASE("kernel dirs: put - replace - drop", "[unit][fuse]") {
   CHECK(dirs.size() == 0);
 }
 
-TEST_CASE("kernel dirs: renames - over another - exchange - files and unknown names",
+TEST_CASE("kernel places: renames - over another - exchange - files and unknown names",
           "[unit][fuse]") {
-  KernelDirs dirs;
+  KernelPlaces dirs;
   dirs.Put(7, 1, "a");
   dirs.Put(8, 2, "b");
   // A plain move across parents.
@@ -64,6 +64,21 @@ TEST_CASE("kernel dirs: renames - over another - exchange - files and unknown na
   dirs.Rename(2, "b", 2, "b", /*exchange=*/false);
   CHECK(dirs.Where(9) == At(2, "b"));
   CHECK(dirs.size() == 2);
+}
+
+TEST_CASE("kernel places: a file under two names - the last given is where it is dropped",
+          "[unit][fuse]") {
+  KernelPlaces places;
+  places.Put(20, 1, "a");
+  places.Put(20, 2, "link");  // a hard link looked up later
+  CHECK(places.Where(20) == At(2, "link"));
+  // The first name no longer leads to it here: a rename of it moves nothing.
+  places.Rename(1, "a", 1, "b", /*exchange=*/false);
+  CHECK(places.Where(20) == At(2, "link"));
+  CHECK(places.size() == 1);
+  places.Drop(20);  // the kernel's FORGET
+  CHECK(places.Where(20) == std::nullopt);
+  CHECK(places.size() == 0);
 }
 
 }  // namespace
