@@ -401,8 +401,9 @@ TEST_CASE("fuse caps: files whose caps a recall took are dropped from the kernel
   }
   // The mount is the one session that caches inodes (the test's own has none).
   auto mount_info = [&f]() {
+    const pb::FsStatusReply st = FsStatusOf(*f.cluster);
     pb::ClientInfo found;
-    for (const pb::ClientInfo& c : FsStatusOf(*f.cluster).clients()) {
+    for (const pb::ClientInfo& c : st.clients()) {
       if (c.cached_inodes() > 0) found = c;
     }
     return found;
