@@ -641,6 +641,16 @@ absl::StatusOr<pb::ReconnectReply> MdsRank::ReconnectBegin(const pb::ReconnectRe
     const SessionId session(request.session());
     SessionState* s = sessions_.Find(session);
     if (s == nullptr) return Err(ENOTCONN, "no such session");
+    // Too late: the window closed without it and it is being evicted (fenced
+    // first). What it would reclaim may be another session's by now: a file
+    // it wrote opened by others, its locks taken. Found by the simulation: a
+    // client frozen over the window reclaimed its write open beside the
+    // attribute caps another session was granted meanwhile.
+    if (s->evicting || evict_wanted_.contains(session.value()) ||
+        evict_running_.contains(session.value())) {
+      return EvictedError(
+          "did not reconnect within mds_reconnect_timeout: this session is being evicted");
+    }
     s->last_renew_ms = env_.clock->NowMs();
     // What a client that tracks its handles holds open is the truth: a
     // release the earlier incarnation answered without an event (another

@@ -118,8 +118,11 @@ bool Model::May(uint64_t ino, uint32_t uid, uint32_t gid, uint32_t want) const {
 void Model::SetSize(uint64_t ino, uint64_t size) { nodes_.at(ino).size = size; }
 
 void Model::Grow(uint64_t ino, uint64_t end) {
-  Node& n = nodes_.at(ino);
-  if (end > n.size) n.size = end;
+  // Gone: an unlinked file whose last opener was evicted while its write
+  // was answered (applied before the eviction, purged after it).
+  auto it = nodes_.find(ino);
+  if (it == nodes_.end()) return;
+  if (end > it->second.size) it->second.size = end;
 }
 
 void Model::SetXattr(uint64_t ino, const std::string& name, const std::string& value) {

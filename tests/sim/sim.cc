@@ -60,6 +60,15 @@ mds::RankEnv World::MakeEnv() {
     clock_.AdvanceTo(deadline);
   };
   env.on_journal_failure = [this](const absl::Status&) { crashed_ = true; };
+  // Eviction blocklists the session's OSD identity before the session, its
+  // caps and its opens go: so its session must still be there now.
+  env.fence_client = [this](const std::string& osd_client) -> absl::StatusOr<uint64_t> {
+    bool held = false;
+    for (const pb::ClientInfo& info : rank_->ClientList()) held |= info.osd_client() == osd_client;
+    if (!held) Fail(absl::StrCat(osd_client, " fenced after its session was gone"));
+    fenced_.insert(osd_client);
+    return ++osd_epoch_;
+  };
   env.boot = static_cast<uint64_t>(incarnation_) + 1;
   return env;
 }
@@ -166,8 +175,10 @@ absl::Status World::CallNow(Client& c, pb::MetaRequest request, pb::MetaReply* r
 }
 
 void World::OpenSession(Client& c) {
+  if (c.session != 0) ++c.osd_gen;  // as recover_session=clean: a new OSD identity
+  c.evicted = false;
   for (int attempt = 0; attempt < 20; ++attempt) {
-    auto opened = rank_->SessionOpen(absl::StrCat("client.", c.index), absl::StrCat("osd.", c.index), 0);
+    auto opened = rank_->SessionOpen(absl::StrCat("client.", c.index), c.osd_name(), 0);
     if (opened.ok()) {
       c.session = opened->session();
       c.boot = opened->boot();
@@ -211,6 +222,8 @@ bool World::Reconnect(Client& c) {
   absl::StatusOr<pb::ReconnectReply> reply = rank_->ReconnectBegin(req);
   if (!reply.ok()) {
     SIM_TRACE(absl::StrCat("client ", c.index, " reconnect: ", reply.status().ToString()));
+    // Refused as too late (IsEvicted): it tries again until the eviction
+    // has run (NoteEvictions), then opens a new session below.
     if (IsNoSession(reply.status())) {
       if (!c.unsafe.empty()) {
         Fail(absl::StrCat("client ", c.index, " lost ", c.unsafe.size(),
@@ -242,7 +255,7 @@ bool World::Reconnect(Client& c) {
 }
 
 void World::Renew(Client& c) {
-  if (clock_.NowMs() - c.last_renew_ms < 10000) return;
+  if (c.frozen || clock_.NowMs() - c.last_renew_ms < 10000) return;
   auto renewed = rank_->SessionRenew(c.session, /*cached_inodes=*/0);
   if (renewed.ok()) {
     c.last_renew_ms = clock_.NowMs();
@@ -250,7 +263,8 @@ void World::Renew(Client& c) {
   }
 }
 
-void World::DeliverEvents(Client& c) {
+void World::DeliverEvents(Client& c, bool all) {
+  c.delivered = clock_.Now();
   if (c.stream_gen == 0 || c.needs_reconnect) return;
   std::deque<pb::LeaseEvent> events;
   if (!rank_->TakeLeaseEvents(c.session, c.stream_gen, &events)) {
@@ -271,13 +285,64 @@ void World::DeliverEvents(Client& c) {
     c.inbox.push_back(e);
   }
   // Acknowledged now, or left for later (a slow client).
-  if (c.inbox.empty() || rng_.Chance(0.2)) return;
+  if (c.inbox.empty() || (!all && rng_.Chance(0.2))) return;
   pb::LeaseAckRequest ack;
   ack.set_session(c.session);
   for (const pb::LeaseEvent& e : c.inbox) *ack.add_acks() = e;
   c.inbox.clear();
   (void)rank_->LeaseAck(ack);
   SIM_TRACE(absl::StrCat("client ", c.index, " acks ", ack.acks_size()));
+}
+
+void World::FreezeAndThaw(bool draining) {
+  for (Client& c : clients_) {
+    if (c.frozen && (draining || clock_.Now() >= c.thaw_at)) {
+      c.frozen = false;
+      SIM_TRACE(absl::StrCat("client ", c.index, " thaws", c.evicted ? " (evicted)" : ""));
+    }
+  }
+  if (!freezes_ || draining || !freeze_rng_.Chance(0.006)) return;
+  Client& c = clients_[freeze_rng_.Below(clients_.size())];
+  int frozen = 0;
+  for (const Client& o : clients_) frozen += o.frozen ? 1 : 0;
+  // Only an idle one (nothing unsafe either: a client that dies with the
+  // MDS loses its unsafe changes, which the model cannot take back), and
+  // never all of them.
+  if (c.frozen || c.pending || !c.unsafe.empty() || !c.follow_ups.empty() || c.needs_reconnect ||
+      c.resent || frozen + 1 >= static_cast<int>(clients_.size())) {
+    return;
+  }
+  // Briefly (a slow client, answered late), or past mds_revoke_timeout and
+  // perhaps the session timeout (evicted).
+  const int64_t ms = freeze_rng_.Chance(0.5) ? 1000 + freeze_rng_.Below(4000)
+                                             : 15000 + freeze_rng_.Below(60000);
+  c.frozen = true;
+  c.thaw_at = clock_.Now() + absl::Milliseconds(ms);
+  ++result_.freezes;
+  SIM_TRACE(absl::StrCat("client ", c.index, " freezes for ", ms, " ms"));
+}
+
+void World::NoteEvictions() {
+  std::set<uint64_t> live;
+  for (const pb::ClientInfo& info : rank_->ClientList()) live.insert(info.session());
+  for (Client& c : clients_) {
+    if (c.evicted || live.contains(c.session) || !fenced_.contains(c.osd_name())) continue;
+    SIM_TRACE(absl::StrCat("client ", c.index, " evicted (session ", c.session, ")"));
+    ++result_.evictions;
+    c.evicted = true;
+    model_.DropOpens(c.handles);
+    c.handles.clear();
+    c.writers.clear();
+    c.lock.reset();
+    c.caps.clear();
+    c.inbox.clear();
+    c.stream_gen = 0;
+    // Its unsafe requests are durable: the eviction waited for its own
+    // journal event, which follows them.
+    c.unsafe.clear();
+    c.resent = false;
+    c.follow_ups.clear();  // duplicates of its answers, and inline moves of files it had open
+  }
 }
 
 void World::GiveBack(Client& c, uint32_t n) {
@@ -406,6 +471,22 @@ void World::Answer(Client& c, absl::Status status) {
     }
   }
   if (!status.ok()) {
+    if (IsNoSession(status) && c.evicted && p.plan.session == 0) {
+      // Evicted (NoteEvictions): what needed the old session's handles
+      // fails, as the mount reports EIO for it, and a resend of an answered
+      // request (a duplicate) belongs to the old session; anything else is
+      // sent again in a new one.
+      using R = pb::MetaRequest;
+      const R::OpCase op = p.plan.request.op_case();
+      if (p.plan.tid != 0 || op == R::kWritten || op == R::kInlineData || op == R::kLock ||
+          op == R::kRelease) {
+        SIM_TRACE(absl::StrCat("client ", c.index, " ", p.plan.what, " failed: evicted"));
+        c.pending.reset();
+        return;
+      }
+      OpenSession(c);
+      return;
+    }
     if (IsNoSession(status) && p.attempts < 3 && !p.plan.no_retry) {
       SIM_TRACE(absl::StrCat("client ", c.index, " lost its session"));
       model_.DropOpens(c.handles);
@@ -625,6 +706,7 @@ SimResult World::Run() {
     }
   }
   if (!StartIncarnation()) return result_;
+  freezes_ = freeze_rng_.Chance(0.4);
   const int nclients = 2 + static_cast<int>(rng_.Below(3));
   clients_.resize(nclients);
   for (int i = 0; i < nclients; ++i) {
@@ -709,9 +791,25 @@ SimResult World::Run() {
       Fail("the requests did not finish");
       break;
     }
-    // Time passes; sessions renew; the reconnect window may close.
-    clock_.Advance(absl::Milliseconds(1 + rng_.Below(rng_.Chance(0.02) ? 6000 : 30)));
+    // Time passes; sessions renew; the reconnect window may close. A
+    // client that is not frozen reconnects within the window: no long jump
+    // while one has yet to (one that misses it is evicted, and loses its
+    // unsafe changes with the MDS, which the model cannot take back).
+    absl::Duration dt = absl::Milliseconds(1 + rng_.Below(rng_.Chance(0.02) ? 6000 : 30));
+    for (const Client& o : clients_) {
+      if (o.needs_reconnect && !o.frozen) dt = std::min(dt, absl::Milliseconds(30));
+    }
+    clock_.Advance(dt);
+    FreezeAndThaw(draining);
     for (Client& c : clients_) Renew(c);
+    // A client that is not frozen answers revokes well within
+    // mds_revoke_timeout, however the scheduler picks: only frozen clients
+    // are evicted. (A live one evicted with a request in flight would not
+    // know whether it was applied, and neither would the model; the
+    // cluster tests cut such clients off for real.)
+    for (Client& c : clients_) {
+      if (!c.frozen && clock_.Now() - c.delivered > absl::Seconds(3)) DeliverEvents(c, true);
+    }
     rank_->MaybeFinishReconnect();
     for (Client& c : clients_) {
       if (c.resent && !c.needs_reconnect && rank_->ReconnectResult().ok()) {
@@ -722,7 +820,11 @@ SimResult World::Run() {
     const int pick = static_cast<int>(rng_.Below(100));
     Client& c = clients_[rng_.Below(clients_.size())];
     digest_.Add(absl::StrCat(step, ".", pick, ".", c.index));
-    if (c.needs_reconnect) {
+    const bool acts = c.needs_reconnect || pick < 30 || (pick < 70 && c.pending) ||
+                      (pick >= 80 && pick < 88);
+    if (c.frozen && acts) {
+      // Stopped: it sends nothing and takes no events.
+    } else if (c.needs_reconnect) {
       Reconnect(c);
     } else if (pick < 30 && !c.pending && !draining) {
       Pending p;
@@ -755,6 +857,7 @@ SimResult World::Run() {
           break;
         case 5:
           rank_->ExpireSessions();
+          NoteEvictions();
           break;
         default:
           rank_->TrimCache();

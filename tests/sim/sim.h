@@ -3,7 +3,10 @@
 // store — run single-threaded in this process on MemObjects and a manual
 // clock, with several simulated client sessions sending random namespace
 // requests (and bad ones), retrying as MetaClient does, taking unsafe
-// replies and reconnecting after the MDS crashes at any step. Faults: the
+// replies and reconnecting after the MDS crashes at any step; now and then
+// a client stops answering (no renewals, no acks, no requests: a frozen
+// process) and is evicted, fenced first, then comes back in a new session.
+// Faults: the
 // object store refuses requests, delays them (the simulation decides when
 // each I/O completes and interleaves others meanwhile), the journal breaks,
 // the MDS crashes in the middle of a flush. After every step the invariants
@@ -32,6 +35,8 @@ struct SimResult {
   int requests = 0;  // answered requests
   int crashes = 0;
   int replays = 0;  // unsafe requests resent after crashes
+  int freezes = 0;    // clients that stopped answering for a while
+  int evictions = 0;  // sessions the rank evicted (each fenced first)
 };
 
 SimResult RunSeed(const SimOptions& options);

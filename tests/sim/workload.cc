@@ -402,13 +402,21 @@ Plan World::MakeSharedOpen(Client& c, uint64_t target) {
     // By number, so only the file's own mode decides: its owner's class, or
     // everyone else's (no client shares another's group; no ACLs on files
     // here). A stray still open is opened by number all the same.
+    auto may_read = [&c, n](uint32_t mode) {
+      return c.uid == 0 || (n->uid == c.uid ? (mode & 0400) : (mode & 04));
+    };
     int want = ESTALE;
-    if (n != nullptr) {
-      const bool allowed = c.uid == 0 || (n->uid == c.uid ? (n->mode & 0400) : (n->mode & 04));
-      want = allowed ? 0 : EACCES;
-    }
+    if (n != nullptr) want = may_read(n->mode) ? 0 : EACCES;
     // Unlinked, its last handle closed, not yet purged: gone at the MDS.
     if (got == ESTALE && n != nullptr && n->links == 0) want = ESTALE;
+    // A chmod of it under way (its answer not in the model yet) may have
+    // been applied before this open was checked.
+    for (const Client& o : clients_) {
+      if (n == nullptr || !o.pending || !o.pending->plan.request.has_setattr()) continue;
+      const pb::SetattrOp& sa = o.pending->plan.request.setattr();
+      const int then = may_read(sa.mode()) ? 0 : EACCES;
+      if (sa.ino() == target && (sa.valid() & pb::SA_MODE) && got == then) want = got;
+    }
     if (got != want) {
       return absl::StrCat("errno ", got, " (", s.ToString(), "), the model says ", want);
     }
@@ -583,8 +591,14 @@ Plan World::MakeLock(Client& c) {
       return "";
     }
     // Granted: nobody else may hold a conflicting flock now.
-    for (const Client& o : clients_) {
+    for (Client& o : clients_) {
       if (o.index == c.index || !o.lock) continue;
+      if (o.needs_reconnect && !rank_->Reconnecting()) {
+        // It missed the reconnect window (frozen): the new incarnation never
+        // learnt its lock, and it is evicted next.
+        o.lock.reset();
+        continue;
+      }
       if (type == pb::LK_WRITE || *o.lock == pb::LK_WRITE) {
         return absl::StrCat("flock granted while client ", o.index, " holds one");
       }

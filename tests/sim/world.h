@@ -146,11 +146,20 @@ struct Client {
   };
   std::map<uint64_t, HeldCap> caps;
   uint64_t grants = 0;
+  // Stopped answering (SIGSTOP, a cut network) until `thaw_at`: it renews
+  // nothing, acknowledges nothing, sends nothing.
+  bool frozen = false;
+  absl::Time thaw_at;
+  int osd_gen = 0;  // each session gets a new OSD identity (an evicted one is refused)
+  bool evicted = false;  // its session was evicted; it has not opened another yet
+  absl::Time delivered;  // when it last took its lease events
+  std::string osd_name() const { return absl::StrCat("osd.", index, ".", osd_gen); }
 };
 
 class World {
  public:
-  explicit World(const SimOptions& options) : options_(options), rng_(options.seed) {}
+  explicit World(const SimOptions& options)
+      : options_(options), rng_(options.seed), freeze_rng_(options.seed ^ 0x5eed0f5eed0full) {}
 
   SimResult Run();
 
@@ -171,8 +180,16 @@ class World {
   void Answer(Client& c, absl::Status status);
   bool Reconnect(Client& c);
   void OpenSession(Client& c);
-  void DeliverEvents(Client& c);
+  // `all`: every event acknowledged now (none left for later).
+  void DeliverEvents(Client& c, bool all = false);
   void Renew(Client& c);
+  // Now and then an idle client freezes for a while; frozen ones thaw when
+  // their time comes (all of them once the run drains).
+  void FreezeAndThaw(bool draining);
+  // Sessions the rank evicted: each must have been fenced first; the client
+  // loses its handles, locks, caps and events with it (its unsafe requests
+  // were made durable by the eviction's own journal event).
+  void NoteEvictions();
 
   // ---- the workload
   Plan NextPlan(Client& c);
@@ -219,6 +236,12 @@ class World {
 
   const SimOptions options_;
   Rng rng_;
+  // Freezes draw from their own generator: a run without them takes the
+  // same steps as before they existed.
+  Rng freeze_rng_;
+  bool freezes_ = false;
+  std::set<std::string> fenced_;  // OSD identities the rank blocklisted
+  uint64_t osd_epoch_ = 1;
   Digest digest_;
   SimResult result_;
   ManualClock clock_;

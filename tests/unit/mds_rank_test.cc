@@ -4,6 +4,8 @@
 
 #include <catch2/catch.hpp>
 #include <memory>
+#include <string>
+#include <vector>
 
 #include "common/clock/clock.h"
 #include "common/objects/mem_objects.h"
@@ -170,6 +172,43 @@ TEST_CASE("mds rank: an unsafe answer lost with the journal is applied again at 
   pb::MetaReply dup = Call(third, Mkdir(s, 1, kRootIno, "fast"));
   CHECK(dup.status().code() == 0);
   CHECK(dup.replayed());
+}
+
+TEST_CASE("mds rank: a session that missed the reconnect window is refused its late reclaim") {
+  Bench b;
+  std::vector<std::string> fenced;
+  b.fence_ = [&fenced](const std::string& osd) -> absl::StatusOr<uint64_t> {
+    fenced.push_back(osd);
+    return fenced.size() + 10;
+  };
+  MdsRank& rank = b.Start();
+  const uint64_t late = rank.SessionOpen("client.late", "osd.late", 0)->session();
+  const uint64_t prompt = rank.SessionOpen("client.prompt", "osd.prompt", 0)->session();
+  REQUIRE(Call(rank, Mkdir(late, 1, kRootIno, "d")).status().code() == 0);
+  MdsRank& second = b.Start();
+  pb::ReconnectRequest back;
+  back.set_session(prompt);
+  REQUIRE(second.ReconnectBegin(back).ok());
+  // The window closes without the other (frozen, cut off): it is to be
+  // evicted, and what it held may be given to others from now on.
+  b.clock_.Advance(absl::Milliseconds(b.options_.reconnect_timeout_ms + 1));
+  second.MaybeFinishReconnect();
+  CHECK_FALSE(second.Reconnecting());
+  // Its reclaim now, before the eviction has run: refused as evicted, not
+  // taken as a late reconnect.
+  pb::ReconnectRequest too_late;
+  too_late.set_session(late);
+  pb::OpenRef* open = too_late.add_opens();
+  open->set_ino(kRootIno);
+  open->set_handles(1);
+  absl::StatusOr<pb::ReconnectReply> refused = second.ReconnectBegin(too_late);
+  INFO(refused.status());
+  CHECK(IsEvicted(refused.status()));
+  // The eviction fences it first, then its session is gone.
+  second.ExpireSessions();
+  CHECK(fenced == std::vector<std::string>{"osd.late"});
+  CHECK(StatusToErrno(second.ReconnectBegin(too_late).status()) == ENOTCONN);
+  CHECK(Call(second, Lookup(prompt, kRootIno, "d")).status().code() == 0);
 }
 
 TEST_CASE("mds rank: a request stepped by hand shows its waits and I/O") {
