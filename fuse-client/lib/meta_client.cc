@@ -595,6 +595,12 @@ absl::Status MetaClient::Reconnect(uint64_t boot) {
     for (uint64_t tid : sent) Forget(tid);
     return status;
   }
+  if (IsEvicted(status)) {
+    // Too late for the window: the MDS is evicting this session (fenced
+    // first), as it would a dead client's. So is this mount from now on.
+    NoteEvicted(status);
+    return status;
+  }
   RETURN_IF_ERROR(status);
   if (locks_lost && reply.locks_lost_size() > 0) {
     locks_lost({reply.locks_lost().begin(), reply.locks_lost().end()});
