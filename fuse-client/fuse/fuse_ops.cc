@@ -197,7 +197,7 @@ class BusyDir {
 // The kernel gets an entry for `a` as `name` in `parent`: where it keeps
 // it, for DropKeptNames and OnCapsGivenBack.
 void NoteEntry(fuse_req_t req, uint64_t parent, const std::string& name, const Attr& a) {
-  if (name != "." && name != "..") Ctx(req).places.Put(a.ino, parent, name);
+  if (name != "." && name != "..") Ctx(req).places.Put(a.ino, parent, name, S_ISDIR(a.mode));
 }
 
 // The kernel forgets `name` in `parent` (MDS inode) and what it keeps
@@ -216,8 +216,8 @@ void DropName(MountContext& ctx, uint64_t parent, const std::string& name) {
 // before: a request is gone once answered.
 void DropKeptNames(MountContext& ctx, uint64_t ino) {
   if (ctx.se == nullptr || ctx.kernel_permissions || ctx.fs->SearchableByAll(ino)) return;
-  std::optional<std::pair<uint64_t, std::string>> where = ctx.places.Where(ino);
-  if (!where.has_value()) return;  // the mount's root, or never given to the kernel
+  std::optional<std::pair<uint64_t, std::string>> where = ctx.places.WhereDir(ino);
+  if (!where.has_value()) return;  // a file, the mount's root, or never given to the kernel
   DropName(ctx, where->first, where->second);
 }
 

@@ -2,9 +2,9 @@
 
 namespace weft::fuse {
 
-void KernelPlaces::Put(uint64_t ino, uint64_t parent, const std::string& name) {
+void KernelPlaces::Put(uint64_t ino, uint64_t parent, const std::string& name, bool dir) {
   absl::MutexLock lock(&mu_);
-  PutLocked(ino, Place(parent, name));
+  PutLocked(ino, Place(parent, name), dir);
 }
 
 void KernelPlaces::Drop(uint64_t ino) {
@@ -16,37 +16,46 @@ void KernelPlaces::Rename(uint64_t parent, const std::string& name, uint64_t new
                           const std::string& new_name, bool exchange) {
   absl::MutexLock lock(&mu_);
   const Place from(parent, name), to(new_parent, new_name);
-  auto moved = at_.find(from);
-  auto other = at_.find(to);
-  const std::optional<uint64_t> a =
-      moved != at_.end() ? std::optional<uint64_t>(moved->second) : std::nullopt;
-  const std::optional<uint64_t> b =
-      other != at_.end() ? std::optional<uint64_t>(other->second) : std::nullopt;
-  if (a.has_value()) DropLocked(*a);
-  if (b.has_value()) DropLocked(*b);
-  if (a.has_value()) PutLocked(*a, to);
-  if (b.has_value() && exchange) PutLocked(*b, from);
+  // (ino, is a directory) of what is at each place now.
+  auto at = [this](const Place& p) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    auto it = at_.find(p);
+    return it == at_.end() ? std::nullopt
+                           : std::optional<std::pair<uint64_t, bool>>(
+                                 std::make_pair(it->second, where_.at(it->second).dir));
+  };
+  const std::optional<std::pair<uint64_t, bool>> a = at(from), b = at(to);
+  if (a.has_value()) DropLocked(a->first);
+  if (b.has_value()) DropLocked(b->first);
+  if (a.has_value()) PutLocked(a->first, to, a->second);
+  if (b.has_value() && exchange) PutLocked(b->first, from, b->second);
 }
 
 std::optional<std::pair<uint64_t, std::string>> KernelPlaces::Where(uint64_t ino) {
   absl::MutexLock lock(&mu_);
   auto it = where_.find(ino);
   if (it == where_.end()) return std::nullopt;
-  return it->second;
+  return it->second.place;
 }
 
-void KernelPlaces::PutLocked(uint64_t ino, Place place) {
+std::optional<std::pair<uint64_t, std::string>> KernelPlaces::WhereDir(uint64_t ino) {
+  absl::MutexLock lock(&mu_);
+  auto it = where_.find(ino);
+  if (it == where_.end() || !it->second.dir) return std::nullopt;
+  return it->second.place;
+}
+
+void KernelPlaces::PutLocked(uint64_t ino, Place place, bool dir) {
   DropLocked(ino);
   auto old = at_.find(place);
   if (old != at_.end()) where_.erase(old->second);  // that one is gone from there
   at_[place] = ino;
-  where_[ino] = std::move(place);
+  where_[ino] = Entry{std::move(place), dir};
 }
 
 void KernelPlaces::DropLocked(uint64_t ino) {
   auto it = where_.find(ino);
   if (it == where_.end()) return;
-  at_.erase(it->second);
+  at_.erase(it->second.place);
   where_.erase(it);
 }
 

@@ -13,7 +13,7 @@
 // No libfuse here, so unit tests link it.
 //
 //   KernelPlaces places;
-//   places.Put(7, 1, "a");                     // the kernel got inode 7 as 1/a
+//   places.Put(7, 1, "a", /*dir=*/true);       // the kernel got directory 7 as 1/a
 //   places.Rename(1, "a", 9, "b", /*exchange=*/false);
 //   places.Where(7);                           // {9, "b"}
 //   places.Drop(7);                            // the kernel forgot it
@@ -32,8 +32,9 @@ namespace weft::fuse {
 
 class KernelPlaces {
  public:
-  // `ino` is at (parent, name); whatever was there before is not.
-  void Put(uint64_t ino, uint64_t parent, const std::string& name);
+  // `ino` (a directory if `dir`) is at (parent, name); whatever was there
+  // before is not.
+  void Put(uint64_t ino, uint64_t parent, const std::string& name, bool dir);
   void Drop(uint64_t ino);
   // A rename: the inode at (parent, name), if any, is now at
   // (new_parent, new_name), and the one there before is gone or, for an
@@ -41,15 +42,21 @@ class KernelPlaces {
   void Rename(uint64_t parent, const std::string& name, uint64_t new_parent,
               const std::string& new_name, bool exchange);
   std::optional<std::pair<uint64_t, std::string>> Where(uint64_t ino);
+  // The same, for a directory only.
+  std::optional<std::pair<uint64_t, std::string>> WhereDir(uint64_t ino);
   size_t size();
 
  private:
   using Place = std::pair<uint64_t, std::string>;
-  void PutLocked(uint64_t ino, Place place) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  struct Entry {
+    Place place;
+    bool dir = false;
+  };
+  void PutLocked(uint64_t ino, Place place, bool dir) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void DropLocked(uint64_t ino) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   absl::Mutex mu_;
-  absl::flat_hash_map<uint64_t, Place> where_ ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_map<uint64_t, Entry> where_ ABSL_GUARDED_BY(mu_);
   absl::flat_hash_map<Place, uint64_t> at_ ABSL_GUARDED_BY(mu_);
 };
 

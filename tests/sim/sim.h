@@ -6,10 +6,9 @@
 // replies and reconnecting after the MDS crashes at any step; now and then
 // a client stops answering (no renewals, no acks, no requests: a frozen
 // process) and is evicted, fenced first, then comes back in a new session.
-// Faults: the
-// object store refuses requests, delays them (the simulation decides when
-// each I/O completes and interleaves others meanwhile), the journal breaks,
-// the MDS crashes in the middle of a flush. After every step the invariants
+// Faults: the object store refuses requests, delays them (the simulation
+// decides when each I/O completes and interleaves others meanwhile), the
+// journal breaks, the MDS crashes in the middle of a flush. After every step the invariants
 // of tests/sim/view.h are checked; whenever every client is idle, the
 // namespace must equal the model of tests/sim/model.h.
 //

@@ -18,15 +18,16 @@ Place At(uint64_t parent, const std::string& name) { return std::make_pair(paren
 TEST_CASE("kernel places: put - replace - drop", "[unit][fuse]") {
   KernelPlaces dirs;
   CHECK(dirs.Where(7) == std::nullopt);
-  dirs.Put(7, 1, "a");
+  dirs.Put(7, 1, "a", /*dir=*/true);
   CHECK(dirs.Where(7) == At(1, "a"));
+  CHECK(dirs.WhereDir(7) == At(1, "a"));
   // The same directory given again under another name (a rename seen only
   // through a later lookup): one place, the newest.
-  dirs.Put(7, 1, "b");
+  dirs.Put(7, 1, "b", /*dir=*/true);
   CHECK(dirs.Where(7) == At(1, "b"));
   CHECK(dirs.size() == 1);
   // Another directory now at 1/b: 7 is no longer there.
-  dirs.Put(8, 1, "b");
+  dirs.Put(8, 1, "b", /*dir=*/true);
   CHECK(dirs.Where(8) == At(1, "b"));
   CHECK(dirs.Where(7) == std::nullopt);
   dirs.Drop(8);
@@ -39,17 +40,18 @@ TEST_CASE("kernel places: put - replace - drop", "[unit][fuse]") {
 TEST_CASE("kernel places: renames - over another - exchange - files and unknown names",
           "[unit][fuse]") {
   KernelPlaces dirs;
-  dirs.Put(7, 1, "a");
-  dirs.Put(8, 2, "b");
+  dirs.Put(7, 1, "a", /*dir=*/true);
+  dirs.Put(8, 2, "b", /*dir=*/true);
   // A plain move across parents.
   dirs.Rename(1, "a", 3, "c", /*exchange=*/false);
   CHECK(dirs.Where(7) == At(3, "c"));
+  CHECK(dirs.WhereDir(7) == At(3, "c"));  // still known as a directory
   // Over another directory: the one replaced is gone.
   dirs.Rename(3, "c", 2, "b", /*exchange=*/false);
   CHECK(dirs.Where(7) == At(2, "b"));
   CHECK(dirs.Where(8) == std::nullopt);
   // An exchange swaps the two places.
-  dirs.Put(9, 4, "d");
+  dirs.Put(9, 4, "d", /*dir=*/true);
   dirs.Rename(2, "b", 4, "d", /*exchange=*/true);
   CHECK(dirs.Where(7) == At(4, "d"));
   CHECK(dirs.Where(9) == At(2, "b"));
@@ -69,8 +71,9 @@ TEST_CASE("kernel places: renames - over another - exchange - files and unknown 
 TEST_CASE("kernel places: a file under two names - the last given is where it is dropped",
           "[unit][fuse]") {
   KernelPlaces places;
-  places.Put(20, 1, "a");
-  places.Put(20, 2, "link");  // a hard link looked up later
+  places.Put(20, 1, "a", /*dir=*/false);
+  places.Put(20, 2, "link", /*dir=*/false);  // a hard link looked up later
+  CHECK(places.WhereDir(20) == std::nullopt);  // not a directory
   CHECK(places.Where(20) == At(2, "link"));
   // The first name no longer leads to it here: a rename of it moves nothing.
   places.Rename(1, "a", 1, "b", /*exchange=*/false);
