@@ -24,8 +24,11 @@
 namespace weft::testing {
 namespace {
 
-// A tmpfs of `bytes` mounted at `dir`, unmounted when this goes away (after
-// the cluster, declared before it, has stopped the OSD using it).
+// A tmpfs of `bytes` mounted at `dir`, detached when this goes away: declared
+// after the cluster, so that it goes first. The OSD on it keeps what it has
+// open until the cluster stops it, and the cluster then removes its whole
+// directory; detached after the cluster instead, the mount made that
+// removal fail and left the test's directory (500 MB) behind in /tmp.
 class SmallDisk {
  public:
   ~SmallDisk() {
@@ -49,9 +52,9 @@ class SmallDisk {
 TEST_CASE("a real full data disk: ENOSPC to clients before corruption - every copy intact - "
           "writes again after deletes",
           "[cluster][fault]") {
-  SmallDisk disk;
   auto started = Cluster::Start({.osds = 3});
   REQUIRE(started.ok());
+  SmallDisk disk;
   Cluster& c = **started;
   auto client = c.Client();
   auto pool = c.CreatePool(*client, "fill", 3, 8);
