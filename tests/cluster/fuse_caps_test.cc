@@ -33,6 +33,13 @@ uint64_t CapsAtMds(Cluster& cluster) { return FsStatusOf(cluster).attr_caps(); }
 
 int64_t Nanos(const struct timespec& t) { return t.tv_sec * 1000000000LL + t.tv_nsec; }
 
+// d/f0 .. d/f(n-1) through the fixture's mount, file i holding i % 50 bytes.
+std::string Numbered(int i) { return absl::StrCat("d/f", i); }
+void MakeNumbered(const MountFixture& f, int n) {
+  REQUIRE(mkdir(f.P("d").c_str(), 0755) == 0);
+  for (int i = 0; i < n; ++i) WriteFile(f.P(Numbered(i)), std::string(i % 50, 'x'));
+}
+
 TEST_CASE("fuse caps: a change of a file through one mount is seen by the other's next stat",
           "[fuse][caps]") {
   TwoMounts f;
@@ -341,9 +348,8 @@ TEST_CASE("fuse caps: a client holds at most mds_max_caps_per_client - gives bac
   options.extra_conf = {"mds_max_caps_per_client = 200", "mds_recall_interval_ms = 200"};
   TwoMounts f(options);
   constexpr int kFiles = 600;
-  REQUIRE(mkdir(f.P("d").c_str(), 0755) == 0);
-  auto name = [](int i) { return absl::StrCat("d/f", i); };
-  for (int i = 0; i < kFiles; ++i) WriteFile(f.P(name(i)), std::string(i % 50, 'x'));
+  MakeNumbered(f, kFiles);
+  auto name = Numbered;
   // The other mount looks at every file (each stat asks the MDS or its caps).
   for (int i = 0; i < kFiles; ++i) {
     INFO(name(i));
@@ -387,9 +393,8 @@ TEST_CASE("fuse caps: files whose caps a recall took are dropped from the kernel
   MountFixture f(options);
   // Under the limit, over the 90 % at which the MDS asks for caps back (to 80 %).
   constexpr int kFiles = 190;
-  REQUIRE(mkdir(f.P("d").c_str(), 0755) == 0);
-  auto name = [](int i) { return absl::StrCat("d/f", i); };
-  for (int i = 0; i < kFiles; ++i) WriteFile(f.P(name(i)), std::string(i % 50, 'x'));
+  MakeNumbered(f, kFiles);
+  auto name = Numbered;
   f.Remount();  // a kernel and a client that hold nothing yet
   // Held open first, so its cap is the least recently used: given back, but
   // the kernel keeps the file (its name must not read "(deleted)").
