@@ -33,6 +33,13 @@ uint64_t CapsAtMds(Cluster& cluster) { return FsStatusOf(cluster).attr_caps(); }
 
 int64_t Nanos(const struct timespec& t) { return t.tv_sec * 1000000000LL + t.tv_nsec; }
 
+// At most 200 caps per client, recalled every 200 ms above 90 % of it.
+ClusterOptions CapLimitOptions() {
+  ClusterOptions options;
+  options.extra_conf = {"mds_max_caps_per_client = 200", "mds_recall_interval_ms = 200"};
+  return options;
+}
+
 // d/f0 .. d/f(n-1) through the fixture's mount, file i holding i % 50 bytes.
 std::string Numbered(int i) { return absl::StrCat("d/f", i); }
 void MakeNumbered(const MountFixture& f, int n) {
@@ -344,9 +351,7 @@ TEST_CASE("fuse caps: a holder killed with a cap delays a change only until the 
 
 TEST_CASE("fuse caps: a client holds at most mds_max_caps_per_client - gives back when recalled",
           "[fuse][caps]") {
-  ClusterOptions options;
-  options.extra_conf = {"mds_max_caps_per_client = 200", "mds_recall_interval_ms = 200"};
-  TwoMounts f(options);
+  TwoMounts f(CapLimitOptions());
   constexpr int kFiles = 600;
   MakeNumbered(f, kFiles);
   auto name = Numbered;
@@ -388,9 +393,7 @@ TEST_CASE("fuse caps: a client holds at most mds_max_caps_per_client - gives bac
 
 TEST_CASE("fuse caps: files whose caps a recall took are dropped from the kernel - open ones stay",
           "[fuse][caps]") {
-  ClusterOptions options;
-  options.extra_conf = {"mds_max_caps_per_client = 200", "mds_recall_interval_ms = 200"};
-  MountFixture f(options);
+  MountFixture f(CapLimitOptions());
   // Under the limit, over the 90 % at which the MDS asks for caps back (to 80 %).
   constexpr int kFiles = 190;
   MakeNumbered(f, kFiles);
