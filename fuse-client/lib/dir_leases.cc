@@ -1,12 +1,15 @@
 #include "fuse-client/lib/dir_leases.h"
 
 #include <linux/fs.h>  // RENAME_EXCHANGE: the wire carries renameat2's flags
+#include <sys/stat.h>
 
 #include <algorithm>
 #include <cerrno>
 
 #include "absl/time/clock.h"
 #include "common/caps/cap_bits.h"
+#include "common/posix/acl.h"
+#include "common/posix/permission.h"
 #include "common/status/status.h"
 
 namespace weft::client {
@@ -18,6 +21,8 @@ bool SameCreds(const pb::Creds& a, const pb::Creds& b) {
 }
 
 constexpr size_t kSearchersMax = 8;
+// The setattr fields that decide who may search a directory.
+constexpr uint32_t kWhoMaySearch = posix::kSetMode | posix::kSetUid | posix::kSetGid;
 // A revoke is remembered this long: a grant that crossed it on the wire
 // arrives well before (or is long expired when it does).
 constexpr absl::Duration kRevokeMemory = absl::Minutes(2);
@@ -87,6 +92,16 @@ void DirLeases::Forget(Dir* d) {
   d->absent.clear();
   d->found.clear();
   d->searchers.clear();
+}
+
+void DirLeases::ChangedPermissions(uint64_t dir, absl::Time now) {
+  // The MDS does not revoke the changer's lease (the names it knows stay
+  // true); who may search the directory is asked again. The entry is made
+  // even without a lease: a grant answered before the change may arrive
+  // after it.
+  Dir& d = dirs_[dir];
+  d.searchers.clear();
+  d.permissions_changed = now;
 }
 
 void DirLeases::Revoke(uint64_t ino, uint64_t seq) {
@@ -277,7 +292,9 @@ void DirLeases::Observe(const pb::MetaRequest& r, const pb::MetaReply& reply,
     } else {
       d.expires = std::max(d.expires, expires);
     }
-    if (l.searchable() && d.searchers.size() < kSearchersMax &&
+    // A search check made before this client's own permission change
+    // reached it may have been made under the old permissions.
+    if (l.searchable() && sent >= d.permissions_changed && d.searchers.size() < kSearchersMax &&
         std::none_of(d.searchers.begin(), d.searchers.end(),
                      [&](const pb::Creds& c) { return SameCreds(c, r.creds()); })) {
       pb::Creds& c = d.searchers.emplace_back();
@@ -321,6 +338,22 @@ void DirLeases::Observe(const pb::MetaRequest& r, const pb::MetaReply& reply,
         d->absent.clear();
       }
       break;
+    case R::kSetattr:
+      if (status.ok() && (r.setattr().valid() & kWhoMaySearch) != 0 &&
+          S_ISDIR(reply.attr().mode())) {
+        ChangedPermissions(r.setattr().ino(), now);
+      }
+      break;
+    case R::kSetxattr:
+      if (status.ok() && r.setxattr().name() == posix::kXattrPosixAclAccess) {
+        ChangedPermissions(r.setxattr().ino(), now);
+      }
+      break;
+    case R::kRemovexattr:
+      if (status.ok() && r.removexattr().name() == posix::kXattrPosixAclAccess) {
+        ChangedPermissions(r.removexattr().ino(), now);
+      }
+      break;
     case R::kUnlink:
       if (status.ok()) Absent(reply, r.unlink().parent(), r.unlink().name(), now);
       break;
@@ -355,7 +388,8 @@ void DirLeases::Prune(absl::Time now) {
   last_prune_ = now;
   absl::erase_if(dirs_, [this, now](const auto& kv) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     const Dir& d = kv.second;
-    return !Trusted(d, now) && (d.revoked == 0 || now - d.revoked_at > kRevokeMemory);
+    return !Trusted(d, now) && (d.revoked == 0 || now - d.revoked_at > kRevokeMemory) &&
+           now - d.permissions_changed > kRevokeMemory;
   });
   absl::erase_if(attrs_, [this, now](const auto& kv) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     const AttrCap& a = kv.second;

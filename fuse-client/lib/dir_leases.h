@@ -15,7 +15,9 @@
 // removals keep what it knows of the directory true.
 // A revoke forgets everything about the directory; completeness comes back
 // only with a new mkdir. Absent names are answered only to credentials that
-// the MDS let search the directory under the same lease.
+// the MDS let search the directory under the same lease. This client's own
+// change of the directory's mode, owner or access ACL keeps its lease (the
+// names stay true) but forgets who may search it.
 //
 // The attribute caps of other inodes (MetaReply.attr_caps, revoked by a
 // LeaseEvent with `attrs`) follow the same rules of trust, sequence numbers
@@ -114,6 +116,10 @@ class DirLeases {
     // client made, and their inodes.
     absl::flat_hash_map<std::string, uint64_t> found;
     std::vector<pb::Creds> searchers;         // may search it under this lease
+    // This client changed the directory's mode, owner or access ACL, and
+    // heard so at this time: a search check of a request sent before may
+    // have been made under the old permissions (ChangedPermissions).
+    absl::Time permissions_changed = absl::InfinitePast();
   };
 
   struct AttrCap {
@@ -139,6 +145,8 @@ class DirLeases {
   // The version of `ino`'s attributes in `reply`, 0 if none.
   static uint64_t VersionIn(const pb::MetaReply& reply, uint64_t ino);
   void Forget(Dir* d) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // This client's own change of who may search `dir` succeeded.
+  void ChangedPermissions(uint64_t dir, absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The inode `name` in `dir` is known to stand for; 0 when not known.
   uint64_t InodeKnown(uint64_t dir, const std::string& name) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

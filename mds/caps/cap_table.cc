@@ -71,8 +71,8 @@ bool CapTable::Prune(uint64_t session, Cap* cap, absl::Time now) {
   return alive != 0 || cap->wanted != 0;
 }
 
-bool CapTable::Conflicts(uint64_t ino, uint64_t session, uint32_t bits, uint32_t self_bits,
-                         absl::Time now, std::vector<Revoke>* to_send, absl::Time* wait_until) {
+bool CapTable::Conflicts(uint64_t ino, uint64_t session, uint32_t bits, absl::Time now,
+                         std::vector<Revoke>* to_send, absl::Time* wait_until) {
   auto it = inodes_.find(ino);
   if (it == inodes_.end()) return false;
   Inode& inode = it->second;
@@ -85,7 +85,7 @@ bool CapTable::Conflicts(uint64_t ino, uint64_t session, uint32_t bits, uint32_t
       inode.holders.erase(h++);
       continue;
     }
-    const uint32_t go = cap.issued & (h->first == session ? self_bits : bits);
+    const uint32_t go = h->first == session ? 0 : cap.issued & bits;
     if (go != 0) {
       if ((cap.revoking & go) != go) {
         // Renewals stop counting for these bits: the cap's end is frozen at
@@ -108,7 +108,7 @@ bool CapTable::Conflicts(uint64_t ino, uint64_t session, uint32_t bits, uint32_t
       inode.revoke_bits = 0;
     }
     inode.revoker = session;
-    inode.revoke_bits |= bits | self_bits;
+    inode.revoke_bits |= bits;
     inode.revoke_until = mark_until;
     *wait_until = std::min(*wait_until, last);
   } else if (inode.revoker == session) {

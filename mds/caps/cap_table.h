@@ -66,15 +66,14 @@ class CapTable {
                  size_t* room = nullptr);
 
   // Before `session` changes `ino` in a way that invalidates `bits` held by
-  // other sessions and `self_bits` held by `session` itself (a change of a
-  // directory's permissions invalidates what the changer knows of its
-  // names too). Drops bits that ran out; appends the revokes not yet sent
+  // other sessions (the changer keeps its own: it knows what it changed).
+  // Drops bits that ran out; appends the revokes not yet sent
   // to `to_send`; returns true while any bit that must go is still alive,
   // with the time the last of them runs out at the latest in `*wait_until`
   // (min-ed into it). No grant of those bits on `ino` to anyone but
   // `session` until it returns false or the revokes run out.
-  bool Conflicts(uint64_t ino, uint64_t session, uint32_t bits, uint32_t self_bits,
-                 absl::Time now, std::vector<Revoke>* to_send, absl::Time* wait_until);
+  bool Conflicts(uint64_t ino, uint64_t session, uint32_t bits, absl::Time now,
+                 std::vector<Revoke>* to_send, absl::Time* wait_until);
 
   // The holder acknowledged a revoke (or gave back for a recall) of `bits`
   // of its cap `seq` on `ino`: they are gone. Returns whether it released

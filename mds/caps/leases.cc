@@ -14,36 +14,32 @@
 namespace weft::mds {
 namespace {
 
-struct LeaseChange {
-  uint64_t dir;
-  bool include_self;  // a permission change: the changer's own knowledge goes too
-};
-
-// The directories a request changes in a way a lease holder must hear of.
-std::vector<LeaseChange> ChangesOf(const Request& r) {
-  if (auto* op = r.As<req::Create>()) return {{op->parent.value(), false}};
-  if (auto* op = r.As<req::Mkdir>()) return {{op->parent.value(), false}};
-  if (auto* op = r.As<req::Symlink>()) return {{op->parent.value(), false}};
-  if (auto* op = r.As<req::Link>()) return {{op->new_parent.value(), false}};
-  if (auto* op = r.As<req::Unlink>()) return {{op->parent.value(), false}};
-  if (auto* op = r.As<req::Rmdir>()) return {{op->parent.value(), false}};
+// The directories a request changes in a way other lease holders must hear
+// of. A change of who may search a directory (its mode, owner or access ACL)
+// leaves the changer's own lease: the names it knows stay true, and it asks
+// again who may search (fuse-client/lib/dir_leases.h).
+std::vector<uint64_t> ChangesOf(const Request& r) {
+  if (auto* op = r.As<req::Create>()) return {op->parent.value()};
+  if (auto* op = r.As<req::Mkdir>()) return {op->parent.value()};
+  if (auto* op = r.As<req::Symlink>()) return {op->parent.value()};
+  if (auto* op = r.As<req::Link>()) return {op->new_parent.value()};
+  if (auto* op = r.As<req::Unlink>()) return {op->parent.value()};
+  if (auto* op = r.As<req::Rmdir>()) return {op->parent.value()};
   if (auto* op = r.As<req::Rename>()) {
-    if (op->parent == op->new_parent) return {{op->parent.value(), false}};
-    return {{op->parent.value(), false}, {op->new_parent.value(), false}};
+    if (op->parent == op->new_parent) return {op->parent.value()};
+    return {op->parent.value(), op->new_parent.value()};
   }
   if (auto* op = r.As<req::Setattr>()) {
     // Mode and owner decide who may search the directory.
-    if (op->valid & (posix::kSetMode | posix::kSetUid | posix::kSetGid)) {
-      return {{op->ino.value(), true}};
-    }
+    if (op->valid & (posix::kSetMode | posix::kSetUid | posix::kSetGid)) return {op->ino.value()};
     return {};
   }
   if (auto* op = r.As<req::Setxattr>()) {
-    if (op->name == posix::kXattrPosixAclAccess) return {{op->ino.value(), true}};
+    if (op->name == posix::kXattrPosixAclAccess) return {op->ino.value()};
     return {};
   }
   if (auto* op = r.As<req::Removexattr>()) {
-    if (op->name == posix::kXattrPosixAclAccess) return {{op->ino.value(), true}};
+    if (op->name == posix::kXattrPosixAclAccess) return {op->ino.value()};
     return {};
   }
   return {};
@@ -145,15 +141,14 @@ void Leases::Send(uint64_t session, const pb::LeaseEvent& event) {
 // ---- directory leases
 
 bool Leases::Revoke(const Request& request, absl::Time now, absl::Time* until) {
-  const std::vector<LeaseChange> changes = ChangesOf(request);
   std::vector<CapTable::Revoke> revokes;
   bool blocked = false;
-  for (const LeaseChange& c : changes) {
+  for (uint64_t dir : ChangesOf(request)) {
     // The change moves the directory's times (and its link count, size or
     // mode) too: the other holders of its attributes go in the same revoke,
     // not in a second one after the operation ran (RevokeAttrs).
-    blocked |= caps_.Conflicts(c.dir, request.session.value(), caps::kLs | caps::kAttrs,
-                               c.include_self ? caps::kLs : 0, now, &revokes, until);
+    blocked |= caps_.Conflicts(dir, request.session.value(), caps::kLs | caps::kAttrs, now,
+                               &revokes, until);
   }
   SendRevokes(revokes);
   if (!revokes.empty()) {
@@ -243,7 +238,7 @@ bool Leases::RevokeAttrs(SessionId session, const std::vector<uint64_t>& changed
   std::vector<CapTable::Revoke> revokes;
   bool blocked = false;
   for (uint64_t ino : changed) {
-    blocked |= caps_.Conflicts(ino, session.value(), caps::kAttrs, 0, now, &revokes, until);
+    blocked |= caps_.Conflicts(ino, session.value(), caps::kAttrs, now, &revokes, until);
   }
   SendRevokes(revokes);
   if (!revokes.empty()) {

@@ -6,11 +6,14 @@
 #include <catch2/catch.hpp>
 
 #include <stdio.h>  // RENAME_EXCHANGE
+#include <sys/stat.h>
 
 #include <cerrno>
 #include <vector>
 
 #include "absl/time/clock.h"
+#include "common/posix/acl.h"
+#include "common/posix/permission.h"
 #include "common/status/status.h"
 #include "fuse-client/lib/dir_leases.h"
 #include "common/caps/cap_bits.h"
@@ -37,7 +40,7 @@ TEST_CASE("mds caps: a change revokes other holders and waits for them", "[unit]
   std::vector<CapTable::Revoke> sent;
   absl::Time until = absl::InfiniteFuture();
   // Session 1 changes directory 10: only session 2's lease must go.
-  CHECK(t.Conflicts(10, 1, kLs, 0, kT0, &sent, &until));
+  CHECK(t.Conflicts(10, 1, kLs, kT0, &sent, &until));
   REQUIRE(sent.size() == 1);
   CHECK(sent[0].session == 2);
   CHECK(sent[0].seq == b);
@@ -45,7 +48,7 @@ TEST_CASE("mds caps: a change revokes other holders and waits for them", "[unit]
   CHECK(until > kT0 + kLease);  // the MDS waits past what the client trusts
   // Sent once; while it is out nobody else gets the directory.
   sent.clear();
-  CHECK(t.Conflicts(10, 1, kLs, 0, kT0, &sent, &until));
+  CHECK(t.Conflicts(10, 1, kLs, kT0, &sent, &until));
   CHECK(sent.empty());
   CHECK(t.Grant(10, 3, kLs, kT0) == 0);
   CHECK(t.Grant(10, 2, kLs, kT0) == 0);
@@ -56,7 +59,7 @@ TEST_CASE("mds caps: a change revokes other holders and waits for them", "[unit]
   CHECK((t.Issued(10, 2) & caps::kFb) != 0);
   t.SetWanted(10, 2, 0);
   CHECK(t.Ack(2, 10, b, kLs));
-  CHECK(!t.Conflicts(10, 1, kLs, 0, kT0, &sent, &until));
+  CHECK(!t.Conflicts(10, 1, kLs, kT0, &sent, &until));
   // The change went through: others may hold it again, with a new number.
   const uint64_t b2 = t.Grant(10, 2, kLs, kT0);
   CHECK(b2 > b);
@@ -77,7 +80,7 @@ TEST_CASE("mds caps: one cap per inode - a revoke names its bits - a bit given a
   // Session 2 changes the attributes of 10: only As Fs are revoked.
   std::vector<CapTable::Revoke> sent;
   absl::Time until = absl::InfiniteFuture();
-  CHECK(t.Conflicts(10, 2, kAttrs, 0, kT0, &sent, &until));
+  CHECK(t.Conflicts(10, 2, kAttrs, kT0, &sent, &until));
   REQUIRE(sent.size() == 1);
   CHECK(sent[0].bits == kAttrs);
   CHECK(sent[0].seq == s);
@@ -89,7 +92,7 @@ TEST_CASE("mds caps: one cap per inode - a revoke names its bits - a bit given a
   CHECK(t.Ack(1, 10, s, kAttrs));
   CHECK(t.Held(10, 1, kT0) == kLs);  // the names stay
   CHECK(t.CountWith(caps::kAs) == 0);
-  CHECK(!t.Conflicts(10, 2, kAttrs, 0, kT0, &sent, &until));
+  CHECK(!t.Conflicts(10, 2, kAttrs, kT0, &sent, &until));
   // As Fs again: a new number (a grant of `s` crossing the revoke must not
   // be taken by the client), which the whole cap now carries.
   const uint64_t s2 = t.Grant(10, 1, kAttrs, kT0);
@@ -98,7 +101,7 @@ TEST_CASE("mds caps: one cap per inode - a revoke names its bits - a bit given a
   // A revoke of both, acknowledged in one.
   sent.clear();
   until = absl::InfiniteFuture();
-  CHECK(t.Conflicts(10, 2, kLs | kAttrs, 0, kT0, &sent, &until));
+  CHECK(t.Conflicts(10, 2, kLs | kAttrs, kT0, &sent, &until));
   bool found = false;
   for (const CapTable::Revoke& r : sent) {
     if (r.session != 1) continue;
@@ -133,7 +136,7 @@ TEST_CASE("mds caps: the heartbeat renews every bit but those being revoked", "[
   // change back past it.
   std::vector<CapTable::Revoke> sent;
   absl::Time until = absl::InfiniteFuture();
-  CHECK(t.Conflicts(10, 3, kLs, 0, later, &sent, &until));
+  CHECK(t.Conflicts(10, 3, kLs, later, &sent, &until));
   REQUIRE(sent.size() == 1);
   CHECK(sent[0].session == 1);
   const absl::Time frozen = until;
@@ -141,9 +144,9 @@ TEST_CASE("mds caps: the heartbeat renews every bit but those being revoked", "[
   t.Renew(1, frozen - absl::Seconds(1));
   sent.clear();
   until = absl::InfiniteFuture();
-  CHECK(t.Conflicts(10, 3, kLs, 0, frozen - absl::Milliseconds(1), &sent, &until));
+  CHECK(t.Conflicts(10, 3, kLs, frozen - absl::Milliseconds(1), &sent, &until));
   CHECK(until == frozen);
-  CHECK(!t.Conflicts(10, 3, kLs, 0, frozen, &sent, &until));  // ran out: the change goes on
+  CHECK(!t.Conflicts(10, 3, kLs, frozen, &sent, &until));  // ran out: the change goes on
   // The renewal still keeps As Fs on 10 and the lease on 11, which nobody
   // revoked.
   CHECK(t.Held(10, 1, frozen) == kAttrs);
@@ -157,19 +160,27 @@ TEST_CASE("mds caps: the heartbeat renews every bit but those being revoked", "[
   CHECK(t.size() == 0);
 }
 
-TEST_CASE("mds caps: a silent holder's cap runs out - a permission change includes self",
+TEST_CASE("mds caps: a silent holder's cap runs out - the changer keeps its own",
           "[unit][mds]") {
   CapTable t(kLease);
-  REQUIRE(t.Grant(10, 1, kLs | kAttrs, kT0) != 0);
+  const uint64_t own = t.Grant(10, 1, kLs | kAttrs, kT0);
+  REQUIRE(own != 0);
   REQUIRE(t.Grant(10, 2, kLs, kT0) != 0);
   std::vector<CapTable::Revoke> sent;
   absl::Time until = absl::InfiniteFuture();
-  CHECK(t.Conflicts(10, 1, kLs | kAttrs, kLs, kT0, &sent, &until));
-  REQUIRE(sent.size() == 2);  // its own lease too, not its own attributes
-  for (const CapTable::Revoke& r : sent) CHECK(r.bits == kLs);
-  CHECK(t.Conflicts(10, 1, kLs | kAttrs, kLs, until - absl::Milliseconds(1), &sent, &until));
-  CHECK(!t.Conflicts(10, 1, kLs | kAttrs, kLs, until, &sent, &until));
-  CHECK(t.size() == 0);  // session 1's As Fs ran out too (no renewal)
+  CHECK(t.Conflicts(10, 1, kLs | kAttrs, kT0, &sent, &until));
+  REQUIRE(sent.size() == 1);  // session 2's lease, not the changer's bits
+  CHECK(sent[0].session == 2);
+  CHECK(sent[0].bits == kLs);
+  CHECK(t.Held(10, 1, kT0) == (kLs | kAttrs));
+  // The changer is granted again under the same number while others' go:
+  // it was never asked to give anything back.
+  CHECK(t.Grant(10, 1, kLs, kT0) == own);
+  CHECK(t.Grant(10, 2, kLs, kT0) == 0);
+  CHECK(t.Conflicts(10, 1, kLs | kAttrs, until - absl::Milliseconds(1), &sent, &until));
+  CHECK(!t.Conflicts(10, 1, kLs | kAttrs, until, &sent, &until));
+  t.Expire(until + kLease);
+  CHECK(t.size() == 0);  // nobody renewed: everything ran out
 
   // Expire() forgets caps nobody refreshed; DropSession forgets a session.
   REQUIRE(t.Grant(20, 1, kLs, kT0) != 0);
@@ -361,6 +372,78 @@ TEST_CASE("client dir leases: a revoke forgets - a grant that crossed it is igno
   AddLease(&stale, 7, 3, true);
   c.leases.Observe(lk, stale, ErrnoToStatus(ENOENT, "lookup"), absl::Now(), c.leases.epoch());
   CHECK(!c.Known("old").has_value());
+}
+
+// tar makes each directory 0700, fills it, then gives it its mode: the
+// changer keeps its lease (the MDS revokes only the others'), so the names
+// it knows stay known; who may search is asked again.
+TEST_CASE("client dir leases: an own permission change keeps the names - forgets who may search",
+          "[unit][client]") {
+  Client c;
+  const absl::Time before = absl::Now();
+  auto lookup = [&](uint32_t uid, const std::string& name, absl::Time sent) {
+    pb::MetaRequest lk = Req(uid);
+    lk.mutable_lookup()->set_parent(7);
+    lk.mutable_lookup()->set_name(name);
+    pb::MetaReply reply;
+    AddLease(&reply, 7, 3, true);
+    c.leases.Observe(lk, reply, ErrnoToStatus(ENOENT, "lookup"), sent, c.leases.epoch());
+  };
+  lookup(1000, "g", before);
+  REQUIRE(c.Known("g", 1000) == 0u);
+  auto change = [&](pb::MetaRequest r, const absl::Status& status) {
+    pb::MetaReply reply;
+    reply.mutable_attr()->set_ino(7);
+    reply.mutable_attr()->set_mode(S_IFDIR | 0700);
+    c.leases.Observe(r, reply, status, absl::Now(), c.leases.epoch());
+  };
+  pb::MetaRequest chmod = Req(0);
+  chmod.mutable_setattr()->set_ino(7);
+  chmod.mutable_setattr()->set_valid(posix::kSetMode);
+  chmod.mutable_setattr()->set_mode(0700);
+  change(chmod, ErrnoToStatus(EPERM, "setattr"));  // failed: nothing changed
+  CHECK(c.Known("g", 1000) == 0u);
+  change(chmod, absl::OkStatus());
+  CHECK(!c.Known("g", 1000).has_value());
+  CHECK(!c.Known("g").has_value());
+  // A search check answered before the change, heard after it, may be the
+  // old permissions': it does not count.
+  lookup(1000, "g", before);
+  CHECK(!c.Known("g", 1000).has_value());
+  // One asked after it counts, and the names known under the lease are
+  // known again: the directory is still complete.
+  lookup(0, "g", absl::Now());
+  CHECK(c.Known("f") == 70u);
+  CHECK(c.Known("zz") == 0u);
+  CHECK(!c.Known("zz", 1000).has_value());
+
+  // Times and sizes do not change who may search; an access ACL and an
+  // owner do.
+  pb::MetaRequest touch = Req(0);
+  touch.mutable_setattr()->set_ino(7);
+  touch.mutable_setattr()->set_valid(posix::kSetMtime);
+  change(touch, absl::OkStatus());
+  CHECK(c.Known("zz") == 0u);
+  pb::MetaRequest acl = Req(0);
+  acl.mutable_setxattr()->set_ino(7);
+  acl.mutable_setxattr()->set_name(std::string(posix::kXattrPosixAclAccess));
+  change(acl, absl::OkStatus());
+  CHECK(!c.Known("zz").has_value());
+  lookup(0, "g", absl::Now());
+  pb::MetaRequest rm = Req(0);
+  rm.mutable_removexattr()->set_ino(7);
+  rm.mutable_removexattr()->set_name("user.x");
+  change(rm, absl::OkStatus());
+  CHECK(c.Known("zz") == 0u);
+  rm.mutable_removexattr()->set_name(std::string(posix::kXattrPosixAclAccess));
+  change(rm, absl::OkStatus());
+  CHECK(!c.Known("zz").has_value());
+  lookup(0, "g", absl::Now());
+  pb::MetaRequest chown = Req(0);
+  chown.mutable_setattr()->set_ino(7);
+  chown.mutable_setattr()->set_valid(posix::kSetUid);
+  change(chown, absl::OkStatus());
+  CHECK(!c.Known("zz").has_value());
 }
 
 TEST_CASE("client dir leases: expiry - a broken stream - replies from before it", "[unit][client]") {
