@@ -11,6 +11,7 @@ packages=(
   clang python3
   etcd-server etcd-client
   procps iproute2 util-linux
+  nftables  # tests only: a mount cut off the network (tests/harness/net_cut.h)
 )
 
 missing=()
