@@ -10,6 +10,7 @@
 #include <catch2/catch.hpp>
 
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -217,6 +218,46 @@ TEST_CASE("fuse coherence: a mapping reads past the size its kernel knew once th
     CHECK(ReadMappedInChild(seen, 0, model.size()) == model);
   }
   munmap(rmap, kMapped);
+  close(wfd);
+  close(rfd);
+}
+
+// As on one machine: after a truncate through the other mount, a mapping's
+// bytes past the new end in its last page read zeros, and a page wholly
+// past it faults (SIGBUS), though its kernel had all of them cached and
+// knew the old size. Cut by path with the mapping's mount the only opener
+// (it caches the file), and by a descriptor both mounts hold (shared).
+TEST_CASE("fuse coherence: a mapping faults past the end the other mount cut the file to",
+          "[fuse][caps][coherence]") {
+  TwoMounts f;
+  constexpr size_t kSize = 3 * 4096;
+  constexpr int kSigbus = SIGBUS;
+  const std::string bus = absl::StrCat("signal ", kSigbus);
+  WriteFile(f.P("shrink"), std::string(kSize, 'a'));
+  const int rfd = OpenOrFail(f.Q("shrink"), O_RDONLY);
+  void* rmap = mmap(nullptr, kSize, PROT_READ, MAP_SHARED, rfd, 0);
+  REQUIRE(rmap != MAP_FAILED);
+  const char* seen = static_cast<const char*>(rmap);
+  CHECK(std::string(seen, kSize) == std::string(kSize, 'a'));  // all three pages cached
+
+  REQUIRE(truncate(f.P("shrink").c_str(), 100) == 0);
+  CHECK(ReadMappedInChild(seen, 0, 100) == std::string(100, 'a'));
+  CHECK(ReadMappedInChild(seen, 100, 4096 - 100) == std::string(4096 - 100, '\0'));
+  CHECK(ReadMappedInChild(seen, 4096, 1) == bus);
+  CHECK(ReadMappedInChild(seen, 2 * 4096 + 5, 1) == bus);
+
+  // Grown again through the other mount, then cut while both hold it open.
+  const int wfd = OpenOrFail(f.P("shrink"), O_RDWR);
+  WriteAll(wfd, std::string(kSize - 100, 'b'), 100);
+  CHECK(ReadMappedInChild(seen, 0, kSize) == std::string(100, 'a') + std::string(kSize - 100, 'b'));
+  REQUIRE(ftruncate(wfd, 4096 + 10) == 0);
+  CHECK(ReadMappedInChild(seen, 4096, 10) == std::string(10, 'b'));
+  CHECK(ReadMappedInChild(seen, 4096 + 10, 20) == std::string(20, '\0'));
+  CHECK(ReadMappedInChild(seen, 2 * 4096, 1) == bus);
+  // The cut is what both mounts report.
+  CHECK(SizeOf(rfd) == 4096 + 10);
+  CHECK(SizeOf(wfd) == 4096 + 10);
+  munmap(rmap, kSize);
   close(wfd);
   close(rfd);
 }
