@@ -58,6 +58,10 @@ uint64_t CapTable::Grant(uint64_t ino, uint64_t session, uint32_t bits, absl::Ti
   }
   SetIssued(session, &cap, cap.issued | bits);
   cap.expires = ExpiryFrom(now);
+  if (cap.revoking != 0) {  // the bits being revoked live as long: Expire looks then
+    frozen_ = true;
+    frozen_until_ = std::max(frozen_until_, cap.expires);
+  }
   return cap.seq;
 }
 
@@ -91,6 +95,8 @@ bool CapTable::Conflicts(uint64_t ino, uint64_t session, uint32_t bits, absl::Ti
         // Renewals stop counting for these bits: the cap's end is frozen at
         // the latest its holder may trust them.
         cap.expires = std::max(cap.expires, RenewedUntil(h->first));
+        frozen_ = true;
+        frozen_until_ = std::max(frozen_until_, cap.expires);
         to_send->push_back({h->first, ino, cap.seq, go & ~cap.revoking});
         cap.revoking |= go;
       }
@@ -110,6 +116,8 @@ bool CapTable::Conflicts(uint64_t ino, uint64_t session, uint32_t bits, absl::Ti
     inode.revoker = session;
     inode.revoke_bits |= bits;
     inode.revoke_until = mark_until;
+    frozen_ = true;
+    frozen_until_ = std::max(frozen_until_, mark_until);
     *wait_until = std::min(*wait_until, last);
   } else if (inode.revoker == session) {
     inode.revoker = 0;
@@ -170,7 +178,17 @@ void CapTable::DropSession(uint64_t session) {
   }
 }
 
+bool CapTable::MayHaveRunOut(absl::Time now) const {
+  if (frozen_ && now > frozen_until_) return true;
+  for (const auto& [session, counts] : held_) {
+    if (counts.leased > 0 && RenewedUntil(session) <= now) return true;
+  }
+  return false;
+}
+
 void CapTable::Expire(absl::Time now) {
+  if (!MayHaveRunOut(now)) return;
+  if (now > frozen_until_) frozen_ = false;
   for (auto it = inodes_.begin(); it != inodes_.end();) {
     Inode& inode = it->second;
     absl::erase_if(inode.holders, [this, now](auto& h) {

@@ -86,7 +86,12 @@ class CapTable {
   // the client drop everything it knew); its file bits stay with its opens.
   void DropLeased(uint64_t session);
 
-  // Drops bits, caps and revoke marks that ran out.
+  // Drops bits, caps and revoke marks that ran out. Looks at every cap only
+  // when one may have: a session holding leased bits is not renewed, or a
+  // revoke froze a cap's end (or marked an inode) and that end has passed.
+  // A renewed session's caps live on, so with every holder renewing it
+  // costs a look at each session, not each cap (the rank calls it five
+  // times a second under its lock: a scan of 720,000 caps took 26 ms).
   void Expire(absl::Time now);
 
   // `session`'s heartbeat reached the MDS at `now`: its bits not being
@@ -195,6 +200,8 @@ class CapTable {
   };
 
   absl::Time ExpiryFrom(absl::Time now) const;
+  // Whether a cap or mark may have run out at `now` (Expire).
+  bool MayHaveRunOut(absl::Time now) const;
   absl::Time RenewedUntil(uint64_t session) const {
     auto it = renewed_.find(session);
     return it == renewed_.end() ? absl::InfinitePast() : it->second;
@@ -225,6 +232,10 @@ class CapTable {
   absl::flat_hash_map<uint64_t, Inode> inodes_;
   absl::flat_hash_map<uint64_t, Counts> held_;  // session -> its caps
   absl::flat_hash_map<uint64_t, absl::Time> renewed_;  // session -> its renewal's end
+  // Revokes froze caps' ends or marked inodes, the latest ending then: the
+  // next Expire after it looks at every cap.
+  bool frozen_ = false;
+  absl::Time frozen_until_ = absl::InfinitePast();
   Counts total_;
   uint64_t added_total_ = 0;
   uint64_t refused_total_ = 0;

@@ -194,6 +194,38 @@ TEST_CASE("mds caps: a silent holder's cap runs out - the changer keeps its own"
   CHECK(off.Grant(10, 1, kLs, kT0) == 0);
 }
 
+TEST_CASE("mds caps: Expire drops what ran out - a renewed session's caps live on - frozen ones go",
+          "[unit][mds]") {
+  CapTable t(kLease);
+  for (uint64_t ino = 100; ino < 110; ++ino) REQUIRE(t.Grant(ino, 1, kLs | kAttrs, kT0) != 0);
+  REQUIRE(t.Grant(200, 2, kLs, kT0) != 0);
+  REQUIRE(t.Grant(201, 2, kLs, kT0) != 0);
+  const absl::Time later = kT0 + 3 * kLease;
+  // Session 1 renews; session 2 does not.
+  t.Renew(1, later - absl::Seconds(1));
+  t.Expire(later);
+  CHECK(t.HeldBy(1) == 10);
+  CHECK(t.HeldBy(2) == 0);
+  CHECK(t.size() == 10);
+  // A revoke of session 1's lease on 100 freezes it at its renewal's end;
+  // once that passed the lease goes though session 1 still renews, and
+  // its attributes stay.
+  std::vector<CapTable::Revoke> sent;
+  absl::Time until = absl::InfiniteFuture();
+  REQUIRE(t.Conflicts(100, 3, kLs, later, &sent, &until));
+  REQUIRE(sent.size() == 1);
+  t.Renew(1, until - absl::Milliseconds(1));
+  t.Expire(until - absl::Milliseconds(1));
+  CHECK(t.HeldWith(1, kLs) == 10);
+  t.Expire(until + absl::Milliseconds(1));
+  CHECK(t.HeldWith(1, kLs) == 9);
+  CHECK(t.HeldWith(1, caps::kAs) == 10);
+  CHECK(t.Held(100, 1, until + absl::Milliseconds(1)) == kAttrs);
+  // Nobody renews any more: everything goes.
+  t.Expire(until + 2 * kLease);
+  CHECK(t.size() == 0);
+}
+
 pb::MetaRequest Req(uint32_t uid) {
   pb::MetaRequest r;
   r.mutable_creds()->set_uid(uid);
