@@ -458,8 +458,9 @@ TEST_CASE("fuse leases: names this mount only looked up follow another mount's r
   }
 }
 
-// tar makes each directory 0700, fills it and gives it its mode at the end;
-// cp -a and rsync set modes as they go. A mount's own chmod of a directory
+// tar makes each directory 0700 and gives it its mode once it moves on to
+// a member outside it: a tarball that lists directories before files
+// fills each directory after its chmod. A mount's own chmod of a directory
 // revokes the other mounts' leases while the kernel holds the directory for
 // that chmod, and keeps its own: it must not wait on itself, and the names
 // it knows (absent ones above all: every create starts with a lookup of

@@ -406,9 +406,10 @@ TEST_CASE("client dir leases: a revoke forgets - a grant that crossed it is igno
   CHECK(!c.Known("old").has_value());
 }
 
-// tar makes each directory 0700, fills it, then gives it its mode: the
-// changer keeps its lease (the MDS revokes only the others'), so the names
-// it knows stay known; who may search is asked again.
+// tar gives a directory its mode and may fill it after (a tarball that
+// lists directories first): the changer keeps its lease (the MDS revokes
+// only the others'), so the names it knows stay known; who may search is
+// asked again.
 TEST_CASE("client dir leases: an own permission change keeps the names - forgets who may search",
           "[unit][client]") {
   Client c;
