@@ -210,6 +210,10 @@ enum SetMask : uint32_t {
   // need no permission.
   kSetCtimeNow = 512,
 };
+// The setattr fields that decide who may do what to an inode (for a
+// directory: who may search it), as its access ACL does too: what other
+// holders of its caps must hear of.
+inline constexpr uint32_t kSetPermissions = kSetMode | kSetUid | kSetGid;
 
 // The ask of a setattr request: `valid` holds SetMask bits; only "both
 // times to now" (utimes(NULL)) is the weaker, write-access check, anything

@@ -16,16 +16,17 @@ void KernelPlaces::Rename(uint64_t parent, const std::string& name, uint64_t new
                           const std::string& new_name, bool exchange) {
   absl::MutexLock lock(&mu_);
   const Place from(parent, name), to(new_parent, new_name);
-  // (ino, is a directory) of what is at each place now.
-  auto at = [this](const Place& p) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    auto it = at_.find(p);
-    return it == at_.end() ? std::nullopt
-                           : std::optional<std::pair<uint64_t, bool>>(
-                                 std::make_pair(it->second, where_.at(it->second).dir));
+  // Takes what is at `p` out: (ino, is a directory).
+  auto take = [this](const Place& p) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    std::optional<std::pair<uint64_t, bool>> taken;
+    if (auto it = at_.find(p); it != at_.end()) {
+      taken.emplace(it->second, where_.at(it->second).dir);
+      DropLocked(taken->first);
+    }
+    return taken;
   };
-  const std::optional<std::pair<uint64_t, bool>> a = at(from), b = at(to);
-  if (a.has_value()) DropLocked(a->first);
-  if (b.has_value()) DropLocked(b->first);
+  const auto a = take(from);
+  const auto b = take(to);
   if (a.has_value()) PutLocked(a->first, to, a->second);
   if (b.has_value() && exchange) PutLocked(b->first, from, b->second);
 }

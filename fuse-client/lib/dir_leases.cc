@@ -21,11 +21,28 @@ bool SameCreds(const pb::Creds& a, const pb::Creds& b) {
 }
 
 constexpr size_t kSearchersMax = 8;
-// The setattr fields that decide who may search a directory.
-constexpr uint32_t kWhoMaySearch = posix::kSetMode | posix::kSetUid | posix::kSetGid;
 // A revoke is remembered this long: a grant that crossed it on the wire
 // arrives well before (or is long expired when it does).
 constexpr absl::Duration kRevokeMemory = absl::Minutes(2);
+
+// The directory whose permissions (mode, owner, access ACL) request `r`
+// changes when it succeeds, 0 if none (an ACL's inode may be a file: its
+// reply says nothing of its type, and a file's entry is never trusted).
+uint64_t PermissionsChangedBy(const pb::MetaRequest& r, const pb::MetaReply& reply) {
+  using R = pb::MetaRequest;
+  switch (r.op_case()) {
+    case R::kSetattr:
+      return (r.setattr().valid() & posix::kSetPermissions) != 0 && S_ISDIR(reply.attr().mode())
+                 ? r.setattr().ino()
+                 : 0;
+    case R::kSetxattr:
+      return r.setxattr().name() == posix::kXattrPosixAclAccess ? r.setxattr().ino() : 0;
+    case R::kRemovexattr:
+      return r.removexattr().name() == posix::kXattrPosixAclAccess ? r.removexattr().ino() : 0;
+    default:
+      return 0;
+  }
+}
 
 }  // namespace
 
@@ -318,6 +335,9 @@ void DirLeases::Observe(const pb::MetaRequest& r, const pb::MetaReply& reply,
                   ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     if (status.ok() || IsExists(status)) Added(dir, name, status.ok() ? ino : 0);
   };
+  if (status.ok()) {
+    if (const uint64_t dir = PermissionsChangedBy(r, reply); dir != 0) ChangedPermissions(dir, now);
+  }
   using R = pb::MetaRequest;
   switch (r.op_case()) {
     case R::kLookup:
@@ -336,22 +356,6 @@ void DirLeases::Observe(const pb::MetaRequest& r, const pb::MetaReply& reply,
         d->complete = true;  // new, so empty: every name is absent
         d->names.clear();
         d->absent.clear();
-      }
-      break;
-    case R::kSetattr:
-      if (status.ok() && (r.setattr().valid() & kWhoMaySearch) != 0 &&
-          S_ISDIR(reply.attr().mode())) {
-        ChangedPermissions(r.setattr().ino(), now);
-      }
-      break;
-    case R::kSetxattr:
-      if (status.ok() && r.setxattr().name() == posix::kXattrPosixAclAccess) {
-        ChangedPermissions(r.setxattr().ino(), now);
-      }
-      break;
-    case R::kRemovexattr:
-      if (status.ok() && r.removexattr().name() == posix::kXattrPosixAclAccess) {
-        ChangedPermissions(r.removexattr().ino(), now);
       }
       break;
     case R::kUnlink:

@@ -30,8 +30,7 @@ std::vector<uint64_t> ChangesOf(const Request& r) {
     return {op->parent.value(), op->new_parent.value()};
   }
   if (auto* op = r.As<req::Setattr>()) {
-    // Mode and owner decide who may search the directory.
-    if (op->valid & (posix::kSetMode | posix::kSetUid | posix::kSetGid)) return {op->ino.value()};
+    if (op->valid & posix::kSetPermissions) return {op->ino.value()};
     return {};
   }
   if (auto* op = r.As<req::Setxattr>()) {

@@ -354,11 +354,10 @@ TEST_CASE("fuse caps: a client holds at most mds_max_caps_per_client - gives bac
   TwoMounts f(CapLimitOptions());
   constexpr int kFiles = 600;
   MakeNumbered(f, kFiles);
-  auto name = Numbered;
   // The other mount looks at every file (each stat asks the MDS or its caps).
   for (int i = 0; i < kFiles; ++i) {
-    INFO(name(i));
-    CHECK(Lstat(f.Q(name(i))).st_size == i % 50);
+    INFO(Numbered(i));
+    CHECK(Lstat(f.Q(Numbered(i))).st_size == i % 50);
   }
   pb::FsStatusReply st = FsStatusOf(*f.cluster);
   CHECK(st.max_caps_per_client() == 200);
@@ -383,11 +382,11 @@ TEST_CASE("fuse caps: a client holds at most mds_max_caps_per_client - gives bac
   // Coherence holds whatever was given back or refused: every change through
   // one mount is seen by the other's next stat.
   for (int i = 0; i < kFiles; i += 25) {
-    INFO(name(i));
-    REQUIRE(chmod(f.P(name(i)).c_str(), 0600) == 0);
-    CHECK((Lstat(f.Q(name(i))).st_mode & 07777) == 0600);
-    REQUIRE(truncate(f.Q(name(i)).c_str(), 1000 + i) == 0);
-    CHECK(Lstat(f.P(name(i))).st_size == 1000 + i);
+    INFO(Numbered(i));
+    REQUIRE(chmod(f.P(Numbered(i)).c_str(), 0600) == 0);
+    CHECK((Lstat(f.Q(Numbered(i))).st_mode & 07777) == 0600);
+    REQUIRE(truncate(f.Q(Numbered(i)).c_str(), 1000 + i) == 0);
+    CHECK(Lstat(f.P(Numbered(i))).st_size == 1000 + i);
   }
 }
 
@@ -397,15 +396,14 @@ TEST_CASE("fuse caps: files whose caps a recall took are dropped from the kernel
   // Under the limit, over the 90 % at which the MDS asks for caps back (to 80 %).
   constexpr int kFiles = 190;
   MakeNumbered(f, kFiles);
-  auto name = Numbered;
   f.Remount();  // a kernel and a client that hold nothing yet
   // Held open first, so its cap is the least recently used: given back, but
   // the kernel keeps the file (its name must not read "(deleted)").
-  const int fd = open(f.P(name(0)).c_str(), O_RDONLY);
+  const int fd = open(f.P(Numbered(0)).c_str(), O_RDONLY);
   REQUIRE(fd >= 0);
   for (int i = 1; i < kFiles; ++i) {
-    INFO(name(i));
-    CHECK(Lstat(f.P(name(i))).st_size == i % 50);
+    INFO(Numbered(i));
+    CHECK(Lstat(f.P(Numbered(i))).st_size == i % 50);
   }
   // The mount is the one session that caches inodes (the test's own has none).
   auto mount_info = [&f]() {
@@ -438,14 +436,14 @@ TEST_CASE("fuse caps: files whose caps a recall took are dropped from the kernel
   const ssize_t n =
       readlink(absl::StrCat("/proc/self/fd/", fd).c_str(), link, sizeof(link) - 1);
   REQUIRE(n > 0);
-  CHECK(std::string(link, n) == f.P(name(0)));
+  CHECK(std::string(link, n) == f.P(Numbered(0)));
   char byte = 'q';
   CHECK(pread(fd, &byte, 1, 0) == 0);  // f0 is empty
   REQUIRE(close(fd) == 0);
   // Files dropped from the kernel are looked up again, as they are.
   for (int i = 0; i < kFiles; i += 7) {
-    INFO(name(i));
-    CHECK(Lstat(f.P(name(i))).st_size == i % 50);
+    INFO(Numbered(i));
+    CHECK(Lstat(f.P(Numbered(i))).st_size == i % 50);
   }
 }
 

@@ -231,8 +231,7 @@ TEST_CASE("fuse coherence: a mapping faults past the end the other mount cut the
           "[fuse][caps][coherence]") {
   TwoMounts f;
   constexpr size_t kSize = 3 * 4096;
-  constexpr int kSigbus = SIGBUS;
-  const std::string bus = absl::StrCat("signal ", kSigbus);
+  const std::string bus = absl::StrCat("signal ", SIGBUS);
   WriteFile(f.P("shrink"), std::string(kSize, 'a'));
   const int rfd = OpenOrFail(f.Q("shrink"), O_RDONLY);
   void* rmap = mmap(nullptr, kSize, PROT_READ, MAP_SHARED, rfd, 0);

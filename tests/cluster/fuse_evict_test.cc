@@ -323,8 +323,11 @@ TEST_CASE("fuse evict: acks that are not the holder's release nothing - a flood 
           "[fuse][caps]") {
   TwoMountFixture f;
   REQUIRE(mkdir(f.P("d").c_str(), 0755) == 0);
-  REQUIRE(mkdir(f.P("e").c_str(), 0755) == 0);
   CHECK(StatErrno(f.P("d/x")) == ENOENT);  // the first mount holds d's lease
+  // e is the other mount's alone: a mkdir leases the new directory to its
+  // maker, and a change in a directory the stopped mount held would wait
+  // on it too.
+  REQUIRE(mkdir(f.Q("e").c_str(), 0755) == 0);
   const uint64_t d = Lstat(f.P("d")).st_ino;
   CommandResult ls = f.cluster->Weft({"client", "ls", "fs1"});
   INFO(ls.output);
@@ -397,9 +400,11 @@ TEST_CASE("fuse evict: acks that are not the holder's release nothing - a flood 
   for (int i = 0; i < 50; ++i) CHECK(send(flood) == 0);
   INFO("the flood took " << absl::FormatDuration(absl::Now() - flood_start));
 
-  // The MDS serves what does not wait on d's lease meanwhile.
+  // The MDS serves what does not wait on d's lease meanwhile: the flood
+  // takes well under a second, the lease about four more.
   WriteFile(f.Q("e/y"), "other");
   CHECK(ReadFile(f.Q("e/y")) == "other");
+  CHECK_FALSE(created.load());
   creator.join();
   INFO("the create waited " << created_at_ms.load() << " ms after the holder stopped");
   // The lease ran out at the holder's last renewal (at most a second

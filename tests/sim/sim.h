@@ -8,9 +8,9 @@
 // process) and is evicted, fenced first, then comes back in a new session.
 // Faults: the object store refuses requests, delays them (the simulation
 // decides when each I/O completes and interleaves others meanwhile), the
-// journal breaks, the MDS crashes in the middle of a flush. After every step the invariants
-// of tests/sim/view.h are checked; whenever every client is idle, the
-// namespace must equal the model of tests/sim/model.h.
+// journal breaks, the MDS crashes in the middle of a flush. After every
+// step the invariants of tests/sim/view.h are checked; whenever every
+// client is idle, the namespace must equal the model of tests/sim/model.h.
 //
 // One seed is one exact run: the same seed gives the same steps and the
 // same digest of what happened.
