@@ -338,10 +338,16 @@ TEST_CASE("fuse evict: acks that are not the holder's release nothing - a flood 
   const absl::Time stopped = absl::Now();
 
   // The other mount's create in d waits on the stopped holder's lease.
+  // No Catch assertion in this thread (Catch is not thread-safe: a race
+  // with the main thread's once crashed the test, leaving its mounts); a
+  // jthread joins even when an assertion below throws.
   std::atomic<bool> created{false};
+  std::atomic<int> create_errno{0};
   std::atomic<int64_t> created_at_ms{0};
-  std::thread creator([&] {
-    WriteFile(f.Q("d/x"), "made");
+  const std::string made = f.Q("d/x");
+  std::jthread creator([&] {
+    const int fd = open(made.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (fd < 0 || write(fd, "made", 4) != 4 || close(fd) != 0) create_errno = errno;
     created_at_ms = absl::ToInt64Milliseconds(absl::Now() - stopped);
     created = true;
   });
@@ -406,6 +412,7 @@ TEST_CASE("fuse evict: acks that are not the holder's release nothing - a flood 
   CHECK(ReadFile(f.Q("e/y")) == "other");
   CHECK_FALSE(created.load());
   creator.join();
+  CHECK(create_errno.load() == 0);
   INFO("the create waited " << created_at_ms.load() << " ms after the holder stopped");
   // The lease ran out at the holder's last renewal (at most a second
   // before it stopped) plus 5 s: nothing released it before.
