@@ -5,7 +5,9 @@
 # readdir and unlinks in private and shared directories, untar/find/read/rm
 # of a 6,200-file tree) through Weft's FUSE mount and through the CephFS
 # anchor's ceph-fuse mount, same data layout on both (EC 4+2, 4 MiB objects),
-# back to back, with the ratio per metric and the client's peak RSS.
+# back to back, with the ratio per metric and the client's peak RSS. After
+# it, on each side, bench/mdshared2.c: mdbench's shared directory through a
+# second mount as well (two clients in one directory; issue 46).
 #
 # Weft: a fresh 6-OSD `scripts/quickstart.sh` in its own WEFT_DIR (filesystem
 # weft: metadata 3x, data EC 4+2, default layout 4 MiB objects) that mounts it
@@ -21,7 +23,8 @@
 #   RSS the maximum), FSBENCH_SIZE (512M), FSBENCH_JOBS (4), FSBENCH_RUNTIME
 #   (15) passed to fsbench.sh, OUT (raw outputs; default a new
 #   /tmp/weft-fsbench.XXXXXX, kept), STEP_TIMEOUT (1200 s per fio step),
-#   FSBENCH_TIMEOUT (7200 s per fsbench.sh run), ANCHORS (../shared/anchors),
+#   FSBENCH_TIMEOUT (7200 s per fsbench.sh run), MDSHARED2_SECONDS (60, the
+#   longest mdshared2 phase), ANCHORS (../shared/anchors),
 #   CEPH_FORCE_DOWN (0; 1 stops an anchor already running in /tmp/cephanchor).
 # --publish copies the plot to bench/results/fs_bench.png.
 # Needs root (apt-get, drop_caches, FUSE). See bench/README.md.
@@ -40,6 +43,7 @@ RUNS=${RUNS:-1}
 STEP_TIMEOUT=${STEP_TIMEOUT:-1200}
 FSBENCH_TIMEOUT=${FSBENCH_TIMEOUT:-7200}
 CEPH_FORCE_DOWN=${CEPH_FORCE_DOWN:-0}
+MDSHARED2_SECONDS=${MDSHARED2_SECONDS:-60}
 export FSBENCH_SIZE=${FSBENCH_SIZE:-512M} FSBENCH_JOBS=${FSBENCH_JOBS:-4} FSBENCH_RUNTIME=${FSBENCH_RUNTIME:-15}
 export CDIR=${CDIR:-/tmp/cephanchor}   # up.sh/down.sh read them too
 export MNT=${MNT:-/mnt/cephanchor}
@@ -48,7 +52,7 @@ RSS_TARGET_MIB=1024
 publish=0 args=()
 for a in "$@"; do if [[ $a == --publish ]]; then publish=1; else args+=("$a"); fi; done
 side_options "[--skip-ceph] [--skip-weft] [--publish]" "${args[@]}"
-need_positive_int RUNS STEP_TIMEOUT FSBENCH_TIMEOUT FSBENCH_JOBS FSBENCH_RUNTIME
+need_positive_int RUNS STEP_TIMEOUT FSBENCH_TIMEOUT FSBENCH_JOBS FSBENCH_RUNTIME MDSHARED2_SECONDS
 [[ $FSBENCH_SIZE =~ ^[1-9][0-9]*[KMG]?$ ]] || { echo "FSBENCH_SIZE must look like 512M" >&2; exit 2; }
 [[ $do_ceph == 1 || $do_weft == 1 ]] || { echo "nothing to do: both sides skipped" >&2; exit 2; }
 [[ $(id -u) == 0 ]] || { echo "run as root (apt-get, drop_caches, FUSE mounts)" >&2; exit 2; }
@@ -64,6 +68,8 @@ results=$OUT/results.tsv   # "round system metric value", value "FAILED" when a 
 # ones so that above 1 is always Weft better). Targets from issue 5:
 # streaming >= 1.5x, creates and untar >= 2x, random 4 KiB IOPS and stats
 # >= 1x, nothing worse than 0.8x (the floor, the target of all the others).
+# The mdshared2_ ones are not fsbench.sh's: bench/mdshared2.c after it, the
+# shared directory through two mounts (issue 46), with mdshared's targets.
 FLOOR=0.8
 metrics=(
   "seqwrite_MiBps MiB/s higher 1.5"
@@ -81,6 +87,10 @@ metrics=(
   "mdshared_create_ops ops/s higher 2"
   "mdshared_stat_ops ops/s higher 1"
   "mdshared_unlink_ops ops/s higher $FLOOR"
+  "mdshared2_create_ops ops/s higher 2"
+  "mdshared2_stat_ops ops/s higher 1"
+  "mdshared2_xstat_ops ops/s higher 1"
+  "mdshared2_unlink_ops ops/s higher $FLOOR"
   "untar_s s lower 2"
   "find_s s lower $FLOOR"
   "readall_s s lower $FLOOR"
@@ -91,10 +101,14 @@ metrics=(
 # The exit trap stops what the script started (lib.sh; the Weft purge also
 # unmounts), first the load sampler.
 ceph_started=0 weft_dir="" sampler_pid="" load_pid="" failures=() commands=()
+mnt2=$OUT/mnt2  # the second mount of each side for mdshared2, one side at a time
 stop_load() {
   if [[ -n $load_pid ]]; then kill "$load_pid" 2>/dev/null || true; fi
 }
-trap_exit stop_load
+unmount_second() {  # before the clusters go (trap_exit runs it first)
+  if mountpoint -q "$mnt2" 2>/dev/null; then fusermount3 -u "$mnt2" 2>/dev/null || umount -l "$mnt2" || true; fi
+}
+trap_exit stop_load unmount_second
 
 # ---------------------------------------------------------------- helpers --
 
@@ -186,6 +200,7 @@ run_fsbench() {
   local e m unit _ v missing=()
   for e in "${metrics[@]}"; do
     read -r m unit _ <<<"$e"
+    [[ $m != mdshared2_* ]] || continue  # run_mdshared2's, not fsbench.sh's
     v=$(awk -F'[ ]' -v m="$m" '$1 == m { print $2; exit }' "$OUT/$tag.txt")
     if [[ $v =~ ^[0-9.]+$ ]]; then echo "$r $sys $m $v" >>"$results"
     else echo "$r $sys $m FAILED" >>"$results"; missing+=("$m"); fi
@@ -205,6 +220,25 @@ run_fsbench() {
   [[ -n $smax ]] && echo "$r $sys client_rss_sampled_MiB $smax" >>"$results"
   run_failed=0
   [[ ${#failures[@]} == "$nfail" ]] || run_failed=1
+}
+
+# run_mdshared2 ROUND SYSTEM DIR_A DIR_B: bench/mdshared2.c with
+# FSBENCH_JOBS threads (half through each mount) x 5000 files in one
+# directory, each phase cut at MDSHARED2_SECONDS (CephFS unlinked 30 files/s
+# there: 11 minutes for the phase), DIR_A and DIR_B being one directory
+# through the side's two mounts; appends its figures to $results.
+run_mdshared2() {
+  local r=$1 sys=$2 out=$OUT/r$1.$2.mdshared2.txt rc=0 phase v
+  log "round $r, $sys: mdshared2 $3 $4 $FSBENCH_JOBS 5000 $MDSHARED2_SECONDS"
+  mkdir -p "$3"
+  timeout -k 30 "$STEP_TIMEOUT" "$mdshared2" "$3" "$4" "$FSBENCH_JOBS" 5000 "$MDSHARED2_SECONDS" >"$out" 2>&1 || rc=$?
+  [[ $rc == 0 ]] || failures+=("round $r $sys: mdshared2 exited $rc (see $out)")
+  for phase in create stat xstat unlink; do
+    v=$(awk -v p="$phase" '$1 == p && NF == 4 { print $4; exit }' "$out")
+    [[ $rc == 0 && $v =~ ^[0-9.]+$ ]] || v=FAILED
+    echo "$r $sys mdshared2_${phase}_ops $v" >>"$results"
+  done
+  rmdir "$3" 2>/dev/null || true
 }
 
 # A failed Weft step: keep what explains it beside the figures.
@@ -251,6 +285,14 @@ weft_measure() {
   fi
   layout_probe "$mnt" weft.file.layout "$OUT/$tag.layout.txt"
   run_fsbench "$r" weft "$mnt" "$pidfile"
+  mkdir -p "$mnt2"
+  if "$bin/weft-fuse" "$mnt2" -o "conf=$WEFT_CONF,fs=weft,log=$OUT/$tag.weft-fuse2.log" && wait_mounted "$mnt2"; then
+    run_mdshared2 "$r" weft "$mnt/mdshared2" "$mnt2/mdshared2"
+    "$bin/weft" fs status weft >"$OUT/$tag.fs_status.mdshared2.txt" 2>&1 || true
+  else
+    failures+=("round $r weft: the second weft-fuse mount at $mnt2 failed ($OUT/$tag.weft-fuse2.log)")
+  fi
+  unmount_second
   "$bin/weft" fs status weft >"$OUT/$tag.fs_status.txt" 2>&1 || true
   if [[ $run_failed == 1 ]]; then
     weft_failure_notes "$r"
@@ -293,6 +335,12 @@ ceph_measure() {
   fi
   layout_probe "$MNT/ec42" ceph.file.layout "$OUT/$tag.layout.txt"
   run_fsbench "$r" ceph "$MNT/ec42" "$pidfile"
+  if mount_ceph_fuse "$mnt2" "r$r.ceph-fuse2"; then
+    run_mdshared2 "$r" ceph "$MNT/ec42/mdshared2" "$mnt2/ec42/mdshared2"
+  else
+    failures+=("round $r ceph: the second ceph-fuse mount at $mnt2 failed ($OUT/r$r.ceph-fuse2.log)")
+  fi
+  unmount_second
 }
 
 ceph_round() {
@@ -314,6 +362,9 @@ if [[ $do_ceph == 1 ]]; then
   ceph_clear || die "the Ceph anchor in $CDIR is running: stop it with $anchor/down.sh or set CEPH_FORCE_DOWN=1"
 fi
 prepare_fsbench
+command -v gcc >/dev/null || apt_install gcc
+mdshared2=$OUT/mdshared2
+gcc -O2 -pthread -o "$mdshared2" "$root/bench/mdshared2.c" || die "compiling bench/mdshared2.c failed"
 {
   echo "# Weft vs CephFS through their FUSE clients, fsbench.sh workload, $(date -u '+%Y-%m-%d %H:%M:%S UTC')"
   machine_lines
@@ -340,10 +391,12 @@ done
 [[ $do_weft == 1 ]] && commands+=(
   "WEFT_DIR=\$(mktemp -d) WEFT_OSDS=6 WEFT_MNT=WMNT scripts/quickstart.sh   # fs weft: metadata 3x, data EC 4+2, 4 MiB objects; mounted at WMNT"
   "FSBENCH_SIZE=$FSBENCH_SIZE FSBENCH_JOBS=$FSBENCH_JOBS FSBENCH_RUNTIME=$FSBENCH_RUNTIME fsbench.sh WMNT OUTFILE"
+  "weft-fuse WMNT2 -o conf=\$WEFT_DIR/weft.conf,fs=weft; mdshared2 WMNT/mdshared2 WMNT2/mdshared2 $FSBENCH_JOBS 5000 $MDSHARED2_SECONDS; fusermount3 -u WMNT2"
   "scripts/quickstart.sh purge   # unmounts WMNT too")
 [[ $do_ceph == 1 ]] && commands+=(
   "$anchor/up.sh   # 6 BlueStore OSDs, 1 MDS, ceph-fuse at $MNT; $MNT/ec42: EC 4+2, 4 MiB objects"
   "FSBENCH_SIZE=$FSBENCH_SIZE FSBENCH_JOBS=$FSBENCH_JOBS FSBENCH_RUNTIME=$FSBENCH_RUNTIME fsbench.sh $MNT/ec42 OUTFILE"
+  "ceph-fuse -c $CDIR/ceph.conf --id admin CMNT2; mdshared2 $MNT/ec42/mdshared2 CMNT2/ec42/mdshared2 $FSBENCH_JOBS 5000 $MDSHARED2_SECONDS; fusermount3 -u CMNT2"
   "$anchor/down.sh")
 
 # ----------------------------------------------------------------- report --
@@ -426,6 +479,9 @@ done
   echo "  Targets (issue 5): streaming >= 1.5x, creates and untar >= 2x, random 4 KiB IOPS and"
   echo "  stats >= 1x, every other metric >= ${FLOOR}x; client peak RSS (VmHWM, the maximum over"
   echo "  the rounds) <= $RSS_TARGET_MIB MiB. md_readdir_ops is mdbench's directories of 5000 listed/s."
+  echo "  mdshared2_*: bench/mdshared2.c, one directory through two mounts (two clients), half the"
+  echo "  threads on each; xstat: stats of the files the other mount just made; each phase at most"
+  echo "  ${MDSHARED2_SECONDS} s (the rate of what it did by then). mdshared's targets."
   echo
   echo "targets met: $passes of $targets"
   [[ ${#below[@]} == 0 ]] || echo "below the ${FLOOR}x floor: ${below[*]}"
