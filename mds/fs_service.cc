@@ -208,6 +208,54 @@ grpc::Status FilesystemsService::FsList(grpc::ServerContext*, const pb::FsListRe
                                         pb::FsListReply* reply) {
   WEFT_DAEMON_OR_REPLY(reply);
   *reply->mutable_fsmap() = fsmap_->map();
+  for (pb::MdsAlive& alive : d->registry()->daemons()) *reply->add_daemons() = std::move(alive);
+  reply->set_leader_addr(d->leader_addr());
+  return grpc::Status::OK;
+}
+
+grpc::Status FilesystemsService::FsSet(grpc::ServerContext*, const pb::FsSetRequest* req,
+                                       pb::AdminReply* reply) {
+  WEFT_DAEMON_OR_REPLY(reply);
+  absl::Status status = d->FsSet(req->name(), req->key(), req->value());
+  if (absl::IsAlreadyExists(status)) status = absl::OkStatus();  // as asked already
+  rpc::ToProto(status, reply->mutable_status());
+  reply->set_epoch(fsmap_->map().epoch());
+  return grpc::Status::OK;
+}
+
+grpc::Status FilesystemsService::MdsFail(grpc::ServerContext*, const pb::MdsFailRequest* req,
+                                         pb::AdminReply* reply) {
+  WEFT_DAEMON_OR_REPLY(reply);
+  auto failed = d->MdsFail(req->who());
+  rpc::ToProto(failed.status(), reply->mutable_status());
+  if (failed.ok()) reply->set_message(*failed);
+  reply->set_epoch(fsmap_->map().epoch());
+  return grpc::Status::OK;
+}
+
+// Sends when the epoch or the daemons changed, or kWatchHeartbeat passed,
+// checking every 100 ms (a wait on the fsmap); ends when the client goes or
+// the daemon stops.
+grpc::Status FilesystemsService::WatchFsMap(grpc::ServerContext* ctx,
+                                            const pb::FsListRequest* req,
+                                            grpc::ServerWriter<pb::FsListReply>* writer) {
+  uint64_t sent_epoch = 0, sent_daemons = 0;
+  absl::Time sent_at = absl::InfinitePast();
+  while (!ctx->IsCancelled()) {
+    MdsDaemon* d = daemon_->load();
+    if (d == nullptr) return grpc::Status(grpc::StatusCode::UNAVAILABLE, "the MDS is stopping");
+    const uint64_t epoch = fsmap_->map().epoch();
+    const uint64_t daemons = d->registry()->generation();
+    if (epoch != sent_epoch || daemons != sent_daemons || absl::Now() - sent_at >= kWatchHeartbeat) {
+      pb::FsListReply reply;
+      (void)FsList(ctx, req, &reply);
+      if (!writer->Write(reply)) break;
+      sent_epoch = epoch;
+      sent_daemons = daemons;
+      sent_at = absl::Now();
+    }
+    fsmap_->WaitNewer(sent_epoch, absl::Milliseconds(100));
+  }
   return grpc::Status::OK;
 }
 

@@ -55,6 +55,11 @@ class FilesystemsService final : public pb::Filesystems::Service {
   grpc::Status FsAddDataPool(grpc::ServerContext*, const pb::FsAddDataPoolRequest*,
                              pb::AdminReply*) override;
   grpc::Status FsList(grpc::ServerContext*, const pb::FsListRequest*, pb::FsListReply*) override;
+  grpc::Status FsSet(grpc::ServerContext*, const pb::FsSetRequest*, pb::AdminReply*) override;
+  grpc::Status MdsFail(grpc::ServerContext*, const pb::MdsFailRequest*, pb::AdminReply*) override;
+  grpc::Status WatchFsMap(grpc::ServerContext*, const pb::FsListRequest*,
+                          grpc::ServerWriter<pb::FsListReply>*) override;
+  static constexpr absl::Duration kWatchHeartbeat = absl::Seconds(1);
 
  private:
   std::atomic<MdsDaemon*>* const daemon_;

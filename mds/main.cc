@@ -1,10 +1,20 @@
-// weft-mds: the metadata server. At this stage it runs the map manager: it
-// follows the cluster map and serves it to clients, and the instance elected
-// through etcd manages it (OSD up/down/out, pools, admin commands).
+// weft-mds: the metadata server. Every instance follows the cluster map and
+// serves it to clients; the one elected through etcd manages it (OSD
+// up/down/out, pools, admin commands, which daemon holds each rank). It
+// registers its liveness (MdsRegistry) and serves the ranks the fsmap gives
+// it, or waits as a standby. A daemon that finds its liveness lease lost (it
+// was frozen, or cut off from etcd, past mds_beacon_grace) may have been
+// fenced and replaced: it starts over as a new process (execv, a new OSD
+// identity), a standby.
 //
 //   weft-mds --name a [-c weft.conf] [--addr 127.0.0.1:6789]
 #include <signal.h>
 #include <unistd.h>
+
+#include <cctype>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
 
 #include <atomic>
 #include <cstdio>
@@ -25,6 +35,7 @@
 #include "mds/fs_service.h"
 #include "mds/manager/fs_map.h"
 #include "mds/manager/manager_map_source.h"
+#include "mds/manager/mds_registry.h"
 #include "mds/mds_daemon.h"
 #include "mds/mds_metrics.h"
 #include "mds/mds_service.h"
@@ -48,9 +59,29 @@ int Fail(const std::string& what) {
   return 1;
 }
 
+// This process, fenced or about to be, writes nothing more and runs again
+// from the start: a new object client, a standby.
+[[noreturn]] void StartOver(const std::vector<char*>& argv, const std::string& reason) {
+  LOG(ERROR) << "event=restart reason=" << reason << " action=execv";
+  execv("/proc/self/exe", argv.data());
+  LOG(FATAL) << "execv /proc/self/exe failed: " << std::strerror(errno);
+  std::abort();
+}
+
+// Names go into etcd keys and logs.
+bool ValidName(const std::string& name) {
+  if (name.empty() || name.size() > 64) return false;
+  for (char c : name) {
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '_' && c != '.') return false;
+  }
+  return true;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
+  std::vector<char*> original_argv(argv, argv + argc);
+  original_argv.push_back(nullptr);
   absl::SetProgramUsageMessage(
       "weft-mds --name NAME [-c weft.conf] [--addr HOST:PORT] [--metrics HOST:PORT]");
   std::vector<char*> args(argv, argv + argc);
@@ -79,6 +110,14 @@ int main(int argc, char** argv) {
   }
   weft::mds::ManagerOptions options;
   options.name = absl::GetFlag(FLAGS_name);
+  if (!ValidName(options.name)) {
+    return Fail("--name must be 1..64 letters, digits, '-', '_' or '.'");
+  }
+  auto beacon_grace = config->GetInt("mds_beacon_grace", 4);
+  if (!beacon_grace.ok()) return Fail(std::string(beacon_grace.status().message()));
+  if (*beacon_grace < 1 || *beacon_grace > 60) {
+    return Fail("mds_beacon_grace must be within [1, 60] s");
+  }
   options.addr = addr;
   options.fsid = *fsid;
   options.lease_ttl_s = absl::GetFlag(FLAGS_lease_ttl_s);
@@ -102,6 +141,25 @@ int main(int argc, char** argv) {
 
   auto etcd = weft::etcd::Client::Connect(*endpoints, absl::Seconds(5));
   if (!etcd.ok()) return Fail(std::string(etcd.status().message()));
+  // Unique per incarnation: OSDs answer a request id they have completed
+  // from their log without applying it again, so a restarted MDS reusing
+  // "mds.a" with tids from 1 would have its writes silently dropped.
+  const std::string osd_client = absl::StrCat("mds.", options.name, ".", getpid(), ".",
+                                              absl::ToUnixNanos(absl::Now()));
+  // Registered before anything is served or campaigned for: a second
+  // daemon of a running one's name stops here.
+  weft::pb::MdsAlive self;
+  self.set_name(options.name);
+  self.set_addr(addr);
+  self.set_client(osd_client);
+  self.set_started_ms(absl::ToUnixMillis(absl::Now()));
+  weft::mds::MdsRegistry registry(etcd->get(), *fsid, self, *beacon_grace);
+  auto registered = registry.Register([&original_argv] {
+    // Frozen or cut off past the grace: the map manager may have fenced
+    // this process and handed its ranks on.
+    StartOver(original_argv, "liveness_lease_lost");
+  });
+  if (!registered.ok()) return Fail(std::string(registered.message()));
   weft::mds::MapManager manager(options, etcd->get());
   // Metrics listen before the election: a bad address stops this MDS before
   // it can win and hold the maps. Series read the daemon only once it is up.
@@ -150,17 +208,17 @@ int main(int argc, char** argv) {
 
   weft::objects::ClientOptions client_options;
   client_options.full_try = true;  // journal and namespace writes, also when full
-  // Unique per incarnation: OSDs answer a request id they have completed
-  // from their log without applying it again, so a restarted MDS reusing
-  // "mds.a" with tids from 1 would have its writes silently dropped.
-  client_options.name = absl::StrCat("mds.", options.name, ".", getpid(), ".",
-                                     absl::ToUnixNanos(absl::Now()));
+  client_options.name = osd_client;
   // Its maps come from the map manager in this process.
   auto objects = weft::objects::ObjectClient::Connect(
       client_options, std::make_unique<weft::mds::ManagerMapSource>(&manager));
   if (!objects.ok()) return Fail("object client: " + std::string(objects.status().message()));
-  daemon = std::make_unique<weft::mds::MdsDaemon>(*daemon_options, &manager, &fsmap,
+  daemon = std::make_unique<weft::mds::MdsDaemon>(*daemon_options, &manager, &fsmap, &registry,
                                                   objects->get());
+  manager.SetDeferLeadership([d = daemon.get()] { return d->WouldRatherNotLead(); });
+  manager.SetExtraHealth([d = daemon.get()](weft::pb::StatusReply* r) { d->AddHealthChecks(r); });
+  daemon->SetRestart(
+      [&original_argv](const std::string& reason) { StartOver(original_argv, reason); });
   daemon->Start();
   daemon_ptr.store(daemon.get());
   LOG(INFO) << "event=started name=" << options.name << " addr=" << addr;
@@ -171,7 +229,10 @@ int main(int argc, char** argv) {
   metrics_server.reset();  // no scrape reads the ranks while they stop
   daemon_ptr.store(nullptr);
   server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(1));
+  manager.SetDeferLeadership(nullptr);
+  manager.SetExtraHealth(nullptr);
   daemon->Stop();
+  registry.Stop();
   fsmap.Stop();
   manager.Stop();
   return 0;

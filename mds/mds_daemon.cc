@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "absl/strings/escaping.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "common/log/log.h"
@@ -100,8 +101,12 @@ absl::StatusOr<DaemonOptions> DaemonOptions::FromConfig(const Config& config) {
 }
 
 MdsDaemon::MdsDaemon(DaemonOptions options, MapManager* manager, FsMapStore* fsmap,
-                     objects::ObjectClient* objects)
-    : options_(std::move(options)), manager_(manager), fsmap_(fsmap), objects_(objects) {}
+                     MdsRegistry* registry, objects::ObjectClient* objects)
+    : options_(std::move(options)),
+      manager_(manager),
+      fsmap_(fsmap),
+      registry_(registry),
+      objects_(objects) {}
 
 MdsDaemon::~MdsDaemon() { Stop(); }
 
@@ -169,56 +174,145 @@ bool MdsDaemon::ClusterFull() {
   return map != nullptr && map->FirstFull() != nullptr;
 }
 
+// Wakes on a new fsmap epoch or a daemon coming or going, checking both
+// every 100 ms (a wait on one of them), and works at least once a second.
 void MdsDaemon::SuperviseLoop() {
-  uint64_t seen = 0;
+  uint64_t seen_epoch = 0, seen_daemons = 0;
+  absl::Time last = absl::InfinitePast();
   for (;;) {
     {
       absl::MutexLock lock(&mu_);
       if (stopping_) return;
     }
-    SuperviseOnce();
-    seen = fsmap_->WaitNewer(seen, absl::Seconds(1)).epoch();
+    const uint64_t epoch = fsmap_->map().epoch();
+    const uint64_t daemons = registry_->generation();
+    if (epoch != seen_epoch || daemons != seen_daemons || absl::Now() - last >= absl::Seconds(1)) {
+      seen_epoch = epoch;
+      seen_daemons = daemons;
+      last = absl::Now();
+      SuperviseOnce();
+    }
+    fsmap_->WaitNewer(seen_epoch, absl::Milliseconds(100));
   }
 }
 
 void MdsDaemon::SuperviseOnce() {
-  if (!manager_->IsLeader()) {
-    std::map<uint32_t, std::shared_ptr<MdsRank>> ranks;
-    {
-      absl::MutexLock lock(&mu_);
-      ranks.swap(ranks_);
-    }
-    for (auto& [id, rank] : ranks) {
-      LOG(INFO) << "event=rank_stopped fs=" << rank->fs_name() << " reason=not_leader";
-      rank->Stop();
-    }
+  if (objects_->map()->FindBlocklisted(objects_->name(), absl::ToUnixMillis(absl::Now())) !=
+      nullptr) {
+    // Failed by the operator, or fenced while frozen: every OSD refuses this
+    // object client now. Nothing more from this process; a new one stands by.
+    if (restart_) restart_("blocklisted");
     return;
   }
-  pb::FsMap map = fsmap_->map();
+  if (manager_->IsLeader()) AssignRanks();
+  FollowAssignments();
+}
+
+bool MdsDaemon::Mine(const pb::FsRank& rank) const {
+  return rank.name() == options_.name && rank.client() == objects_->name();
+}
+
+void MdsDaemon::AssignRanks() {
+  const pb::FsMap map = fsmap_->map();
+  std::vector<pb::MdsAlive> alive = registry_->daemons();
+  {
+    absl::MutexLock lock(&mu_);
+    std::erase_if(alive, [&](const pb::MdsAlive& d) { return failed_.contains(d.client()); });
+  }
+  auto holds = [&](const pb::MdsAlive& d) {
+    size_t n = 0;
+    for (const pb::FsInfo& fs : map.filesystems()) {
+      n += fs.rank0().name() == d.name() && fs.rank0().client() == d.client();
+    }
+    return n;
+  };
   for (const pb::FsInfo& fs : map.filesystems()) {
-    if (fs.rank0().name() != options_.name || fs.rank0().addr() != options_.addr ||
-        fs.rank0().client() != objects_->name()) {
-      if (absl::Status fenced = FenceHolder(fs); !fenced.ok()) {
-        // Never serve a rank whose last holder might still write.
-        LOG(ERROR) << "event=rank_fence_failed fs=" << fs.name() << " holder=\""
-                   << absl::CHexEscape(fs.rank0().client()) << "\" status=\"" << fenced << "\"";
+    const pb::FsRank& holder = fs.rank0();
+    const bool holder_alive = std::any_of(alive.begin(), alive.end(), [&](const pb::MdsAlive& d) {
+      return d.name() == holder.name() && d.client() == holder.client();
+    });
+    if (holder_alive) continue;
+    // The live daemon holding the fewest ranks, by name: a standby if any.
+    const pb::MdsAlive* next = nullptr;
+    size_t fewest = SIZE_MAX;
+    for (const pb::MdsAlive& d : alive) {
+      if (const size_t n = holds(d); n < fewest) {
+        next = &d;
+        fewest = n;
+      }
+    }
+    if (next == nullptr) continue;  // nobody alive, not even this daemon yet
+    absl::StatusOr<uint64_t> fenced = FenceHolder(fs);
+    if (!fenced.ok()) {
+      // Never hand on a rank whose last holder might still write.
+      LOG(ERROR) << "event=rank_fence_failed fs=" << fs.name() << " holder=\""
+                 << absl::CHexEscape(holder.client()) << "\" status=\"" << fenced.status() << "\"";
+      continue;
+    }
+    auto status = fsmap_->Mutate([&](pb::FsMap* m) -> absl::Status {
+      for (pb::FsInfo& f : *m->mutable_filesystems()) {
+        if (f.id() != fs.id()) continue;
+        if (f.rank0().client() != holder.client()) {
+          return absl::AbortedError("the rank changed hands meanwhile");
+        }
+        pb::FsRank* r = f.mutable_rank0();
+        r->set_name(next->name());
+        r->set_addr(next->addr());
+        r->set_client(next->client());
+        r->set_incarnation(r->incarnation() + 1);
+        r->set_fence_epoch(*fenced);
+      }
+      return absl::OkStatus();
+    });
+    if (!status.ok()) {
+      LOG(WARNING) << "event=rank_assign_failed fs=" << fs.name() << " status=\"" << status << "\"";
+      continue;
+    }
+    LOG(INFO) << "event=rank_assigned fs=" << fs.name() << " rank=0 to=" << next->name()
+              << " addr=" << next->addr() << " from=" << (holder.name().empty() ? "-" : holder.name())
+              << " reason=holder_not_alive fence_epoch=" << *fenced;
+  }
+}
+
+void MdsDaemon::FollowAssignments() {
+  const pb::FsMap map = fsmap_->map();
+  std::vector<std::shared_ptr<MdsRank>> to_stop;
+  {
+    absl::MutexLock lock(&mu_);
+    for (auto it = ranks_.begin(); it != ranks_.end();) {
+      const pb::FsInfo* fs = nullptr;
+      for (const pb::FsInfo& f : map.filesystems()) {
+        if (f.id() == it->first) fs = &f;
+      }
+      if (fs != nullptr && Mine(fs->rank0())) {
+        ++it;
         continue;
       }
-      auto status = fsmap_->Mutate([&](pb::FsMap* m) -> absl::Status {
-        for (pb::FsInfo& f : *m->mutable_filesystems()) {
-          if (f.id() != fs.id()) continue;
-          f.mutable_rank0()->set_name(options_.name);
-          f.mutable_rank0()->set_addr(options_.addr);
-          f.mutable_rank0()->set_client(objects_->name());
-          f.mutable_rank0()->set_incarnation(f.rank0().incarnation() + 1);
-        }
-        return absl::OkStatus();
-      });
-      if (!status.ok()) LOG(WARNING) << "event=rank_claim_failed fs=" << fs.name() << " status=\"" << status << "\"";
+      LOG(INFO) << "event=rank_stopped fs=" << it->second->fs_name()
+                << " reason=assigned_elsewhere to=" << (fs ? fs->rank0().name() : "-");
+      to_stop.push_back(std::move(it->second));
+      it = ranks_.erase(it);
     }
+  }
+  for (auto& rank : to_stop) rank->Stop();
+  if (!registry_->Trusted()) return;  // serve nothing on a lease that may be gone
+  for (const pb::FsInfo& fs : map.filesystems()) {
+    if (!Mine(fs.rank0())) continue;
     {
       absl::MutexLock lock(&mu_);
       if (ranks_.contains(fs.id()) || stopping_) continue;
+    }
+    // Every OSD refuses the previous holder before this one writes: its
+    // requests carry at least the epoch that blocklists it.
+    const absl::Time deadline = absl::Now() + absl::Seconds(30);
+    for (auto m = objects_->map(); m->epoch < fs.rank0().fence_epoch(); m = objects_->map()) {
+      if (absl::Now() >= deadline) break;
+      objects_->WaitNewer(m->epoch, absl::Milliseconds(200));
+    }
+    if (objects_->map()->epoch < fs.rank0().fence_epoch()) {
+      LOG(ERROR) << "event=rank_start_deferred fs=" << fs.name() << " reason=no_fence_epoch epoch="
+                 << fs.rank0().fence_epoch();
+      continue;
     }
     const uint32_t fs_id = fs.id();
     RankEnv env;
@@ -228,42 +322,62 @@ void MdsDaemon::SuperviseOnce() {
     env.cluster_full = [this] { return ClusterFull(); };
     env.fence_client = [this](const std::string& client) { return Fence(client); };
     auto rank = std::make_shared<MdsRank>(RankOptionsFor(fs), std::move(env));
+    const absl::Time t0 = absl::Now();
     absl::Status status = rank->Start();
     if (!status.ok()) {
       LOG(ERROR) << "event=rank_start_failed fs=" << fs.name() << " status=\"" << status << "\"";
       continue;
     }
+    LOG(INFO) << "event=rank_started fs=" << fs.name() << " rank=0 incarnation="
+              << fs.rank0().incarnation() << " replay_ms=" << absl::ToInt64Milliseconds(absl::Now() - t0);
     absl::MutexLock lock(&mu_);
     ranks_[fs.id()] = std::move(rank);
   }
 }
 
+bool MdsDaemon::WouldRatherNotLead() {
+  {
+    absl::MutexLock lock(&mu_);
+    if (ranks_.empty()) return false;
+  }
+  const pb::FsMap map = fsmap_->map();
+  for (const pb::MdsAlive& d : registry_->daemons()) {
+    bool holds = false;
+    for (const pb::FsInfo& fs : map.filesystems()) {
+      holds |= fs.rank0().name() == d.name() && fs.rank0().client() == d.client();
+    }
+    if (!holds) return true;
+  }
+  return false;
+}
+
 // The rank's previous holder (another MDS, or this one before a restart:
-// each process has its own client name) goes on the OSD blocklist, and this
-// MDS's object client waits for the map that says so. Its requests then
-// carry that epoch, so every OSD it reaches knows the entry before serving
-// it, and an OSD refuses any request of an older epoch: whatever the old
-// holder still sends after the journal is replayed is refused. As CephFS
-// does on failover. The entry expires after a day (mds_blocklist_interval
-// in Ceph), long past any lease the old holder could believe it has.
-absl::Status MdsDaemon::FenceHolder(const pb::FsInfo& fs) {
+// each process has its own client name) goes on the OSD blocklist, and the
+// next holder waits for the map that says so (FsRank.fence_epoch). Its
+// requests then carry that epoch, so every OSD it reaches knows the entry
+// before serving it, and an OSD refuses any request of an older epoch:
+// whatever the old holder still sends after the journal is replayed is
+// refused. As CephFS does on failover. The entry expires after a day
+// (mds_blocklist_interval in Ceph), long past any lease the old holder
+// could believe it has.
+absl::StatusOr<uint64_t> MdsDaemon::FenceHolder(const pb::FsInfo& fs) {
   const std::string& holder = fs.rank0().client();
-  if (holder.empty() || holder == objects_->name()) return absl::OkStatus();
+  if (holder.empty() || holder == objects_->name()) return objects_->map()->epoch;
   ASSIGN_OR_RETURN(uint64_t epoch, Fence(holder));
   LOG(INFO) << "event=rank_holder_fenced fs=" << fs.name() << " holder=\""
             << absl::CHexEscape(holder) << "\" epoch=" << epoch;
-  return absl::OkStatus();
+  return epoch;
 }
 
 // Evicted clients are fenced the same way (MdsRank::Evict through
-// RankEnv::fence_client): the map manager's leader adds the entry, so a
-// daemon that is not the leader cannot, and says so.
+// RankEnv::fence_client). The map manager adds the entry: a rank holder
+// that is not the leader asks it over gRPC.
 absl::StatusOr<uint64_t> MdsDaemon::Fence(const std::string& client) {
   if (client == objects_->name()) {
     return absl::InvalidArgumentError("refusing to blocklist this MDS's own OSD identity");
   }
   const int64_t expires_ms = absl::ToUnixMillis(absl::Now() + absl::Hours(24));
-  ASSIGN_OR_RETURN(Epoch epoch, manager_->BlocklistAdd(client, expires_ms));
+  ASSIGN_OR_RETURN(uint64_t epoch, BlocklistAdd(client, expires_ms));
   const absl::Time deadline = absl::Now() + absl::Seconds(30);
   for (auto map = objects_->map(); map->epoch < epoch; map = objects_->map()) {
     if (absl::Now() >= deadline) {
@@ -273,6 +387,34 @@ absl::StatusOr<uint64_t> MdsDaemon::Fence(const std::string& client) {
     objects_->WaitNewer(map->epoch, absl::Seconds(1));
   }
   return epoch;
+}
+
+absl::StatusOr<uint64_t> MdsDaemon::BlocklistAdd(const std::string& client, int64_t expires_ms) {
+  const absl::Time deadline = absl::Now() + absl::Seconds(30);
+  for (;;) {
+    if (manager_->IsLeader()) {
+      auto epoch = manager_->BlocklistAdd(client, expires_ms);
+      if (epoch.ok() || absl::Now() >= deadline) return epoch;
+    } else if (const std::string leader = manager_->LeaderAddr(); !leader.empty()) {
+      pb::BlocklistRequest req;
+      req.set_client(client);
+      req.set_expires_ms(expires_ms);
+      pb::AdminReply reply;
+      grpc::ClientContext ctx;
+      ctx.set_deadline(rpc::DeadlineIn(5000));
+      grpc::Status rpc_status = pb::Cluster::NewStub(channels_.Get(leader))->Blocklist(&ctx, req, &reply);
+      absl::Status status = rpc_status.ok() ? rpc::FromProto(reply.status())
+                                            : rpc::FromGrpc(rpc_status, leader);
+      if (status.ok()) return reply.epoch();
+      if (absl::Now() >= deadline) return status;
+      LOG(WARNING) << "event=blocklist_via_leader_failed leader=" << leader << " status=\"" << status
+                   << "\"";
+    } else if (absl::Now() >= deadline) {
+      return absl::UnavailableError("no map manager to add the blocklist entry");
+    }
+    // Leadership is moving (a daemon steps down, or one died): try again.
+    absl::SleepFor(absl::Milliseconds(200));
+  }
 }
 
 absl::Status MdsDaemon::FsNew(const std::string& name, const std::string& metadata_pool,
@@ -332,6 +474,120 @@ absl::Status MdsDaemon::FsAddDataPool(const std::string& name, const std::string
   });
 }
 
+absl::Status MdsDaemon::FsSet(const std::string& name, const std::string& key,
+                              const std::string& value) {
+  if (!manager_->IsLeader()) return manager_->NotLeader();
+  uint32_t n = 0;
+  if (!absl::SimpleAtoi(value, &n) || n > 64) {
+    return absl::InvalidArgumentError(absl::StrCat(key, " takes a number within [0, 64], not '",
+                                                   value, "'"));
+  }
+  if (key == "max_mds") {
+    if (n < 1) return absl::InvalidArgumentError("max_mds must be at least 1");
+    if (n > 1) {
+      return absl::UnimplementedError(
+          "max_mds above 1: several active ranks are not built yet (issue 47); rank 0 serves "
+          "the whole namespace");
+    }
+    return absl::OkStatus();  // what it is
+  }
+  if (key != "standby_count_wanted") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("no setting '", key, "' (standby_count_wanted, max_mds)"));
+  }
+  return fsmap_->Mutate([&](pb::FsMap* m) -> absl::Status {
+    for (pb::FsInfo& fs : *m->mutable_filesystems()) {
+      if (fs.name() != name) continue;
+      if (fs.standby_count_wanted() == n) return absl::AlreadyExistsError("unchanged");
+      fs.set_standby_count_wanted(n);
+      return absl::OkStatus();
+    }
+    return ErrnoError(absl::StatusCode::kNotFound, ENOENT, absl::StrCat("no filesystem ", name));
+  });
+}
+
+absl::StatusOr<std::string> MdsDaemon::MdsFail(const std::string& who) {
+  if (!manager_->IsLeader()) return manager_->NotLeader();
+  const pb::FsMap map = fsmap_->map();
+  // WHO: a daemon's name, FS:RANK, or RANK with one filesystem.
+  std::string name = who;
+  std::string fs_part, rank_part = who;
+  if (auto colon = who.find(':'); colon != std::string::npos) {
+    fs_part = who.substr(0, colon);
+    rank_part = who.substr(colon + 1);
+  }
+  uint32_t rank = 0;
+  if (absl::SimpleAtoi(rank_part, &rank)) {
+    if (rank != 0) return absl::InvalidArgumentError(absl::StrCat("no rank ", rank, ": only rank 0 exists"));
+    if (fs_part.empty() && map.filesystems_size() != 1) {
+      return absl::InvalidArgumentError("several filesystems: name the rank as FS:0");
+    }
+    const pb::FsInfo* fs = nullptr;
+    for (const pb::FsInfo& f : map.filesystems()) {
+      if (fs_part.empty() || f.name() == fs_part) fs = &f;
+    }
+    if (fs == nullptr) return absl::NotFoundError(absl::StrCat("no filesystem ", fs_part));
+    name = fs->rank0().name();
+  }
+  std::optional<pb::MdsAlive> daemon = registry_->Find(name);
+  if (!daemon) return absl::NotFoundError(absl::StrCat("no MDS daemon named '", name, "' is alive"));
+  if (daemon->client() == objects_->name()) {
+    // The map manager cannot fence itself: it leaves the maps to another
+    // daemon, which does it when asked again (FsAdmin::MdsFail asks again).
+    if (registry_->daemons().size() < 2) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("no other MDS daemon is alive to take over from ", name));
+    }
+    manager_->StepDown(absl::Seconds(5));
+    return absl::UnavailableError(
+        absl::StrCat(name, " is the map manager: it steps down for another daemon; try again"));
+  }
+  ASSIGN_OR_RETURN(uint64_t epoch, Fence(daemon->client()));
+  {
+    absl::MutexLock lock(&mu_);
+    failed_.insert(daemon->client());
+  }
+  LOG(WARNING) << "event=mds_failed name=" << name << " reason=operator epoch=" << epoch;
+  AssignRanks();
+  std::string held;
+  for (const pb::FsInfo& fs : map.filesystems()) {
+    if (fs.rank0().client() == daemon->client()) absl::StrAppend(&held, held.empty() ? "" : ", ", fs.name());
+  }
+  return absl::StrCat("failed ", name, " (fenced at osdmap epoch ", epoch, ")",
+                      held.empty() ? "" : absl::StrCat("; rank 0 of ", held, " handed to a standby"));
+}
+
+void MdsDaemon::AddHealthChecks(pb::StatusReply* reply) {
+  const pb::FsMap map = fsmap_->map();
+  const std::vector<pb::MdsAlive> alive = registry_->daemons();
+  size_t standbys = 0;
+  for (const pb::MdsAlive& d : alive) {
+    bool holds = false;
+    for (const pb::FsInfo& fs : map.filesystems()) holds |= fs.rank0().client() == d.client();
+    standbys += !holds;
+  }
+  for (const pb::FsInfo& fs : map.filesystems()) {
+    const bool served = std::any_of(alive.begin(), alive.end(), [&](const pb::MdsAlive& d) {
+      return d.name() == fs.rank0().name() && d.client() == fs.rank0().client();
+    });
+    if (!served) {
+      auto* check = reply->add_checks();
+      check->set_severity("ERR");
+      check->set_code("MDS_RANK_DOWN");
+      check->set_message(absl::StrCat("rank 0 of ", fs.name(), " has no live MDS daemon (",
+                                      standbys > 0 ? "a standby is taking it over" : "no standby",
+                                      ")"));
+    }
+    if (standbys < fs.standby_count_wanted()) {
+      auto* check = reply->add_checks();
+      check->set_severity("WARN");
+      check->set_code("MDS_INSUFFICIENT_STANDBY");
+      check->set_message(absl::StrCat(fs.name(), " wants ", fs.standby_count_wanted(),
+                                      " standby MDS daemons, ", standbys, " running"));
+    }
+  }
+}
+
 absl::Status MdsDaemon::NotHere(const std::string& fs) {
   pb::FsMap map = fsmap_->map();
   for (const pb::FsInfo& info : map.filesystems()) {
@@ -341,6 +597,11 @@ absl::Status MdsDaemon::NotHere(const std::string& fs) {
     }
   }
   return ErrnoError(absl::StatusCode::kNotFound, ENOENT, absl::StrCat("no filesystem ", fs));
+}
+
+absl::Status MdsDaemon::Untrusted() {
+  return absl::UnavailableError(
+      "this MDS's liveness lease ran out: its ranks may be served elsewhere now");
 }
 
 DataPools MdsDaemon::DataPoolsOf(uint32_t fs_id) {
@@ -357,6 +618,7 @@ DataPools MdsDaemon::DataPoolsOf(uint32_t fs_id) {
 }
 
 absl::StatusOr<std::shared_ptr<MdsRank>> MdsDaemon::RankByName(const std::string& fs) {
+  if (!registry_->Trusted()) return Untrusted();
   {
     absl::MutexLock lock(&mu_);
     for (auto& [id, rank] : ranks_) {
@@ -374,6 +636,7 @@ std::vector<std::shared_ptr<MdsRank>> MdsDaemon::Ranks() {
 }
 
 absl::StatusOr<std::shared_ptr<MdsRank>> MdsDaemon::RankById(uint32_t fs_id) {
+  if (!registry_->Trusted()) return Untrusted();
   {
     absl::MutexLock lock(&mu_);
     auto it = ranks_.find(fs_id);

@@ -1,21 +1,32 @@
 // The filesystem side of weft-mds: the ranks this daemon holds and the
-// supervisor that starts and stops them. At this stage one MDS is active per
-// cluster: the elected map manager holds rank 0 of every filesystem; the
-// other MDS daemons are standbys that take the ranks over when they win the
-// election (after replaying the journals).
+// supervisor that starts and stops them. Each filesystem has one rank (0),
+// held by the live daemon the fsmap names (name and object client); the
+// others are standbys. The map manager (the elected daemon) assigns it:
+// when the holder's liveness record (MdsRegistry) is gone, it blocklists the
+// holder's object client on the OSDs, then names a standby (the live daemon
+// holding the fewest ranks), which waits for that blocklist epoch, replays
+// the journal and lets the clients reconnect. A daemon serves a rank only
+// while its own liveness record surely stands (MdsRegistry::Trusted), so a
+// frozen holder that wakes up after its rank moved on answers nothing
+// (docs/ARCHITECTURE.md, "Standbys and takeover").
 #pragma once
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "absl/container/flat_hash_set.h"
 #include "absl/synchronization/mutex.h"
 #include "common/config/config.h"
 #include "common/objects/object_client.h"
+#include "common/rpc/rpc.h"
+#include "proto/cluster.grpc.pb.h"
 #include "mds/manager/fs_map.h"
 #include "mds/manager/map_manager.h"
+#include "mds/manager/mds_registry.h"
 #include "mds/rank.h"
 
 namespace weft::mds {
@@ -48,7 +59,7 @@ struct DaemonOptions {
 class MdsDaemon {
  public:
   MdsDaemon(DaemonOptions options, MapManager* manager, FsMapStore* fsmap,
-            objects::ObjectClient* objects);
+            MdsRegistry* registry, objects::ObjectClient* objects);
   ~MdsDaemon();
 
   void Start();
@@ -57,6 +68,16 @@ class MdsDaemon {
   absl::Status FsNew(const std::string& name, const std::string& metadata_pool,
                      const std::string& data_pool);
   absl::Status FsAddDataPool(const std::string& name, const std::string& data_pool);
+  // `weft fs set NAME KEY VALUE` (map manager only).
+  absl::Status FsSet(const std::string& name, const std::string& key, const std::string& value);
+  // `weft mds fail WHO` (map manager only): fences the daemon, hands its
+  // ranks on; returns what was done, for the operator.
+  absl::StatusOr<std::string> MdsFail(const std::string& who);
+  // The MDS health checks of `weft status` (MapManager::SetExtraHealth).
+  void AddHealthChecks(pb::StatusReply* reply);
+  // How this process starts over (weft-mds: execv), when it finds its object
+  // client blocklisted (failed by the operator, or fenced while frozen).
+  void SetRestart(std::function<void(const std::string& reason)> restart) { restart_ = std::move(restart); }
 
   // The rank serving a filesystem (by name or id) here, or an error that says
   // where it is served.
@@ -64,15 +85,29 @@ class MdsDaemon {
   absl::StatusOr<std::shared_ptr<MdsRank>> RankById(uint32_t fs_id);
   // The ranks served here now.
   std::vector<std::shared_ptr<MdsRank>> Ranks();
+  MdsRegistry* registry() const { return registry_; }
+  std::string leader_addr() const { return manager_->LeaderAddr(); }
+  // Whether this daemon holds a rank while a daemon holding none is alive
+  // (MapManager::SetDeferLeadership).
+  bool WouldRatherNotLead();
 
  private:
   void SuperviseLoop();
   void SuperviseOnce();
-  // Blocklists the previous holder of `fs`'s rank 0 (see mds_daemon.cc).
-  absl::Status FenceHolder(const pb::FsInfo& fs);
+  // Map manager: hands each rank whose holder is not alive to a live
+  // daemon, fencing the holder first.
+  void AssignRanks();
+  // Starts the ranks the fsmap gives this daemon, stops those it took away.
+  void FollowAssignments();
+  bool Mine(const pb::FsRank& rank) const;
+  // Blocklists the previous holder of `fs`'s rank 0 (see mds_daemon.cc);
+  // returns the epoch that says so (0: nothing to fence).
+  absl::StatusOr<uint64_t> FenceHolder(const pb::FsInfo& fs);
   // Blocklists `client` (an OSD identity) for a day and waits until this
   // daemon's object client has the map that says so; returns its epoch.
   absl::StatusOr<uint64_t> Fence(const std::string& client);
+  // The map manager's BlocklistAdd, here or on the leader over gRPC.
+  absl::StatusOr<uint64_t> BlocklistAdd(const std::string& client, int64_t expires_ms);
   RankOptions RankOptionsFor(const pb::FsInfo& fs);
   Capacity CachedCapacity();
   // By the map the daemon's object client follows (no I/O).
@@ -80,17 +115,24 @@ class MdsDaemon {
   // Filesystem `fs_id`'s data pools (fsmap) and the pool names (osdmap).
   DataPools DataPoolsOf(uint32_t fs_id);
   absl::Status NotHere(const std::string& fs);
+  static absl::Status Untrusted();
 
   const DaemonOptions options_;
   MapManager* const manager_;
   FsMapStore* const fsmap_;
+  MdsRegistry* const registry_;
   objects::ObjectClient* const objects_;
+  rpc::ChannelCache channels_;  // to the leader, for blocklist entries
 
   absl::Mutex mu_;
   std::map<uint32_t, std::shared_ptr<MdsRank>> ranks_ ABSL_GUARDED_BY(mu_);
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   Capacity capacity_ ABSL_GUARDED_BY(mu_);
   int64_t capacity_ms_ ABSL_GUARDED_BY(mu_) = 0;
+  // Object clients `weft mds fail` fenced: not alive to AssignRanks even
+  // while their records last (the daemons restart under new clients).
+  absl::flat_hash_set<std::string> failed_ ABSL_GUARDED_BY(mu_);
+  std::function<void(const std::string&)> restart_;
   absl::Mutex new_mu_;  // one FsNew at a time
   std::thread supervisor_;
 };

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# A local Weft cluster on 127.0.0.1: etcd, weft-mds (the map manager) and
-# $WEFT_OSDS OSDs (default 6), all under ./.weft (or $WEFT_DIR), with the
-# filesystem "weft" mounted at ./mnt (or $WEFT_MNT).
+# A local Weft cluster on 127.0.0.1: etcd, $WEFT_MDS weft-mds daemons
+# (default 2: mds.a holds rank 0, mds.b is a standby that takes it over if
+# mds.a dies) and $WEFT_OSDS OSDs (default 6), all under ./.weft (or
+# $WEFT_DIR), with the filesystem "weft" mounted at ./mnt (or $WEFT_MNT).
 #
 #   scripts/quickstart.sh          install, build, start (or re-start), mount, and print
 #                                  `weft status` and the mount; again: harmless
@@ -17,6 +18,8 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 dir=${WEFT_DIR:-$root/.weft}
 osds=${WEFT_OSDS:-6}
+mdss=${WEFT_MDS:-2}
+[[ $mdss =~ ^[1-9]$ ]] || { echo "quickstart: WEFT_MDS must be 1..9" >&2; exit 2; }
 build=${WEFT_BUILD_DIR:-$root/build}
 bin=$build/bin
 mnt=${WEFT_MNT:-$root/mnt}
@@ -85,6 +88,7 @@ down() {
     [[ -e "$f" ]] && alive "$f" && kill -TERM "$(cat "$f")" 2>/dev/null
   done
   for f in "$dir"/run/osd.*.pid; do [[ -e "$f" ]] && stop_pid "$f"; done
+  for f in "$dir"/run/mds.*.pid; do [[ -e "$f" ]] && stop_pid "$f"; done
   stop_pid "$dir/run/mds.pid"
   stop_pid "$dir/run/etcd.pid"
   log "stopped"
@@ -170,10 +174,24 @@ if ! alive "$dir/run/etcd.pid"; then
 fi
 "$bin/weft" cluster init --failure-domain osd 2>&1 | grep -v "already initialized" || true
 
-if ! alive "$dir/run/mds.pid"; then
-  start mds "$dir/log/mds.a.log" "$bin/weft-mds" --name a
-fi
-for _ in $(seq 100); do "$bin/weft" osd ls >/dev/null 2>&1 && break; sleep 0.2; done
+# One address per MDS daemon in `mds =` (clients try them all); a conf
+# from before standbys gets the missing ones.
+mds_addrs=$(sed -n 's/^mds *= *//p' "$conf" | tr -d ' ')
+while (( $(tr ',' '\n' <<<"$mds_addrs" | wc -l) < mdss )); do
+  mds_addrs="$mds_addrs,127.0.0.1:$(free_port)"
+done
+sed -i "s/^mds *=.*/mds = ${mds_addrs//,/, }/" "$conf"
+IFS=, read -ra mds_list <<<"$mds_addrs"
+# mds.a first: it takes rank 0; the others wait as standbys.
+for i in $(seq 0 $((mdss - 1))); do
+  name=$(printf "\\x$(printf %x $((97 + i)))")
+  pidfile=mds; [[ $i == 0 ]] || pidfile=mds.$name
+  alive "$dir/run/$pidfile.pid" && continue
+  extra=()  # mds.a serves metrics on mds_metrics_port, the others on a free port
+  [[ $i == 0 ]] || extra=(--metrics "127.0.0.1:$(free_port)")
+  start "$pidfile" "$dir/log/mds.$name.log" "$bin/weft-mds" --name "$name" --addr "${mds_list[$i]}" "${extra[@]}"
+  for _ in $(seq 100); do "$bin/weft" osd ls >/dev/null 2>&1 && break; sleep 0.2; done
+done
 
 for i in $(seq 0 $((osds - 1))); do
   data=$dir/osd.$i
@@ -209,6 +227,8 @@ if ! "$bin/weft" fs ls 2>/dev/null | grep -q '^name: weft,'; then
   "$bin/weft" fs new weft --metadata-pool meta --data-pool fsdata >/dev/null
   log "created filesystem weft (metadata pool meta, data pool fsdata)"
 fi
+# With standbys started, health warns when none is left.
+"$bin/weft" fs set weft standby_count_wanted $(( mdss > 1 ? 1 : 0 )) >/dev/null
 
 # The mount: weft-fuse in the foreground of its own session (so that its
 # PID is ours to stop), logging to .weft/log/weft-fuse.log.

@@ -122,6 +122,12 @@ class LeaseKeeper {
   int64_t lease() const;
   // False once the lease is considered lost (on_lost has been or is being called).
   bool alive() const;
+  // When the lease runs out at the latest unless renewed again: the send time
+  // of the last successful renewal plus its TTL, by this host's clock (etcd
+  // counts from when it got the renewal, which is later). A holder that must
+  // not act on a lease etcd may have dropped checks it against absl::Now():
+  // a process that was frozen sees it passed the moment it runs again.
+  absl::Time expiry() const;
 
  private:
   std::shared_ptr<State> state_;

@@ -22,6 +22,7 @@ struct LeaseKeeper::State {
   std::function<void()> on_lost;
   Canceller canceller;  // Cancelled by ~LeaseKeeper.
   std::atomic<bool> alive{true};
+  std::atomic<int64_t> expiry_ns{0};  // absl::ToUnixNanos of RunKeeper's `expiry`
 };
 
 namespace {
@@ -46,6 +47,7 @@ void RunKeeper(std::shared_ptr<LeaseKeeper::State> s) {
   absl::Duration interval = RenewInterval(s->ttl_seconds);
   // The caller has just granted or renewed the lease.
   absl::Time expiry = absl::Now() + absl::Seconds(s->ttl_seconds);
+  s->expiry_ns.store(absl::ToUnixNanos(expiry));
   absl::Duration wait = absl::ZeroDuration();  // Renew at once: refreshes `expiry`.
   while (!s->canceller.SleepFor(wait)) {
     const absl::Time sent = absl::Now();
@@ -55,6 +57,7 @@ void RunKeeper(std::shared_ptr<LeaseKeeper::State> s) {
     if (s->canceller.cancelled()) return;
     if (ttl.ok()) {
       expiry = sent + absl::Seconds(*ttl);
+      s->expiry_ns.store(absl::ToUnixNanos(expiry));
       interval = RenewInterval(*ttl);
       wait = interval;
       VLOG(2) << "etcd lease renewed lease=" << s->lease << " ttl=" << *ttl;
@@ -86,6 +89,10 @@ LeaseKeeper::~LeaseKeeper() {
 
 int64_t LeaseKeeper::lease() const { return state_->lease; }
 bool LeaseKeeper::alive() const { return state_->alive.load(); }
+absl::Time LeaseKeeper::expiry() const {
+  const int64_t ns = state_->expiry_ns.load();
+  return ns == 0 ? absl::InfiniteFuture() : absl::FromUnixNanos(ns);
+}
 
 std::unique_ptr<LeaseKeeper> Client::KeepAlive(int64_t lease, int64_t ttl_seconds,
                                                std::function<void()> on_lost) {
@@ -95,6 +102,7 @@ std::unique_ptr<LeaseKeeper> Client::KeepAlive(int64_t lease, int64_t ttl_second
   state->lease = lease;
   state->ttl_seconds = ttl_seconds;
   state->on_lost = std::move(on_lost);
+  state->expiry_ns.store(absl::ToUnixNanos(absl::Now() + absl::Seconds(ttl_seconds)));
   std::thread thread(RunKeeper, state);
   return std::make_unique<LeaseKeeper>(std::move(state), std::move(thread));
 }

@@ -61,13 +61,34 @@ std::string HumanBytes(uint64_t bytes) {
   return u == 0 ? absl::StrCat(bytes, " B") : absl::StrFormat("%.1f %s", v, units[u]);
 }
 
+// "mds:     2 up: a holds rank 0 of weft, b standby".
+void PrintMdsDaemons(const pb::FsListReply& listed) {
+  std::string holders, standbys;
+  for (const pb::MdsAlive& d : listed.daemons()) {
+    bool holds = false;
+    for (const pb::FsInfo& fs : listed.fsmap().filesystems()) {
+      if (fs.rank0().name() == d.name() && fs.rank0().client() == d.client()) {
+        absl::StrAppend(&holders, holders.empty() ? "" : ", ", d.name(), " holds rank 0 of ", fs.name());
+        holds = true;
+      }
+    }
+    if (!holds) absl::StrAppend(&standbys, standbys.empty() ? "" : ", ", d.name());
+  }
+  std::printf("  mds:     %d up%s%s%s%s\n", listed.daemons_size(), holders.empty() ? "" : ": ",
+              holders.c_str(), standbys.empty() ? "" : (holders.empty() ? ": standby " : "; standby "),
+              standbys.c_str());
+}
+
 // "fs:      NAME (rank 0 on DAEMON), ..." when filesystems exist.
 void PrintFilesystems(const Config& config) {
   auto mds = config.MdsAddresses();
   if (!mds.ok()) return;
   client::FsAdmin fs_admin(*mds, 5000);
-  auto fsmap = fs_admin.FsList();
-  if (!fsmap.ok() || fsmap->filesystems().empty()) return;
+  auto listed = fs_admin.FsListWithDaemons();
+  if (!listed.ok()) return;
+  PrintMdsDaemons(*listed);
+  const pb::FsMap* fsmap = &listed->fsmap();
+  if (fsmap->filesystems().empty()) return;
   std::string line;
   std::vector<std::string> evictions;
   for (const pb::FsInfo& fs : fsmap->filesystems()) {

@@ -19,7 +19,8 @@ namespace {
 
 constexpr char kFsUsage[] =
     "fs new NAME --metadata-pool P --data-pool D | fs ls | fs status [NAME]\n"
-    "       | fs add-data-pool NAME POOL | fs journal inspect NAME [--events]";
+    "       | fs add-data-pool NAME POOL | fs journal inspect NAME [--events]\n"
+    "       | fs set NAME standby_count_wanted|max_mds N";
 
 int FsUsage() {
   std::fprintf(stderr, "usage: weft %s\n", kFsUsage);
@@ -60,9 +61,27 @@ int FsList(client::FsAdmin& admin, const std::vector<std::string>& mds) {
   return 0;
 }
 
+// "mds daemons: a (ADDR) rank 0 of weft; b (ADDR) standby" and the map
+// manager, after the filesystems.
+void PrintDaemons(const pb::FsListReply& listed) {
+  std::printf("mds daemons: %d alive, map manager %s\n", listed.daemons_size(),
+              listed.leader_addr().empty() ? "(none elected)" : listed.leader_addr().c_str());
+  for (const pb::MdsAlive& d : listed.daemons()) {
+    std::string role;
+    for (const pb::FsInfo& fs : listed.fsmap().filesystems()) {
+      if (fs.rank0().name() == d.name() && fs.rank0().client() == d.client()) {
+        absl::StrAppend(&role, role.empty() ? "" : ", ", "rank 0 of ", fs.name());
+      }
+    }
+    std::printf("  %s (%s): %s\n", d.name().c_str(), d.addr().c_str(),
+                role.empty() ? "standby" : role.c_str());
+  }
+}
+
 int FsStatus(client::FsAdmin& admin, const std::string& name) {
-  auto map = admin.FsList();
-  if (!map.ok()) return Fail(map.status(), "fs status");
+  auto listed = admin.FsListWithDaemons();
+  if (!listed.ok()) return Fail(listed.status(), "fs status");
+  const pb::FsMap* map = &listed->fsmap();
   int shown = 0;
   for (const pb::FsInfo& fs : map->filesystems()) {
     if (!name.empty() && fs.name() != name) continue;
@@ -113,6 +132,7 @@ int FsStatus(client::FsAdmin& admin, const std::string& name) {
                 reply.rank_lock_held_ns() / 1e6);
   }
   if (shown == 0 && !name.empty()) return Fail(absl::NotFoundError(absl::StrCat("no filesystem named ", name)), "fs status");
+  PrintDaemons(*listed);
   return 0;
 }
 
@@ -210,10 +230,31 @@ int CmdFs(const Config& config, const Args& args) {
     std::printf("filesystem %s: data pool %s added\n", args.positional[1].c_str(), args.positional[2].c_str());
     return 0;
   }
+  if (sub == "set" && args.positional.size() == 4) {
+    absl::Status status = admin.FsSet(args.positional[1], args.positional[2], args.positional[3]);
+    if (!status.ok()) return Fail(status, "fs set");
+    std::printf("filesystem %s: %s = %s\n", args.positional[1].c_str(), args.positional[2].c_str(),
+                args.positional[3].c_str());
+    return 0;
+  }
   if (sub == "journal" && args.positional.size() == 3 && args.positional[1] == "inspect") {
     return JournalInspect(admin, *mds, args.positional[2], args.Has("events"));
   }
   return FsUsage();
+}
+
+int CmdMds(const Config& config, const Args& args) {
+  if (args.positional.size() != 2 || args.positional[0] != "fail") {
+    std::fprintf(stderr, "usage: weft mds fail NAME|RANK|FS:RANK\n");
+    return 2;
+  }
+  auto mds = config.MdsAddresses();
+  if (!mds.ok()) return Fail(mds.status());
+  client::FsAdmin admin(*mds);
+  auto done = admin.MdsFail(args.positional[1]);
+  if (!done.ok()) return Fail(done.status(), "mds fail");
+  std::printf("%s\n", done->c_str());
+  return 0;
 }
 
 }  // namespace weft::cli

@@ -29,6 +29,7 @@ int CmdStatus(const Config& config, const Args& args);
 int CmdObj(const Config& config, const Args& args);
 int CmdBench(const Config& config, const Args& args);
 int CmdFs(const Config& config, const Args& args);
+int CmdMds(const Config& config, const Args& args);
 int CmdClient(const Config& config, const Args& args);
 int CmdPg(const Config& config, const Args& args);
 // weft osd scrub|deep-scrub|repair N|all (cmd_pg.cc).

@@ -42,6 +42,7 @@ constexpr char kUsage[] =
     "  bench POOL write|seq|rand|cleanup [--seconds S] [--threads T] [--block-size B]\n"
     "  fs new NAME --metadata-pool P --data-pool D | fs ls | fs status [NAME]\n"
     "  fs add-data-pool NAME POOL | fs journal inspect NAME [--events]\n"
+    "  fs set NAME standby_count_wanted|max_mds N | mds fail NAME|RANK|FS:RANK\n"
     "  client ls [FS] | client evict SESSION [--reason TEXT]\n";
 
 }  // namespace
@@ -87,6 +88,7 @@ int main(int argc, char** argv) {
   if (cmd == "bench") return weft::cli::CmdBench(*config, *args);
   if (cmd == "fs") return weft::cli::CmdFs(*config, *args);
   if (cmd == "client") return weft::cli::CmdClient(*config, *args);
+  if (cmd == "mds") return weft::cli::CmdMds(*config, *args);
   if (cmd == "pg") return weft::cli::CmdPg(*config, *args);
   std::fprintf(stderr, "weft: unknown command '%s'\n%s", cmd.c_str(), kUsage);
   return 2;

@@ -6,6 +6,7 @@
 #include <cerrno>
 #include <random>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "common/caps/cap_bits.h"
@@ -35,6 +36,7 @@ absl::StatusOr<std::unique_ptr<MetaClient>> MetaClient::Connect(MetaClientOption
   RETURN_IF_ERROR(client->OpenNewSession());
   client->renewer_ = std::thread([c = client.get()] { c->RenewLoop(); });
   client->lease_thread_ = std::thread([c = client.get()] { c->LeaseLoop(); });
+  client->map_thread_ = std::thread([c = client.get()] { c->MapLoop(); });
   return client;
 }
 
@@ -42,6 +44,7 @@ MetaClient::~MetaClient() {
   (void)Close();
   if (renewer_.joinable()) renewer_.join();
   if (lease_thread_.joinable()) lease_thread_.join();
+  if (map_thread_.joinable()) map_thread_.join();
 }
 
 absl::Status MetaClient::OpenNewSession() {
@@ -55,17 +58,67 @@ absl::Status MetaClient::OpenNewSession() {
 }
 
 absl::Status MetaClient::Resolve() {
-  FsAdmin admin(options_.mds_addrs, options_.rpc_timeout_ms);
+  // Any daemon answers FsList at once; a frozen one must not hold us long.
+  FsAdmin admin(options_.mds_addrs, std::min<int64_t>(options_.rpc_timeout_ms, 3000));
   ASSIGN_OR_RETURN(pb::FsMap map, admin.FsList());
   for (const pb::FsInfo& fs : map.filesystems()) {
     if (fs.name() != options_.fs) continue;
     if (fs.rank0().addr().empty()) return absl::UnavailableError("rank 0 has no MDS yet");
-    absl::MutexLock lock(&mu_);
-    addr_ = fs.rank0().addr();
+    UseAddress(fs.rank0().addr());
     return absl::OkStatus();
   }
   return ErrnoError(absl::StatusCode::kNotFound, ENOENT,
                     absl::StrCat("no filesystem named ", options_.fs));
+}
+
+void MetaClient::UseAddress(const std::string& addr) {
+  absl::MutexLock lock(&mu_);
+  if (addr == addr_) return;
+  if (!addr_.empty()) {
+    LOG(INFO) << "event=mds_moved fs=" << options_.fs << " from=" << addr_ << " to=" << addr;
+    ++moves_;
+    for (auto& [ctx, to] : calls_) {
+      if (to == addr_) ctx->TryCancel();
+    }
+    if (lease_ctx_ != nullptr) lease_ctx_->TryCancel();
+  }
+  addr_ = addr;
+}
+
+void MetaClient::MapLoop() {
+  pb::FsListRequest req;
+  for (size_t next = 0;; ++next) {
+    grpc::ClientContext ctx;
+    const std::string addr = options_.mds_addrs[next % options_.mds_addrs.size()];
+    {
+      absl::MutexLock lock(&mu_);
+      if (closed_) return;
+      map_ctx_ = &ctx;
+      map_heard_ = absl::Now();
+    }
+    auto stub = pb::Filesystems::NewStub(stream_channels_.Get(addr));
+    std::unique_ptr<grpc::ClientReader<pb::FsListReply>> reader = stub->WatchFsMap(&ctx, req);
+    pb::FsListReply reply;
+    while (reader->Read(&reply)) {
+      {
+        absl::MutexLock lock(&mu_);
+        map_heard_ = absl::Now();
+      }
+      if (!rpc::FromProto(reply.status()).ok()) break;  // starting or stopping: another
+      for (const pb::FsInfo& fs : reply.fsmap().filesystems()) {
+        if (fs.name() == options_.fs && !fs.rank0().addr().empty()) UseAddress(fs.rank0().addr());
+      }
+    }
+    (void)reader->Finish();
+    absl::MutexLock lock(&mu_);
+    map_ctx_ = nullptr;
+    if (closed_) return;
+    // The next address; a pause once round the list (none answers).
+    if ((next + 1) % options_.mds_addrs.size() == 0 &&
+        mu_.AwaitWithTimeout(absl::Condition(&closed_), absl::Milliseconds(200))) {
+      return;
+    }
+  }
 }
 
 std::shared_ptr<grpc::Channel> MetaClient::Channel() {
@@ -118,6 +171,12 @@ void MetaClient::RenewLoop() {
       // reconnect window waits for them); a renew costs the MDS no journal write.
       period = std::clamp<int64_t>(timeout_ms_ / 4, 200, 1000);
       if (mu_.AwaitWithTimeout(absl::Condition(&closed_), absl::Milliseconds(period))) return;
+      // The map watch's daemon said nothing for too long: frozen, or cut
+      // off. MapLoop asks the next one.
+      if (map_ctx_ != nullptr && absl::Now() - map_heard_ > kMapSilence) {
+        map_ctx_->TryCancel();
+        map_heard_ = absl::InfiniteFuture();
+      }
     }
     auto stub = pb::Mds::NewStub(Channel());
     grpc::ClientContext ctx;
@@ -337,14 +396,35 @@ absl::StatusOr<pb::MetaReply> MetaClient::CallWithTid(pb::MetaRequest request, u
       absl::MutexLock lock(&mu_);
       request.set_oldest_tid(*inflight_.begin());
     }
-    auto stub = pb::Mds::NewStub(Channel());
     grpc::ClientContext ctx;
     ctx.set_deadline(rpc::DeadlineIn(options_.rpc_timeout_ms));
+    std::string to;
+    uint64_t moves = 0;
+    {
+      absl::MutexLock lock(&mu_);
+      to = addr_;
+      moves = moves_;
+      calls_[&ctx] = to;
+    }
+    auto stub = pb::Mds::NewStub(channels_.Get(to));
     pb::MetaReply reply;
     // A lease in the reply is trusted from before the request left.
     const absl::Time sent = absl::Now();
     const uint64_t lease_epoch = leases_.epoch();
     absl::Status status = rpc::FromGrpc(stub->Call(&ctx, request, &reply), "mds");
+    bool moved = false;
+    {
+      absl::MutexLock lock(&mu_);
+      calls_.erase(&ctx);
+      moved = moves_ != moves;
+    }
+    if (!status.ok() && moved && absl::Now() <= deadline) {
+      // Cancelled (or failed) at the address rank 0 moved away from. Sent
+      // again with the same tid, it is applied once: the old holder either
+      // journaled it (the new one replayed that and answers from its
+      // completed requests) or never will (it is fenced).
+      continue;
+    }
     answered = false;
     uint64_t new_boot = 0;
     if (status.ok()) {
@@ -637,6 +717,7 @@ absl::Status MetaClient::Close() {
     if (closed_) return absl::OkStatus();
     closed_ = true;
     if (lease_ctx_ != nullptr) lease_ctx_->TryCancel();
+    if (map_ctx_ != nullptr) map_ctx_->TryCancel();
   }
   auto stub = pb::Mds::NewStub(Channel());
   grpc::ClientContext ctx;
@@ -685,14 +766,64 @@ absl::Status FsAdmin::FsAddDataPool(const std::string& name, const std::string& 
 }
 
 absl::StatusOr<pb::FsMap> FsAdmin::FsList() {
-  pb::FsMap out;
+  ASSIGN_OR_RETURN(pb::FsListReply reply, FsListWithDaemons());
+  return std::move(*reply.mutable_fsmap());
+}
+
+absl::Status FsAdmin::FsSet(const std::string& name, const std::string& key,
+                            const std::string& value) {
+  return Call([&](pb::Filesystems::Stub* stub) {
+    grpc::ClientContext ctx;
+    ctx.set_deadline(rpc::DeadlineIn(timeout_ms_));
+    pb::FsSetRequest req;
+    req.set_name(name);
+    req.set_key(key);
+    req.set_value(value);
+    pb::AdminReply reply;
+    RETURN_IF_ERROR(rpc::FromGrpc(stub->FsSet(&ctx, req, &reply), "mds"));
+    return rpc::FromProto(reply.status());
+  });
+}
+
+absl::StatusOr<std::string> FsAdmin::MdsFail(const std::string& who) {
+  // The map manager failing itself steps down and asks to be asked again;
+  // a new one is elected within seconds.
+  const absl::Time deadline = absl::Now() + absl::Seconds(15);
+  for (;;) {
+    absl::StatusOr<std::string> done = MdsFailOnce(who);
+    const bool again = absl::IsUnavailable(done.status()) ||
+                       (absl::IsFailedPrecondition(done.status()) &&
+                        absl::StrContains(done.status().message(), "not the map manager"));
+    if (!again || absl::Now() > deadline) return done;
+    absl::SleepFor(absl::Milliseconds(500));
+  }
+}
+
+absl::StatusOr<std::string> FsAdmin::MdsFailOnce(const std::string& who) {
+  std::string done;
+  RETURN_IF_ERROR(Call([&](pb::Filesystems::Stub* stub) {
+    grpc::ClientContext ctx;
+    ctx.set_deadline(rpc::DeadlineIn(timeout_ms_));
+    pb::MdsFailRequest req;
+    req.set_who(who);
+    pb::AdminReply reply;
+    RETURN_IF_ERROR(rpc::FromGrpc(stub->MdsFail(&ctx, req, &reply), "mds"));
+    RETURN_IF_ERROR(rpc::FromProto(reply.status()));
+    done = reply.message();
+    return absl::OkStatus();
+  }));
+  return done;
+}
+
+absl::StatusOr<pb::FsListReply> FsAdmin::FsListWithDaemons() {
+  pb::FsListReply out;
   RETURN_IF_ERROR(Call([&](pb::Filesystems::Stub* stub) {
     grpc::ClientContext ctx;
     ctx.set_deadline(rpc::DeadlineIn(timeout_ms_));
     pb::FsListReply reply;
     RETURN_IF_ERROR(rpc::FromGrpc(stub->FsList(&ctx, pb::FsListRequest(), &reply), "mds"));
     RETURN_IF_ERROR(rpc::FromProto(reply.status()));
-    out = reply.fsmap();
+    out = std::move(reply);
     return absl::OkStatus();
   }));
   return out;

@@ -161,6 +161,13 @@ class MetaClient {
   void LoseAllLocks();
   std::shared_ptr<grpc::Channel> Channel();
   void RenewLoop();
+  // Follows the fsmap by push (Filesystems.WatchFsMap) from any MDS of the
+  // list, taking the next when one stays silent past kMapSilence (frozen);
+  // when rank 0 moves, points the calls there and cancels those waiting on
+  // the old address (CallWithTid sends them again).
+  void MapLoop();
+  void UseAddress(const std::string& addr);
+  static constexpr absl::Duration kMapSilence = absl::Seconds(3);
   // Keeps the lease stream open; applies and acknowledges revokes.
   void LeaseLoop();
   // One event of the lease stream after its hello, applied before the
@@ -209,6 +216,12 @@ class MetaClient {
   absl::Mutex reconnect_mu_;  // one Reconnect at a time; taken before mu_
   bool closed_ ABSL_GUARDED_BY(mu_) = false;
   grpc::ClientContext* lease_ctx_ ABSL_GUARDED_BY(mu_) = nullptr;  // to cancel at Close
+  grpc::ClientContext* map_ctx_ ABSL_GUARDED_BY(mu_) = nullptr;
+  absl::Time map_heard_ ABSL_GUARDED_BY(mu_) = absl::InfiniteFuture();
+  // Calls in flight and the address each went to: cancelled when rank 0
+  // moves away from it; `moves_` counts the moves.
+  std::map<grpc::ClientContext*, std::string> calls_ ABSL_GUARDED_BY(mu_);
+  uint64_t moves_ ABSL_GUARDED_BY(mu_) = 0;
   DirLeases leases_;
   absl::Mutex recall_mu_;  // held while the handler runs
   FlushRecall flush_recall_ ABSL_GUARDED_BY(recall_mu_);
@@ -229,6 +242,7 @@ class MetaClient {
   std::function<void()> evicted_handler_ ABSL_GUARDED_BY(evicted_mu_);
   std::thread renewer_;
   std::thread lease_thread_;
+  std::thread map_thread_;
 };
 
 // Filesystem administration (weft fs ...): sent to the elected MDS.
@@ -241,9 +255,15 @@ class FsAdmin {
                      const std::string& data_pool);
   absl::Status FsAddDataPool(const std::string& name, const std::string& data_pool);
   absl::StatusOr<pb::FsMap> FsList();
+  // The fsmap with the live MDS daemons and the map manager's address.
+  absl::StatusOr<pb::FsListReply> FsListWithDaemons();
+  absl::Status FsSet(const std::string& name, const std::string& key, const std::string& value);
+  // What the map manager did, for the operator.
+  absl::StatusOr<std::string> MdsFail(const std::string& who);
 
  private:
   absl::Status Call(const std::function<absl::Status(pb::Filesystems::Stub*)>& fn);
+  absl::StatusOr<std::string> MdsFailOnce(const std::string& who);
 
   std::vector<std::string> mds_addrs_;
   int64_t timeout_ms_;

@@ -362,6 +362,11 @@ absl::Status MapManager::PoolRemove(const std::string& name, const std::string& 
 
 // --- Status --------------------------------------------------------------------
 
+void MapManager::SetExtraHealth(std::function<void(pb::StatusReply*)> add) {
+  absl::MutexLock lock(&mu_);
+  extra_health_ = std::move(add);
+}
+
 namespace {
 
 void AddCheck(pb::StatusReply* reply, const std::string& severity, const std::string& code,
@@ -615,6 +620,12 @@ absl::Status MapManager::Status(pb::StatusReply* reply) {
                             domains, " failure domains are in"));
     }
   }
+  std::function<void(pb::StatusReply*)> extra;
+  {
+    absl::MutexLock lock(&mu_);
+    extra = extra_health_;
+  }
+  if (extra) extra(reply);
   std::string health = "HEALTH_OK";
   for (const auto& check : reply->checks()) {
     if (check.severity() == "ERR") health = "HEALTH_ERR";

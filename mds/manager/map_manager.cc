@@ -116,6 +116,26 @@ int64_t MapManager::LeaderLease() {
   return leader_ ? leader_lease_ : 0;
 }
 
+void MapManager::SetDeferLeadership(std::function<bool()> defer) {
+  absl::MutexLock lock(&mu_);
+  defer_ = std::move(defer);
+}
+
+void MapManager::StepDown(absl::Duration how_long) {
+  absl::MutexLock lock(&mu_);
+  step_down_until_ = absl::Now() + how_long;
+}
+
+bool MapManager::Defers() {
+  std::function<bool()> defer;
+  {
+    absl::MutexLock lock(&mu_);
+    if (absl::Now() < step_down_until_) return true;
+    defer = defer_;
+  }
+  return defer && defer();
+}
+
 std::string MapManager::LeaderAddr() {
   absl::MutexLock lock(&mu_);
   return leader_addr_;
@@ -150,6 +170,15 @@ void MapManager::ElectionLoop() {
       leader_key_changed_ = true;
     });
     while (!lost->load()) {
+      if (Defers()) {
+        absl::MutexLock lock(&mu_);
+        auto changed = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+          return stopping_ || leader_key_changed_;
+        };
+        mu_.AwaitWithTimeout(absl::Condition(&changed), kDeferFor);
+        leader_key_changed_ = false;
+        if (stopping_) break;
+      }
       auto txn = etcd_->Txn({etcd::Compare::CreateRevision(key, etcd::Compare::kEqual, 0)},
                             {etcd::Op::Put(key, value, *lease)}, {etcd::Op::Get(key)});
       if (txn.ok() && txn->succeeded) {
@@ -225,6 +254,10 @@ absl::Status MapManager::LeadOnce(int64_t lease) {
         result = absl::AbortedError("leader key lost");
         break;
       }
+    }
+    if (Defers()) {
+      result = absl::CancelledError("stepping down: a daemon without a rank is alive to lead");
+      break;
     }
     CheckDownOut(leading_since_ms);
   }

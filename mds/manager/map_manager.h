@@ -96,9 +96,23 @@ class MapManager {
   // Names what uses a pool ("" if nothing): pools in use cannot be removed.
   // Set before the admin service is served.
   void SetPoolUser(std::function<std::string(PoolId)> user) { pool_user_ = std::move(user); }
+  // Whether this daemon would rather another one managed the maps now (it
+  // holds a rank and a standby is alive: a leader that dies with its rank
+  // costs a takeover the leadership TTL, a standby leader only the
+  // liveness TTL). A leader for which it says true steps down; a candidate
+  // for which it says true gives the others kDeferFor to win first.
+  void SetDeferLeadership(std::function<bool()> defer) ABSL_LOCKS_EXCLUDED(mu_);
+  static constexpr absl::Duration kDeferFor = absl::Seconds(2);
+  // Leaves the leadership to another daemon within a second, and does not
+  // campaign for `how_long` (`weft mds fail` of the map manager itself).
+  void StepDown(absl::Duration how_long) ABSL_LOCKS_EXCLUDED(mu_);
 
   // `weft status`, computed from the map and the OSDs' published statistics.
   absl::Status Status(pb::StatusReply* reply);
+  // More health checks for Status (the MDS daemons'), before it sums them up.
+  void SetExtraHealth(std::function<void(pb::StatusReply*)> add) ABSL_LOCKS_EXCLUDED(mu_);
+  // FailedPrecondition "not the map manager; leader=ADDR".
+  absl::Status NotLeader();
 
  private:
   struct Alive {
@@ -117,6 +131,7 @@ class MapManager {
   void OnMapBytes(const std::string& bytes, int64_t mod_revision);
   void ElectionLoop();
   absl::Status LeadOnce(int64_t lease);
+  bool Defers() ABSL_LOCKS_EXCLUDED(mu_);
   void OnAliveEvents(const std::vector<etcd::WatchEvent>& events);
   void Reconcile();
   // PG -> the first epoch of an interval its primary reported active+clean
@@ -130,7 +145,6 @@ class MapManager {
   // created, OSD created, marked in or out, or back up. Never on "down", so
   // that a short outage moves nothing.
   static void Rebalance(OsdMap* map);
-  absl::Status NotLeader();
   // Applies `change` to a copy of the current map and publishes epoch + 1.
   absl::Status Mutate(const std::function<absl::Status(OsdMap*)>& change);
 
@@ -143,6 +157,9 @@ class MapManager {
   int64_t map_revision_ ABSL_GUARDED_BY(mu_) = 0;
   bool leader_ ABSL_GUARDED_BY(mu_) = false;
   int64_t leader_lease_ ABSL_GUARDED_BY(mu_) = 0;
+  std::function<bool()> defer_ ABSL_GUARDED_BY(mu_);
+  absl::Time step_down_until_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
+  std::function<void(pb::StatusReply*)> extra_health_ ABSL_GUARDED_BY(mu_);
   std::string leader_addr_ ABSL_GUARDED_BY(mu_);
   absl::flat_hash_map<int32_t, Alive> alive_ ABSL_GUARDED_BY(mu_);
   // When a published map last pruned past intervals (every publish does).

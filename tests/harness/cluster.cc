@@ -21,6 +21,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
 #include "common/log/log.h"
 #include "common/placement/placement.h"
@@ -154,7 +155,10 @@ absl::Status Cluster::Boot() {
   if (mkdtemp(tmpl) == nullptr) return ErrnoToStatus(errno, "mkdtemp");
   dir_ = tmpl;
   ASSIGN_OR_RETURN(etcd_, EtcdProcess::Start(dir_));
-  mds_addr_ = absl::StrCat("127.0.0.1:", FreePort());
+  for (int i = 0; i < std::max(1, options_.mds); ++i) {
+    mds_addrs_.push_back(absl::StrCat("127.0.0.1:", FreePort()));
+  }
+  mds_.resize(mds_addrs_.size());
   if (options_.metrics) {
     mds_metrics_addr_ = absl::StrCat("127.0.0.1:", FreePort());
     for (int i = 0; i < options_.osds; ++i) {
@@ -166,7 +170,10 @@ absl::Status Cluster::Boot() {
     std::ofstream conf(conf_path_);
     conf << "fsid = test-" << getpid() << "-" << absl::ToUnixMicros(absl::Now()) << "\n"
          << "etcd = " << etcd_->Endpoint() << "\n"
-         << "mds = " << mds_addr_ << "\n"
+         << "mds = " << absl::StrJoin(mds_addrs_, ", ") << "\n"
+         // As the leadership TTL below: a killed MDS's name is free again,
+         // and its rank handed on, within 3 s.
+         << "mds_beacon_grace = 3\n"
          << "osd_lease_ttl_s = " << options_.osd_lease_ttl_s << "\n"
          << "osd_stats_interval_ms = 500\n"
          // A small reserve: every test cluster's files are removed at its end,
@@ -186,7 +193,7 @@ absl::Status Cluster::Boot() {
   }
   CommandResult init = Weft({"cluster", "init", "--failure-domain", options_.failure_domain});
   if (init.code != 0) return absl::InternalError("weft cluster init: " + init.output);
-  RETURN_IF_ERROR(StartMds());
+  for (int i = 0; i < mds_count(); ++i) RETURN_IF_ERROR(StartMds(i));
   for (int i = 0; i < options_.osds; ++i) RETURN_IF_ERROR(AddOsd().status());
   return WaitOsdsUp(options_.osds, absl::Seconds(30));
 }
@@ -209,7 +216,7 @@ absl::StatusOr<int> Cluster::AddOsd() {
 
 Cluster::~Cluster() {
   for (auto& osd : osds_) osd.reset();
-  mds_.reset();
+  for (auto& mds : mds_) mds.reset();
   etcd_.reset();
   const char* keep = std::getenv("WEFT_KEEP_TEST_DIR");
   if (!dir_.empty() && (keep == nullptr || *keep == '\0')) {
@@ -218,47 +225,68 @@ Cluster::~Cluster() {
   }
 }
 
-absl::Status Cluster::StartMds() {
-  mds_.reset();
-  std::vector<std::string> argv = {BinPath("weft-mds"), "--name", "a", "-c", conf_path_,
-                                   "--lease_ttl_s", "3"};
-  if (!mds_metrics_addr_.empty()) argv.insert(argv.end(), {"--metrics", mds_metrics_addr_});
-  ASSIGN_OR_RETURN(mds_, Process::Spawn(argv, MdsLogPath()));
+absl::Status Cluster::StartMds(int i) {
+  mds_.at(i).reset();
+  std::vector<std::string> argv = {BinPath("weft-mds"), "--name", MdsName(i), "-c", conf_path_,
+                                   "--addr", mds_addrs_.at(i), "--lease_ttl_s", "3"};
+  if (i == 0 && !mds_metrics_addr_.empty()) {
+    argv.insert(argv.end(), {"--metrics", mds_metrics_addr_});
+  }
+  ASSIGN_OR_RETURN(mds_[i], Process::Spawn(argv, MdsLogPath(i)));
   // The MDS answers once it has read the map.
   CommandResult ls;
-  for (int i = 0; i < 100; ++i) {
+  for (int n = 0; n < 100; ++n) {
     ls = Weft({"osd", "ls"});
     if (ls.code == 0) return absl::OkStatus();
     absl::SleepFor(absl::Milliseconds(100));
   }
   return absl::InternalError(absl::StrCat("weft-mds did not come up: ", ls.output,
-                                          "; its log: ", LogTail(MdsLogPath(), 5)));
+                                          "; its log: ", LogTail(MdsLogPath(i), 5)));
 }
 
-void Cluster::KillMds() { (void)SignalMds(SIGKILL); }
+void Cluster::KillMds(int i) { (void)SignalMds(SIGKILL, i); }
 
-int Cluster::SignalMds(int sig) {
-  if (!mds_) return -1;
-  mds_->Kill(sig);
-  return mds_->Wait();
+int Cluster::SignalMds(int sig, int i) {
+  if (!mds_.at(i)) return -1;
+  mds_[i]->Kill(sig);
+  return mds_[i]->Wait();
 }
 
-void Cluster::StopMds() {
-  if (mds_) {
-    mds_->Kill(SIGTERM);
-    mds_->Wait();
+void Cluster::SendMds(int sig, int i) {
+  if (mds_.at(i)) mds_[i]->Kill(sig);
+}
+
+void Cluster::StopMds(int i) {
+  if (mds_.at(i)) {
+    mds_[i]->Kill(SIGTERM);
+    mds_[i]->Wait();
   }
 }
 
-bool Cluster::MdsRunning() { return mds_ && mds_->Running(); }
+bool Cluster::MdsRunning(int i) { return mds_.at(i) && mds_[i]->Running(); }
+
+int Cluster::ActiveMds(const std::string& fs) {
+  client::FsAdmin admin(mds_addrs_, 5000);
+  auto map = admin.FsList();
+  if (!map.ok()) return -1;
+  for (const pb::FsInfo& info : map->filesystems()) {
+    if (info.name() != fs) continue;
+    for (int i = 0; i < mds_count(); ++i) {
+      if (info.rank0().name() == MdsName(i)) return i;
+    }
+  }
+  return -1;
+}
 
 absl::Status Cluster::RestartAll(bool crash, absl::Duration timeout) {
   // The MDS first: an orderly MDS flushes its journal and cache to the OSDs.
   const absl::Time stop_start = absl::Now();
-  if (crash) {
-    KillMds();
-  } else {
-    StopMds();
+  for (int i = 0; i < mds_count(); ++i) {
+    if (crash) {
+      KillMds(i);
+    } else {
+      StopMds(i);
+    }
   }
   const absl::Duration mds_stop = absl::Now() - stop_start;
   for (int i = 0; i < static_cast<int>(osds_.size()); ++i) {
@@ -271,7 +299,7 @@ absl::Status Cluster::RestartAll(bool crash, absl::Duration timeout) {
   LOG(INFO) << "event=restart_all crash=" << crash << " mds_stop=" << mds_stop
             << " osds_stop=" << (absl::Now() - stop_start - mds_stop);
   RETURN_IF_ERROR(etcd_->Restart());  // etcd only stops with SIGKILL
-  RETURN_IF_ERROR(StartMds());
+  for (int i = 0; i < mds_count(); ++i) RETURN_IF_ERROR(StartMds(i));
   for (int i = 0; i < static_cast<int>(osds_.size()); ++i) RETURN_IF_ERROR(StartOsd(i));
   const absl::Time deadline = absl::Now() + timeout;
   RETURN_IF_ERROR(WaitOsdsUp(static_cast<int>(osds_.size()), deadline - absl::Now()));

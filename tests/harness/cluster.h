@@ -1,4 +1,5 @@
-// A real Weft cluster for tests: etcd, one weft-mds and N weft-osd processes
+// A real Weft cluster for tests: etcd, M weft-mds (one by default; named a,
+// b, c, ...: the first holds the ranks, the others wait as standbys) and N weft-osd processes
 // on 127.0.0.1 in a temporary directory. Everything is killed (SIGKILL, by
 // PID, then reaped) and the directory removed when the Cluster is destroyed,
 // including when a test assertion fails; every daemon also runs with
@@ -27,6 +28,7 @@ namespace weft::testing {
 
 struct ClusterOptions {
   int osds = 3;
+  int mds = 1;  // MDS daemons, started in order: the first takes the ranks
   int64_t osd_lease_ttl_s = 3;
   int64_t down_out_interval_s = 600;
   std::string failure_domain = "osd";
@@ -88,7 +90,7 @@ class Cluster {
 
   const std::string& dir() const { return dir_; }
   const std::string& conf_path() const { return conf_path_; }
-  std::vector<std::string> mds_addrs() const { return {mds_addr_}; }
+  std::vector<std::string> mds_addrs() const { return mds_addrs_; }
   int osd_id(int i) const { return osd_ids_.at(i); }
   std::string OsdDataDir(int i) const;
   // Where the daemons serve metrics (ClusterOptions::metrics), "host:port".
@@ -98,15 +100,23 @@ class Cluster {
   // `weft -c <conf> args...`
   CommandResult Weft(const std::vector<std::string>& args) const;
 
-  // The MDS: restart after a kill, as an operator would.
-  absl::Status StartMds();
-  void KillMds();  // SIGKILL
-  // Sends `sig` to the MDS and waits for it to end; its exit code (128+signal
+  // MDS daemon `i` (name MdsName(i)): restart after a kill, as an operator
+  // would. Returns once the daemon answers (a standby, or replaying).
+  absl::Status StartMds(int i = 0);
+  void KillMds(int i = 0);  // SIGKILL
+  // Sends `sig` to MDS `i` and waits for it to end; its exit code (128+signal
   // if the signal ended it), -1 if it was not running.
-  int SignalMds(int sig);
-  std::string MdsLogPath() const { return dir_ + "/mds.a.log"; }
-  void StopMds();  // SIGTERM and wait
-  bool MdsRunning();
+  int SignalMds(int sig, int i = 0);
+  // Sends `sig` (SIGSTOP, SIGCONT) to MDS `i` without waiting.
+  void SendMds(int sig, int i = 0);
+  static std::string MdsName(int i) { return std::string(1, static_cast<char>('a' + i)); }
+  std::string MdsLogPath(int i = 0) const { return dir_ + "/mds." + MdsName(i) + ".log"; }
+  int mds_count() const { return static_cast<int>(mds_.size()); }
+  void StopMds(int i = 0);  // SIGTERM and wait
+  bool MdsRunning(int i = 0);
+  // The index of the MDS daemon holding rank 0 of `fs` by the fsmap, -1 if
+  // none of the harness's does.
+  int ActiveMds(const std::string& fs);
 
   // Stops every daemon (the MDS, the OSDs, then etcd) and starts them all
   // again on the same data directories and addresses: with SIGTERM as an
@@ -168,11 +178,11 @@ class Cluster {
   const ClusterOptions options_;
   std::string dir_;
   std::string conf_path_;
-  std::string mds_addr_;
-  std::string mds_metrics_addr_;
+  std::vector<std::string> mds_addrs_;
+  std::string mds_metrics_addr_;  // MDS 0's
   std::vector<std::string> osd_metrics_addrs_;
   std::unique_ptr<EtcdProcess> etcd_;
-  std::unique_ptr<Process> mds_;
+  std::vector<std::unique_ptr<Process>> mds_;
   std::vector<int> osd_ids_;
   std::vector<std::unique_ptr<Process>> osds_;
 };
