@@ -215,10 +215,12 @@ bool MdsDaemon::Mine(const pb::FsRank& rank) const {
 void MdsDaemon::AssignRanks() {
   const pb::FsMap map = fsmap_->map();
   std::vector<pb::MdsAlive> alive = registry_->daemons();
+  absl::flat_hash_set<std::string> failed;
   {
     absl::MutexLock lock(&mu_);
-    std::erase_if(alive, [&](const pb::MdsAlive& d) { return failed_.contains(d.client()); });
+    failed = failed_;
   }
+  std::erase_if(alive, [&](const pb::MdsAlive& d) { return failed.contains(d.client()); });
   auto holds = [&](const pb::MdsAlive& d) {
     size_t n = 0;
     for (const pb::FsInfo& fs : map.filesystems()) {

@@ -87,9 +87,11 @@ void MetaClient::UseAddress(const std::string& addr) {
 
 void MetaClient::MapLoop() {
   pb::FsListRequest req;
+  // The bootstrap list, and every daemon the map shows alive since.
+  std::vector<std::string> addrs = options_.mds_addrs;
   for (size_t next = 0;; ++next) {
     grpc::ClientContext ctx;
-    const std::string addr = options_.mds_addrs[next % options_.mds_addrs.size()];
+    const std::string addr = addrs[next % addrs.size()];
     {
       absl::MutexLock lock(&mu_);
       if (closed_) return;
@@ -105,6 +107,9 @@ void MetaClient::MapLoop() {
         map_heard_ = absl::Now();
       }
       if (!rpc::FromProto(reply.status()).ok()) break;  // starting or stopping: another
+      for (const pb::MdsAlive& d : reply.daemons()) {
+        if (std::find(addrs.begin(), addrs.end(), d.addr()) == addrs.end()) addrs.push_back(d.addr());
+      }
       for (const pb::FsInfo& fs : reply.fsmap().filesystems()) {
         if (fs.name() == options_.fs && !fs.rank0().addr().empty()) UseAddress(fs.rank0().addr());
       }
@@ -114,7 +119,7 @@ void MetaClient::MapLoop() {
     map_ctx_ = nullptr;
     if (closed_) return;
     // The next address; a pause once round the list (none answers).
-    if ((next + 1) % options_.mds_addrs.size() == 0 &&
+    if ((next + 1) % addrs.size() == 0 &&
         mu_.AwaitWithTimeout(absl::Condition(&closed_), absl::Milliseconds(200))) {
       return;
     }

@@ -162,7 +162,8 @@ class MetaClient {
   std::shared_ptr<grpc::Channel> Channel();
   void RenewLoop();
   // Follows the fsmap by push (Filesystems.WatchFsMap) from any MDS of the
-  // list, taking the next when one stays silent past kMapSilence (frozen);
+  // list or that the map showed alive, taking the next when one stays
+  // silent past kMapSilence (frozen);
   // when rank 0 moves, points the calls there and cancels those waiting on
   // the old address (CallWithTid sends them again).
   void MapLoop();

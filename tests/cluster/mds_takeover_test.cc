@@ -160,6 +160,13 @@ bool FsStatusShows(Cluster& cluster, const std::string& want, absl::Duration tim
   return false;
 }
 
+// Two MDS daemons: mds.a holds rank 0, mds.b stands by.
+ClusterOptions TwoMds() {
+  ClusterOptions options;
+  options.mds = 2;
+  return options;
+}
+
 // Four writers (two per mount) in their own directories; `fault` is done to
 // the active MDS `active` once they run, and returns when the test may let
 // them go on; then they run one more second. Checks every writer's
@@ -206,15 +213,16 @@ void RunWritersThrough(TwoMountFixture& f, int active, const std::function<void(
 
 TEST_CASE("mds takeover: a standby takes rank 0 from a killed active - four writers on two "
           "mounts lose nothing and see no error", "[mds][ha][fuse]") {
-  ClusterOptions options;
-  options.mds = 2;
-  TwoMountFixture f(options);
+  TwoMountFixture f(TwoMds());
   const int active = f.cluster->ActiveMds("fs1");
   REQUIRE(active == 0);
   std::string status;
-  INFO(status);
-  REQUIRE(FsStatusShows(*f.cluster, "b (", absl::Seconds(10), &status));
-  CHECK(absl::StrContains(status, "standby"));
+  {
+    const bool shown = FsStatusShows(*f.cluster, "b (", absl::Seconds(10), &status);
+    INFO(status);
+    REQUIRE(shown);
+    CHECK(absl::StrContains(status, "standby"));
+  }
 
   std::atomic<int64_t> kill_ns{0};
   RunWritersThrough(f, active, [&] {
@@ -225,9 +233,12 @@ TEST_CASE("mds takeover: a standby takes rank 0 from a killed active - four writ
 
   // The killed daemon comes back as a standby; the rank stays where it is.
   REQUIRE(f.cluster->StartMds(0).ok());
-  INFO(status);
-  CHECK(FsStatusShows(*f.cluster, "a (127.0.0.1", absl::Seconds(15), &status));
-  CHECK(absl::StrContains(status, "standby"));
+  {
+    const bool shown = FsStatusShows(*f.cluster, "a (127.0.0.1", absl::Seconds(15), &status);
+    INFO(status);
+    CHECK(shown);
+    CHECK(absl::StrContains(status, "standby"));
+  }
   CHECK(f.cluster->ActiveMds("fs1") == 1);
   CommandResult top = f.cluster->Weft({"status"});
   INFO(top.output);
@@ -236,9 +247,7 @@ TEST_CASE("mds takeover: a standby takes rank 0 from a killed active - four writ
 
 TEST_CASE("mds takeover: a frozen active is replaced - woken up it serves nothing and rejoins as "
           "a standby", "[mds][ha][fuse]") {
-  ClusterOptions options;
-  options.mds = 2;
-  TwoMountFixture f(options);
+  TwoMountFixture f(TwoMds());
   const int active = f.cluster->ActiveMds("fs1");
   REQUIRE(active == 0);
   std::atomic<int64_t> kill_ns{0};
@@ -255,9 +264,12 @@ TEST_CASE("mds takeover: a frozen active is replaced - woken up it serves nothin
 
   f.cluster->SendMds(SIGCONT, active);
   std::string status;
-  INFO(status);
-  CHECK(FsStatusShows(*f.cluster, "a (127.0.0.1", absl::Seconds(20), &status));
-  CHECK(absl::StrContains(status, "standby"));
+  {
+    const bool shown = FsStatusShows(*f.cluster, "a (127.0.0.1", absl::Seconds(20), &status);
+    INFO(status);
+    CHECK(shown);
+    CHECK(absl::StrContains(status, "standby"));
+  }
   auto log = ReadWholeFile(f.cluster->MdsLogPath(active));
   REQUIRE(log.ok());
   CHECK(absl::StrContains(*log, "event=restart reason=liveness_lease_lost"));
@@ -270,9 +282,7 @@ TEST_CASE("mds takeover: a frozen active is replaced - woken up it serves nothin
 
 TEST_CASE("mds takeover: weft mds fail hands rank 0 to the standby - health says when standbys "
           "are missing", "[mds][ha][fuse]") {
-  ClusterOptions options;
-  options.mds = 2;
-  MountFixture f(options);
+  MountFixture f(TwoMds());
   REQUIRE(f.cluster->ActiveMds("fs1") == 0);
   REQUIRE(mkdir(f.P("before").c_str(), 0755) == 0);
   CommandResult set = f.cluster->Weft({"fs", "set", "fs1", "standby_count_wanted", "1"});
@@ -296,8 +306,11 @@ TEST_CASE("mds takeover: weft mds fail hands rank 0 to the standby - health says
     CHECK(absl::StrContains(r.output, want));
   }
   std::string status;
-  INFO(status);
-  REQUIRE(FsStatusShows(*f.cluster, "b (", absl::Seconds(10), &status));
+  {
+    const bool shown = FsStatusShows(*f.cluster, "b (", absl::Seconds(10), &status);
+    INFO(status);
+    REQUIRE(shown);
+  }
 
   CommandResult failed = f.cluster->Weft({"mds", "fail", "fs1:0"});
   INFO(failed.output);
@@ -313,8 +326,12 @@ TEST_CASE("mds takeover: weft mds fail hands rank 0 to the standby - health says
   struct stat st;
   CHECK(stat(f.P("before").c_str(), &st) == 0);
   CHECK(mkdir(f.P("after").c_str(), 0755) == 0);
-  CHECK(FsStatusShows(*f.cluster, "a (127.0.0.1", absl::Seconds(20), &status));
-  CHECK(absl::StrContains(status, "standby"));
+  {
+    const bool shown = FsStatusShows(*f.cluster, "a (127.0.0.1", absl::Seconds(20), &status);
+    INFO(status);
+    CHECK(shown);
+    CHECK(absl::StrContains(status, "standby"));
+  }
   auto log = ReadWholeFile(f.cluster->MdsLogPath(0));
   REQUIRE(log.ok());
   CHECK(absl::StrContains(*log, "event=restart reason=blocklisted"));
