@@ -1,6 +1,7 @@
 #include "fuse-client/lib/admin_client.h"
 
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
 #include "common/status/status.h"
 
 namespace weft::client {
@@ -10,7 +11,10 @@ absl::Status CallLeader(const std::vector<std::string>& mds_addrs,
                                                          std::string* leader)>& fn) {
   std::vector<std::string> todo = mds_addrs;
   absl::Status last = absl::UnavailableError("no MDS address configured");
-  for (size_t i = 0; i < todo.size() && i < 8; ++i) {
+  // Leadership moves now and then (a rank holder leaves the maps to a
+  // standby): while no leader is elected, ask again for up to 5 s.
+  const absl::Time deadline = absl::Now() + absl::Seconds(5);
+  for (size_t i = 0; i < todo.size() && i < 32; ++i) {
     std::string leader;
     absl::Status status = fn(todo[i], &leader);
     if (absl::IsFailedPrecondition(status) &&
@@ -21,6 +25,12 @@ absl::Status CallLeader(const std::vector<std::string>& mds_addrs,
       }
       if (!leader.empty() && leader != "none") {
         todo.push_back(leader);
+        last = status;
+        continue;
+      }
+      if (absl::Now() < deadline) {
+        absl::SleepFor(absl::Milliseconds(250));
+        todo.push_back(todo[i]);
         last = status;
         continue;
       }
