@@ -233,28 +233,21 @@ grpc::Status FilesystemsService::MdsFail(grpc::ServerContext*, const pb::MdsFail
   return grpc::Status::OK;
 }
 
-// Sends when the epoch or the daemons changed, or kWatchHeartbeat passed,
-// checking every 100 ms (a wait on the fsmap); ends when the client goes or
-// the daemon stops.
+// Sends at once when the fsmap's epoch changes (where the ranks are), and
+// with each kWatchHeartbeat (the live daemons, and a sign of life); one
+// wait per send, no polling: every client holds one of these. Ends when
+// the client goes or the daemon stops.
 grpc::Status FilesystemsService::WatchFsMap(grpc::ServerContext* ctx,
                                             const pb::FsListRequest* req,
                                             grpc::ServerWriter<pb::FsListReply>* writer) {
-  uint64_t sent_epoch = 0, sent_daemons = 0;
-  absl::Time sent_at = absl::InfinitePast();
   while (!ctx->IsCancelled()) {
-    MdsDaemon* d = daemon_->load();
-    if (d == nullptr) return grpc::Status(grpc::StatusCode::UNAVAILABLE, "the MDS is stopping");
-    const uint64_t epoch = fsmap_->map().epoch();
-    const uint64_t daemons = d->registry()->generation();
-    if (epoch != sent_epoch || daemons != sent_daemons || absl::Now() - sent_at >= kWatchHeartbeat) {
-      pb::FsListReply reply;
-      (void)FsList(ctx, req, &reply);
-      if (!writer->Write(reply)) break;
-      sent_epoch = epoch;
-      sent_daemons = daemons;
-      sent_at = absl::Now();
+    pb::FsListReply reply;
+    (void)FsList(ctx, req, &reply);
+    if (!rpc::FromProto(reply.status()).ok()) {
+      return grpc::Status(grpc::StatusCode::UNAVAILABLE, "the MDS is not serving");
     }
-    fsmap_->WaitNewer(sent_epoch, absl::Milliseconds(100));
+    if (!writer->Write(reply)) break;
+    fsmap_->WaitNewer(reply.fsmap().epoch(), kWatchHeartbeat);
   }
   return grpc::Status::OK;
 }

@@ -11,7 +11,6 @@
 #include <signal.h>
 #include <unistd.h>
 
-#include <cctype>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -68,14 +67,6 @@ int Fail(const std::string& what) {
   std::abort();
 }
 
-// Names go into etcd keys and logs.
-bool ValidName(const std::string& name) {
-  if (name.empty() || name.size() > 64) return false;
-  for (char c : name) {
-    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '_' && c != '.') return false;
-  }
-  return true;
-}
 
 }  // namespace
 
@@ -110,7 +101,7 @@ int main(int argc, char** argv) {
   }
   weft::mds::ManagerOptions options;
   options.name = absl::GetFlag(FLAGS_name);
-  if (!ValidName(options.name)) {
+  if (!weft::IsPlainName(options.name, 64)) {
     return Fail("--name must be 1..64 letters, digits, '-', '_' or '.'");
   }
   auto beacon_grace = config->GetInt("mds_beacon_grace", 4);

@@ -6,6 +6,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "common/fs/mds_roles.h"
 #include "common/log/log.h"
 #include "common/status/status.h"
 
@@ -221,24 +222,14 @@ void MdsDaemon::AssignRanks() {
     failed = failed_;
   }
   std::erase_if(alive, [&](const pb::MdsAlive& d) { return failed.contains(d.client()); });
-  auto holds = [&](const pb::MdsAlive& d) {
-    size_t n = 0;
-    for (const pb::FsInfo& fs : map.filesystems()) {
-      n += fs.rank0().name() == d.name() && fs.rank0().client() == d.client();
-    }
-    return n;
-  };
   for (const pb::FsInfo& fs : map.filesystems()) {
     const pb::FsRank& holder = fs.rank0();
-    const bool holder_alive = std::any_of(alive.begin(), alive.end(), [&](const pb::MdsAlive& d) {
-      return d.name() == holder.name() && d.client() == holder.client();
-    });
-    if (holder_alive) continue;
+    if (fs::RankServed(holder, alive)) continue;
     // The live daemon holding the fewest ranks, by name: a standby if any.
     const pb::MdsAlive* next = nullptr;
     size_t fewest = SIZE_MAX;
     for (const pb::MdsAlive& d : alive) {
-      if (const size_t n = holds(d); n < fewest) {
+      if (const size_t n = fs::RanksHeldBy(map, d).size(); n < fewest) {
         next = &d;
         fewest = n;
       }
@@ -306,14 +297,8 @@ void MdsDaemon::FollowAssignments() {
     }
     // Every OSD refuses the previous holder before this one writes: its
     // requests carry at least the epoch that blocklists it.
-    const absl::Time deadline = absl::Now() + absl::Seconds(30);
-    for (auto m = objects_->map(); m->epoch < fs.rank0().fence_epoch(); m = objects_->map()) {
-      if (absl::Now() >= deadline) break;
-      objects_->WaitNewer(m->epoch, absl::Milliseconds(200));
-    }
-    if (objects_->map()->epoch < fs.rank0().fence_epoch()) {
-      LOG(ERROR) << "event=rank_start_deferred fs=" << fs.name() << " reason=no_fence_epoch epoch="
-                 << fs.rank0().fence_epoch();
+    if (absl::Status fenced = WaitForEpoch(fs.rank0().fence_epoch()); !fenced.ok()) {
+      LOG(ERROR) << "event=rank_start_deferred fs=" << fs.name() << " status="" << fenced << """;
       continue;
     }
     const uint32_t fs_id = fs.id();
@@ -344,11 +329,7 @@ bool MdsDaemon::WouldRatherNotLead() {
   }
   const pb::FsMap map = fsmap_->map();
   for (const pb::MdsAlive& d : registry_->daemons()) {
-    bool holds = false;
-    for (const pb::FsInfo& fs : map.filesystems()) {
-      holds |= fs.rank0().name() == d.name() && fs.rank0().client() == d.client();
-    }
-    if (!holds) return true;
+    if (fs::RanksHeldBy(map, d).empty()) return true;
   }
   return false;
 }
@@ -380,6 +361,11 @@ absl::StatusOr<uint64_t> MdsDaemon::Fence(const std::string& client) {
   }
   const int64_t expires_ms = absl::ToUnixMillis(absl::Now() + absl::Hours(24));
   ASSIGN_OR_RETURN(uint64_t epoch, BlocklistAdd(client, expires_ms));
+  RETURN_IF_ERROR(WaitForEpoch(epoch));
+  return epoch;
+}
+
+absl::Status MdsDaemon::WaitForEpoch(uint64_t epoch) {
   const absl::Time deadline = absl::Now() + absl::Seconds(30);
   for (auto map = objects_->map(); map->epoch < epoch; map = objects_->map()) {
     if (absl::Now() >= deadline) {
@@ -388,7 +374,7 @@ absl::StatusOr<uint64_t> MdsDaemon::Fence(const std::string& client) {
     }
     objects_->WaitNewer(map->epoch, absl::Seconds(1));
   }
-  return epoch;
+  return absl::OkStatus();
 }
 
 absl::StatusOr<uint64_t> MdsDaemon::BlocklistAdd(const std::string& client, int64_t expires_ms) {
@@ -563,16 +549,9 @@ void MdsDaemon::AddHealthChecks(pb::StatusReply* reply) {
   const pb::FsMap map = fsmap_->map();
   const std::vector<pb::MdsAlive> alive = registry_->daemons();
   size_t standbys = 0;
-  for (const pb::MdsAlive& d : alive) {
-    bool holds = false;
-    for (const pb::FsInfo& fs : map.filesystems()) holds |= fs.rank0().client() == d.client();
-    standbys += !holds;
-  }
+  for (const pb::MdsAlive& d : alive) standbys += fs::RanksHeldBy(map, d).empty();
   for (const pb::FsInfo& fs : map.filesystems()) {
-    const bool served = std::any_of(alive.begin(), alive.end(), [&](const pb::MdsAlive& d) {
-      return d.name() == fs.rank0().name() && d.client() == fs.rank0().client();
-    });
-    if (!served) {
+    if (!fs::RankServed(fs.rank0(), alive)) {
       auto* check = reply->add_checks();
       check->set_severity("ERR");
       check->set_code("MDS_RANK_DOWN");

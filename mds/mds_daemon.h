@@ -101,11 +101,14 @@ class MdsDaemon {
   void FollowAssignments();
   bool Mine(const pb::FsRank& rank) const;
   // Blocklists the previous holder of `fs`'s rank 0 (see mds_daemon.cc);
-  // returns the epoch that says so (0: nothing to fence).
+  // returns the epoch that says so (with nothing to fence, the epoch this
+  // daemon has).
   absl::StatusOr<uint64_t> FenceHolder(const pb::FsInfo& fs);
   // Blocklists `client` (an OSD identity) for a day and waits until this
   // daemon's object client has the map that says so; returns its epoch.
   absl::StatusOr<uint64_t> Fence(const std::string& client);
+  // Until this daemon's object client has osdmap `epoch` (at most 30 s).
+  absl::Status WaitForEpoch(uint64_t epoch);
   // The map manager's BlocklistAdd, here or on the leader over gRPC.
   absl::StatusOr<uint64_t> BlocklistAdd(const std::string& client, int64_t expires_ms);
   RankOptions RankOptionsFor(const pb::FsInfo& fs);

@@ -130,6 +130,16 @@ absl::StatusOr<std::vector<std::string>> Config::MdsAddresses() const {
 
 std::string ClusterPrefix(absl::string_view fsid) { return absl::StrCat("/weft/", fsid, "/"); }
 
+bool IsPlainName(absl::string_view name, size_t max_len) {
+  if (name.empty() || name.size() > max_len) return false;
+  for (char c : name) {
+    if (!absl::ascii_isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '_' && c != '.') {
+      return false;
+    }
+  }
+  return true;
+}
+
 absl::StatusOr<uint64_t> ParseSize(absl::string_view text, uint64_t max) {
   auto bad = [&] {
     return ErrnoError(absl::StatusCode::kInvalidArgument, EINVAL,

@@ -51,4 +51,9 @@ class Config {
 // The etcd key prefix of a cluster: "/weft/<fsid>/".
 std::string ClusterPrefix(absl::string_view fsid);
 
+// 1..max_len letters, digits, '-', '_' and '.': the names of pools,
+// filesystems and MDS daemons, which go into etcd keys, object names and
+// logs as they are.
+bool IsPlainName(absl::string_view name, size_t max_len);
+
 }  // namespace weft

@@ -9,9 +9,11 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
+#include "common/fs/mds_roles.h"
 #include "common/cluster_map/osd_map.h"
 #include "common/etcd/etcd_client.h"
 #include "fuse-client/cli/commands.h"
@@ -65,14 +67,13 @@ std::string HumanBytes(uint64_t bytes) {
 void PrintMdsDaemons(const pb::FsListReply& listed) {
   std::string holders, standbys;
   for (const pb::MdsAlive& d : listed.daemons()) {
-    bool holds = false;
-    for (const pb::FsInfo& fs : listed.fsmap().filesystems()) {
-      if (fs.rank0().name() == d.name() && fs.rank0().client() == d.client()) {
-        absl::StrAppend(&holders, holders.empty() ? "" : ", ", d.name(), " holds rank 0 of ", fs.name());
-        holds = true;
-      }
+    const std::vector<std::string> held = fs::RanksHeldBy(listed.fsmap(), d);
+    if (held.empty()) {
+      absl::StrAppend(&standbys, standbys.empty() ? "" : ", ", d.name());
+    } else {
+      absl::StrAppend(&holders, holders.empty() ? "" : ", ", d.name(), " holds rank 0 of ",
+                      absl::StrJoin(held, ", "));
     }
-    if (!holds) absl::StrAppend(&standbys, standbys.empty() ? "" : ", ", d.name());
   }
   std::printf("  mds:     %d up%s%s%s%s\n", listed.daemons_size(), holders.empty() ? "" : ": ",
               holders.c_str(), standbys.empty() ? "" : (holders.empty() ? ": standby " : "; standby "),

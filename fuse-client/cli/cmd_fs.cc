@@ -3,9 +3,11 @@
 
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_format.h"
 #include "absl/time/time.h"
 #include "fuse-client/cli/commands.h"
+#include "common/fs/mds_roles.h"
 #include "common/status/status.h"
 #include "fuse-client/lib/meta_client.h"
 #include "common/objects/object_client.h"
@@ -67,14 +69,9 @@ void PrintDaemons(const pb::FsListReply& listed) {
   std::printf("mds daemons: %d alive, map manager %s\n", listed.daemons_size(),
               listed.leader_addr().empty() ? "(none elected)" : listed.leader_addr().c_str());
   for (const pb::MdsAlive& d : listed.daemons()) {
-    std::string role;
-    for (const pb::FsInfo& fs : listed.fsmap().filesystems()) {
-      if (fs.rank0().name() == d.name() && fs.rank0().client() == d.client()) {
-        absl::StrAppend(&role, role.empty() ? "" : ", ", "rank 0 of ", fs.name());
-      }
-    }
+    const std::vector<std::string> held = fs::RanksHeldBy(listed.fsmap(), d);
     std::printf("  %s (%s): %s\n", d.name().c_str(), d.addr().c_str(),
-                role.empty() ? "standby" : role.c_str());
+                held.empty() ? "standby" : absl::StrCat("rank 0 of ", absl::StrJoin(held, ", ")).c_str());
   }
 }
 

@@ -6,7 +6,6 @@
 #include <cerrno>
 #include <random>
 
-#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "common/caps/cap_bits.h"
@@ -742,32 +741,36 @@ absl::Status FsAdmin::Call(const std::function<absl::Status(pb::Filesystems::Stu
   });
 }
 
-absl::Status FsAdmin::FsNew(const std::string& name, const std::string& metadata_pool,
-                            const std::string& data_pool) {
-  return Call([&](pb::Filesystems::Stub* stub) {
+template <typename Request>
+absl::StatusOr<pb::AdminReply> FsAdmin::AdminCall(AdminMethod<Request> method,
+                                                  const Request& req) {
+  pb::AdminReply out;
+  RETURN_IF_ERROR(Call([&](pb::Filesystems::Stub* stub) {
     grpc::ClientContext ctx;
     ctx.set_deadline(rpc::DeadlineIn(timeout_ms_));
-    pb::FsNewRequest req;
-    req.set_name(name);
-    req.set_metadata_pool(metadata_pool);
-    req.set_data_pool(data_pool);
     pb::AdminReply reply;
-    RETURN_IF_ERROR(rpc::FromGrpc(stub->FsNew(&ctx, req, &reply), "mds"));
-    return rpc::FromProto(reply.status());
-  });
+    RETURN_IF_ERROR(rpc::FromGrpc((stub->*method)(&ctx, req, &reply), "mds"));
+    RETURN_IF_ERROR(rpc::FromProto(reply.status()));
+    out = std::move(reply);
+    return absl::OkStatus();
+  }));
+  return out;
+}
+
+absl::Status FsAdmin::FsNew(const std::string& name, const std::string& metadata_pool,
+                            const std::string& data_pool) {
+  pb::FsNewRequest req;
+  req.set_name(name);
+  req.set_metadata_pool(metadata_pool);
+  req.set_data_pool(data_pool);
+  return AdminCall(&pb::Filesystems::Stub::FsNew, req).status();
 }
 
 absl::Status FsAdmin::FsAddDataPool(const std::string& name, const std::string& data_pool) {
-  return Call([&](pb::Filesystems::Stub* stub) {
-    grpc::ClientContext ctx;
-    ctx.set_deadline(rpc::DeadlineIn(timeout_ms_));
-    pb::FsAddDataPoolRequest req;
-    req.set_name(name);
-    req.set_data_pool(data_pool);
-    pb::AdminReply reply;
-    RETURN_IF_ERROR(rpc::FromGrpc(stub->FsAddDataPool(&ctx, req, &reply), "mds"));
-    return rpc::FromProto(reply.status());
-  });
+  pb::FsAddDataPoolRequest req;
+  req.set_name(name);
+  req.set_data_pool(data_pool);
+  return AdminCall(&pb::Filesystems::Stub::FsAddDataPool, req).status();
 }
 
 absl::StatusOr<pb::FsMap> FsAdmin::FsList() {
@@ -777,47 +780,25 @@ absl::StatusOr<pb::FsMap> FsAdmin::FsList() {
 
 absl::Status FsAdmin::FsSet(const std::string& name, const std::string& key,
                             const std::string& value) {
-  return Call([&](pb::Filesystems::Stub* stub) {
-    grpc::ClientContext ctx;
-    ctx.set_deadline(rpc::DeadlineIn(timeout_ms_));
-    pb::FsSetRequest req;
-    req.set_name(name);
-    req.set_key(key);
-    req.set_value(value);
-    pb::AdminReply reply;
-    RETURN_IF_ERROR(rpc::FromGrpc(stub->FsSet(&ctx, req, &reply), "mds"));
-    return rpc::FromProto(reply.status());
-  });
+  pb::FsSetRequest req;
+  req.set_name(name);
+  req.set_key(key);
+  req.set_value(value);
+  return AdminCall(&pb::Filesystems::Stub::FsSet, req).status();
 }
 
 absl::StatusOr<std::string> FsAdmin::MdsFail(const std::string& who) {
-  // The map manager failing itself steps down and asks to be asked again;
-  // a new one is elected within seconds.
+  pb::MdsFailRequest req;
+  req.set_who(who);
+  // The map manager failing itself steps down and answers UNAVAILABLE: the
+  // next one, elected within seconds, does it when asked again.
   const absl::Time deadline = absl::Now() + absl::Seconds(15);
   for (;;) {
-    absl::StatusOr<std::string> done = MdsFailOnce(who);
-    const bool again = absl::IsUnavailable(done.status()) ||
-                       (absl::IsFailedPrecondition(done.status()) &&
-                        absl::StrContains(done.status().message(), "not the map manager"));
-    if (!again || absl::Now() > deadline) return done;
+    absl::StatusOr<pb::AdminReply> done = AdminCall(&pb::Filesystems::Stub::MdsFail, req);
+    if (done.ok()) return done->message();
+    if (!absl::IsUnavailable(done.status()) || absl::Now() > deadline) return done.status();
     absl::SleepFor(absl::Milliseconds(500));
   }
-}
-
-absl::StatusOr<std::string> FsAdmin::MdsFailOnce(const std::string& who) {
-  std::string done;
-  RETURN_IF_ERROR(Call([&](pb::Filesystems::Stub* stub) {
-    grpc::ClientContext ctx;
-    ctx.set_deadline(rpc::DeadlineIn(timeout_ms_));
-    pb::MdsFailRequest req;
-    req.set_who(who);
-    pb::AdminReply reply;
-    RETURN_IF_ERROR(rpc::FromGrpc(stub->MdsFail(&ctx, req, &reply), "mds"));
-    RETURN_IF_ERROR(rpc::FromProto(reply.status()));
-    done = reply.message();
-    return absl::OkStatus();
-  }));
-  return done;
 }
 
 absl::StatusOr<pb::FsListReply> FsAdmin::FsListWithDaemons() {

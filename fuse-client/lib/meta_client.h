@@ -264,7 +264,14 @@ class FsAdmin {
 
  private:
   absl::Status Call(const std::function<absl::Status(pb::Filesystems::Stub*)>& fn);
-  absl::StatusOr<std::string> MdsFailOnce(const std::string& who);
+  // One of the Filesystems service's calls answered with an AdminReply
+  // (FsNew, FsAddDataPool, FsSet, MdsFail), sent to the map manager; the
+  // reply when its status is OK.
+  template <typename Request>
+  using AdminMethod = grpc::Status (pb::Filesystems::Stub::*)(grpc::ClientContext*, const Request&,
+                                                               pb::AdminReply*);
+  template <typename Request>
+  absl::StatusOr<pb::AdminReply> AdminCall(AdminMethod<Request> method, const Request& req);
 
   std::vector<std::string> mds_addrs_;
   int64_t timeout_ms_;

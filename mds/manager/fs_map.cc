@@ -95,9 +95,7 @@ absl::Status FsMapStore::Mutate(const std::function<absl::Status(pb::FsMap*)>& c
 absl::Status FsMapStore::ValidateNew(const pb::FsMap& fsmap, const OsdMap& osdmap,
                                      const std::string& name, const std::string& metadata_pool,
                                      const std::string& data_pool) {
-  if (name.empty() || name.size() > 64 ||
-      name.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-.") !=
-          std::string::npos) {
+  if (!IsPlainName(name, 64)) {
     return absl::InvalidArgumentError(
         "filesystem names are 1 to 64 characters of letters, digits, '_', '-' and '.'");
   }

@@ -3,12 +3,12 @@
 #include <map>
 #include <set>
 
-#include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
+#include "common/config/config.h"
 #include "common/ec/erasure_code.h"
 #include "common/log/log.h"
 #include "common/placement/placement.h"
@@ -42,15 +42,7 @@ absl::Status ValidateEcProfile(const PoolSpec& spec) {
   return absl::OkStatus();
 }
 
-bool ValidPoolName(const std::string& name) {
-  if (name.empty() || name.size() > 128) return false;
-  for (char c : name) {
-    if (!absl::ascii_isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '_' && c != '.') {
-      return false;
-    }
-  }
-  return true;
-}
+bool ValidPoolName(const std::string& name) { return IsPlainName(name, 128); }
 
 }  // namespace
 

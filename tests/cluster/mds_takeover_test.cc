@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cstring>
@@ -40,8 +41,12 @@ struct WriterState {
   Model model;
   int errors = 0;
   std::string first_error;
-  // When the first call that started after `kill_at` (if set) returned.
-  absl::Time first_after_kill = absl::InfiniteFuture();
+  // The longest a call waited after the fault (from the fault or its own
+  // start, whichever is later): every call in flight when the daemon went
+  // waits for the takeover, so this is the time until service came back
+  // (as bench/takeover_bench.sh measures it).
+  absl::Duration longest_wait_after_fault;
+  long calls_after_fault = 0;
 };
 
 absl::Time KillTime(const std::atomic<int64_t>& kill_ns) {
@@ -57,8 +62,10 @@ void Writer(const std::string& dir, int id, const std::atomic<bool>* stop,
     if (st->errors++ == 0) st->first_error = absl::StrCat(what, ": ", std::strerror(errno));
   };
   auto note = [&](absl::Time started) {
-    if (started > KillTime(*kill_ns) && st->first_after_kill == absl::InfiniteFuture()) {
-      st->first_after_kill = absl::Now();
+    const absl::Time fault = KillTime(*kill_ns), now = absl::Now();
+    if (now > fault) {
+      st->longest_wait_after_fault = std::max(st->longest_wait_after_fault, now - std::max(started, fault));
+      ++st->calls_after_fault;
     }
   };
   for (uint64_t n = 0; !stop->load(); ++n) {
@@ -147,6 +154,11 @@ std::string DiffAgainst(const std::string& dir, const Model& model) {
   return diff;
 }
 
+// The line `weft fs status` shows for MDS `i` standing by.
+std::string StandbyLine(Cluster& cluster, int i) {
+  return absl::StrCat("  ", Cluster::MdsName(i), " (", cluster.mds_addrs()[i], "): standby\n");
+}
+
 // Waits up to `timeout` for `weft fs status` to show `want`.
 bool FsStatusShows(Cluster& cluster, const std::string& want, absl::Duration timeout,
                    std::string* last) {
@@ -192,16 +204,18 @@ void RunWritersThrough(TwoMountFixture& f, int active, const std::function<void(
     absl::SleepFor(absl::Seconds(1));
     stop = true;
   }
-  absl::Time first = absl::InfiniteFuture();
+  absl::Duration takeover;
+  long after = 0;
   for (int w = 0; w < kWriters; ++w) {
     INFO("writer " << w << ": " << states[w].first_error);
     CHECK(states[w].errors == 0);
     CHECK(states[w].model.files.size() > 4);
-    first = std::min(first, states[w].first_after_kill);
+    takeover = std::max(takeover, states[w].longest_wait_after_fault);
+    after += states[w].calls_after_fault;
   }
-  REQUIRE(first != absl::InfiniteFuture());
-  std::printf("takeover: %.2f s from the fault on MDS %s to the first completed request after it\n",
-              absl::ToDoubleSeconds(first - KillTime(*kill_ns)), Cluster::MdsName(active).c_str());
+  REQUIRE(after > 0);  // the writers went on after the takeover
+  std::printf("takeover: the longest call waited %.2f s after the fault on MDS %s\n",
+              absl::ToDoubleSeconds(takeover), Cluster::MdsName(active).c_str());
   for (int w = 0; w < kWriters; ++w) {
     const std::string rel = absl::StrCat("writer", w);
     INFO("writer " << w << " through mount A:" << DiffAgainst(f.P(rel), states[w].model));
@@ -218,10 +232,9 @@ TEST_CASE("mds takeover: a standby takes rank 0 from a killed active - four writ
   REQUIRE(active == 0);
   std::string status;
   {
-    const bool shown = FsStatusShows(*f.cluster, "b (", absl::Seconds(10), &status);
+    const bool shown = FsStatusShows(*f.cluster, StandbyLine(*f.cluster, 1), absl::Seconds(10), &status);
     INFO(status);
     REQUIRE(shown);
-    CHECK(absl::StrContains(status, "standby"));
   }
 
   std::atomic<int64_t> kill_ns{0};
@@ -234,10 +247,9 @@ TEST_CASE("mds takeover: a standby takes rank 0 from a killed active - four writ
   // The killed daemon comes back as a standby; the rank stays where it is.
   REQUIRE(f.cluster->StartMds(0).ok());
   {
-    const bool shown = FsStatusShows(*f.cluster, "a (127.0.0.1", absl::Seconds(15), &status);
+    const bool shown = FsStatusShows(*f.cluster, StandbyLine(*f.cluster, 0), absl::Seconds(15), &status);
     INFO(status);
     CHECK(shown);
-    CHECK(absl::StrContains(status, "standby"));
   }
   CHECK(f.cluster->ActiveMds("fs1") == 1);
   CommandResult top = f.cluster->Weft({"status"});
@@ -265,10 +277,9 @@ TEST_CASE("mds takeover: a frozen active is replaced - woken up it serves nothin
   f.cluster->SendMds(SIGCONT, active);
   std::string status;
   {
-    const bool shown = FsStatusShows(*f.cluster, "a (127.0.0.1", absl::Seconds(20), &status);
+    const bool shown = FsStatusShows(*f.cluster, StandbyLine(*f.cluster, 0), absl::Seconds(20), &status);
     INFO(status);
     CHECK(shown);
-    CHECK(absl::StrContains(status, "standby"));
   }
   auto log = ReadWholeFile(f.cluster->MdsLogPath(active));
   REQUIRE(log.ok());
@@ -307,7 +318,7 @@ TEST_CASE("mds takeover: weft mds fail hands rank 0 to the standby - health says
   }
   std::string status;
   {
-    const bool shown = FsStatusShows(*f.cluster, "b (", absl::Seconds(10), &status);
+    const bool shown = FsStatusShows(*f.cluster, StandbyLine(*f.cluster, 1), absl::Seconds(10), &status);
     INFO(status);
     REQUIRE(shown);
   }
@@ -327,10 +338,9 @@ TEST_CASE("mds takeover: weft mds fail hands rank 0 to the standby - health says
   CHECK(stat(f.P("before").c_str(), &st) == 0);
   CHECK(mkdir(f.P("after").c_str(), 0755) == 0);
   {
-    const bool shown = FsStatusShows(*f.cluster, "a (127.0.0.1", absl::Seconds(20), &status);
+    const bool shown = FsStatusShows(*f.cluster, StandbyLine(*f.cluster, 0), absl::Seconds(20), &status);
     INFO(status);
     CHECK(shown);
-    CHECK(absl::StrContains(status, "standby"));
   }
   auto log = ReadWholeFile(f.cluster->MdsLogPath(0));
   REQUIRE(log.ok());
