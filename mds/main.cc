@@ -60,8 +60,13 @@ int Fail(const std::string& what) {
 
 // This process, fenced or about to be, writes nothing more and runs again
 // from the start: a new object client, a standby.
+// The next incarnation waits for etcd however long it takes (kRestartedEnv):
+// what made this one start over may be a network cut that still stands.
+constexpr char kRestartedEnv[] = "WEFT_MDS_RESTARTED";
+
 [[noreturn]] void StartOver(const std::vector<char*>& argv, const std::string& reason) {
   LOG(ERROR) << "event=restart reason=" << reason << " action=execv";
+  setenv(kRestartedEnv, reason.c_str(), 1);
   execv("/proc/self/exe", argv.data());
   LOG(FATAL) << "execv /proc/self/exe failed: " << std::strerror(errno);
   std::abort();
@@ -130,7 +135,12 @@ int main(int argc, char** argv) {
   signal(SIGPIPE, SIG_IGN);
   weft::log::StartProcess("mds." + options.name);
 
+  // A first start fails fast on a wrong address; a restart keeps trying.
   auto etcd = weft::etcd::Client::Connect(*endpoints, absl::Seconds(5));
+  for (const bool restarted = std::getenv(kRestartedEnv) != nullptr; !etcd.ok() && restarted;) {
+    LOG(WARNING) << "event=etcd_wait status=\"" << etcd.status() << "\"";
+    etcd = weft::etcd::Client::Connect(*endpoints, absl::Seconds(5));
+  }
   if (!etcd.ok()) return Fail(std::string(etcd.status().message()));
   // Unique per incarnation: OSDs answer a request id they have completed
   // from their log without applying it again, so a restarted MDS reusing

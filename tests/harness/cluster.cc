@@ -232,7 +232,9 @@ absl::Status Cluster::StartMds(int i) {
   if (i == 0 && !mds_metrics_addr_.empty()) {
     argv.insert(argv.end(), {"--metrics", mds_metrics_addr_});
   }
-  ASSIGN_OR_RETURN(mds_[i], Process::Spawn(argv, MdsLogPath(i)));
+  const std::vector<std::string>& groups = options_.mds_cgroup_procs;
+  const std::string group = i < static_cast<int>(groups.size()) ? groups[i] : "";
+  ASSIGN_OR_RETURN(mds_[i], Process::Spawn(argv, MdsLogPath(i), group));
   // The MDS answers once it has read the map.
   CommandResult ls;
   for (int n = 0; n < 100; ++n) {

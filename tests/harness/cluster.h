@@ -40,6 +40,9 @@ struct ClusterOptions {
   uint32_t fs_stripe_count = 0;
   // Every daemon serves Prometheus metrics (`--metrics` on a free port).
   bool metrics = false;
+  // MDS daemon i starts in the cgroup whose cgroup.procs is
+  // mds_cgroup_procs[i] when given and not empty (a NetCut's), every time.
+  std::vector<std::string> mds_cgroup_procs = {};
 };
 
 // The data pool CreateFs makes for a filesystem: replicated `size` times, or
