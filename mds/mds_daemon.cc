@@ -111,7 +111,10 @@ MdsDaemon::MdsDaemon(DaemonOptions options, MapManager* manager, FsMapStore* fsm
 
 MdsDaemon::~MdsDaemon() { Stop(); }
 
-void MdsDaemon::Start() { supervisor_ = std::thread([this] { SuperviseLoop(); }); }
+void MdsDaemon::Start() {
+  supervisor_ = std::thread([this] { SuperviseLoop(); });
+  follower_ = std::thread([this] { FollowLoop(); });
+}
 
 void MdsDaemon::Stop() {
   std::map<uint32_t, std::shared_ptr<MdsRank>> ranks;
@@ -121,6 +124,11 @@ void MdsDaemon::Stop() {
     ranks.swap(ranks_);
   }
   if (supervisor_.joinable()) supervisor_.join();
+  if (follower_.joinable()) follower_.join();
+  {
+    absl::MutexLock lock(&mu_);
+    followers_.clear();
+  }
   for (auto& [id, rank] : ranks) rank->Stop();
 }
 
@@ -224,11 +232,19 @@ void MdsDaemon::AssignRanks() {
   std::erase_if(alive, [&](const pb::MdsAlive& d) { return failed.contains(d.client()); });
   for (const pb::FsInfo& fs : map.filesystems()) {
     const pb::FsRank& holder = fs.rank0();
-    if (fs::RankServed(holder, alive)) continue;
-    // The live daemon holding the fewest ranks, by name: a standby if any.
+    if (fs::RankServed(holder, alive)) {
+      AssignFollower(map, fs, alive);
+      continue;
+    }
+    // The rank's standby-replay if it is alive; else the live daemon holding
+    // the fewest ranks, by name: a standby if any.
     const pb::MdsAlive* next = nullptr;
     size_t fewest = SIZE_MAX;
     for (const pb::MdsAlive& d : alive) {
+      if (fs::FollowsRank(holder, d)) {
+        next = &d;
+        break;
+      }
       if (const size_t n = fs::RanksHeldBy(map, d).size(); n < fewest) {
         next = &d;
         fewest = n;
@@ -254,6 +270,8 @@ void MdsDaemon::AssignRanks() {
         r->set_client(next->client());
         r->set_incarnation(r->incarnation() + 1);
         r->set_fence_epoch(*fenced);
+        // The follower holds it now (or follows on, if another took it).
+        if (r->standby_replay().client() == next->client()) r->clear_standby_replay();
       }
       return absl::OkStatus();
     });
@@ -263,8 +281,57 @@ void MdsDaemon::AssignRanks() {
     }
     LOG(INFO) << "event=rank_assigned fs=" << fs.name() << " rank=0 to=" << next->name()
               << " addr=" << next->addr() << " from=" << (holder.name().empty() ? "-" : holder.name())
-              << " reason=holder_not_alive fence_epoch=" << *fenced;
+              << " reason=holder_not_alive standby_replay=" << fs::FollowsRank(holder, *next)
+              << " fence_epoch=" << *fenced;
   }
+}
+
+void MdsDaemon::AssignFollower(const pb::FsMap& map, const pb::FsInfo& fs,
+                               const std::vector<pb::MdsAlive>& alive) {
+  const pb::FsRank& rank = fs.rank0();
+  const bool has = rank.has_standby_replay();
+  bool follower_ok = false;
+  for (const pb::MdsAlive& d : alive) {
+    follower_ok |= fs::FollowsRank(rank, d) && !fs::HoldsRank(rank, d);
+  }
+  if (fs.allow_standby_replay() && has && follower_ok) return;
+  if (!fs.allow_standby_replay() && !has) return;
+  // A live daemon that holds no rank and follows none.
+  const pb::MdsAlive* next = nullptr;
+  if (fs.allow_standby_replay()) {
+    for (const pb::MdsAlive& d : alive) {
+      if (fs::RanksHeldBy(map, d).empty() && fs::RanksFollowedBy(map, d).empty()) {
+        next = &d;
+        break;
+      }
+    }
+    if (next == nullptr && !has) return;
+  }
+  auto status = fsmap_->Mutate([&](pb::FsMap* m) -> absl::Status {
+    for (pb::FsInfo& f : *m->mutable_filesystems()) {
+      if (f.id() != fs.id()) continue;
+      if (f.rank0().client() != rank.client() ||
+          f.rank0().standby_replay().client() != rank.standby_replay().client()) {
+        return absl::AbortedError("the rank changed meanwhile");
+      }
+      pb::MdsRef* follower = f.mutable_rank0()->mutable_standby_replay();
+      if (next == nullptr) {
+        f.mutable_rank0()->clear_standby_replay();
+      } else {
+        follower->set_name(next->name());
+        follower->set_addr(next->addr());
+        follower->set_client(next->client());
+      }
+    }
+    return absl::OkStatus();
+  });
+  if (!status.ok()) {
+    LOG(WARNING) << "event=standby_replay_assign_failed fs=" << fs.name() << " status=\"" << status
+                 << "\"";
+    return;
+  }
+  LOG(INFO) << "event=standby_replay_assigned fs=" << fs.name() << " rank=0 to="
+            << (next == nullptr ? "-" : next->name());
 }
 
 void MdsDaemon::FollowAssignments() {
@@ -298,17 +365,21 @@ void MdsDaemon::FollowAssignments() {
     // Every OSD refuses the previous holder before this one writes: its
     // requests carry at least the epoch that blocklists it.
     if (absl::Status fenced = WaitForEpoch(fs.rank0().fence_epoch()); !fenced.ok()) {
-      LOG(ERROR) << "event=rank_start_deferred fs=" << fs.name() << " status="" << fenced << """;
+      LOG(ERROR) << "event=rank_start_deferred fs=" << fs.name() << " status=\"" << fenced << "\"";
       continue;
     }
-    const uint32_t fs_id = fs.id();
-    RankEnv env;
-    env.objects = objects_;
-    env.capacity = [this] { return CachedCapacity(); };
-    env.data_pools = [this, fs_id] { return DataPoolsOf(fs_id); };
-    env.cluster_full = [this] { return ClusterFull(); };
-    env.fence_client = [this](const std::string& client) { return Fence(client); };
-    auto rank = std::make_shared<MdsRank>(RankOptionsFor(fs), std::move(env));
+    // Standby-replay: the rank this daemon followed has all but the last
+    // events applied already.
+    std::shared_ptr<MdsRank> rank;
+    {
+      absl::MutexLock following(&follow_mu_);
+      absl::MutexLock lock(&mu_);
+      if (auto it = followers_.find(fs.id()); it != followers_.end()) {
+        rank = std::move(it->second);
+        followers_.erase(it);
+      }
+    }
+    if (rank == nullptr) rank = MakeRank(fs);
     const absl::Time t0 = absl::Now();
     absl::Status status = rank->Start();
     if (!status.ok()) {
@@ -319,6 +390,79 @@ void MdsDaemon::FollowAssignments() {
               << fs.rank0().incarnation() << " replay_ms=" << absl::ToInt64Milliseconds(absl::Now() - t0);
     absl::MutexLock lock(&mu_);
     ranks_[fs.id()] = std::move(rank);
+  }
+  // The journals this daemon follows, by the fsmap.
+  const pb::MdsAlive self = registry_->self();
+  absl::MutexLock lock(&mu_);
+  for (auto it = followers_.begin(); it != followers_.end();) {
+    bool still = false;
+    for (const pb::FsInfo& f : map.filesystems()) {
+      still |= f.id() == it->first && fs::FollowsRank(f.rank0(), self) && !Mine(f.rank0());
+    }
+    if (still) {
+      ++it;
+      continue;
+    }
+    LOG(INFO) << "event=standby_replay_stopped fs=" << it->second->fs_name();
+    it = followers_.erase(it);
+  }
+  for (const pb::FsInfo& fs : map.filesystems()) {
+    if (!fs::FollowsRank(fs.rank0(), self) || Mine(fs.rank0()) || followers_.contains(fs.id()) ||
+        stopping_) {
+      continue;
+    }
+    LOG(INFO) << "event=standby_replay_started fs=" << fs.name() << " rank=0 holder="
+              << fs.rank0().name();
+    followers_[fs.id()] = MakeRank(fs);
+  }
+}
+
+std::shared_ptr<MdsRank> MdsDaemon::MakeRank(const pb::FsInfo& fs) {
+  const uint32_t fs_id = fs.id();
+  RankEnv env;
+  env.objects = objects_;
+  env.capacity = [this] { return CachedCapacity(); };
+  env.data_pools = [this, fs_id] { return DataPoolsOf(fs_id); };
+  env.cluster_full = [this] { return ClusterFull(); };
+  env.fence_client = [this](const std::string& client) { return Fence(client); };
+  return std::make_shared<MdsRank>(RankOptionsFor(fs), std::move(env));
+}
+
+// Every kFollowInterval: each followed journal read on; a follower that fell
+// behind, failed, or outgrew the cache limit starts over (a fresh rank: the
+// tables, then the journal from its trim point).
+void MdsDaemon::FollowLoop() {
+  for (;;) {
+    {
+      absl::MutexLock lock(&mu_);
+      auto wake = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return stopping_; };
+      if (mu_.AwaitWithTimeout(absl::Condition(&wake), kFollowInterval)) return;
+    }
+    absl::MutexLock following(&follow_mu_);
+    std::map<uint32_t, std::shared_ptr<MdsRank>> followers;
+    {
+      absl::MutexLock lock(&mu_);
+      followers = followers_;
+    }
+    for (auto& [fs_id, rank] : followers) {
+      absl::StatusOr<uint64_t> followed = rank->Follow();
+      const size_t cached =
+          rank->Inspect([](const MetaCache& cache, const Sessions&, const auto&) {
+            return cache.EstimatedBytes();
+          });
+      if (followed.ok() && cached <= options_.cache_memory_limit_bytes) continue;
+      LOG(WARNING) << "event=standby_replay_restart fs=" << rank->fs_name() << " status=\""
+                   << (followed.ok() ? absl::ResourceExhaustedError("over the cache limit")
+                                     : followed.status())
+                   << "\"";
+      const pb::FsMap map = fsmap_->map();
+      absl::MutexLock lock(&mu_);
+      auto it = followers_.find(fs_id);
+      if (it == followers_.end() || it->second != rank) continue;
+      for (const pb::FsInfo& fs : map.filesystems()) {
+        if (fs.id() == fs_id) it->second = MakeRank(fs);
+      }
+    }
   }
 }
 
@@ -479,13 +623,22 @@ absl::Status MdsDaemon::FsSet(const std::string& name, const std::string& key,
     }
     return absl::OkStatus();  // what it is
   }
-  if (key != "standby_count_wanted") {
+  if (key == "allow_standby_replay" && n > 1) {
     return absl::InvalidArgumentError(
-        absl::StrCat("no setting '", key, "' (standby_count_wanted, max_mds)"));
+        absl::StrCat("allow_standby_replay takes 0 or 1, not '", value, "'"));
+  }
+  if (key != "standby_count_wanted" && key != "allow_standby_replay") {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "no setting '", key, "' (standby_count_wanted, allow_standby_replay, max_mds)"));
   }
   return fsmap_->Mutate([&](pb::FsMap* m) -> absl::Status {
     for (pb::FsInfo& fs : *m->mutable_filesystems()) {
       if (fs.name() != name) continue;
+      if (key == "allow_standby_replay") {
+        if (fs.allow_standby_replay() == (n == 1)) return absl::AlreadyExistsError("unchanged");
+        fs.set_allow_standby_replay(n == 1);
+        return absl::OkStatus();
+      }
       if (fs.standby_count_wanted() == n) return absl::AlreadyExistsError("unchanged");
       fs.set_standby_count_wanted(n);
       return absl::OkStatus();

@@ -97,8 +97,18 @@ class MdsDaemon {
   // Map manager: hands each rank whose holder is not alive to a live
   // daemon, fencing the holder first.
   void AssignRanks();
-  // Starts the ranks the fsmap gives this daemon, stops those it took away.
+  // Map manager: names a standby-replay for `fs`'s rank (a live daemon
+  // holding and following nothing) when the filesystem allows one and its
+  // follower is gone, or clears it when it no longer does.
+  void AssignFollower(const pb::FsMap& map, const pb::FsInfo& fs,
+                      const std::vector<pb::MdsAlive>& alive);
+  // Starts the ranks the fsmap gives this daemon, stops those it took away;
+  // starts and stops following ranks' journals as their standby-replay.
   void FollowAssignments();
+  std::shared_ptr<MdsRank> MakeRank(const pb::FsInfo& fs);
+  // Standby-replay: reads the followed journals on (MdsRank::Follow).
+  void FollowLoop();
+  static constexpr absl::Duration kFollowInterval = absl::Milliseconds(200);
   bool Mine(const pb::FsRank& rank) const;
   // Blocklists the previous holder of `fs`'s rank 0 (see mds_daemon.cc);
   // returns the epoch that says so (with nothing to fence, the epoch this
@@ -129,6 +139,11 @@ class MdsDaemon {
 
   absl::Mutex mu_;
   std::map<uint32_t, std::shared_ptr<MdsRank>> ranks_ ABSL_GUARDED_BY(mu_);
+  // Ranks this daemon follows as standby-replay (not started), by fs id.
+  // follow_mu_ is held while FollowLoop reads them on (taken before mu_),
+  // so a takeover gets a follower between two reads.
+  absl::Mutex follow_mu_ ABSL_ACQUIRED_BEFORE(mu_);
+  std::map<uint32_t, std::shared_ptr<MdsRank>> followers_ ABSL_GUARDED_BY(mu_);
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   Capacity capacity_ ABSL_GUARDED_BY(mu_);
   int64_t capacity_ms_ ABSL_GUARDED_BY(mu_) = 0;
@@ -138,6 +153,7 @@ class MdsDaemon {
   std::function<void(const std::string&)> restart_;
   absl::Mutex new_mu_;  // one FsNew at a time
   std::thread supervisor_;
+  std::thread follower_;
 };
 
 }  // namespace weft::mds

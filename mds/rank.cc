@@ -89,26 +89,47 @@ absl::Status MdsRank::Create() {
   return journal_.Create();
 }
 
-absl::Status MdsRank::Start() {
-  const absl::Time start = env_.clock->Now();
+absl::Status MdsRank::LoadTables() {
   ASSIGN_OR_RETURN(auto sessions, store_.LoadTable("sessions"));
   ASSIGN_OR_RETURN(auto strays, store_.LoadTable("strays"));
   ASSIGN_OR_RETURN(auto purge, store_.LoadTable("purge"));
   ASSIGN_OR_RETURN(auto trims, store_.LoadTable("trims"));
   ASSIGN_OR_RETURN(auto inotable, store_.LoadTable("inotable"));
-  {
-    absl::MutexLock lock(&mu_);
-    sessions_.LoadTable(sessions);
-    cache_.LoadTables(strays, purge, trims, inotable);
+  absl::MutexLock lock(&mu_);
+  sessions_.LoadTable(sessions);
+  cache_.LoadTables(strays, purge, trims, inotable);
+  return absl::OkStatus();
+}
+
+absl::Status MdsRank::ApplyReplayed(Event& event) {
+  absl::MutexLock lock(&mu_);
+  cache_.Apply(event);
+  sessions_.Apply(event);
+  NoteRStatsLocked(event);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<uint64_t> MdsRank::Follow() {
+  if (!followed_) {
+    // The head first: the tables read after it are at least as new as its
+    // trim point, and the events after it bring them up to date.
+    RETURN_IF_ERROR(journal_.BeginTail());
+    RETURN_IF_ERROR(LoadTables());
+    followed_ = true;
   }
+  return journal_.Tail([&](Event& event) {
+    ++followed_events_;
+    return ApplyReplayed(event);
+  });
+}
+
+absl::Status MdsRank::Start() {
+  const absl::Time start = env_.clock->Now();
+  if (!followed_) RETURN_IF_ERROR(LoadTables());
   uint64_t events = 0;
   ASSIGN_OR_RETURN(uint64_t last, journal_.Replay([&](Event& event) {
-    absl::MutexLock lock(&mu_);
-    cache_.Apply(event);
-    sessions_.Apply(event);
-    NoteRStatsLocked(event);
     ++events;
-    return absl::OkStatus();
+    return ApplyReplayed(event);
   }));
   Load strays_load;
   {
@@ -143,7 +164,8 @@ absl::Status MdsRank::Start() {
     if (!cache_.trims().empty()) LOG(INFO) << "event=trims_resumed n=" << cache_.trims().size();
   }
   LOG(INFO) << "event=rank_started fs=" << options_.fs_name << " replayed_events=" << events
-            << " last_seq=" << last << " replay_ms=" << replay_ms;
+            << " followed_events=" << followed_events_ << " last_seq=" << last
+            << " replay_ms=" << replay_ms;
   journal_.Start();
   if (options_.threads) {
     flusher_ = std::thread([this] { FlusherLoop(); });

@@ -76,6 +76,13 @@ class MdsRank {
   absl::Status Create();
   // Loads tables, replays the journal, starts the background threads.
   absl::Status Start();
+  // Standby-replay (docs/ARCHITECTURE.md): follows the journal the rank's
+  // holder appends to (Journal::Tail), applying its events to this cache
+  // and these sessions, writing nothing; the first call loads the tables.
+  // Start() then replays only what was appended after the last call.
+  // FailedPrecondition when it fell behind: a fresh rank must start over.
+  // Returns the last sequence applied. Before Start only, one thread.
+  absl::StatusOr<uint64_t> Follow();
   void Stop();
 
   uint32_t fs_id() const { return options_.fs_id; }
@@ -180,6 +187,10 @@ class MdsRank {
  private:
   friend class RequestRun;
 
+  // The tables as stored (at start, or when standby-replay begins).
+  absl::Status LoadTables();
+  // A replayed or followed event into the cache and the sessions.
+  absl::Status ApplyReplayed(Event& event);
   // Drives `run` to its end on this thread (the daemon's requests).
   absl::Status Drive(RequestRun& run);
   // mu_ for a request's steps, timed into lock_wait_ns_ (returns when it was
@@ -240,6 +251,9 @@ class MdsRank {
   RankLocks locks_ ABSL_GUARDED_BY(mu_);
   uint64_t last_seq_ ABSL_GUARDED_BY(mu_) = 0;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  // Standby-replay (Follow, then Start; one thread before Start).
+  bool followed_ = false;
+  uint64_t followed_events_ = 0;
   int64_t replay_ms_ ABSL_GUARDED_BY(mu_) = 0;
   // The reconnect window (after a restart with open sessions).
   bool reconnecting_ ABSL_GUARDED_BY(mu_) = false;

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # A local Weft cluster on 127.0.0.1: etcd, $WEFT_MDS weft-mds daemons
-# (default 2: mds.a holds rank 0, mds.b is a standby that takes it over if
-# mds.a dies) and $WEFT_OSDS OSDs (default 6), all under ./.weft (or
-# $WEFT_DIR), with the filesystem "weft" mounted at ./mnt (or $WEFT_MNT).
+# (default 2: mds.a holds rank 0, mds.b follows its journal as the
+# standby-replay that takes it over if mds.a dies) and $WEFT_OSDS OSDs
+# (default 6), all under ./.weft (or $WEFT_DIR), with the filesystem "weft"
+# mounted at ./mnt (or $WEFT_MNT).
 #
 #   scripts/quickstart.sh          install, build, start (or re-start), mount, and print
 #                                  `weft status` and the mount; again: harmless
@@ -227,8 +228,10 @@ if ! "$bin/weft" fs ls 2>/dev/null | grep -q '^name: weft,'; then
   "$bin/weft" fs new weft --metadata-pool meta --data-pool fsdata >/dev/null
   log "created filesystem weft (metadata pool meta, data pool fsdata)"
 fi
-# With standbys started, health warns when none is left.
+# With standbys started, health warns when none is left, and one of them
+# follows rank 0's journal (standby-replay), so a takeover replays little.
 "$bin/weft" fs set weft standby_count_wanted $(( mdss > 1 ? 1 : 0 )) >/dev/null
+"$bin/weft" fs set weft allow_standby_replay $(( mdss > 1 ? 1 : 0 )) >/dev/null
 
 # The mount: weft-fuse in the foreground of its own session (so that its
 # PID is ours to stop), logging to .weft/log/weft-fuse.log.

@@ -3,7 +3,7 @@
 // name and its object client both match the rank's holder; a restarted
 // daemon of the same name is another process). The map manager assigns
 // ranks with it, the health checks and `weft fs status` / `weft status`
-// show it.
+// show it. A standby may follow a rank's journal (standby-replay).
 #pragma once
 
 #include <string>
@@ -23,6 +23,21 @@ inline std::vector<std::string> RanksHeldBy(const pb::FsMap& map, const pb::MdsA
   std::vector<std::string> out;
   for (const pb::FsInfo& fs : map.filesystems()) {
     if (HoldsRank(fs.rank0(), daemon)) out.push_back(fs.name());
+  }
+  return out;
+}
+
+// Whether `daemon` follows `rank`'s journal as its standby-replay.
+inline bool FollowsRank(const pb::FsRank& rank, const pb::MdsAlive& daemon) {
+  return rank.standby_replay().name() == daemon.name() &&
+         rank.standby_replay().client() == daemon.client();
+}
+
+// The filesystems whose rank 0 `daemon` follows as standby-replay.
+inline std::vector<std::string> RanksFollowedBy(const pb::FsMap& map, const pb::MdsAlive& daemon) {
+  std::vector<std::string> out;
+  for (const pb::FsInfo& fs : map.filesystems()) {
+    if (FollowsRank(fs.rank0(), daemon)) out.push_back(fs.name());
   }
   return out;
 }

@@ -63,21 +63,24 @@ std::string HumanBytes(uint64_t bytes) {
   return u == 0 ? absl::StrCat(bytes, " B") : absl::StrFormat("%.1f %s", v, units[u]);
 }
 
-// "mds:     2 up: a holds rank 0 of weft, b standby".
+// "mds:     3 up: a holds rank 0 of weft; standby-replay b; standby c".
 void PrintMdsDaemons(const pb::FsListReply& listed) {
-  std::string holders, standbys;
+  std::vector<std::string> parts;
+  std::string followers, standbys;
   for (const pb::MdsAlive& d : listed.daemons()) {
     const std::vector<std::string> held = fs::RanksHeldBy(listed.fsmap(), d);
-    if (held.empty()) {
-      absl::StrAppend(&standbys, standbys.empty() ? "" : ", ", d.name());
+    if (!held.empty()) {
+      parts.push_back(absl::StrCat(d.name(), " holds rank 0 of ", absl::StrJoin(held, ", ")));
+    } else if (!fs::RanksFollowedBy(listed.fsmap(), d).empty()) {
+      absl::StrAppend(&followers, followers.empty() ? "" : ", ", d.name());
     } else {
-      absl::StrAppend(&holders, holders.empty() ? "" : ", ", d.name(), " holds rank 0 of ",
-                      absl::StrJoin(held, ", "));
+      absl::StrAppend(&standbys, standbys.empty() ? "" : ", ", d.name());
     }
   }
-  std::printf("  mds:     %d up%s%s%s%s\n", listed.daemons_size(), holders.empty() ? "" : ": ",
-              holders.c_str(), standbys.empty() ? "" : (holders.empty() ? ": standby " : "; standby "),
-              standbys.c_str());
+  if (!followers.empty()) parts.push_back("standby-replay " + followers);
+  if (!standbys.empty()) parts.push_back("standby " + standbys);
+  std::printf("  mds:     %d up%s%s\n", listed.daemons_size(), parts.empty() ? "" : ": ",
+              absl::StrJoin(parts, "; ").c_str());
 }
 
 // "fs:      NAME (rank 0 on DAEMON), ..." when filesystems exist.

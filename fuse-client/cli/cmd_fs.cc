@@ -22,7 +22,7 @@ namespace {
 constexpr char kFsUsage[] =
     "fs new NAME --metadata-pool P --data-pool D | fs ls | fs status [NAME]\n"
     "       | fs add-data-pool NAME POOL | fs journal inspect NAME [--events]\n"
-    "       | fs set NAME standby_count_wanted|max_mds N";
+    "       | fs set NAME standby_count_wanted|allow_standby_replay|max_mds N";
 
 int FsUsage() {
   std::fprintf(stderr, "usage: weft %s\n", kFsUsage);
@@ -63,15 +63,21 @@ int FsList(client::FsAdmin& admin, const std::vector<std::string>& mds) {
   return 0;
 }
 
-// "mds daemons: a (ADDR) rank 0 of weft; b (ADDR) standby" and the map
-// manager, after the filesystems.
+// "mds daemons: a (ADDR) rank 0 of weft; b (ADDR) standby-replay for rank 0
+// of weft" and the map manager, after the filesystems.
 void PrintDaemons(const pb::FsListReply& listed) {
   std::printf("mds daemons: %d alive, map manager %s\n", listed.daemons_size(),
               listed.leader_addr().empty() ? "(none elected)" : listed.leader_addr().c_str());
   for (const pb::MdsAlive& d : listed.daemons()) {
     const std::vector<std::string> held = fs::RanksHeldBy(listed.fsmap(), d);
-    std::printf("  %s (%s): %s\n", d.name().c_str(), d.addr().c_str(),
-                held.empty() ? "standby" : absl::StrCat("rank 0 of ", absl::StrJoin(held, ", ")).c_str());
+    const std::vector<std::string> followed = fs::RanksFollowedBy(listed.fsmap(), d);
+    std::string role = "standby";
+    if (!held.empty()) {
+      role = absl::StrCat("rank 0 of ", absl::StrJoin(held, ", "));
+    } else if (!followed.empty()) {
+      role = absl::StrCat("standby-replay for rank 0 of ", absl::StrJoin(followed, ", "));
+    }
+    std::printf("  %s (%s): %s\n", d.name().c_str(), d.addr().c_str(), role.c_str());
   }
 }
 

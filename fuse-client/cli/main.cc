@@ -42,7 +42,7 @@ constexpr char kUsage[] =
     "  bench POOL write|seq|rand|cleanup [--seconds S] [--threads T] [--block-size B]\n"
     "  fs new NAME --metadata-pool P --data-pool D | fs ls | fs status [NAME]\n"
     "  fs add-data-pool NAME POOL | fs journal inspect NAME [--events]\n"
-    "  fs set NAME standby_count_wanted|max_mds N | mds fail NAME|RANK|FS:RANK\n"
+    "  fs set NAME standby_count_wanted|allow_standby_replay|max_mds N | mds fail NAME|RANK|FS:RANK\n"
     "  client ls [FS] | client evict SESSION [--reason TEXT]\n";
 
 }  // namespace

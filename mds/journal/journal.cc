@@ -25,48 +25,72 @@ absl::Status Journal::Create() {
   return absl::OkStatus();
 }
 
+absl::StatusOr<Journal::FramesEnd> Journal::ApplyFrames(
+    const std::string& bytes, uint64_t segment, size_t* valid, uint64_t* last_seq,
+    const std::function<absl::Status(Event&)>& apply) {
+  *valid = 0;
+  std::vector<std::string> frames = ParseFrames(bytes, valid);
+  for (std::string& frame : frames) {
+    pb::JournalEvent record;
+    if (!record.ParseFromString(frame)) {
+      return absl::DataLossError(absl::StrCat("journal segment ", segment, ": bad event"));
+    }
+    if (record.seq() <= *last_seq) continue;
+    if (record.seq() != *last_seq + 1) {
+      LOG(WARNING) << "event=journal_end_at_gap segment=" << segment << " seq=" << record.seq()
+                   << " after=" << *last_seq;
+      return FramesEnd::kGap;
+    }
+    absl::StatusOr<Event> event = EventOf(record);
+    if (!event.ok()) return Annotate(event.status(), absl::StrCat("journal segment ", segment));
+    RETURN_IF_ERROR(apply(*event));
+    *last_seq = record.seq();
+  }
+  return *valid == bytes.size() ? FramesEnd::kAll : FramesEnd::kTorn;
+}
+
+absl::Status Journal::FellBehind(const std::string& why) {
+  return absl::FailedPreconditionError(absl::StrCat("fell behind the journal: ", why));
+}
+
 absl::StatusOr<uint64_t> Journal::Replay(
     const std::function<absl::Status(Event&)>& apply) {
   ASSIGN_OR_RETURN(auto head, store_->ReadHead());
   if (!head.has_value()) return absl::DataLossError("the journal head object is missing");
   uint64_t last_seq = head->trimmed_seq();
   uint64_t segment = head->first_segment();
+  uint64_t offset = 0;
   std::deque<Segment> live;
+  if (tail_.begun) {
+    // Standby-replay: on from where Tail stopped.
+    if (head->first_segment() > tail_.segment) {
+      return FellBehind(absl::StrCat("segment ", tail_.segment, " was trimmed"));
+    }
+    last_seq = tail_.last_seq;
+    segment = tail_.segment;
+    offset = tail_.offset;
+    for (const Segment& s : tail_.passed) {
+      if (s.number >= head->first_segment()) live.push_back(s);
+    }
+  }
   bool ended = false;  // a hole or torn write: nothing after it was acknowledged
-  for (; !ended; ++segment) {
-    auto bytes = store_->ReadSegment(segment);
+  for (; !ended; ++segment, offset = 0) {
+    auto bytes = store_->ReadSegmentFrom(segment, offset);
     if (absl::IsNotFound(bytes.status())) break;
     if (!bytes.ok()) return Annotate(bytes.status(), absl::StrCat("journal segment ", segment));
     size_t valid = 0;
-    std::vector<std::string> frames = ParseFrames(*bytes, &valid);
-    if (valid != bytes->size()) {
-      LOG(WARNING) << "event=journal_end_in_segment segment=" << segment << " valid=" << valid
-                   << " size=" << bytes->size();
+    ASSIGN_OR_RETURN(FramesEnd end, ApplyFrames(*bytes, segment, &valid, &last_seq, apply));
+    if (end != FramesEnd::kAll) {
+      LOG(WARNING) << "event=journal_end_in_segment segment=" << segment
+                   << " valid=" << offset + valid << " size=" << offset + bytes->size();
       ended = true;
     }
-    Segment seg{segment, last_seq, bytes->size()};
-    for (std::string& frame : frames) {
-      pb::JournalEvent record;
-      if (!record.ParseFromString(frame)) {
-        return absl::DataLossError(absl::StrCat("journal segment ", segment, ": bad event"));
-      }
-      if (record.seq() <= last_seq) continue;
-      if (record.seq() != last_seq + 1) {
-        LOG(WARNING) << "event=journal_end_at_gap seq=" << record.seq() << " after=" << last_seq;
-        ended = true;
-        break;
-      }
-      absl::StatusOr<Event> event = EventOf(record);
-      if (!event.ok()) return Annotate(event.status(), absl::StrCat("journal segment ", segment));
-      RETURN_IF_ERROR(apply(*event));
-      last_seq = record.seq();
-      seg.last_seq = last_seq;
-    }
-    live.push_back(seg);
+    live.push_back(Segment{segment, last_seq, offset + bytes->size()});
   }
   // Writes continue in a fresh segment; later ones (written after the hole,
   // never acknowledged) must not be read again.
   if (ended) RETURN_IF_ERROR(RemoveSegmentsFrom(segment));
+  tail_ = TailState{};
   absl::MutexLock lock(&mu_);
   durable_seq_ = last_seq;
   last_queued_ = last_seq;
@@ -74,6 +98,57 @@ absl::StatusOr<uint64_t> Journal::Replay(
   segments_ = std::move(live);
   segments_.push_back(Segment{segment, last_seq, 0});
   return last_seq;
+}
+
+absl::Status Journal::BeginTail() {
+  ASSIGN_OR_RETURN(auto head, store_->ReadHead());
+  if (!head.has_value()) return absl::DataLossError("the journal head object is missing");
+  tail_ = TailState{};
+  tail_.begun = true;
+  tail_.segment = head->first_segment();
+  tail_.last_seq = head->trimmed_seq();
+  return absl::OkStatus();
+}
+
+absl::StatusOr<uint64_t> Journal::Tail(const std::function<absl::Status(Event&)>& apply) {
+  if (!tail_.begun) return absl::FailedPreconditionError("Tail before BeginTail");
+  ASSIGN_OR_RETURN(auto head, store_->ReadHead());
+  if (!head.has_value()) return absl::DataLossError("the journal head object is missing");
+  if (head->first_segment() > tail_.segment) {
+    return FellBehind(absl::StrCat("segment ", tail_.segment, " was trimmed"));
+  }
+  while (!tail_.passed.empty() && tail_.passed.front().number < head->first_segment()) {
+    tail_.passed.pop_front();
+  }
+  // Reads on in the segment; once the writer has begun the next one, this
+  // one is whole (what was appended between the read and that check is
+  // read again first; a torn end is a crash's, never acknowledged).
+  bool final_read = false;
+  for (;;) {
+    auto bytes = store_->ReadSegmentFrom(tail_.segment, tail_.offset);
+    if (absl::IsNotFound(bytes.status())) {
+      if (tail_.offset == 0 && !final_read) return tail_.last_seq;  // not begun yet
+      return FellBehind(absl::StrCat("segment ", tail_.segment, " was trimmed"));
+    }
+    if (!bytes.ok()) return Annotate(bytes.status(), absl::StrCat("journal segment ", tail_.segment));
+    size_t valid = 0;
+    ASSIGN_OR_RETURN(FramesEnd end,
+                     ApplyFrames(*bytes, tail_.segment, &valid, &tail_.last_seq, apply));
+    if (end == FramesEnd::kGap) {
+      return FellBehind(absl::StrCat("a sequence number is missing after ", tail_.last_seq));
+    }
+    tail_.offset += valid;
+    if (final_read) {
+      tail_.passed.push_back(Segment{tail_.segment, tail_.last_seq, tail_.offset});
+      ++tail_.segment;
+      tail_.offset = 0;
+      final_read = false;
+      continue;
+    }
+    ASSIGN_OR_RETURN(bool next, store_->SegmentExists(tail_.segment + 1));
+    if (!next) return tail_.last_seq;
+    final_read = true;
+  }
 }
 
 absl::Status Journal::RemoveSegmentsFrom(uint64_t segment) {

@@ -62,6 +62,19 @@ class Journal {
   // Creates an empty journal (new filesystem).
   absl::Status Create();
 
+  // Standby-replay (docs/ARCHITECTURE.md, "Standby-replay"): following the
+  // journal while another daemon appends to it, without writing anything.
+  // BeginTail reads the head: events after its trim point are the ones to
+  // follow (the caller loads the tables after it, so they are at least as
+  // new). Each Tail call applies the events appended since the last one, in
+  // order, and stops at the end of what is written. A later Replay goes on
+  // from there, so a takeover replays only what was appended after the last
+  // Tail. FailedPrecondition ("fell behind") when events it still needed
+  // were trimmed away, or a sequence number is missing: the caller starts
+  // over with a fresh rank. Returns the last sequence applied.
+  absl::Status BeginTail();
+  absl::StatusOr<uint64_t> Tail(const std::function<absl::Status(Event&)>& apply);
+
   void Start();
   void Stop();
 
@@ -97,6 +110,15 @@ class Journal {
     uint64_t last = 0;  // the last seq in it
     uint64_t segment = 0, offset = 0;
   };
+  // How reading a run of frames ended.
+  enum class FramesEnd { kAll, kTorn, kGap };
+  // Applies the events in `bytes` (frames of `segment` from a frame
+  // boundary) that follow *last_seq, in order; *valid: the bytes of whole
+  // frames read.
+  absl::StatusOr<FramesEnd> ApplyFrames(const std::string& bytes, uint64_t segment, size_t* valid,
+                                        uint64_t* last_seq,
+                                        const std::function<absl::Status(Event&)>& apply);
+  static absl::Status FellBehind(const std::string& why);
   void WriterLoop();
   // The next batch off the queue, and where it goes.
   void TakeBatchLocked(Batch* batch) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -127,6 +149,15 @@ class Journal {
   uint64_t stat_events_ ABSL_GUARDED_BY(mu_) = 0;
   int64_t stat_append_us_ ABSL_GUARDED_BY(mu_) = 0;
   int64_t stat_since_ms_ ABSL_GUARDED_BY(mu_) = 0;
+
+  // Where Tail stopped (touched only by the caller of BeginTail, Tail and
+  // Replay, one thread at a time).
+  struct TailState {
+    bool begun = false;
+    uint64_t segment = 0, offset = 0, last_seq = 0;
+    std::deque<Segment> passed;  // whole segments read, oldest first
+  };
+  TailState tail_;
 
   absl::Mutex trim_mu_;  // one Trim at a time
   std::thread writer_;

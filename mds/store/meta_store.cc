@@ -127,6 +127,27 @@ absl::StatusOr<std::string> MetaStore::ReadSegment(uint64_t segment) {
   return objects_->Get(pool_, JournalSegmentObject(fs_, segment));
 }
 
+absl::StatusOr<std::string> MetaStore::ReadSegmentFrom(uint64_t segment, uint64_t offset) {
+  if (offset == 0) return ReadSegment(segment);
+  const std::string oid = JournalSegmentObject(fs_, segment);
+  std::string out;
+  for (;;) {
+    objects::ObjectOperation op;
+    op.Read(offset + out.size(), objects::Objects::kMaxPieceBytes);
+    ASSIGN_OR_RETURN(objects::OpResult r, objects_->Execute(pool_, oid, std::move(op)));
+    const auto& item = r.items.at(0);
+    item.data.AppendTo(&out);
+    if (offset + out.size() >= item.size || item.data.empty()) return out;
+  }
+}
+
+absl::StatusOr<bool> MetaStore::SegmentExists(uint64_t segment) {
+  auto st = objects_->Stat(pool_, JournalSegmentObject(fs_, segment));
+  if (absl::IsNotFound(st.status())) return false;
+  RETURN_IF_ERROR(st.status());
+  return true;
+}
+
 absl::Status MetaStore::RemoveSegment(uint64_t segment) {
   auto st = objects_->Remove(pool_, JournalSegmentObject(fs_, segment));
   return absl::IsNotFound(st) ? absl::OkStatus() : st;

@@ -58,6 +58,9 @@ class MetaStore {
   absl::Status WriteSegment(uint64_t segment, uint64_t offset, const std::string& bytes);
   // NotFound when the segment does not exist.
   absl::StatusOr<std::string> ReadSegment(uint64_t segment);
+  // Its bytes from `offset` on (a standby-replay daemon reading on).
+  absl::StatusOr<std::string> ReadSegmentFrom(uint64_t segment, uint64_t offset);
+  absl::StatusOr<bool> SegmentExists(uint64_t segment);
   absl::Status RemoveSegment(uint64_t segment);
 
  private:

@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <map>
 #include <string>
@@ -367,6 +368,75 @@ TEST_CASE("mds takeover: an active cut off the network is replaced - no split br
   CHECK(f.cluster->ActiveMds("fs1") == 1);
   CheckWriters(f, states);
   CheckAfterReplayBy(f, 1, active, states);
+}
+
+// The events a rank's start replayed and those it had followed before, from
+// the MDS log's rank_started line of `fs` (the last one): {-1, -1} if none.
+std::pair<long, long> ReplayCounts(const std::string& log, const std::string& fs) {
+  std::pair<long, long> out{-1, -1};
+  const std::string key = absl::StrCat("event=rank_started fs=", fs, " replayed_events=");
+  for (size_t at = log.find(key); at != std::string::npos; at = log.find(key, at + 1)) {
+    long replayed = -1, followed = -1;
+    if (std::sscanf(log.c_str() + at + key.size(), "%ld followed_events=%ld", &replayed,
+                    &followed) == 2) {
+      out = {replayed, followed};
+    }
+  }
+  return out;
+}
+
+TEST_CASE("mds takeover: a standby-replay daemon follows the journal - the takeover replays only "
+          "its last events",
+          "[mds][ha][fuse]") {
+  TwoMountFixture f(TwoMds());
+  REQUIRE(f.cluster->ActiveMds("fs1") == 0);
+  CommandResult bad = f.cluster->Weft({"fs", "set", "fs1", "allow_standby_replay", "2"});
+  CHECK(bad.code != 0);
+  CHECK(absl::StrContains(bad.output, "allow_standby_replay takes 0 or 1"));
+  CommandResult set = f.cluster->Weft({"fs", "set", "fs1", "allow_standby_replay", "1"});
+  INFO(set.output);
+  REQUIRE(set.code == 0);
+  std::string status;
+  auto follower_line = [&](int i) {
+    return absl::StrCat("  ", Cluster::MdsName(i), " (", f.cluster->mds_addrs()[i],
+                        "): standby-replay for rank 0 of fs1\n");
+  };
+  {
+    const bool shown = FsStatusShows(*f.cluster, follower_line(1), absl::Seconds(10), &status);
+    INFO(status);
+    REQUIRE(shown);
+  }
+  CommandResult top = f.cluster->Weft({"status"});
+  INFO(top.output);
+  CHECK(absl::StrContains(top.output, "mds:     2 up: a holds rank 0 of fs1; standby-replay b"));
+
+  std::atomic<int64_t> kill_ns{0};
+  const std::vector<WriterState> states = RunWritersThrough(f, 0, [&] {
+    kill_ns = absl::ToUnixNanos(absl::Now());
+    f.cluster->KillMds(0);
+  }, &kill_ns);
+  REQUIRE(f.cluster->ActiveMds("fs1") == 1);
+  auto log = ReadWholeFile(f.cluster->MdsLogPath(1));
+  REQUIRE(log.ok());
+  const auto [replayed, followed] = ReplayCounts(*log, "fs1");
+  std::printf("standby-replay takeover: %ld events followed before the kill, %ld replayed after\n",
+              followed, replayed);
+  CHECK(followed > 0);
+  CHECK(replayed >= 0);
+
+  // The killed daemon comes back and follows the new holder; then it takes
+  // the rank back the same way.
+  REQUIRE(f.cluster->StartMds(0).ok());
+  {
+    const bool shown = FsStatusShows(*f.cluster, follower_line(0), absl::Seconds(15), &status);
+    INFO(status);
+    CHECK(shown);
+  }
+  absl::SleepFor(absl::Milliseconds(500));  // a read or two of the journal
+  CheckAfterReplayBy(f, 1, 0, states);
+  auto log_a = ReadWholeFile(f.cluster->MdsLogPath(0));
+  REQUIRE(log_a.ok());
+  CHECK(ReplayCounts(*log_a, "fs1").second >= 0);
 }
 
 TEST_CASE("mds takeover: weft mds fail hands rank 0 to the standby - health says when standbys "

@@ -36,9 +36,9 @@ mds::RankOptions World::MakeRankOptions() {
   return o;
 }
 
-mds::RankEnv World::MakeEnv() {
+mds::RankEnv World::MakeEnv(objects::Objects* objects) {
   mds::RankEnv env;
-  env.objects = objects_.get();
+  env.objects = objects;
   env.capacity = [] { return mds::Capacity{1ull << 40, 1ull << 39, 1ull << 39}; };
   env.data_pools = [] {
     mds::DataPools pools;
@@ -88,15 +88,32 @@ absl::Status World::Hook(const objects::MemObjects::Request& r) {
 }
 
 bool World::StartIncarnation() {
+  if (follower_ != nullptr) {
+    rank_name_ = follower_name_;
+    objects_ = std::move(follower_objects_);
+    rank_ = std::move(follower_);
+    crashed_ = false;
+    absl::Status started = rank_->Start();
+    if (started.ok() && !crashed_) {
+      SIM_TRACE(absl::StrCat("standby-replay ", rank_name_, " took over"));
+      ++result_.follower_takeovers;
+      StartFollower();
+      return true;
+    }
+    SIM_TRACE(absl::StrCat("standby-replay ", rank_name_, " failed to start: ", started.ToString()));
+    rank_.reset();
+    store_.Blocklist(rank_name_);
+  }
   for (int attempt = 0; attempt < 50; ++attempt) {
     ++incarnation_;
     rank_name_ = absl::StrCat("mds.", incarnation_);
     objects_ = store_.Client(rank_name_);
     crashed_ = false;
-    rank_ = std::make_unique<MdsRank>(rank_options_, MakeEnv());
+    rank_ = std::make_unique<MdsRank>(rank_options_, MakeEnv(objects_.get()));
     absl::Status started = rank_->Start();
     if (started.ok() && !crashed_) {
       SIM_TRACE(absl::StrCat("incarnation ", incarnation_, " started"));
+      StartFollower();
       return true;
     }
     SIM_TRACE(absl::StrCat("incarnation ", incarnation_, " failed to start: ", started.ToString()));
@@ -105,6 +122,30 @@ bool World::StartIncarnation() {
   }
   Fail("no incarnation could start in 50 tries");
   return false;
+}
+
+void World::StartFollower() {
+  follower_.reset();
+  if (!standby_replay_) return;
+  ++incarnation_;
+  follower_name_ = absl::StrCat("mds.", incarnation_);
+  follower_objects_ = store_.Client(follower_name_);
+  follower_ = std::make_unique<MdsRank>(rank_options_, MakeEnv(follower_objects_.get()));
+}
+
+void World::FollowStep() {
+  if (follower_ == nullptr || !follow_rng_.Chance(0.3)) return;
+  absl::StatusOr<uint64_t> followed = follower_->Follow();
+  if (followed.ok()) return;
+  if (absl::IsFailedPrecondition(followed.status())) {
+    SIM_TRACE(absl::StrCat("standby-replay starts over: ", followed.status().ToString()));
+    ++result_.follower_restarts;
+    StartFollower();
+    return;
+  }
+  // Its reads are never refused: any other error is the journal's or the
+  // follower's own.
+  Fail(absl::StrCat("standby-replay: ", followed.status().ToString()));
 }
 
 void World::Crash(const std::string& why) {
@@ -699,12 +740,13 @@ SimResult World::Run() {
     ++incarnation_;
     rank_name_ = absl::StrCat("mds.", incarnation_);
     objects_ = store_.Client(rank_name_);
-    mds::MdsRank creator(rank_options_, MakeEnv());
+    mds::MdsRank creator(rank_options_, MakeEnv(objects_.get()));
     if (absl::Status made = creator.Create(); !made.ok()) {
       Fail(absl::StrCat("create: ", made.ToString()));
       return result_;
     }
   }
+  standby_replay_ = follow_rng_.Chance(0.5);
   if (!StartIncarnation()) return result_;
   freezes_ = freeze_rng_.Chance(0.4);
   const int nclients = 2 + static_cast<int>(rng_.Below(3));
@@ -869,6 +911,7 @@ SimResult World::Run() {
     }
     if (crashed_ || !rank_->journal_error().ok()) Crash("died in the middle of a step");
     if (!result_.failure.empty()) break;
+    FollowStep();
     CheckStep();
   }
   if (result_.failure.empty()) {
@@ -897,6 +940,7 @@ SimResult World::Run() {
     if (c.pending && c.pending->run) rank_->EndRun(*c.pending->run);
   }
   rank_.reset();
+  follower_.reset();
   fault::Disarm(fault::kMdsJournalWriteError);
   return result_;
 }

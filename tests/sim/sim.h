@@ -8,7 +8,9 @@
 // process) and is evicted, fenced first, then comes back in a new session.
 // Faults: the object store refuses requests, delays them (the simulation
 // decides when each I/O completes and interleaves others meanwhile), the
-// journal breaks, the MDS crashes in the middle of a flush. After every
+// journal breaks, the MDS crashes in the middle of a flush. In half the
+// seeds a standby-replay rank follows the journal and takes over after a
+// crash. After every
 // step the invariants of tests/sim/view.h are checked; whenever every
 // client is idle, the namespace must equal the model of tests/sim/model.h.
 //
@@ -36,6 +38,10 @@ struct SimResult {
   int replays = 0;  // unsafe requests resent after crashes
   int freezes = 0;    // clients that stopped answering for a while
   int evictions = 0;  // sessions the rank evicted (each fenced first)
+  // Standby-replay: incarnations that began as a follower of the journal,
+  // and followers that fell behind (trimmed past them) and started over.
+  int follower_takeovers = 0;
+  int follower_restarts = 0;
 };
 
 SimResult RunSeed(const SimOptions& options);

@@ -43,10 +43,10 @@ void RunShard(int shard) {
     options.seed = one;
     options.trace = true;
     const SimResult r = RunSeed(options);
-    std::printf("seed %lu: %d steps, %d requests, %d crashes, %d freezes, %d evictions, "
-                "digest %016lx%s%s\n",
-                static_cast<unsigned long>(one), r.steps, r.requests, r.crashes, r.freezes,
-                r.evictions, static_cast<unsigned long>(r.digest),
+    std::printf("seed %lu: %d steps, %d requests, %d crashes (%d taken over by standby-replay), "
+                "%d freezes, %d evictions, digest %016lx%s%s\n",
+                static_cast<unsigned long>(one), r.steps, r.requests, r.crashes,
+                r.follower_takeovers, r.freezes, r.evictions, static_cast<unsigned long>(r.digest),
                 r.failure.empty() ? "" : "\nFAILED: ", r.failure.c_str());
     CHECK(r.failure.empty());
     return;
@@ -54,6 +54,7 @@ void RunShard(int shard) {
   const uint64_t seeds = EnvNumber("WEFT_SIM_SEEDS", kDefaultSeeds);
   const absl::Time start = absl::Now();
   uint64_t ran = 0, requests = 0, crashes = 0, replays = 0, freezes = 0, evictions = 0;
+  uint64_t follower_takeovers = 0, follower_restarts = 0;
   std::string first_failure;
   for (uint64_t seed = 1 + shard; seed <= seeds; seed += kShards) {
     SimOptions options;
@@ -70,6 +71,8 @@ void RunShard(int shard) {
     replays += r.replays;
     freezes += r.freezes;
     evictions += r.evictions;
+    follower_takeovers += r.follower_takeovers;
+    follower_restarts += r.follower_restarts;
     if (!r.failure.empty()) {
       std::printf("FAILED %s\n  replay it: WEFT_SIM_SEED=%lu ctest -L sim\n", r.failure.c_str(),
                   static_cast<unsigned long>(seed));
@@ -77,15 +80,21 @@ void RunShard(int shard) {
     }
   }
   std::printf(
-      "%lu seeds (shard %d of %d) in %.1f s: %lu requests answered, %lu crashes, "
+      "%lu seeds (shard %d of %d) in %.1f s: %lu requests answered, %lu crashes "
+      "(%lu taken over by a standby-replay; %lu followers started over, fallen behind), "
       "%lu unsafe requests resent, %lu clients frozen, %lu sessions evicted\n",
       static_cast<unsigned long>(ran), shard + 1, kShards,
       absl::ToDoubleSeconds(absl::Now() - start), static_cast<unsigned long>(requests),
-      static_cast<unsigned long>(crashes), static_cast<unsigned long>(replays),
+      static_cast<unsigned long>(crashes), static_cast<unsigned long>(follower_takeovers),
+      static_cast<unsigned long>(follower_restarts), static_cast<unsigned long>(replays),
       static_cast<unsigned long>(freezes), static_cast<unsigned long>(evictions));
   CHECK(first_failure.empty());
-  // The default seeds freeze clients and evict some (fewer seeds may not).
-  if (seeds >= kDefaultSeeds) CHECK(evictions > 0);
+  // The default seeds freeze clients and evict some, and standby-replay
+  // takes over after crashes (fewer seeds may not).
+  if (seeds >= kDefaultSeeds) {
+    CHECK(evictions > 0);
+    CHECK(follower_takeovers > 0);
+  }
 }
 
 TEST_CASE("sim: seeds - shard 1") { RunShard(0); }

@@ -159,16 +159,26 @@ struct Client {
 class World {
  public:
   explicit World(const SimOptions& options)
-      : options_(options), rng_(options.seed), freeze_rng_(options.seed ^ 0x5eed0f5eed0full) {}
+      : options_(options),
+        rng_(options.seed),
+        freeze_rng_(options.seed ^ 0x5eed0f5eed0full),
+        follow_rng_(options.seed ^ 0xf0110f0110f011ull) {}
 
   SimResult Run();
 
  private:
   // ---- the rank
   mds::RankOptions MakeRankOptions();
+  // The next incarnation: the standby-replay follower when there is one
+  // (it replays only what it had not read), else a fresh rank.
   bool StartIncarnation();
   void Crash(const std::string& why);
-  mds::RankEnv MakeEnv();
+  mds::RankEnv MakeEnv(objects::Objects* objects);
+  // Standby-replay: a rank of its own object client follows the journal
+  // (MdsRank::Follow) at random steps, between the active rank's writes,
+  // flushes and trims; one that fell behind starts over.
+  void StartFollower();
+  void FollowStep();
   absl::Status Hook(const objects::MemObjects::Request& request);
 
   // ---- driving requests
@@ -240,6 +250,12 @@ class World {
   // same steps as before they existed.
   Rng freeze_rng_;
   bool freezes_ = false;
+  // Standby-replay draws from its own generator too.
+  Rng follow_rng_;
+  bool standby_replay_ = false;
+  std::unique_ptr<objects::Objects> follower_objects_;
+  std::unique_ptr<MdsRank> follower_;
+  std::string follower_name_;
   std::set<std::string> fenced_;  // OSD identities the rank blocklisted
   uint64_t osd_epoch_ = 1;
   Digest digest_;
