@@ -3,7 +3,7 @@
 # filesystem under load, Weft against CephFS (the anchor in
 # ../shared/anchors/ceph/), one after the other on this machine. Each side
 # runs two MDS daemons with their default timings: Weft's quickstart
-# (mds.a active, mds.b standby; mds_beacon_grace 4 s), the Ceph anchor plus
+# (mds.a active, mds.b standby-replay; mds_beacon_grace 4 s), the Ceph anchor plus
 # a second ceph-mds in standby-replay (allow_standby_replay; mds_beacon_grace
 # 15 s). bench/takeover_load.c runs THREADS threads creating and unlinking
 # files on the mount throughout; KILLS times, the active daemon is killed
@@ -139,7 +139,7 @@ takeovers() {
 weft_status() { "$bin/weft" fs status weft 2>/dev/null; }
 weft_ready() {
   local st; st=$(weft_status) || return 1
-  grep -q '^  state: active' <<<"$st" && grep -q '): standby$' <<<"$st"
+  grep -q '^  state: active' <<<"$st" && grep -q '): standby-replay for rank 0 of weft$' <<<"$st"
 }
 weft_active() {
   local name; name=$(weft_status | sed -n 's/^weft: rank 0 on \([a-z]*\) .*/\1/p')
@@ -153,7 +153,7 @@ weft_part() {
   wait_for_build
   weft_up /tmp/weft-takeover-cluster.XXXXXX "$OUT/weft.up.log" "" WEFT_MNT="$mnt" ||
     die "quickstart.sh failed"
-  commands+=("WEFT_DIR=\$(mktemp -d) WEFT_MNT=$mnt scripts/quickstart.sh   # mds.a active, mds.b standby")
+  commands+=("WEFT_DIR=\$(mktemp -d) WEFT_MNT=$mnt scripts/quickstart.sh   # mds.a active, mds.b standby-replay")
   start_load weft "$mnt/load"
   commands+=("$OUT/takeover_load $mnt/load $THREADS OUT; then $KILLS x: kill -9 of the holder of rank 0 (weft fs status), restarted once the other holds it")
   kill_rounds weft
