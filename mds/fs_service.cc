@@ -25,7 +25,7 @@ absl::Status NotReady() { return absl::UnavailableError("the MDS is starting"); 
 grpc::Status MdsService::SessionOpen(grpc::ServerContext*, const pb::SessionOpenRequest* req,
                                      pb::SessionReply* reply) {
   WEFT_DAEMON_OR_REPLY(reply);
-  auto rank = d->RankByName(req->fs());
+  auto rank = d->RankByName(req->fs(), req->rank());
   if (!rank.ok()) {
     rpc::ToProto(rank.status(), reply->mutable_status());
     return grpc::Status::OK;
@@ -51,7 +51,7 @@ grpc::Status MdsService::SessionOpen(grpc::ServerContext*, const pb::SessionOpen
 grpc::Status MdsService::SessionRenew(grpc::ServerContext*, const pb::SessionRequest* req,
                                       pb::SessionReply* reply) {
   WEFT_DAEMON_OR_REPLY(reply);
-  auto rank = d->RankById(SessionFs(req->session()));
+  auto rank = d->RankOfSession(req->session());
   absl::StatusOr<pb::SessionReply> result =
       rank.ok() ? (*rank)->SessionRenew(req->session(), req->cached_inodes()) : rank.status();
   if (result.ok()) *reply = *result;
@@ -62,7 +62,7 @@ grpc::Status MdsService::SessionRenew(grpc::ServerContext*, const pb::SessionReq
 grpc::Status MdsService::SessionClose(grpc::ServerContext*, const pb::SessionRequest* req,
                                       pb::SessionReply* reply) {
   WEFT_DAEMON_OR_REPLY(reply);
-  auto rank = d->RankById(SessionFs(req->session()));
+  auto rank = d->RankOfSession(req->session());
   absl::Status status = rank.ok() ? (*rank)->SessionClose(req->session()) : rank.status();
   rpc::ToProto(status, reply->mutable_status());
   return grpc::Status::OK;
@@ -80,7 +80,7 @@ grpc::Status MdsService::Call(grpc::ServerContext*, const pb::MetaRequest* req,
 void MdsService::CallOnRank(const pb::MetaRequest& req, pb::MetaReply* reply) {
   MdsDaemon* d = daemon_->load();
   if (d == nullptr) return rpc::ToProto(NotReady(), reply->mutable_status());
-  auto rank = d->RankById(SessionFs(req.session()));
+  auto rank = d->RankOfSession(req.session());
   if (!rank.ok()) {
     absl::Status status = rank.status();
     if (absl::IsNotFound(status)) {
@@ -101,7 +101,7 @@ void MdsService::CallOnRank(const pb::MetaRequest& req, pb::MetaReply* reply) {
 grpc::Status MdsService::Reconnect(grpc::ServerContext*, const pb::ReconnectRequest* req,
                                    pb::ReconnectReply* reply) {
   WEFT_DAEMON_OR_REPLY(reply);
-  auto rank = d->RankById(SessionFs(req->session()));
+  auto rank = d->RankOfSession(req->session());
   absl::StatusOr<pb::ReconnectReply> result =
       rank.ok() ? (*rank)->Reconnect(*req) : rank.status();
   if (result.ok()) *reply = *result;
@@ -112,7 +112,7 @@ grpc::Status MdsService::Reconnect(grpc::ServerContext*, const pb::ReconnectRequ
 grpc::Status MdsService::FsStatus(grpc::ServerContext*, const pb::FsStatusRequest* req,
                                   pb::FsStatusReply* reply) {
   WEFT_DAEMON_OR_REPLY(reply);
-  auto rank = d->RankByName(req->fs());
+  auto rank = d->RankByName(req->fs(), req->rank());
   if (!rank.ok()) {
     rpc::ToProto(rank.status(), reply->mutable_status());
     return grpc::Status::OK;
@@ -125,7 +125,7 @@ grpc::Status MdsService::LeaseStream(grpc::ServerContext* ctx, const pb::Session
                                      grpc::ServerWriter<pb::LeaseEvent>* writer) {
   MdsDaemon* d = daemon_->load();
   if (d == nullptr) return grpc::Status(grpc::StatusCode::UNAVAILABLE, "the MDS is starting");
-  auto rank = d->RankById(SessionFs(req->session()));
+  auto rank = d->RankOfSession(req->session());
   if (!rank.ok()) return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION, "no such session");
   absl::Status status = (*rank)->ServeLeases(
       req->session(), [ctx] { return ctx->IsCancelled(); },
@@ -141,7 +141,7 @@ grpc::Status MdsService::LeaseStream(grpc::ServerContext* ctx, const pb::Session
 grpc::Status MdsService::LeaseAck(grpc::ServerContext*, const pb::LeaseAckRequest* req,
                                   pb::SessionReply* reply) {
   WEFT_DAEMON_OR_REPLY(reply);
-  auto rank = d->RankById(SessionFs(req->session()));
+  auto rank = d->RankOfSession(req->session());
   absl::StatusOr<pb::SessionReply> result =
       rank.ok() ? (*rank)->LeaseAck(*req) : rank.status();
   if (result.ok()) *reply = *result;
@@ -164,13 +164,14 @@ grpc::Status MdsService::ClientList(grpc::ServerContext*, const pb::ClientListRe
 grpc::Status MdsService::ClientEvict(grpc::ServerContext*, const pb::ClientEvictRequest* req,
                                      pb::ClientEvictReply* reply) {
   WEFT_DAEMON_OR_REPLY(reply);
-  auto rank = d->RankByName(req->fs());
+  // The rank the session is with (its id says which), on this daemon.
+  auto rank = d->RankByName(req->fs(), SessionId(req->session()).rank());
   absl::Status status = rank.status();
   if (status.ok() && req->reason().size() > 256) {
     status = ErrnoError(absl::StatusCode::kInvalidArgument, EINVAL,
                         "an eviction's reason is at most 256 bytes");
   }
-  if (status.ok() && SessionFs(req->session()) != (*rank)->fs_id()) {
+  if (status.ok() && SessionId(req->session()).fs() != (*rank)->fs_id()) {
     status = ErrnoError(absl::StatusCode::kFailedPrecondition, ENOTCONN,
                         absl::StrCat("no session ", req->session(), " in filesystem ", req->fs()));
   }
@@ -229,6 +230,15 @@ grpc::Status FilesystemsService::MdsFail(grpc::ServerContext*, const pb::MdsFail
   auto failed = d->MdsFail(req->who());
   rpc::ToProto(failed.status(), reply->mutable_status());
   if (failed.ok()) reply->set_message(*failed);
+  reply->set_epoch(fsmap_->map().epoch());
+  return grpc::Status::OK;
+}
+
+grpc::Status FilesystemsService::RankStopped(grpc::ServerContext*,
+                                             const pb::RankStoppedRequest* req,
+                                             pb::AdminReply* reply) {
+  WEFT_DAEMON_OR_REPLY(reply);
+  rpc::ToProto(d->RankStopped(*req), reply->mutable_status());
   reply->set_epoch(fsmap_->map().epoch());
   return grpc::Status::OK;
 }

@@ -57,6 +57,8 @@ class FilesystemsService final : public pb::Filesystems::Service {
   grpc::Status FsList(grpc::ServerContext*, const pb::FsListRequest*, pb::FsListReply*) override;
   grpc::Status FsSet(grpc::ServerContext*, const pb::FsSetRequest*, pb::AdminReply*) override;
   grpc::Status MdsFail(grpc::ServerContext*, const pb::MdsFailRequest*, pb::AdminReply*) override;
+  grpc::Status RankStopped(grpc::ServerContext*, const pb::RankStoppedRequest*,
+                           pb::AdminReply*) override;
   grpc::Status WatchFsMap(grpc::ServerContext*, const pb::FsListRequest*,
                           grpc::ServerWriter<pb::FsListReply>*) override;
   static constexpr absl::Duration kWatchHeartbeat = absl::Seconds(1);
@@ -65,8 +67,5 @@ class FilesystemsService final : public pb::Filesystems::Service {
   std::atomic<MdsDaemon*>* const daemon_;
   FsMapStore* const fsmap_;
 };
-
-// The filesystem a session id belongs to (ids are (fs id << 40) | n).
-inline uint32_t SessionFs(uint64_t session) { return static_cast<uint32_t>(session >> 40); }
 
 }  // namespace weft::mds

@@ -16,11 +16,16 @@ class InodeId : public StrongId<InodeId, uint64_t> {
   using StrongId::StrongId;
 };
 
-// A client session of one filesystem: (fs id << 40) | n, never 0.
+// A client session with one rank of one filesystem: (fs id << 40) |
+// (rank << 32) | n, never 0 (rank 0's ids are those from before ranks).
 class SessionId : public StrongId<SessionId, uint64_t> {
  public:
   using StrongId::StrongId;
+  static SessionId First(uint32_t fs, uint32_t rank) {
+    return SessionId((uint64_t{fs} << 40) | (uint64_t{rank} << 32) | 1);
+  }
   uint32_t fs() const { return static_cast<uint32_t>(value() >> 40); }
+  uint32_t rank() const { return static_cast<uint32_t>(value() >> 32) & 0xff; }
 };
 
 // A request of a session (MetaRequest.tid): unique per session, reused by a

@@ -117,7 +117,7 @@ void MdsDaemon::Start() {
 }
 
 void MdsDaemon::Stop() {
-  std::map<uint32_t, std::shared_ptr<MdsRank>> ranks;
+  std::map<RankKey, std::shared_ptr<MdsRank>> ranks;
   {
     absl::MutexLock lock(&mu_);
     stopping_ = true;
@@ -132,9 +132,10 @@ void MdsDaemon::Stop() {
   for (auto& [id, rank] : ranks) rank->Stop();
 }
 
-RankOptions MdsDaemon::RankOptionsFor(const pb::FsInfo& fs) {
+RankOptions MdsDaemon::RankOptionsFor(const pb::FsInfo& fs, uint32_t rank) {
   RankOptions o;
   o.fs_id = fs.id();
+  o.rank = rank;
   o.fs_name = fs.name();
   o.metadata_pool = PoolId(fs.metadata_pool());
   o.data_pool = PoolId(fs.data_pools_size() > 0 ? fs.data_pools(0) : 0);
@@ -231,64 +232,76 @@ void MdsDaemon::AssignRanks() {
   }
   std::erase_if(alive, [&](const pb::MdsAlive& d) { return failed.contains(d.client()); });
   for (const pb::FsInfo& fs : map.filesystems()) {
-    const pb::FsRank& holder = fs.rank0();
-    if (fs::RankServed(holder, alive)) {
-      AssignFollower(map, fs, alive);
-      continue;
-    }
-    // The rank's standby-replay if it is alive; else the live daemon holding
-    // the fewest ranks, by name: a standby if any.
-    const pb::MdsAlive* next = nullptr;
-    size_t fewest = SIZE_MAX;
-    for (const pb::MdsAlive& d : alive) {
-      if (fs::FollowsRank(holder, d)) {
-        next = &d;
-        break;
+    for (uint32_t rank = 0; rank < static_cast<uint32_t>(fs.ranks_size()); ++rank) {
+      const pb::FsRank& holder = fs.ranks(static_cast<int>(rank));
+      if (holder.stopping() && holder.client().empty()) continue;  // stopped
+      if (fs::RankServed(holder, alive)) {
+        AssignFollower(map, fs, rank, alive);
+        continue;
       }
-      if (const size_t n = fs::RanksHeldBy(map, d).size(); n < fewest) {
-        next = &d;
-        fewest = n;
-      }
-    }
-    if (next == nullptr) continue;  // nobody alive, not even this daemon yet
-    absl::StatusOr<uint64_t> fenced = FenceHolder(fs);
-    if (!fenced.ok()) {
-      // Never hand on a rank whose last holder might still write.
-      LOG(ERROR) << "event=rank_fence_failed fs=" << fs.name() << " holder=\""
-                 << absl::CHexEscape(holder.client()) << "\" status=\"" << fenced.status() << "\"";
-      continue;
-    }
-    auto status = fsmap_->Mutate([&](pb::FsMap* m) -> absl::Status {
-      for (pb::FsInfo& f : *m->mutable_filesystems()) {
-        if (f.id() != fs.id()) continue;
-        if (f.rank0().client() != holder.client()) {
-          return absl::AbortedError("the rank changed hands meanwhile");
+      // The rank's standby-replay if it is alive; else the live daemon holding
+      // the fewest ranks (a standby if any; one following no other rank
+      // first), by name.
+      const pb::MdsAlive* next = nullptr;
+      size_t fewest = SIZE_MAX;
+      for (const pb::MdsAlive& d : alive) {
+        if (fs::FollowsRank(holder, d)) {
+          next = &d;
+          break;
         }
-        pb::FsRank* r = f.mutable_rank0();
-        r->set_name(next->name());
-        r->set_addr(next->addr());
-        r->set_client(next->client());
-        r->set_incarnation(r->incarnation() + 1);
-        r->set_fence_epoch(*fenced);
-        // The follower holds it now (or follows on, if another took it).
-        if (r->standby_replay().client() == next->client()) r->clear_standby_replay();
+        const size_t score =
+            2 * fs::RanksHeldBy(map, d).size() + (fs::RanksFollowedBy(map, d).empty() ? 0 : 1);
+        if (score < fewest) {
+          next = &d;
+          fewest = score;
+        }
       }
-      return absl::OkStatus();
-    });
-    if (!status.ok()) {
-      LOG(WARNING) << "event=rank_assign_failed fs=" << fs.name() << " status=\"" << status << "\"";
-      continue;
+      if (next == nullptr) continue;  // nobody alive, not even this daemon yet
+      absl::StatusOr<uint64_t> fenced = FenceHolder(fs, rank);
+      if (!fenced.ok()) {
+        // Never hand on a rank whose last holder might still write.
+        LOG(ERROR) << "event=rank_fence_failed fs=" << fs.name() << " rank=" << rank << " holder=\""
+                   << absl::CHexEscape(holder.client()) << "\" status=\"" << fenced.status()
+                   << "\"";
+        continue;
+      }
+      auto status = fsmap_->Mutate([&](pb::FsMap* m) -> absl::Status {
+        for (pb::FsInfo& f : *m->mutable_filesystems()) {
+          if (f.id() != fs.id()) continue;
+          if (static_cast<int>(rank) >= f.ranks_size() ||
+              f.ranks(static_cast<int>(rank)).client() != holder.client()) {
+            return absl::AbortedError("the rank changed hands meanwhile");
+          }
+          pb::FsRank* r = f.mutable_ranks(static_cast<int>(rank));
+          r->set_name(next->name());
+          r->set_addr(next->addr());
+          r->set_client(next->client());
+          r->set_incarnation(r->incarnation() + 1);
+          r->set_fence_epoch(*fenced);
+          // The follower holds it now (or follows on, if another took it).
+          if (r->standby_replay().client() == next->client()) r->clear_standby_replay();
+        }
+        return absl::OkStatus();
+      });
+      if (!status.ok()) {
+        LOG(WARNING) << "event=rank_assign_failed fs=" << fs.name() << " rank=" << rank
+                     << " status=\"" << status << "\"";
+        continue;
+      }
+      LOG(INFO) << "event=rank_assigned fs=" << fs.name() << " rank=" << rank
+                << " to=" << next->name() << " addr=" << next->addr()
+                << " from=" << (holder.name().empty() ? "-" : holder.name())
+                << " reason=" << (holder.name().empty() ? "new_rank" : "holder_not_alive")
+                << " standby_replay=" << fs::FollowsRank(holder, *next)
+                << " fence_epoch=" << *fenced;
     }
-    LOG(INFO) << "event=rank_assigned fs=" << fs.name() << " rank=0 to=" << next->name()
-              << " addr=" << next->addr() << " from=" << (holder.name().empty() ? "-" : holder.name())
-              << " reason=holder_not_alive standby_replay=" << fs::FollowsRank(holder, *next)
-              << " fence_epoch=" << *fenced;
   }
 }
 
-void MdsDaemon::AssignFollower(const pb::FsMap& map, const pb::FsInfo& fs,
+void MdsDaemon::AssignFollower(const pb::FsMap& map, const pb::FsInfo& fs, uint32_t which,
                                const std::vector<pb::MdsAlive>& alive) {
-  const pb::FsRank& rank = fs.rank0();
+  const pb::FsRank& rank = fs::RankOf(fs, which);
+  if (rank.stopping()) return;
   const bool has = rank.has_standby_replay();
   bool follower_ok = false;
   for (const pb::MdsAlive& d : alive) {
@@ -310,13 +323,16 @@ void MdsDaemon::AssignFollower(const pb::FsMap& map, const pb::FsInfo& fs,
   auto status = fsmap_->Mutate([&](pb::FsMap* m) -> absl::Status {
     for (pb::FsInfo& f : *m->mutable_filesystems()) {
       if (f.id() != fs.id()) continue;
-      if (f.rank0().client() != rank.client() ||
-          f.rank0().standby_replay().client() != rank.standby_replay().client()) {
+      if (static_cast<int>(which) >= f.ranks_size() ||
+          f.ranks(static_cast<int>(which)).client() != rank.client() ||
+          f.ranks(static_cast<int>(which)).standby_replay().client() !=
+              rank.standby_replay().client()) {
         return absl::AbortedError("the rank changed meanwhile");
       }
-      pb::MdsRef* follower = f.mutable_rank0()->mutable_standby_replay();
+      pb::FsRank* r = f.mutable_ranks(static_cast<int>(which));
+      pb::MdsRef* follower = r->mutable_standby_replay();
       if (next == nullptr) {
-        f.mutable_rank0()->clear_standby_replay();
+        r->clear_standby_replay();
       } else {
         follower->set_name(next->name());
         follower->set_addr(next->addr());
@@ -330,9 +346,23 @@ void MdsDaemon::AssignFollower(const pb::FsMap& map, const pb::FsInfo& fs,
                  << "\"";
     return;
   }
-  LOG(INFO) << "event=standby_replay_assigned fs=" << fs.name() << " rank=0 to="
+  LOG(INFO) << "event=standby_replay_assigned fs=" << fs.name() << " rank=" << which << " to="
             << (next == nullptr ? "-" : next->name());
 }
+
+namespace {
+
+// The rank `key` names in `map` (nullptr if none), and its filesystem.
+const pb::FsRank* FindRank(const pb::FsMap& map, RankKey key, const pb::FsInfo** fs = nullptr) {
+  for (const pb::FsInfo& f : map.filesystems()) {
+    if (f.id() != key.first || static_cast<int>(key.second) >= f.ranks_size()) continue;
+    if (fs != nullptr) *fs = &f;
+    return &f.ranks(static_cast<int>(key.second));
+  }
+  return nullptr;
+}
+
+}  // namespace
 
 void MdsDaemon::FollowAssignments() {
   const pb::FsMap map = fsmap_->map();
@@ -340,84 +370,199 @@ void MdsDaemon::FollowAssignments() {
   {
     absl::MutexLock lock(&mu_);
     for (auto it = ranks_.begin(); it != ranks_.end();) {
-      const pb::FsInfo* fs = nullptr;
-      for (const pb::FsInfo& f : map.filesystems()) {
-        if (f.id() == it->first) fs = &f;
-      }
-      if (fs != nullptr && Mine(fs->rank0())) {
+      const pb::FsRank* held = FindRank(map, it->first);
+      if (held != nullptr && Mine(*held)) {
         ++it;
         continue;
       }
-      LOG(INFO) << "event=rank_stopped fs=" << it->second->fs_name()
-                << " reason=assigned_elsewhere to=" << (fs ? fs->rank0().name() : "-");
+      LOG(INFO) << "event=rank_stopped fs=" << it->second->fs_name() << " rank=" << it->first.second
+                << " reason=assigned_elsewhere to=" << (held ? held->name() : "-");
       to_stop.push_back(std::move(it->second));
       it = ranks_.erase(it);
     }
+    std::erase_if(stopped_, [&](const RankKey& key) {
+      const pb::FsRank* held = FindRank(map, key);
+      return held == nullptr || !Mine(*held);
+    });
   }
   for (auto& rank : to_stop) rank->Stop();
   if (!registry_->Trusted()) return;  // serve nothing on a lease that may be gone
   for (const pb::FsInfo& fs : map.filesystems()) {
-    if (!Mine(fs.rank0())) continue;
-    {
-      absl::MutexLock lock(&mu_);
-      if (ranks_.contains(fs.id()) || stopping_) continue;
-    }
-    // Every OSD refuses the previous holder before this one writes: its
-    // requests carry at least the epoch that blocklists it.
-    if (absl::Status fenced = WaitForEpoch(fs.rank0().fence_epoch()); !fenced.ok()) {
-      LOG(ERROR) << "event=rank_start_deferred fs=" << fs.name() << " status=\"" << fenced << "\"";
-      continue;
-    }
-    // Standby-replay: the rank this daemon followed has all but the last
-    // events applied already.
-    std::shared_ptr<MdsRank> rank;
-    {
-      absl::MutexLock following(&follow_mu_);
-      absl::MutexLock lock(&mu_);
-      if (auto it = followers_.find(fs.id()); it != followers_.end()) {
-        rank = std::move(it->second);
-        followers_.erase(it);
+    for (uint32_t r = 0; r < static_cast<uint32_t>(fs.ranks_size()); ++r) {
+      const pb::FsRank& held = fs.ranks(static_cast<int>(r));
+      if (!Mine(held)) continue;
+      const RankKey key{fs.id(), r};
+      if (held.stopping() && StopRank(fs, r)) continue;
+      {
+        absl::MutexLock lock(&mu_);
+        if (ranks_.contains(key) || stopping_) continue;
       }
+      // Every OSD refuses the previous holder before this one writes: its
+      // requests carry at least the epoch that blocklists it.
+      if (absl::Status fenced = WaitForEpoch(held.fence_epoch()); !fenced.ok()) {
+        LOG(ERROR) << "event=rank_start_deferred fs=" << fs.name() << " rank=" << r << " status=\""
+                   << fenced << "\"";
+        continue;
+      }
+      // Standby-replay: the rank this daemon followed has all but the last
+      // events applied already.
+      std::shared_ptr<MdsRank> rank;
+      {
+        absl::MutexLock following(&follow_mu_);
+        absl::MutexLock lock(&mu_);
+        if (auto it = followers_.find(key); it != followers_.end()) {
+          rank = std::move(it->second);
+          followers_.erase(it);
+        }
+      }
+      if (rank == nullptr) rank = MakeRank(fs, r);
+      if (r > 0) {
+        // A rank above 0 gets its journal and tables when first served.
+        absl::StatusOr<bool> created = rank->Created();
+        absl::Status made = created.status();
+        if (created.ok() && !*created) {
+          made = rank->Create();
+          if (made.ok()) LOG(INFO) << "event=rank_created fs=" << fs.name() << " rank=" << r;
+        }
+        if (!made.ok()) {
+          LOG(ERROR) << "event=rank_create_failed fs=" << fs.name() << " rank=" << r << " status=\""
+                     << made << "\"";
+          continue;
+        }
+      }
+      const absl::Time t0 = absl::Now();
+      absl::Status status = rank->Start();
+      if (!status.ok()) {
+        LOG(ERROR) << "event=rank_start_failed fs=" << fs.name() << " rank=" << r << " status=\""
+                   << status << "\"";
+        continue;
+      }
+      LOG(INFO) << "event=rank_started fs=" << fs.name() << " rank=" << r << " incarnation="
+                << held.incarnation()
+                << " replay_ms=" << absl::ToInt64Milliseconds(absl::Now() - t0);
+      absl::MutexLock lock(&mu_);
+      ranks_[key] = std::move(rank);
     }
-    if (rank == nullptr) rank = MakeRank(fs);
-    const absl::Time t0 = absl::Now();
-    absl::Status status = rank->Start();
-    if (!status.ok()) {
-      LOG(ERROR) << "event=rank_start_failed fs=" << fs.name() << " status=\"" << status << "\"";
-      continue;
-    }
-    LOG(INFO) << "event=rank_started fs=" << fs.name() << " rank=0 incarnation="
-              << fs.rank0().incarnation() << " replay_ms=" << absl::ToInt64Milliseconds(absl::Now() - t0);
-    absl::MutexLock lock(&mu_);
-    ranks_[fs.id()] = std::move(rank);
   }
   // The journals this daemon follows, by the fsmap.
   const pb::MdsAlive self = registry_->self();
   absl::MutexLock lock(&mu_);
   for (auto it = followers_.begin(); it != followers_.end();) {
-    bool still = false;
-    for (const pb::FsInfo& f : map.filesystems()) {
-      still |= f.id() == it->first && fs::FollowsRank(f.rank0(), self) && !Mine(f.rank0());
-    }
-    if (still) {
+    const pb::FsRank* held = FindRank(map, it->first);
+    if (held != nullptr && fs::FollowsRank(*held, self) && !Mine(*held)) {
       ++it;
       continue;
     }
-    LOG(INFO) << "event=standby_replay_stopped fs=" << it->second->fs_name();
+    LOG(INFO) << "event=standby_replay_stopped fs=" << it->second->fs_name()
+              << " rank=" << it->first.second;
     it = followers_.erase(it);
   }
   for (const pb::FsInfo& fs : map.filesystems()) {
-    if (!fs::FollowsRank(fs.rank0(), self) || Mine(fs.rank0()) || followers_.contains(fs.id()) ||
-        stopping_) {
-      continue;
+    for (uint32_t r = 0; r < static_cast<uint32_t>(fs.ranks_size()); ++r) {
+      const pb::FsRank& held = fs.ranks(static_cast<int>(r));
+      const RankKey key{fs.id(), r};
+      if (!fs::FollowsRank(held, self) || Mine(held) || followers_.contains(key) || stopping_) {
+        continue;
+      }
+      LOG(INFO) << "event=standby_replay_started fs=" << fs.name() << " rank=" << r
+                << " holder=" << held.name();
+      followers_[key] = MakeRank(fs, r);
     }
-    LOG(INFO) << "event=standby_replay_started fs=" << fs.name() << " rank=0 holder="
-              << fs.rank0().name();
-    followers_[fs.id()] = MakeRank(fs);
   }
 }
 
-std::shared_ptr<MdsRank> MdsDaemon::MakeRank(const pb::FsInfo& fs) {
+// A stopping rank held here (above max_mds): its journal flushed and
+// trimmed, it stops, and the map manager is told (again on each pass until
+// the map drops it). One never started here (taken over while stopping)
+// is started first, so that what its journal holds is replayed and
+// flushed: false then.
+bool MdsDaemon::StopRank(const pb::FsInfo& fs, uint32_t r) {
+  const RankKey key{fs.id(), r};
+  std::shared_ptr<MdsRank> running;
+  bool done = false;
+  {
+    absl::MutexLock lock(&mu_);
+    if (auto it = ranks_.find(key); it != ranks_.end()) {
+      running = std::move(it->second);
+      ranks_.erase(it);
+    }
+    done = stopped_.contains(key);
+  }
+  if (running != nullptr) {
+    absl::Status flushed = running->FlushAll();
+    running->Stop();
+    if (!flushed.ok()) {
+      // Started again (replayed), and flushed on the next pass.
+      LOG(ERROR) << "event=rank_stop_flush_failed fs=" << fs.name() << " rank=" << r
+                 << " status=\"" << flushed << "\"";
+      return false;
+    }
+    LOG(INFO) << "event=rank_stopped fs=" << fs.name() << " rank=" << r << " reason=max_mds";
+    absl::MutexLock lock(&mu_);
+    stopped_.insert(key);
+    done = true;
+  }
+  if (!done) return false;
+  pb::RankStoppedRequest req;
+  req.set_fs_id(fs.id());
+  req.set_rank(r);
+  req.set_client(objects_->name());
+  absl::Status told;
+  if (manager_->IsLeader()) {
+    told = RankStopped(req);
+  } else if (const std::string leader = manager_->LeaderAddr(); !leader.empty()) {
+    pb::AdminReply reply;
+    grpc::ClientContext ctx;
+    ctx.set_deadline(rpc::DeadlineIn(5000));
+    grpc::Status rpc_status =
+        pb::Filesystems::NewStub(channels_.Get(leader))->RankStopped(&ctx, req, &reply);
+    told = rpc_status.ok() ? rpc::FromProto(reply.status()) : rpc::FromGrpc(rpc_status, leader);
+  } else {
+    told = absl::UnavailableError("no map manager elected");
+  }
+  if (!told.ok() && !absl::IsAlreadyExists(told)) {
+    LOG(WARNING) << "event=rank_stopped_report_failed fs=" << fs.name() << " rank=" << r
+                 << " status=\"" << told << "\"";
+  }
+  return true;
+}
+
+absl::Status MdsDaemon::RankStopped(const pb::RankStoppedRequest& req) {
+  if (!manager_->IsLeader()) return manager_->NotLeader();
+  return fsmap_->Mutate([&](pb::FsMap* m) -> absl::Status {
+    for (pb::FsInfo& f : *m->mutable_filesystems()) {
+      if (f.id() != req.fs_id()) continue;
+      if (static_cast<int>(req.rank()) >= f.ranks_size()) return absl::AlreadyExistsError("unchanged");
+      pb::FsRank* r = f.mutable_ranks(static_cast<int>(req.rank()));
+      if (!r->stopping()) {
+        return absl::FailedPreconditionError(absl::StrCat("rank ", req.rank(), " is not stopping"));
+      }
+      if (r->client().empty()) return absl::AlreadyExistsError("unchanged");
+      if (r->client() != req.client()) {
+        return absl::PermissionDeniedError("only the rank's holder says it stopped");
+      }
+      // Stopped: held by nobody; dropped once it is the last.
+      r->clear_name();
+      r->clear_addr();
+      r->clear_client();
+      r->clear_standby_replay();
+      TrimStoppedRanks(&f);
+      LOG(INFO) << "event=rank_removed fs=" << f.name() << " rank=" << req.rank();
+      return absl::OkStatus();
+    }
+    return absl::NotFoundError(absl::StrCat("no filesystem ", req.fs_id()));
+  });
+}
+
+void MdsDaemon::TrimStoppedRanks(pb::FsInfo* fs) {
+  while (fs->ranks_size() > static_cast<int>(fs::MaxMds(*fs))) {
+    const pb::FsRank& last = fs->ranks(fs->ranks_size() - 1);
+    if (!last.stopping() || !last.client().empty()) break;
+    fs->mutable_ranks()->RemoveLast();
+  }
+}
+
+std::shared_ptr<MdsRank> MdsDaemon::MakeRank(const pb::FsInfo& fs, uint32_t rank) {
   const uint32_t fs_id = fs.id();
   RankEnv env;
   env.objects = objects_;
@@ -425,7 +570,7 @@ std::shared_ptr<MdsRank> MdsDaemon::MakeRank(const pb::FsInfo& fs) {
   env.data_pools = [this, fs_id] { return DataPoolsOf(fs_id); };
   env.cluster_full = [this] { return ClusterFull(); };
   env.fence_client = [this](const std::string& client) { return Fence(client); };
-  return std::make_shared<MdsRank>(RankOptionsFor(fs), std::move(env));
+  return std::make_shared<MdsRank>(RankOptionsFor(fs, rank), std::move(env));
 }
 
 // Every kFollowInterval: each followed journal read on; a follower that fell
@@ -439,12 +584,12 @@ void MdsDaemon::FollowLoop() {
       if (mu_.AwaitWithTimeout(absl::Condition(&wake), kFollowInterval)) return;
     }
     absl::MutexLock following(&follow_mu_);
-    std::map<uint32_t, std::shared_ptr<MdsRank>> followers;
+    std::map<RankKey, std::shared_ptr<MdsRank>> followers;
     {
       absl::MutexLock lock(&mu_);
       followers = followers_;
     }
-    for (auto& [fs_id, rank] : followers) {
+    for (auto& [key, rank] : followers) {
       absl::StatusOr<uint64_t> followed = rank->Follow();
       const size_t cached =
           rank->Inspect([](const MetaCache& cache, const Sessions&, const auto&) {
@@ -457,11 +602,10 @@ void MdsDaemon::FollowLoop() {
                    << "\"";
       const pb::FsMap map = fsmap_->map();
       absl::MutexLock lock(&mu_);
-      auto it = followers_.find(fs_id);
+      auto it = followers_.find(key);
       if (it == followers_.end() || it->second != rank) continue;
-      for (const pb::FsInfo& fs : map.filesystems()) {
-        if (fs.id() == fs_id) it->second = MakeRank(fs);
-      }
+      const pb::FsInfo* fs = nullptr;
+      if (FindRank(map, key, &fs) != nullptr) it->second = MakeRank(*fs, key.second);
     }
   }
 }
@@ -487,11 +631,11 @@ bool MdsDaemon::WouldRatherNotLead() {
 // refused. As CephFS does on failover. The entry expires after a day
 // (mds_blocklist_interval in Ceph), long past any lease the old holder
 // could believe it has.
-absl::StatusOr<uint64_t> MdsDaemon::FenceHolder(const pb::FsInfo& fs) {
-  const std::string& holder = fs.rank0().client();
+absl::StatusOr<uint64_t> MdsDaemon::FenceHolder(const pb::FsInfo& fs, uint32_t rank) {
+  const std::string& holder = fs::RankOf(fs, rank).client();
   if (holder.empty() || holder == objects_->name()) return objects_->map()->epoch;
   ASSIGN_OR_RETURN(uint64_t epoch, Fence(holder));
-  LOG(INFO) << "event=rank_holder_fenced fs=" << fs.name() << " holder=\""
+  LOG(INFO) << "event=rank_holder_fenced fs=" << fs.name() << " rank=" << rank << " holder=\""
             << absl::CHexEscape(holder) << "\" epoch=" << epoch;
   return epoch;
 }
@@ -564,16 +708,18 @@ absl::Status MdsDaemon::FsNew(const std::string& name, const std::string& metada
   info.set_metadata_pool(osdmap->FindPoolByName(metadata_pool)->id.value());
   info.add_data_pools(osdmap->FindPoolByName(data_pool)->id.value());
   info.set_created_ms(absl::ToUnixMillis(absl::Now()));
-  info.mutable_rank0()->set_name(options_.name);
-  info.mutable_rank0()->set_addr(options_.addr);
-  info.mutable_rank0()->set_client(objects_->name());
-  info.mutable_rank0()->set_incarnation(1);
+  info.set_max_mds(1);
+  pb::FsRank* rank0 = info.add_ranks();
+  rank0->set_name(options_.name);
+  rank0->set_addr(options_.addr);
+  rank0->set_client(objects_->name());
+  rank0->set_incarnation(1);
   RankEnv env;
   env.objects = objects_;
   env.capacity = [] { return Capacity{}; };
   env.data_pools = [] { return DataPools{}; };
   env.cluster_full = [] { return false; };
-  MdsRank creator(RankOptionsFor(info), std::move(env));
+  MdsRank creator(RankOptionsFor(info, 0), std::move(env));
   RETURN_IF_ERROR(creator.Create());
   return fsmap_->Mutate([&](pb::FsMap* m) -> absl::Status {
     RETURN_IF_ERROR(FsMapStore::ValidateNew(*m, *osdmap, name, metadata_pool, data_pool));
@@ -616,12 +762,44 @@ absl::Status MdsDaemon::FsSet(const std::string& name, const std::string& key,
   }
   if (key == "max_mds") {
     if (n < 1) return absl::InvalidArgumentError("max_mds must be at least 1");
-    if (n > 1) {
-      return absl::UnimplementedError(
-          "max_mds above 1: several active ranks are not built yet (issue 47); rank 0 serves "
-          "the whole namespace");
+    // Each active rank needs a daemon of its own (one failed by the operator
+    // does not count).
+    std::vector<pb::MdsAlive> alive = registry_->daemons();
+    absl::flat_hash_set<std::string> failed;
+    {
+      absl::MutexLock lock(&mu_);
+      failed = failed_;
     }
-    return absl::OkStatus();  // what it is
+    std::erase_if(alive, [&](const pb::MdsAlive& d) { return failed.contains(d.client()); });
+    if (n > alive.size()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("max_mds ", n, " needs ", n, " MDS daemons, one per active rank; ",
+                       alive.size(), " are running"));
+    }
+    return fsmap_->Mutate([&](pb::FsMap* m) -> absl::Status {
+      for (pb::FsInfo& fs : *m->mutable_filesystems()) {
+        if (fs.name() != name) continue;
+        const bool same = fs::MaxMds(fs) == n;
+        fs.set_max_mds(n);
+        // Ranks below n serve (a stopping one is kept); those above stop:
+        // their holders flush and report (RankStopped); then they go.
+        bool changed = !same;
+        while (fs.ranks_size() < static_cast<int>(n)) {
+          fs.add_ranks();
+          changed = true;
+        }
+        for (int r = 0; r < fs.ranks_size(); ++r) {
+          const bool stop = r >= static_cast<int>(n);
+          if (fs.ranks(r).stopping() != stop) {
+            fs.mutable_ranks(r)->set_stopping(stop);
+            changed = true;
+          }
+        }
+        TrimStoppedRanks(&fs);
+        return changed ? absl::OkStatus() : absl::AlreadyExistsError("unchanged");
+      }
+      return ErrnoError(absl::StatusCode::kNotFound, ENOENT, absl::StrCat("no filesystem ", name));
+    });
   }
   if (key == "allow_standby_replay" && n > 1) {
     return absl::InvalidArgumentError(
@@ -659,16 +837,25 @@ absl::StatusOr<std::string> MdsDaemon::MdsFail(const std::string& who) {
   }
   uint32_t rank = 0;
   if (absl::SimpleAtoi(rank_part, &rank)) {
-    if (rank != 0) return absl::InvalidArgumentError(absl::StrCat("no rank ", rank, ": only rank 0 exists"));
     if (fs_part.empty() && map.filesystems_size() != 1) {
-      return absl::InvalidArgumentError("several filesystems: name the rank as FS:0");
+      return absl::InvalidArgumentError(
+          absl::StrCat("several filesystems: name the rank as FS:", rank));
     }
     const pb::FsInfo* fs = nullptr;
     for (const pb::FsInfo& f : map.filesystems()) {
       if (fs_part.empty() || f.name() == fs_part) fs = &f;
     }
     if (fs == nullptr) return absl::NotFoundError(absl::StrCat("no filesystem ", fs_part));
-    name = fs->rank0().name();
+    if (rank >= static_cast<uint32_t>(fs->ranks_size())) {
+      return absl::InvalidArgumentError(absl::StrCat("no rank ", rank, " in ", fs->name(), ": it has ",
+                                                     fs->ranks_size(), " (max_mds ",
+                                                     fs::MaxMds(*fs), ")"));
+    }
+    name = fs::RankOf(*fs, rank).name();
+    if (name.empty()) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("rank ", rank, " of ", fs->name(), " has no daemon"));
+    }
   }
   std::optional<pb::MdsAlive> daemon = registry_->Find(name);
   if (!daemon) return absl::NotFoundError(absl::StrCat("no MDS daemon named '", name, "' is alive"));
@@ -690,12 +877,9 @@ absl::StatusOr<std::string> MdsDaemon::MdsFail(const std::string& who) {
   }
   LOG(WARNING) << "event=mds_failed name=" << name << " reason=operator epoch=" << epoch;
   AssignRanks();
-  std::string held;
-  for (const pb::FsInfo& fs : map.filesystems()) {
-    if (fs.rank0().client() == daemon->client()) absl::StrAppend(&held, held.empty() ? "" : ", ", fs.name());
-  }
+  const std::string held = fs::Describe(fs::RanksHeldBy(map, *daemon));
   return absl::StrCat("failed ", name, " (fenced at osdmap epoch ", epoch, ")",
-                      held.empty() ? "" : absl::StrCat("; rank 0 of ", held, " handed to a standby"));
+                      held.empty() ? "" : absl::StrCat("; ", held, " handed to a standby"));
 }
 
 void MdsDaemon::AddHealthChecks(pb::StatusReply* reply) {
@@ -704,11 +888,14 @@ void MdsDaemon::AddHealthChecks(pb::StatusReply* reply) {
   size_t standbys = 0;
   for (const pb::MdsAlive& d : alive) standbys += fs::RanksHeldBy(map, d).empty();
   for (const pb::FsInfo& fs : map.filesystems()) {
-    if (!fs::RankServed(fs.rank0(), alive)) {
+    for (int r = 0; r < fs.ranks_size(); ++r) {
+      const pb::FsRank& held = fs.ranks(r);
+      if (held.stopping() && held.client().empty()) continue;  // stopped
+      if (fs::RankServed(held, alive)) continue;
       auto* check = reply->add_checks();
       check->set_severity("ERR");
       check->set_code("MDS_RANK_DOWN");
-      check->set_message(absl::StrCat("rank 0 of ", fs.name(), " has no live MDS daemon (",
+      check->set_message(absl::StrCat("rank ", r, " of ", fs.name(), " has no live MDS daemon (",
                                       standbys > 0 ? "a standby is taking it over" : "no standby",
                                       ")"));
     }
@@ -722,12 +909,18 @@ void MdsDaemon::AddHealthChecks(pb::StatusReply* reply) {
   }
 }
 
-absl::Status MdsDaemon::NotHere(const std::string& fs) {
+absl::Status MdsDaemon::NotHere(const std::string& fs, uint32_t rank) {
   pb::FsMap map = fsmap_->map();
   for (const pb::FsInfo& info : map.filesystems()) {
     if (info.name() == fs || absl::StrCat(info.id()) == fs) {
-      return absl::UnavailableError(absl::StrCat("rank 0 of ", info.name(), " is served by ",
-                                                 info.rank0().addr(), " (", info.rank0().name(), ")"));
+      if (rank >= static_cast<uint32_t>(info.ranks_size())) {
+        return ErrnoError(absl::StatusCode::kNotFound, ENOENT,
+                          absl::StrCat("no rank ", rank, " in filesystem ", info.name()));
+      }
+      const pb::FsRank& held = fs::RankOf(info, rank);
+      return absl::UnavailableError(absl::StrCat("rank ", rank, " of ", info.name(),
+                                                 " is served by ", held.addr(), " (",
+                                                 held.name(), ")"));
     }
   }
   return ErrnoError(absl::StatusCode::kNotFound, ENOENT, absl::StrCat("no filesystem ", fs));
@@ -751,32 +944,34 @@ DataPools MdsDaemon::DataPoolsOf(uint32_t fs_id) {
   return out;
 }
 
-absl::StatusOr<std::shared_ptr<MdsRank>> MdsDaemon::RankByName(const std::string& fs) {
+absl::StatusOr<std::shared_ptr<MdsRank>> MdsDaemon::RankByName(const std::string& fs,
+                                                               uint32_t rank) {
   if (!registry_->Trusted()) return Untrusted();
   {
     absl::MutexLock lock(&mu_);
-    for (auto& [id, rank] : ranks_) {
-      if (rank->fs_name() == fs) return rank;
+    for (auto& [key, served] : ranks_) {
+      if (served->fs_name() == fs && key.second == rank) return served;
     }
   }
-  return NotHere(fs);
+  return NotHere(fs, rank);
 }
 
 std::vector<std::shared_ptr<MdsRank>> MdsDaemon::Ranks() {
   absl::MutexLock lock(&mu_);
   std::vector<std::shared_ptr<MdsRank>> out;
-  for (auto& [id, rank] : ranks_) out.push_back(rank);
+  for (auto& [key, rank] : ranks_) out.push_back(rank);
   return out;
 }
 
-absl::StatusOr<std::shared_ptr<MdsRank>> MdsDaemon::RankById(uint32_t fs_id) {
+absl::StatusOr<std::shared_ptr<MdsRank>> MdsDaemon::RankOfSession(uint64_t session) {
   if (!registry_->Trusted()) return Untrusted();
+  const SessionId id(session);
   {
     absl::MutexLock lock(&mu_);
-    auto it = ranks_.find(fs_id);
+    auto it = ranks_.find(RankKey{id.fs(), id.rank()});
     if (it != ranks_.end()) return it->second;
   }
-  return NotHere(absl::StrCat(fs_id));
+  return NotHere(absl::StrCat(id.fs()), id.rank());
 }
 
 }  // namespace weft::mds

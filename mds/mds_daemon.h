@@ -1,7 +1,8 @@
 // The filesystem side of weft-mds: the ranks this daemon holds and the
-// supervisor that starts and stops them. Each filesystem has one rank (0),
-// held by the live daemon the fsmap names (name and object client); the
-// others are standbys. The map manager (the elected daemon) assigns it:
+// supervisor that starts and stops them. Each filesystem has max_mds ranks
+// (FsInfo.ranks; 1 unless set), each held by the live daemon the fsmap names
+// (name and object client), with its own journal and tables; the others
+// are standbys. The map manager (the elected daemon) assigns them:
 // when the holder's liveness record (MdsRegistry) is gone, it blocklists the
 // holder's object client on the OSDs, then names a standby (the live daemon
 // holding the fewest ranks), which waits for that blocklist epoch, replays
@@ -14,6 +15,8 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <set>
+#include <utility>
 #include <string>
 #include <thread>
 #include <vector>
@@ -30,6 +33,9 @@
 #include "mds/rank.h"
 
 namespace weft::mds {
+
+// A rank of a filesystem: (fs id, rank).
+using RankKey = std::pair<uint32_t, uint32_t>;
 
 struct DaemonOptions {
   std::string name;
@@ -79,10 +85,14 @@ class MdsDaemon {
   // client blocklisted (failed by the operator, or fenced while frozen).
   void SetRestart(std::function<void(const std::string& reason)> restart) { restart_ = std::move(restart); }
 
-  // The rank serving a filesystem (by name or id) here, or an error that says
+  // Rank `rank` of a filesystem (by name) served here, or an error that says
   // where it is served.
-  absl::StatusOr<std::shared_ptr<MdsRank>> RankByName(const std::string& fs);
-  absl::StatusOr<std::shared_ptr<MdsRank>> RankById(uint32_t fs_id);
+  absl::StatusOr<std::shared_ptr<MdsRank>> RankByName(const std::string& fs, uint32_t rank = 0);
+  // The rank a session is with (its id says which: SessionId), if here.
+  absl::StatusOr<std::shared_ptr<MdsRank>> RankOfSession(uint64_t session);
+  // A stopping rank's holder says it is flushed and stopped (map manager
+  // only): the rank is held by nobody, and dropped once it is the last.
+  absl::Status RankStopped(const pb::RankStoppedRequest& req);
   // The ranks served here now.
   std::vector<std::shared_ptr<MdsRank>> Ranks();
   MdsRegistry* registry() const { return registry_; }
@@ -100,20 +110,25 @@ class MdsDaemon {
   // Map manager: names a standby-replay for `fs`'s rank (a live daemon
   // holding and following nothing) when the filesystem allows one and its
   // follower is gone, or clears it when it no longer does.
-  void AssignFollower(const pb::FsMap& map, const pb::FsInfo& fs,
+  void AssignFollower(const pb::FsMap& map, const pb::FsInfo& fs, uint32_t rank,
                       const std::vector<pb::MdsAlive>& alive);
   // Starts the ranks the fsmap gives this daemon, stops those it took away;
   // starts and stops following ranks' journals as their standby-replay.
   void FollowAssignments();
-  std::shared_ptr<MdsRank> MakeRank(const pb::FsInfo& fs);
+  std::shared_ptr<MdsRank> MakeRank(const pb::FsInfo& fs, uint32_t rank);
+  // A stopping rank held here (FsRank.stopping): flushes and stops it, and
+  // tells the map manager; false when it must be started first.
+  bool StopRank(const pb::FsInfo& fs, uint32_t rank);
+  // Drops the last ranks while they are stopped and above max_mds.
+  static void TrimStoppedRanks(pb::FsInfo* fs);
   // Standby-replay: reads the followed journals on (MdsRank::Follow).
   void FollowLoop();
   static constexpr absl::Duration kFollowInterval = absl::Milliseconds(200);
   bool Mine(const pb::FsRank& rank) const;
-  // Blocklists the previous holder of `fs`'s rank 0 (see mds_daemon.cc);
-  // returns the epoch that says so (with nothing to fence, the epoch this
-  // daemon has).
-  absl::StatusOr<uint64_t> FenceHolder(const pb::FsInfo& fs);
+  // Blocklists the previous holder of `fs`'s rank `rank` (see
+  // mds_daemon.cc); returns the epoch that says so (with nothing to fence,
+  // the epoch this daemon has).
+  absl::StatusOr<uint64_t> FenceHolder(const pb::FsInfo& fs, uint32_t rank);
   // Blocklists `client` (an OSD identity) for a day and waits until this
   // daemon's object client has the map that says so; returns its epoch.
   absl::StatusOr<uint64_t> Fence(const std::string& client);
@@ -121,13 +136,13 @@ class MdsDaemon {
   absl::Status WaitForEpoch(uint64_t epoch);
   // The map manager's BlocklistAdd, here or on the leader over gRPC.
   absl::StatusOr<uint64_t> BlocklistAdd(const std::string& client, int64_t expires_ms);
-  RankOptions RankOptionsFor(const pb::FsInfo& fs);
+  RankOptions RankOptionsFor(const pb::FsInfo& fs, uint32_t rank);
   Capacity CachedCapacity();
   // By the map the daemon's object client follows (no I/O).
   bool ClusterFull();
   // Filesystem `fs_id`'s data pools (fsmap) and the pool names (osdmap).
   DataPools DataPoolsOf(uint32_t fs_id);
-  absl::Status NotHere(const std::string& fs);
+  absl::Status NotHere(const std::string& fs, uint32_t rank);
   static absl::Status Untrusted();
 
   const DaemonOptions options_;
@@ -138,12 +153,14 @@ class MdsDaemon {
   rpc::ChannelCache channels_;  // to the leader, for blocklist entries
 
   absl::Mutex mu_;
-  std::map<uint32_t, std::shared_ptr<MdsRank>> ranks_ ABSL_GUARDED_BY(mu_);
+  std::map<RankKey, std::shared_ptr<MdsRank>> ranks_ ABSL_GUARDED_BY(mu_);
+  // Stopping ranks flushed and stopped here, until the map drops them.
+  std::set<RankKey> stopped_ ABSL_GUARDED_BY(mu_);
   // Ranks this daemon follows as standby-replay (not started), by fs id.
   // follow_mu_ is held while FollowLoop reads them on (taken before mu_),
   // so a takeover gets a follower between two reads.
   absl::Mutex follow_mu_ ABSL_ACQUIRED_BEFORE(mu_);
-  std::map<uint32_t, std::shared_ptr<MdsRank>> followers_ ABSL_GUARDED_BY(mu_);
+  std::map<RankKey, std::shared_ptr<MdsRank>> followers_ ABSL_GUARDED_BY(mu_);
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   Capacity capacity_ ABSL_GUARDED_BY(mu_);
   int64_t capacity_ms_ ABSL_GUARDED_BY(mu_) = 0;

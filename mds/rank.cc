@@ -44,7 +44,7 @@ MdsRank::MdsRank(RankOptions options, RankEnv env)
     : options_(std::move(options)),
       env_(std::move(env)),
       objects_(env_.objects),
-      store_(objects_, options_.metadata_pool, options_.fs_id),
+      store_(objects_, options_.metadata_pool, options_.fs_id, options_.rank),
       journal_(&store_,
                [this] {
                  JournalOptions j = options_.journal;
@@ -53,8 +53,8 @@ MdsRank::MdsRank(RankOptions options, RankEnv env)
                }()),
       boot_(env_.boot != 0 ? env_.boot : NewBootId()),
       trim_io_(objects_, kTrimInflightBytes, options_.threads ? 16 : 1),
-      cache_(options_.fs_id),
-      sessions_(options_.fs_id),
+      cache_(options_.fs_id, options_.rank),
+      sessions_(options_.fs_id, options_.rank),
       leases_(absl::Milliseconds(
           std::clamp<int64_t>(options_.dir_lease_ms, 0, options_.reconnect_timeout_ms / 2))),
       trims_() {
@@ -68,6 +68,13 @@ MdsRank::MdsRank(RankOptions options, RankEnv env)
 MdsRank::~MdsRank() { Stop(); }
 
 absl::Status MdsRank::Create() {
+  if (options_.rank != 0) {
+    // Another rank of an existing filesystem: its own tables and journal.
+    ObjectUpdate inotable;
+    inotable.set.emplace_back("next_ino", absl::StrCat(RankFirstIno(options_.rank)));
+    RETURN_IF_ERROR(store_.Apply(TableObject(options_.fs_id, options_.rank, "inotable"), inotable));
+    return journal_.Create();
+  }
   const int64_t now = env_.clock->NowNs();
   pb::InodeRec root;
   root.set_ino(kRootIno);
@@ -85,8 +92,13 @@ absl::Status MdsRank::Create() {
   RETURN_IF_ERROR(store_.Apply(InodeTableObject(options_.fs_id, kRootIno), update));
   ObjectUpdate inotable;
   inotable.set.emplace_back("next_ino", absl::StrCat(kFirstFreeIno));
-  RETURN_IF_ERROR(store_.Apply(TableObject(options_.fs_id, "inotable"), inotable));
+  RETURN_IF_ERROR(store_.Apply(TableObject(options_.fs_id, 0, "inotable"), inotable));
   return journal_.Create();
+}
+
+absl::StatusOr<bool> MdsRank::Created() {
+  ASSIGN_OR_RETURN(auto head, store_.ReadHead());
+  return head.has_value();
 }
 
 absl::Status MdsRank::LoadTables() {
@@ -197,6 +209,7 @@ absl::StatusOr<pb::SessionReply> MdsRank::SessionReplyFor(SessionId session) {
   reply.set_root(kRootIno);
   reply.set_timeout_ms(options_.session_timeout_ms);
   reply.set_fs_id(options_.fs_id);
+  reply.set_rank(options_.rank);
   reply.set_boot(boot_);
   reply.set_inline_max_bytes(options_.inline_max_bytes);
   return reply;

@@ -72,8 +72,12 @@ class MdsRank {
   MdsRank(RankOptions options, RankEnv env);
   ~MdsRank();
 
-  // Creates the filesystem's objects (root directory, tables, journal).
+  // Creates the filesystem's objects (root directory, tables, journal); for
+  // a rank above 0, that rank's tables and journal.
   absl::Status Create();
+  // Whether the rank's journal exists (a rank above 0 is created when it is
+  // first started).
+  absl::StatusOr<bool> Created();
   // Loads tables, replays the journal, starts the background threads.
   absl::Status Start();
   // Standby-replay (docs/ARCHITECTURE.md): follows the journal the rank's
@@ -86,6 +90,7 @@ class MdsRank {
   void Stop();
 
   uint32_t fs_id() const { return options_.fs_id; }
+  uint32_t rank() const { return options_.rank; }
   const std::string& fs_name() const { return options_.fs_name; }
   uint64_t boot() const { return boot_; }
 

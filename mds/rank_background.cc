@@ -385,6 +385,7 @@ pb::FsStatusReply MdsRank::Status() {
   Journal::Stats js = journal_.stats();
   absl::MutexLock lock(&mu_);
   reply.set_fs(options_.fs_name);
+  reply.set_rank(options_.rank);
   reply.set_state(stopping_ ? "stopping" : "active");
   reply.set_sessions(sessions_.size());
   reply.set_cached_inodes(cache_.inode_count());

@@ -24,6 +24,7 @@ namespace weft::mds {
 
 struct RankOptions {
   uint32_t fs_id = 0;
+  uint32_t rank = 0;  // which of the filesystem's ranks (FsInfo.ranks)
   std::string fs_name;
   PoolId metadata_pool;
   PoolId data_pool;                       // default layout pool

@@ -68,9 +68,9 @@ void PrintMdsDaemons(const pb::FsListReply& listed) {
   std::vector<std::string> parts;
   std::string followers, standbys;
   for (const pb::MdsAlive& d : listed.daemons()) {
-    const std::vector<std::string> held = fs::RanksHeldBy(listed.fsmap(), d);
+    const std::vector<fs::RankRef> held = fs::RanksHeldBy(listed.fsmap(), d);
     if (!held.empty()) {
-      parts.push_back(absl::StrCat(d.name(), " holds rank 0 of ", absl::StrJoin(held, ", ")));
+      parts.push_back(absl::StrCat(d.name(), " holds ", fs::Describe(held)));
     } else if (!fs::RanksFollowedBy(listed.fsmap(), d).empty()) {
       absl::StrAppend(&followers, followers.empty() ? "" : ", ", d.name());
     } else {
@@ -96,18 +96,24 @@ void PrintFilesystems(const Config& config) {
   std::string line;
   std::vector<std::string> evictions;
   for (const pb::FsInfo& fs : fsmap->filesystems()) {
-    std::string sessions;
-    absl::StatusOr<pb::FsStatusReply> reply =
-        fs.rank0().addr().empty() ? absl::UnavailableError("no rank 0") : RankStatus(fs, 5000);
-    if (reply.ok()) {
-      sessions = absl::StrCat(", ", reply->sessions(), " sessions");
-      if (reply->evictions() > 0) {
-        evictions.push_back(absl::StrCat(fs.name(), ": ", reply->evictions(),
-                                         " clients evicted, last ", reply->last_eviction()));
+    std::string ranks;
+    for (uint32_t r = 0; r < std::max<uint32_t>(1, fs.ranks_size()); ++r) {
+      const pb::FsRank& held = fs::RankOf(fs, r);
+      std::string sessions;
+      absl::StatusOr<pb::FsStatusReply> reply =
+          held.addr().empty() ? absl::UnavailableError("no holder") : RankStatus(fs, r, 5000);
+      if (reply.ok()) {
+        sessions = absl::StrCat(", ", reply->sessions(), " sessions");
+        if (reply->evictions() > 0) {
+          evictions.push_back(absl::StrCat(fs.name(), r == 0 ? "" : absl::StrCat(" rank ", r), ": ",
+                                           reply->evictions(),
+                                           " clients evicted, last ", reply->last_eviction()));
+        }
       }
+      absl::StrAppend(&ranks, ranks.empty() ? "" : "; ", "rank ", r, " on ",
+                      held.name().empty() ? "none" : held.name(), sessions);
     }
-    absl::StrAppend(&line, line.empty() ? "" : ", ", fs.name(), " (rank 0 on ",
-                    fs.rank0().name().empty() ? "none" : fs.rank0().name(), sessions, ")");
+    absl::StrAppend(&line, line.empty() ? "" : ", ", fs.name(), " (", ranks, ")");
   }
   std::printf("  fs:      %s\n", line.c_str());
   for (const std::string& e : evictions) std::printf("  evicted: %s\n", e.c_str());

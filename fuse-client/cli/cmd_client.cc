@@ -4,6 +4,7 @@
 #include "absl/strings/escaping.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "common/fs/mds_roles.h"
 #include "common/rpc/rpc.h"
 #include "fuse-client/cli/commands.h"
 #include "fuse-client/lib/meta_client.h"
@@ -20,7 +21,7 @@ int ClientUsage() {
 }
 
 std::unique_ptr<pb::Mds::Stub> RankStub(rpc::ChannelCache& channels, const pb::FsInfo& fs) {
-  return pb::Mds::NewStub(channels.Get(fs.rank0().addr()));
+  return pb::Mds::NewStub(channels.Get(fs::RankOf(fs, 0).addr()));
 }
 
 int ClientList(const pb::FsMap& map, const std::string& name) {

@@ -58,7 +58,7 @@ int FsList(client::FsAdmin& admin, const std::vector<std::string>& mds) {
     for (uint32_t p : fs.data_pools()) absl::StrAppend(&data, data.empty() ? "" : ",", PoolName(osdmap.get(), p));
     std::printf("name: %s, id: %u, metadata pool: %s, data pools: [%s], rank 0: %s (%s)\n",
                 fs.name().c_str(), fs.id(), PoolName(osdmap.get(), fs.metadata_pool()).c_str(),
-                data.c_str(), fs.rank0().name().c_str(), fs.rank0().addr().c_str());
+                data.c_str(), fs::RankOf(fs, 0).name().c_str(), fs::RankOf(fs, 0).addr().c_str());
   }
   return 0;
 }
@@ -69,13 +69,13 @@ void PrintDaemons(const pb::FsListReply& listed) {
   std::printf("mds daemons: %d alive, map manager %s\n", listed.daemons_size(),
               listed.leader_addr().empty() ? "(none elected)" : listed.leader_addr().c_str());
   for (const pb::MdsAlive& d : listed.daemons()) {
-    const std::vector<std::string> held = fs::RanksHeldBy(listed.fsmap(), d);
-    const std::vector<std::string> followed = fs::RanksFollowedBy(listed.fsmap(), d);
+    const std::vector<fs::RankRef> held = fs::RanksHeldBy(listed.fsmap(), d);
+    const std::vector<fs::RankRef> followed = fs::RanksFollowedBy(listed.fsmap(), d);
     std::string role = "standby";
     if (!held.empty()) {
-      role = absl::StrCat("rank 0 of ", absl::StrJoin(held, ", "));
+      role = fs::Describe(held);
     } else if (!followed.empty()) {
-      role = absl::StrCat("standby-replay for rank 0 of ", absl::StrJoin(followed, ", "));
+      role = absl::StrCat("standby-replay for ", fs::Describe(followed));
     }
     std::printf("  %s (%s): %s\n", d.name().c_str(), d.addr().c_str(), role.c_str());
   }
@@ -89,50 +89,59 @@ int FsStatus(client::FsAdmin& admin, const std::string& name) {
   for (const pb::FsInfo& fs : map->filesystems()) {
     if (!name.empty() && fs.name() != name) continue;
     ++shown;
-    absl::StatusOr<pb::FsStatusReply> asked = RankStatus(fs, 10000);
-    const absl::Status status = asked.status();
-    const pb::FsStatusReply reply = asked.ok() ? *std::move(asked) : pb::FsStatusReply();
-    std::printf("%s: rank 0 on %s (%s)\n", fs.name().c_str(), fs.rank0().name().c_str(),
-                fs.rank0().addr().c_str());
-    std::printf("  holder: client %s, incarnation %lu\n",
-                fs.rank0().client().empty() ? "-" : fs.rank0().client().c_str(),
-                static_cast<unsigned long>(fs.rank0().incarnation()));
-    if (!status.ok()) {
-      std::printf("  state: unavailable (%s)\n", std::string(status.message()).c_str());
-      continue;
+    if (fs::MaxMds(fs) > 1 || fs.ranks_size() > 1) {
+      std::printf("%s: max_mds %u, %d ranks\n", fs.name().c_str(), fs::MaxMds(fs), fs.ranks_size());
     }
-    std::printf(
-        "  state: %s, sessions: %lu, inodes: %lu, replay: %ld ms, caps: %lu (Ls %lu, AsFs %lu)\n",
-        reply.state().c_str(), reply.sessions(), reply.inodes(), reply.replay_ms(), reply.caps(),
-        reply.dir_leases(), reply.attr_caps());
-    std::printf(
-        "  cache: %lu inodes, %lu dentries, %lu dirty inodes, %.1f MiB of %.1f MiB "
-        "(mds_cache_memory_limit), MDS RSS %.1f MiB\n",
-        reply.cached_inodes(), reply.cached_dentries(), reply.dirty_inodes(),
-        reply.cache_bytes() / 1048576.0, reply.cache_limit_bytes() / 1048576.0,
-        reply.rss_bytes() / 1048576.0);
-    std::printf(
-        "  caps: %.1f MiB (counted in the limit), max %lu per client (mds_max_caps_per_client); "
-        "granted %lu, refused %lu, recalled %lu, released %lu\n",
-        reply.caps_bytes() / 1048576.0, reply.max_caps_per_client(), reply.caps_granted(),
-        reply.caps_refused(), reply.caps_recalled(), reply.caps_released());
-    for (const pb::ClientInfo& c : reply.clients()) {
-      std::printf("    client %lu (%s): %lu caps (Ls %lu, AsFs %lu), %lu open files, "
-                  "%lu inodes cached\n",
-                  c.session(), absl::CHexEscape(c.client()).c_str(), c.caps(), c.dir_leases(),
-                  c.attr_caps(), c.open_files(), c.cached_inodes());
+    for (uint32_t r = 0; r < std::max<uint32_t>(1, fs.ranks_size()); ++r) {
+      const pb::FsRank& held = fs::RankOf(fs, r);
+      absl::StatusOr<pb::FsStatusReply> asked =
+          held.addr().empty() ? absl::UnavailableError("no daemon holds it")
+                              : RankStatus(fs, r, 10000);
+      const absl::Status status = asked.status();
+      const pb::FsStatusReply reply = asked.ok() ? *std::move(asked) : pb::FsStatusReply();
+      std::printf("%s: rank %u on %s (%s)%s\n", fs.name().c_str(), r, held.name().c_str(),
+                  held.addr().c_str(), held.stopping() ? ", stopping" : "");
+      std::printf("  holder: client %s, incarnation %lu\n",
+                  held.client().empty() ? "-" : held.client().c_str(),
+                  static_cast<unsigned long>(held.incarnation()));
+      if (!status.ok()) {
+        std::printf("  state: unavailable (%s)\n", std::string(status.message()).c_str());
+        continue;
+      }
+      std::printf(
+          "  state: %s, sessions: %lu, inodes: %lu, replay: %ld ms, caps: %lu (Ls %lu, AsFs %lu)\n",
+          reply.state().c_str(), reply.sessions(), reply.inodes(), reply.replay_ms(), reply.caps(),
+          reply.dir_leases(), reply.attr_caps());
+      std::printf(
+          "  cache: %lu inodes, %lu dentries, %lu dirty inodes, %.1f MiB of %.1f MiB "
+          "(mds_cache_memory_limit), MDS RSS %.1f MiB\n",
+          reply.cached_inodes(), reply.cached_dentries(), reply.dirty_inodes(),
+          reply.cache_bytes() / 1048576.0, reply.cache_limit_bytes() / 1048576.0,
+          reply.rss_bytes() / 1048576.0);
+      std::printf(
+          "  caps: %.1f MiB (counted in the limit), max %lu per client (mds_max_caps_per_client); "
+          "granted %lu, refused %lu, recalled %lu, released %lu\n",
+          reply.caps_bytes() / 1048576.0, reply.max_caps_per_client(), reply.caps_granted(),
+          reply.caps_refused(), reply.caps_recalled(), reply.caps_released());
+      for (const pb::ClientInfo& c : reply.clients()) {
+        std::printf("    client %lu (%s): %lu caps (Ls %lu, AsFs %lu), %lu open files, "
+                    "%lu inodes cached\n",
+                    c.session(), absl::CHexEscape(c.client()).c_str(), c.caps(), c.dir_leases(),
+                    c.attr_caps(), c.open_files(), c.cached_inodes());
+      }
+      std::printf("  journal: events %lu..%lu, %lu segments, %.1f KiB\n",
+                  reply.journal_first_seq(), reply.journal_last_seq(), reply.journal_segments(),
+                  reply.journal_bytes() / 1024.0);
+      std::printf("  strays: %lu, purge queue: %lu, truncates cutting objects: %lu\n",
+                  reply.strays(), reply.purge_queue(), reply.trims());
+      std::printf("  locks: %lu held, %lu waiting\n", reply.locks(), reply.lock_waiters());
+      std::printf("  evictions: %lu%s%s\n", reply.evictions(),
+                  reply.last_eviction().empty() ? "" : ", last: ",
+                  absl::CHexEscape(reply.last_eviction()).c_str());
+      std::printf("  requests: %lu, in the rank %.1f ms, rank lock: waited %.1f ms, held %.1f ms\n",
+                  reply.requests(), reply.request_ns() / 1e6, reply.rank_lock_wait_ns() / 1e6,
+                  reply.rank_lock_held_ns() / 1e6);
     }
-    std::printf("  journal: events %lu..%lu, %lu segments, %.1f KiB\n", reply.journal_first_seq(),
-                reply.journal_last_seq(), reply.journal_segments(), reply.journal_bytes() / 1024.0);
-    std::printf("  strays: %lu, purge queue: %lu, truncates cutting objects: %lu\n",
-                reply.strays(), reply.purge_queue(), reply.trims());
-    std::printf("  locks: %lu held, %lu waiting\n", reply.locks(), reply.lock_waiters());
-    std::printf("  evictions: %lu%s%s\n", reply.evictions(),
-                reply.last_eviction().empty() ? "" : ", last: ",
-                absl::CHexEscape(reply.last_eviction()).c_str());
-    std::printf("  requests: %lu, in the rank %.1f ms, rank lock: waited %.1f ms, held %.1f ms\n",
-                reply.requests(), reply.request_ns() / 1e6, reply.rank_lock_wait_ns() / 1e6,
-                reply.rank_lock_held_ns() / 1e6);
   }
   if (shown == 0 && !name.empty()) return Fail(absl::NotFoundError(absl::StrCat("no filesystem named ", name)), "fs status");
   PrintDaemons(*listed);
@@ -149,7 +158,7 @@ int JournalInspect(client::FsAdmin& admin, const std::vector<std::string>& mds,
   auto objects = objects::ObjectClient::Connect(options);
   if (!objects.ok()) return Fail(objects.status(), "fs journal inspect");
   const PoolId pool(fs->metadata_pool());
-  auto head_bytes = (*objects)->Get(pool, mds::JournalHeadObject(fs->id()));
+  auto head_bytes = (*objects)->Get(pool, mds::JournalHeadObject(fs->id(), 0));
   if (absl::IsNotFound(head_bytes.status())) {
     return Fail(absl::NotFoundError("no journal head"), "fs journal inspect");
   }
@@ -162,7 +171,7 @@ int JournalInspect(client::FsAdmin& admin, const std::vector<std::string>& mds,
               name.c_str(), head.trimmed_seq(), head.first_segment(), head.segment_bytes());
   uint64_t count = 0, bytes = 0, first = 0, last = 0, segments = 0;
   for (uint64_t seg = head.first_segment();; ++seg) {
-    auto data = (*objects)->Get(pool, mds::JournalSegmentObject(fs->id(), seg));
+    auto data = (*objects)->Get(pool, mds::JournalSegmentObject(fs->id(), 0, seg));
     if (absl::IsNotFound(data.status())) break;
     if (!data.ok()) return Fail(data.status(), absl::StrCat("read segment ", seg));
     ++segments;
@@ -194,13 +203,15 @@ int JournalInspect(client::FsAdmin& admin, const std::vector<std::string>& mds,
 
 }  // namespace
 
-absl::StatusOr<pb::FsStatusReply> RankStatus(const pb::FsInfo& fs, int64_t timeout_ms) {
+absl::StatusOr<pb::FsStatusReply> RankStatus(const pb::FsInfo& fs, uint32_t rank,
+                                             int64_t timeout_ms) {
   rpc::ChannelCache channels;
-  auto stub = pb::Mds::NewStub(channels.Get(fs.rank0().addr()));
+  auto stub = pb::Mds::NewStub(channels.Get(fs::RankOf(fs, rank).addr()));
   grpc::ClientContext ctx;
   ctx.set_deadline(rpc::DeadlineIn(timeout_ms));
   pb::FsStatusRequest req;
   req.set_fs(fs.name());
+  req.set_rank(rank);
   pb::FsStatusReply reply;
   RETURN_IF_ERROR(rpc::FromGrpc(stub->FsStatus(&ctx, req, &reply), "mds"));
   RETURN_IF_ERROR(rpc::FromProto(reply.status()));

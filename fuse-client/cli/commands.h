@@ -36,6 +36,7 @@ int CmdPg(const Config& config, const Args& args);
 int CmdOsdScrub(const Config& config, const Args& args);
 
 // What rank 0 of `fs` reports (`weft fs status`), within `timeout_ms`.
-absl::StatusOr<pb::FsStatusReply> RankStatus(const pb::FsInfo& fs, int64_t timeout_ms);
+absl::StatusOr<pb::FsStatusReply> RankStatus(const pb::FsInfo& fs, uint32_t rank,
+                                             int64_t timeout_ms);
 
 }  // namespace weft::cli

@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "common/caps/cap_bits.h"
+#include "common/fs/mds_roles.h"
 #include "common/log/log.h"
 #include "common/status/status.h"
 #include "fuse-client/lib/admin_client.h"
@@ -62,8 +63,8 @@ absl::Status MetaClient::Resolve() {
   ASSIGN_OR_RETURN(pb::FsMap map, admin.FsList());
   for (const pb::FsInfo& fs : map.filesystems()) {
     if (fs.name() != options_.fs) continue;
-    if (fs.rank0().addr().empty()) return absl::UnavailableError("rank 0 has no MDS yet");
-    UseAddress(fs.rank0().addr());
+    if (fs::RankOf(fs, 0).addr().empty()) return absl::UnavailableError("rank 0 has no MDS yet");
+    UseAddress(fs::RankOf(fs, 0).addr());
     return absl::OkStatus();
   }
   return ErrnoError(absl::StatusCode::kNotFound, ENOENT,
@@ -110,7 +111,7 @@ void MetaClient::MapLoop() {
         if (std::find(addrs.begin(), addrs.end(), d.addr()) == addrs.end()) addrs.push_back(d.addr());
       }
       for (const pb::FsInfo& fs : reply.fsmap().filesystems()) {
-        if (fs.name() == options_.fs && !fs.rank0().addr().empty()) UseAddress(fs.rank0().addr());
+        if (fs.name() == options_.fs && !fs::RankOf(fs, 0).addr().empty()) UseAddress(fs::RankOf(fs, 0).addr());
       }
     }
     (void)reader->Finish();

@@ -389,15 +389,15 @@ void MetaCache::AddDirUpdates(FlushBatch* batch) {
 void MetaCache::AddTableUpdates(FlushBatch* batch) {
   TakeTableChanges(
       strays_, [](uint64_t holder) { return absl::StrCat(holder); }, &strays_changed_,
-      batch->updates, TableObject(fs_, "strays"));
+      batch->updates, TableObject(fs_, rank_, "strays"));
   TakeTableChanges(
       purge_, [](const Purge& p) { return PurgeRecord(p).SerializeAsString(); }, &purge_changed_,
-      batch->updates, TableObject(fs_, "purge"));
+      batch->updates, TableObject(fs_, rank_, "purge"));
   TakeTableChanges(
       trims_, [](const Cut& c) { return CutRecord(c).SerializeAsString(); }, &trims_changed_,
-      batch->updates, TableObject(fs_, "trims"));
+      batch->updates, TableObject(fs_, rank_, "trims"));
   if (next_ino_dirty_) {
-    batch->updates[TableObject(fs_, "inotable")].set.emplace_back("next_ino",
+    batch->updates[TableObject(fs_, rank_, "inotable")].set.emplace_back("next_ino",
                                                                   absl::StrCat(next_ino_));
     next_ino_dirty_ = false;
   }

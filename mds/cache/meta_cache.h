@@ -66,7 +66,9 @@ struct CInode {
 
 class MetaCache {
  public:
-  explicit MetaCache(uint32_t fs) : fs_(fs) {}
+  // Rank `rank` of filesystem `fs`: its tables, and inode numbers from its
+  // range (RankFirstIno).
+  MetaCache(uint32_t fs, uint32_t rank) : fs_(fs), rank_(rank), next_ino_(RankFirstIno(rank)) {}
 
   uint32_t fs() const { return fs_; }
 
@@ -166,6 +168,7 @@ class MetaCache {
   }
 
   const uint32_t fs_;
+  const uint32_t rank_;
   uint64_t clock_ = 0;
   size_t inline_bytes_ = 0;  // cached inline data, all inodes
   absl::flat_hash_map<uint64_t, std::unique_ptr<CInode>> inodes_;
@@ -177,7 +180,7 @@ class MetaCache {
   absl::flat_hash_map<uint64_t, std::unique_ptr<CDir>> dirs_;
   absl::flat_hash_set<uint64_t> dirty_dirs_;
   size_t dentries_ = 0;
-  uint64_t next_ino_ = kFirstFreeIno;
+  uint64_t next_ino_;
   bool next_ino_dirty_ = false;
   std::map<uint64_t, uint64_t> strays_;              // ino -> a holder session
   std::map<uint64_t, Purge> purge_;

@@ -74,14 +74,26 @@ std::string DirFragObject(uint32_t fs, uint64_t dir, Frag frag) {
   return absl::StrFormat("fs%u.dir.%x.%08x", fs, dir, frag);
 }
 
-std::string JournalHeadObject(uint32_t fs) { return absl::StrFormat("fs%u.journal.head", fs); }
+uint64_t RankFirstIno(uint32_t rank) { return rank == 0 ? kFirstFreeIno : uint64_t{rank} << 40; }
 
-std::string JournalSegmentObject(uint32_t fs, uint64_t segment) {
-  return absl::StrFormat("fs%u.journal.%016x", fs, segment);
+namespace {
+
+std::string RankPrefix(uint32_t fs, uint32_t rank) {
+  return rank == 0 ? absl::StrFormat("fs%u.", fs) : absl::StrFormat("fs%u.r%u.", fs, rank);
 }
 
-std::string TableObject(uint32_t fs, absl::string_view table) {
-  return absl::StrCat("fs", fs, ".", table);
+}  // namespace
+
+std::string JournalHeadObject(uint32_t fs, uint32_t rank) {
+  return RankPrefix(fs, rank) + "journal.head";
+}
+
+std::string JournalSegmentObject(uint32_t fs, uint32_t rank, uint64_t segment) {
+  return RankPrefix(fs, rank) + absl::StrFormat("journal.%016x", segment);
+}
+
+std::string TableObject(uint32_t fs, uint32_t rank, absl::string_view table) {
+  return absl::StrCat(RankPrefix(fs, rank), table);
 }
 
 }  // namespace weft::mds

@@ -47,15 +47,23 @@ std::pair<Frag, Frag> SplitFrag(Frag f);
 // The leaves sorted by hash range; {kRootFrag} for an unfragmented directory.
 std::vector<Frag> SortedFrags(const std::vector<Frag>& frags);
 
-// Object names in the metadata pool of filesystem `fs`.
+// The first inode number rank `rank` allocates: each rank has its own range
+// ((rank << 40) up; rank 0 from kFirstFreeIno), so ranks never hand out the
+// same number.
+uint64_t RankFirstIno(uint32_t rank);
+
+// Object names in the metadata pool of filesystem `fs`. The journal and the
+// tables are per rank (rank 0's names are those from before ranks: fsN.X;
+// rank R's fsN.rR.X); inodes and directory fragments are the filesystem's.
 std::string InodeTableObject(uint32_t fs, uint64_t ino);
 std::string InodeKey(uint64_t ino);
 // A file's inline data (pb::InlineRec), beside its inode in the same object:
 // loading an inode does not read it.
 std::string InlineKey(uint64_t ino);
 std::string DirFragObject(uint32_t fs, uint64_t dir, Frag frag);
-std::string JournalHeadObject(uint32_t fs);
-std::string JournalSegmentObject(uint32_t fs, uint64_t segment);
-std::string TableObject(uint32_t fs, absl::string_view table);  // sessions, strays, purge, inotable
+std::string JournalHeadObject(uint32_t fs, uint32_t rank);
+std::string JournalSegmentObject(uint32_t fs, uint32_t rank, uint64_t segment);
+// sessions, strays, purge, trims, inotable
+std::string TableObject(uint32_t fs, uint32_t rank, absl::string_view table);
 
 }  // namespace weft::mds

@@ -39,6 +39,11 @@ void FsMapStore::OnBytes(const std::string& bytes, int64_t revision) {
     LOG(WARNING) << "event=bad_fsmap";
     return;
   }
+  // A map from before several ranks: its rank 0 is the first of `ranks`.
+  for (pb::FsInfo& fs : *next.mutable_filesystems()) {
+    if (fs.ranks_size() == 0) *fs.add_ranks() = fs.rank0();
+    fs.clear_rank0();
+  }
   absl::MutexLock lock(&mu_);
   if (revision <= revision_) return;
   map_ = std::move(next);

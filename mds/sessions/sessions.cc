@@ -10,7 +10,8 @@ namespace weft::mds {
 
 std::string SessionKey(SessionId id) { return absl::StrFormat("%016x", id.value()); }
 
-Sessions::Sessions(uint32_t fs) : fs_(fs), next_id_((uint64_t{fs} << 40) + 1) {}
+Sessions::Sessions(uint32_t fs, uint32_t rank)
+    : fs_(fs), rank_(rank), next_id_(SessionId::First(fs, rank)) {}
 
 SessionState* Sessions::Find(SessionId id) {
   auto it = sessions_.find(id);
@@ -103,7 +104,7 @@ void Sessions::Answered(SessionId session, RequestId tid, RequestId oldest, std:
 }
 
 void Sessions::TakeDirty(FlushBatch* batch) {
-  const std::string object = TableObject(fs_, "sessions");
+  const std::string object = TableObject(fs_, rank_, "sessions");
   ObjectUpdate update;
   for (auto& [id, s] : sessions_) {
     if (!s.dirty) continue;

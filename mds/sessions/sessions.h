@@ -51,7 +51,7 @@ struct SessionState {
 
 class Sessions {
  public:
-  explicit Sessions(uint32_t fs);
+  Sessions(uint32_t fs, uint32_t rank);
 
   // nullptr when there is no such session.
   SessionState* Find(SessionId id);
@@ -88,6 +88,7 @@ class Sessions {
 
  private:
   const uint32_t fs_;
+  const uint32_t rank_;
   SessionId next_id_;
   absl::flat_hash_map<SessionId, SessionState> sessions_;
   std::set<SessionId> closed_;  // to delete from the table

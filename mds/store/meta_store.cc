@@ -83,7 +83,7 @@ absl::StatusOr<std::vector<pb::DentryRec>> MetaStore::LoadFrag(uint64_t dir, Fra
 }
 
 absl::StatusOr<std::map<std::string, std::string>> MetaStore::LoadTable(absl::string_view table) {
-  return ListOmap(TableObject(fs_, table));
+  return ListOmap(TableObject(fs_, rank_, table));
 }
 
 absl::Status MetaStore::Apply(const std::string& oid, const ObjectUpdate& update) {
@@ -101,7 +101,7 @@ absl::Status MetaStore::Apply(const std::string& oid, const ObjectUpdate& update
 }
 
 absl::StatusOr<std::optional<pb::JournalHead>> MetaStore::ReadHead() {
-  auto data = objects_->Get(pool_, JournalHeadObject(fs_));
+  auto data = objects_->Get(pool_, JournalHeadObject(fs_, rank_));
   if (absl::IsNotFound(data.status())) return std::optional<pb::JournalHead>();
   if (!data.ok()) return Annotate(data.status(), "read journal head");
   pb::JournalHead head;
@@ -112,24 +112,24 @@ absl::StatusOr<std::optional<pb::JournalHead>> MetaStore::ReadHead() {
 absl::Status MetaStore::WriteHead(const pb::JournalHead& head) {
   objects::ObjectOperation op;
   op.WriteFull(head.SerializeAsString());
-  return Annotate(objects_->Execute(pool_, JournalHeadObject(fs_), std::move(op)).status(),
+  return Annotate(objects_->Execute(pool_, JournalHeadObject(fs_, rank_), std::move(op)).status(),
                   "write journal head");
 }
 
 absl::Status MetaStore::WriteSegment(uint64_t segment, uint64_t offset, const std::string& bytes) {
   objects::ObjectOperation op;
   op.Write(offset, bytes);
-  return Annotate(objects_->Execute(pool_, JournalSegmentObject(fs_, segment), std::move(op)).status(),
+  return Annotate(objects_->Execute(pool_, JournalSegmentObject(fs_, rank_, segment), std::move(op)).status(),
                   "write journal");
 }
 
 absl::StatusOr<std::string> MetaStore::ReadSegment(uint64_t segment) {
-  return objects_->Get(pool_, JournalSegmentObject(fs_, segment));
+  return objects_->Get(pool_, JournalSegmentObject(fs_, rank_, segment));
 }
 
 absl::StatusOr<std::string> MetaStore::ReadSegmentFrom(uint64_t segment, uint64_t offset) {
   if (offset == 0) return ReadSegment(segment);
-  const std::string oid = JournalSegmentObject(fs_, segment);
+  const std::string oid = JournalSegmentObject(fs_, rank_, segment);
   std::string out;
   for (;;) {
     objects::ObjectOperation op;
@@ -142,14 +142,14 @@ absl::StatusOr<std::string> MetaStore::ReadSegmentFrom(uint64_t segment, uint64_
 }
 
 absl::StatusOr<bool> MetaStore::SegmentExists(uint64_t segment) {
-  auto st = objects_->Stat(pool_, JournalSegmentObject(fs_, segment));
+  auto st = objects_->Stat(pool_, JournalSegmentObject(fs_, rank_, segment));
   if (absl::IsNotFound(st.status())) return false;
   RETURN_IF_ERROR(st.status());
   return true;
 }
 
 absl::Status MetaStore::RemoveSegment(uint64_t segment) {
-  auto st = objects_->Remove(pool_, JournalSegmentObject(fs_, segment));
+  auto st = objects_->Remove(pool_, JournalSegmentObject(fs_, rank_, segment));
   return absl::IsNotFound(st) ? absl::OkStatus() : st;
 }
 

@@ -33,8 +33,9 @@ struct FlushBatch {
 
 class MetaStore {
  public:
-  MetaStore(objects::Objects* objects, PoolId pool, uint32_t fs)
-      : objects_(objects), pool_(pool), fs_(fs) {}
+  // Rank `rank` of filesystem `fs`: its journal and tables.
+  MetaStore(objects::Objects* objects, PoolId pool, uint32_t fs, uint32_t rank)
+      : objects_(objects), pool_(pool), fs_(fs), rank_(rank) {}
 
   uint32_t fs() const { return fs_; }
   PoolId pool() const { return pool_; }
@@ -69,6 +70,7 @@ class MetaStore {
   objects::Objects* const objects_;
   const PoolId pool_;
   const uint32_t fs_;
+  const uint32_t rank_;
 };
 
 }  // namespace weft::mds

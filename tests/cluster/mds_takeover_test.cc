@@ -450,7 +450,8 @@ TEST_CASE("mds takeover: weft mds fail hands rank 0 to the standby - health says
   // Bad input: each refused with its reason, nothing changed.
   const std::vector<std::pair<std::vector<std::string>, std::string>> bad = {
       {{"fs", "set", "fs1", "max_mds", "0"}, "max_mds must be at least 1"},
-      {{"fs", "set", "fs1", "max_mds", "2"}, "several active ranks are not built yet"},
+      {{"fs", "set", "fs1", "max_mds", "3"}, "max_mds 3 needs 3 MDS daemons"},
+      {{"fs", "set", "fs1", "allow_standby_replay", "yes"}, "takes a number"},
       {{"fs", "set", "fs1", "standby_count_wanted", "many"}, "takes a number"},
       {{"fs", "set", "fs1", "colour", "1"}, "no setting 'colour'"},
       {{"fs", "set", "nofs", "standby_count_wanted", "1"}, "no filesystem nofs"},

@@ -23,6 +23,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
+#include "common/fs/mds_roles.h"
 #include "common/log/log.h"
 #include "common/placement/placement.h"
 #include "common/status/status.h"
@@ -267,14 +268,14 @@ void Cluster::StopMds(int i) {
 
 bool Cluster::MdsRunning(int i) { return mds_.at(i) && mds_[i]->Running(); }
 
-int Cluster::ActiveMds(const std::string& fs) {
+int Cluster::ActiveMds(const std::string& fs, uint32_t rank) {
   client::FsAdmin admin(mds_addrs_, 5000);
   auto map = admin.FsList();
   if (!map.ok()) return -1;
   for (const pb::FsInfo& info : map->filesystems()) {
     if (info.name() != fs) continue;
     for (int i = 0; i < mds_count(); ++i) {
-      if (info.rank0().name() == MdsName(i)) return i;
+      if (fs::RankOf(info, rank).name() == MdsName(i)) return i;
     }
   }
   return -1;

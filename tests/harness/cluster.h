@@ -117,9 +117,9 @@ class Cluster {
   int mds_count() const { return static_cast<int>(mds_.size()); }
   void StopMds(int i = 0);  // SIGTERM and wait
   bool MdsRunning(int i = 0);
-  // The index of the MDS daemon holding rank 0 of `fs` by the fsmap, -1 if
-  // none of the harness's does.
-  int ActiveMds(const std::string& fs);
+  // The index of the MDS daemon holding rank `rank` of `fs` by the fsmap,
+  // -1 if none of the harness's does.
+  int ActiveMds(const std::string& fs, uint32_t rank = 0);
 
   // Stops every daemon (the MDS, the OSDs, then etcd) and starts them all
   // again on the same data directories and addresses: with SIGTERM as an

@@ -100,7 +100,7 @@ pb::DentryRec Dentry(uint64_t dir, const std::string& name, uint64_t ino) {
 }
 
 TEST_CASE("mds cache: replayed changes overlay fragments loaded later") {
-  MetaCache cache(1);
+  MetaCache cache(1, 0);
   pb::JournalEvent ev;
   ev.set_seq(1);
   *ev.add_dentries() = Dentry(kRootIno, "new", 5000);
@@ -135,7 +135,7 @@ TEST_CASE("mds cache: replayed changes overlay fragments loaded later") {
 }
 
 TEST_CASE("mds cache: a split rewrites both halves and deletes the parent fragment") {
-  MetaCache cache(2);
+  MetaCache cache(2, 0);
   pb::InodeRec dir = Dir(100);
   cache.MergeInode(dir);
   std::vector<pb::DentryRec> entries;
@@ -179,7 +179,7 @@ pb::InodeRec File(uint64_t ino, uint64_t size) {
 // objects, with the rank's lock released; the janitor trims meanwhile. What
 // the batch holds must stay cached until the store has it.
 TEST_CASE("mds cache: a flush in flight keeps what it took cached until the store has it") {
-  MetaCache cache(4);
+  MetaCache cache(4, 0);
   cache.MergeInode(Dir(kRootIno));
   cache.MergeFrag(kRootIno, kRootFrag, {Dentry(kRootIno, "old", 4000)});
   cache.MergeInode(File(4000, 10));
@@ -231,7 +231,7 @@ std::vector<std::string> KeysSet(const FlushBatch& batch, uint32_t fs, uint64_t 
 }
 
 TEST_CASE("mds cache: a flush writes inline bytes only when they changed") {
-  MetaCache cache(4);
+  MetaCache cache(4, 0);
   pb::InodeRec rec = File(6000, 5);
   rec.set_data_inline(true);
   rec.set_inline_version(1);
@@ -278,7 +278,7 @@ TEST_CASE("mds cache: a flush writes inline bytes only when they changed") {
 }
 
 TEST_CASE("mds cache: fragment counts follow creates - removes and splits") {
-  MetaCache cache(4);
+  MetaCache cache(4, 0);
   const auto [low, high] = SplitFrag(kRootFrag);
   // What FragCount must say: the entries whose hash the fragment holds.
   auto walked = [&cache](Frag f) {
@@ -325,7 +325,7 @@ TEST_CASE("mds cache: fragment counts follow creates - removes and splits") {
 }
 
 TEST_CASE("mds cache: pending trims merge - persist in their table - and reload") {
-  MetaCache cache(4);
+  MetaCache cache(4, 0);
   auto trim = [](uint64_t ino, uint64_t keep, uint64_t size) {
     pb::TrimRec t;
     t.set_ino(ino);
@@ -350,7 +350,7 @@ TEST_CASE("mds cache: pending trims merge - persist in their table - and reload"
   CHECK(cache.trims().at(7000).size == 5000);
 
   FlushBatch first = cache.TakeDirty(2);
-  const ObjectUpdate& rows = first.updates.at(TableObject(4, "trims"));
+  const ObjectUpdate& rows = first.updates.at(TableObject(4, 0, "trims"));
   CHECK(rows.set.size() == 2);
   CHECK(rows.rm.empty());
   std::map<std::string, std::string> table;
@@ -363,10 +363,10 @@ TEST_CASE("mds cache: pending trims merge - persist in their table - and reload"
   ApplyRecord(cache, done);
   CHECK(!cache.trims().contains(7001));
   FlushBatch second = cache.TakeDirty(3);
-  CHECK(second.updates.at(TableObject(4, "trims")).rm == std::vector<std::string>{InodeKey(7001)});
+  CHECK(second.updates.at(TableObject(4, 0, "trims")).rm == std::vector<std::string>{InodeKey(7001)});
 
   // A restart finds the pending trims in the table.
-  MetaCache restarted(4);
+  MetaCache restarted(4, 0);
   restarted.LoadTables({}, {}, table, {});
   REQUIRE(restarted.trims().size() == 2);
   CHECK(restarted.trims().at(7000).keep == 50);

@@ -24,7 +24,7 @@ Event OpenEvent(uint64_t seq, uint64_t id) {
 }
 
 TEST_CASE("sessions: completed requests below the client's oldest tid are dropped") {
-  Sessions sessions(3);
+  Sessions sessions(3, 0);
   sessions.Apply(OpenEvent(1, 77));
   for (uint64_t tid = 1; tid <= 5; ++tid) {
     Event ev;
@@ -44,7 +44,7 @@ TEST_CASE("sessions: completed requests below the client's oldest tid are droppe
 }
 
 TEST_CASE("sessions: ids only grow - also past closed and loaded ones") {
-  Sessions sessions(1);
+  Sessions sessions(1, 0);
   const SessionId first = sessions.TakeId();
   CHECK(first.value() == (uint64_t{1} << 40) + 1);
   CHECK(first.fs() == 1);
@@ -57,9 +57,9 @@ TEST_CASE("sessions: ids only grow - also past closed and loaded ones") {
   CHECK(sessions.TakeId().value() == first.value() + 11);
   FlushBatch batch;
   sessions.TakeDirty(&batch);
-  const ObjectUpdate& u = batch.updates.at(TableObject(1, "sessions"));
+  const ObjectUpdate& u = batch.updates.at(TableObject(1, 0, "sessions"));
   CHECK(u.rm == std::vector<std::string>{SessionKey(SessionId(first.value() + 10))});
-  Sessions reloaded(1);
+  Sessions reloaded(1, 0);
   pb::SessionRec rec;
   rec.set_id(first.value() + 40);
   reloaded.LoadTable({{SessionKey(SessionId(rec.id())), rec.SerializeAsString()}});
@@ -67,7 +67,7 @@ TEST_CASE("sessions: ids only grow - also past closed and loaded ones") {
 }
 
 TEST_CASE("sessions: the holder of an open file is the lowest session id") {
-  Sessions sessions(1);
+  Sessions sessions(1, 0);
   for (uint64_t id : {30, 10, 20}) {
     sessions.Apply(OpenEvent(id, id));
     sessions.Opened(SessionId(id), 500, id == 20);
@@ -145,7 +145,7 @@ TEST_CASE("leases: a holder that never acks is waited for until its lease runs o
 
 TEST_CASE("leases: writes are recalled from other writers - once - and answered by acks") {
   Leases leases(absl::Seconds(5));
-  Sessions sessions(1);
+  Sessions sessions(1, 0);
   uint64_t gens[3] = {0, 0, 0};
   for (uint64_t id : {1, 2}) {
     sessions.Apply(OpenEvent(id, id));
@@ -185,7 +185,7 @@ TEST_CASE("leases: writes are recalled from other writers - once - and answered 
 
 TEST_CASE("leases: a shared file - its writers write through - its openers drop pages on each change") {
   Leases leases(absl::Seconds(5));
-  Sessions sessions(1);
+  Sessions sessions(1, 0);
   uint64_t gens[4] = {0, 0, 0, 0};
   for (uint64_t id : {1, 2, 3}) {
     sessions.Apply(OpenEvent(id, id));
@@ -335,7 +335,7 @@ TEST_CASE("leases: a shared file - its writers write through - its openers drop 
 
 TEST_CASE("leases: attribute caps - granted to readers - revoked by a change - none beside a writer") {
   Leases leases(absl::Seconds(5));
-  Sessions sessions(1);
+  Sessions sessions(1, 0);
   uint64_t gens[4] = {0, 0, 0, 0};
   for (uint64_t id : {1, 2, 3}) {
     sessions.Apply(OpenEvent(id, id));
@@ -577,7 +577,7 @@ TEST_CASE("leases: caps per session are bounded - recalled above 90 percent - an
 
 TEST_CASE("leases: a truncate holds the writers until the last request lets them go") {
   Leases leases(absl::Seconds(5));
-  Sessions sessions(1);
+  Sessions sessions(1, 0);
   for (uint64_t id : {1, 2}) {
     sessions.Apply(OpenEvent(id, id));
     leases.OpenStream(SessionId(id));
@@ -635,7 +635,7 @@ req::Lock Flock(uint64_t session, locks::Type type, uint32_t wait_ms) {
 
 TEST_CASE("rank locks: a conflicting lock waits for the holder's unlock - or is refused") {
   RankLocks locks;
-  Sessions sessions(1);
+  Sessions sessions(1, 0);
   for (uint64_t id : {1, 2}) {
     sessions.Apply(OpenEvent(id, id));
     sessions.Opened(SessionId(id), 500, false);
@@ -692,7 +692,7 @@ TEST_CASE("inline moves and trims: one owner per file - and what blocks it") {
   CHECK(moves.RecordedElsewhere({7, 8}, 7) == 0);  // the mover's own
   moves.End(7);
   CHECK(moves.empty());
-  MetaCache cache(1);
+  MetaCache cache(1, 0);
   Trims trims;
   CHECK_FALSE(trims.Any(cache));
   Event ev;
