@@ -84,13 +84,18 @@ down() {
   # what closed files still buffered (close does not wait for that).
   for _ in $(seq 600); do alive "$dir/run/fuse.pid" || break; sleep 0.1; done
   stop_pid "$dir/run/fuse.pid"
+  # The MDS daemons before the OSDs, all at once: a rank's holder writes its
+  # journal back to the OSDs as it stops, and each daemon removes its
+  # liveness record from etcd.
+  for f in "$dir"/run/mds.pid "$dir"/run/mds.*.pid; do
+    [[ -e "$f" ]] && alive "$f" && kill -TERM "$(cat "$f")" 2>/dev/null
+  done
+  for f in "$dir"/run/mds.pid "$dir"/run/mds.*.pid; do [[ -e "$f" ]] && stop_pid "$f"; done
   # All OSDs at once: each takes a second or two to leave cleanly.
   for f in "$dir"/run/osd.*.pid; do
     [[ -e "$f" ]] && alive "$f" && kill -TERM "$(cat "$f")" 2>/dev/null
   done
   for f in "$dir"/run/osd.*.pid; do [[ -e "$f" ]] && stop_pid "$f"; done
-  for f in "$dir"/run/mds.*.pid; do [[ -e "$f" ]] && stop_pid "$f"; done
-  stop_pid "$dir/run/mds.pid"
   stop_pid "$dir/run/etcd.pid"
   log "stopped"
 }

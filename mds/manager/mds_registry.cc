@@ -30,8 +30,10 @@ absl::Status MdsRegistry::Register(std::function<void()> on_lost) {
   const std::string key = prefix_ + self_.name();
   const std::string value = self_.SerializeAsString();
   // An earlier life's record lasts at most the TTL it was last renewed
-  // with (ours, unless the config changed): wait a little past that.
-  const absl::Time deadline = absl::Now() + absl::Seconds(ttl_s_) + absl::Seconds(1);
+  // with (ours, unless the config changed), counted again from etcd's own
+  // restart if etcd restarted since (a new etcd leader renews every lease
+  // once): wait a little past twice that.
+  const absl::Time deadline = absl::Now() + absl::Seconds(2 * ttl_s_) + absl::Seconds(2);
   bool told = false;
   for (;;) {
     ASSIGN_OR_RETURN(int64_t lease, etcd_->LeaseGrant(ttl_s_));
