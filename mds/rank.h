@@ -165,6 +165,8 @@ class MdsRank {
   absl::Status FlushOnce();
   void ExpireSessions();
   void PropagateRstats();
+  // Samples the request count for the rate (once a second).
+  void SampleRequests();
   void PurgeSome();
   void RunPendingTrims();
   void TrimCache();
@@ -301,6 +303,10 @@ class MdsRank {
   bool EvictSettledLocked(SessionId session) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   std::atomic<uint64_t> requests_{0};
+  // (ms, requests_) once a second by the janitor, the last kRateSamples:
+  // the request rate `weft fs status` shows.
+  std::deque<std::pair<int64_t, uint64_t>> request_samples_ ABSL_GUARDED_BY(mu_);
+  static constexpr size_t kRateSamples = 11;
   std::atomic<uint64_t> request_ns_{0};
   std::atomic<uint64_t> lock_wait_ns_{0};
   std::atomic<uint64_t> lock_held_ns_{0};

@@ -122,6 +122,7 @@ void MdsRank::JanitorLoop() {
     }
     PurgeSome();
     if (env_.clock->NowMs() - last_trims_ms >= 1000) {
+      SampleRequests();
       RunPendingTrims();  // truncates whose cut failed (OSDs down) try again
       memory::ReleaseFreeHeapOver(kHeapFreeBytesKept);
       last_trims_ms = env_.clock->NowMs();
@@ -380,6 +381,13 @@ void MdsRank::RunPendingTrims() {
   for (uint64_t ino : pending) (void)RunTrim(ino);
 }
 
+void MdsRank::SampleRequests() {
+  const uint64_t n = requests_.load(std::memory_order_relaxed);
+  absl::MutexLock lock(&mu_);
+  request_samples_.emplace_back(env_.clock->NowMs(), n);
+  while (request_samples_.size() > kRateSamples) request_samples_.pop_front();
+}
+
 pb::FsStatusReply MdsRank::Status() {
   pb::FsStatusReply reply;
   Journal::Stats js = journal_.stats();
@@ -421,6 +429,14 @@ pb::FsStatusReply MdsRank::Status() {
   reply.set_locks(locks_.size());
   reply.set_lock_waiters(locks_.waiters());
   reply.set_requests(requests_.load(std::memory_order_relaxed));
+  if (request_samples_.size() >= 2) {
+    const auto& [t0, n0] = request_samples_.front();
+    const auto& [t1, n1] = request_samples_.back();
+    if (t1 > t0) {
+      reply.set_request_rate(static_cast<double>(n1 - n0) * 1000.0 / static_cast<double>(t1 - t0));
+      reply.set_request_rate_s(static_cast<uint32_t>((t1 - t0 + 500) / 1000));
+    }
+  }
   reply.set_request_ns(request_ns_.load(std::memory_order_relaxed));
   reply.set_rank_lock_wait_ns(lock_wait_ns_.load(std::memory_order_relaxed));
   reply.set_rank_lock_held_ns(lock_held_ns_.load(std::memory_order_relaxed));

@@ -141,6 +141,10 @@ int FsStatus(client::FsAdmin& admin, const std::string& name) {
       std::printf("  requests: %lu, in the rank %.1f ms, rank lock: waited %.1f ms, held %.1f ms\n",
                   reply.requests(), reply.request_ns() / 1e6, reply.rank_lock_wait_ns() / 1e6,
                   reply.rank_lock_held_ns() / 1e6);
+      if (reply.request_rate_s() > 0) {
+        std::printf("  request rate: %.1f/s over the last %u s\n", reply.request_rate(),
+                    reply.request_rate_s());
+      }
     }
   }
   if (shown == 0 && !name.empty()) return Fail(absl::NotFoundError(absl::StrCat("no filesystem named ", name)), "fs status");
