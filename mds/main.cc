@@ -58,12 +58,13 @@ int Fail(const std::string& what) {
   return 1;
 }
 
-// This process, fenced or about to be, writes nothing more and runs again
-// from the start: a new object client, a standby.
-// The next incarnation waits for etcd however long it takes (kRestartedEnv):
-// what made this one start over may be a network cut that still stands.
+// Set for the next incarnation of a daemon that starts over: it waits for
+// etcd however long it takes, since what made this one start over may be a
+// network cut that still stands.
 constexpr char kRestartedEnv[] = "WEFT_MDS_RESTARTED";
 
+// This process, fenced or about to be, writes nothing more and runs again
+// from the start: a new object client, a standby.
 [[noreturn]] void StartOver(const std::vector<char*>& argv, const std::string& reason) {
   LOG(ERROR) << "event=restart reason=" << reason << " action=execv";
   setenv(kRestartedEnv, reason.c_str(), 1);
@@ -71,7 +72,6 @@ constexpr char kRestartedEnv[] = "WEFT_MDS_RESTARTED";
   LOG(FATAL) << "execv /proc/self/exe failed: " << std::strerror(errno);
   std::abort();
 }
-
 
 }  // namespace
 

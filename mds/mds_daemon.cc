@@ -265,23 +265,14 @@ void MdsDaemon::AssignRanks() {
                    << "\"";
         continue;
       }
-      auto status = fsmap_->Mutate([&](pb::FsMap* m) -> absl::Status {
-        for (pb::FsInfo& f : *m->mutable_filesystems()) {
-          if (f.id() != fs.id()) continue;
-          if (static_cast<int>(rank) >= f.ranks_size() ||
-              f.ranks(static_cast<int>(rank)).client() != holder.client()) {
-            return absl::AbortedError("the rank changed hands meanwhile");
-          }
-          pb::FsRank* r = f.mutable_ranks(static_cast<int>(rank));
-          r->set_name(next->name());
-          r->set_addr(next->addr());
-          r->set_client(next->client());
-          r->set_incarnation(r->incarnation() + 1);
-          r->set_fence_epoch(*fenced);
-          // The follower holds it now (or follows on, if another took it).
-          if (r->standby_replay().client() == next->client()) r->clear_standby_replay();
-        }
-        return absl::OkStatus();
+      auto status = MutateRank(fs.id(), rank, holder, [&](pb::FsRank* r) {
+        r->set_name(next->name());
+        r->set_addr(next->addr());
+        r->set_client(next->client());
+        r->set_incarnation(r->incarnation() + 1);
+        r->set_fence_epoch(*fenced);
+        // The follower holds it now (or follows on, if another took it).
+        if (r->standby_replay().client() == next->client()) r->clear_standby_replay();
       });
       if (!status.ok()) {
         LOG(WARNING) << "event=rank_assign_failed fs=" << fs.name() << " rank=" << rank
@@ -296,6 +287,24 @@ void MdsDaemon::AssignRanks() {
                 << " fence_epoch=" << *fenced;
     }
   }
+}
+
+absl::Status MdsDaemon::MutateRank(uint32_t fs_id, uint32_t rank, const pb::FsRank& seen,
+                                  const std::function<void(pb::FsRank*)>& edit) {
+  return fsmap_->Mutate([&](pb::FsMap* m) -> absl::Status {
+    for (pb::FsInfo& f : *m->mutable_filesystems()) {
+      if (f.id() != fs_id) continue;
+      if (static_cast<int>(rank) >= f.ranks_size()) return absl::AbortedError("the rank is gone");
+      pb::FsRank* r = f.mutable_ranks(static_cast<int>(rank));
+      if (r->client() != seen.client() ||
+          r->standby_replay().client() != seen.standby_replay().client()) {
+        return absl::AbortedError("the rank changed meanwhile");
+      }
+      edit(r);
+      return absl::OkStatus();
+    }
+    return absl::AbortedError("the filesystem is gone");
+  });
 }
 
 void MdsDaemon::AssignFollower(const pb::FsMap& map, const pb::FsInfo& fs, uint32_t which,
@@ -320,26 +329,15 @@ void MdsDaemon::AssignFollower(const pb::FsMap& map, const pb::FsInfo& fs, uint3
     }
     if (next == nullptr && !has) return;
   }
-  auto status = fsmap_->Mutate([&](pb::FsMap* m) -> absl::Status {
-    for (pb::FsInfo& f : *m->mutable_filesystems()) {
-      if (f.id() != fs.id()) continue;
-      if (static_cast<int>(which) >= f.ranks_size() ||
-          f.ranks(static_cast<int>(which)).client() != rank.client() ||
-          f.ranks(static_cast<int>(which)).standby_replay().client() !=
-              rank.standby_replay().client()) {
-        return absl::AbortedError("the rank changed meanwhile");
-      }
-      pb::FsRank* r = f.mutable_ranks(static_cast<int>(which));
-      pb::MdsRef* follower = r->mutable_standby_replay();
-      if (next == nullptr) {
-        r->clear_standby_replay();
-      } else {
-        follower->set_name(next->name());
-        follower->set_addr(next->addr());
-        follower->set_client(next->client());
-      }
+  auto status = MutateRank(fs.id(), which, rank, [&](pb::FsRank* r) {
+    if (next == nullptr) {
+      r->clear_standby_replay();
+      return;
     }
-    return absl::OkStatus();
+    pb::MdsRef* follower = r->mutable_standby_replay();
+    follower->set_name(next->name());
+    follower->set_addr(next->addr());
+    follower->set_client(next->client());
   });
   if (!status.ok()) {
     LOG(WARNING) << "event=standby_replay_assign_failed fs=" << fs.name() << " status=\"" << status
@@ -779,11 +777,10 @@ absl::Status MdsDaemon::FsSet(const std::string& name, const std::string& key,
     return fsmap_->Mutate([&](pb::FsMap* m) -> absl::Status {
       for (pb::FsInfo& fs : *m->mutable_filesystems()) {
         if (fs.name() != name) continue;
-        const bool same = fs::MaxMds(fs) == n;
+        bool changed = fs::MaxMds(fs) != n;
         fs.set_max_mds(n);
         // Ranks below n serve (a stopping one is kept); those above stop:
         // their holders flush and report (RankStopped); then they go.
-        bool changed = !same;
         while (fs.ranks_size() < static_cast<int>(n)) {
           fs.add_ranks();
           changed = true;

@@ -112,6 +112,11 @@ class MdsDaemon {
   // follower is gone, or clears it when it no longer does.
   void AssignFollower(const pb::FsMap& map, const pb::FsInfo& fs, uint32_t rank,
                       const std::vector<pb::MdsAlive>& alive);
+  // Map manager: `edit`s rank `rank` of filesystem `fs_id` in a new fsmap
+  // epoch, unless its holder or follower changed since it was `seen`
+  // (Aborted).
+  absl::Status MutateRank(uint32_t fs_id, uint32_t rank, const pb::FsRank& seen,
+                          const std::function<void(pb::FsRank*)>& edit);
   // Starts the ranks the fsmap gives this daemon, stops those it took away;
   // starts and stops following ranks' journals as their standby-replay.
   void FollowAssignments();

@@ -125,15 +125,16 @@ absl::Status Objects::Put(PoolId pool, const std::string& oid, const std::string
   return absl::OkStatus();
 }
 
-absl::StatusOr<std::string> Objects::Get(PoolId pool, const std::string& oid) {
+absl::StatusOr<std::string> Objects::GetFrom(PoolId pool, const std::string& oid,
+                                             uint64_t offset) {
   std::string out;
   for (;;) {
     ObjectOperation op;
-    op.Read(out.size(), kMaxPieceBytes);
+    op.Read(offset + out.size(), kMaxPieceBytes);
     ASSIGN_OR_RETURN(OpResult r, Execute(pool, oid, std::move(op)));
     const auto& item = r.items.at(0);
     item.data.AppendTo(&out);
-    if (out.size() >= item.size || item.data.empty()) return out;
+    if (offset + out.size() >= item.size || item.data.empty()) return out;
   }
 }
 

@@ -44,7 +44,11 @@ class Objects {
   // Whole-object conveniences on Execute. Put is atomic up to kMaxPieceBytes;
   // larger objects are written in pieces (the first replaces the object).
   absl::Status Put(PoolId pool, const std::string& oid, const std::string& data);
-  absl::StatusOr<std::string> Get(PoolId pool, const std::string& oid);
+  absl::StatusOr<std::string> Get(PoolId pool, const std::string& oid) {
+    return GetFrom(pool, oid, 0);
+  }
+  // Its bytes from `offset` to its end (empty past the end).
+  absl::StatusOr<std::string> GetFrom(PoolId pool, const std::string& oid, uint64_t offset);
   absl::StatusOr<ObjectStat> Stat(PoolId pool, const std::string& oid);
   absl::Status Remove(PoolId pool, const std::string& oid);
 

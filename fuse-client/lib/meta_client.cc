@@ -63,8 +63,9 @@ absl::Status MetaClient::Resolve() {
   ASSIGN_OR_RETURN(pb::FsMap map, admin.FsList());
   for (const pb::FsInfo& fs : map.filesystems()) {
     if (fs.name() != options_.fs) continue;
-    if (fs::RankOf(fs, 0).addr().empty()) return absl::UnavailableError("rank 0 has no MDS yet");
-    UseAddress(fs::RankOf(fs, 0).addr());
+    const std::string& rank0 = fs::RankOf(fs, 0).addr();
+    if (rank0.empty()) return absl::UnavailableError("rank 0 has no MDS yet");
+    UseAddress(rank0);
     return absl::OkStatus();
   }
   return ErrnoError(absl::StatusCode::kNotFound, ENOENT,
@@ -111,7 +112,8 @@ void MetaClient::MapLoop() {
         if (std::find(addrs.begin(), addrs.end(), d.addr()) == addrs.end()) addrs.push_back(d.addr());
       }
       for (const pb::FsInfo& fs : reply.fsmap().filesystems()) {
-        if (fs.name() == options_.fs && !fs::RankOf(fs, 0).addr().empty()) UseAddress(fs::RankOf(fs, 0).addr());
+        const std::string& rank0 = fs::RankOf(fs, 0).addr();
+        if (fs.name() == options_.fs && !rank0.empty()) UseAddress(rank0);
       }
     }
     (void)reader->Finish();

@@ -128,17 +128,7 @@ absl::StatusOr<std::string> MetaStore::ReadSegment(uint64_t segment) {
 }
 
 absl::StatusOr<std::string> MetaStore::ReadSegmentFrom(uint64_t segment, uint64_t offset) {
-  if (offset == 0) return ReadSegment(segment);
-  const std::string oid = JournalSegmentObject(fs_, rank_, segment);
-  std::string out;
-  for (;;) {
-    objects::ObjectOperation op;
-    op.Read(offset + out.size(), objects::Objects::kMaxPieceBytes);
-    ASSIGN_OR_RETURN(objects::OpResult r, objects_->Execute(pool_, oid, std::move(op)));
-    const auto& item = r.items.at(0);
-    item.data.AppendTo(&out);
-    if (offset + out.size() >= item.size || item.data.empty()) return out;
-  }
+  return objects_->GetFrom(pool_, JournalSegmentObject(fs_, rank_, segment), offset);
 }
 
 absl::StatusOr<bool> MetaStore::SegmentExists(uint64_t segment) {

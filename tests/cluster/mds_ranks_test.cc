@@ -20,17 +20,9 @@
 namespace weft::testing {
 namespace {
 
-// Waits up to `timeout` for `weft fs status fs1` to satisfy `ok`.
 bool StatusUntil(Cluster& cluster, const std::function<bool(const std::string&)>& ok,
                  absl::Duration timeout, std::string* last) {
-  const absl::Time deadline = absl::Now() + timeout;
-  do {
-    CommandResult r = cluster.Weft({"fs", "status", "fs1"});
-    *last = r.output;
-    if (r.code == 0 && ok(r.output)) return true;
-    absl::SleepFor(absl::Milliseconds(200));
-  } while (absl::Now() < deadline);
-  return false;
+  return cluster.FsStatusUntil("fs1", ok, timeout, last);
 }
 
 bool RankActiveOn(const std::string& status, uint32_t rank, const std::string& name) {

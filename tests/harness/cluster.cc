@@ -281,6 +281,19 @@ int Cluster::ActiveMds(const std::string& fs, uint32_t rank) {
   return -1;
 }
 
+bool Cluster::FsStatusUntil(const std::string& fs,
+                            const std::function<bool(const std::string&)>& ok,
+                            absl::Duration timeout, std::string* last) {
+  const absl::Time deadline = absl::Now() + timeout;
+  do {
+    CommandResult r = Weft({"fs", "status", fs});
+    *last = r.output;
+    if (r.code == 0 && ok(r.output)) return true;
+    absl::SleepFor(absl::Milliseconds(200));
+  } while (absl::Now() < deadline);
+  return false;
+}
+
 absl::Status Cluster::RestartAll(bool crash, absl::Duration timeout) {
   // The MDS first: an orderly MDS flushes its journal and cache to the OSDs.
   const absl::Time stop_start = absl::Now();

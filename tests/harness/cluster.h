@@ -120,6 +120,10 @@ class Cluster {
   // The index of the MDS daemon holding rank `rank` of `fs` by the fsmap,
   // -1 if none of the harness's does.
   int ActiveMds(const std::string& fs, uint32_t rank = 0);
+  // Asks `weft fs status FS` every 200 ms until its output satisfies `ok`
+  // (at most `timeout`); *last gets the last output.
+  bool FsStatusUntil(const std::string& fs, const std::function<bool(const std::string&)>& ok,
+                     absl::Duration timeout, std::string* last);
 
   // Stops every daemon (the MDS, the OSDs, then etcd) and starts them all
   // again on the same data directories and addresses: with SIGTERM as an
